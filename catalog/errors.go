@@ -1,0 +1,20 @@
+package catalog
+
+import "errors"
+
+// Errors returned by every product store (the local index and the remote
+// client alike). They are wrapped with context; test with errors.Is.
+var (
+	// ErrInvalidArgument: the request is malformed (non-positive group id,
+	// too many ids). gRPC: codes.InvalidArgument.
+	ErrInvalidArgument = errors.New("catalog: invalid argument")
+	// ErrUnavailable: no catalog node could answer. gRPC: codes.Unavailable.
+	ErrUnavailable = errors.New("catalog: unavailable")
+	// ErrDeadline: the caller's deadline passed (or it was cancelled) before
+	// the answer. gRPC: codes.DeadlineExceeded / codes.Canceled.
+	ErrDeadline = errors.New("catalog: deadline exceeded")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("catalog: closed")
+	// ErrCorrupt: the index on disk could not be read.
+	ErrCorrupt = errors.New("catalog: corrupt index")
+)

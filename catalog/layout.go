@@ -1,0 +1,238 @@
+package catalog
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// File names inside a data directory. See the package comment.
+const (
+	CurrentFile  = "CURRENT"
+	PreviousFile = "PREVIOUS"
+	LockFile     = "LOCK"
+	VersionsDir  = "versions"
+	readersFile  = "READERS"
+)
+
+// ErrNoVersion: the data directory has no published version.
+var ErrNoVersion = errors.New("catalog: no index version published")
+
+// NewVersionName returns a fresh, sortable version name for time t.
+func NewVersionName(t time.Time) string {
+	return "v" + t.UTC().Format("20060102T150405.000000000Z")
+}
+
+// VersionPath is the directory of version name under data dir.
+func VersionPath(dir, name string) string {
+	return filepath.Join(dir, VersionsDir, name)
+}
+
+func validVersionName(name string) bool {
+	return strings.HasPrefix(name, "v") && !strings.ContainsAny(name, "/\\ \n\x00") && name != "v"
+}
+
+// ReadPointer returns the version named by DIR/CURRENT (or PREVIOUS).
+// A missing file is ErrNoVersion.
+func ReadPointer(dir, file string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(dir, file))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", fmt.Errorf("%w: %s", ErrNoVersion, filepath.Join(dir, file))
+	}
+	if err != nil {
+		return "", fmt.Errorf("catalog: reading %s: %w", filepath.Join(dir, file), err)
+	}
+	name := strings.TrimSpace(string(b))
+	if !validVersionName(name) {
+		return "", fmt.Errorf("%w: %s names %q, not a version", ErrCorrupt, filepath.Join(dir, file), name)
+	}
+	return name, nil
+}
+
+// WritePointer atomically makes DIR/file name version: it writes a temporary
+// file, fsyncs it, renames it over file and fsyncs the directory, so a crash
+// leaves either the old or the new pointer, never a torn one.
+func WritePointer(dir, file, name string) error {
+	if !validVersionName(name) {
+		return fmt.Errorf("catalog: bad version name %q", name)
+	}
+	tmp := filepath.Join(dir, file+".tmp")
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if _, err = f.WriteString(name + "\n"); err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("catalog: writing %s: %w", tmp, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, file)); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("catalog: fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Publish makes version name the live one: the old CURRENT becomes PREVIOUS
+// (the rollback target), then CURRENT is switched atomically. Versions that
+// are neither CURRENT nor PREVIOUS are then removed if no process reads them.
+func Publish(dir, name string) error {
+	if _, err := os.Stat(VersionPath(dir, name)); err != nil {
+		return fmt.Errorf("catalog: publish %s: %w", name, err)
+	}
+	old, err := ReadPointer(dir, CurrentFile)
+	switch {
+	case err == nil && old != name:
+		if err := WritePointer(dir, PreviousFile, old); err != nil {
+			return err
+		}
+	case err != nil && !errors.Is(err, ErrNoVersion):
+		return err
+	}
+	if err := WritePointer(dir, CurrentFile, name); err != nil {
+		return err
+	}
+	_, _ = RemoveUnusedVersions(dir)
+	return nil
+}
+
+// Rollback makes PREVIOUS the live version again and the current one
+// PREVIOUS, so a second rollback undoes the first.
+func Rollback(dir string) (from, to string, err error) {
+	cur, err := ReadPointer(dir, CurrentFile)
+	if err != nil {
+		return "", "", err
+	}
+	prev, err := ReadPointer(dir, PreviousFile)
+	if err != nil {
+		return "", "", fmt.Errorf("catalog: no previous version to roll back to: %w", err)
+	}
+	if _, err := os.Stat(VersionPath(dir, prev)); err != nil {
+		return "", "", fmt.Errorf("catalog: previous version %s is gone: %w", prev, err)
+	}
+	if err := WritePointer(dir, PreviousFile, cur); err != nil {
+		return "", "", err
+	}
+	if err := WritePointer(dir, CurrentFile, prev); err != nil {
+		return "", "", err
+	}
+	return cur, prev, nil
+}
+
+// RemoveUnusedVersions deletes version directories that are neither CURRENT
+// nor PREVIOUS and that no process holds open (their READERS lock is free),
+// including half-built ones left by a crashed ingest. It returns the names
+// removed. A version still being built is protected by the ingest LOCK: call
+// this only while holding it, or from Publish.
+func RemoveUnusedVersions(dir string) ([]string, error) {
+	keep := map[string]bool{}
+	for _, f := range []string{CurrentFile, PreviousFile} {
+		if n, err := ReadPointer(dir, f); err == nil {
+			keep[n] = true
+		}
+	}
+	ents, err := os.ReadDir(filepath.Join(dir, VersionsDir))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	var removed []string
+	for _, e := range ents {
+		if !e.IsDir() || keep[e.Name()] || building(dir, e.Name()) {
+			continue
+		}
+		p := VersionPath(dir, e.Name())
+		rl, err := tryLockExclusive(filepath.Join(p, readersFile))
+		if err != nil {
+			continue // someone still reads it
+		}
+		err = os.RemoveAll(p)
+		rl.Close()
+		if err == nil {
+			removed = append(removed, e.Name())
+		}
+	}
+	return removed, nil
+}
+
+// building reports whether name is a version an ingest is writing now: its
+// directory holds a BUILDING marker whose lock is held.
+func building(dir, name string) bool {
+	m := filepath.Join(VersionPath(dir, name), buildingFile)
+	if _, err := os.Stat(m); err != nil {
+		return false
+	}
+	l, err := tryLockExclusive(m)
+	if err != nil {
+		return true
+	}
+	l.Close()
+	return false
+}
+
+const buildingFile = "BUILDING"
+
+// fileLock is an flock(2) on a file; Close releases it.
+type fileLock struct{ f *os.File }
+
+func (l *fileLock) Close() error { return l.f.Close() }
+
+func tryLock(path string, how int) (*fileLock, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &fileLock{f}, nil
+}
+
+func tryLockExclusive(path string) (*fileLock, error) { return tryLock(path, unix.LOCK_EX) }
+func lockShared(path string) (*fileLock, error)       { return tryLock(path, unix.LOCK_SH) }
+
+// ErrLocked: another ingest holds the data directory's LOCK.
+var ErrLocked = errors.New("catalog: data directory is locked by another ingest")
+
+// LockDir takes the data directory's ingest lock without waiting. It fails
+// with ErrLocked (naming the lock file) while another process holds it. The
+// lock is released by Close or when the process dies, even by kill -9.
+func LockDir(dir string) (interface{ Close() error }, error) {
+	if err := os.MkdirAll(filepath.Join(dir, VersionsDir), 0o755); err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	p := filepath.Join(dir, LockFile)
+	l, err := tryLockExclusive(p)
+	if err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, fmt.Errorf("%w (%s)", ErrLocked, p)
+		}
+		return nil, fmt.Errorf("catalog: locking %s: %w", p, err)
+	}
+	return l, nil
+}

@@ -1,0 +1,187 @@
+package catalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// Store answers product-master requests. Local implements it; the server
+// serves whatever it is given.
+type Store interface {
+	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
+}
+
+// Server is the Catalog gRPC service over a Store.
+type Server struct {
+	catalogpb.UnimplementedCatalogServer
+	store Store
+	log   *zap.Logger
+	m     *serverMetrics
+}
+
+// ServerOptions configure a Server. Zero values: no logging, no metrics.
+type ServerOptions struct {
+	Logger     *zap.Logger
+	Registerer prometheus.Registerer
+}
+
+// NewServer returns the Catalog service for store.
+func NewServer(store Store, opts ServerOptions) *Server {
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	return &Server{store: store, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger)}
+}
+
+// GetProductMasters implements catalogpb.CatalogServer.
+func (s *Server) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
+	start := time.Now()
+	resp, err := s.store.GetProductMasters(ctx, req)
+	err = toStatus(err)
+	code := status.Code(err)
+	s.m.observe(code, time.Since(start), resp)
+	if code == codes.Internal || code == codes.DataLoss {
+		s.log.Error("catalog lookup failed", zap.Error(err))
+	}
+	return resp, err
+}
+
+// toStatus maps store errors to gRPC statuses; never a bare error.
+func toStatus(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, ErrInvalidArgument):
+		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, ErrDeadline), errors.Is(err, context.DeadlineExceeded):
+		return status.Error(codes.DeadlineExceeded, err.Error())
+	case errors.Is(err, context.Canceled):
+		return status.Error(codes.Canceled, err.Error())
+	case errors.Is(err, ErrClosed), errors.Is(err, ErrUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, ErrCorrupt):
+		return status.Error(codes.DataLoss, err.Error())
+	default:
+		if _, ok := status.FromError(err); ok {
+			return err
+		}
+		return status.Error(codes.Internal, err.Error())
+	}
+}
+
+// Register adds the Catalog service to g. It decodes requests itself so
+// that a malformed message is INVALID_ARGUMENT (gRPC's stock path would
+// report the client's bad bytes as INTERNAL); g must be built with
+// ServerCodecOption so raw request frames reach it.
+func (s *Server) Register(g *grpc.Server) {
+	desc := catalogpb.Catalog_ServiceDesc
+	desc.HandlerType = (*catalogpb.CatalogServer)(nil)
+	desc.Methods = []grpc.MethodDesc{{
+		MethodName: "GetProductMasters",
+		Handler:    getProductMastersHandler,
+	}}
+	g.RegisterService(&desc, s)
+}
+
+func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+	var raw rawFrame
+	if err := dec(&raw); err != nil {
+		return nil, err
+	}
+	req := new(catalogpb.ProductMastersRequest)
+	if err := proto.Unmarshal(raw.b, req); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed ProductMastersRequest: %v", err)
+	}
+	s := srv.(*Server)
+	if interceptor == nil {
+		return s.GetProductMasters(ctx, req)
+	}
+	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetProductMasters_FullMethodName}
+	return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+		return s.GetProductMasters(ctx, req.(*catalogpb.ProductMastersRequest))
+	})
+}
+
+// rawFrame receives a request's undecoded bytes.
+type rawFrame struct{ b []byte }
+
+// rawCodec is the proto codec, except that it hands raw frames through.
+type rawCodec struct{ encoding.CodecV2 }
+
+func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*rawFrame); ok {
+		r.b = data.Materialize()
+		return nil
+	}
+	return c.CodecV2.Unmarshal(data, v)
+}
+
+// ServerCodecOption is the grpc.ServerOption Register needs.
+func ServerCodecOption() grpc.ServerOption {
+	return grpc.ForceServerCodecV2(rawCodec{encoding.GetCodecV2("proto")})
+}
+
+type serverMetrics struct {
+	byCode   [codes.Unauthenticated + 1]prometheus.Counter
+	products [2]prometheus.Counter
+	latency  prometheus.Observer
+}
+
+func newServerMetrics(r prometheus.Registerer, log *zap.Logger) *serverMetrics {
+	reqs := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_server_requests_total",
+		Help: "GetProductMasters calls served, by gRPC status code.",
+	}, []string{"code"})
+	prods := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_server_products_returned_total",
+		Help: "Products returned, by list (product1 = viewed, product2 = recommended).",
+	}, []string{"list"})
+	lat := prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "rtbd_catalog_server_request_seconds",
+		Help:    "GetProductMasters handling time inside the server (transport excluded).",
+		Buckets: []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 2.5e-3, 5e-3, 10e-3, 25e-3, 100e-3},
+	})
+	m := &serverMetrics{latency: lat}
+	for c := range m.byCode {
+		m.byCode[c] = reqs.WithLabelValues(codes.Code(c).String())
+	}
+	m.products[0] = prods.WithLabelValues("product1")
+	m.products[1] = prods.WithLabelValues("product2")
+	if r != nil {
+		for _, c := range []prometheus.Collector{reqs, prods, lat} {
+			if err := r.Register(c); err != nil {
+				log.Warn("catalog metric not registered", zap.Error(err))
+			}
+		}
+	}
+	return m
+}
+
+func (m *serverMetrics) observe(c codes.Code, d time.Duration, resp *catalogpb.ProductMastersResponse) {
+	if int(c) < len(m.byCode) {
+		m.byCode[c].Inc()
+	}
+	m.latency.Observe(d.Seconds())
+	if resp != nil {
+		m.products[0].Add(float64(len(resp.Product1S)))
+		m.products[1].Add(float64(len(resp.Product2S)))
+	}
+}
+
+var _ catalogpb.CatalogServer = (*Server)(nil)
+
+// String helps logs.
+func (s *Server) String() string { return fmt.Sprintf("catalog.Server(%T)", s.store) }

@@ -1,0 +1,138 @@
+package catalog_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+)
+
+func startServer(t *testing.T, store catalog.Store, reg prometheus.Registerer) string {
+	t.Helper()
+	srv := catalog.NewServer(store, catalog.ServerOptions{Registerer: reg})
+	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{MaxRecvMsgBytes: 64 << 10})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return lis.Addr().String()
+}
+
+// rawCodec sends bytes as they are, to put malformed frames on the wire.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	return mem.BufferSlice{mem.SliceBuffer(*v.(*[]byte))}, nil
+}
+func (rawCodec) Unmarshal(d mem.BufferSlice, v any) error { *v.(*[]byte) = d.Materialize(); return nil }
+func (rawCodec) Name() string                             { return "proto" }
+
+var _ encoding.CodecV2 = rawCodec{}
+
+func TestServerBadInput(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{})
+	reg := prometheus.NewRegistry()
+	addr := startServer(t, l, reg)
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	raw := func(b []byte) error {
+		var out []byte
+		return conn.Invoke(ctx, catalogpb.Catalog_GetProductMasters_FullMethodName, &b, &out, grpc.ForceCodecV2(rawCodec{}))
+	}
+	for name, b := range map[string][]byte{
+		"truncated varint":    {0x08, 0xff},
+		"bad wire type":       {0x0f},
+		"truncated packed":    {0x1a, 0x10, 0x01},
+		"garbage":             []byte(strings.Repeat("\xff\x00", 64)),
+		"field number zero":   {0x00, 0x01},
+		"length past the end": {0x1a, 0x7f},
+	} {
+		if c := status.Code(raw(b)); c != codes.InvalidArgument {
+			t.Errorf("%s: code %v, want InvalidArgument", name, c)
+		}
+	}
+	// An empty message is a valid request with group 0: InvalidArgument too.
+	if c := status.Code(raw(nil)); c != codes.InvalidArgument {
+		t.Errorf("empty: code %v, want InvalidArgument", c)
+	}
+	// Over the message size limit: the transport refuses it.
+	if c := status.Code(raw(make([]byte, 100<<10))); c != codes.ResourceExhausted {
+		t.Errorf("oversized frame: code %v, want ResourceExhausted", c)
+	}
+
+	cl := catalogpb.NewCatalogClient(conn)
+	ids := make([]int64, 1001)
+	for i := range ids {
+		ids[i] = int64(i + 1)
+	}
+	_, err = cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: ids})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "1001") {
+		t.Errorf("1001 ids: %v, want InvalidArgument naming the count", err)
+	}
+	_, err = cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: -1})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "product_group_id") {
+		t.Errorf("negative group: %v, want InvalidArgument naming product_group_id", err)
+	}
+	// A good call still works on the same connection.
+	resp, err := cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup,
+		Product1QuantityAtMost: 3, Product1Ids: []int64{103, 999, 101}})
+	if err != nil || len(resp.Product1S) != 2 {
+		t.Fatalf("good call after bad ones: %v %v", resp, err)
+	}
+	h, err := healthpb.NewHealthClient(conn).Check(ctx, &healthpb.HealthCheckRequest{Service: catalogpb.Catalog_ServiceDesc.ServiceName})
+	if err != nil || h.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health: %v %v", h, err)
+	}
+	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_catalog_server_requests_total", "InvalidArgument")); n < 3 {
+		t.Errorf("InvalidArgument counted %v times, want >= 3", n)
+	}
+}
+
+// mustVec finds one labelled series in reg.
+func mustVec(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, lp := range m.Label {
+				if lp.GetValue() == label {
+					c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+					c.Add(m.GetCounter().GetValue())
+					return c
+				}
+			}
+		}
+	}
+	t.Fatalf("metric %s{%s} not found", name, label)
+	return nil
+}
