@@ -1,0 +1,24 @@
+// Package admin is the operations surface of an rtbd process: a small
+// net/http server (not the bid hot path) that every mode runs on
+// configs.Admin.Listen, with
+//
+//	GET /healthz        200 "ok" while the process runs (liveness)
+//	GET /readyz         200 "ready", or 503 with the reason (readiness)
+//	GET /metrics        Prometheus exposition of Options.Gatherer
+//	/debug/pprof/...    net/http/pprof, on this server's own mux
+//
+// plus the endpoints a mode adds with Server.Handle (POST
+// /admin/catalog/refresh, GET /admin/campaigns...). Use:
+//
+//	srv := admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log,
+//		Gatherer: reg, Ready: store.Ready})
+//	srv.Handle("POST /admin/catalog/refresh", refreshHandler)
+//	if err := srv.Start(); err != nil { return err } // bad/busy address
+//	...
+//	srv.SetNotReady("shutting down") // first step of graceful shutdown
+//	// drain the mode's own servers, then:
+//	_ = srv.Shutdown(ctx)
+//
+// The endpoints are not authenticated: keep the listener on loopback or a
+// private network.
+package admin

@@ -1,0 +1,469 @@
+package configs
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+//go:embed rtbd.yaml
+var defaultYAML []byte
+
+// Modes a process can run in (Config.Mode).
+const (
+	// ModeBidder serves bid requests over HTTP, with the embedded catalog
+	// index or a remote one (Catalog.Target).
+	ModeBidder = "bidder"
+	// ModeCatalog serves the product index over gRPC.
+	ModeCatalog = "catalog"
+)
+
+// EnvPrefix starts the name of every environment variable that overrides a
+// setting: the setting "catalog.block_cache_mb" is RTBD_CATALOG_BLOCK_CACHE_MB.
+const EnvPrefix = "RTBD_"
+
+// EnvConfigPath is the one RTBD_* environment variable that is not a setting:
+// main may read the path of the config file from it. Load ignores it.
+const EnvConfigPath = "RTBD_CONFIG"
+
+// Errors returned by Load and Set, wrapped with the key and value; test with
+// errors.Is.
+var (
+	// ErrUnknownKey: a file key, environment variable or Set key names no
+	// setting.
+	ErrUnknownKey = errors.New("configs: unknown key")
+	// ErrInvalidValue: a value cannot be parsed as its setting's type.
+	ErrInvalidValue = errors.New("configs: invalid value")
+)
+
+// Config is the whole configuration of an rtbd process. Each section is a
+// sub-struct with yaml tags; its defaults are in rtbd.yaml. The zero Config is
+// not useful: get one from Load or Default.
+//
+// A Config is a plain value: it is not safe to Set while another goroutine
+// reads it. Load a new one to reload.
+//
+// Adding a section (see the package documentation): a field here with a yaml
+// tag, its defaults with a comment on each key in rtbd.yaml, and a
+// Validate(*Problems) method on the section type. Loading, environment
+// overrides, Set and YAML then work without further code.
+type Config struct {
+	// Mode is what this process serves: ModeBidder or ModeCatalog.
+	Mode string `yaml:"mode"`
+	// Log configures the process logger (see NewLogger).
+	Log Log `yaml:"log"`
+	// Admin configures the admin HTTP listener (package configs/admin).
+	Admin Admin `yaml:"admin"`
+	// Catalog configures the product index, its gRPC server and client.
+	Catalog Catalog `yaml:"catalog"`
+	// Bidder configures the bid server (mode bidder).
+	Bidder Bidder `yaml:"bidder"`
+}
+
+// Bidder configures the bid server.
+type Bidder struct {
+	// HTTPListen is the host:port of the SSP-facing HTTP server.
+	HTTPListen string `yaml:"http_listen"`
+}
+
+// Validate reports the problems of the bidder section.
+func (b Bidder) Validate(p *Problems) {
+	p.HostPort("http_listen", b.HTTPListen)
+}
+
+// Log configures the process logger.
+type Log struct {
+	// Level is the minimum level logged: debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is json, console or auto (console on a terminal, else json).
+	Format string `yaml:"format"`
+}
+
+// Log formats (Log.Format).
+const (
+	LogFormatAuto    = "auto"
+	LogFormatJSON    = "json"
+	LogFormatConsole = "console"
+)
+
+// Validate reports the problems of the log section.
+func (l Log) Validate(p *Problems) {
+	p.OneOf("level", l.Level, "debug", "info", "warn", "error")
+	p.OneOf("format", l.Format, LogFormatAuto, LogFormatJSON, LogFormatConsole)
+}
+
+// Admin configures the admin HTTP listener (health, readiness, metrics,
+// pprof, mode-specific admin endpoints).
+type Admin struct {
+	// Listen is the host:port of the admin listener. Default 127.0.0.1:9091.
+	Listen string `yaml:"listen"`
+}
+
+// Validate reports the problems of the admin section.
+func (a Admin) Validate(p *Problems) {
+	p.HostPort("listen", a.Listen)
+}
+
+// Catalog configures the product index (embedded or served by catalog
+// nodes), the catalog gRPC server and the client bidders use.
+type Catalog struct {
+	// Data is the index data directory (its versions live below it).
+	Data string `yaml:"data"`
+	// Target is the gRPC target of remote catalog nodes (static:///,
+	// dns:/// or file:///); "" means the embedded local index.
+	Target string `yaml:"target"`
+	// GRPCListen is the host:port of the gRPC server in catalog mode.
+	GRPCListen string `yaml:"grpc_listen"`
+	// BlockCacheMB is the Pebble block cache size, in MiB.
+	BlockCacheMB int `yaml:"block_cache_mb"`
+	// HotCacheEntries is the size of the in-memory hot-product cache, in
+	// entries; 0 disables it.
+	HotCacheEntries int `yaml:"hot_cache_entries"`
+	// MaxIDs is the most product ids accepted in one lookup.
+	MaxIDs int `yaml:"max_ids"`
+	// RefreshInterval is how often a remote client re-resolves its target.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// ConnsPerNode is the number of gRPC connections a client keeps to each
+	// node.
+	ConnsPerNode int `yaml:"conns_per_node"`
+	// CallTimeout is the deadline of a call whose context has none.
+	CallTimeout time.Duration `yaml:"call_timeout"`
+	// WatchInterval is how often a serving process checks Data for a newly
+	// published index version.
+	WatchInterval time.Duration `yaml:"watch_interval"`
+	// TLS of the gRPC link; all empty = cleartext h2c.
+	TLS TLS `yaml:"tls"`
+	// GracefulTimeout is how long a node drains in-flight calls on shutdown.
+	GracefulTimeout time.Duration `yaml:"graceful_timeout"`
+	// MaxConcurrentStreams per HTTP/2 connection of a node; 0 = gRPC default.
+	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+}
+
+// Validate reports the problems of the catalog section. Its tls subsection
+// validates itself (TLS.Validate).
+func (c Catalog) Validate(p *Problems) {
+	p.NonEmpty("data", c.Data)
+	if c.Target != "" {
+		if msg := checkTarget(c.Target); msg != "" {
+			p.Addf("target", "%s, got %q", msg, c.Target)
+		}
+	}
+	p.HostPort("grpc_listen", c.GRPCListen)
+	p.Range("block_cache_mb", int64(c.BlockCacheMB), 8, 65536)
+	p.Range("hot_cache_entries", int64(c.HotCacheEntries), 0, 100_000_000)
+	p.Range("max_ids", int64(c.MaxIDs), 1, 100_000)
+	p.Positive("refresh_interval", c.RefreshInterval)
+	p.Range("conns_per_node", int64(c.ConnsPerNode), 1, 64)
+	p.Positive("call_timeout", c.CallTimeout)
+	p.Positive("watch_interval", c.WatchInterval)
+	p.Positive("graceful_timeout", c.GracefulTimeout)
+}
+
+// checkTarget returns "" if target is a well-formed catalog target, else what
+// is wrong with it.
+func checkTarget(target string) string {
+	scheme, rest := "", ""
+	for _, s := range []string{"static:///", "dns:///", "file:///"} {
+		if r, ok := strings.CutPrefix(target, s); ok {
+			scheme, rest = s, r
+			break
+		}
+	}
+	if scheme == "" {
+		return "must start with static:///, dns:/// or file:///"
+	}
+	if strings.TrimSpace(rest) == "" {
+		return "must name nodes after " + scheme
+	}
+	switch scheme {
+	case "static:///":
+		for _, addr := range strings.Split(rest, ",") {
+			if msg := checkHostPort(strings.TrimSpace(addr)); msg != "" {
+				return "static:/// wants a comma-separated list of host:port: " + msg
+			}
+		}
+	case "dns:///":
+		if strings.ContainsAny(rest, " \t/,") {
+			return "dns:/// wants one name[:port]"
+		}
+	}
+	return ""
+}
+
+// TLS holds the PEM files of a TLS link. All empty = no TLS.
+type TLS struct {
+	// CertFile is the PEM certificate (chain) of this side.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the PEM private key of CertFile.
+	KeyFile string `yaml:"key_file"`
+	// CAFile is the PEM CA bundle used to verify the peer.
+	CAFile string `yaml:"ca_file"`
+}
+
+// Enabled reports whether TLS is configured (a certificate and key are set).
+func (t TLS) Enabled() bool { return t.CertFile != "" && t.KeyFile != "" }
+
+// Validate reports the problems of a TLS subsection: the certificate and the
+// key go together. It does not read the files.
+func (t TLS) Validate(p *Problems) {
+	switch {
+	case t.CertFile != "" && t.KeyFile == "":
+		p.Addf("key_file", "must be set when cert_file is set (%q)", t.CertFile)
+	case t.CertFile == "" && t.KeyFile != "":
+		p.Addf("cert_file", "must be set when key_file is set (%q)", t.KeyFile)
+	}
+}
+
+// DefaultYAML returns a copy of the embedded rtbd.yaml: every setting with
+// its default and a comment.
+func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
+
+// Default returns the defaults of rtbd.yaml, with no file and no environment
+// applied. The error is non-nil only if the embedded file is broken.
+func Default() (*Config, error) {
+	c := new(Config)
+	if err := c.decode("rtbd.yaml (embedded)", defaultYAML); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Load returns the configuration: the embedded defaults, then the YAML file
+// at path (skipped if path is ""), then the RTBD_* environment variables.
+// Every problem of the file (unknown key, bad value) or of the environment is
+// reported at once, each naming its key. Load does not Validate: callers
+// apply flags with Set and then call Validate.
+func Load(path string) (*Config, error) {
+	return load(path, os.Environ())
+}
+
+// load is Load with the environment given as "NAME=value" entries.
+func load(path string, environ []string) (*Config, error) {
+	c, err := Default()
+	if err != nil {
+		return nil, err
+	}
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("configs: %w", err)
+		}
+		if err := c.decode(path, data); err != nil {
+			return nil, err
+		}
+	}
+	if err := c.applyEnv(environ); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// decode applies a YAML document on top of c. Keys absent from the document
+// keep their value.
+func (c *Config) decode(name string, data []byte) error {
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil // empty file: nothing to override
+		}
+		return fmt.Errorf("configs: %s: %w", name, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("configs: %s: want one YAML document, found more", name)
+	}
+	if len(doc.Content) == 0 {
+		return nil // comments only
+	}
+	// Check every key and value first so that all problems are reported,
+	// each with its full dotted key; the decoder would stop at the first.
+	var fe FileError
+	checkNode(&fe, name, doc.Content[0], typeOfConfig, "")
+	if len(fe.Problems) > 0 {
+		return &fe
+	}
+	strict := yaml.NewDecoder(bytes.NewReader(data))
+	strict.KnownFields(true)
+	if err := strict.Decode(c); err != nil {
+		return fmt.Errorf("configs: %s: %w", name, err)
+	}
+	return nil
+}
+
+// FileError lists every problem of a config file (unknown keys, values of
+// the wrong type), each as "file:line: key: problem".
+type FileError struct {
+	Problems []string
+	kinds    []error // ErrUnknownKey or ErrInvalidValue, one per problem
+}
+
+// Error returns the problems, one per line, each prefixed "configs: ".
+func (e *FileError) Error() string {
+	return "configs: " + strings.Join(e.Problems, "\nconfigs: ")
+}
+
+// Unwrap makes errors.Is(err, ErrUnknownKey) and errors.Is(err,
+// ErrInvalidValue) report whether the file has such a problem.
+func (e *FileError) Unwrap() []error { return e.kinds }
+
+func (e *FileError) add(kind error, format string, args ...any) {
+	e.Problems = append(e.Problems, fmt.Sprintf(format, args...))
+	e.kinds = append(e.kinds, kind)
+}
+
+// Set sets one setting from its string form, as a command-line flag does.
+// key is the dotted YAML path ("catalog.block_cache_mb",
+// "catalog.tls.cert_file"). Values: decimal integers, booleans
+// (true/false/1/0), durations ("50ms", "30s"), floats, strings as they are,
+// and lists of strings comma-separated ("a, b" = [a b]; "" = []). An
+// unknown key wraps ErrUnknownKey, a bad value ErrInvalidValue; both errors
+// name the key, and c is unchanged then.
+func (c *Config) Set(key, value string) error {
+	v, err := lookup(c, key)
+	if err != nil {
+		return err
+	}
+	if why := setString(v, value); why != "" {
+		return fmt.Errorf("%w for %s: %q (%s)", ErrInvalidValue, key, value, why)
+	}
+	return nil
+}
+
+// Get returns the string form of one setting (as Set accepts it), or an error
+// wrapping ErrUnknownKey.
+func (c *Config) Get(key string) (string, error) {
+	v, err := lookup(c, key)
+	if err != nil {
+		return "", err
+	}
+	return formatValue(v), nil
+}
+
+// Keys returns the dotted key of every setting, in declaration order.
+func (c *Config) Keys() []string {
+	var keys []string
+	walkLeaves(valueOf(c), "", func(path string, _ reflect.Value) { keys = append(keys, path) })
+	return keys
+}
+
+// EnvName returns the environment variable that overrides the setting key:
+// "catalog.block_cache_mb" -> "RTBD_CATALOG_BLOCK_CACHE_MB".
+func EnvName(key string) string {
+	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
+}
+
+// applyEnv applies every RTBD_* variable of environ ("NAME=value" entries).
+// A variable that names no setting is an error (a typo must not be silently
+// ignored), except EnvConfigPath.
+func (c *Config) applyEnv(environ []string) error {
+	vars := make(map[string]string)
+	for _, kv := range environ {
+		name, value, ok := strings.Cut(kv, "=")
+		if ok && strings.HasPrefix(name, EnvPrefix) && name != EnvConfigPath {
+			vars[name] = value
+		}
+	}
+	if len(vars) == 0 {
+		return nil
+	}
+	var errs []error
+	walkLeaves(valueOf(c), "", func(path string, fv reflect.Value) {
+		name := EnvName(path)
+		value, ok := vars[name]
+		if !ok {
+			return
+		}
+		delete(vars, name)
+		if why := setString(fv, value); why != "" {
+			errs = append(errs, fmt.Errorf("%w for %s (environment variable %s): %q (%s)",
+				ErrInvalidValue, path, name, value, why))
+		}
+	})
+	for _, name := range sortedKeys(vars) {
+		errs = append(errs, fmt.Errorf("%w: environment variable %s names no setting", ErrUnknownKey, name))
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks every setting and returns nil or a *ValidationError that
+// lists every problem found, each naming its dotted key. Each section checks
+// itself through its Validate(*Problems) method.
+func (c *Config) Validate() error {
+	var p Problems
+	p.OneOf("mode", c.Mode, ModeBidder, ModeCatalog)
+	validateSections(valueOf(c), &p)
+	if len(p.List()) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: p.List()}
+}
+
+// ValidationError lists every problem Validate found, each like
+// "catalog.block_cache_mb: must be >= 8, got 2".
+type ValidationError struct {
+	Problems []string
+}
+
+// Error returns the problems, one per line.
+func (e *ValidationError) Error() string { return strings.Join(e.Problems, "\n") }
+
+// YAML returns the configuration as a YAML document, with the comments of
+// rtbd.yaml on each key: what `rtbd config print` shows, and a valid config
+// file to start from.
+func (c *Config) YAML() ([]byte, error) {
+	var root yaml.Node
+	if err := root.Encode(c); err != nil {
+		return nil, fmt.Errorf("configs: encode: %w", err)
+	}
+	var defaults yaml.Node
+	if err := yaml.Unmarshal(defaultYAML, &defaults); err != nil {
+		return nil, fmt.Errorf("configs: rtbd.yaml (embedded): %w", err)
+	}
+	if len(defaults.Content) > 0 {
+		copyComments(&root, defaults.Content[0])
+	}
+	doc := &yaml.Node{
+		Kind:        yaml.DocumentNode,
+		HeadComment: "rtbd configuration (defaults with the config file, environment and flags applied).",
+		Content:     []*yaml.Node{&root},
+	}
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(doc); err != nil {
+		return nil, fmt.Errorf("configs: encode: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("configs: encode: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// copyComments copies the comments of the keys of from (the embedded
+// defaults) onto the same keys of to, recursively.
+func copyComments(to, from *yaml.Node) {
+	if to.Kind != yaml.MappingNode || from.Kind != yaml.MappingNode {
+		return
+	}
+	for i := 0; i+1 < len(to.Content); i += 2 {
+		for j := 0; j+1 < len(from.Content); j += 2 {
+			if to.Content[i].Value != from.Content[j].Value {
+				continue
+			}
+			tk, fk := to.Content[i], from.Content[j]
+			tk.HeadComment, tk.LineComment, tk.FootComment = fk.HeadComment, fk.LineComment, fk.FootComment
+			to.Content[i+1].LineComment = from.Content[j+1].LineComment
+			copyComments(to.Content[i+1], from.Content[j+1])
+			break
+		}
+	}
+}
