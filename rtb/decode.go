@@ -1,0 +1,167 @@
+package rtb
+
+import (
+	"errors"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/prebid/openrtb/v20/openrtb2"
+)
+
+// Default limits (see Limits).
+const (
+	DefaultMaxBodyBytes   = 512 << 10
+	DefaultMaxDepth       = 64
+	DefaultMaxElements    = 10000
+	DefaultMaxStringBytes = 64 << 10
+	DefaultMaxImps        = 100
+	DefaultMaxIDBytes     = 256
+)
+
+// Limits bounds the requests that a Decoder accepts. A zero field takes its
+// default; the zero Limits is DefaultLimits().
+type Limits struct {
+	// MaxBodyBytes bounds the request body. Default 512 KiB.
+	MaxBodyBytes int
+	// MaxDepth bounds the nesting of JSON objects and arrays, checked before
+	// decoding. Default and maximum 64.
+	MaxDepth int
+	// MaxElements bounds the elements of any one JSON array and the members
+	// of any one JSON object, anywhere in the body (ext included). Default 10000.
+	MaxElements int
+	// MaxStringBytes bounds the raw (escaped) length of any one JSON string.
+	// Default 64 KiB.
+	MaxStringBytes int
+	// MaxImps bounds len(imp). Default 100.
+	MaxImps int
+	// MaxIDBytes bounds the request id and the imp ids. Default 256.
+	MaxIDBytes int
+}
+
+// DefaultLimits returns the limits a zero Limits stands for.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxBodyBytes:   DefaultMaxBodyBytes,
+		MaxDepth:       DefaultMaxDepth,
+		MaxElements:    DefaultMaxElements,
+		MaxStringBytes: DefaultMaxStringBytes,
+		MaxImps:        DefaultMaxImps,
+		MaxIDBytes:     DefaultMaxIDBytes,
+	}
+}
+
+// withDefaults returns l with each zero (or out of range) field set to its default.
+func (l Limits) withDefaults() Limits {
+	if l.MaxBodyBytes <= 0 {
+		l.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if l.MaxDepth <= 0 || l.MaxDepth > maxDepthCap {
+		l.MaxDepth = DefaultMaxDepth
+	}
+	if l.MaxElements <= 0 {
+		l.MaxElements = DefaultMaxElements
+	}
+	if l.MaxStringBytes <= 0 {
+		l.MaxStringBytes = DefaultMaxStringBytes
+	}
+	if l.MaxImps <= 0 {
+		l.MaxImps = DefaultMaxImps
+	}
+	if l.MaxIDBytes <= 0 {
+		l.MaxIDBytes = DefaultMaxIDBytes
+	}
+	return l
+}
+
+// Decoder decodes and validates OpenRTB 2.x bid requests. The zero Decoder
+// uses DefaultLimits. A Decoder is not modified by its methods and is safe
+// for concurrent use.
+type Decoder struct {
+	Limits Limits
+}
+
+// DecodeRequest is Decoder{}.DecodeRequest: decoding with DefaultLimits.
+func DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
+	return (&Decoder{}).DecodeRequest(body, req)
+}
+
+// DecodeRequest resets *req, then decodes the JSON bid request in body into
+// it and validates it (see Validate). Any problem is a *RequestError with NBR
+// NoBidInvalidRequest: a body too large, not exactly one JSON object, invalid
+// UTF-8, nesting, arrays or strings beyond d.Limits, a JSON type that does not
+// fit the OpenRTB field, or a request that Validate rejects. It never panics.
+//
+// The JSON is checked in one pass before decoding, so only well-formed,
+// bounded input reaches the decoder (github.com/goccy/go-json, chosen by
+// BenchmarkCodecs: see codec_bench_test.go). Unknown keys are ignored. Keys
+// should be lowercase as OpenRTB spells them: a key in another case
+// ("Device") may or may not match its field (goccy/go-json folds case only
+// in structs of up to 16 fields; encoding/json always does).
+//
+// Ownership: body is not retained: the strings and ext slices in *req point
+// into one private copy of it, owned by *req (keeping any of them alive
+// keeps that copy alive). The caller may reuse req for the next request (a
+// backing array of req.Imp with room for up to 16 imps is kept, its elements
+// zeroed); req must not be used concurrently. After a JSON error *req is reset; after a validation
+// error it holds the decoded request, so that req.ID can be echoed in the
+// no-bid.
+func (d *Decoder) DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
+	lim := d.Limits.withDefaults()
+	resetRequest(req)
+	if len(body) > lim.MaxBodyBytes {
+		return invalid("", "body larger than the limit")
+	}
+	if msg, _ := checkJSON(body, lim.MaxDepth, lim.MaxElements, lim.MaxStringBytes); msg != "" {
+		return invalid("", msg)
+	}
+	if i := skipWS(body, 0); body[i] != '{' {
+		return invalid("", "JSON body is not an object")
+	}
+	if err := unmarshalRequest(body, req); err != nil {
+		resetRequest(req)
+		return decodeError(err)
+	}
+	if err := validate(req, &lim); err != nil {
+		return err
+	}
+	return nil
+}
+
+// maxKeptImps bounds the imp array that resetRequest keeps for reuse, so
+// that one large request does not make every later reset clear a big array.
+const maxKeptImps = 16
+
+// resetRequest zeroes *req, keeping the backing array of req.Imp if small.
+func resetRequest(req *openrtb2.BidRequest) {
+	imps := req.Imp[:cap(req.Imp)]
+	if len(imps) > maxKeptImps {
+		imps = nil
+	}
+	clear(imps)
+	*req = openrtb2.BidRequest{Imp: imps[:0]}
+}
+
+// unmarshalRequest runs the JSON decoder on a body that checkJSON accepted.
+// A panic in the decoder (a bug in it; none is known) becomes an error, so
+// that bad input can never crash the bidder.
+func unmarshalRequest(body []byte, req *openrtb2.BidRequest) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = errDecoderPanic
+		}
+	}()
+	return gojson.Unmarshal(body, req)
+}
+
+var errDecoderPanic = errors.New("rtb: JSON decoder panic")
+
+// decodeError maps a JSON decoder error to a *RequestError. For a type
+// mismatch Field names the Go struct and field that did not fit
+// ("Banner.W", "BidRequest.TMax"): names of known OpenRTB fields, never
+// request content.
+func decodeError(err error) *RequestError {
+	var gte *gojson.UnmarshalTypeError
+	if errors.As(err, &gte) && gte.Field != "" && len(gte.Struct)+len(gte.Field) < 64 {
+		return invalid(gte.Struct+"."+gte.Field, "wrong JSON type or value out of range")
+	}
+	return invalid("", "JSON does not fit the OpenRTB bid request")
+}

@@ -1,0 +1,304 @@
+package rtb
+
+import (
+	"math"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+)
+
+// AppendResponse appends the JSON encoding of resp to dst and returns the
+// extended buffer. It is hand-written for the three response types
+// (BidResponse, SeatBid, Bid) and makes no allocation beyond growing dst.
+//
+// The output is byte for byte what encoding/json's Encoder produces with
+// SetEscapeHTML(false), without the trailing newline: same field order,
+// omitempty rules, number and string formatting (ad markup keeps its '<',
+// '>' and '&'; invalid UTF-8 becomes U+FFFD), ext objects compacted. The
+// tests hold it to that.
+//
+// Errors: ErrResponseFloat when a price is NaN or infinite, ErrResponseExt
+// when an ext is not valid JSON. On error dst is returned with its original
+// length. resp is only read.
+func AppendResponse(dst []byte, resp *openrtb2.BidResponse) ([]byte, error) {
+	orig := len(dst)
+	var err error
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, resp.ID)
+	if len(resp.SeatBid) > 0 {
+		dst = append(dst, `,"seatbid":[`...)
+		for i := range resp.SeatBid {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendSeatBid(dst, &resp.SeatBid[i]); err != nil {
+				return dst[:orig], err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendStringField(dst, `,"bidid":`, resp.BidID)
+	dst = appendStringField(dst, `,"cur":`, resp.Cur)
+	dst = appendStringField(dst, `,"customdata":`, resp.CustomData)
+	if resp.NBR != nil {
+		dst = append(dst, `,"nbr":`...)
+		dst = strconv.AppendInt(dst, int64(*resp.NBR), 10)
+	}
+	if dst, err = appendExt(dst, resp.Ext); err != nil {
+		return dst[:orig], err
+	}
+	return append(dst, '}'), nil
+}
+
+func appendSeatBid(dst []byte, sb *openrtb2.SeatBid) ([]byte, error) {
+	var err error
+	dst = append(dst, `{"bid":`...)
+	if sb.Bid == nil {
+		dst = append(dst, "null"...)
+	} else {
+		dst = append(dst, '[')
+		for i := range sb.Bid {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendBid(dst, &sb.Bid[i]); err != nil {
+				return dst, err
+			}
+		}
+		dst = append(dst, ']')
+	}
+	dst = appendStringField(dst, `,"seat":`, sb.Seat)
+	dst = appendIntField(dst, `,"group":`, sb.Group)
+	if dst, err = appendExt(dst, sb.Ext); err != nil {
+		return dst, err
+	}
+	return append(dst, '}'), nil
+}
+
+func appendBid(dst []byte, b *openrtb2.Bid) ([]byte, error) {
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, b.ID)
+	dst = append(dst, `,"impid":`...)
+	dst = appendString(dst, b.ImpID)
+	dst = append(dst, `,"price":`...)
+	var ok bool
+	if dst, ok = appendFloat(dst, b.Price); !ok {
+		return dst, ErrResponseFloat
+	}
+	dst = appendStringField(dst, `,"nurl":`, b.NURL)
+	dst = appendStringField(dst, `,"burl":`, b.BURL)
+	dst = appendStringField(dst, `,"lurl":`, b.LURL)
+	dst = appendStringField(dst, `,"adm":`, b.AdM)
+	dst = appendStringField(dst, `,"adid":`, b.AdID)
+	dst = appendStringsField(dst, `,"adomain":`, b.ADomain)
+	dst = appendStringField(dst, `,"bundle":`, b.Bundle)
+	dst = appendStringField(dst, `,"iurl":`, b.IURL)
+	dst = appendStringField(dst, `,"cid":`, b.CID)
+	dst = appendStringField(dst, `,"crid":`, b.CrID)
+	dst = appendStringField(dst, `,"tactic":`, b.Tactic)
+	dst = appendIntField(dst, `,"cattax":`, b.CatTax)
+	dst = appendStringsField(dst, `,"cat":`, b.Cat)
+	dst = appendIntsField(dst, `,"attr":`, b.Attr)
+	dst = appendIntsField(dst, `,"apis":`, b.APIs)
+	dst = appendIntField(dst, `,"api":`, b.API)
+	dst = appendIntField(dst, `,"protocol":`, b.Protocol)
+	dst = appendIntField(dst, `,"qagmediarating":`, b.QAGMediaRating)
+	dst = appendStringField(dst, `,"language":`, b.Language)
+	dst = appendStringField(dst, `,"langb":`, b.LangB)
+	dst = appendStringField(dst, `,"dealid":`, b.DealID)
+	dst = appendIntField(dst, `,"w":`, b.W)
+	dst = appendIntField(dst, `,"h":`, b.H)
+	dst = appendIntField(dst, `,"wratio":`, b.WRatio)
+	dst = appendIntField(dst, `,"hratio":`, b.HRatio)
+	dst = appendIntField(dst, `,"exp":`, b.Exp)
+	dst = appendIntField(dst, `,"dur":`, b.Dur)
+	dst = appendIntField(dst, `,"mtype":`, b.MType)
+	dst = appendIntField(dst, `,"slotinpod":`, b.SlotInPod)
+	dst, err := appendExt(dst, b.Ext)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, '}'), nil
+}
+
+// AppendNoBid appends the no-bid response {"id":"<id>","nbr":<nbr>} to dst,
+// the same bytes as AppendResponse(&openrtb2.BidResponse{ID: id, NBR: &n}).
+// id is escaped as a JSON string. It makes no allocation beyond growing dst.
+func AppendNoBid(dst []byte, id string, nbr NoBidReason) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = appendString(dst, id)
+	dst = append(dst, `,"nbr":`...)
+	dst = strconv.AppendInt(dst, int64(nbr), 10)
+	return append(dst, '}')
+}
+
+type integer interface {
+	~int | ~int8 | ~int16 | ~int32 | ~int64
+}
+
+// appendIntField appends key and v unless v is 0 (omitempty).
+func appendIntField[T integer](dst []byte, key string, v T) []byte {
+	if v == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	return strconv.AppendInt(dst, int64(v), 10)
+}
+
+// appendIntsField appends key and the array vs unless it is empty (omitempty).
+func appendIntsField[T integer](dst []byte, key string, vs []T) []byte {
+	if len(vs) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, v := range vs {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = strconv.AppendInt(dst, int64(v), 10)
+	}
+	return append(dst, ']')
+}
+
+// appendStringField appends key and s unless s is empty (omitempty).
+func appendStringField(dst []byte, key, s string) []byte {
+	if s == "" {
+		return dst
+	}
+	dst = append(dst, key...)
+	return appendString(dst, s)
+}
+
+// appendStringsField appends key and the array ss unless it is empty (omitempty).
+func appendStringsField(dst []byte, key string, ss []string) []byte {
+	if len(ss) == 0 {
+		return dst
+	}
+	dst = append(dst, key...)
+	dst = append(dst, '[')
+	for i, s := range ss {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = appendString(dst, s)
+	}
+	return append(dst, ']')
+}
+
+// appendExt appends `,"ext":` and ext compacted, unless ext is empty.
+func appendExt(dst []byte, ext []byte) ([]byte, error) {
+	if len(ext) == 0 {
+		return dst, nil
+	}
+	if msg, _ := checkJSON(ext, maxDepthCap, math.MaxInt, math.MaxInt); msg != "" {
+		return dst, ErrResponseExt
+	}
+	dst = append(dst, `,"ext":`...)
+	return appendCompact(dst, ext), nil
+}
+
+// appendCompact appends the valid JSON src without insignificant whitespace.
+func appendCompact(dst, src []byte) []byte {
+	inStr, esc := false, false
+	start := 0
+	for i, c := range src {
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case ' ', '\t', '\n', '\r':
+			dst = append(dst, src[start:i]...)
+			start = i + 1
+		}
+	}
+	return append(dst, src[start:]...)
+}
+
+// appendFloat appends f as encoding/json does (ES6 number formatting). It
+// reports false for NaN and infinities, which JSON cannot represent.
+func appendFloat(dst []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst, true
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string, escaped as encoding/json does
+// with HTML escaping off: '"', '\\' and control characters escaped, invalid
+// UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped.
+func appendString(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if i = skipSafeString(s, i); i >= len(s) {
+			break
+		}
+		if b := s[i]; b < utf8.RuneSelf {
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '\\', '"':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[b>>4], hexDigits[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if c == '\u2028' || c == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}

@@ -1,0 +1,215 @@
+package rtb
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"math/big"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+)
+
+// addRequestSeeds adds every request in testdata and a few bad bodies.
+func addRequestSeeds(f *testing.F) {
+	files := globT(f, filepath.Join("testdata", "request-*.json"))
+	files = append(files, globT(f, filepath.Join("testdata", "corpus", "*.json"))...)
+	for _, file := range files {
+		f.Add(readT(f, file))
+	}
+	for _, s := range []string{"", "null", "[]", okReq, nested(70), `{"id":"r","imp":{}}`,
+		`{"id":"r","tmax":"1","imp":[{"id":"1","banner":{}}]}`, "{\"id\":\"\xff\"}",
+		`{"id":"r\ud800","imp":[{"id":"1","banner":{"w":1e2}}]}`} {
+		f.Add([]byte(s))
+	}
+}
+
+// FuzzDecodeRequest: DecodeRequest never panics, fails only with a
+// *RequestError (nbr 2), and what it accepts encoding/json decodes to the
+// same value and Validate accepts.
+func FuzzDecodeRequest(f *testing.F) {
+	addRequestSeeds(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		var req openrtb2.BidRequest
+		err := DecodeRequest(body, &req)
+		if err != nil {
+			var re *RequestError
+			if !errors.As(err, &re) || re.NBR != NoBidInvalidRequest {
+				t.Fatalf("error %T %v", err, err)
+			}
+			return
+		}
+		if err := Validate(&req); err != nil {
+			t.Fatalf("accepted, but Validate says %v", err)
+		}
+		// Keys in another case than OpenRTB's match differently (see
+		// DecodeRequest); compare only bodies whose keys are lowercase ASCII.
+		if !plainKeys(body) {
+			return
+		}
+		var want openrtb2.BidRequest
+		if err := json.Unmarshal(body, &want); err != nil {
+			t.Fatalf("accepted, but encoding/json says %v", err)
+		}
+		if !reflect.DeepEqual(normImps(req), normImps(want)) {
+			t.Fatalf("goccy and encoding/json decode differently:\n goccy %+v\n   std %+v", req, want)
+		}
+	})
+}
+
+// plainKeys reports whether every object key in the valid JSON b is
+// lowercase ASCII, as OpenRTB keys are.
+func plainKeys(b []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	type frame struct{ obj, wantKey bool }
+	var stack []frame
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			if v == '{' || v == '[' {
+				stack = append(stack, frame{obj: v == '{', wantKey: v == '{'})
+				continue
+			}
+			stack = stack[:len(stack)-1]
+		case string:
+			if n := len(stack); n > 0 && stack[n-1].wantKey {
+				for i := 0; i < len(v); i++ {
+					if v[i] >= 0x80 || (v[i] >= 'A' && v[i] <= 'Z') {
+						return false
+					}
+				}
+				stack[n-1].wantKey = false
+				continue
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1].obj {
+			stack[n-1].wantKey = true
+		}
+	}
+}
+
+func TestPlainKeys(t *testing.T) {
+	for s, want := range map[string]bool{
+		`{"a":{"b":[{"c":"D"}]},"e":"F"}`: true,
+		`{"a":{"b":[{"C":1}]}}`:           false,
+		`{"a":[1,{"x":2}],"B":3}`:         false,
+		`["A",{"k":"V"}]`:                 true,
+		`{"ſ":1}`:                         false,
+	} {
+		if got := plainKeys([]byte(s)); got != want {
+			t.Errorf("plainKeys(%s) = %v", s, got)
+		}
+	}
+}
+
+// FuzzCheckJSON: checkJSON accepts exactly valid UTF-8 JSON, except for its
+// documented bounds (depth, number length).
+func FuzzCheckJSON(f *testing.F) {
+	addRequestSeeds(f)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		msg, off := checkJSON(b, 64, 1<<30, 1<<30)
+		valid := json.Valid(b) && utf8.Valid(b)
+		switch {
+		case msg == "" && !valid:
+			t.Fatalf("accepted invalid JSON %q", b)
+		case msg != "" && valid && msg != "JSON nested too deep" && msg != "JSON number too long":
+			t.Fatalf("rejected valid JSON %q: %s at %d", b, msg, off)
+		case msg != "" && (off < 0 || off > len(b)):
+			t.Fatalf("offset %d out of range", off)
+		}
+	})
+}
+
+func FuzzExpandMacros(f *testing.F) {
+	f.Add("https://x/win?p=${AUCTION_PRICE}&id=${AUCTION_ID}&b=${AUCTION_BID_ID:B64}", "v")
+	f.Add("${${AUCTION_IMP_ID}}${AUCTION_LOSS", "")
+	f.Add("$${}${AUCTION_MIN_TO_WIN:B64}${AUCTION_MBR}${AUCTION_CURRENCY}${AUCTION_SEAT_ID}${AUCTION_AD_ID}", "\xff}")
+	f.Fuzz(func(t *testing.T, tmpl, val string) {
+		m := MacroValues{AuctionID: val + "1", BidID: val, ImpID: "3" + val, SeatID: "", AdID: val + val,
+			Price: "1.5", Currency: val, MBR: "${AUCTION_ID}", Loss: "7", MinToWin: val}
+		got := ExpandMacros(nil, tmpl, &m)
+		if want := expandMacrosRef(tmpl, &m); string(got) != want {
+			t.Fatalf("ExpandMacros(%q) = %q, reference %q", tmpl, got, want)
+		}
+		if !strings.Contains(tmpl, "${") && string(got) != tmpl {
+			t.Fatalf("template without macros changed")
+		}
+	})
+}
+
+func FuzzDecryptPrice(f *testing.F) {
+	f.Add("YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA")
+	f.Add("YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCce_6msaw==")
+	f.Add("YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOlA")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		micros, err := DecryptPrice(googleEncKey, googleIntKey, s)
+		if err != nil {
+			if !errors.Is(err, ErrPriceLength) && !errors.Is(err, ErrPriceBase64) &&
+				!errors.Is(err, ErrPriceSignature) && !errors.Is(err, ErrPriceNegative) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(strings.TrimSuffix(s, "=="))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tok := EncryptPrice(googleEncKey, googleIntKey, raw[:16], micros); tok != strings.TrimSuffix(s, "==") {
+			t.Fatalf("accepted %q (%d micros), but it encrypts to %q", s, micros, tok)
+		}
+	})
+}
+
+func FuzzParsePrice(f *testing.F) {
+	for _, s := range []string{"1.2345", "0", "-1", "1e3", "999999999999.999999", "1.0000001", "NaN", ".5", "00.000001"} {
+		f.Add(s)
+	}
+	million := big.NewRat(1_000_000, 1)
+	f.Fuzz(func(t *testing.T, s string) {
+		micros, err := ParsePrice(s)
+		if err != nil {
+			if micros != 0 {
+				t.Fatalf("error with micros %d", micros)
+			}
+			return
+		}
+		if micros < 0 {
+			t.Fatalf("negative %d", micros)
+		}
+		r, ok := new(big.Rat).SetString(s)
+		if !ok {
+			t.Fatalf("accepted %q, which is not a number", s)
+		}
+		if want := new(big.Rat).Mul(r, million); !want.IsInt() || want.Num().Int64() != micros {
+			t.Fatalf("ParsePrice(%q) = %d, exact value %s micros", s, micros, want.FloatString(3))
+		}
+		if back, err := ParsePrice(string(AppendPrice(nil, micros))); err != nil || back != micros {
+			t.Fatalf("AppendPrice round trip of %d: %d, %v", micros, back, err)
+		}
+	})
+}
+
+// FuzzAppendString: string escaping is byte-identical to encoding/json's
+// (HTML escaping off), through AppendNoBid.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "abc", "<a href=\"x\">&amp;</a>", "\x00\x1f\x7f\\\"", "\xff\xc3(", "\u2028\u2029é😀"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got := appendString(nil, s)
+		want := stdEncode(t, s)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("appendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+	})
+}

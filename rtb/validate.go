@@ -1,0 +1,152 @@
+package rtb
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+)
+
+// Validate is Decoder{}.Validate: validation with DefaultLimits.
+func Validate(req *openrtb2.BidRequest) error {
+	lim := DefaultLimits()
+	if err := validate(req, &lim); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Validate checks the rules of OpenRTB 2.6 that rtbd relies on and returns a
+// *RequestError with NBR NoBidInvalidRequest for the first one broken:
+//
+//   - id is present, at most MaxIDBytes, without control characters;
+//   - imp has 1 to MaxImps entries; each has an id (same rules as the request
+//     id, unique within the request) and at least one of banner, video,
+//     audio, native;
+//   - imp.bidfloor is a finite number >= 0; imp.bidfloorcur, when present, is
+//     3 ASCII letters (ISO-4217); banner w/h and format w/h are >= 0;
+//   - at most one of site, app, dooh;
+//   - tmax >= 0; at is 0 (absent), 1, 2 or > 500.
+//
+// It does not allocate unless the request is invalid or has more than 32
+// imps. It does not modify req.
+func (d *Decoder) Validate(req *openrtb2.BidRequest) error {
+	lim := d.Limits.withDefaults()
+	if err := validate(req, &lim); err != nil {
+		return err
+	}
+	return nil
+}
+
+func validate(req *openrtb2.BidRequest, lim *Limits) *RequestError {
+	if msg := checkID(req.ID, lim.MaxIDBytes); msg != "" {
+		return invalid("id", msg)
+	}
+	if len(req.Imp) == 0 {
+		return invalid("imp", "no imp")
+	}
+	if len(req.Imp) > lim.MaxImps {
+		return invalid("imp", "too many imps")
+	}
+	n := 0
+	if req.Site != nil {
+		n++
+	}
+	if req.App != nil {
+		n++
+	}
+	if req.DOOH != nil {
+		n++
+	}
+	if n > 1 {
+		return invalid("site", "more than one of site, app, dooh")
+	}
+	if req.TMax < 0 {
+		return invalid("tmax", "negative")
+	}
+	if req.AT != 0 && req.AT != 1 && req.AT != 2 && req.AT <= 500 {
+		return invalid("at", "not 1, 2 or > 500")
+	}
+	for i := range req.Imp {
+		imp := &req.Imp[i]
+		if msg := checkID(imp.ID, lim.MaxIDBytes); msg != "" {
+			return invalid(fmt.Sprintf("imp[%d].id", i), msg)
+		}
+		if imp.Banner == nil && imp.Video == nil && imp.Audio == nil && imp.Native == nil {
+			return invalid(fmt.Sprintf("imp[%d]", i), "none of banner, video, audio, native")
+		}
+		if imp.BidFloor < 0 || math.IsNaN(imp.BidFloor) || math.IsInf(imp.BidFloor, 0) {
+			return invalid(fmt.Sprintf("imp[%d].bidfloor", i), "negative or not finite")
+		}
+		if imp.BidFloorCur != "" && !isCurrency(imp.BidFloorCur) {
+			return invalid(fmt.Sprintf("imp[%d].bidfloorcur", i), "not an ISO-4217 code")
+		}
+		if b := imp.Banner; b != nil {
+			if (b.W != nil && *b.W < 0) || (b.H != nil && *b.H < 0) {
+				return invalid(fmt.Sprintf("imp[%d].banner", i), "negative w or h")
+			}
+			for j := range b.Format {
+				if b.Format[j].W < 0 || b.Format[j].H < 0 {
+					return invalid(fmt.Sprintf("imp[%d].banner.format[%d]", i, j), "negative w or h")
+				}
+			}
+		}
+	}
+	if dup := duplicateImpID(req.Imp); dup >= 0 {
+		return invalid(fmt.Sprintf("imp[%d].id", dup), "duplicate imp id")
+	}
+	return nil
+}
+
+// checkID returns "" when id is a usable OpenRTB id: not empty, at most max
+// bytes, no ASCII control characters (ids end up in URLs, logs and keys).
+func checkID(id string, max int) string {
+	if id == "" {
+		return "missing"
+	}
+	if len(id) > max {
+		return "too long"
+	}
+	for i := 0; i < len(id); i++ {
+		if c := id[i]; c < 0x20 || c == 0x7f {
+			return "control character"
+		}
+	}
+	return ""
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		c := s[i]
+		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// duplicateImpID returns the index of the first imp whose id repeats an
+// earlier one, or -1. Quadratic up to 32 imps (no allocation), a map above.
+func duplicateImpID(imps []openrtb2.Imp) int {
+	if len(imps) <= 32 {
+		for i := 1; i < len(imps); i++ {
+			for j := 0; j < i; j++ {
+				if imps[i].ID == imps[j].ID {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	seen := make(map[string]struct{}, len(imps))
+	for i := range imps {
+		if _, ok := seen[imps[i].ID]; ok {
+			return i
+		}
+		seen[imps[i].ID] = struct{}{}
+	}
+	return -1
+}
