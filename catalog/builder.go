@@ -27,6 +27,8 @@ type Builder struct {
 	key, val  []byte
 	puts      int64
 	dels      int64
+	ssts      int
+	log       *zap.Logger
 }
 
 // batchBytes is the size at which Put commits its batch.
@@ -54,7 +56,7 @@ func NewBuilder(dir string, log *zap.Logger) (*Builder, error) {
 		os.RemoveAll(path)
 		return nil, fmt.Errorf("catalog: creating %s: %w", path, err)
 	}
-	return &Builder{dir: dir, name: name, db: db, batch: db.NewBatch(), marker: marker}, nil
+	return &Builder{dir: dir, name: name, db: db, batch: db.NewBatch(), marker: marker, log: log}, nil
 }
 
 // Name is the version being built.
@@ -122,9 +124,11 @@ func (b *Builder) Finish() (name string, err error) {
 	if err := b.db.Flush(); err != nil {
 		return "", fmt.Errorf("catalog: %w", err)
 	}
-	lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
-	if err := b.db.Compact(context.Background(), lo, hi, true /* parallelize */); err != nil {
-		return "", fmt.Errorf("catalog: compacting %s: %w", b.name, err)
+	if b.puts+b.dels > 0 { // batch writes; ingested tables need no compaction
+		lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
+		if err := b.db.Compact(context.Background(), lo, hi, true /* parallelize */); err != nil {
+			return "", fmt.Errorf("catalog: compacting %s: %w", b.name, err)
+		}
 	}
 	if err := b.db.Close(); err != nil {
 		b.db = nil
@@ -162,6 +166,8 @@ func (b *Builder) release() {
 		b.marker = nil
 	}
 }
+
+func contextBackground() context.Context { return context.Background() }
 
 // Counts returns the puts and deletes written so far.
 func (b *Builder) Counts() (puts, deletes int64) { return b.puts, b.dels }

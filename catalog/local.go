@@ -22,7 +22,7 @@ type LocalOptions struct {
 	// this cache and the hot cache bound it.
 	BlockCacheBytes int64
 	// HotCacheEntries bounds the cache of decoded products (and of known
-	// absent ids) in front of Pebble. Default 200,000; negative disables it.
+	// absent ids) in front of Pebble. Default 50,000 (about 0.6 KiB each; 1M-product node RSS stays under 300 MiB with the default block cache); negative disables it.
 	HotCacheEntries int
 	// MaxIDs is the most ids a request may carry (both lists). Default 1000.
 	MaxIDs int
@@ -40,7 +40,7 @@ func (o *LocalOptions) ensureDefaults() {
 		o.BlockCacheBytes = 64 << 20
 	}
 	if o.HotCacheEntries == 0 {
-		o.HotCacheEntries = 200_000
+		o.HotCacheEntries = 50_000
 	}
 	if o.MaxIDs == 0 {
 		o.MaxIDs = 1000

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"strconv"
 	"strings"
 	"time"
 
@@ -68,15 +69,169 @@ type Config struct {
 	Bidder Bidder `yaml:"bidder"`
 }
 
-// Bidder configures the bid server.
+// Bidder configures the bid server (package bidder). Durations are in the
+// units Go durations carry; money is in currency units as written ("2.5").
 type Bidder struct {
 	// HTTPListen is the host:port of the SSP-facing HTTP server.
 	HTTPListen string `yaml:"http_listen"`
+	// PublicURL is the scheme://host[:port] at which SSPs and browsers reach
+	// this bidder: the base of the nurl, burl and click URLs in bids.
+	PublicURL string `yaml:"public_url"`
+	// DataDir is the bidder's own data directory (the user profile store
+	// lives in DataDir/users).
+	DataDir string `yaml:"data_dir"`
+	// Campaigns is the path of the campaigns file, reloaded on change.
+	Campaigns string `yaml:"campaigns"`
+	// Seat is the seatbid.seat of bids whose campaign names no seat.
+	Seat string `yaml:"seat"`
+	// Currency is the ISO 4217 code bids are made in (bidresponse.cur).
+	Currency string `yaml:"currency"`
+	// FXRates are "CUR=rate" entries, rate = USD per one unit of CUR
+	// ("JPY=0.0067"); USD is 1. Used to convert bids and floors.
+	FXRates []string `yaml:"fx_rates"`
+	// DefaultTMax is the deadline assumed when a request has no tmax.
+	DefaultTMax time.Duration `yaml:"default_tmax"`
+	// MaxTMax caps a request's tmax.
+	MaxTMax time.Duration `yaml:"max_tmax"`
+	// TMaxMargin is subtracted from the deadline for the network back to
+	// the SSP.
+	TMaxMargin time.Duration `yaml:"tmax_margin"`
+	// MinBudget is the least time left after the margin worth starting a
+	// bid; less is an immediate no-bid (nbr 508).
+	MinBudget time.Duration `yaml:"min_budget"`
+	// MaxBodyBytes bounds a request body, compressed and decompressed.
+	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxInFlight bounds the bid requests being processed at once; more are
+	// shed at once.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// OverloadResponse is how a shed request is answered: "nobid" (204,
+	// nbr 507) or "503".
+	OverloadResponse string `yaml:"overload_response"`
+	// NBRBody: no-bids are 204 with a body {"id":..,"nbr":N} instead of an
+	// empty 204.
+	NBRBody bool `yaml:"nbr_body"`
+	// GzipMinBytes: responses at least this long are gzipped when the SSP
+	// accepts gzip; 0 never gzips.
+	GzipMinBytes int `yaml:"gzip_min_bytes"`
+	// GDPRVendorID is rtbd's IAB TCF vendor id; 0 checks purpose consent
+	// only.
+	GDPRVendorID int `yaml:"gdpr_vendor_id"`
+	// TokenKeys are the secrets that sign win, bill and click tokens: the
+	// first signs, all verify (rotation). Empty: a random key per process.
+	TokenKeys []string `yaml:"token_keys"`
+	// NoticeTTL is how long win and bill tokens stay valid.
+	NoticeTTL time.Duration `yaml:"notice_ttl"`
+	// ClickTTL is how long click tokens stay valid.
+	ClickTTL time.Duration `yaml:"click_ttl"`
+	// EventTimeout bounds the store write of a /event pixel.
+	EventTimeout time.Duration `yaml:"event_timeout"`
+	// AccessLogSample logs one request in N (0: no access log).
+	AccessLogSample int `yaml:"access_log_sample"`
+	// ReadTimeout bounds reading one request from an SSP connection.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	// WriteTimeout bounds writing one response.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// IdleTimeout is how long an idle keep-alive connection is kept.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
+	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// UserCacheMB is the Pebble block cache of the user store, in MiB.
+	UserCacheMB int `yaml:"user_cache_mb"`
 }
 
 // Validate reports the problems of the bidder section.
 func (b Bidder) Validate(p *Problems) {
 	p.HostPort("http_listen", b.HTTPListen)
+	if msg := checkPublicURL(b.PublicURL); msg != "" {
+		p.Addf("public_url", "%s, got %q", msg, b.PublicURL)
+	}
+	p.NonEmpty("data_dir", b.DataDir)
+	p.NonEmpty("campaigns", b.Campaigns)
+	if b.Seat == "" || len(b.Seat) > 64 || strings.ContainsAny(b.Seat, "\"\\\x00\n\r\t") {
+		p.Addf("seat", "must be 1-64 characters without quotes, backslashes or control characters, got %q", b.Seat)
+	}
+	if !isCurrencyCode(b.Currency) {
+		p.Addf("currency", "must be a 3-letter ISO 4217 code in upper case, got %q", b.Currency)
+	}
+	rates := map[string]bool{"USD": true}
+	for i, kv := range b.FXRates {
+		cur, rate, ok := strings.Cut(kv, "=")
+		cur, rate = strings.TrimSpace(cur), strings.TrimSpace(rate)
+		f, err := strconv.ParseFloat(rate, 64)
+		switch {
+		case !ok:
+			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "want CUR=rate (USD per unit, e.g. JPY=0.0067), got %q", kv)
+		case !isCurrencyCode(cur):
+			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "currency must be a 3-letter upper-case code, got %q", cur)
+		case err != nil || !(f > 0) || f > 1e9:
+			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "rate must be a number > 0, got %q", rate)
+		case rates[cur] && cur == "USD":
+			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "USD is the base (rate 1) and cannot be set")
+		case rates[cur]:
+			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "%s listed twice", cur)
+		default:
+			rates[cur] = true
+		}
+	}
+	if isCurrencyCode(b.Currency) && !rates[b.Currency] {
+		p.Addf("currency", "%s has no rate in fx_rates", b.Currency)
+	}
+	p.Positive("default_tmax", b.DefaultTMax)
+	p.Positive("max_tmax", b.MaxTMax)
+	p.Positive("tmax_margin", b.TMaxMargin)
+	p.Positive("min_budget", b.MinBudget)
+	if b.MaxTMax > 0 && b.TMaxMargin+b.MinBudget > b.MaxTMax {
+		p.Addf("tmax_margin", "tmax_margin (%s) + min_budget (%s) leaves no time within max_tmax (%s)", b.TMaxMargin, b.MinBudget, b.MaxTMax)
+	}
+	p.Range("max_body_bytes", int64(b.MaxBodyBytes), 1024, 16<<20)
+	p.Range("max_in_flight", int64(b.MaxInFlight), 1, 1_000_000)
+	p.OneOf("overload_response", b.OverloadResponse, "nobid", "503")
+	p.Range("gzip_min_bytes", int64(b.GzipMinBytes), 0, 1<<30)
+	p.Range("gdpr_vendor_id", int64(b.GDPRVendorID), 0, 65535)
+	for i, k := range b.TokenKeys {
+		if len(k) < 16 {
+			p.Addf(fmt.Sprintf("token_keys[%d]", i), "must be at least 16 bytes, got %d", len(k))
+		}
+	}
+	p.Positive("notice_ttl", b.NoticeTTL)
+	p.Positive("click_ttl", b.ClickTTL)
+	p.Positive("event_timeout", b.EventTimeout)
+	p.Range("access_log_sample", int64(b.AccessLogSample), 0, 1<<30)
+	p.Positive("read_timeout", b.ReadTimeout)
+	p.Positive("write_timeout", b.WriteTimeout)
+	p.Positive("idle_timeout", b.IdleTimeout)
+	p.Positive("shutdown_timeout", b.ShutdownTimeout)
+	p.Range("user_cache_mb", int64(b.UserCacheMB), 1, 65536)
+}
+
+// checkPublicURL returns "" if u is http(s)://host[:port][/path] with no
+// query or fragment, else what is wrong.
+func checkPublicURL(u string) string {
+	rest, ok := strings.CutPrefix(u, "http://")
+	if !ok {
+		rest, ok = strings.CutPrefix(u, "https://")
+	}
+	switch {
+	case !ok:
+		return "must start with http:// or https://"
+	case rest == "" || rest[0] == '/':
+		return "must name a host"
+	case strings.ContainsAny(rest, "?#\"' <>\\") || strings.ContainsFunc(rest, func(r rune) bool { return r < 0x20 || r == 0x7f }):
+		return "must have no query, fragment, quotes, spaces or control characters"
+	}
+	return ""
+}
+
+func isCurrencyCode(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if s[i] < 'A' || s[i] > 'Z' {
+			return false
+		}
+	}
+	return true
 }
 
 // Log configures the process logger.

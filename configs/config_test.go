@@ -49,7 +49,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 			Target:               "",
 			GRPCListen:           "127.0.0.1:9090",
 			BlockCacheMB:         64,
-			HotCacheEntries:      200000,
+			HotCacheEntries:      50000,
 			MaxIDs:               1000,
 			RefreshInterval:      30 * time.Second,
 			ConnsPerNode:         2,

@@ -28,7 +28,7 @@ type req = catalogpb.ProductMastersRequest
 // fixture (WriteFixture) with MaxIDs ids allowed.
 func Run(t *testing.T, s Store) {
 	ctx := func() context.Context {
-		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		t.Cleanup(cancel)
 		return c
 	}

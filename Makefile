@@ -1,0 +1,68 @@
+# rtbd: the two commands a new user needs are `make run` and `make test`.
+GO      ?= go
+BIN     := bin/rtbd
+DEMO    ?= demo
+GOBIN   := $(shell $(GO) env GOPATH)/bin
+# Packages with concurrency worth the race detector (all but pure codecs).
+RACE_PKGS := ./catalog/... ./configs/... ./bidder/... ./ingest/... ./bench/...
+
+.PHONY: build run test test-race deps proto bench bench-catalog bench-rss fuzz vet clean
+
+build:
+	$(GO) build -o $(BIN) .
+
+# Build, make the sample data once (skipped when $(DEMO)/ exists), serve it.
+run: build
+	@if [ ! -e $(DEMO)/catalog/CURRENT ]; then \
+		mkdir -p $(DEMO) && \
+		./$(BIN) gen -products 100000 -groups 10 -seed 1 -out $(DEMO)/feed.csv.gz && \
+		./$(BIN) ingest -data $(DEMO)/catalog $(DEMO)/feed.csv.gz; \
+	fi
+	@echo
+	@echo "catalog node starting on 127.0.0.1:9090 (admin 127.0.0.1:9091). Try:"
+	@echo "  grpcurl -plaintext -d '{\"product_group_id\":3,\"product1_quantity_at_most\":3,\"product1_ids\":[3,13,23]}' 127.0.0.1:9090 rtbd.catalog.v1.Catalog/GetProductMasters"
+	@echo
+	./$(BIN) -mode=catalog -data $(DEMO)/catalog
+
+# Every test, on a fresh Debian machine with Go: installs what tests need.
+test: deps vet
+	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 $(RACE_PKGS)
+
+vet:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null | grep -v '\.pb\.go$$')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+# Servers the tests start themselves (never as services): redis-server.
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null; }
+
+# Regenerate the gRPC code (committed) from catalog/catalogpb/catalog.proto.
+proto:
+	@command -v protoc >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq protobuf-compiler; }
+	$(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	$(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.5.1
+	cd catalog/catalogpb && PATH="$(GOBIN):$$PATH" $(GO) generate .
+
+# Catalog benchmarks, each with its baseline in the same run (medians over
+# -count 10 with benchstat: go install golang.org/x/perf/cmd/benchstat@latest).
+bench-catalog:
+	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./catalog/ ./catalog/remote/ | tee /tmp/rtbd-bench-catalog.txt
+
+# Catalog node RSS over 1M and 10M products (builds them in /tmp once).
+bench-rss:
+	RTBD_RSS_PRODUCTS=1000000 RTBD_RSS_DIR=/tmp/rtbd-rss-1m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
+	RTBD_RSS_PRODUCTS=10000000 RTBD_RSS_DIR=/tmp/rtbd-rss-10m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
+
+bench: bench-catalog
+
+# Short fuzzing of every parser of outside input.
+FUZZTIME ?= 20s
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecodeValue -fuzztime $(FUZZTIME) ./catalog/
+
+clean:
+	rm -rf bin

@@ -1,0 +1,198 @@
+package catalog_test
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/grpc"
+
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/remote"
+)
+
+// The benchmark catalog: RTBD_BENCH_PRODUCTS products (default 1,000,000)
+// in 10 groups, built once per process with the bulk path.
+var benchIndex struct {
+	once sync.Once
+	dir  string
+	n    int
+}
+
+const benchGroups = 10
+
+func benchDir(b *testing.B) (string, int) {
+	benchIndex.once.Do(func() {
+		n := 1_000_000
+		if s := os.Getenv("RTBD_BENCH_PRODUCTS"); s != "" {
+			n, _ = strconv.Atoi(s)
+		}
+		dir, err := os.MkdirTemp("", "rtbd-bench-catalog-")
+		if err != nil {
+			b.Fatal(err)
+		}
+		catalogtest.BuildSynthetic(b, dir, n, benchGroups)
+		benchIndex.dir, benchIndex.n = dir, n
+	})
+	return benchIndex.dir, benchIndex.n
+}
+
+// BenchmarkLookup15 compares a 15-product request against the local store
+// with its floor: 15 raw Pebble gets of the same keys (block cache warm, no
+// decoding, no hot cache). Zipf is the default workload; uniform is the
+// worst case for the hot cache.
+func BenchmarkLookup15(b *testing.B) {
+	dir, n := benchDir(b)
+	for _, dist := range []struct {
+		name string
+		zipf bool
+	}{{"zipf", true}, {"uniform", false}} {
+		reqs := catalogtest.Workload{N: n, Groups: benchGroups, Zipf: dist.zipf, IDs: 15}.Requests(8192, 1)
+		b.Run("raw-gets/"+dist.name, func(b *testing.B) {
+			name, _ := catalog.ReadPointer(dir, catalog.CurrentFile)
+			cache := pebble.NewCache(64 << 20)
+			defer cache.Unref()
+			db, err := pebble.Open(filepath.Join(dir, catalog.VersionsDir, name),
+				&pebble.Options{ReadOnly: true, Cache: cache, Logger: quietLogger{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+			var key [catalog.KeyLen]byte
+			get := func(i int) {
+				r := reqs[i%len(reqs)]
+				for _, id := range r.Product1Ids {
+					catalog.PutKey(&key, r.ProductGroupId, id)
+					v, c, err := db.Get(key[:])
+					if err == nil {
+						_ = v
+						c.Close()
+					}
+				}
+			}
+			for i := 0; i < len(reqs); i++ { // warm the block cache like the store's
+				get(i)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				get(i)
+			}
+		})
+		for _, hot := range []struct {
+			name    string
+			entries int
+		}{{"local", 0}, {"local-nohotcache", -1}} {
+			b.Run(hot.name+"/"+dist.name, func(b *testing.B) {
+				l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1, HotCacheEntries: hot.entries})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer l.Close()
+				ctx := context.Background()
+				for i := 0; i < len(reqs); i++ {
+					l.GetProductMasters(ctx, reqs[i])
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					if _, err := l.GetProductMasters(ctx, reqs[i%len(reqs)]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				if s := l.Stats(); s.HotHits+s.HotMisses > 0 {
+					b.ReportMetric(float64(s.HotHits)/float64(s.HotHits+s.HotMisses), "hot-hit-ratio")
+				}
+			})
+		}
+	}
+}
+
+type quietLogger struct{}
+
+func (quietLogger) Infof(string, ...any)         {}
+func (quietLogger) Errorf(string, ...any)        {}
+func (quietLogger) Fatalf(f string, args ...any) { panic(f) }
+
+// BenchmarkRemote15 measures the 15-product request through the remote
+// client against a catalog node on loopback, beside the local store and
+// the transport's floor: an empty call (group 1, no ids) through the same
+// client, server and connections. "serial" is one caller (latency);
+// "parallel64" is 64 concurrent callers (throughput: compare ns/op).
+func BenchmarkRemote15(b *testing.B) {
+	dir, n := benchDir(b)
+	reqs := catalogtest.Workload{N: n, Groups: benchGroups, Zipf: true, IDs: 15}.Requests(8192, 1)
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	srvStore, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer srvStore.Close()
+	g, _ := catalog.NewGRPCServer(catalog.NewServer(srvStore, catalog.ServerOptions{}), catalog.GRPCOptions{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go g.Serve(lis)
+	defer g.Stop()
+	c, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
+		DialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(catalog.NewClientCodec()))}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for i := range reqs { // warm both stores' caches alike
+		l.GetProductMasters(ctx, reqs[i])
+		c.GetProductMasters(ctx, reqs[i])
+	}
+	empty := &catalogpb.ProductMastersRequest{ProductGroupId: 1}
+	targets := []struct {
+		name string
+		do   func(i int) error
+	}{
+		{"local", func(i int) error { _, err := l.GetProductMasters(ctx, reqs[i%len(reqs)]); return err }},
+		{"remote", func(i int) error { _, err := c.GetProductMasters(ctx, reqs[i%len(reqs)]); return err }},
+		{"empty-call", func(int) error { _, err := c.GetProductMasters(ctx, empty); return err }},
+	}
+	for _, tg := range targets {
+		b.Run("serial/"+tg.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				if err := tg.do(i); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	for _, tg := range targets {
+		b.Run("parallel64/"+tg.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+			var next atomic.Int64
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := tg.do(int(next.Add(1))); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

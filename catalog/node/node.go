@@ -1,0 +1,150 @@
+// Package node runs a catalog node (rtbd -mode=catalog): the local index of
+// a data directory served over gRPC, with health, reflection, metrics and a
+// graceful stop.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"go.uber.org/zap"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/configs/admin"
+)
+
+// LocalOptions maps the catalog section of the config to the local index's
+// options (configs says 0 disables the hot cache; catalog says negative).
+func LocalOptions(c configs.Catalog, log *zap.Logger, reg prometheus.Registerer) catalog.LocalOptions {
+	hot := c.HotCacheEntries
+	if hot == 0 {
+		hot = -1
+	}
+	return catalog.LocalOptions{
+		BlockCacheBytes: int64(c.BlockCacheMB) << 20,
+		HotCacheEntries: hot,
+		MaxIDs:          c.MaxIDs,
+		WatchInterval:   c.WatchInterval,
+		Logger:          log,
+		Registerer:      reg,
+	}
+}
+
+// Node is a running catalog node.
+type Node struct {
+	cfg    *configs.Config
+	log    *zap.Logger
+	local  *catalog.Local
+	admin  *admin.Server
+	ln     net.Listener
+	served chan error
+	stop   func()
+	health interface {
+		SetServingStatus(string, healthpb.HealthCheckResponse_ServingStatus)
+		Shutdown()
+	}
+	grpcStop, grpcGraceful func()
+}
+
+// Start opens the index and starts serving gRPC and the admin listener. A
+// missing or unreadable data directory is an error naming the path.
+func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	local, err := catalog.OpenLocal(cfg.Catalog.Data, LocalOptions(cfg.Catalog, log, reg))
+	if err != nil {
+		return nil, fmt.Errorf("catalog node: %w", err)
+	}
+	gopts := catalog.GRPCOptions{MaxConcurrentStreams: cfg.Catalog.MaxConcurrentStreams}
+	if t := cfg.Catalog.TLS; t.Enabled() {
+		if gopts.TLS, err = catalog.ServerTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
+			local.Close()
+			return nil, err
+		}
+	}
+	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg})
+	g, h := catalog.NewGRPCServer(srv, gopts)
+	ln, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
+	if err != nil {
+		local.Close()
+		return nil, fmt.Errorf("catalog node: catalog.grpc_listen %s: %w", cfg.Catalog.GRPCListen, err)
+	}
+	n := &Node{cfg: cfg, log: log, local: local, ln: ln, served: make(chan error, 1), health: h,
+		grpcStop: g.Stop, grpcGraceful: g.GracefulStop}
+	n.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg})
+	if err := n.admin.Start(); err != nil {
+		ln.Close()
+		local.Close()
+		return nil, fmt.Errorf("catalog node: admin.listen: %w", err)
+	}
+	go func() { n.served <- g.Serve(ln) }()
+	log.Info("catalog node serving", zap.String("grpc", ln.Addr().String()), zap.String("admin", n.admin.Addr()),
+		zap.String("data", cfg.Catalog.Data), zap.String("version", local.Version()), zap.Bool("tls", gopts.TLS != nil))
+	return n, nil
+}
+
+// Addr is the gRPC listen address.
+func (n *Node) Addr() string { return n.ln.Addr().String() }
+
+// AdminAddr is the admin listen address.
+func (n *Node) AdminAddr() string { return n.admin.Addr() }
+
+// Local is the index the node serves.
+func (n *Node) Local() *catalog.Local { return n.local }
+
+// Shutdown drains the node: health says NOT_SERVING (clients route new calls
+// elsewhere), readiness fails, in-flight calls finish within
+// catalog.graceful_timeout (then are cut), the index is closed cleanly.
+func (n *Node) Shutdown(ctx context.Context) error {
+	n.health.Shutdown() // every service NOT_SERVING, watchers told
+	n.admin.SetNotReady("shutting down")
+	// Give clients' health watches a moment to take this node out of
+	// rotation before connections get GOAWAY.
+	select {
+	case <-time.After(200 * time.Millisecond):
+	case <-ctx.Done():
+	}
+	done := make(chan struct{})
+	go func() { n.grpcGraceful(); close(done) }()
+	t := time.NewTimer(n.cfg.Catalog.GracefulTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		n.log.Warn("graceful stop timed out; closing remaining calls", zap.Duration("timeout", n.cfg.Catalog.GracefulTimeout))
+		n.grpcStop()
+		<-done
+	case <-ctx.Done():
+		n.grpcStop()
+		<-done
+	}
+	actx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	aerr := n.admin.Shutdown(actx)
+	cerr := n.local.Close()
+	n.log.Info("catalog node stopped")
+	return errors.Join(aerr, cerr)
+}
+
+// Run serves until ctx is cancelled (SIGTERM/SIGINT in main), then shuts
+// down gracefully.
+func Run(ctx context.Context, cfg *configs.Config, log *zap.Logger) error {
+	n, err := Start(cfg, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-n.served:
+		n.Shutdown(context.Background())
+		return fmt.Errorf("catalog node: grpc server stopped: %w", err)
+	}
+	return n.Shutdown(context.Background())
+}

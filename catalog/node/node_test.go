@@ -1,0 +1,234 @@
+package node_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/configs"
+)
+
+func testConfig(t testing.TB, dir string) *configs.Config {
+	cfg, err := configs.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode = configs.ModeCatalog
+	cfg.Catalog.Data = dir
+	cfg.Catalog.GRPCListen = "127.0.0.1:0"
+	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg.Catalog.GracefulTimeout = 5 * time.Second
+	return cfg
+}
+
+func TestNodeBadDataDir(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	corrupt := t.TempDir()
+	os.WriteFile(filepath.Join(corrupt, "CURRENT"), []byte("garbage/../\n"), 0o644)
+	for _, dir := range []string{missing, corrupt} {
+		_, err := node.Start(testConfig(t, dir), zap.NewNop())
+		if err == nil || !strings.Contains(err.Error(), dir) {
+			t.Errorf("start on %s: %v, want an error naming the path", dir, err)
+		}
+	}
+}
+
+func TestNodeServesThenDrains(t *testing.T) {
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, dir)
+	n, err := node.Start(testConfig(t, dir), zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := catalogpb.NewCatalogClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup,
+		Product1QuantityAtMost: 3, Product1Ids: []int64{101}}); err != nil {
+		t.Fatal(err)
+	}
+	watch, err := healthpb.NewHealthClient(conn).Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := watch.Recv(); err != nil || st.Status != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health before shutdown: %v %v", st, err)
+	}
+	// Calls in flight during Shutdown complete.
+	var wg sync.WaitGroup
+	var ok, failed atomic.Int64
+	stop := make(chan struct{})
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, err := cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup,
+					Product1QuantityAtMost: 3, Product1Ids: []int64{101, 102}})
+				if err == nil {
+					ok.Add(1)
+				} else {
+					failed.Add(1)
+					return // the node is gone: expected once it stopped
+				}
+			}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond)
+	done := make(chan error, 1)
+	go func() { done <- n.Shutdown(context.Background()) }()
+	if st, err := watch.Recv(); err != nil || st.Status != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("health during shutdown: %v %v", st, err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("shutdown did not finish")
+	}
+	close(stop)
+	wg.Wait()
+	if ok.Load() == 0 {
+		t.Fatal("no call succeeded")
+	}
+}
+
+// TestNodeRSS measures a catalog node process's memory over an index of
+// RTBD_RSS_PRODUCTS products (skipped when unset: `make bench-rss` runs it
+// with 1M and 10M). The node runs in a child process; load is uniformly
+// random lookups (the worst case for caches) for RTBD_RSS_SECONDS (20).
+func TestNodeRSS(t *testing.T) {
+	if dir := os.Getenv("RTBD_NODE_HELPER_DIR"); dir != "" {
+		runHelperNode(t, dir)
+		return
+	}
+	nStr := os.Getenv("RTBD_RSS_PRODUCTS")
+	if nStr == "" {
+		t.Skip("set RTBD_RSS_PRODUCTS (make bench-rss) to measure catalog node RSS")
+	}
+	n, _ := strconv.Atoi(nStr)
+	secs := 20
+	if s := os.Getenv("RTBD_RSS_SECONDS"); s != "" {
+		secs, _ = strconv.Atoi(s)
+	}
+	dir := os.Getenv("RTBD_RSS_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
+		start := time.Now()
+		catalogtest.BuildSynthetic(t, dir, n, 10)
+		t.Logf("built %d products in %s", n, time.Since(start).Round(time.Millisecond))
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestNodeRSS$")
+	cmd.Env = append(os.Environ(), "RTBD_NODE_HELPER_DIR="+dir)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	sc := bufio.NewScanner(out)
+	var addr string
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		t.Fatal("helper node did not start")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := catalogpb.NewCatalogClient(conn)
+	reqs := catalogtest.Workload{N: n, Groups: 10, IDs: 15}.Requests(100_000, 3)
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var calls, errs atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < 16; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for i := w; time.Now().Before(deadline); i += 16 {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				_, err := cl.GetProductMasters(ctx, reqs[i%len(reqs)])
+				cancel()
+				calls.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	var hwm, rss string
+	for _, line := range strings.Split(string(st), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			hwm = strings.TrimSpace(v)
+		}
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			rss = strings.TrimSpace(v)
+		}
+	}
+	t.Logf("RSS products=%d calls=%d errors=%d VmHWM=%s VmRSS=%s", n, calls.Load(), errs.Load(), hwm, rss)
+	fmt.Printf("RSS products=%d calls=%d errors=%d VmHWM=%s VmRSS=%s\n", n, calls.Load(), errs.Load(), hwm, rss)
+	if errs.Load() > 0 {
+		t.Fatalf("%d lookups failed", errs.Load())
+	}
+}
+
+func runHelperNode(t *testing.T, dir string) {
+	cfg := testConfig(t, dir)
+	if v := os.Getenv("RTBD_RSS_SET"); v != "" { // e.g. catalog.hot_cache_entries=50000
+		for _, kv := range strings.Split(v, ",") {
+			k, val, _ := strings.Cut(kv, "=")
+			if err := cfg.Set(k, val); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("ADDR " + n.Addr())
+	select {} // killed by the parent
+}

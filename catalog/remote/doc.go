@@ -1,0 +1,81 @@
+// Package remote is the bidder's client for remote catalog nodes: the
+// product store that reads ad product masters over gRPC (catalogpb) from
+// replicas of the index instead of the local Pebble store, as in Logicad's
+// talk (JJUG CCC 2018): client-side round-robin, a name resolver refreshed
+// periodically or on demand, and a connection count that stays flat as load
+// rises.
+//
+// # Targets
+//
+// Options.Target names the nodes in one of three forms:
+//
+//	static:///10.0.0.1:7070,10.0.0.2:7070   a fixed list (refresh is a no-op)
+//	dns:///catalog.internal:7070            every A and AAAA record of the
+//	                                        name, with the port
+//	file:///etc/rtbd/catalog-nodes.txt      one host:port per line; blank
+//	                                        lines and '#' comments ignored
+//
+// New checks the syntax and names the bad part; it never waits for a node.
+//
+// # Resolution
+//
+// One goroutine per Client resolves the target at start, every
+// RefreshInterval (default 30s), on Client.Refresh (the admin endpoint) and,
+// at most once a second, when gRPC asks (a connection failed). Each resolution
+// is pushed to the resolvers the custom builders (one per scheme, given to
+// each ClientConn with grpc.WithResolvers, nothing registered globally) built,
+// so nodes are added and removed without an external load balancer. grpc-go's
+// own dns resolver does not re-resolve periodically; this one does.
+//
+// A failed resolution (DNS error, node file missing or unreadable, a bad line
+// in it) keeps the last good node list and is logged and counted. A node file
+// that parses but lists no node means zero nodes: calls then fail at once with
+// catalog.ErrUnavailable. DNS never goes to zero nodes (an empty answer is
+// treated as a failure). Replace a node file atomically (write a temporary
+// file, rename it), so a reader never sees half of it.
+//
+// # Connections and balancing
+//
+// The Client holds ConnsPerNode (default 2) gRPC ClientConns. Each uses the
+// round_robin policy over all nodes and keeps exactly one HTTP/2 connection
+// per node, so a node sees ConnsPerNode connections from a bidder whatever
+// the concurrency: calls are multiplexed as HTTP/2 streams. A call picks a
+// ClientConn with an atomic counter, the ClientConn picks the next READY node.
+// Connections are cleartext h2c unless Options.TLS is set.
+//
+// Client-side health checking (grpc.health.v1, service "") is on: a node
+// that reports NOT_SERVING, as a catalog node does while draining before
+// shutdown, gets no new calls; a node without the health service counts as
+// healthy.
+//
+// # Calls, retries and errors
+//
+// Every call carries the caller's deadline, or Options.CallTimeout (default
+// 50ms) when ctx has none. GetProductMasters is idempotent: a call failing
+// with UNAVAILABLE (a node killed mid-call, a connection reset) is retried on
+// another node, up to 3 attempts with 1-10ms backoff, inside that same
+// deadline (throttled when most calls fail). With no READY node a call fails
+// at once rather than waiting (waitForReady false).
+//
+// Errors wrap a catalog sentinel and the gRPC status, message kept:
+// codes.InvalidArgument is catalog.ErrInvalidArgument; DeadlineExceeded,
+// Canceled or a done ctx is catalog.ErrDeadline; Unavailable and every other
+// code is catalog.ErrUnavailable; any call after Close is catalog.ErrClosed.
+// status.Code(err) still gives the gRPC code.
+//
+// # Metrics
+//
+// With Options.Registerer set: rtbd_catalog_client_calls_total{code} (gRPC
+// code names), rtbd_catalog_client_call_seconds (histogram, retries
+// included), rtbd_catalog_client_nodes (gauge) and
+// rtbd_catalog_client_resolves_total{result="ok"|"error"}.
+//
+// # Keepalive
+//
+// The client pings a connection after 10s without traffic and drops it when
+// no answer comes within 3s, so a node that vanished without closing its
+// connections (host down, partition) is noticed. The catalog node's server
+// (catalog.NewGRPCServer) permits pings every 5s with or without streams; a
+// gRPC server left at grpc-go's default enforcement (5 min) would answer them
+// with GOAWAY (too_many_pings).
+package remote

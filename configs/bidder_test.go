@@ -1,0 +1,82 @@
+package configs
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBidderValidate checks each rule of Bidder.Validate: one bad setting
+// gives one problem naming its key.
+func TestBidderValidate(t *testing.T) {
+	tests := []struct {
+		key, value string
+		problem    string // "" = valid
+	}{
+		{"bidder.public_url", "https://bid.example.com", ""},
+		{"bidder.public_url", "http://10.0.0.1:8080/rtb", ""},
+		{"bidder.public_url", "bid.example.com", "bidder.public_url: must start with http:// or https://"},
+		{"bidder.public_url", "http://", "bidder.public_url: must name a host"},
+		{"bidder.public_url", "http://x/?a=b", "bidder.public_url: must have no query"},
+		{"bidder.data_dir", "", "bidder.data_dir: must not be empty"},
+		{"bidder.campaigns", " ", "bidder.campaigns: must not be empty"},
+		{"bidder.seat", "", "bidder.seat: must be 1-64 characters"},
+		{"bidder.seat", `a"b`, "bidder.seat: must be 1-64 characters"},
+		{"bidder.currency", "JPY", ""},
+		{"bidder.currency", "usd", "bidder.currency: must be a 3-letter ISO 4217 code"},
+		{"bidder.currency", "XAU", "bidder.currency: XAU has no rate in fx_rates"},
+		{"bidder.fx_rates", "JPY=0.0067, EUR=1.08", ""},
+		{"bidder.fx_rates", "", ""},
+		{"bidder.fx_rates", "JPY:0.0067", "bidder.fx_rates[0]: want CUR=rate"},
+		{"bidder.fx_rates", "EUR=1.1,jpy=0.0067", "bidder.fx_rates[1]: currency must be a 3-letter upper-case code"},
+		{"bidder.fx_rates", "JPY=0", "bidder.fx_rates[0]: rate must be a number > 0"},
+		{"bidder.fx_rates", "JPY=-1", "bidder.fx_rates[0]: rate must be a number > 0"},
+		{"bidder.fx_rates", "JPY=NaN", "bidder.fx_rates[0]: rate must be a number > 0"},
+		{"bidder.fx_rates", "USD=1", "bidder.fx_rates[0]: USD is the base"},
+		{"bidder.fx_rates", "JPY=1,JPY=2", "bidder.fx_rates[1]: JPY listed twice"},
+		{"bidder.default_tmax", "0s", "bidder.default_tmax: must be > 0"},
+		{"bidder.max_tmax", "-1ms", "bidder.max_tmax: must be > 0"},
+		{"bidder.tmax_margin", "0s", "bidder.tmax_margin: must be > 0"},
+		{"bidder.tmax_margin", "499ms", "bidder.tmax_margin: tmax_margin (499ms) + min_budget (3ms) leaves no time"},
+		{"bidder.min_budget", "0s", "bidder.min_budget: must be > 0"},
+		{"bidder.max_body_bytes", "100", "bidder.max_body_bytes: must be >= 1024, got 100"},
+		{"bidder.max_in_flight", "0", "bidder.max_in_flight: must be >= 1, got 0"},
+		{"bidder.overload_response", "503", ""},
+		{"bidder.overload_response", "drop", `bidder.overload_response: must be one of nobid, 503; got "drop"`},
+		{"bidder.nbr_body", "true", ""},
+		{"bidder.gzip_min_bytes", "0", ""},
+		{"bidder.gzip_min_bytes", "-1", "bidder.gzip_min_bytes: must be >= 0"},
+		{"bidder.gdpr_vendor_id", "1126", ""},
+		{"bidder.gdpr_vendor_id", "70000", "bidder.gdpr_vendor_id: must be <= 65535"},
+		{"bidder.token_keys", "0123456789abcdef,fedcba9876543210", ""},
+		{"bidder.token_keys", "0123456789abcdef,short", "bidder.token_keys[1]: must be at least 16 bytes, got 5"},
+		{"bidder.notice_ttl", "0s", "bidder.notice_ttl: must be > 0"},
+		{"bidder.click_ttl", "0s", "bidder.click_ttl: must be > 0"},
+		{"bidder.event_timeout", "0s", "bidder.event_timeout: must be > 0"},
+		{"bidder.access_log_sample", "0", ""},
+		{"bidder.access_log_sample", "-2", "bidder.access_log_sample: must be >= 0"},
+		{"bidder.read_timeout", "0s", "bidder.read_timeout: must be > 0"},
+		{"bidder.write_timeout", "0s", "bidder.write_timeout: must be > 0"},
+		{"bidder.idle_timeout", "0s", "bidder.idle_timeout: must be > 0"},
+		{"bidder.shutdown_timeout", "0s", "bidder.shutdown_timeout: must be > 0"},
+		{"bidder.user_cache_mb", "0", "bidder.user_cache_mb: must be >= 1"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			c := mustDefault(t)
+			if err := c.Set(tt.key, tt.value); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Validate()
+			switch {
+			case tt.problem == "" && err != nil:
+				t.Fatalf("Validate rejected a good value: %v", err)
+			case tt.problem != "" && err == nil:
+				t.Fatalf("Validate accepted %s=%q", tt.key, tt.value)
+			case tt.problem != "" && !strings.HasPrefix(err.Error(), tt.problem):
+				t.Fatalf("Validate = %q, want it to start with %q", err, tt.problem)
+			case tt.problem != "" && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("one bad setting gave several problems: %v", err)
+			}
+		})
+	}
+}

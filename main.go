@@ -1,0 +1,210 @@
+// Command rtbd is an OpenRTB bidder (DSP) with an embedded or remote
+// product catalog. See README.md and `rtbd -h`.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/ingest"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1 // runtime failure, aborted job
+	exitUsage   = 2 // bad flags or config
+)
+
+// serverFlags map command-line flags to config keys.
+var serverFlags = []struct{ name, key, usage string }{
+	{"mode", "mode", "what to serve: bidder (default) or catalog"},
+	{"data", "catalog.data", "product index data directory"},
+	{"grpc-listen", "catalog.grpc_listen", "gRPC listen address (catalog mode)"},
+	{"http-listen", "bidder.http_listen", "bid server listen address (bidder mode)"},
+	{"admin-listen", "admin.listen", "admin listener: /healthz /readyz /metrics /debug/pprof"},
+	{"catalog", "catalog.target", "remote catalog target (static:///h:p,h:p | dns:///name:port | file:///path); empty = embedded index"},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, rest := args[0], args[1:]
+		switch cmd {
+		case "gen":
+			return exit(stderr, ingest.GenMain(ctx, rest, stdout, stderr))
+		case "ingest":
+			return exit(stderr, ingest.Main(ctx, rest, stdout, stderr))
+		case "config":
+			return exit(stderr, printConfig(rest, stdout, stderr))
+		case "help":
+			usage(stdout)
+			return exitOK
+		default:
+			fmt.Fprintf(stderr, "rtbd: unknown command %q\n\n", cmd)
+			usage(stderr)
+			return exitUsage
+		}
+	}
+	cfg, log, err := loadServerConfig("rtbd", args, stdout, stderr)
+	if err != nil {
+		return exit(stderr, err)
+	}
+	defer log.Sync()
+	switch cfg.Mode {
+	case configs.ModeCatalog:
+		err = node.Run(ctx, cfg, log)
+	case configs.ModeBidder:
+		err = errors.New("rtbd: bidder mode is not built yet; run -mode=catalog")
+	}
+	if err != nil {
+		log.Error("rtbd stopped with an error", zap.Error(err))
+	}
+	return exit(stderr, err)
+}
+
+// loadServerConfig parses the server flags, loads and validates the config.
+func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*configs.Config, *zap.Logger, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path := fs.String("config", os.Getenv(configs.EnvConfigPath), "config file (YAML); defaults: configs/rtbd.yaml, embedded")
+	vals := make([]*string, len(serverFlags))
+	for i, f := range serverFlags {
+		vals[i] = fs.String(f.name, "", f.usage+" ("+f.key+")")
+	}
+	var sets multiFlag
+	fs.Var(&sets, "set", "override any setting: -set key=value (repeatable), e.g. -set catalog.block_cache_mb=128")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			usage(stdout)
+			return nil, nil, errHelp
+		}
+		return nil, nil, usageErr(err)
+	}
+	if fs.NArg() > 0 {
+		return nil, nil, usageErr(fmt.Errorf("unexpected argument %q", fs.Arg(0)))
+	}
+	cfg, err := configs.Load(*path)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for i, f := range serverFlags {
+		if set[f.name] {
+			if err := cfg.Set(f.key, *vals[i]); err != nil {
+				return nil, nil, usageErr(fmt.Errorf("-%s: %w", f.name, err))
+			}
+		}
+	}
+	for _, kv := range sets {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, nil, usageErr(fmt.Errorf("-set %q: want key=value", kv))
+		}
+		if err := cfg.Set(k, v); err != nil {
+			return nil, nil, usageErr(fmt.Errorf("-set: %w", err))
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, usageErr(fmt.Errorf("invalid configuration:\n%w", err))
+	}
+	log, err := configs.NewLogger(cfg.Log, configs.IsTerminal(os.Stderr))
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	return cfg, log, nil
+}
+
+func printConfig(args []string, stdout, stderr io.Writer) error {
+	cfg, _, err := loadServerConfig("rtbd config", args, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	b, err := cfg.YAML()
+	if err != nil {
+		return err
+	}
+	_, err = stdout.Write(b)
+	return err
+}
+
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+var errHelp = errors.New("help")
+
+type usageError struct{ err error }
+
+func (e usageError) Error() string { return e.err.Error() }
+func (e usageError) Unwrap() error { return e.err }
+func usageErr(err error) error     { return usageError{err} }
+
+// exit prints err and maps it to an exit code.
+func exit(stderr io.Writer, err error) int {
+	var ue usageError
+	switch {
+	case err == nil, errors.Is(err, errHelp), errors.Is(err, flag.ErrHelp):
+		return exitOK
+	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage):
+		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
+		return exitUsage
+	default:
+		fmt.Fprintf(stderr, "rtbd: %v\n", err)
+		return exitFailure
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `rtbd: an OpenRTB 2.6 bidder (DSP) with an embedded or remote product catalog.
+
+Servers (long-running; SIGTERM/SIGINT stop them gracefully):
+  rtbd [-config FILE] [-mode=bidder|catalog] [flags]
+      bidder   (default) answers OpenRTB bid requests on -http-listen, reading
+               products from the embedded index (-data) or remote catalog
+               nodes (-catalog TARGET)
+      catalog  serves the product index in -data over gRPC on -grpc-listen
+               (h2c, health, reflection)
+
+Server flags (each overrides a config key; so does RTBD_<KEY>, e.g.
+RTBD_CATALOG_DATA=/srv/idx; precedence: defaults < -config file < env < flags):
+  -config FILE        config file (YAML); the defaults are configs/rtbd.yaml
+`)
+	for _, f := range serverFlags {
+		fmt.Fprintf(w, "  -%-18s %s\n  %-19s (%s)\n", f.name+" V", f.usage, "", f.key)
+	}
+	fmt.Fprint(w, `  -set KEY=VALUE      any setting by its key, e.g. -set catalog.hot_cache_entries=500000
+
+Jobs:
+  rtbd gen [flags]              write a deterministic synthetic product feed
+  rtbd ingest [flags] FEED...   load a product feed into a new index version
+  rtbd config [server flags]    print the effective configuration (YAML)
+  rtbd help                     this text
+
+`)
+	ingest.GenUsage(w)
+	fmt.Fprintln(w)
+	ingest.Usage(w)
+	fmt.Fprint(w, `
+Exit codes: 0 success, 1 failure (server error, ingest aborted), 2 usage or
+configuration error.
+`)
+}
