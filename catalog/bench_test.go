@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/grpc"
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -36,6 +35,14 @@ func benchDir(b *testing.B) (string, int) {
 		n := 1_000_000
 		if s := os.Getenv("RTBD_BENCH_PRODUCTS"); s != "" {
 			n, _ = strconv.Atoi(s)
+		}
+		// RTBD_BENCH_DIR reuses a catalog built before (e.g. by make
+		// bench-rss: /tmp/rtbd-rss-1m holds 1M products in 10 groups).
+		if d := os.Getenv("RTBD_BENCH_DIR"); d != "" {
+			if _, err := os.Stat(filepath.Join(d, catalog.CurrentFile)); err == nil {
+				benchIndex.dir, benchIndex.n = d, n
+				return
+			}
 		}
 		dir, err := os.MkdirTemp("", "rtbd-bench-catalog-")
 		if err != nil {
@@ -150,8 +157,7 @@ func BenchmarkRemote15(b *testing.B) {
 	}
 	go g.Serve(lis)
 	defer g.Stop()
-	c, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
-		DialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(grpc.ForceCodecV2(catalog.NewClientCodec()))}})
+	c, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -169,6 +175,11 @@ func BenchmarkRemote15(b *testing.B) {
 		{"local", func(i int) error { _, err := l.GetProductMasters(ctx, reqs[i%len(reqs)]); return err }},
 		{"remote", func(i int) error { _, err := c.GetProductMasters(ctx, reqs[i%len(reqs)]); return err }},
 		{"empty-call", func(int) error { _, err := c.GetProductMasters(ctx, empty); return err }},
+		{"remote-nopayload", func(i int) error {
+			r := reqs[i%len(reqs)]
+			_, err := c.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 1 << 40, Product1QuantityAtMost: 15, Product1Ids: r.Product1Ids})
+			return err
+		}},
 	}
 	for _, tg := range targets {
 		b.Run("serial/"+tg.name, func(b *testing.B) {
