@@ -1,0 +1,377 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+)
+
+// Verdict is the outcome of comparing one metric of one target.
+type Verdict string
+
+// Verdicts.
+const (
+	NoChange     Verdict = "no change"
+	Regression   Verdict = "regression"
+	Improvement  Verdict = "improvement"
+	Inconclusive Verdict = "inconclusive" // too few per-second samples, or the target is in one report only
+)
+
+// Metrics compared, in output order.
+const (
+	MetricP50        = "p50"        // ms
+	MetricP99        = "p99"        // ms
+	MetricAvg        = "avg"        // ms
+	MetricThroughput = "throughput" // req/s
+)
+
+// Delta is the change of one metric of one target from report A to B.
+type Delta struct {
+	Target string  `json:"target"`
+	Metric string  `json:"metric"`
+	Unit   string  `json:"unit"` // "ms" or "req/s"
+	A      float64 `json:"a"`    // whole-run value in A
+	B      float64 `json:"b"`
+	Diff   float64 `json:"diff"`     // B - A
+	DiffPc float64 `json:"diff_pct"` // 100 (B - A) / A
+	// MedianA and MedianB are the medians of the per-second samples.
+	MedianA float64 `json:"median_a"`
+	MedianB float64 `json:"median_b"`
+	NA      int     `json:"n_a"` // per-second samples used
+	NB      int     `json:"n_b"`
+	PValue  float64 `json:"p_value"` // Mann-Whitney U, two-sided; 1 when too few samples
+	Verdict Verdict `json:"verdict"`
+	Reason  string  `json:"reason"`
+}
+
+// CompareOptions tune the verdict rule; zero fields take the defaults.
+type CompareOptions struct {
+	// Alpha is the significance level of the Mann-Whitney U test. Zero
+	// means 0.01.
+	Alpha float64
+	// MinRelative is the minimum effect relative to A. Zero means 0.05.
+	MinRelative float64
+	// MinAbsMs is the minimum absolute effect for latency metrics. Zero
+	// means 0.2 ms.
+	MinAbsMs float64
+	// MinSamples is the minimum number of per-second samples per side for
+	// the test. Zero means 4 (the fewest for which a two-sided p < 0.05 is
+	// possible: 2/C(8,4) = 0.029).
+	MinSamples int
+}
+
+func (o CompareOptions) withDefaults() CompareOptions {
+	if o.Alpha == 0 {
+		o.Alpha = 0.01
+	}
+	if o.MinRelative == 0 {
+		o.MinRelative = 0.05
+	}
+	if o.MinAbsMs == 0 {
+		o.MinAbsMs = 0.2
+	}
+	if o.MinSamples == 0 {
+		o.MinSamples = 4
+	}
+	return o
+}
+
+// Compare compares every target present in both reports (matched by name,
+// and by order among equal names) on p50, p99, avg latency and throughput,
+// with the default CompareOptions. The rule, per metric:
+//
+//  1. Effect size: the whole-run change |B - A| must reach
+//     max(5% of A, 0.2 ms) for latency, 5% of A for throughput; otherwise
+//     "no change". This keeps identical builds at "no change" even when
+//     long runs make tiny shifts statistically significant.
+//  2. Noise: the per-second samples of the two runs (p50, p99 or average
+//     latency of each full 1 s window, or its request count) must differ
+//     by a two-sided Mann-Whitney U test at p < 0.01 (exact distribution
+//     for up to 20 samples per side without ties, normal approximation with
+//     tie correction otherwise), and the medians of the per-second samples
+//     must move the same way as the whole-run value; otherwise "no change".
+//     With fewer than 4 samples per side the test cannot be done and the
+//     verdict is "inconclusive".
+//  3. Direction: higher latency or lower throughput is a "regression",
+//     the opposite an "improvement".
+func Compare(a, b *Report) []Delta { return CompareWith(a, b, CompareOptions{}) }
+
+// CompareWith is Compare with explicit options.
+func CompareWith(a, b *Report, o CompareOptions) []Delta {
+	o = o.withDefaults()
+	var out []Delta
+	seenA := map[string]int{}
+	usedB := map[int]bool{}
+	for _, ra := range a.Results {
+		k := seenA[ra.Target]
+		seenA[ra.Target]++
+		rb, ib := nthResult(b, ra.Target, k)
+		if rb == nil {
+			out = append(out, Delta{Target: ra.Target, Metric: "-", PValue: 1, Verdict: Inconclusive, Reason: "only in A"})
+			continue
+		}
+		usedB[ib] = true
+		out = append(out, compareResults(ra, rb, o)...)
+	}
+	for i, rb := range b.Results {
+		if !usedB[i] {
+			out = append(out, Delta{Target: rb.Target, Metric: "-", PValue: 1, Verdict: Inconclusive, Reason: "only in B"})
+		}
+	}
+	return out
+}
+
+func nthResult(r *Report, target string, k int) (*Result, int) {
+	for i, res := range r.Results {
+		if res.Target == target {
+			if k == 0 {
+				return res, i
+			}
+			k--
+		}
+	}
+	return nil, -1
+}
+
+type metricDef struct {
+	name, unit string
+	latency    bool
+	whole      func(*Result) float64
+	perSec     func(Second) float64
+}
+
+var metricDefs = [...]metricDef{
+	{MetricP50, "ms", true, func(r *Result) float64 { return usToMs(r.Latency.P50Us) }, func(s Second) float64 { return usToMs(s.P50Us) }},
+	{MetricP99, "ms", true, func(r *Result) float64 { return usToMs(r.Latency.P99Us) }, func(s Second) float64 { return usToMs(s.P99Us) }},
+	{MetricAvg, "ms", true, func(r *Result) float64 { return r.Latency.AvgUs / 1000 }, func(s Second) float64 { return s.AvgUs / 1000 }},
+	{MetricThroughput, "req/s", false, func(r *Result) float64 { return r.AchievedRate }, func(s Second) float64 { return float64(s.Requests) }},
+}
+
+func compareResults(ra, rb *Result, o CompareOptions) []Delta {
+	out := make([]Delta, 0, len(metricDefs))
+	for _, m := range metricDefs {
+		d := Delta{Target: ra.Target, Metric: m.name, Unit: m.unit, A: m.whole(ra), B: m.whole(rb), PValue: 1}
+		d.Diff = d.B - d.A
+		if d.A != 0 {
+			d.DiffPc = 100 * d.Diff / d.A
+		}
+		xa, xb := perSecond(ra, m), perSecond(rb, m)
+		d.NA, d.NB = len(xa), len(xb)
+		d.MedianA, d.MedianB = median(xa), median(xb)
+		minEffect := o.MinRelative * math.Abs(d.A)
+		if m.latency {
+			minEffect = max(minEffect, o.MinAbsMs)
+		}
+		worse := d.Diff > 0
+		if !m.latency {
+			worse = d.Diff < 0
+		}
+		enough := d.NA >= o.MinSamples && d.NB >= o.MinSamples
+		if enough {
+			d.PValue = mannWhitneyP(xa, xb)
+		}
+		switch {
+		case math.Abs(d.Diff) < minEffect || d.Diff == 0:
+			d.Verdict = NoChange
+			d.Reason = fmt.Sprintf("|change| %s below minimum effect %s", fmtUnit(math.Abs(d.Diff), m.unit), fmtUnit(minEffect, m.unit))
+		case !enough:
+			d.Verdict = Inconclusive
+			d.Reason = fmt.Sprintf("too few per-second samples (%d, %d; need %d each)", d.NA, d.NB, o.MinSamples)
+		default:
+			sameWay := (d.MedianB-d.MedianA)*d.Diff > 0
+			switch {
+			case d.PValue >= o.Alpha:
+				d.Verdict = NoChange
+				d.Reason = fmt.Sprintf("within per-second noise (p = %.3g >= %g)", d.PValue, o.Alpha)
+			case !sameWay:
+				d.Verdict = NoChange
+				d.Reason = "per-second medians move against the whole-run value"
+			case worse:
+				d.Verdict = Regression
+				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, o.Alpha)
+			default:
+				d.Verdict = Improvement
+				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, o.Alpha)
+			}
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func fmtUnit(v float64, unit string) string {
+	if unit == "ms" {
+		return fmtMs(v) + " ms"
+	}
+	return fmtRate(v) + " " + unit
+}
+
+// perSecond returns the metric of each full timeline window that saw
+// requests.
+func perSecond(r *Result, m metricDef) []float64 {
+	var xs []float64
+	for _, s := range r.Timeline {
+		if s.Full && s.Requests > 0 {
+			xs = append(xs, m.perSec(s))
+		}
+	}
+	return xs
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// mannWhitneyP returns the two-sided p-value of the Mann-Whitney U test of
+// samples x and y.
+func mannWhitneyP(x, y []float64) float64 {
+	n1, n2 := len(x), len(y)
+	if n1 == 0 || n2 == 0 {
+		return 1
+	}
+	type obs struct {
+		v   float64
+		inX bool
+	}
+	all := make([]obs, 0, n1+n2)
+	for _, v := range x {
+		all = append(all, obs{v, true})
+	}
+	for _, v := range y {
+		all = append(all, obs{v, false})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
+	n := n1 + n2
+	var r1, tieSum float64
+	ties := false
+	for i := 0; i < n; {
+		j := i
+		for j < n && all[j].v == all[i].v {
+			j++
+		}
+		t := float64(j - i)
+		if t > 1 {
+			ties = true
+			tieSum += t*t*t - t
+		}
+		rank := float64(i+j+1) / 2 // average of ranks i+1 .. j
+		for k := i; k < j; k++ {
+			if all[k].inX {
+				r1 += rank
+			}
+		}
+		i = j
+	}
+	u := r1 - float64(n1*(n1+1))/2
+	if !ties && n1 <= 20 && n2 <= 20 {
+		return exactMannWhitneyP(n1, n2, int(math.Round(u)))
+	}
+	mu := float64(n1*n2) / 2
+	nn := float64(n)
+	sigma2 := float64(n1*n2) / 12 * ((nn + 1) - tieSum/(nn*(nn-1)))
+	if sigma2 <= 0 {
+		return 1
+	}
+	z := (math.Abs(u-mu) - 0.5) / math.Sqrt(sigma2)
+	if z < 0 {
+		z = 0
+	}
+	return min(1, math.Erfc(z/math.Sqrt2))
+}
+
+// exactMannWhitneyP computes the two-sided exact p-value of U = u for sample
+// sizes n1, n2 (no ties) by counting arrangements: c(m, n, u) =
+// c(m-1, n, u-n) + c(m, n-1, u).
+func exactMannWhitneyP(n1, n2, u int) float64 {
+	maxU := n1 * n2
+	// prev[n][u] for m-1, cur for m.
+	prev := make([][]float64, n2+1)
+	cur := make([][]float64, n2+1)
+	for j := range prev {
+		prev[j] = make([]float64, maxU+1)
+		cur[j] = make([]float64, maxU+1)
+		prev[j][0] = 1 // m = 0: U = 0 in one way
+	}
+	for m := 1; m <= n1; m++ {
+		for j := 0; j <= n2; j++ {
+			row := cur[j]
+			for k := range row {
+				row[k] = 0
+			}
+			for k := 0; k <= m*j; k++ {
+				v := 0.0
+				if k-j >= 0 {
+					v += prev[j][k-j]
+				}
+				if j > 0 {
+					v += cur[j-1][k]
+				}
+				row[k] = v
+			}
+		}
+		prev, cur = cur, prev
+	}
+	dist := prev[n2]
+	total := 0.0
+	for _, c := range dist {
+		total += c
+	}
+	lo, hi := 0.0, 0.0
+	for k, c := range dist {
+		if k <= u {
+			lo += c
+		}
+		if k >= u {
+			hi += c
+		}
+	}
+	return min(1, 2*min(lo, hi)/total)
+}
+
+// WriteCompare writes deltas as an aligned table headed by the two reports'
+// identities, followed by the verdict rule.
+func WriteCompare(w io.Writer, a, b *Report, deltas []Delta) error {
+	ew := &errWriter{w: w}
+	ew.printf("A: %s\nB: %s\n\n", reportIdent(a), reportIdent(b))
+	tw := ew.tab()
+	fmt.Fprintf(tw, "target\tmetric\tA\tB\tchange\tchange %%\tper-s median A\tB\tn A,B\tp\tverdict\treason\t\n")
+	for _, d := range deltas {
+		if d.Metric == "-" {
+			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t%s\t%s\t\n", d.Target, d.Verdict, d.Reason)
+			continue
+		}
+		f := func(v float64) string {
+			if d.Unit == "ms" {
+				return fmtMs(v) + " ms"
+			}
+			return fmtRate(v)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.3f\t%+.1f%%\t%s\t%s\t%d,%d\t%.3g\t%s\t%s\t\n",
+			d.Target, d.Metric, f(d.A), f(d.B), d.Diff, d.DiffPc, f(d.MedianA), f(d.MedianB), d.NA, d.NB, d.PValue, d.Verdict, d.Reason)
+	}
+	ew.flush(tw)
+	ew.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
+		"(Mann-Whitney U, two-sided, p < 0.01, >= 4 full seconds per run) in the same direction; else \"no change\".\n")
+	return ew.err
+}
+
+func reportIdent(r *Report) string {
+	s := r.Created.Format("2006-01-02 15:04:05 MST")
+	if r.Title != "" {
+		s = r.Title + ", " + s
+	}
+	if r.GitRev != "" {
+		s += ", git " + r.GitRev
+	}
+	return s + ", host " + r.Host
+}

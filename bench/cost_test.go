@@ -1,0 +1,149 @@
+package bench_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bench"
+	"github.com/rtbd/rtbd/bench/proc"
+)
+
+// TestGeneratorCost offers 20,000 req/s for 3 s to a trivial fasthttp server
+// running in a subprocess, so this process's CPU (getrusage) is the
+// generator's: pacer, workers, recording and the fasthttp client. It logs
+// cores used (CPU s / wall s) beside a baseline, the bare fasthttp client
+// driven by the simplest possible pacer (no recording), measured in the same
+// run. Run: go test ./bench -run TestGeneratorCost -v
+// It asserts correctness (every scheduled request answered), not speed.
+func TestGeneratorCost(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("-short or -race: the race detector's cost would be measured, not the generator's")
+	}
+	addr, pid := startHelperServer(t)
+	ht := newHTTPTarget(t, addr, "/bid")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const rate, dur = 20000, 3 * time.Second
+
+	// Warm the connection pool and the helper.
+	if _, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	base, baseRate := baselineCores(t, addr, rate, dur)
+
+	_, portStr, _ := net.SplitHostPort(addr)
+	port, _ := strconv.Atoi(portStr)
+	r, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{
+		Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond,
+		Watch: bench.Watch{
+			Processes: []bench.WatchProcess{{Name: "helper-server", PID: pid}},
+			Conns:     []bench.WatchConns{{Name: "client->server", Filter: proc.TCPFilter{RemotePort: uint16(port), Loopback: true}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("generator: %.3f cores (%.2f CPU s / %.2f wall s) at %d req/s offered, achieved %.0f req/s, %d errors; "+
+		"baseline bare fasthttp loop: %.3f cores at %.0f req/s achieved; ratio %.2f",
+		r.GeneratorCores, r.GeneratorCPUSec, r.ElapsedSec, rate, r.AchievedRate, r.Errors.Total, base, baseRate, r.GeneratorCores/base)
+	if r.Errors.Total > 0 {
+		t.Logf("note: %d errors (%+v): the machine could not sustain the rate; cores then measure an overloaded generator", r.Errors.Total, r.Errors)
+	}
+	t.Logf("latency p50 %.3f ms p99 %.3f ms max %.2f ms; send lag p50 %.3f ms p99 %.3f ms; workers %d",
+		ms(r.Latency.P50Us), ms(r.Latency.P99Us), ms(r.Latency.MaxUs), ms(r.SendLag.P50Us), ms(r.SendLag.P99Us), r.Workers)
+	for _, p := range r.Processes {
+		t.Logf("process %s: %.3f cores, peak RSS %.1f MiB", p.Name, p.Cores, float64(p.PeakRSSBytes)/(1<<20))
+	}
+	for _, c := range r.Conns {
+		t.Logf("conns %s (%s): min %d max %d mean %.1f over %d samples", c.Name, c.Filter, c.Min, c.Max, c.Mean, c.Samples)
+	}
+
+	if want := int64(rate * dur.Seconds()); r.Requests != want {
+		t.Errorf("requests = %d, want %d scheduled", r.Requests, want)
+	}
+	if r.Requests != r.Successes+r.NoBids+r.DeadlineMisses+r.Errors.Total || r.Successes == 0 {
+		t.Errorf("outcomes do not add up: %+v", r)
+	}
+	if r.GeneratorCPUSec <= 0 {
+		t.Errorf("generator CPU = %v, want > 0", r.GeneratorCPUSec)
+	}
+	if len(r.Processes) != 1 || r.Processes[0].Error != "" || r.Processes[0].CPUSec <= 0 || r.Processes[0].PeakRSSBytes <= 0 {
+		t.Errorf("helper process stats = %+v", r.Processes)
+	}
+	if len(r.Conns) != 1 || r.Conns[0].Error != "" || r.Conns[0].Max < 1 || r.Conns[0].Samples < 3 {
+		t.Errorf("conn stats = %+v", r.Conns)
+	}
+}
+
+// baselineCores drives the bare fasthttp client at rate for dur with a
+// minimal 1 ms-slice pacer and a worker pool (no recording), and returns
+// cores used and the rate it achieved.
+func baselineCores(t testing.TB, addr string, rate float64, dur time.Duration) (cores, achieved float64) {
+	hc := &fasthttp.HostClient{Addr: addr, MaxConns: 1024}
+	uri := "http://" + addr + "/bid"
+	work := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 128; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range work {
+				req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+				req.SetRequestURI(uri)
+				req.Header.SetMethod("POST")
+				req.SetBodyString(`{"id":"x"}`)
+				_ = hc.DoTimeout(req, resp, time.Second)
+				fasthttp.ReleaseRequest(req)
+				fasthttp.ReleaseResponse(resp)
+			}
+		}()
+	}
+	c0, err := proc.SelfCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	sent := 0
+	for {
+		el := time.Since(t0)
+		if el >= dur {
+			break
+		}
+		for due := int(el.Seconds() * rate); sent < due; sent++ {
+			work <- struct{}{}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(work)
+	wg.Wait()
+	c1, _ := proc.SelfCPU()
+	wall := time.Since(t0).Seconds()
+	return (c1 - c0).Seconds() / wall, float64(sent) / wall
+}
+
+// BenchmarkGeneratorCost reports generator cores at 20,000 req/s against the
+// subprocess server (one 2 s run per iteration).
+func BenchmarkGeneratorCost(b *testing.B) {
+	if raceEnabled {
+		b.Skip("-race")
+	}
+	addr, _ := startHelperServer(b)
+	ht := newHTTPTarget(b, addr, "/bid")
+	var cores, p50 float64
+	for i := 0; i < b.N; i++ {
+		r, err := bench.RunOpenLoop(context.Background(), ht, bench.OpenLoopOptions{Rate: 20000, Duration: 2 * time.Second, Warmup: 200 * time.Millisecond})
+		if err != nil {
+			b.Fatal(err)
+		}
+		cores += r.GeneratorCores
+		p50 += float64(r.Latency.P50Us)
+	}
+	b.ReportMetric(cores/float64(b.N), "cores")
+	b.ReportMetric(p50/float64(b.N), "p50-us")
+}

@@ -1,0 +1,127 @@
+// Package bench is rtbd's load and benchmark harness: load generators,
+// latency recording, reports and comparisons. It drives anything behind the
+// small Target interface (an HTTP bidder, a gRPC catalog node, ...); the
+// targets live in bench/target, the /proc readers in bench/proc.
+//
+// # Load models
+//
+//   - RunOpenLoop: requests at a fixed rate (Uniform t0 + i/rate, or
+//     Poisson), latency from each request's intended send time, so a stalled
+//     target's queueing is measured instead of hidden (no coordinated
+//     omission). A bounded pool of worker goroutines (MaxInFlight, started
+//     on demand) sends them; when all are busy, due requests keep their
+//     scheduled time while they wait, and those still waiting at their
+//     deadline are recorded as timeouts (Result.Expired), never dropped.
+//     The pacer sleeps about 1 ms at a time and dispatches what came due;
+//     that sleep granularity is not charged to the target (see
+//     OpenLoopOptions), and Result.SendLag shows how late requests left.
+//   - RunClosedLoop: N workers, each sends, waits, repeats.
+//   - FindMaxRate: the highest open-loop rate holding an Objective (p99,
+//     error and deadline-miss ratios), by doubling then bisection.
+//   - RunMixed: several open-loop loads (bids, win notices, pixels) at once,
+//     one Result each.
+//
+// Every run returns a *Result; gather them with NewReport and write them
+// with WriteText, WriteJSON or WriteHTML. LoadReport reads a JSON report
+// back and Compare/WriteCompare tell, per target and metric, "no change",
+// "regression" or "improvement" using the runs' per-second samples (see
+// Compare for the rule).
+//
+// # Recording
+//
+// Workers never share a histogram or a lock: each appends its samples to its
+// own buffer of 256 and hands full buffers to one aggregator goroutine per
+// load, which owns an HDR histogram (hdrhistogram-go, 1 us .. 60 s, 3
+// significant digits) for the whole run, one per 1 s window (2 significant
+// digits) and the counters. Average, min and max are exact. Every outcome,
+// errors included, is in the latency statistics.
+//
+// # Concurrency
+//
+// Run functions may be called concurrently (each run owns its state); a
+// Target must be safe for concurrent Do calls. Results and Reports are plain
+// data: do not modify them while another goroutine reads them.
+//
+// # JSON report schema "rtbd-bench/v1"
+//
+// WriteJSON writes one object. Units are in field names: _us microseconds,
+// _ms milliseconds, _sec seconds, _bytes bytes, rates in requests per
+// second. Readers must ignore unknown fields (later v1 writers may add
+// fields); a change of meaning or removal takes a new schema name. Times
+// are RFC 3339.
+//
+//	{
+//	  "schema": "rtbd-bench/v1",           // required, exact
+//	  "title": "local vs grpc",            // optional
+//	  "created": "2026-01-02T03:04:05Z",
+//	  "host": "...", "go_version": "go1.26.8", "os": "linux", "arch": "amd64",
+//	  "num_cpu": 2, "gomaxprocs": 2,
+//	  "git_rev": "abc123",                  // optional
+//	  "config": {"key": "value"},           // optional, flat strings
+//	  "notes": ["..."],                     // optional
+//	  "results": [Result, ...],
+//	  "rows": [Row, ...],                   // one per result, same order
+//	  "searches": [MaxRateResult, ...]      // optional
+//	}
+//
+// Result:
+//
+//	"target"          string, Target.Name()
+//	"mode"            "open_loop" | "closed_loop"
+//	"offered_rate"    open loop: offered req/s
+//	"arrival"         open loop: "uniform" | "poisson"
+//	"concurrency"     closed loop: workers
+//	"max_in_flight"   open loop: worker bound
+//	"start"           wall clock at the start of the measured phase
+//	"warmup_sec"      discarded phase before start
+//	"duration_sec"    sending phase (configured; closed loop by count: actual)
+//	"elapsed_sec"     sending phase plus the drain of the last answers
+//	"timeout_ms"      hard per-request deadline (0 = none)
+//	"tmax_ms"         soft deadline for deadline misses (0 = not checked)
+//	"aborted"         true if the run was cancelled (partial result)
+//	"requests"        = successes + no_bids + deadline_misses + errors.total
+//	"successes"       OK outcomes
+//	"no_bids"         NoBid outcomes (HTTP 204)
+//	"deadline_misses" answered after tmax
+//	"errors"          {"total","timeout","conn","status_4xx","status_5xx","other"}
+//	"expired"         never sent: waited in the generator past the timeout
+//	                  (also in errors.timeout)
+//	"achieved_rate"   requests / elapsed_sec
+//	"workers"         peak worker goroutines
+//	"latency"         LatencyStats of all requests
+//	"send_lag"        LatencyStats of how late requests left the generator
+//	"histogram"       [{"mark_us","count","frequency"}] 11 ghz-style marks
+//	                  from fastest to slowest; count = requests above the
+//	                  previous mark and at most this one
+//	"distribution"    [{"p","us"}] at p = 10, 25, 50, 75, 90, 95, 99, 99.9
+//	"percentiles"     [{"p","us"}] curve at p = 100(1 - 10^-x), x = 0, 0.1,
+//	                  ... up to log10(requests), then p = 100 (the max)
+//	"timeline"        [Second] one per 1 s window since start, by completion
+//	"moving"          [{"window_sec","covered_sec","complete","ewma","sma"}]
+//	                  for windows of 60, 300 and 900 s (see MovingRate)
+//	"generator_cpu_sec", "generator_cores"
+//	                  this process's CPU (getrusage) over the measured phase,
+//	                  and that divided by wall time
+//	"generator_shared" number of loads sharing those figures (mixed runs)
+//	"processes"       [{"name","pid","cpu_sec","cores","peak_rss_bytes",
+//	                  "rss_bytes","error"}] from /proc/PID/stat and status
+//	                  (peak = VmHWM, the process's lifetime peak)
+//	"conns"           [{"name","filter","samples","min","max","mean","last",
+//	                  "error"}] ESTABLISHED sockets in /proc/net/tcp{,6}
+//	"notes"           [string]
+//
+// LatencyStats: {"count", "avg_us", "stddev_us", "min_us", "p50_us",
+// "p90_us", "p95_us", "p99_us", "p999_us", "max_us"}.
+//
+// Second: {"t" (seconds since start), "requests", "successes", "no_bids",
+// "errors", "deadline_misses", "avg_us", "p50_us", "p99_us", "max_us",
+// "full"}; "full" is false for the drain tail and a partial last window.
+//
+// Row (the comparison table): {"target", "mode", "requests", "avg_ms",
+// "p50_ms", "p99_ms", "rate_1m", "rate_5m", "rate_15m" (EWMA req/s),
+// "covered_sec", "error_pct", "no_bid_pct", "miss_pct"}.
+//
+// MaxRateResult: {"target", "objective" (text), "p99_ms", "max_rate",
+// "bracketed", "steps": [{"rate", "pass", "reason", "requests",
+// "achieved_rate", "p50_us", "p99_us", "error_ratio", "miss_ratio"}]}.
+package bench

@@ -1,0 +1,165 @@
+package bench
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"sort"
+	"strconv"
+)
+
+// WriteHTML writes r as one self-contained HTML page: tables and inline SVG
+// charts generated here (percentile curves of all targets on one plot,
+// throughput and p99 over time, a histogram per target). It references no
+// external script, style sheet, font or image.
+func WriteHTML(w io.Writer, r *Report) error {
+	type kv struct{ K, V string }
+	type targetView struct {
+		R         *Result
+		Histogram template.HTML
+		Summary   []kv
+	}
+	v := struct {
+		R                      *Report
+		Meta                   []kv
+		Config                 []kv
+		Percentiles, Rate, P99 template.HTML
+		Targets                []targetView
+		HasTimeline            bool
+		FmtMs                  func(float64) string
+		FmtRate                func(float64) string
+		UsMs                   func(int64) string
+		Pct                    func(float64) string
+		RatioPct               func(float64) string
+		PercentileLabel        func(float64) string
+	}{
+		R:        r,
+		FmtMs:    fmtMs,
+		FmtRate:  fmtRate,
+		UsMs:     func(us int64) string { return fmtMs(usToMs(us)) },
+		Pct:      func(f float64) string { return strconv.FormatFloat(f, 'f', 3, 64) },
+		RatioPct: func(f float64) string { return strconv.FormatFloat(100*f, 'f', 3, 64) },
+		PercentileLabel: func(p float64) string {
+			return strconv.FormatFloat(p, 'f', -1, 64)
+		},
+	}
+	v.Meta = []kv{
+		{"created", r.Created.Format("2006-01-02 15:04:05 MST")},
+		{"host", r.Host},
+		{"go", fmt.Sprintf("%s %s/%s", r.GoVersion, r.OS, r.Arch)},
+		{"cpus", fmt.Sprintf("%d (GOMAXPROCS %d)", r.NumCPU, r.GOMAXPROCS)},
+		{"schema", r.Schema},
+	}
+	if r.GitRev != "" {
+		v.Meta = append(v.Meta, kv{"git", r.GitRev})
+	}
+	keys := make([]string, 0, len(r.Config))
+	for k := range r.Config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v.Config = append(v.Config, kv{k, r.Config[k]})
+	}
+	if len(r.Results) > 0 {
+		v.Percentiles = template.HTML(percentileChart(r.Results))
+		for _, res := range r.Results {
+			if len(res.Timeline) > 0 {
+				v.HasTimeline = true
+			}
+		}
+		if v.HasTimeline {
+			v.Rate = template.HTML(timelineChart("Throughput over time (completed requests per full 1 s window)", "req/s", r.Results,
+				func(s Second) float64 { return float64(s.Requests) }, false))
+			v.P99 = template.HTML(timelineChart("p99 latency over time (solid p99, dashed p50, per full 1 s window)", "latency ms", r.Results,
+				func(s Second) float64 { return usToMs(s.P99Us) }, true))
+		}
+	}
+	for i, res := range r.Results {
+		e := res.Errors
+		how := string(res.Mode)
+		if res.Mode == ModeOpenLoop {
+			how = fmt.Sprintf("open loop, %s req/s offered (%s), max in flight %d", fmtRate(res.OfferedRate), res.Arrival, res.MaxInFlight)
+		} else if res.Mode == ModeClosedLoop {
+			how = fmt.Sprintf("closed loop, concurrency %d", res.Concurrency)
+		}
+		tv := targetView{R: res, Histogram: template.HTML(histogramChart(res, colorOf(i)))}
+		tv.Summary = []kv{
+			{"load", how},
+			{"measured", fmt.Sprintf("%.1f s after %.1f s warmup (elapsed %.2f s)", res.DurationSec, res.WarmupSec, res.ElapsedSec)},
+			{"requests", fmt.Sprintf("%d (%s req/s achieved)", res.Requests, fmtRate(res.AchievedRate))},
+			{"outcomes", fmt.Sprintf("ok %d, no-bid %d, deadline-miss %d, errors %d (timeout %d, conn %d, 4xx %d, 5xx %d, other %d), expired in generator %d",
+				res.Successes, res.NoBids, res.DeadlineMisses, e.Total, e.Timeout, e.Conn, e.Status4xx, e.Status5xx, e.Other, res.Expired)},
+			{"latency ms", fmt.Sprintf("avg %s, min %s, p50 %s, p90 %s, p95 %s, p99 %s, p99.9 %s, max %s",
+				fmtMs(res.Latency.AvgUs/1000), fmtMs(usToMs(res.Latency.MinUs)), fmtMs(usToMs(res.Latency.P50Us)), fmtMs(usToMs(res.Latency.P90Us)),
+				fmtMs(usToMs(res.Latency.P95Us)), fmtMs(usToMs(res.Latency.P99Us)), fmtMs(usToMs(res.Latency.P999Us)), fmtMs(usToMs(res.Latency.MaxUs)))},
+			{"generator", fmt.Sprintf("%.2f CPU s, %.3f cores, %d workers; send lag p50 %s ms, p99 %s ms",
+				res.GeneratorCPUSec, res.GeneratorCores, res.Workers, fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)))},
+		}
+		for _, m := range res.Moving {
+			cov := ""
+			if !m.Complete {
+				cov = fmt.Sprintf(" (run covers only %d s)", m.CoveredSec)
+			}
+			tv.Summary = append(tv.Summary, kv{fmt.Sprintf("req/s %d min", m.WindowSec/60), fmt.Sprintf("EWMA %s, SMA %s%s", fmtRate(m.EWMA), fmtRate(m.SMA), cov)})
+		}
+		for _, p := range res.Processes {
+			tv.Summary = append(tv.Summary, kv{"process " + p.Name, fmt.Sprintf("pid %d: %.2f CPU s, %.3f cores, peak RSS %.1f MiB %s",
+				p.PID, p.CPUSec, p.Cores, float64(p.PeakRSSBytes)/(1<<20), p.Error)})
+		}
+		for _, c := range res.Conns {
+			tv.Summary = append(tv.Summary, kv{"conns " + c.Name, fmt.Sprintf("%s: min %d, max %d, mean %.1f, last %d (%d samples) %s",
+				c.Filter, c.Min, c.Max, c.Mean, c.Last, c.Samples, c.Error)})
+		}
+		v.Targets = append(v.Targets, tv)
+	}
+	if err := htmlPage.Execute(w, v); err != nil {
+		return fmt.Errorf("bench: write html: %w", err)
+	}
+	return nil
+}
+
+var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<title>rtbd bench{{if .R.Title}}: {{.R.Title}}{{end}}</title>
+<style>
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1100px}
+h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
+table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td.l,th.l{text-align:left}
+.chart{display:block;margin:10px 0;background:#fff}
+.chart .title{font-size:13px;font-weight:600}
+.chart .grid{stroke:#e6e6e6;stroke-width:1}
+.chart .frame{fill:none;stroke:#999}
+.chart .ylab{font-size:11px;text-anchor:end;fill:#444}
+.chart .xlab{font-size:11px;text-anchor:middle;fill:#444}
+.chart .axlab{font-size:12px;text-anchor:middle;fill:#222}
+.chart .legend{font-size:12px;fill:#222}
+.chart .legendbox{fill:#fff;fill-opacity:0.85;stroke:#ddd}
+.note{color:#666}
+</style></head><body>
+<h1>rtbd bench report{{if .R.Title}}: {{.R.Title}}{{end}}</h1>
+<table>{{range .Meta}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>
+{{if .Config}}<h2>Config</h2><table>{{range .Config}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>{{end}}
+{{range .R.Notes}}<p class="note">{{.}}</p>{{end}}
+{{if .R.Rows}}<h2>Comparison</h2>
+<table><tr><th class="l">target</th><th class="l">mode</th><th>requests</th><th>avg ms</th><th>p50 ms</th><th>p99 ms</th><th>req/s 1 min</th><th>5 min</th><th>15 min</th><th>errors %</th><th>no-bid %</th><th>miss %</th></tr>
+{{range .R.Rows}}<tr><td class="l">{{.Target}}</td><td class="l">{{.Mode}}</td><td>{{.Requests}}</td><td>{{call $.FmtMs .AvgMs}}</td><td>{{call $.FmtMs .P50Ms}}</td><td>{{call $.FmtMs .P99Ms}}</td><td>{{call $.FmtRate .Rate1m}}</td><td>{{call $.FmtRate .Rate5m}}</td><td>{{call $.FmtRate .Rate15m}}</td><td>{{call $.Pct .ErrorPct}}</td><td>{{call $.Pct .NoBidPct}}</td><td>{{call $.Pct .MissPct}}</td></tr>
+{{end}}</table>
+<p class="note">req/s columns: EWMA of per-second throughput (1, 5, 15 minute windows); a run shorter than a window describes only itself (see covered seconds per target).</p>{{end}}
+{{if .Percentiles}}<h2>Latency percentiles</h2>{{.Percentiles}}{{end}}
+{{if .HasTimeline}}<h2>Over time</h2>{{.Rate}}{{.P99}}{{end}}
+{{range .Targets}}<h2>{{.R.Target}}</h2>
+<table>{{range .Summary}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>
+{{.Histogram}}
+<h3>Latency distribution</h3>
+<table><tr>{{range .R.Distribution}}<th>{{call $.PercentileLabel .P}} %</th>{{end}}</tr><tr>{{range .R.Distribution}}<td>{{call $.UsMs .Us}} ms</td>{{end}}</tr></table>
+{{range .R.Notes}}<p class="note">{{.}}</p>{{end}}
+{{end}}
+{{range .R.Searches}}<h2>Max rate search: {{.Target}}</h2>
+<p>objective: {{.Objective}}; max rate <b>{{call $.FmtRate .MaxRate}} req/s</b>{{if not .Bracketed}} (search cap reached, no failing rate found){{end}}</p>
+<table><tr><th>rate</th><th class="l">pass</th><th>requests</th><th>achieved</th><th>p50 ms</th><th>p99 ms</th><th>errors %</th><th class="l">reason</th></tr>
+{{range .Steps}}<tr><td>{{call $.FmtRate .Rate}}</td><td class="l">{{.Pass}}</td><td>{{.Requests}}</td><td>{{call $.FmtRate .AchievedRate}}</td><td>{{call $.UsMs .P50Us}}</td><td>{{call $.UsMs .P99Us}}</td><td>{{call $.RatioPct .ErrorRatio}}</td><td class="l">{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
+</body></html>
+`))

@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Objective is what a rate must hold in FindMaxRate.
+type Objective struct {
+	// P99 is the highest acceptable whole-step p99 latency. Required, > 0.
+	P99 time.Duration
+	// MaxErrorRatio: errors / requests must stay below it. Zero means
+	// 0.001 (0.1%); 1 or more ignores errors.
+	MaxErrorRatio float64
+	// MaxMissRatio: deadline misses / requests must stay below it. Zero:
+	// not checked.
+	MaxMissRatio float64
+}
+
+// P99Ms is the P99 bound in ms, for reports.
+func (o Objective) P99Ms() float64 { return float64(o.P99) / 1e6 }
+
+// String renders the objective, e.g. "p99 <= 5 ms, errors < 0.1%".
+func (o Objective) String() string {
+	o = o.withDefaults()
+	s := fmt.Sprintf("p99 <= %g ms", o.P99Ms())
+	if o.MaxErrorRatio < 1 {
+		s += fmt.Sprintf(", errors < %g%%", 100*o.MaxErrorRatio)
+	}
+	if o.MaxMissRatio > 0 {
+		s += fmt.Sprintf(", deadline misses < %g%%", 100*o.MaxMissRatio)
+	}
+	return s
+}
+
+func (o Objective) withDefaults() Objective {
+	if o.MaxErrorRatio == 0 {
+		o.MaxErrorRatio = 0.001
+	}
+	return o
+}
+
+// Check returns "" if r holds the objective, else the reasons it does not.
+func (o Objective) Check(r *Result) string {
+	o = o.withDefaults()
+	var why []string
+	if p99 := time.Duration(r.Latency.P99Us) * time.Microsecond; p99 > o.P99 {
+		why = append(why, fmt.Sprintf("p99 %.2f ms > %g ms", float64(r.Latency.P99Us)/1000, o.P99Ms()))
+	}
+	if o.MaxErrorRatio < 1 && r.ErrorRatio() >= o.MaxErrorRatio {
+		why = append(why, fmt.Sprintf("errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*o.MaxErrorRatio))
+	}
+	if o.MaxMissRatio > 0 && r.MissRatio() >= o.MaxMissRatio {
+		why = append(why, fmt.Sprintf("deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio))
+	}
+	if r.Requests == 0 {
+		why = append(why, "no requests")
+	}
+	return strings.Join(why, "; ")
+}
+
+// FindMaxRateOptions configure FindMaxRate.
+type FindMaxRateOptions struct {
+	Objective Objective
+	// StartRate is the first rate tried, req/s. Zero means 100.
+	StartRate float64
+	// MaxRate caps the search, req/s. Required, >= StartRate.
+	MaxRate float64
+	// Precision ends the search when (fail - pass) / pass <= Precision.
+	// Zero means 0.05.
+	Precision float64
+	// StepDuration is the measured length of each step. Zero means 5 s.
+	StepDuration time.Duration
+	// StepWarmup is discarded at the start of each step. Zero: none.
+	StepWarmup time.Duration
+	// Cooldown is a pause between steps (lets queues drain). Zero: none.
+	Cooldown time.Duration
+	// MaxSteps bounds the number of runs. Zero means 20.
+	MaxSteps int
+	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
+	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
+	// must be zero (the search sets them).
+	Load OpenLoopOptions
+}
+
+// RateStep is one run of a FindMaxRate search.
+type RateStep struct {
+	Rate         float64 `json:"rate"`
+	Pass         bool    `json:"pass"`
+	Reason       string  `json:"reason,omitempty"` // why it failed
+	Requests     int64   `json:"requests"`
+	AchievedRate float64 `json:"achieved_rate"`
+	P50Us        int64   `json:"p50_us"`
+	P99Us        int64   `json:"p99_us"`
+	ErrorRatio   float64 `json:"error_ratio"`
+	MissRatio    float64 `json:"miss_ratio"`
+	// Result is the step's full result (not serialised in reports).
+	Result *Result `json:"-"`
+}
+
+// MaxRateResult is the outcome of FindMaxRate.
+type MaxRateResult struct {
+	Target    string  `json:"target"`
+	Objective string  `json:"objective"` // Objective.String()
+	P99Ms     float64 `json:"p99_ms"`
+	// MaxRate is the highest rate that held the objective (0 if none).
+	MaxRate float64 `json:"max_rate"`
+	// Bracketed is true when a failing rate above MaxRate was found (the
+	// search converged); false when MaxRate is the search cap.
+	Bracketed bool       `json:"bracketed"`
+	Steps     []RateStep `json:"steps"`
+	// Best is the Result of the step at MaxRate (nil if none passed); add
+	// it to a Report's Results to keep it.
+	Best *Result `json:"-"`
+}
+
+// FindMaxRate searches for the highest open-loop rate at which t holds the
+// objective: it doubles the rate from StartRate until a step fails (or
+// MaxRate passes), then bisects between the highest passing and lowest
+// failing rate until they are within Precision. Each step is a separate
+// RunOpenLoop of StepDuration. Noise can make a step pass above one that
+// failed; the search trusts each step as measured and keeps the highest
+// pass below the lowest failure. If StartRate already fails, it returns the
+// result with ErrNoPassingRate.
+func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateResult, error) {
+	var p problems
+	if t == nil {
+		p.addf("target: nil")
+	}
+	if o.Objective.P99 <= 0 {
+		p.addf("objective.p99: must be > 0, got %v", o.Objective.P99)
+	}
+	if o.Objective.MaxErrorRatio < 0 || o.Objective.MaxMissRatio < 0 {
+		p.addf("objective: ratios must be >= 0")
+	}
+	if o.StartRate == 0 {
+		o.StartRate = 100
+	}
+	if o.Precision == 0 {
+		o.Precision = 0.05
+	}
+	if o.StepDuration == 0 {
+		o.StepDuration = 5 * time.Second
+	}
+	if o.MaxSteps == 0 {
+		o.MaxSteps = 20
+	}
+	if o.StartRate < 0 || o.MaxRate < o.StartRate {
+		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
+	}
+	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 {
+		p.addf("precision, max_steps, step_duration, step_warmup, cooldown: must be >= 0")
+	}
+	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
+		p.addf("load: rate, duration and warmup must be zero (set by the search)")
+	}
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	res := &MaxRateResult{Target: t.Name(), Objective: o.Objective.String(), P99Ms: o.Objective.P99Ms()}
+	var lo, hi float64 // highest pass, lowest fail (0 = none yet)
+	rate := o.StartRate
+	for step := 0; step < o.MaxSteps; step++ {
+		if step > 0 && o.Cooldown > 0 {
+			select {
+			case <-time.After(o.Cooldown):
+			case <-ctx.Done():
+				return res, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())
+			}
+		}
+		lo2 := o.Load
+		lo2.Rate, lo2.Duration, lo2.Warmup = rate, o.StepDuration, o.StepWarmup
+		r, err := RunOpenLoop(ctx, t, lo2)
+		if err != nil {
+			return res, err
+		}
+		why := o.Objective.Check(r)
+		res.Steps = append(res.Steps, RateStep{
+			Rate: rate, Pass: why == "", Reason: why, Requests: r.Requests, AchievedRate: r.AchievedRate,
+			P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
+		})
+		if why == "" {
+			if rate > lo && (hi == 0 || rate < hi) {
+				lo, res.Best = rate, r
+			}
+		} else if hi == 0 || rate < hi {
+			hi = rate
+		}
+		switch {
+		case hi == 0: // no failure yet: ramp up
+			if rate >= o.MaxRate {
+				res.MaxRate = lo
+				return res, nil
+			}
+			rate = min(rate*2, o.MaxRate)
+			continue
+		case lo == 0:
+			return res, fmt.Errorf("%w: %s at %g req/s: %s", ErrNoPassingRate, t.Name(), rate, why)
+		}
+		if (hi-lo)/lo <= o.Precision {
+			break
+		}
+		rate = (lo + hi) / 2
+	}
+	res.MaxRate = lo
+	res.Bracketed = hi > 0
+	return res, nil
+}

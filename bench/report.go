@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"time"
+)
+
+// Schema is the value of a report's "schema" field this package writes and
+// reads.
+const Schema = "rtbd-bench/v1"
+
+// maxReportBytes bounds what ReadReport accepts (a 15-minute, 10-target
+// report is a few MB).
+const maxReportBytes = 256 << 20
+
+// Report is one benchmark run: metadata, the Results of every target, the
+// comparison rows built from them, and optional max-rate searches. Write it
+// with WriteText, WriteJSON or WriteHTML; read JSON back with LoadReport.
+type Report struct {
+	Schema     string            `json:"schema"`
+	Title      string            `json:"title,omitempty"`
+	Created    time.Time         `json:"created"`
+	Host       string            `json:"host"`
+	GoVersion  string            `json:"go_version"`
+	OS         string            `json:"os"`
+	Arch       string            `json:"arch"`
+	NumCPU     int               `json:"num_cpu"`
+	GOMAXPROCS int               `json:"gomaxprocs"`
+	GitRev     string            `json:"git_rev,omitempty"`
+	Config     map[string]string `json:"config,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	Results    []*Result         `json:"results"`
+	Rows       []Row             `json:"rows"`
+	Searches   []*MaxRateResult  `json:"searches,omitempty"`
+}
+
+// Meta is what the caller knows about a run; NewReport adds the host, Go
+// version and time.
+type Meta struct {
+	Title  string
+	GitRev string
+	// Config holds the run's settings as flat key/value pairs (flags, YAML
+	// keys), rendered sorted by key.
+	Config map[string]string
+	Notes  []string
+}
+
+// Row is one line of the comparison table, in the shape of the talk's
+// "local product data vs gRPC product server" table: average, p50 and p99 in
+// ms and the 1/5/15-minute moving throughput (EWMA, req/s).
+type Row struct {
+	Target   string  `json:"target"`
+	Mode     Mode    `json:"mode"`
+	Requests int64   `json:"requests"`
+	AvgMs    float64 `json:"avg_ms"`
+	P50Ms    float64 `json:"p50_ms"`
+	P99Ms    float64 `json:"p99_ms"`
+	Rate1m   float64 `json:"rate_1m"`
+	Rate5m   float64 `json:"rate_5m"`
+	Rate15m  float64 `json:"rate_15m"`
+	// CoveredSec is how many seconds of throughput the moving rates rest on
+	// (less than 60/300/900 for short runs).
+	CoveredSec int     `json:"covered_sec"`
+	ErrorPct   float64 `json:"error_pct"`
+	NoBidPct   float64 `json:"no_bid_pct"`
+	MissPct    float64 `json:"miss_pct"`
+}
+
+// NewReport builds a report of results (in order) and computes its rows.
+// Results are referenced, not copied.
+func NewReport(m Meta, results ...*Result) *Report {
+	host, _ := os.Hostname()
+	r := &Report{
+		Schema:     Schema,
+		Title:      m.Title,
+		Created:    time.Now().UTC().Truncate(time.Millisecond),
+		Host:       host,
+		GoVersion:  runtime.Version(),
+		OS:         runtime.GOOS,
+		Arch:       runtime.GOARCH,
+		NumCPU:     runtime.NumCPU(),
+		GOMAXPROCS: runtime.GOMAXPROCS(0),
+		GitRev:     m.GitRev,
+		Config:     m.Config,
+		Notes:      m.Notes,
+		Results:    results,
+	}
+	r.UpdateRows()
+	return r
+}
+
+// UpdateRows recomputes Rows from Results (after adding results).
+func (r *Report) UpdateRows() {
+	r.Rows = r.Rows[:0]
+	for _, res := range r.Results {
+		r.Rows = append(r.Rows, RowOf(res))
+	}
+}
+
+// RowOf summarises a result as a comparison row.
+func RowOf(res *Result) Row {
+	row := Row{
+		Target:   res.Target,
+		Mode:     res.Mode,
+		Requests: res.Requests,
+		AvgMs:    res.Latency.AvgUs / 1000,
+		P50Ms:    float64(res.Latency.P50Us) / 1000,
+		P99Ms:    float64(res.Latency.P99Us) / 1000,
+		ErrorPct: 100 * res.ErrorRatio(),
+		NoBidPct: 100 * ratio(res.NoBids, res.Requests),
+		MissPct:  100 * res.MissRatio(),
+	}
+	for _, m := range res.Moving {
+		switch m.WindowSec {
+		case 60:
+			row.Rate1m = m.EWMA
+			row.CoveredSec = m.CoveredSec
+		case 300:
+			row.Rate5m = m.EWMA
+		case 900:
+			row.Rate15m = m.EWMA
+		}
+	}
+	return row
+}
+
+// WriteJSON writes r as indented JSON (schema rtbd-bench/v1, see the package
+// documentation).
+func WriteJSON(w io.Writer, r *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(r); err != nil {
+		return fmt.Errorf("bench: write json: %w", err)
+	}
+	return nil
+}
+
+// ReadReport decodes a JSON report. Unknown fields are ignored (newer minor
+// additions); a missing or different "schema" is an error wrapping
+// ErrSchema, malformed JSON an error wrapping ErrInvalid.
+func ReadReport(rd io.Reader) (*Report, error) {
+	b, err := io.ReadAll(io.LimitReader(rd, maxReportBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("bench: read report: %w", err)
+	}
+	if len(b) > maxReportBytes {
+		return nil, fmt.Errorf("%w: report larger than %d bytes", ErrInvalid, maxReportBytes)
+	}
+	var head struct {
+		Schema *string `json:"schema"`
+	}
+	if err := json.Unmarshal(b, &head); err != nil {
+		return nil, fmt.Errorf("%w: report: %v", ErrInvalid, err)
+	}
+	if head.Schema == nil {
+		return nil, fmt.Errorf("%w: no \"schema\" field (want %q)", ErrSchema, Schema)
+	}
+	if *head.Schema != Schema {
+		return nil, fmt.Errorf("%w: %q (want %q)", ErrSchema, *head.Schema, Schema)
+	}
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&r); err != nil {
+		return nil, fmt.Errorf("%w: report: %v", ErrInvalid, err)
+	}
+	for i, res := range r.Results {
+		if res == nil {
+			return nil, fmt.Errorf("%w: results[%d]: null", ErrInvalid, i)
+		}
+		if res.Requests < 0 || res.Latency.Count < 0 {
+			return nil, fmt.Errorf("%w: results[%d]: negative counts", ErrInvalid, i)
+		}
+	}
+	for i, s := range r.Searches {
+		if s == nil {
+			return nil, fmt.Errorf("%w: searches[%d]: null", ErrInvalid, i)
+		}
+	}
+	return &r, nil
+}
+
+// LoadReport reads a JSON report file written by WriteJSON.
+func LoadReport(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	defer f.Close()
+	r, err := ReadReport(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return r, nil
+}

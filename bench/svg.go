@@ -1,0 +1,249 @@
+package bench
+
+import (
+	"fmt"
+	"html"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Chart geometry (SVG user units).
+const (
+	chartW   = 760
+	chartH   = 320
+	padLeft  = 64
+	padRight = 16
+	padTop   = 28
+	padBot   = 44
+)
+
+var palette = [...]string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
+
+func colorOf(i int) string { return palette[i%len(palette)] }
+
+type series struct {
+	name   string
+	color  string
+	dashed bool
+	pts    [][2]float64
+}
+
+type tick struct {
+	v     float64
+	label string
+}
+
+type axis struct {
+	label    string
+	min, max float64
+	ticks    []tick
+}
+
+// niceTicks returns about n round ticks (1, 2, 5 x 10^k steps) covering
+// [lo, hi], and the covered range.
+func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, float64, float64) {
+	if !(hi > lo) {
+		hi = lo + 1
+	}
+	raw := (hi - lo) / float64(n)
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := mag
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	start := math.Floor(lo/step) * step
+	end := math.Ceil(hi/step) * step
+	var ts []tick
+	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach end exactly
+		v := start + float64(i)*step
+		if v > end+step/2 {
+			break
+		}
+		ts = append(ts, tick{v, format(v)})
+	}
+	return ts, start, end
+}
+
+func fmtTick(v float64) string {
+	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}
+
+// lineChart renders series on linear axes as an inline <svg> element.
+func lineChart(title string, xa, ya axis, ss []series) string {
+	var b strings.Builder
+	pw := float64(chartW - padLeft - padRight)
+	ph := float64(chartH - padTop - padBot)
+	sx := func(v float64) float64 { return padLeft + (v-xa.min)/(xa.max-xa.min)*pw }
+	sy := func(v float64) float64 { return padTop + ph - (v-ya.min)/(ya.max-ya.min)*ph }
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, chartW, chartH, chartW, chartH, esc(title))
+	fmt.Fprintf(&b, `<text x="%d" y="18" class="title">%s</text>`, padLeft, esc(title))
+	// grid and ticks
+	for _, t := range ya.ticks {
+		y := sy(t.v)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="grid"/>`, padLeft, y, chartW-padRight, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="ylab">%s</text>`, padLeft-6, y+4, esc(t.label))
+	}
+	for _, t := range xa.ticks {
+		x := sx(t.v)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" class="grid"/>`, x, padTop, x, padTop+ph)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="xlab">%s</text>`, x, padTop+ph+16, esc(t.label))
+	}
+	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" class="frame"/>`, padLeft, padTop, pw, ph)
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="axlab">%s</text>`, padLeft+pw/2, chartH-6, esc(xa.label))
+	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" class="axlab">%s</text>`, padTop+ph/2, esc(ya.label))
+	for _, s := range ss {
+		if len(s.pts) == 0 {
+			continue
+		}
+		var pts strings.Builder
+		for i, p := range s.pts {
+			if i > 0 {
+				pts.WriteByte(' ')
+			}
+			fmt.Fprintf(&pts, "%.1f,%.1f", sx(p[0]), sy(p[1]))
+		}
+		dash := ""
+		if s.dashed {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`, pts.String(), s.color, dash, esc(s.name))
+	}
+	// legend, on a white box so it stays readable over the lines
+	lx, ly := padLeft+10, padTop+14
+	maxName := 0
+	for _, s := range ss {
+		maxName = max(maxName, len([]rune(s.name)))
+	}
+	if len(ss) > 0 {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" class="legendbox"/>`, lx-4, ly-12, 34+7*maxName, 16*len(ss)+2)
+	}
+	for _, s := range ss {
+		dash := ""
+		if s.dashed {
+			dash = ` stroke-dasharray="5 3"`
+		}
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, lx, ly-4, lx+18, ly-4, s.color, dash)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" class="legend">%s</text>`, lx+24, ly, esc(s.name))
+		ly += 16
+	}
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+// percentileX maps a percentile to the log scale of 1/(1 - p): 90 -> 1,
+// 99 -> 2, 99.9 -> 3. 100 maps to capX.
+func percentileX(p, capX float64) float64 {
+	if p >= 100 {
+		return capX
+	}
+	return min(-math.Log10(1-p/100), capX)
+}
+
+// percentileChart plots every result's percentile curve on one chart.
+func percentileChart(rs []*Result) string {
+	lastX, maxY := 1.0, 0.0
+	for _, r := range rs {
+		if n := r.Latency.Count; n > 0 {
+			lastX = max(lastX, math.Ceil(math.Log10(float64(n))))
+		}
+		maxY = max(maxY, usToMs(r.Latency.MaxUs))
+	}
+	lastX = min(lastX, 6)
+	maxX := lastX + 0.5 // the maximum is drawn at the right edge
+	var ss []series
+	for i, r := range rs {
+		s := series{name: r.Target, color: colorOf(i)}
+		for _, p := range r.Percentiles {
+			s.pts = append(s.pts, [2]float64{percentileX(p.P, maxX), usToMs(p.Us)})
+		}
+		ss = append(ss, s)
+	}
+	xt := []tick{{0, "0%"}, {math.Log10(2), "50%"}, {1, "90%"}, {2, "99%"}}
+	for x := 3.0; x <= lastX; x++ {
+		xt = append(xt, tick{x, "99." + strings.Repeat("9", int(x)-2) + "%"})
+	}
+	xt = append(xt, tick{maxX, "max"})
+	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
+	return lineChart("Latency by percentile (x: log scale of 1/(1-p); right edge = max)",
+		axis{label: "percentile", min: 0, max: maxX, ticks: xt},
+		axis{label: "latency ms", min: y0, max: y1, ticks: yt}, ss)
+}
+
+// timelineChart plots a per-second value of every result.
+func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64, withP50 bool) string {
+	maxT, maxY := 1.0, 0.0
+	var ss []series
+	for i, r := range rs {
+		s := series{name: r.Target, color: colorOf(i)}
+		p50 := series{name: r.Target + " p50", color: colorOf(i), dashed: true}
+		anyFull := false
+		for _, sec := range r.Timeline {
+			anyFull = anyFull || sec.Full
+		}
+		for _, sec := range r.Timeline {
+			if anyFull && !sec.Full {
+				continue // the drain tail and partial windows would read as spikes
+			}
+			x := float64(sec.T) + 0.5
+			maxT = max(maxT, float64(sec.T+1))
+			v := val(sec)
+			maxY = max(maxY, v)
+			s.pts = append(s.pts, [2]float64{x, v})
+			if withP50 {
+				p50.pts = append(p50.pts, [2]float64{x, usToMs(sec.P50Us)})
+			}
+		}
+		ss = append(ss, s)
+		if withP50 {
+			ss = append(ss, p50)
+		}
+	}
+	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
+	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
+	return lineChart(title, axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
+		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss)
+}
+
+// histogramChart draws a result's ghz-style histogram as bars.
+func histogramChart(r *Result, color string) string {
+	var b strings.Builder
+	const w, h = 560, 220
+	const pl, pr, pt, pb = 56, 10, 24, 40
+	pw, ph := float64(w-pl-pr), float64(h-pt-pb)
+	var maxC int64
+	for _, bk := range r.Histogram {
+		maxC = max(maxC, bk.Count)
+	}
+	title := r.Target + ": response time histogram"
+	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, w, h, w, h, esc(title))
+	fmt.Fprintf(&b, `<text x="%d" y="16" class="title">%s</text>`, pl, esc(title))
+	yt, _, y1 := niceTicks(0, float64(max(maxC, 1)), 4, fmtTick)
+	for _, t := range yt {
+		y := pt + ph - t.v/y1*ph
+		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="grid"/>`, pl, y, w-pr, y)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="ylab">%s</text>`, pl-6, y+4, esc(t.label))
+	}
+	n := len(r.Histogram)
+	if n > 0 {
+		bw := pw / float64(n)
+		for i, bk := range r.Histogram {
+			bh := float64(bk.Count) / y1 * ph
+			x := pl + float64(i)*bw
+			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>&lt;= %s ms: %d (%.2f%%)</title></rect>`,
+				x+2, pt+ph-bh, bw-4, bh, color, esc(fmtMs(bk.MarkUs/1000)), bk.Count, 100*bk.Frequency)
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="xlab">%s</text>`, x+bw/2, pt+ph+14, esc(fmtMs(bk.MarkUs/1000)))
+		}
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="axlab">latency ms (bucket upper mark)</text>`, pl+pw/2, h-6)
+	b.WriteString(`</svg>`)
+	return b.String()
+}
+
+func esc(s string) string { return html.EscapeString(s) }

@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// maxTimelineRows bounds the timeline printed per result in text reports;
+// longer timelines print their head and tail (the JSON and HTML have all).
+const maxTimelineRows = 120
+
+// WriteText writes r as aligned plain-text tables for a terminal: metadata,
+// the comparison table, then per target a ghz-style summary, histogram,
+// latency distribution, moving throughput, watched processes and sockets,
+// and the per-second timeline; then max-rate searches.
+func WriteText(w io.Writer, r *Report) error {
+	ew := &errWriter{w: w}
+	title := "rtbd bench report"
+	if r.Title != "" {
+		title += ": " + r.Title
+	}
+	ew.printf("%s\n", title)
+	ew.printf("created %s  host %s  %s %s/%s  %d CPUs (GOMAXPROCS %d)",
+		r.Created.Format("2006-01-02 15:04:05 MST"), r.Host, r.GoVersion, r.OS, r.Arch, r.NumCPU, r.GOMAXPROCS)
+	if r.GitRev != "" {
+		ew.printf("  git %s", r.GitRev)
+	}
+	ew.printf("\n")
+	if len(r.Config) > 0 {
+		ew.printf("config:\n")
+		keys := make([]string, 0, len(r.Config))
+		for k := range r.Config {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		tw := ew.tab()
+		for _, k := range keys {
+			fmt.Fprintf(tw, "  %s\t%s\n", k, r.Config[k])
+		}
+		ew.flush(tw)
+	}
+	for _, n := range r.Notes {
+		ew.printf("note: %s\n", n)
+	}
+	if len(r.Rows) > 0 {
+		ew.printf("\nComparison\n")
+		writeRows(ew, r.Rows)
+	}
+	for _, res := range r.Results {
+		ew.printf("\n")
+		writeResult(ew, res)
+	}
+	for _, s := range r.Searches {
+		ew.printf("\n")
+		writeSearch(ew, s)
+	}
+	return ew.err
+}
+
+func writeRows(ew *errWriter, rows []Row) {
+	tw := ew.tab()
+	fmt.Fprintf(tw, "target\tmode\trequests\tavg ms\tp50 ms\tp99 ms\treq/s 1m\t5m\t15m\terrors %%\tno-bid %%\tmiss %%\n")
+	minCovered := math.MaxInt
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.1f\t%.3f\n",
+			row.Target, row.Mode, row.Requests, fmtMs(row.AvgMs), fmtMs(row.P50Ms), fmtMs(row.P99Ms),
+			fmtRate(row.Rate1m), fmtRate(row.Rate5m), fmtRate(row.Rate15m), row.ErrorPct, row.NoBidPct, row.MissPct)
+		minCovered = min(minCovered, row.CoveredSec)
+	}
+	ew.flush(tw)
+	if minCovered < 900 {
+		ew.printf("(req/s columns: EWMA of per-second throughput; the shortest run covers %d s, so windows longer than that describe only the run)\n", minCovered)
+	}
+}
+
+func writeResult(ew *errWriter, res *Result) {
+	var how string
+	switch res.Mode {
+	case ModeOpenLoop:
+		how = fmt.Sprintf("open loop: %s req/s offered, %s arrival, max in flight %d", fmtRate(res.OfferedRate), res.Arrival, res.MaxInFlight)
+	case ModeClosedLoop:
+		how = fmt.Sprintf("closed loop: concurrency %d", res.Concurrency)
+	default:
+		how = string(res.Mode)
+	}
+	ew.printf("== %s (%s; %.1f s measured after %.1f s warmup; timeout %s ms, tmax %s ms) ==\n",
+		res.Target, how, res.DurationSec, res.WarmupSec, fmtMs(res.TimeoutMs), fmtMs(res.TmaxMs))
+	if res.Aborted {
+		ew.printf("ABORTED: partial result\n")
+	}
+	l := res.Latency
+	e := res.Errors
+	ew.printf("Summary:\n")
+	tw := ew.tab()
+	fmt.Fprintf(tw, "  Count:\t%d\n", res.Requests)
+	fmt.Fprintf(tw, "  Total:\t%.2f s\n", res.ElapsedSec)
+	fmt.Fprintf(tw, "  Slowest:\t%s ms\n", fmtMs(usToMs(l.MaxUs)))
+	fmt.Fprintf(tw, "  Fastest:\t%s ms\n", fmtMs(usToMs(l.MinUs)))
+	fmt.Fprintf(tw, "  Average:\t%s ms\n", fmtMs(l.AvgUs/1000))
+	fmt.Fprintf(tw, "  Requests/sec:\t%s\n", fmtRate(res.AchievedRate))
+	fmt.Fprintf(tw, "  Outcomes:\tok %d, no-bid %d, deadline-miss %d, errors %d (timeout %d, conn %d, 4xx %d, 5xx %d, other %d), expired in generator %d\n",
+		res.Successes, res.NoBids, res.DeadlineMisses, e.Total, e.Timeout, e.Conn, e.Status4xx, e.Status5xx, e.Other, res.Expired)
+	gen := fmt.Sprintf("%.2f CPU s, %.3f cores", res.GeneratorCPUSec, res.GeneratorCores)
+	if res.GeneratorShared > 1 {
+		gen += fmt.Sprintf(" (shared by %d loads)", res.GeneratorShared)
+	}
+	if res.Mode == ModeOpenLoop {
+		gen += fmt.Sprintf("; send lag p50 %s ms, p99 %s ms, max %s ms", fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)), fmtMs(usToMs(res.SendLag.MaxUs)))
+	}
+	fmt.Fprintf(tw, "  Generator:\t%s; %d workers\n", gen, res.Workers)
+	ew.flush(tw)
+
+	if len(res.Histogram) > 0 {
+		ew.printf("\nResponse time histogram (ms):\n")
+		var maxC int64
+		for _, b := range res.Histogram {
+			maxC = max(maxC, b.Count)
+		}
+		tw = ew.tab()
+		for _, b := range res.Histogram {
+			bar := 0
+			if maxC > 0 {
+				bar = min(max(int(float64(b.Count)*40/float64(maxC)), 0), 40)
+			}
+			fmt.Fprintf(tw, "  %.3f\t[%d]\t|%s\n", b.MarkUs/1000, b.Count, strings.Repeat("∎", bar))
+		}
+		ew.flush(tw)
+	}
+	if len(res.Distribution) > 0 {
+		ew.printf("\nLatency distribution:\n")
+		for _, p := range res.Distribution {
+			ew.printf("  %s %% in %s ms\n", strconv.FormatFloat(p.P, 'f', -1, 64), fmtMs(usToMs(p.Us)))
+		}
+	}
+	if len(res.Moving) > 0 {
+		ew.printf("\nMoving throughput (req/s):\n")
+		tw = ew.tab()
+		fmt.Fprintf(tw, "  window\tEWMA\tSMA\tcovers\n")
+		for _, m := range res.Moving {
+			cov := fmt.Sprintf("%d s", m.CoveredSec)
+			if !m.Complete {
+				cov += fmt.Sprintf(" of %d s (run shorter than window)", m.WindowSec)
+			}
+			fmt.Fprintf(tw, "  %d min\t%s\t%s\t%s\n", m.WindowSec/60, fmtRate(m.EWMA), fmtRate(m.SMA), cov)
+		}
+		ew.flush(tw)
+	}
+	if len(res.Processes) > 0 {
+		ew.printf("\nProcesses:\n")
+		tw = ew.tab()
+		fmt.Fprintf(tw, "  name\tpid\tCPU s\tcores\tpeak RSS MiB\tRSS MiB\terror\n")
+		for _, p := range res.Processes {
+			fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.3f\t%.1f\t%.1f\t%s\n", p.Name, p.PID, p.CPUSec, p.Cores,
+				float64(p.PeakRSSBytes)/(1<<20), float64(p.RSSBytes)/(1<<20), p.Error)
+		}
+		ew.flush(tw)
+	}
+	if len(res.Conns) > 0 {
+		ew.printf("\nTCP connections (ESTABLISHED):\n")
+		tw = ew.tab()
+		fmt.Fprintf(tw, "  name\tfilter\tsamples\tmin\tmax\tmean\tlast\terror\n")
+		for _, c := range res.Conns {
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%.1f\t%d\t%s\n", c.Name, c.Filter, c.Samples, c.Min, c.Max, c.Mean, c.Last, c.Error)
+		}
+		ew.flush(tw)
+	}
+	for _, n := range res.Notes {
+		ew.printf("note: %s\n", n)
+	}
+	if len(res.Timeline) > 0 {
+		ew.printf("\nTimeline (1 s windows, by completion time; * = drain or partial window):\n")
+		tw = ew.tab()
+		fmt.Fprintf(tw, "  t\trequests\tok\tno-bid\terrors\tmiss\tavg ms\tp50 ms\tp99 ms\tmax ms\n")
+		tl := res.Timeline
+		for i, s := range tl {
+			if len(tl) > maxTimelineRows && i == maxTimelineRows/2 {
+				fmt.Fprintf(tw, "  ...\t%d rows omitted\n", len(tl)-maxTimelineRows)
+			}
+			if len(tl) > maxTimelineRows && i >= maxTimelineRows/2 && i < len(tl)-maxTimelineRows/2 {
+				continue
+			}
+			mark := ""
+			if !s.Full {
+				mark = "*"
+			}
+			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
+				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)))
+		}
+		ew.flush(tw)
+	}
+}
+
+func writeSearch(ew *errWriter, s *MaxRateResult) {
+	ew.printf("== max rate search: %s (objective: %s) ==\n", s.Target, s.Objective)
+	state := "converged between a passing and a failing rate"
+	if !s.Bracketed {
+		state = "no failing rate found up to the search cap"
+	}
+	ew.printf("max rate: %s req/s (%s)\n", fmtRate(s.MaxRate), state)
+	tw := ew.tab()
+	fmt.Fprintf(tw, "  step\trate\tpass\trequests\tachieved\tp50 ms\tp99 ms\terrors %%\tmiss %%\treason\n")
+	for i, st := range s.Steps {
+		fmt.Fprintf(tw, "  %d\t%s\t%v\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\n", i+1, fmtRate(st.Rate), st.Pass, st.Requests, fmtRate(st.AchievedRate),
+			fmtMs(usToMs(st.P50Us)), fmtMs(usToMs(st.P99Us)), 100*st.ErrorRatio, 100*st.MissRatio, st.Reason)
+	}
+	ew.flush(tw)
+}
+
+func usToMs(us int64) float64 { return float64(us) / 1000 }
+
+// fmtMs formats milliseconds with precision suited to the magnitude.
+func fmtMs(ms float64) string {
+	switch a := math.Abs(ms); {
+	case a < 10:
+		return strconv.FormatFloat(ms, 'f', 3, 64)
+	case a < 1000:
+		return strconv.FormatFloat(ms, 'f', 2, 64)
+	}
+	return strconv.FormatFloat(ms, 'f', 1, 64)
+}
+
+// fmtRate formats a rate with thousands separators: 3732.4 -> "3,732.4".
+func fmtRate(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	b.WriteByte('.')
+	b.WriteString(frac)
+	return b.String()
+}
+
+// errWriter keeps the first write error so the writers can stay linear.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	if err != nil {
+		e.err = fmt.Errorf("bench: write: %w", err)
+	}
+	return n, e.err
+}
+
+func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
+
+func (e *errWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(e, 0, 0, 2, ' ', 0) }
+
+func (e *errWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() }
