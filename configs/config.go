@@ -104,11 +104,11 @@ type Bidder struct {
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// OverloadResponse is how a shed request is answered: "nobid" (204,
-	// nbr 507) or "503".
+	// OverloadResponse is how a shed request is answered: "nobid" (a
+	// no-bid with nbr 507, see NBRBody) or "503".
 	OverloadResponse string `yaml:"overload_response"`
-	// NBRBody: no-bids are 204 with a body {"id":..,"nbr":N} instead of an
-	// empty 204.
+	// NBRBody: no-bids are 200 with a body {"id":..,"nbr":N} (OpenRTB's
+	// no-bid response) instead of 204 No Content (which has no body).
 	NBRBody bool `yaml:"nbr_body"`
 	// GzipMinBytes: responses at least this long are gzipped when the SSP
 	// accepts gzip; 0 never gzips.

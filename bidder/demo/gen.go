@@ -1,0 +1,173 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/rtbd/rtbd/ingest"
+)
+
+func newDemoFlags(o *Options) *flag.FlagSet {
+	fs := flag.NewFlagSet("rtbd gen -demo", flag.ContinueOnError)
+	fs.Bool("demo", true, "write a complete demo environment (required for this form)")
+	fs.StringVar(&o.Dir, "out", "", "output directory; must not exist or be empty (required)")
+	fs.IntVar(&o.Products, "products", DefaultProducts, "number of products in the feed")
+	fs.IntVar(&o.Groups, "groups", DefaultGroups, "number of product groups (ids 1..G)")
+	fs.IntVar(&o.Users, "users", DefaultUsers, "number of demo users (demo-user-1 ..)")
+	fs.Int64Var(&o.Seed, "seed", DefaultSeed, "seed: the same flags write the same content")
+	fs.StringVar(&o.Currency, "currency", DefaultCurrency, "ISO 4217 currency of prices, bids and the sample request")
+	fs.BoolVar(&o.SkipExisting, "skip-existing", false, "accept an existing -out and keep every output already there")
+	return fs
+}
+
+type usersFlags struct {
+	o    Options
+	data string
+}
+
+func newUsersFlags(u *usersFlags) *flag.FlagSet {
+	fs := flag.NewFlagSet("rtbd gen -users", flag.ContinueOnError)
+	fs.IntVar(&u.o.Users, "users", 0, "number of users to write: demo-user-1 .. demo-user-N (required)")
+	fs.StringVar(&u.data, "data", "", "existing bidder data directory (bidder.data_dir); profiles go to DIR/users (required)")
+	fs.IntVar(&u.o.Products, "products", DefaultProducts, "products of the feed the users' products come from")
+	fs.IntVar(&u.o.Groups, "groups", DefaultGroups, "product groups of that feed")
+	fs.Int64Var(&u.o.Seed, "seed", DefaultSeed, "seed of that feed")
+	return fs
+}
+
+// GenUsage documents `rtbd gen`: the demo forms, then ingest's plain feed
+// generation.
+func GenUsage(w io.Writer) {
+	fmt.Fprintln(w, "rtbd gen -demo -out DIR [flags]   write a complete demo: feed, index, users, campaigns, rtbd.yaml")
+	fs := newDemoFlags(&Options{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fmt.Fprintln(w, "rtbd gen -users N -data BIDDERDATA [flags]   write N demo user profiles matching the feed of the flags")
+	fs = newUsersFlags(&usersFlags{})
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	ingest.GenUsage(w)
+}
+
+// mode tells which form of `rtbd gen` args are: -demo, -users alone, or
+// neither (a plain feed, handled by ingest).
+func mode(args []string) (demo, users bool) {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		switch name {
+		case "demo":
+			demo = true
+		case "users":
+			users = true
+		}
+	}
+	return demo, users
+}
+
+// GenMain is `rtbd gen`: `-demo` writes a demo environment (Generate),
+// `-users N` without -demo writes user profiles into a bidder data
+// directory (WriteUsers), anything else is a plain feed (ingest.GenMain).
+// Usage errors wrap ingest.ErrUsage; -h returns flag.ErrHelp.
+func GenMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	demo, users := mode(args)
+	switch {
+	case demo:
+		return demoMain(ctx, args, stdout, stderr)
+	case users:
+		return usersMain(ctx, args, stdout, stderr)
+	default:
+		return ingest.GenMain(ctx, args, stdout, stderr)
+	}
+}
+
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("%w: %s: unexpected argument %q", ingest.ErrUsage, fs.Name(), fs.Arg(0))
+	}
+	return nil
+}
+
+func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var o Options
+	fs := newDemoFlags(&o)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if o.Dir == "" {
+		return fmt.Errorf("%w: rtbd gen -demo needs -out DIR", ingest.ErrUsage)
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+	}
+	r, err := Generate(ctx, o, genLogger(stderr))
+	if err != nil {
+		if errors.Is(err, ErrExists) || errors.Is(err, ErrBadOptions) {
+			return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "demo written to %s\n", r.Dir)
+	fmt.Fprintf(stdout, "  feed       %s (%d products in %d groups)\n", r.Feed, r.Products, r.Groups)
+	if r.IndexVersion != "" {
+		fmt.Fprintf(stdout, "  index      %s (version %s)\n", r.Catalog, r.IndexVersion)
+	} else {
+		fmt.Fprintf(stdout, "  index      %s\n", r.Catalog)
+	}
+	fmt.Fprintf(stdout, "  users      %s (demo-user-1 .. demo-user-%d)\n", r.Users, r.UserCount)
+	fmt.Fprintf(stdout, "  campaigns  %s\n", r.Campaigns)
+	fmt.Fprintf(stdout, "  config     %s\n", r.Config)
+	for _, s := range r.Skipped {
+		fmt.Fprintf(stdout, "  kept as it was: %s\n", s)
+	}
+	fmt.Fprintf(stdout, "run:  rtbd -config %s\nthen: %s\n", shellQuote(r.Config), r.Curl)
+	return nil
+}
+
+func usersMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var u usersFlags
+	fs := newUsersFlags(&u)
+	if err := parse(fs, args, stderr); err != nil {
+		return err
+	}
+	if u.o.Users <= 0 || u.data == "" {
+		return fmt.Errorf("%w: rtbd gen -users N needs N >= 1 and -data BIDDERDATA (or -demo -out DIR for a whole demo)", ingest.ErrUsage)
+	}
+	if err := u.o.validate(false); err != nil {
+		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+	}
+	if st, err := os.Stat(u.data); err != nil || !st.IsDir() {
+		return fmt.Errorf("%w: -data %s: not an existing directory (the bidder's data_dir)", ingest.ErrUsage, u.data)
+	}
+	dir := filepath.Join(u.data, UsersDir)
+	n, err := WriteUsers(ctx, dir, u.o, genLogger(stderr))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d user profiles (demo-user-1 .. demo-user-%d) to %s\n", n, n, dir)
+	return nil
+}
+
+// genLogger logs warnings and errors (Pebble's, the ingest's) to stderr.
+func genLogger(stderr io.Writer) *zap.Logger {
+	enc := zap.NewDevelopmentEncoderConfig()
+	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.WarnLevel))
+}

@@ -1,0 +1,103 @@
+//go:build !race
+
+package user
+
+import (
+	"context"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+)
+
+// TestAllocs pins the allocations of the hot paths (the race detector
+// allocates, hence the build tag).
+func TestAllocs(t *testing.T) {
+	s := openTest(t, Options{})
+	ctx := context.Background()
+	want := sampleProfile()
+	if err := s.Put(ctx, "alloc-user", want); err != nil {
+		t.Fatal(err)
+	}
+	var p Profile
+	check := func(name string, max float64, f func()) {
+		t.Helper()
+		f() // warm up: grow p, fill pools and the interner
+		n := testing.AllocsPerRun(200, f)
+		if n > max {
+			t.Errorf("%s: %.1f allocs/op, want <= %v", name, n, max)
+		}
+		t.Logf("%s: %.1f allocs/op", name, n)
+	}
+	check("Get hit, reused Profile", 0, func() {
+		if found, err := s.Get(ctx, "alloc-user", &p); !found || err != nil {
+			t.Fatal(found, err)
+		}
+	})
+	if !equalProfiles(&p, want) {
+		t.Fatalf("Get = %+v", p)
+	}
+	check("Get miss", 0, func() {
+		if found, err := s.Get(ctx, "nobody", &p); found || err != nil {
+			t.Fatal(found, err)
+		}
+	})
+	// Another user with the same segments in another order: interned.
+	other := sampleProfile()
+	other.Segments = []string{"日本", "sports"}
+	if err := s.Put(ctx, "other-user", other); err != nil {
+		t.Fatal(err)
+	}
+	uids := []string{"alloc-user", "other-user"}
+	i := 0
+	check("Get hit, alternating users", 0, func() {
+		i++
+		if found, err := s.Get(ctx, uids[i%2], &p); !found || err != nil {
+			t.Fatal(found, err)
+		}
+	})
+	// From a flushed table instead of the memtable, Pebble itself allocates
+	// one 16-byte slice per table it opens a point iterator on
+	// (sstable.Reader.TryAddBlockPropertyFilterForHideObsoletePoints); the
+	// raw-Pebble baseline in BenchmarkGet shows the same.
+	if err := s.db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	check("Get hit from a table, reused Profile", 1, func() {
+		if found, err := s.Get(ctx, "alloc-user", &p); !found || err != nil {
+			t.Fatal(found, err)
+		}
+	})
+	n := int64(0)
+	check("RecordView", 0, func() {
+		n++
+		if err := s.RecordView(ctx, "view-user", 1+n%3, 1+n%40); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	enc := AppendProfile(nil, want)
+	var q Profile
+	check("DecodeProfile, reused Profile", 0, func() {
+		if err := DecodeProfile(enc, &q); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// Without an interner and with a fresh Profile, one allocation per
+	// slice plus one per segment.
+	check("DecodeProfile, new Profile", float64(2+len(want.Viewed)+len(want.Recommended)+1+len(want.Segments)), func() {
+		var r Profile
+		if err := DecodeProfile(enc, &r); err != nil {
+			t.Fatal(err)
+		}
+	})
+	buf := make([]byte, 0, 256)
+	check("AppendProfile", 0, func() { buf = AppendProfile(buf[:0], want) })
+
+	var a fasthttp.Args
+	a.Parse("uid=demo-user-1&pg=3&pid=103&ev=view")
+	check("ParseEvent", 1, func() {
+		if _, _, _, _, err := ParseEvent(&a); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
