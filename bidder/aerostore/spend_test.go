@@ -1,0 +1,197 @@
+package aerostore_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	as "github.com/aerospike/aerospike-client-go/v7"
+	"github.com/aerospike/aerospike-client-go/v7/types"
+
+	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+)
+
+const hostsEnv = "RTBD_AEROSPIKE_HOSTS"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(hostsEnv) == "" {
+		fmt.Fprintf(os.Stderr, "\n!!! aerostore: %s is not set: the suites ran ONLY against the aerotest wire-protocol TEST server;\n!!! the real-cluster runs (TestSpendSuiteCluster, TestUserStoreCluster) are SKIPPED.\n\n", hostsEnv)
+	}
+	os.Exit(m.Run())
+}
+
+// testServer starts an aerotest server and a real v7 client on it.
+func testServer(t testing.TB) (*aerotest.Server, *as.Client) {
+	t.Helper()
+	srv, err := aerotest.Start(aerotest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	cp := as.NewClientPolicy()
+	cp.Timeout = 3 * time.Second
+	c, err := aerostore.Connect(srv.Addr(), cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return srv, c
+}
+
+var setSeq atomic.Int64
+
+// cluster connects to RTBD_AEROSPIKE_HOSTS or skips loudly.
+func cluster(t *testing.T) (*as.Client, string) {
+	t.Helper()
+	hosts := os.Getenv(hostsEnv)
+	if hosts == "" {
+		t.Skipf("SKIPPED: %s not set, no real Aerospike cluster: this suite ran only against the aerotest TEST server", hostsEnv)
+	}
+	c, err := aerostore.Connect(hosts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	ns := os.Getenv("RTBD_AEROSPIKE_NAMESPACE")
+	if ns == "" {
+		ns = "test"
+	}
+	return c, ns
+}
+
+// uniqueSets gives each store its own sets on a shared cluster.
+func uniqueSets(ns string) aerostore.Options {
+	n := fmt.Sprintf("%x%d", time.Now().UnixNano()%0xffffff, setSeq.Add(1))
+	return aerostore.Options{Namespace: ns, SpendSet: "sp" + n, FreqSet: "fq" + n, UserSet: "us" + n}
+}
+
+func TestSpendSuite(t *testing.T) {
+	opts := map[spend.Store]*as.Client{}
+	newStore := func(t *testing.T) spend.Store {
+		_, c := testServer(t)
+		s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace})
+		opts[s] = c
+		return s
+	}
+	peer := func(t *testing.T, s spend.Store) spend.Store {
+		return aerostore.NewSpendStore(opts[s], aerostore.Options{Namespace: aerotest.DefaultNamespace})
+	}
+	spendtest.RunStoreSuite(t, newStore, spendtest.Capabilities{Peer: peer})
+}
+
+func TestSpendSuiteCluster(t *testing.T) {
+	c, ns := cluster(t)
+	stores := map[spend.Store]aerostore.Options{}
+	newStore := func(t *testing.T) spend.Store {
+		o := uniqueSets(ns)
+		s := aerostore.NewSpendStore(c, o)
+		stores[s] = o
+		return s
+	}
+	peer := func(t *testing.T, s spend.Store) spend.Store { return aerostore.NewSpendStore(c, stores[s]) }
+	spendtest.RunStoreSuite(t, newStore, spendtest.Capabilities{Peer: peer})
+}
+
+// TestSpendRecords checks the records and TTLs the package comment promises.
+func TestSpendRecords(t *testing.T) {
+	_, c := testServer(t)
+	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: "test", DayTTL: time.Hour})
+	exp := time.Now().Add(10 * time.Minute)
+	if _, err := s.Flush(context.Background(), []spend.Delta{{ID: "w:1", Campaign: "c", Day: "2024-05-01", Micros: 9, Imps: 1,
+		Freq: []spend.FreqDelta{{User: "u", Window: 60, Count: 2, Expires: exp}}}}); err != nil {
+		t.Fatal(err)
+	}
+	get := func(set, k string) *as.Record {
+		key, _ := as.NewKey("test", set, k)
+		r, err := c.Get(nil, key)
+		if err != nil {
+			t.Fatalf("get %s/%s: %v", set, k, err)
+		}
+		return r
+	}
+	if r := get("spend", "c|d|2024-05-01"); r.Bins["m"] != 9 || r.Bins["i"] != 1 || r.Expiration == 0 || r.Expiration > 3600 {
+		t.Errorf("day record %v ttl %d", r.Bins, r.Expiration)
+	}
+	if r := get("spend", "c|t"); r.Bins["m"] != 9 || r.Expiration != as.TTLDontExpire {
+		t.Errorf("total record %v ttl %d", r.Bins, r.Expiration)
+	}
+	if r := get("freq", "c|60|u"); r.Bins["c"] != 2 || r.Expiration < 590 || r.Expiration > 601 {
+		t.Errorf("freq record %v ttl %d", r.Bins, r.Expiration)
+	}
+}
+
+// TestSpendFaults: an error answer, a dropped connection and a slow server
+// fail Flush (never a panic, never a wrong total); the Writer keeps the
+// deltas and, once the server answers again, the store holds every Add.
+func TestSpendFaults(t *testing.T) {
+	srv, c := testServer(t)
+	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: "test"})
+	var mode atomic.Int32 // 0 ok, 1 error code, 2 drop, 3 slow
+	srv.SetFaultHook(func(kind string) aerotest.Fault {
+		if kind != aerotest.KindBatch && kind != aerotest.KindOperate {
+			return aerotest.Fault{}
+		}
+		switch mode.Load() {
+		case 1:
+			return aerotest.Fault{ResultCode: int(types.TIMEOUT)}
+		case 2:
+			return aerotest.Fault{CloseConn: true}
+		case 3:
+			return aerotest.Fault{Delay: 500 * time.Millisecond, ResultCode: int(types.TIMEOUT)}
+		}
+		return aerotest.Fault{}
+	})
+	d := []spend.Delta{{ID: "w:1", Campaign: "c", Day: "2024-05-01", Micros: 1, Imps: 1}, {ID: "w:2", Campaign: "e", Day: "2024-05-01", Micros: 1, Imps: 1}}
+	for m := int32(1); m <= 3; m++ {
+		mode.Store(m)
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		_, err := s.Flush(ctx, d)
+		cancel()
+		if err == nil {
+			t.Errorf("mode %d: Flush succeeded", m)
+		}
+	}
+	mode.Store(1)
+	w, err := spend.NewWriter(s, spend.Options{FlushInterval: 10 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, FlushTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 5, 1, 1, 0, 0, 0, time.UTC)
+	for i := range 500 {
+		if err := w.Add(fmt.Sprintf("c%d", i%5), "", 3, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(50 * time.Millisecond) // some failed attempts
+	mode.Store(0)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Read(ctx, []string{"c0", "c1", "c2", "c3", "c4"}, "2024-05-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range r {
+		// Error answers are definite (nothing applied), so no double count here.
+		if x.DayMicros != 300 || x.DayImps != 100 {
+			t.Errorf("%s: %+v, want 300 micros, 100 imps", x.Campaign, x)
+		}
+	}
+}
+
+func TestConnectBadHosts(t *testing.T) {
+	for _, h := range []string{"", " , ", "host:0", "host:x", "host:70000"} {
+		if _, err := aerostore.Connect(h, nil); err == nil || !strings.Contains(err.Error(), "aerostore") {
+			t.Errorf("Connect(%q) = %v", h, err)
+		}
+	}
+}

@@ -1,0 +1,236 @@
+package aerostore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	as "github.com/aerospike/aerospike-client-go/v7"
+	"github.com/aerospike/aerospike-client-go/v7/types"
+
+	"github.com/rtbd/rtbd/bidder/user"
+)
+
+// ErrConflict is returned by RecordView when the record kept changing under
+// it (more than maxAttempts generation conflicts).
+var ErrConflict = errors.New("aerostore: too many concurrent updates")
+
+const maxAttempts = 32
+
+// UserStore keeps user profiles in Aerospike, one record per user with the
+// profile's user.AppendProfile bytes in bin "p". It satisfies the bidder's
+// UserStore interface (Get, RecordView). Safe for concurrent use; it does
+// not own the client.
+type UserStore struct {
+	c    *as.Client
+	opts Options
+}
+
+// NewUserStore returns a user store on c.
+func NewUserStore(c *as.Client, opts Options) *UserStore {
+	opts.defaults()
+	return &UserStore{c: c, opts: opts}
+}
+
+func (s *UserStore) key(uid string) (*as.Key, error) {
+	k, err := as.NewKey(s.opts.Namespace, s.opts.UserSet, uid)
+	if err != nil {
+		return nil, fmt.Errorf("aerostore: user key: %w", err)
+	}
+	return k, nil
+}
+
+func (s *UserStore) timeout(ctx context.Context) (time.Duration, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if d, ok := ctx.Deadline(); ok {
+		t := time.Until(d)
+		if t <= 0 {
+			return 0, context.DeadlineExceeded
+		}
+		return t, nil
+	}
+	return s.opts.Timeout, nil
+}
+
+// Get reads uid's profile into p (reset first) and reports whether there is
+// one. The deadline of ctx bounds the call. Errors: ctx's, a uid that
+// user.CheckUID rejects, user.ErrCorrupt for a stored value that does not
+// decode, or the client's error. p is empty on error. Get allocates (the
+// client's record), unlike the Pebble store.
+func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool, error) {
+	p.Reset()
+	if err := user.CheckUID(uid); err != nil {
+		return false, err
+	}
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return false, err
+	}
+	k, err := s.key(uid)
+	if err != nil {
+		return false, err
+	}
+	pol := as.NewPolicy()
+	pol.TotalTimeout, pol.SocketTimeout = t, t
+	rec, aerr := s.c.Get(pol, k, "p")
+	if aerr != nil {
+		if aerr.Matches(types.KEY_NOT_FOUND_ERROR) {
+			return false, nil
+		}
+		return false, fmt.Errorf("aerostore: get user: %w", aerr)
+	}
+	b, ok := rec.Bins["p"].([]byte)
+	if !ok {
+		return false, fmt.Errorf("aerostore: user %q: %w: bin p is %T", uid, user.ErrCorrupt, rec.Bins["p"])
+	}
+	if err := user.DecodeProfile(b, p); err != nil {
+		p.Reset()
+		return false, fmt.Errorf("aerostore: user %q: %w", uid, err)
+	}
+	return true, nil
+}
+
+// Put replaces uid's profile after p.Validate with the store's limits.
+func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error {
+	if err := user.CheckUID(uid); err != nil {
+		return err
+	}
+	if err := p.Validate(user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: 100}); err != nil {
+		return err
+	}
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return err
+	}
+	k, err := s.key(uid)
+	if err != nil {
+		return err
+	}
+	wp := s.writePolicy(t)
+	if aerr := s.c.PutBins(wp, k, as.NewBin("p", user.AppendProfile(nil, p))); aerr != nil {
+		return fmt.Errorf("aerostore: put user: %w", aerr)
+	}
+	return nil
+}
+
+func (s *UserStore) writePolicy(t time.Duration) *as.WritePolicy {
+	wp := as.NewWritePolicy(0, uint32(s.opts.UserTTL/time.Second))
+	wp.TotalTimeout, wp.SocketTimeout = t, t
+	wp.MaxRetries = 0
+	wp.SendKey = false
+	return wp
+}
+
+// RecordView records that uid viewed product pid of group, like
+// user.Store.RecordView: pid moves to the front of the group's viewed list,
+// the group to the front of Viewed, and the oldest beyond MaxViewed and
+// MaxGroups are dropped. It is a read-modify-write checked by generation
+// and retried on conflict, so concurrent views are never lost (with a random backoff between
+// attempts). Errors:
+// ctx's, user.ErrInvalidUID, user.ErrInvalidProfile (group or pid <= 0),
+// user.ErrCorrupt (the stored profile is left as it is), ErrConflict, or
+// the client's error.
+func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64) error {
+	if err := user.CheckUID(uid); err != nil {
+		return err
+	}
+	if group <= 0 || pid <= 0 {
+		return fmt.Errorf("%w: group %d, product %d", user.ErrInvalidProfile, group, pid)
+	}
+	k, err := s.key(uid)
+	if err != nil {
+		return err
+	}
+	var p user.Profile
+	for attempt := range maxAttempts {
+		if attempt > 0 { // a conflict: back off a random while, bounded by ctx
+			d := time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond)))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(d):
+			}
+		}
+		t, err := s.timeout(ctx)
+		if err != nil {
+			return err
+		}
+		pol := as.NewPolicy()
+		pol.TotalTimeout, pol.SocketTimeout = t, t
+		rec, aerr := s.c.Get(pol, k, "p")
+		wp := s.writePolicy(t)
+		p.Reset()
+		switch {
+		case aerr != nil && aerr.Matches(types.KEY_NOT_FOUND_ERROR):
+			wp.RecordExistsAction = as.CREATE_ONLY
+		case aerr != nil:
+			return fmt.Errorf("aerostore: record view: %w", aerr)
+		default:
+			b, ok := rec.Bins["p"].([]byte)
+			if !ok {
+				return fmt.Errorf("aerostore: user %q: %w: bin p is %T", uid, user.ErrCorrupt, rec.Bins["p"])
+			}
+			if err := user.DecodeProfile(b, &p); err != nil {
+				return fmt.Errorf("aerostore: user %q: %w", uid, err)
+			}
+			wp.GenerationPolicy = as.EXPECT_GEN_EQUAL
+			wp.Generation = rec.Generation
+		}
+		recordView(&p, group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		aerr = s.c.PutBins(wp, k, as.NewBin("p", user.AppendProfile(nil, &p)))
+		if aerr == nil {
+			return nil
+		}
+		if aerr.Matches(types.GENERATION_ERROR, types.KEY_EXISTS_ERROR) {
+			continue // someone else wrote first: read again
+		}
+		return fmt.Errorf("aerostore: record view: %w", aerr)
+	}
+	return ErrConflict
+}
+
+// recordView applies one view to p (the same rules as user.Store's).
+func recordView(p *user.Profile, group, pid int64, maxGroups, maxViewed int) {
+	gi := -1
+	for i := range p.Viewed {
+		if p.Viewed[i].Group == group {
+			gi = i
+			break
+		}
+	}
+	if gi < 0 {
+		p.Viewed = append(p.Viewed, user.GroupIDs{Group: group})
+		gi = len(p.Viewed) - 1
+	}
+	g := p.Viewed[gi]
+	copy(p.Viewed[1:gi+1], p.Viewed[:gi])
+	p.Viewed[0] = g
+	ids := p.Viewed[0].IDs
+	j := -1
+	for k, id := range ids {
+		if id == pid {
+			j = k
+			break
+		}
+	}
+	if j < 0 {
+		ids = append(ids, 0)
+		j = len(ids) - 1
+	}
+	copy(ids[1:j+1], ids[:j])
+	ids[0] = pid
+	if len(ids) > maxViewed {
+		ids = ids[:maxViewed]
+	}
+	p.Viewed[0].IDs = ids
+	if len(p.Viewed) > maxGroups {
+		p.Viewed = p.Viewed[:maxGroups]
+	}
+}
+
+// Options returns the options in force (defaults applied).
+func (s *UserStore) Options() Options { return s.opts }

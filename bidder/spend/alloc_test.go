@@ -1,0 +1,31 @@
+//go:build !race
+
+package spend_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+// TestAllocs pins the bid path (Check, FreqOK) at zero allocations, and Add
+// at zero for a (user, campaign, window) already seen.
+func TestAllocs(t *testing.T) {
+	w := newWriter(t, memPebble(t), spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
+	b := spend.NewBudgets(w, spend.BudgetOptions{})
+	tz, _ := time.LoadLocation("America/New_York")
+	c := spend.CampaignBudget{ID: "c", Loc: tz, DailyMicros: 1 << 40, TotalMicros: 1 << 50, FreqCap: 1 << 20, FreqPeriod: time.Hour}
+	w.SetCampaigns([]spend.CampaignBudget{c})
+	now := time.Now()
+	_ = w.Add("c", "user-1", 1, now)
+	for name, f := range map[string]func(){
+		"Check":  func() { b.Check(c, now) },
+		"FreqOK": func() { b.FreqOK(c, "user-1", now) },
+		"Add":    func() { _ = w.Add("c", "user-1", 1, now) },
+	} {
+		if n := testing.AllocsPerRun(200, f); n != 0 {
+			t.Errorf("%s: %v allocations, want 0", name, n)
+		}
+	}
+}

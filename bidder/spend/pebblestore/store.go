@@ -1,0 +1,335 @@
+// Package pebblestore is the embedded spend.Store: a Pebble database in the
+// bidder's own data directory (conventionally data_dir + "/spend"). It is the
+// default when no shared store (Redis, Aerospike) is configured, and is
+// right for a single bidder only: nothing is shared with other processes.
+//
+// # Keys
+//
+//	"s|" + campaign + "|d|" + day   -> micros (8 bytes BE) + impressions (8 bytes BE)
+//	"s|" + campaign + "|t"          -> lifetime micros + impressions
+//	"f" + expires (8 bytes BE unix s) + campaign + "|" + window (8 BE) + user -> count (8 BE)
+//	"x|" + delta id                 -> expires (8 bytes BE unix s): applied delta ids
+//
+// Frequency keys start with their expiry so that expired counts are dropped
+// by one DeleteRange; applied ids are dropped by a scan. Both happen inside a
+// Flush at most once per Options.SweepInterval.
+//
+// # Flush
+//
+// Flush is a read-modify-write of every touched key in one indexed batch,
+// serialised by a mutex and committed with Sync: it is atomic, durable when
+// it returns, and a delta id seen in the last spend.DedupeWindow is not
+// applied again (exactly once). The outcome is never in doubt: a context
+// that ends before the commit fails the call with nothing applied, and
+// after the commit it is ignored.
+package pebblestore
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+// ErrClosed is returned after Close.
+var ErrClosed = errors.New("pebblestore: closed")
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// FS is the file system; default vfs.Default. Tests use vfs.NewMem().
+	FS vfs.FS
+	// Now is the clock for expiries. Default time.Now.
+	Now func() time.Time
+	// SweepInterval is the least time between two sweeps of expired keys.
+	// Default 10 minutes.
+	SweepInterval time.Duration
+	// NoSync commits without fsync (tests only). Default false: Sync.
+	NoSync bool
+	// Logger receives Pebble's log lines. Default zap.NewNop().
+	Logger *zap.Logger
+}
+
+// Store is the Pebble spend store. Safe for concurrent use.
+type Store struct {
+	db        *pebble.DB
+	opts      Options
+	wo        *pebble.WriteOptions
+	mu        sync.Mutex // serialises Flush and guards closed, lastSweep
+	closed    bool
+	lastSweep time.Time
+}
+
+// Open opens (creating if needed) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.SweepInterval <= 0 {
+		opts.SweepInterval = 10 * time.Minute
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:                 opts.FS,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebbleLogger{opts.Logger.Sugar()},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
+	}
+	wo := pebble.Sync
+	if opts.NoSync {
+		wo = pebble.NoSync
+	}
+	return &Store{db: db, opts: opts, wo: wo, lastSweep: opts.Now()}, nil
+}
+
+// Close closes the database. Further calls return ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.db.Close()
+}
+
+func dayKey(campaign, day string) []byte {
+	return append(append(append([]byte("s|"), campaign...), "|d|"...), day...)
+}
+
+func totalKey(campaign string) []byte {
+	return append(append([]byte("s|"), campaign...), "|t"...)
+}
+
+func freqKey(campaign string, f *spend.FreqDelta) []byte {
+	k := make([]byte, 0, 1+8+len(campaign)+1+8+len(f.User))
+	k = append(k, 'f')
+	k = binary.BigEndian.AppendUint64(k, uint64(f.Expires.Unix()))
+	k = append(k, campaign...)
+	k = append(k, '|')
+	k = binary.BigEndian.AppendUint64(k, uint64(f.Window))
+	return append(k, f.User...)
+}
+
+func idKey(id string) []byte { return append([]byte("x|"), id...) }
+
+// get reads up to two uint64s of key (zeros when missing).
+func get(g func([]byte) ([]byte, func() error, error), key []byte) (a, b uint64, found bool, err error) {
+	v, closer, err := g(key)
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, 0, false, nil
+	}
+	if err != nil {
+		return 0, 0, false, err
+	}
+	if len(v) >= 8 {
+		a = binary.BigEndian.Uint64(v)
+	}
+	if len(v) >= 16 {
+		b = binary.BigEndian.Uint64(v[8:])
+	}
+	_ = closer()
+	return a, b, true, nil
+}
+
+func pair(a, b uint64) []byte {
+	v := binary.BigEndian.AppendUint64(make([]byte, 0, 16), a)
+	return binary.BigEndian.AppendUint64(v, b)
+}
+
+// Flush implements spend.Store (see the package comment).
+func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
+	if err := spend.ValidateDeltas(deltas); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	now := s.opts.Now()
+	b := s.db.NewIndexedBatch()
+	defer b.Close()
+	bget := func(k []byte) ([]byte, func() error, error) {
+		v, c, err := b.Get(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, c.Close, nil
+	}
+	totals := make([]spend.Total, len(deltas))
+	idExp := binary.BigEndian.AppendUint64(nil, uint64(now.Add(spend.DedupeWindow).Unix()))
+	for i := range deltas {
+		d := &deltas[i]
+		_, _, dup, err := get(bget, idKey(d.ID))
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: flush: %w", err)
+		}
+		if !dup {
+			if err := b.Set(idKey(d.ID), idExp, nil); err != nil {
+				return nil, fmt.Errorf("pebblestore: flush: %w", err)
+			}
+		}
+		t := &totals[i]
+		t.Campaign, t.Day = d.Campaign, d.Day
+		for ki, k := range [2][]byte{dayKey(d.Campaign, d.Day), totalKey(d.Campaign)} {
+			m, n, _, err := get(bget, k)
+			if err != nil {
+				return nil, fmt.Errorf("pebblestore: flush: %w", err)
+			}
+			if !dup {
+				m += uint64(d.Micros)
+				n += uint64(d.Imps)
+				if err := b.Set(k, pair(m, n), nil); err != nil {
+					return nil, fmt.Errorf("pebblestore: flush: %w", err)
+				}
+			}
+			if ki == 0 {
+				t.DayMicros, t.DayImps = int64(m), int64(n)
+			} else {
+				t.TotalMicros, t.TotalImps = int64(m), int64(n)
+			}
+		}
+		if len(d.Freq) > 0 {
+			t.Freq = make([]int64, len(d.Freq))
+		}
+		for j := range d.Freq {
+			f := &d.Freq[j]
+			k := freqKey(d.Campaign, f)
+			c, _, _, err := get(bget, k)
+			if err != nil {
+				return nil, fmt.Errorf("pebblestore: flush: %w", err)
+			}
+			if !dup {
+				c += uint64(f.Count)
+				if err := b.Set(k, binary.BigEndian.AppendUint64(nil, c), nil); err != nil {
+					return nil, fmt.Errorf("pebblestore: flush: %w", err)
+				}
+			}
+			t.Freq[j] = int64(c)
+		}
+	}
+	if now.Sub(s.lastSweep) >= s.opts.SweepInterval {
+		if err := s.sweep(b, now); err != nil {
+			return nil, err
+		}
+		s.lastSweep = now
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(s.wo); err != nil {
+		return nil, fmt.Errorf("pebblestore: commit: %w", err)
+	}
+	return totals, nil
+}
+
+// sweep deletes expired frequency counts and applied ids into b.
+func (s *Store) sweep(b *pebble.Batch, now time.Time) error {
+	end := binary.BigEndian.AppendUint64([]byte{'f'}, uint64(now.Unix()))
+	if err := b.DeleteRange([]byte{'f'}, end, nil); err != nil {
+		return fmt.Errorf("pebblestore: sweep: %w", err)
+	}
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("x|"), UpperBound: []byte("x}")})
+	if err != nil {
+		return fmt.Errorf("pebblestore: sweep: %w", err)
+	}
+	sec := uint64(now.Unix())
+	for ok := it.First(); ok; ok = it.Next() {
+		v := it.Value()
+		if len(v) == 8 && binary.BigEndian.Uint64(v) <= sec {
+			if err := b.Delete(append([]byte(nil), it.Key()...), nil); err != nil {
+				_ = it.Close()
+				return fmt.Errorf("pebblestore: sweep: %w", err)
+			}
+		}
+	}
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("pebblestore: sweep: %w", err)
+	}
+	return nil
+}
+
+// Read implements spend.Store.
+func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
+	if !spend.ValidDay(day) {
+		return nil, fmt.Errorf("%w: read: bad day %q", spend.ErrInvalid, day)
+	}
+	for _, c := range campaigns {
+		if !spend.ValidID(c) {
+			return nil, fmt.Errorf("%w: read: bad campaign id %q", spend.ErrInvalid, c)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, ErrClosed
+	}
+	dbget := func(k []byte) ([]byte, func() error, error) {
+		v, c, err := s.db.Get(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, c.Close, nil
+	}
+	out := make([]spend.Total, len(campaigns))
+	for i, c := range campaigns {
+		dm, di, _, err := get(dbget, dayKey(c, day))
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: read: %w", err)
+		}
+		tm, ti, _, err := get(dbget, totalKey(c))
+		if err != nil {
+			return nil, fmt.Errorf("pebblestore: read: %w", err)
+		}
+		out[i] = spend.Total{Campaign: c, Day: day, DayMicros: int64(dm), DayImps: int64(di), TotalMicros: int64(tm), TotalImps: int64(ti)}
+	}
+	return out, nil
+}
+
+// FreqCount returns the stored count of user for campaign in window, for
+// tests and tools (the bid path never reads the store).
+func (s *Store) FreqCount(campaign, user string, window int64, expires time.Time) (int64, error) {
+	c, _, _, err := get(func(k []byte) ([]byte, func() error, error) {
+		v, cl, err := s.db.Get(k)
+		if err != nil {
+			return nil, nil, err
+		}
+		return v, cl.Close, nil
+	}, freqKey(campaign, &spend.FreqDelta{User: user, Window: window, Expires: expires}))
+	return int64(c), err
+}
+
+// pebbleLogger routes Pebble's log lines to zap; Fatalf panics (Pebble's contract).
+type pebbleLogger struct{ s *zap.SugaredLogger }
+
+func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf("pebble: "+format, args...) }
+func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf("pebble: "+format, args...) }
+func (l pebbleLogger) Fatalf(format string, args ...any) {
+	l.s.Errorf("pebble: "+format, args...)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}

@@ -1,0 +1,241 @@
+// Package redisstore is the Redis spend.Store (github.com/redis/go-redis/v9),
+// shared by a fleet of bidders.
+//
+// # Keys (Prefix default "rtbd:")
+//
+//	{P}spend:{C}:d:DAY      hash m (micros), i (impressions); expires after DayTTL
+//	{P}spend:{C}:t          hash m, i: the campaign's lifetime totals; no expiry
+//	{P}freq:{C}:WINDOW:USER integer count; EXPIREAT the FreqDelta's expiry
+//	{P}spend:{C}:id:ID      "1": delta ID applied; expires after spend.DedupeWindow
+//
+// C is the campaign id inside braces, a Redis Cluster hash tag: every key of
+// one campaign lives in one slot, so each delta's script is valid on a
+// cluster too.
+//
+// # Flush
+//
+// Each delta is one Lua script (EVALSHA): SET NX of its id key, then, only
+// if the id is new, HINCRBY of the day and total hashes and INCRBY + EXPIREAT
+// of each user count; it returns the values after the add (or the current
+// ones for a duplicate). Redis runs a script atomically, so a delta is
+// applied completely or not at all, and exactly once however often it is
+// retried. All the deltas of a Flush go in one pipeline: one round trip. A
+// NOSCRIPT answer (a restarted Redis lost its script cache) reloads the
+// script and sends the pipeline again, which the ids make safe.
+//
+// Deltas of one Flush are atomic one by one, not together: after an error
+// some may be applied, and the caller's retry applies only the others.
+//
+// Durability is Redis's: with appendonly yes and appendfsync everysec (or
+// always), a Redis crash loses at most a second (or nothing); without
+// persistence a Redis restart loses all totals. Configure production Redis
+// with AOF.
+//
+// The client should be created with ContextTimeoutEnabled: true so that the
+// Writer's flush timeout bounds a call to a hung Redis.
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+// Defaults of Options.
+const (
+	DefaultPrefix = "rtbd:"
+	DefaultDayTTL = 400 * 24 * time.Hour
+)
+
+// Options configures New. The zero value is usable.
+type Options struct {
+	// Prefix starts every key. Default "rtbd:" (config redis.prefix).
+	Prefix string
+	// DayTTL is how long a day's hash is kept after its last write. Default 400 days.
+	DayTTL time.Duration
+}
+
+// Store is the Redis spend store. Safe for concurrent use. It does not own
+// the client: whoever created it closes it.
+type Store struct {
+	rdb    redis.UniversalClient
+	opts   Options
+	script *redis.Script
+}
+
+// New returns a store on rdb.
+func New(rdb redis.UniversalClient, opts Options) *Store {
+	if opts.Prefix == "" {
+		opts.Prefix = DefaultPrefix
+	}
+	if opts.DayTTL <= 0 {
+		opts.DayTTL = DefaultDayTTL
+	}
+	return &Store{rdb: rdb, opts: opts, script: redis.NewScript(flushLua)}
+}
+
+// flushScript applies one delta; see the package comment.
+// KEYS: id, day, total, freq keys...  ARGV: micros, imps, id ttl s, day ttl s, then count, expireat per freq key.
+const flushLua = `
+local fresh = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[3])
+local r = {}
+if fresh then
+  r[1] = redis.call('HINCRBY', KEYS[2], 'm', ARGV[1])
+  r[2] = redis.call('HINCRBY', KEYS[2], 'i', ARGV[2])
+  redis.call('EXPIRE', KEYS[2], ARGV[4])
+  r[3] = redis.call('HINCRBY', KEYS[3], 'm', ARGV[1])
+  r[4] = redis.call('HINCRBY', KEYS[3], 'i', ARGV[2])
+else
+  local d = redis.call('HMGET', KEYS[2], 'm', 'i')
+  local t = redis.call('HMGET', KEYS[3], 'm', 'i')
+  r[1] = tonumber(d[1]) or 0
+  r[2] = tonumber(d[2]) or 0
+  r[3] = tonumber(t[1]) or 0
+  r[4] = tonumber(t[2]) or 0
+end
+for j = 4, #KEYS do
+  local a = 5 + (j - 4) * 2
+  if fresh then
+    r[#r + 1] = redis.call('INCRBY', KEYS[j], ARGV[a])
+    redis.call('EXPIREAT', KEYS[j], ARGV[a + 1])
+  else
+    r[#r + 1] = tonumber(redis.call('GET', KEYS[j])) or 0
+  end
+end
+return r
+`
+
+func (s *Store) campaignKey(c string) string { return s.opts.Prefix + "spend:{" + c + "}:" }
+
+// Flush implements spend.Store.
+func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
+	if err := spend.ValidateDeltas(deltas); err != nil {
+		return nil, err
+	}
+	if len(deltas) == 0 {
+		return []spend.Total{}, nil
+	}
+	idTTL := int64(spend.DedupeWindow / time.Second)
+	dayTTL := int64(s.opts.DayTTL / time.Second)
+	var cmds []*redis.Cmd
+	send := func() error {
+		cmds = cmds[:0]
+		_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i := range deltas {
+				d := &deltas[i]
+				ck := s.campaignKey(d.Campaign)
+				keys := make([]string, 3, 3+len(d.Freq))
+				keys[0], keys[1], keys[2] = ck+"id:"+d.ID, ck+"d:"+d.Day, ck+"t"
+				args := make([]any, 4, 4+2*len(d.Freq))
+				args[0], args[1], args[2], args[3] = d.Micros, d.Imps, idTTL, dayTTL
+				fp := s.opts.Prefix + "freq:{" + d.Campaign + "}:"
+				for _, f := range d.Freq {
+					keys = append(keys, fp+strconv.FormatInt(f.Window, 10)+":"+f.User)
+					args = append(args, f.Count, f.Expires.Unix())
+				}
+				cmds = append(cmds, s.script.EvalSha(ctx, p, keys, args...))
+			}
+			return nil
+		})
+		return err
+	}
+	err := send()
+	if err != nil && isNoScript(cmds) {
+		if lerr := s.script.Load(ctx, s.rdb).Err(); lerr != nil {
+			return nil, fmt.Errorf("redisstore: load script: %w", lerr)
+		}
+		err = send()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: flush: %w", err)
+	}
+	out := make([]spend.Total, len(deltas))
+	for i, cmd := range cmds {
+		d := &deltas[i]
+		v, err := cmd.Int64Slice()
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: flush: delta %d: %w", i, err)
+		}
+		if len(v) != 4+len(d.Freq) {
+			return nil, fmt.Errorf("redisstore: flush: delta %d: script returned %d values, want %d", i, len(v), 4+len(d.Freq))
+		}
+		out[i] = spend.Total{Campaign: d.Campaign, Day: d.Day, DayMicros: v[0], DayImps: v[1], TotalMicros: v[2], TotalImps: v[3]}
+		if len(d.Freq) > 0 {
+			out[i].Freq = v[4:]
+		}
+	}
+	return out, nil
+}
+
+func isNoScript(cmds []*redis.Cmd) bool {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return true
+		}
+	}
+	return false
+}
+
+// Read implements spend.Store: one pipeline of HMGETs.
+func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
+	if !spend.ValidDay(day) {
+		return nil, fmt.Errorf("%w: read: bad day %q", spend.ErrInvalid, day)
+	}
+	for _, c := range campaigns {
+		if !spend.ValidID(c) {
+			return nil, fmt.Errorf("%w: read: bad campaign id %q", spend.ErrInvalid, c)
+		}
+	}
+	out := make([]spend.Total, len(campaigns))
+	if len(campaigns) == 0 {
+		return out, nil
+	}
+	cmds := make([]*redis.SliceCmd, 0, 2*len(campaigns))
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, c := range campaigns {
+			ck := s.campaignKey(c)
+			cmds = append(cmds, p.HMGet(ctx, ck+"d:"+day, "m", "i"), p.HMGet(ctx, ck+"t", "m", "i"))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: read: %w", err)
+	}
+	for i, c := range campaigns {
+		dm, di, err1 := pair(cmds[2*i])
+		tm, ti, err2 := pair(cmds[2*i+1])
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("redisstore: read %q: %w", c, err)
+		}
+		out[i] = spend.Total{Campaign: c, Day: day, DayMicros: dm, DayImps: di, TotalMicros: tm, TotalImps: ti}
+	}
+	return out, nil
+}
+
+func pair(cmd *redis.SliceCmd) (a, b int64, err error) {
+	v, err := cmd.Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	var out [2]int64
+	for i := 0; i < 2 && i < len(v); i++ {
+		switch x := v[i].(type) {
+		case nil:
+		case string:
+			n, err := strconv.ParseInt(x, 10, 64)
+			if err != nil {
+				return 0, 0, fmt.Errorf("not an integer: %q", x)
+			}
+			out[i] = n
+		default:
+			return 0, 0, fmt.Errorf("unexpected %T", x)
+		}
+	}
+	return out[0], out[1], nil
+}

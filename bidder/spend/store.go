@@ -1,0 +1,161 @@
+package spend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors of the spend package.
+var (
+	// ErrClosed is returned by Writer.Add after Close has begun.
+	ErrClosed = errors.New("spend: closed")
+	// ErrInvalid is wrapped by the errors for an Add or a Delta that cannot
+	// be recorded (empty campaign id, negative micros, a malformed day).
+	ErrInvalid = errors.New("spend: invalid")
+	// ErrUnflushed is wrapped by Close when its context ended before every
+	// accepted Add reached the store; the message says how much is left.
+	ErrUnflushed = errors.New("spend: unflushed spend left at close")
+)
+
+// Store is the shared spend store the Writer flushes to: Pebble (embedded,
+// one bidder), Redis or Aerospike (a fleet). Implementations must be safe for
+// concurrent use: the Writer calls Flush from several flusher goroutines at
+// once (at most Options.Flushers) and Read from its refresh loop.
+type Store interface {
+	// Flush adds every delta to the store and returns, for each delta in the
+	// same order, the store's totals after the add: the campaign's spend and
+	// impressions for delta.Day and in total, and the user counts of
+	// delta.Freq (same order). Those totals include every bidder's flushes,
+	// which is how each bidder learns the fleet-wide spend.
+	//
+	// Atomicity: a store applies each delta completely or not at all.
+	// Idempotency: a store that can (Redis, Pebble) applies a Delta.ID at most
+	// once within DedupeWindow, so retrying a flush whose outcome is unknown
+	// (a timeout after the request was sent) never counts it twice; a store
+	// that cannot says so in its package comment (its retries may overcount,
+	// which errs on the side of underspending).
+	//
+	// On error nothing about the outcome is promised; the caller keeps the
+	// deltas and retries them unchanged (same IDs).
+	Flush(ctx context.Context, deltas []Delta) (totals []Total, err error)
+
+	// Read returns the totals of campaigns for day (YYYY-MM-DD), one per
+	// campaign in the same order; a campaign the store has never seen has
+	// zero totals. Total.Freq is nil.
+	Read(ctx context.Context, campaigns []string, day string) ([]Total, error)
+}
+
+// DedupeWindow is how long a store that deduplicates remembers a Delta.ID.
+// The Writer retries a failed delta for at most as long as the process
+// lives, so a bidder blocked from its store for longer than this may count
+// an in-doubt delta twice.
+const DedupeWindow = 24 * time.Hour
+
+// Delta is what one flush adds for one campaign and day.
+type Delta struct {
+	// ID is unique for every delta ever sent (writer id + sequence); a
+	// retried delta keeps its ID. At most 64 bytes of [0-9A-Za-z._:-].
+	ID string
+	// Campaign is the campaign id (1..MaxIDLen bytes, no control characters).
+	Campaign string
+	// Day is the date in the campaign's time zone, "YYYY-MM-DD".
+	Day string
+	// Micros is the spend to add, in micros of the campaign's currency (>= 0);
+	// it is added to the day's spend and to the campaign's total spend.
+	Micros int64
+	// Imps is the number of impressions (won and accepted notices) to add (>= 0).
+	Imps int64
+	// Freq are per-user impression counts to add for this campaign.
+	Freq []FreqDelta
+}
+
+// FreqDelta adds Count impressions of one campaign to one user in one
+// frequency-cap window.
+type FreqDelta struct {
+	// User is the user id (1..MaxIDLen bytes).
+	User string
+	// Window is the start of the cap window, in unix seconds: windows are
+	// fixed, aligned to the unix epoch, one cap period long.
+	Window int64
+	// Count is the number of impressions to add (> 0).
+	Count int64
+	// Expires is when the store may forget the count (the window's end plus
+	// a grace period); whole seconds.
+	Expires time.Time
+}
+
+// Total is the store's state for one campaign after a Flush or as Read.
+type Total struct {
+	Campaign string
+	Day      string
+	// DayMicros and DayImps are the spend (micros) and impressions of Day.
+	DayMicros, DayImps int64
+	// TotalMicros and TotalImps are the campaign's lifetime spend and impressions.
+	TotalMicros, TotalImps int64
+	// Freq are the users' counts after the add, in the order of Delta.Freq.
+	Freq []int64
+}
+
+// MaxIDLen is the longest campaign or user id the spend package accepts, in bytes.
+const MaxIDLen = 256
+
+// ValidID reports whether s is a usable campaign or user id: 1..MaxIDLen
+// bytes without control characters or '|' (stores use it as a separator).
+func ValidID(s string) bool {
+	if len(s) == 0 || len(s) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f || c == '|' {
+			return false
+		}
+	}
+	return true
+}
+
+// ValidDay reports whether s is a "YYYY-MM-DD" date.
+func ValidDay(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	_, err := time.Parse(time.DateOnly, s)
+	return err == nil
+}
+
+// ValidateDeltas checks deltas as every Store must before applying any of
+// them, so that a bad delta changes nothing. The error wraps ErrInvalid and
+// names the delta.
+func ValidateDeltas(deltas []Delta) error {
+	for i := range deltas {
+		d := &deltas[i]
+		switch {
+		case d.ID == "" || len(d.ID) > 64 || !validDeltaID(d.ID):
+			return fmt.Errorf("%w: delta %d: bad id %q", ErrInvalid, i, d.ID)
+		case !ValidID(d.Campaign):
+			return fmt.Errorf("%w: delta %d: bad campaign id %q", ErrInvalid, i, d.Campaign)
+		case !ValidDay(d.Day):
+			return fmt.Errorf("%w: delta %d: bad day %q", ErrInvalid, i, d.Day)
+		case d.Micros < 0 || d.Imps < 0:
+			return fmt.Errorf("%w: delta %d: negative micros or imps", ErrInvalid, i)
+		}
+		for j := range d.Freq {
+			f := &d.Freq[j]
+			if !ValidID(f.User) || f.Count <= 0 || f.Window < 0 || f.Expires.IsZero() {
+				return fmt.Errorf("%w: delta %d: freq %d: bad user, count, window or expiry", ErrInvalid, i, j)
+			}
+		}
+	}
+	return nil
+}
+
+func validDeltaID(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '_' || c == ':' || c == '-') {
+			return false
+		}
+	}
+	return true
+}

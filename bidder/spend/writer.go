@@ -1,0 +1,940 @@
+package spend
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// Writer absorbs win notices in memory and flushes them to a Store in
+// batches (talk 2's message buffer writer): per campaign, the spend and
+// impressions of each day, and per (user, campaign, cap window) impression
+// counts. A campaign is flushed when its unflushed part passes a threshold
+// (Options.ThresholdImps, ThresholdMicros, BudgetFraction) or when the timer
+// fires (Options.FlushInterval); at most Options.Flushers Store.Flush calls
+// run at once, fed by a buffered channel. A failed flush keeps its deltas,
+// unchanged, and retries them with exponential backoff: nothing accepted is
+// lost while the process lives. Close flushes everything.
+//
+// Every flush returns the fleet-wide totals, which the Writer keeps as the
+// campaign's last known fleet state; campaigns this bidder did not flush
+// within an interval have their totals read (Store.Read) by a refresh loop.
+// Budgets uses both.
+//
+// All methods are safe for concurrent use.
+type Writer struct {
+	store Store
+	opts  Options
+	log   *zap.Logger
+	m     *metrics
+
+	seq atomic.Uint64
+
+	campsMu sync.Mutex // serialises inserts into camps (copy on write)
+	camps   atomic.Pointer[map[string]*campState]
+
+	queue       chan *campState
+	outstanding atomic.Int64 // campaigns queued or being flushed
+	active      atomic.Int64 // Adds in progress
+	closed      atomic.Bool
+	stop        chan struct{}
+	loops       sync.WaitGroup // timer and refresh loops
+	workers     sync.WaitGroup
+	closeOnce   sync.Once
+	closeErr    error
+
+	randMu sync.Mutex
+	rnd    *rand.Rand // jitter of backoff
+
+	// base parents every store call; Close cancels it when its own context
+	// ends, so queued flushes give up instead of overrunning Close.
+	base       context.Context
+	cancelBase context.CancelFunc
+}
+
+// campState is one campaign's buffer, flush state and budget view.
+type campState struct {
+	id     string
+	set    atomic.Pointer[CampaignBudget] // nil: unknown settings (UTC, no frequency cap)
+	active atomic.Bool                    // in the latest SetCampaigns list or seen by Check: refreshed
+	mask   uint32
+	shards []shard
+	rr     atomic.Uint32 // shard for Adds without a user
+
+	// Budget view: accepted and not yet confirmed by the store.
+	mu        sync.Mutex // serialises day rotation
+	day       atomic.Pointer[dayCounter]
+	unflTotal atomic.Int64 // micros, all days
+	fleet     atomic.Pointer[fleetView]
+
+	// Threshold trigger: added since the last drain (may dip below 0 briefly).
+	pendMicros, pendImps atomic.Int64
+
+	queued   atomic.Bool // in the queue
+	flushing atomic.Bool // owned by one flusher
+	retryAt  atomic.Int64
+	hasRetry atomic.Bool
+	// Guarded by flushing.
+	retry    *campBatch
+	failures int
+}
+
+// dayCounter is the local unconfirmed spend of one day (the campaign's
+// latest day seen).
+type dayCounter struct {
+	day          int32 // yyyymmdd
+	micros, imps atomic.Int64
+}
+
+// fleetView is the last fleet state the store returned for a campaign.
+type fleetView struct {
+	day                    int32
+	dayMicros, dayImps     int64
+	totalMicros, totalImps int64
+	at                     int64 // unix nanos, Options.Now
+}
+
+// shard holds the exact unflushed counts of the Adds whose user hashes to it.
+type shard struct {
+	mu    sync.Mutex
+	days  []dayPending
+	freq  map[freqKey]*freqEntry
+	dirty []*freqEntry
+	_     [32]byte // keep neighbouring shards' mutexes off one cache line
+}
+
+type dayPending struct {
+	day          int32
+	micros, imps int64
+}
+
+type freqKey struct {
+	user   string
+	window int64 // unix seconds
+}
+
+// freqEntry is one user's count in one window of one campaign. Guarded by
+// its shard's mutex.
+type freqEntry struct {
+	key      freqKey
+	end      int64 // window end, unix seconds
+	expires  int64 // store expiry, unix seconds
+	pending  int64 // not sent
+	inflight int64 // sent, not confirmed (includes a failed batch waiting for its retry)
+	fleet    int64 // the store's count after this bidder's last confirmed flush
+	dirty    bool  // in its shard's dirty list
+}
+
+// campBatch is what one campaign contributes to one Flush call. A failed
+// batch is kept and retried as it is.
+type campBatch struct {
+	cs     *campState
+	deltas []Delta
+	days   []int32
+	refs   [][]freqRef
+}
+
+type freqRef struct {
+	e  *freqEntry
+	sh *shard
+	n  int64
+}
+
+// NewWriter starts a Writer on store: its flusher goroutines, its timer and
+// its fleet refresh loop. Call Close to flush and stop them.
+func NewWriter(store Store, opts Options) (*Writer, error) {
+	if store == nil {
+		return nil, fmt.Errorf("%w: nil store", ErrInvalid)
+	}
+	if err := opts.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	w := &Writer{
+		store: store,
+		opts:  opts,
+		log:   opts.Logger,
+		queue: make(chan *campState, opts.QueueSize),
+		stop:  make(chan struct{}),
+		rnd:   rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)),
+	}
+	w.base, w.cancelBase = context.WithCancel(context.Background())
+	empty := map[string]*campState{}
+	w.camps.Store(&empty)
+	w.m = newMetrics(opts.Registerer, w)
+	for range opts.Flushers {
+		w.workers.Add(1)
+		go w.worker()
+	}
+	w.loops.Add(2)
+	go w.timerLoop()
+	go w.refreshLoop()
+	return w, nil
+}
+
+// Options returns the options in force (defaults applied).
+func (w *Writer) Options() Options { return w.opts }
+
+// Add records one accepted win (or billing) notice: micros of spend for
+// campaignID (in the campaign's currency) and, when userID is not empty and
+// the campaign has a frequency cap, one impression for userID. at is when
+// the impression counts (normally time.Now()): it picks the campaign's day,
+// in its time zone (see SetCampaigns; UTC for a campaign never registered),
+// and the frequency window.
+//
+// Add takes no store round trip and allocates only the first time a (user,
+// campaign, window) is seen; it copies the strings it keeps. It returns
+// ErrClosed once Close has begun, and an error wrapping ErrInvalid for an
+// empty or too long id or negative micros; nothing is recorded then.
+func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) error {
+	w.active.Add(1)
+	defer w.active.Add(-1)
+	if w.closed.Load() {
+		w.m.addsRejected.Inc()
+		return ErrClosed
+	}
+	if micros < 0 || !ValidID(campaignID) || (userID != "" && !ValidID(userID)) {
+		w.m.addsRejected.Inc()
+		return fmt.Errorf("%w: add: campaign %q, user %q, micros %d", ErrInvalid, campaignID, userID, micros)
+	}
+	cs := w.campaign(campaignID)
+	set := cs.set.Load()
+	loc := time.UTC
+	var period time.Duration
+	if set != nil {
+		loc = set.location()
+		if set.FreqCap > 0 {
+			period = set.FreqPeriod
+		}
+	}
+	day := dayOf(at, loc)
+
+	// Budget view first, so it never shows less than the exact buffers.
+	cs.unflTotal.Add(micros)
+	if dc := cs.dayCounter(day); dc != nil {
+		dc.micros.Add(micros)
+		dc.imps.Add(1)
+	}
+
+	var sh *shard
+	if userID != "" {
+		sh = &cs.shards[hashString(userID)&cs.mask]
+	} else {
+		sh = &cs.shards[cs.rr.Add(1)&cs.mask]
+	}
+	sh.mu.Lock()
+	sh.addDay(day, micros)
+	if userID != "" && period > 0 {
+		win, end := windowOf(at, period)
+		k := freqKey{user: userID, window: win}
+		e := sh.freq[k]
+		if e == nil {
+			if sh.freq == nil {
+				sh.freq = make(map[freqKey]*freqEntry)
+			}
+			k.user = strings.Clone(userID)
+			e = &freqEntry{key: k, end: end, expires: end + int64(w.opts.FreqGrace/time.Second)}
+			sh.freq[k] = e
+		}
+		e.pending++
+		if !e.dirty {
+			e.dirty = true
+			sh.dirty = append(sh.dirty, e)
+		}
+	}
+	sh.mu.Unlock()
+
+	pm := cs.pendMicros.Add(micros)
+	pi := cs.pendImps.Add(1)
+	w.m.adds.Inc()
+	if w.overThreshold(cs, set, pm, pi) {
+		w.kick(cs)
+	}
+	return nil
+}
+
+func (sh *shard) addDay(day int32, micros int64) {
+	for i := range sh.days {
+		if sh.days[i].day == day {
+			sh.days[i].micros += micros
+			sh.days[i].imps++
+			return
+		}
+	}
+	sh.days = append(sh.days, dayPending{day: day, micros: micros, imps: 1})
+}
+
+func (w *Writer) overThreshold(cs *campState, set *CampaignBudget, pm, pi int64) bool {
+	if w.opts.ThresholdImps > 0 && pi >= w.opts.ThresholdImps {
+		return true
+	}
+	if w.opts.ThresholdMicros > 0 && pm >= w.opts.ThresholdMicros {
+		return true
+	}
+	if w.opts.BudgetFraction > 0 && set != nil {
+		b := set.DailyMicros
+		if b <= 0 {
+			b = set.TotalMicros
+		}
+		if b > 0 && float64(pm) >= float64(b)*w.opts.BudgetFraction {
+			return true
+		}
+	}
+	return false
+}
+
+// kick queues cs for an early flush unless it is queued already, backing
+// off, or the queue is full (then the timer flushes it).
+func (w *Writer) kick(cs *campState) {
+	if cs.queued.Load() || cs.retryAt.Load() > w.opts.Now().UnixNano() {
+		return
+	}
+	if cs.queued.Swap(true) {
+		return
+	}
+	w.outstanding.Add(1)
+	select {
+	case w.queue <- cs:
+		w.m.kicks.Inc()
+	default:
+		w.outstanding.Add(-1)
+		cs.queued.Store(false)
+		w.m.queueFull.Inc()
+	}
+}
+
+// dayCounter returns the budget-view counter of day, rotating to a new one
+// when day is later than the current one, or nil for an earlier day (a late
+// notice: counted in the total only).
+func (cs *campState) dayCounter(day int32) *dayCounter {
+	dc := cs.day.Load()
+	if dc != nil && dc.day == day {
+		return dc
+	}
+	if dc != nil && day < dc.day {
+		return nil
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	dc = cs.day.Load()
+	if dc != nil && dc.day >= day {
+		if dc.day == day {
+			return dc
+		}
+		return nil
+	}
+	n := &dayCounter{day: day}
+	cs.day.Store(n)
+	return n
+}
+
+// campaign returns the state of id, creating it (unknown settings) if needed.
+func (w *Writer) campaign(id string) *campState {
+	if cs := (*w.camps.Load())[id]; cs != nil {
+		return cs
+	}
+	return w.insert(id, nil)
+}
+
+func (w *Writer) lookup(id string) *campState { return (*w.camps.Load())[id] }
+
+func (w *Writer) insert(id string, set *CampaignBudget) *campState {
+	w.campsMu.Lock()
+	defer w.campsMu.Unlock()
+	old := *w.camps.Load()
+	if cs := old[id]; cs != nil {
+		if set != nil {
+			cs.set.Store(set)
+		}
+		return cs
+	}
+	cs := &campState{
+		id:     strings.Clone(id),
+		mask:   uint32(w.opts.Shards - 1),
+		shards: make([]shard, w.opts.Shards),
+	}
+	if set != nil {
+		cs.set.Store(set)
+		cs.active.Store(true)
+	}
+	m := make(map[string]*campState, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[cs.id] = cs
+	w.camps.Store(&m)
+	return cs
+}
+
+// SetCampaigns registers the settings of the current campaigns (time zone,
+// budgets, frequency cap): call it at start and after every campaign reload.
+// Campaigns not listed keep their buffers and are still flushed, but their
+// fleet totals are no longer refreshed. Budgets.Check registers a campaign
+// it has not seen on its own, so calling SetCampaigns is an optimisation
+// except for notices that arrive before any Check (after a restart): those
+// of an unregistered campaign count in UTC days and without frequency.
+func (w *Writer) SetCampaigns(cs []CampaignBudget) {
+	listed := make(map[string]bool, len(cs))
+	for i := range cs {
+		c := cs[i]
+		listed[c.ID] = true
+		st := w.lookup(c.ID)
+		if st == nil {
+			w.insert(c.ID, &c)
+			continue
+		}
+		if old := st.set.Load(); old == nil || *old != c {
+			st.set.Store(&c)
+		}
+		st.active.Store(true)
+	}
+	for id, st := range *w.camps.Load() {
+		if !listed[id] {
+			st.active.Store(false)
+		}
+	}
+}
+
+func (w *Writer) worker() {
+	defer w.workers.Done()
+	batch := make([]*campState, 0, w.opts.MaxBatch)
+	for cs := range w.queue {
+		batch = append(batch[:0], cs)
+	more:
+		for len(batch) < w.opts.MaxBatch {
+			select {
+			case c, ok := <-w.queue:
+				if !ok {
+					break more
+				}
+				batch = append(batch, c)
+			default:
+				break more
+			}
+		}
+		w.flushCampaigns(batch)
+		w.outstanding.Add(-int64(len(batch)))
+		clear(batch)
+	}
+}
+
+// flushCampaigns makes one Store.Flush call for the campaigns given (each
+// either its failed batch, retried unchanged, or its drained buffers), then
+// applies the result. Campaigns owned by another flusher are skipped.
+func (w *Writer) flushCampaigns(list []*campState) {
+	items := make([]*campBatch, 0, len(list))
+	for _, cs := range list {
+		cs.queued.Store(false)
+		if !cs.flushing.CompareAndSwap(false, true) {
+			continue
+		}
+		b := cs.retry
+		if b == nil {
+			b = w.drain(cs)
+		}
+		if b == nil {
+			cs.flushing.Store(false)
+			continue
+		}
+		items = append(items, b)
+	}
+	if len(items) == 0 {
+		return
+	}
+	n := 0
+	for _, b := range items {
+		n += len(b.deltas)
+	}
+	deltas := make([]Delta, 0, n)
+	for _, b := range items {
+		deltas = append(deltas, b.deltas...)
+	}
+	ctx, cancel := context.WithTimeout(w.base, w.opts.FlushTimeout)
+	start := time.Now()
+	totals, err := w.store.Flush(ctx, deltas)
+	cancel()
+	w.m.flushSeconds.Observe(time.Since(start).Seconds())
+	if err == nil && len(totals) != len(deltas) {
+		err = fmt.Errorf("spend: store returned %d totals for %d deltas", len(totals), len(deltas))
+	}
+	now := w.opts.Now()
+	if err != nil {
+		w.m.flushErr.Inc()
+		w.log.Warn("spend: flush failed; deltas kept for a retry", zap.Int("campaigns", len(items)), zap.Int("deltas", len(deltas)), zap.Error(err))
+		for _, b := range items {
+			cs := b.cs
+			cs.retry = b
+			cs.failures++
+			cs.retryAt.Store(now.Add(w.backoff(cs.failures)).UnixNano())
+			cs.hasRetry.Store(true)
+			cs.flushing.Store(false)
+		}
+		return
+	}
+	w.m.flushOK.Inc()
+	w.m.flushDeltas.Add(float64(len(deltas)))
+	off := 0
+	for _, b := range items {
+		cs := b.cs
+		w.apply(b, totals[off:off+len(b.deltas)], now)
+		off += len(b.deltas)
+		cs.retry = nil
+		cs.failures = 0
+		cs.retryAt.Store(0)
+		cs.hasRetry.Store(false)
+		cs.flushing.Store(false)
+		// Adds that passed a threshold during the flush found the campaign
+		// busy (their kick was skipped): queue it again now.
+		if w.overThreshold(cs, cs.set.Load(), cs.pendMicros.Load(), cs.pendImps.Load()) {
+			w.kick(cs)
+		}
+	}
+}
+
+func (w *Writer) backoff(failures int) time.Duration {
+	d := w.opts.RetryMin
+	for i := 1; i < failures && d < w.opts.RetryMax; i++ {
+		d *= 2
+	}
+	d = min(d, w.opts.RetryMax)
+	w.randMu.Lock()
+	j := 0.8 + 0.4*w.rnd.Float64()
+	w.randMu.Unlock()
+	return time.Duration(float64(d) * j)
+}
+
+// drain moves cs's unflushed counts into a new batch (pending -> in flight),
+// or returns nil when there are none.
+func (w *Writer) drain(cs *campState) *campBatch {
+	var days []dayPending
+	var refs []freqRef
+	for i := range cs.shards {
+		sh := &cs.shards[i]
+		sh.mu.Lock()
+		for _, d := range sh.days {
+			days = mergeDay(days, d)
+		}
+		sh.days = sh.days[:0]
+		for _, e := range sh.dirty {
+			if e.pending > 0 {
+				refs = append(refs, freqRef{e: e, sh: sh, n: e.pending})
+				e.inflight += e.pending
+				e.pending = 0
+			}
+			e.dirty = false
+		}
+		clear(sh.dirty)
+		sh.dirty = sh.dirty[:0]
+		sh.mu.Unlock()
+	}
+	if len(days) == 0 && len(refs) == 0 {
+		return nil
+	}
+	var sumM, sumI int64
+	for _, d := range days {
+		sumM += d.micros
+		sumI += d.imps
+	}
+	cs.pendMicros.Add(-sumM)
+	cs.pendImps.Add(-sumI)
+
+	b := &campBatch{cs: cs}
+	latest := int32(0)
+	for _, d := range days {
+		b.deltas = append(b.deltas, Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(d.day), Micros: d.micros, Imps: d.imps})
+		b.days = append(b.days, d.day)
+		b.refs = append(b.refs, nil)
+		latest = max(latest, d.day)
+	}
+	if len(b.deltas) == 0 { // cannot happen: every Add counts a day; kept for safety
+		latest = dayOf(w.opts.Now(), time.UTC)
+	}
+	// Frequency counts ride on the latest day's delta, then on extra
+	// spend-less deltas of at most MaxDeltaUsers users each.
+	cur := -1
+	for i := range b.days {
+		if b.days[i] == latest {
+			cur = i
+		}
+	}
+	for _, r := range refs {
+		if cur < 0 || len(b.deltas[cur].Freq) >= w.opts.MaxDeltaUsers {
+			b.deltas = append(b.deltas, Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(latest)})
+			b.days = append(b.days, latest)
+			b.refs = append(b.refs, nil)
+			cur = len(b.deltas) - 1
+		}
+		d := &b.deltas[cur]
+		d.Freq = append(d.Freq, FreqDelta{User: r.e.key.user, Window: r.e.key.window, Count: r.n, Expires: time.Unix(r.e.expires, 0)})
+		b.refs[cur] = append(b.refs[cur], r)
+	}
+	return b
+}
+
+func mergeDay(days []dayPending, d dayPending) []dayPending {
+	for i := range days {
+		if days[i].day == d.day {
+			days[i].micros += d.micros
+			days[i].imps += d.imps
+			return days
+		}
+	}
+	return append(days, d)
+}
+
+func (w *Writer) nextID() string {
+	return w.opts.WriterID + ":" + strconv.FormatUint(w.seq.Add(1), 36)
+}
+
+// apply records a confirmed batch: the fleet totals, and that its counts
+// are no longer unconfirmed.
+func (w *Writer) apply(b *campBatch, totals []Total, now time.Time) {
+	cs := b.cs
+	for i := range b.deltas {
+		d := &b.deltas[i]
+		t := &totals[i]
+		cs.updateFleet(b.days[i], t, now.UnixNano())
+		cs.unflTotal.Add(-d.Micros)
+		if dc := cs.day.Load(); dc != nil && dc.day == b.days[i] {
+			dc.micros.Add(-d.Micros)
+			dc.imps.Add(-d.Imps)
+		}
+		for j, r := range b.refs[i] {
+			var c int64
+			if j < len(t.Freq) {
+				c = t.Freq[j]
+			}
+			r.sh.mu.Lock()
+			r.e.inflight -= r.n
+			if c > r.e.fleet {
+				r.e.fleet = c
+			}
+			r.sh.mu.Unlock()
+		}
+	}
+}
+
+// updateFleet merges totals of day into the fleet view: counters only grow,
+// so the larger value wins (flushes may return out of order).
+func (cs *campState) updateFleet(day int32, t *Total, at int64) {
+	for {
+		old := cs.fleet.Load()
+		n := &fleetView{day: day, dayMicros: t.DayMicros, dayImps: t.DayImps, totalMicros: t.TotalMicros, totalImps: t.TotalImps, at: at}
+		if old != nil {
+			switch {
+			case old.day > day:
+				n.day, n.dayMicros, n.dayImps = old.day, old.dayMicros, old.dayImps
+			case old.day == day:
+				n.dayMicros = max(n.dayMicros, old.dayMicros)
+				n.dayImps = max(n.dayImps, old.dayImps)
+			}
+			n.totalMicros = max(n.totalMicros, old.totalMicros)
+			n.totalImps = max(n.totalImps, old.totalImps)
+			n.at = max(n.at, old.at)
+		}
+		if cs.fleet.CompareAndSwap(old, n) {
+			return
+		}
+	}
+}
+
+func (w *Writer) timerLoop() {
+	defer w.loops.Done()
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	lastSweep := time.Now()
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		if !w.enqueueReady(w.stop) {
+			return
+		}
+		if time.Since(lastSweep) >= w.opts.SweepInterval {
+			w.sweep(w.opts.Now())
+			lastSweep = time.Now()
+		}
+	}
+}
+
+// enqueueReady queues every campaign with unflushed counts or a retry that
+// is due. It blocks while the queue is full; false if done closed meanwhile.
+func (w *Writer) enqueueReady(done <-chan struct{}) bool {
+	now := w.opts.Now().UnixNano()
+	for _, cs := range *w.camps.Load() {
+		if cs.pendImps.Load() == 0 && !cs.hasRetry.Load() {
+			continue
+		}
+		if cs.retryAt.Load() > now || cs.queued.Swap(true) {
+			continue
+		}
+		w.outstanding.Add(1)
+		select {
+		case w.queue <- cs:
+		case <-done:
+			w.outstanding.Add(-1)
+			cs.queued.Store(false)
+			return false
+		}
+	}
+	return true
+}
+
+// refreshLoop reads the fleet totals of active campaigns whose view is
+// older than one flush interval (those this bidder did not flush), so every
+// bidder sees the fleet's spend within about one interval.
+func (w *Writer) refreshLoop() {
+	defer w.loops.Done()
+	t := time.NewTicker(w.opts.FlushInterval)
+	defer t.Stop()
+	w.refresh() // learn the fleet state at start
+	for {
+		select {
+		case <-w.stop:
+			return
+		case <-t.C:
+		}
+		w.refresh()
+	}
+}
+
+func (w *Writer) refresh() {
+	now := w.opts.Now()
+	stale := now.Add(-w.opts.FlushInterval * 9 / 10).UnixNano()
+	byDay := map[int32][]*campState{}
+	for _, cs := range *w.camps.Load() {
+		if !cs.active.Load() {
+			continue
+		}
+		if f := cs.fleet.Load(); f != nil && f.at > stale {
+			continue
+		}
+		d := dayOf(now, cs.location())
+		byDay[d] = append(byDay[d], cs)
+	}
+	for day, list := range byDay {
+		ids := make([]string, len(list))
+		for i, cs := range list {
+			ids[i] = cs.id
+		}
+		ctx, cancel := context.WithTimeout(w.base, w.opts.FlushTimeout)
+		totals, err := w.store.Read(ctx, ids, dayString(day))
+		cancel()
+		if err == nil && len(totals) != len(ids) {
+			err = fmt.Errorf("spend: store read returned %d totals for %d campaigns", len(totals), len(ids))
+		}
+		if err != nil {
+			w.m.readErr.Inc()
+			w.log.Warn("spend: fleet totals read failed", zap.Int("campaigns", len(ids)), zap.Error(err))
+			continue
+		}
+		w.m.readOK.Inc()
+		at := w.opts.Now().UnixNano()
+		for i, cs := range list {
+			cs.updateFleet(day, &totals[i], at)
+		}
+	}
+}
+
+// sweep drops frequency entries whose window has ended and that hold
+// nothing unconfirmed.
+func (w *Writer) sweep(now time.Time) {
+	sec := now.Unix()
+	for _, cs := range *w.camps.Load() {
+		for i := range cs.shards {
+			sh := &cs.shards[i]
+			sh.mu.Lock()
+			for k, e := range sh.freq {
+				if e.end <= sec && e.pending == 0 && e.inflight == 0 && !e.dirty {
+					delete(sh.freq, k)
+				}
+			}
+			sh.mu.Unlock()
+		}
+	}
+}
+
+// Close stops accepting Adds (they return ErrClosed), waits for the Adds in
+// progress, and flushes everything, retrying failed flushes with backoff
+// until all is confirmed or ctx ends. Then it stops the goroutines. When ctx
+// ends first, the error wraps ErrUnflushed and says how much spend (micros)
+// and how many impressions were not confirmed by the store: that is what a
+// SIGTERM with an unreachable store loses. Close is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.closeOnce.Do(func() { w.closeErr = w.close(ctx) })
+	return w.closeErr
+}
+
+func (w *Writer) close(ctx context.Context) error {
+	defer w.cancelBase()
+	stopAfter := context.AfterFunc(ctx, w.cancelBase)
+	defer stopAfter()
+	w.closed.Store(true)
+	for w.active.Load() != 0 {
+		time.Sleep(50 * time.Microsecond)
+	}
+	close(w.stop)
+	w.loops.Wait()
+	var err error
+	for {
+		if !w.enqueueReady(ctx.Done()) {
+			break
+		}
+		// Wait for the flushers to go idle.
+		for w.outstanding.Load() != 0 && ctx.Err() == nil {
+			time.Sleep(time.Millisecond)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		left, next := w.pending()
+		if left == 0 {
+			break
+		}
+		if next > 0 {
+			wait := time.Duration(next - w.opts.Now().UnixNano())
+			wait = min(max(wait, time.Millisecond), 100*time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+	}
+	// Let the flushers drain the queue; once ctx has ended their store
+	// calls fail at once (base is canceled) and the deltas stay unflushed.
+	for w.outstanding.Load() != 0 {
+		time.Sleep(time.Millisecond)
+	}
+	close(w.queue)
+	w.workers.Wait()
+	if left, _ := w.pending(); left > 0 {
+		micros, imps := w.unconfirmed()
+		err = fmt.Errorf("%w: %d campaigns, %d micros, %d impressions: %v", ErrUnflushed, left, micros, imps, ctx.Err())
+		w.log.Error("spend: closing with unflushed spend", zap.Error(err))
+	}
+	return err
+}
+
+// pending counts campaigns with unflushed counts or a retry, and the
+// earliest retry time (unix nanos, 0 if none).
+func (w *Writer) pending() (n int, next int64) {
+	for _, cs := range *w.camps.Load() {
+		if cs.pendImps.Load() == 0 && !cs.hasRetry.Load() {
+			continue
+		}
+		n++
+		if r := cs.retryAt.Load(); r > 0 && (next == 0 || r < next) {
+			next = r
+		}
+	}
+	return n, next
+}
+
+// unconfirmed sums the spend and impressions not yet confirmed by the
+// store. Only called once the flushers have exited (it reads cs.retry).
+func (w *Writer) unconfirmed() (micros, imps int64) {
+	for _, cs := range *w.camps.Load() {
+		micros += cs.unflTotal.Load()
+		imps += max(cs.pendImps.Load(), 0)
+		if cs.hasRetry.Load() {
+			if b := cs.retry; b != nil {
+				for _, d := range b.deltas {
+					imps += d.Imps
+				}
+			}
+		}
+	}
+	return micros, imps
+}
+
+func (w *Writer) unflushedMicros() int64 {
+	var n int64
+	for _, cs := range *w.camps.Load() {
+		n += cs.unflTotal.Load()
+	}
+	return n
+}
+
+func (w *Writer) retrying() int {
+	n := 0
+	for _, cs := range *w.camps.Load() {
+		if cs.hasRetry.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// Flush queues every campaign with unflushed counts or a due retry and
+// waits until the flushers are idle or ctx ends. It is for tests and for an
+// admin "flush now"; it does not retry a failed flush before its backoff.
+func (w *Writer) Flush(ctx context.Context) error {
+	if w.closed.Load() {
+		return ErrClosed
+	}
+	if !w.enqueueReady(ctx.Done()) {
+		return ctx.Err()
+	}
+	for w.outstanding.Load() != 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+func (cs *campState) location() *time.Location {
+	if s := cs.set.Load(); s != nil {
+		return s.location()
+	}
+	return time.UTC
+}
+
+// dayOf is t's date in loc as yyyymmdd.
+func dayOf(t time.Time, loc *time.Location) int32 {
+	y, m, d := t.In(loc).Date()
+	return int32(y*10000 + int(m)*100 + d)
+}
+
+func dayString(k int32) string {
+	var b [10]byte
+	y, m, d := int(k/10000), int(k/100%100), int(k%100)
+	b[0], b[1], b[2], b[3] = byte('0'+y/1000%10), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10)
+	b[4] = '-'
+	b[5], b[6] = byte('0'+m/10), byte('0'+m%10)
+	b[7] = '-'
+	b[8], b[9] = byte('0'+d/10), byte('0'+d%10)
+	return string(b[:])
+}
+
+// windowOf returns the fixed cap window holding t: its start and end in
+// unix seconds. Windows are aligned to the unix epoch (a 24h period starts
+// at midnight UTC).
+func windowOf(t time.Time, period time.Duration) (start, end int64) {
+	p := int64(period / time.Second)
+	if p <= 0 {
+		p = 1
+	}
+	s := t.Unix()
+	start = s - ((s%p)+p)%p
+	return start, start + p
+}
+
+// hashString is FNV-1a.
+func hashString(s string) uint32 {
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h ^= uint32(s[i])
+		h *= 16777619
+	}
+	return h
+}
