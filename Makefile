@@ -7,23 +7,26 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: build run test test-race deps proto bench bench-catalog bench-rss fuzz vet clean
+.PHONY: build run run-catalog test test-race deps proto bench bench-catalog bench-rss fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
 
-# Build, make the sample data once (skipped when $(DEMO)/ exists), serve it.
+# Build, make the demo once (skipped when $(DEMO)/ exists: catalog, users,
+# campaigns, rtbd.yaml), and serve it with the bidder on its embedded
+# defaults (local index, embedded user store).
 run: build
-	@if [ ! -e $(DEMO)/catalog/CURRENT ]; then \
-		mkdir -p $(DEMO) && \
-		./$(BIN) gen -products 100000 -groups 10 -seed 1 -out $(DEMO)/feed.csv.gz && \
-		./$(BIN) ingest -data $(DEMO)/catalog $(DEMO)/feed.csv.gz; \
-	fi
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -out $(DEMO); fi
 	@echo
-	@echo "catalog node starting on 127.0.0.1:9090 (admin 127.0.0.1:9091). Try:"
-	@echo "  grpcurl -plaintext -d '{\"product_group_id\":3,\"product1_quantity_at_most\":3,\"product1_ids\":[3,13,23]}' 127.0.0.1:9090 rtbd.catalog.v1.Catalog/GetProductMasters"
+	@echo "bidder starting on 127.0.0.1:8080 (admin 127.0.0.1:9091). In another terminal:"
+	@echo "  curl -s -H 'Content-Type: application/json' --data @$(DEMO)/sample-request.json http://127.0.0.1:8080/openrtb2/bid"
 	@echo
-	./$(BIN) -mode=catalog -data $(DEMO)/catalog
+	./$(BIN) -config $(DEMO)/rtbd.yaml
+
+# A catalog node over the demo index (gRPC on 127.0.0.1:9090, admin 9092).
+run-catalog: build
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -out $(DEMO); fi
+	./$(BIN) -config $(DEMO)/rtbd.yaml -mode=catalog -admin-listen 127.0.0.1:9092
 
 # Every test, on a fresh Debian machine with Go: installs what tests need.
 test: deps vet

@@ -12,9 +12,12 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	_ "time/tzdata" // campaign time zones work without a zoneinfo database on the host
 
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"
@@ -48,7 +51,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, rest := args[0], args[1:]
 		switch cmd {
 		case "gen":
-			return exit(stderr, ingest.GenMain(ctx, rest, stdout, stderr))
+			return exit(stderr, demo.GenMain(ctx, rest, stdout, stderr))
 		case "ingest":
 			return exit(stderr, ingest.Main(ctx, rest, stdout, stderr))
 		case "config":
@@ -71,7 +74,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case configs.ModeCatalog:
 		err = node.Run(ctx, cfg, log)
 	case configs.ModeBidder:
-		err = errors.New("rtbd: bidder mode is not built yet; run -mode=catalog")
+		err = bidder.Run(ctx, cfg, log)
 	}
 	if err != nil {
 		log.Error("rtbd stopped with an error", zap.Error(err))
@@ -194,13 +197,13 @@ RTBD_CATALOG_DATA=/srv/idx; precedence: defaults < -config file < env < flags):
 	fmt.Fprint(w, `  -set KEY=VALUE      any setting by its key, e.g. -set catalog.hot_cache_entries=500000
 
 Jobs:
-  rtbd gen [flags]              write a deterministic synthetic product feed
+  rtbd gen [flags]              write a synthetic product feed, or (-demo) a whole demo setup
   rtbd ingest [flags] FEED...   load a product feed into a new index version
   rtbd config [server flags]    print the effective configuration (YAML)
   rtbd help                     this text
 
 `)
-	ingest.GenUsage(w)
+	demo.GenUsage(w)
 	fmt.Fprintln(w)
 	ingest.Usage(w)
 	fmt.Fprint(w, `

@@ -1,0 +1,680 @@
+package bidder
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strconv"
+	"time"
+	"unsafe"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// media is the kind of ad a candidate serves on an imp.
+type media uint8
+
+const (
+	mediaNone media = iota
+	mediaBanner
+	mediaNative
+	mediaVideo
+)
+
+func (k media) String() string {
+	switch k {
+	case mediaBanner:
+		return "banner"
+	case mediaNative:
+		return "native"
+	case mediaVideo:
+		return "video"
+	}
+	return "none"
+}
+
+// candidate is a campaign that may bid on an imp, with its price in
+// micros of the response currency.
+type candidate struct {
+	c      *campaign.Campaign
+	price  int64
+	floor  int64
+	dealID string
+	kind   media
+	w, h   int64
+}
+
+// fetched caches one product lookup within a request (several imps of one
+// request often want the same group's products).
+type fetched struct {
+	group      int64
+	q1, q2     int32
+	start, end int // st.products[start:end]
+}
+
+// maxTries bounds the candidates tried per imp when the best ones have no
+// products (each try is one catalog lookup).
+const maxTries = 3
+
+// reasonRank orders no-bid reasons: of the reasons the imps of a request
+// got, the response reports the one that got furthest.
+func reasonRank(r rtb.NoBidReason) int {
+	switch r {
+	case rtb.NoBidTechnicalError:
+		return 6
+	case rtb.NoBidBelowFloor:
+		return 5
+	case rtb.NoBidNoProducts:
+		return 4
+	case rtb.NoBidInvalidRequest:
+		return 3
+	case rtb.NoBidUnsupportedImpType:
+		return 2
+	case rtb.NoBidNoMatchingCampaign:
+		return 1
+	}
+	return 0
+}
+
+func worse(a, b rtb.NoBidReason) rtb.NoBidReason {
+	if reasonRank(b) > reasonRank(a) {
+		return b
+	}
+	return a
+}
+
+// auction decides the bids for st.req (decoded and validated) at now, and
+// fills st.resp. It returns bidMade or the no-bid reason. ex, when not
+// nil, records why each campaign did or did not bid (debug endpoint).
+func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReason {
+	req := &st.req
+	m := st.m
+	st.now = now
+	set := b.opts.Campaigns.Current()
+	if set == nil || set.Len() == 0 {
+		ex.note("no campaigns loaded")
+		return rtb.NoBidNoMatchingCampaign
+	}
+	if why := privacyCheck(req, b.opts.GDPRVendorID); why != privacyOK {
+		ex.setPrivacy(why)
+		return rtb.NoBidPrivacy
+	}
+	ex.setPrivacy("ok")
+	if !anyServable(set, req) {
+		if ex != nil {
+			ex.note("no imp has a banner or native object, nor a video one that a campaign with a VAST template could serve")
+		}
+		return rtb.NoBidUnsupportedImpType
+	}
+	cur := b.responseCurrency(req)
+	if cur == "" {
+		if ex != nil {
+			ex.note("none of the request's currencies %v has a rate in bidder.fx_rates", req.Cur)
+		}
+		return rtb.NoBidNoMatchingCampaign
+	}
+	st.resp.Cur = cur
+	uid := ""
+	if u := req.User; u != nil {
+		uid = u.BuyerUID
+		if uid == "" {
+			uid = u.ID
+		}
+	}
+	if uid == "" {
+		ex.setUser("", false, "no user.buyeruid or user.id")
+		return rtb.NoBidUnmatchedUser
+	}
+	t := time.Now()
+	if !t.Before(st.deadline) {
+		m.misses[missUser].Inc()
+		return rtb.NoBidDeadline
+	}
+	found, err := b.opts.Users.Get(&st.dctx, uid, &st.profile)
+	m.stage[stageUser].Observe(time.Since(t).Seconds())
+	if err != nil {
+		switch {
+		case st.dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+			m.misses[missUser].Inc()
+			m.userErrs[errDeadline].Inc()
+			if ex != nil {
+				ex.setUser(uid, false, "deadline: "+err.Error())
+			}
+			return rtb.NoBidDeadline
+		case errors.Is(err, user.ErrInvalidUID):
+			if ex != nil {
+				ex.setUser(uid, false, err.Error())
+			}
+			return rtb.NoBidUnmatchedUser
+		case errors.Is(err, user.ErrClosed):
+			m.userErrs[errClosed].Inc()
+		default:
+			m.userErrs[errOther].Inc()
+		}
+		if ex != nil {
+			ex.setUser(uid, false, "store error: "+err.Error())
+		}
+		return rtb.NoBidTechnicalError
+	}
+	if !found {
+		ex.setUser(uid, false, "unknown user")
+		return rtb.NoBidUnmatchedUser
+	}
+	ex.setUser(uid, true, "")
+	ex.setProfile(&st.profile)
+
+	td := time.Now()
+	catalogTime := time.Duration(0)
+	reason := rtb.NoBidUnknownError
+	for i := range req.Imp {
+		nbr, ct := b.bidImp(st, set, i, cur, uid, ex)
+		catalogTime += ct
+		if nbr == rtb.NoBidDeadline {
+			return nbr
+		}
+		if nbr != bidMade {
+			reason = worse(reason, nbr)
+		}
+	}
+	m.stage[stageDecide].Observe((time.Since(td) - catalogTime).Seconds())
+	if len(st.bids) == 0 {
+		if reason == rtb.NoBidUnknownError {
+			reason = rtb.NoBidNoMatchingCampaign
+		}
+		return reason
+	}
+	b.buildResponse(st)
+	return bidMade
+}
+
+// anyServable reports whether some imp of req could get an ad: a banner
+// or native imp, or a video imp when a campaign has a VAST template. It
+// saves the user lookup for requests that are video or audio only.
+func anyServable(set *campaign.Set, req *openrtb2.BidRequest) bool {
+	video := false
+	for i := range req.Imp {
+		imp := &req.Imp[i]
+		if imp.Banner != nil || imp.Native != nil {
+			return true
+		}
+		video = video || imp.Video != nil
+	}
+	if video {
+		for _, c := range set.All() {
+			if c.Creative.VAST != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// responseCurrency is Options.Currency if the request allows it (cur empty
+// or listing it), else the first currency the request lists that has a
+// rate; "" if none has.
+func (b *Bidder) responseCurrency(req *openrtb2.BidRequest) string {
+	if len(req.Cur) == 0 {
+		return b.opts.Currency
+	}
+	for _, c := range req.Cur {
+		if c == b.opts.Currency {
+			return c
+		}
+	}
+	for _, c := range req.Cur {
+		if isUpperCurrency(c) && b.opts.Rates.Known(c) {
+			return c
+		}
+	}
+	return ""
+}
+
+// floatMicros converts an OpenRTB price (float, currency units) to micros.
+func floatMicros(f float64) int64 {
+	switch {
+	case !(f > 0):
+		return 0
+	case f >= math.MaxInt64/1e6:
+		return math.MaxInt64 / 2
+	}
+	return int64(math.Round(f * 1e6))
+}
+
+// chooseMedia returns what c serves on imp: a banner of the first imp
+// size c has, else native, else video from the campaign's VAST template.
+func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp) (media, int64, int64) {
+	if w, h, ok := c.BannerSize(imp); ok {
+		return mediaBanner, w, h
+	}
+	if imp.Native != nil && c.Creative.Native {
+		return mediaNative, 0, 0
+	}
+	if imp.Video != nil && c.Creative.VAST != "" {
+		return mediaVideo, 0, 0
+	}
+	return mediaNone, 0, 0
+}
+
+// bidImp runs the auction of imp i: at most one bid, the highest price
+// among the matching campaigns that have products for the user. It returns
+// bidMade or the reason, and the time spent in the catalog.
+func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string, ex *Explain) (rtb.NoBidReason, time.Duration) {
+	req := &st.req
+	imp := &req.Imp[i]
+	ie := ex.imp(imp)
+	var rej *campaign.Rejections
+	if ie != nil {
+		rej = &campaign.Rejections{}
+	}
+	st.matched = set.Match(req, imp, st.profile.Segments, st.now, st.matched[:0], rej)
+	ie.rejections(rej)
+	if len(st.matched) == 0 {
+		if imp.Banner == nil && imp.Native == nil {
+			ie.done(rtb.NoBidUnsupportedImpType, "no banner or native, and no campaign with a VAST template matches")
+			return rtb.NoBidUnsupportedImpType, 0
+		}
+		ie.done(rtb.NoBidNoMatchingCampaign, "no campaign matches")
+		return rtb.NoBidNoMatchingCampaign, 0
+	}
+	reason := rtb.NoBidNoMatchingCampaign
+	impFloor, impFloorCur := floatMicros(imp.BidFloor), imp.BidFloorCur
+	rates := &b.opts.Rates
+	st.cands = st.cands[:0]
+	for _, c := range st.matched {
+		g := c.ProductGroupID
+		if len(st.profile.ViewedIn(g)) == 0 && len(st.profile.RecommendedIn(g)) == 0 {
+			reason = worse(reason, rtb.NoBidNoProducts)
+			if ie != nil {
+				ie.campaign(c.ID, "rejected", "user has no viewed or recommended products in group "+strconv.FormatInt(g, 10), 0, 0, "")
+			}
+			continue
+		}
+		kind, w, h := chooseMedia(c, imp)
+		if kind == mediaNone {
+			reason = worse(reason, rtb.NoBidUnsupportedImpType)
+			ie.campaign(c.ID, "rejected", "no creative for this imp", 0, 0, "")
+			continue
+		}
+		bid := c.BidMicros(req, st.now)
+		price, ok := rates.Convert(bid, c.Currency, cur)
+		if !ok {
+			if ie != nil {
+				ie.campaign(c.ID, "rejected", "campaign currency "+c.Currency+" has no rate in bidder.fx_rates", 0, 0, "")
+			}
+			continue
+		}
+		floor, floorCur := impFloor, impFloorCur
+		dealID, dealFloor, dealCur, isDeal := set.MatchDeal(c, imp)
+		if !isDeal {
+			dealID = ""
+		} else if dealFloor > 0 {
+			floor, floorCur = dealFloor, dealCur
+		}
+		f, ok := rates.ConvertUp(floor, floorCur, cur)
+		if !ok {
+			reason = worse(reason, rtb.NoBidBelowFloor)
+			if ie != nil {
+				ie.campaign(c.ID, "rejected", "floor currency "+floorCur+" has no rate in bidder.fx_rates", price, 0, dealID)
+			}
+			continue
+		}
+		if price <= 0 || price < f {
+			reason = worse(reason, rtb.NoBidBelowFloor)
+			ie.campaign(c.ID, "rejected", "bid below the floor", price, f, dealID)
+			continue
+		}
+		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h})
+	}
+	// Highest price first (insertion sort: a handful of candidates; stable,
+	// so equal prices keep the file order).
+	cs := st.cands
+	for a := 1; a < len(cs); a++ {
+		for j := a; j > 0 && cs[j].price > cs[j-1].price; j-- {
+			cs[j], cs[j-1] = cs[j-1], cs[j]
+		}
+	}
+	var catalogTime time.Duration
+	for k := range cs {
+		cd := &cs[k]
+		if k >= maxTries {
+			if ie != nil {
+				ie.campaign(cd.c.ID, "not tried", "outbid; "+strconv.Itoa(maxTries)+" candidates tried already", cd.price, cd.floor, cd.dealID)
+			}
+			continue
+		}
+		t := time.Now()
+		products, nbr := b.fetch(st, cd.c)
+		catalogTime += time.Since(t)
+		if nbr == rtb.NoBidDeadline {
+			ie.campaign(cd.c.ID, "rejected", "deadline passed in the catalog lookup", cd.price, cd.floor, cd.dealID)
+			return nbr, catalogTime
+		}
+		if nbr != bidMade {
+			reason = worse(reason, nbr)
+			if ie != nil {
+				ie.campaign(cd.c.ID, "rejected", "catalog: "+nbr.String(), cd.price, cd.floor, cd.dealID)
+			}
+			continue
+		}
+		if nbr := b.addBid(st, i, cd, products, cur, uid); nbr != bidMade {
+			reason = worse(reason, nbr)
+			if ie != nil {
+				ie.campaign(cd.c.ID, "rejected", "creative: "+nbr.String(), cd.price, cd.floor, cd.dealID)
+			}
+			continue
+		}
+		if ie != nil {
+			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)
+		}
+		for _, rest := range cs[k+1:] {
+			ie.campaign(rest.c.ID, "outbid", "", rest.price, rest.floor, rest.dealID)
+		}
+		ie.done(bidMade, "")
+		return bidMade, catalogTime
+	}
+	ie.done(reason, "")
+	return reason, catalogTime
+}
+
+// fetch returns the products of c for the user in st.profile: one
+// ProductMastersRequest (viewed ids, then recommended, quantities from the
+// creative template), cached per request. bidMade means products were
+// found.
+func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product, rtb.NoBidReason) {
+	g := c.ProductGroupID
+	q1, q2 := c.Creative.Quantities()
+	for _, f := range st.fetched {
+		if f.group == g && f.q1 == q1 && f.q2 == q2 {
+			if f.end == f.start {
+				return nil, rtb.NoBidNoProducts
+			}
+			return st.products[f.start:f.end], bidMade
+		}
+	}
+	if !time.Now().Before(st.deadline) {
+		st.m.misses[missCatalog].Inc()
+		return nil, rtb.NoBidDeadline
+	}
+	pm := st.pm
+	pm.ProductGroupId = g
+	pm.Product1QuantityAtMost, pm.Product1Ids = q1, st.profile.ViewedIn(g)
+	pm.Product2QuantityAtMost, pm.Product2Ids = q2, st.profile.RecommendedIn(g)
+	t := time.Now()
+	resp, err := b.opts.Products.GetProductMasters(&st.dctx, pm)
+	st.m.stage[stageCatalog].Observe(time.Since(t).Seconds())
+	pm.Product1Ids, pm.Product2Ids = nil, nil
+	if err != nil {
+		kind := catalogErrKind(err)
+		st.m.catErrs[kind].Inc()
+		if kind == errDeadline || st.dctx.Err() != nil {
+			st.m.misses[missCatalog].Inc()
+			return nil, rtb.NoBidDeadline
+		}
+		return nil, rtb.NoBidTechnicalError
+	}
+	start := len(st.products)
+	for _, list := range [2][]*catalogpb.Product{resp.GetProduct1S(), resp.GetProduct2S()} {
+		for _, p := range list {
+			if p == nil || containsProduct(st.products[start:], p.ProductId) {
+				continue // recommended may repeat a viewed product
+			}
+			st.products = append(st.products, p)
+		}
+	}
+	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, start: start, end: len(st.products)})
+	if len(st.products) == start {
+		return nil, rtb.NoBidNoProducts
+	}
+	return st.products[start:], bidMade
+}
+
+func containsProduct(ps []*catalogpb.Product, id int64) bool {
+	for _, p := range ps {
+		if p.ProductId == id {
+			return true
+		}
+	}
+	return false
+}
+
+// str returns the bytes of the arena from start as a string without
+// copying. The arena is only appended to during a request, so the bytes do
+// not change; the string keeps its backing array alive if the arena grows.
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}
+
+// addBid renders the creative and adds the bid of candidate cd on imp i.
+func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, cur, uid string) rtb.NoBidReason {
+	req := &st.req
+	imp := &req.Imp[i]
+	c := cd.c
+	a := len(st.arena)
+
+	// crid: campaign-template-format, e.g. "c1-medium-300x250".
+	st.arena = append(st.arena, c.ID...)
+	st.arena = append(st.arena, '-')
+	tmpl := c.Creative.Template
+	if tmpl == "" {
+		tmpl = campaign.TemplateMedium
+	}
+	st.arena = append(st.arena, tmpl...)
+	st.arena = append(st.arena, '-')
+	switch cd.kind {
+	case mediaBanner:
+		st.arena = strconv.AppendInt(st.arena, cd.w, 10)
+		st.arena = append(st.arena, 'x')
+		st.arena = strconv.AppendInt(st.arena, cd.h, 10)
+	default:
+		st.arena = append(st.arena, cd.kind.String()...)
+	}
+	crid := str(st.arena[a:])
+
+	st.link = link{c: c, crid: crid, impID: imp.ID, uid: uid, cur: cur, price: cd.price,
+		clickIssue: st.now, clickExpires: st.now.Add(b.opts.ClickTTL)}
+	a = len(st.arena)
+	var mtype openrtb2.MarkupType
+	switch cd.kind {
+	case mediaBanner:
+		st.banner = creativeBanner(st, cd, products)
+		st.arena = creative.AppendBanner(st.arena, &st.banner)
+		mtype = openrtb2.MarkupBanner
+	case mediaNative:
+		if st.nativeImp != i {
+			st.nativeImp = i
+			st.nativeErr = creative.ParseNative(imp.Native.Request, &st.native)
+		}
+		if st.nativeErr != nil {
+			st.arena = st.arena[:a]
+			return rtb.NoBidInvalidRequest
+		}
+		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st}
+		var err error
+		if st.arena, err = creative.AppendNative(st.arena, &st.nat); err != nil {
+			st.arena = st.arena[:a]
+			return rtb.NoBidUnsupportedImpType
+		}
+		mtype = openrtb2.MarkupNative
+	case mediaVideo:
+		st.vast = creative.VAST{Template: c.Creative.VAST, Products: products, Advertiser: c.Advertiser, Links: st}
+		st.arena = creative.AppendVAST(st.arena, &st.vast)
+		mtype = openrtb2.MarkupVideo
+	}
+	adm := str(st.arena[a:])
+
+	a = len(st.arena)
+	st.arena = append(st.arena, b.bidIDPrefix...)
+	st.arena = strconv.AppendUint(st.arena, b.bidSeq.Add(1), 36)
+	bidID := str(st.arena[a:])
+
+	nurl, ok := b.noticeURL(st, b.winPrefix, token.KindWin, cd, crid, imp.ID, uid, cur)
+	if !ok {
+		return rtb.NoBidTechnicalError
+	}
+	burl, ok := b.noticeURL(st, b.billPrefix, token.KindBill, cd, crid, imp.ID, uid, cur)
+	if !ok {
+		return rtb.NoBidTechnicalError
+	}
+	seat := c.Seat
+	if seat == "" {
+		seat = b.opts.Seat
+	}
+	st.bids = append(st.bids, openrtb2.Bid{
+		ID:      bidID,
+		ImpID:   imp.ID,
+		Price:   float64(cd.price) / 1e6,
+		NURL:    nurl,
+		BURL:    burl,
+		AdM:     adm,
+		AdID:    c.ID,
+		ADomain: c.ADomain,
+		Bundle:  c.Bundle,
+		CID:     c.ID,
+		CrID:    crid,
+		Cat:     c.Cat,
+		Attr:    c.Creative.Attr,
+		DealID:  cd.dealID,
+		W:       cd.w,
+		H:       cd.h,
+		Exp:     b.exp,
+		MType:   mtype,
+	})
+	st.seats = append(st.seats, seat)
+	return bidMade
+}
+
+func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) creative.Banner {
+	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st}
+}
+
+// noticeURL appends prefix + a signed token + "&p=${AUCTION_PRICE}" to the
+// arena and returns it.
+func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *candidate, crid, impID, uid, cur string) (string, bool) {
+	a := len(st.arena)
+	st.arena = append(st.arena, prefix...)
+	st.tok = token.Token{
+		Kind: kind, Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL),
+		Campaign: cd.c.ID, Creative: crid, Auction: st.req.ID, Imp: impID, User: uid,
+		PriceMicros: cd.price, Currency: cur,
+	}
+	var err error
+	if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {
+		st.arena = st.arena[:a]
+		return "", false
+	}
+	st.arena = append(st.arena, "&p=${AUCTION_PRICE}"...)
+	return str(st.arena[a:]), true
+}
+
+// AppendClickURL implements creative.Linker: the signed /click URL of
+// product p of the bid being rendered. Nothing is appended when the
+// product has no usable landing URL.
+func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
+	l := &st.link
+	u := landingURL(l.c, p)
+	if u == "" || l.c == nil {
+		return dst
+	}
+	a := len(dst)
+	dst = append(dst, st.b.clickPrefix...)
+	st.tok = token.Token{
+		Kind: token.KindClick, Issued: l.clickIssue, Expires: l.clickExpires,
+		Campaign: l.c.ID, Creative: l.crid, Auction: st.req.ID, Imp: l.impID, User: l.uid,
+		PriceMicros: l.price, Currency: l.cur, Group: p.ProductGroupId, Product: p.ProductId, URL: u,
+	}
+	dst, err := st.b.opts.Keys.Append(dst, &st.tok)
+	if err != nil {
+		return dst[:a]
+	}
+	return dst
+}
+
+// AttrSafe marks the click URLs as safe in HTML attributes as they are
+// (creative.AttrSafeLinker): Options.PublicURL is checked to hold no
+// quotes, angle brackets or ampersands, tokens are URL-safe base64.
+func (st *reqState) AttrSafe() {}
+
+// landingURL is p's landing URL if it is an absolute http(s) URL; else,
+// when the campaign has a click base, the landing URL resolved against it
+// (a path is appended to it; nothing usable gives the click base itself).
+func landingURL(c *campaign.Campaign, p *catalogpb.Product) string {
+	if creative.IsHTTPURL(p.LandingUrl) {
+		return p.LandingUrl
+	}
+	if c == nil || !creative.IsHTTPURL(c.Creative.ClickBase) {
+		return ""
+	}
+	base := c.Creative.ClickBase
+	l := p.LandingUrl
+	if l == "" || len(l) > 2048 {
+		return base
+	}
+	for i := 0; i < len(l); i++ {
+		if ch := l[i]; ch <= ' ' || ch == 0x7f || ch == '"' || ch == '\'' || ch == '<' || ch == '>' || ch == '\\' {
+			return base
+		}
+	}
+	for len(base) > 0 && base[len(base)-1] == '/' {
+		base = base[:len(base)-1]
+	}
+	for len(l) > 0 && l[0] == '/' {
+		l = l[1:]
+	}
+	return base + "/" + l
+}
+
+// buildResponse fills st.resp from st.bids: one seatbid per seat.
+func (b *Bidder) buildResponse(st *reqState) {
+	st.resp.ID = st.req.ID
+	same := true
+	for _, s := range st.seats {
+		if s != st.seats[0] {
+			same = false
+			break
+		}
+	}
+	if same {
+		st.seatbids = append(st.seatbids[:0], openrtb2.SeatBid{Bid: st.bids, Seat: st.seats[0]})
+		st.resp.SeatBid = st.seatbids
+		return
+	}
+	st.grouped = st.grouped[:0]
+	st.seatbids = st.seatbids[:0]
+	for i, s := range st.seats {
+		seen := false
+		for _, sb := range st.seatbids {
+			if sb.Seat == s {
+				seen = true
+				break
+			}
+		}
+		if seen {
+			continue
+		}
+		start := len(st.grouped)
+		for j := i; j < len(st.bids); j++ {
+			if st.seats[j] == s {
+				st.grouped = append(st.grouped, st.bids[j])
+			}
+		}
+		st.seatbids = append(st.seatbids, openrtb2.SeatBid{Seat: s, Bid: st.grouped[start:len(st.grouped):len(st.grouped)]})
+	}
+	// st.grouped may have moved while growing: re-slice every seatbid.
+	off := 0
+	for k := range st.seatbids {
+		n := len(st.seatbids[k].Bid)
+		st.seatbids[k].Bid = st.grouped[off : off+n]
+		off += n
+	}
+	st.resp.SeatBid = st.seatbids
+}

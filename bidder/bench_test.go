@@ -1,0 +1,490 @@
+package bidder
+
+import (
+	"net"
+	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"google.golang.org/grpc"
+
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/remote"
+)
+
+// BenchmarkHandler is the in-process handler (a reused RequestCtx, as
+// fasthttp's ServeConn reuses it): one bid with 15 products, local index.
+func BenchmarkHandler(b *testing.B) {
+	f := newFixture(b, nil)
+	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	h := f.b.Handler()
+	b.Run("bid15", func(b *testing.B) {
+		rc := bidCtx(body)
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			rc.Response.Reset()
+			h(rc)
+		}
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		if rc.Response.StatusCode() != 200 {
+			b.Fatalf("status %d", rc.Response.StatusCode())
+		}
+		b.ReportMetric(float64(len(rc.Response.Body())), "resp-bytes")
+	})
+	b.Run("bid15-parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			rc := bidCtx(body)
+			for pb.Next() {
+				rc.Response.Reset()
+				h(rc)
+			}
+		})
+	})
+	b.Run("bid1-light", func(b *testing.B) { // the full product, 1 shown
+		rc := bidCtx(withUser(b, body, userFull))
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			rc.Response.Reset()
+			h(rc)
+		}
+		if rc.Response.StatusCode() != 200 {
+			b.Fatalf("status %d", rc.Response.StatusCode())
+		}
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(len(rc.Response.Body())), "resp-bytes")
+	})
+	b.Run("nobid-unknown-user", func(b *testing.B) {
+		rc := bidCtx(withUser(b, body, "nobody"))
+		b.ReportAllocs()
+		cpu := cpuTime()
+		for b.Loop() {
+			rc.Response.Reset()
+			h(rc)
+		}
+		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	})
+	// Baseline in the same run: the OpenRTB decode alone.
+	b.Run("baseline-bare-handler", func(b *testing.B) {
+		rc := bidCtx(body)
+		bare := bareHandler()
+		b.ReportAllocs()
+		for b.Loop() {
+			rc.Response.Reset()
+			bare(rc)
+		}
+	})
+}
+
+// bareHandler is the loopback baseline: a fasthttp handler returning a
+// fixed body, what the bid endpoint is compared with.
+func bareHandler() fasthttp.RequestHandler {
+	fixed := []byte(`{"id":"x","nbr":0}`)
+	return func(rc *fasthttp.RequestCtx) {
+		rc.SetContentType("application/json")
+		rc.SetBody(fixed)
+	}
+}
+
+// loopbackServer serves h on 127.0.0.1:0 until b ends.
+func loopbackServer(b *testing.B, srv *fasthttp.Server) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { srv.Serve(ln); close(done) }()
+	b.Cleanup(func() {
+		ln.Close()
+		srv.Shutdown()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+		}
+	})
+	return ln.Addr().String()
+}
+
+const loopbackConns = 64
+
+// loadResult is one closed-loop run.
+type loadResult struct {
+	rps     float64
+	p50     time.Duration
+	p99     time.Duration
+	errors  int64
+	cpu     time.Duration // process CPU (server and client) per request
+	elapsed time.Duration
+}
+
+// closedLoop sends body to addr from 64 goroutines over a HostClient with
+// 64 connections for b.N requests in all, and measures throughput and
+// latency.
+func closedLoop(b *testing.B, addr string, body []byte, wantStatus int) loadResult {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+	var errs, nobids atomic.Int64
+	var mu sync.Mutex
+	var lats []time.Duration
+	b.SetParallelism((loopbackConns + 1) / 2) // x GOMAXPROCS (2 here) = 64 goroutines
+	b.ResetTimer()
+	start := time.Now()
+	cpu := cpuTime()
+	b.RunParallel(func(pb *testing.PB) {
+		req := fasthttp.AcquireRequest()
+		resp := fasthttp.AcquireResponse()
+		defer fasthttp.ReleaseRequest(req)
+		defer fasthttp.ReleaseResponse(resp)
+		req.SetRequestURI("http://" + addr + PathBid)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+		local := make([]time.Duration, 0, 1024)
+		for pb.Next() {
+			t := time.Now()
+			err := c.Do(req, resp)
+			local = append(local, time.Since(t))
+			switch {
+			case err != nil:
+				errs.Add(1)
+			case resp.StatusCode() == wantStatus:
+			case resp.StatusCode() == fasthttp.StatusNoContent:
+				nobids.Add(1) // a deadline no-bid under overload: an answer, not an error
+			default:
+				errs.Add(1)
+			}
+		}
+		mu.Lock()
+		lats = append(lats, local...)
+		mu.Unlock()
+	})
+	el := time.Since(start)
+	cpuPerReq := (cpuTime() - cpu) / time.Duration(max(b.N, 1))
+	b.StopTimer()
+	slices.Sort(lats)
+	r := loadResult{rps: float64(b.N) / el.Seconds(), errors: errs.Load(), cpu: cpuPerReq}
+	b.ReportMetric(float64(cpuPerReq.Nanoseconds())/1000, "cpu-us/req")
+	if len(lats) > 0 {
+		r.p50 = lats[len(lats)/2]
+		r.p99 = lats[len(lats)*99/100]
+	}
+	b.ReportMetric(r.rps, "req/s")
+	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
+	if n := nobids.Load(); n > 0 {
+		b.ReportMetric(float64(n)/float64(b.N), "nobid/req")
+	}
+	if r.errors > 0 {
+		b.Errorf("%d of %d requests failed", r.errors, b.N)
+	}
+	r.elapsed = el
+	return r
+}
+
+// openLoop sends body at rate req/s for d over 64 connections and returns
+// the p99 latency measured from each request's intended send time (so
+// queueing is not hidden: no coordinated omission).
+func openLoop(b *testing.B, addr string, body []byte, rate float64, d time.Duration) (p99 time.Duration, sent int) {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second}
+	n := int(rate * d.Seconds())
+	interval := time.Duration(float64(time.Second) / rate)
+	lats := make([]time.Duration, n)
+	var next atomic.Int64
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < loopbackConns; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.SetRequestURI("http://" + addr + PathBid)
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.SetBody(body)
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				intended := start.Add(time.Duration(i) * interval)
+				if w := time.Until(intended); w > 0 {
+					time.Sleep(w)
+				}
+				if err := c.Do(req, resp); err != nil {
+					lats[i] = 5 * time.Second
+					continue
+				}
+				lats[i] = time.Since(intended)
+			}
+		}()
+	}
+	wg.Wait()
+	slices.Sort(lats)
+	return lats[len(lats)*99/100], n
+}
+
+var loopbackRPS struct {
+	mu              sync.Mutex
+	bare, bid, rem  float64
+	bareCPU, bidCPU time.Duration
+	bidP99          time.Duration
+}
+
+// BenchmarkLoopback: the bid endpoint over real TCP on 127.0.0.1 with 64
+// connections (fasthttp.HostClient, 64 goroutines), against the baseline
+// of a bare fasthttp handler returning a fixed body with the same client
+// in the same run, and the bid endpoint with a remote catalog node (gRPC
+// on 127.0.0.1) instead of the local index. Ratios: bid/bare, remote/bid.
+// With -benchtime=Nx pick N large enough for a second or more of load.
+func BenchmarkLoopback(b *testing.B) {
+	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 200)
+	b.Run("bare", func(b *testing.B) {
+		srv := &fasthttp.Server{Handler: bareHandler()}
+		r := closedLoop(b, loopbackServer(b, srv), body, 200)
+		loopbackRPS.mu.Lock()
+		loopbackRPS.bare, loopbackRPS.bareCPU = r.rps, r.cpu
+		loopbackRPS.mu.Unlock()
+	})
+	b.Run("bid-local", func(b *testing.B) {
+		f := newFixture(b, nil)
+		addr := loopbackServer(b, f.b.NewServer())
+		r := closedLoop(b, addr, body, 200)
+		loopbackRPS.mu.Lock()
+		loopbackRPS.bid, loopbackRPS.bidCPU = r.rps, r.cpu
+		if loopbackRPS.bare > 0 {
+			b.ReportMetric(r.rps/loopbackRPS.bare, "x-bare")
+		}
+		if r.cpu > 0 {
+			// What the throughput ratio would be if CPU were the only
+			// limit (a dedicated machine): bare CPU per request / bid's.
+			b.ReportMetric(float64(loopbackRPS.bareCPU)/float64(r.cpu), "x-bare-cpu")
+		}
+		loopbackRPS.mu.Unlock()
+		// p99 at half the measured throughput, open loop, 2 s (once, on
+		// the final, long run of the benchmark).
+		if r.elapsed > time.Second {
+			p99, sent := openLoop(b, addr, body, r.rps/2, 2*time.Second)
+			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms@half")
+			b.Logf("open loop at %.0f req/s (half of %.0f) for 2s, %d requests: p99 %s", r.rps/2, r.rps, sent, p99)
+			loopbackRPS.bidP99 = p99
+		}
+	})
+	b.Run("bid-remote", func(b *testing.B) {
+		f := newFixture(b, nil)
+		node, err := startCatalogNode(b, f.local)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rc, err := remote.New(remote.Options{Target: "static:///" + node})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { rc.Close() })
+		f2 := newFixture(b, func(o *Options) { o.Products = rc })
+		addr := loopbackServer(b, f2.b.NewServer())
+		// Wait (bounded) for the client to be connected.
+		warm := time.Now().Add(10 * time.Second)
+		for {
+			c := &fasthttp.HostClient{Addr: addr}
+			req := fasthttp.AcquireRequest()
+			resp := fasthttp.AcquireResponse()
+			req.SetRequestURI("http://" + addr + PathBid)
+			req.Header.SetMethod("POST")
+			req.SetBody(body)
+			err := c.Do(req, resp)
+			ok := err == nil && resp.StatusCode() == 200
+			fasthttp.ReleaseRequest(req)
+			fasthttp.ReleaseResponse(resp)
+			if ok {
+				break
+			}
+			if time.Now().After(warm) {
+				b.Fatal("remote catalog bidder never bid")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		r := closedLoop(b, addr, body, 200)
+		loopbackRPS.mu.Lock()
+		loopbackRPS.rem = r.rps
+		if loopbackRPS.bid > 0 {
+			b.ReportMetric(r.rps/loopbackRPS.bid, "x-local")
+		}
+		if r.cpu > 0 {
+			b.ReportMetric(float64(loopbackRPS.bidCPU)/float64(r.cpu), "x-local-cpu")
+		}
+		loopbackRPS.mu.Unlock()
+		if r.elapsed > time.Second {
+			p99, _ := openLoop(b, addr, body, r.rps/2, 2*time.Second)
+			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms@half")
+		}
+	})
+}
+
+// startCatalogNode serves store over gRPC on 127.0.0.1:0 (a real catalog
+// node's server) until b ends.
+func startCatalogNode(b testing.TB, store catalog.Store) (string, error) {
+	srv := catalog.NewServer(store, catalog.ServerOptions{})
+	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go g.Serve(ln)
+	b.Cleanup(func() { stopGRPC(g) })
+	return ln.Addr().String(), nil
+}
+
+func stopGRPC(g *grpc.Server) {
+	done := make(chan struct{})
+	go func() { g.GracefulStop(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		g.Stop()
+	}
+}
+
+// phase is one closed-loop load phase of fixed duration.
+type phase struct {
+	rps     float64
+	cpu     time.Duration // process CPU per request (client and server)
+	p99     time.Duration
+	nobids  int64
+	errors  int64
+	answers int64
+}
+
+// runPhase loads addr with body from 64 goroutines over a 64-connection
+// HostClient for d.
+func runPhase(addr string, body []byte, d time.Duration) phase {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+	var n, nobids, errs atomic.Int64
+	var mu sync.Mutex
+	var lats []time.Duration
+	stop := time.Now().Add(d)
+	cpu := cpuTime()
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := 0; g < loopbackConns; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.SetRequestURI("http://" + addr + PathBid)
+			req.Header.SetMethod(fasthttp.MethodPost)
+			req.Header.SetContentType("application/json")
+			req.SetBody(body)
+			local := make([]time.Duration, 0, 4096)
+			for time.Now().Before(stop) {
+				t := time.Now()
+				err := c.Do(req, resp)
+				local = append(local, time.Since(t))
+				n.Add(1)
+				switch {
+				case err != nil:
+					errs.Add(1)
+				case resp.StatusCode() == 200:
+				case resp.StatusCode() == 204:
+					nobids.Add(1)
+				default:
+					errs.Add(1)
+				}
+			}
+			mu.Lock()
+			lats = append(lats, local...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	el := time.Since(start)
+	p := phase{answers: n.Load(), nobids: nobids.Load(), errors: errs.Load()}
+	p.rps = float64(p.answers) / el.Seconds()
+	p.cpu = (cpuTime() - cpu) / time.Duration(max(p.answers, 1))
+	slices.Sort(lats)
+	if len(lats) > 0 {
+		p.p99 = lats[len(lats)*99/100]
+	}
+	return p
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// BenchmarkLoopbackRatio alternates phases of the bare handler, the bid
+// endpoint with the local index, and the bid endpoint with a remote
+// catalog node, 5 rounds of 1.5 s each, all on 127.0.0.1 with the same
+// 64-connection client, and reports medians: throughput, the ratios
+// bid/bare and remote/local (wall, and CPU per request, which a noisy
+// shared machine distorts less), and p99 at half the bid throughput. Run
+// it with -benchtime=1x.
+func BenchmarkLoopbackRatio(b *testing.B) {
+	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 200)
+	bare := loopbackServer(b, &fasthttp.Server{Handler: bareHandler()})
+	f := newFixture(b, nil)
+	local := loopbackServer(b, f.b.NewServer())
+	node, err := startCatalogNode(b, f.local)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := remote.New(remote.Options{Target: "static:///" + node})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rc.Close() })
+	f2 := newFixture(b, func(o *Options) { o.Products = rc })
+	rem := loopbackServer(b, f2.b.NewServer())
+	runPhase(rem, body, 300*time.Millisecond) // connect the gRPC client
+	const rounds = 5
+	const d = 1500 * time.Millisecond
+	var rBare, rLocal, rRemote, cBare, cLocal, cRemote, ratio, ratioCPU, remRatio, remRatioCPU []float64
+	var nobids, errs int64
+	for i := 0; i < rounds; i++ {
+		pb := runPhase(bare, body, d)
+		pl := runPhase(local, body, d)
+		pr := runPhase(rem, body, d)
+		rBare, rLocal, rRemote = append(rBare, pb.rps), append(rLocal, pl.rps), append(rRemote, pr.rps)
+		cBare, cLocal, cRemote = append(cBare, float64(pb.cpu.Microseconds())), append(cLocal, float64(pl.cpu.Microseconds())), append(cRemote, float64(pr.cpu.Microseconds()))
+		ratio = append(ratio, pl.rps/pb.rps)
+		ratioCPU = append(ratioCPU, float64(pb.cpu)/float64(pl.cpu))
+		remRatio = append(remRatio, pr.rps/pl.rps)
+		remRatioCPU = append(remRatioCPU, float64(pl.cpu)/float64(pr.cpu))
+		nobids += pl.nobids + pr.nobids
+		errs += pb.errors + pl.errors + pr.errors
+		b.Logf("round %d: bare %.0f req/s (%s CPU/req), bid-local %.0f (%s, p99 %s, %d no-bids), bid-remote %.0f (%s, p99 %s, %d no-bids)",
+			i+1, pb.rps, pb.cpu, pl.rps, pl.cpu, pl.p99, pl.nobids, pr.rps, pr.cpu, pr.p99, pr.nobids)
+	}
+	for b.Loop() { // the phases above are the measurement; metrics below
+	}
+	lrps := median(rLocal)
+	p99l, _ := openLoop(b, local, body, lrps/2, 3*time.Second)
+	p99r, _ := openLoop(b, rem, body, median(rRemote)/2, 3*time.Second)
+	b.ReportMetric(median(rBare), "bare-req/s")
+	b.ReportMetric(lrps, "local-req/s")
+	b.ReportMetric(median(rRemote), "remote-req/s")
+	b.ReportMetric(median(ratio), "local/bare")
+	b.ReportMetric(median(ratioCPU), "local/bare-cpu")
+	b.ReportMetric(median(remRatio), "remote/local")
+	b.ReportMetric(median(remRatioCPU), "remote/local-cpu")
+	b.ReportMetric(median(cBare), "bare-cpu-us")
+	b.ReportMetric(median(cLocal), "local-cpu-us")
+	b.ReportMetric(median(cRemote), "remote-cpu-us")
+	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
+	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
+	b.Logf("medians of %d rounds: bare %.0f req/s, local %.0f (x%.3f wall, x%.3f by CPU/req), remote %.0f (x%.3f of local wall, x%.3f by CPU); p99 at half load: local %s, remote %s; %d deadline no-bids, %d errors",
+		rounds, median(rBare), lrps, median(ratio), median(ratioCPU), median(rRemote), median(remRatio), median(remRatioCPU), p99l, p99r, nobids, errs)
+	if errs > 0 {
+		b.Errorf("%d requests failed", errs)
+	}
+}

@@ -1,0 +1,456 @@
+package bidder
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// ProductStore reads ad product masters: the local index (*catalog.Local)
+// or remote catalog nodes (*remote.Client), through the same code path.
+// The returned products are shared and must not be modified. It must honour
+// ctx: return soon after its deadline passes (both implementations do),
+// since the bidder calls it on the request's goroutine.
+type ProductStore interface {
+	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
+}
+
+// UserStore holds the retargeting profiles (*user.Store, the embedded
+// Pebble keyspace; Aerospike in the spend issue). Get decodes into the
+// caller's reused Profile; it must honour ctx like ProductStore.
+type UserStore interface {
+	Get(ctx context.Context, uid string, p *user.Profile) (found bool, err error)
+	RecordView(ctx context.Context, uid string, group, pid int64) error
+}
+
+// CampaignSource gives the current campaigns (*campaign.Watcher, which
+// reloads the campaigns file). Current is called once per request and must
+// be cheap (an atomic load).
+type CampaignSource interface {
+	Current() *campaign.Set
+}
+
+// Paths served by Handler.
+const (
+	PathBid   = "/openrtb2/bid"
+	PathEvent = "/event"
+	PathClick = "/click"
+	PathWin   = "/win"
+	PathBill  = "/bill"
+)
+
+// Options configure a Bidder. Products, Users, Campaigns and Keys are
+// required; every other zero value takes the default noted (the defaults of
+// configs/rtbd.yaml).
+type Options struct {
+	Products  ProductStore
+	Users     UserStore
+	Campaigns CampaignSource
+	// Keys sign the win, bill and click tokens.
+	Keys *token.Keys
+
+	// PublicURL is the base of nurl, burl and click URLs
+	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
+	PublicURL string
+	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
+	Seat string
+	// Currency of bids (bidresponse.cur). Default "USD".
+	Currency string
+	// Rates convert campaign bids and floors. Default: USD only.
+	Rates Rates
+	// DefaultTMax (no tmax in the request) default 100ms; MaxTMax caps tmax,
+	// default 500ms; TMaxMargin is subtracted, default 20ms; MinBudget is the
+	// least budget worth bidding with, default 3ms.
+	DefaultTMax, MaxTMax, TMaxMargin, MinBudget time.Duration
+	// MaxBodyBytes bounds the body, compressed and decompressed. Default 512 KiB.
+	MaxBodyBytes int
+	// MaxInFlight bounds concurrent bid requests; the excess is shed.
+	// Default 1024.
+	MaxInFlight int
+	// Overload503 answers shed requests 503 instead of a no-bid (nbr 507).
+	Overload503 bool
+	// NBRBody answers no-bids 200 {"id":..,"nbr":N} instead of 204.
+	NBRBody bool
+	// GzipMinBytes: gzip responses at least this long when accepted; 0
+	// never (the zero value: tests see plain bodies unless they ask).
+	GzipMinBytes int
+	// GDPRVendorID is rtbd's TCF vendor id; 0 checks purposes only.
+	GDPRVendorID uint16
+	// NoticeTTL is the validity of win/bill tokens (default 1h), ClickTTL of
+	// click tokens (default 720h).
+	NoticeTTL, ClickTTL time.Duration
+	// EventTimeout bounds the store write of /event. Default 50ms.
+	EventTimeout time.Duration
+	// AccessLogSample logs one bid request in N; 0 none.
+	AccessLogSample int
+	// Notices serves /win and /bill (the spend package); nil answers 204
+	// and counts rtbd_bidder_notices_unhandled_total.
+	Notices fasthttp.RequestHandler
+	// Logger; nil logs nothing.
+	Logger *zap.Logger
+	// Registerer receives the rtbd_bidder_* metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// Now is the clock of campaign flights, dayparts and tokens (tests);
+	// nil is time.Now. Deadlines always use the real clock.
+	Now func() time.Time
+}
+
+// ErrOptions is wrapped by New's errors.
+var ErrOptions = errors.New("bidder: invalid options")
+
+func (o *Options) ensureDefaults() error {
+	var errs []error
+	if o.Products == nil {
+		errs = append(errs, errors.New("Products is nil"))
+	}
+	if o.Users == nil {
+		errs = append(errs, errors.New("Users is nil"))
+	}
+	if o.Campaigns == nil {
+		errs = append(errs, errors.New("Campaigns is nil"))
+	}
+	if o.Keys == nil {
+		errs = append(errs, errors.New("Keys is nil"))
+	}
+	if o.PublicURL == "" {
+		o.PublicURL = "http://127.0.0.1:8080"
+	}
+	o.PublicURL = strings.TrimRight(o.PublicURL, "/")
+	if !creative.IsHTTPURL(o.PublicURL) || strings.ContainsAny(o.PublicURL, "?#\"'<>&") {
+		errs = append(errs, fmt.Errorf("PublicURL %q: want http(s)://host[:port][/path]", o.PublicURL))
+	}
+	if o.Seat == "" {
+		o.Seat = "rtbd"
+	}
+	if o.Currency == "" {
+		o.Currency = "USD"
+	}
+	if o.Rates.usdPer == nil {
+		o.Rates = Rates{usdPer: map[string]float64{"USD": 1}}
+	}
+	if !o.Rates.Known(o.Currency) {
+		errs = append(errs, fmt.Errorf("Currency %q has no rate", o.Currency))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.DefaultTMax, 100*time.Millisecond)
+	def(&o.MaxTMax, 500*time.Millisecond)
+	def(&o.TMaxMargin, 20*time.Millisecond)
+	def(&o.MinBudget, 3*time.Millisecond)
+	def(&o.NoticeTTL, time.Hour)
+	def(&o.ClickTTL, 720*time.Hour)
+	def(&o.EventTimeout, 50*time.Millisecond)
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = rtb.DefaultMaxBodyBytes
+	}
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 1024
+	}
+	if o.Logger == nil {
+		o.Logger = zap.NewNop()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
+	}
+	return nil
+}
+
+// Bidder answers OpenRTB 2.6 bid requests with dynamic retargeting ads
+// (see the package documentation). It is safe for concurrent use: the
+// handler runs on many fasthttp goroutines at once. It owns none of the
+// stores given in Options (Close them after the server is stopped).
+type Bidder struct {
+	opts  Options
+	m     *metrics // registered
+	dbgM  *metrics // unregistered: the debug endpoint's runs
+	dec   rtb.Decoder
+	pool  sync.Pool // *reqState
+	small sync.Pool // *smallState (/event, /click)
+
+	inFlight atomic.Int64
+	bidSeq   atomic.Uint64
+	logSeq   atomic.Uint64
+
+	winPrefix, billPrefix, clickPrefix string // PublicURL + "/win?t=" ...
+	bidIDPrefix                        string // random per process
+	exp                                int64  // bid.exp, seconds
+}
+
+// New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
+// PublicURL or Currency) or come from metric registration.
+func New(opts Options) (*Bidder, error) {
+	if err := opts.ensureDefaults(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	dbg, _ := newMetrics(nil)
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	b := &Bidder{
+		opts:        opts,
+		m:           m,
+		dbgM:        dbg,
+		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
+		winPrefix:   opts.PublicURL + PathWin + "?t=",
+		billPrefix:  opts.PublicURL + PathBill + "?t=",
+		clickPrefix: opts.PublicURL + PathClick + "?t=",
+		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
+		exp:         int64(opts.NoticeTTL / time.Second),
+	}
+	b.pool.New = func() any { return newReqState(b) }
+	b.small.New = newSmallState
+	return b, nil
+}
+
+// Handler returns the fasthttp handler of the SSP- and browser-facing
+// routes: POST /openrtb2/bid, GET /event, GET /click, and /win and /bill
+// (Options.Notices). Other paths are 404.
+func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
+
+// NewServer returns a fasthttp.Server for Handler: ErrorHandler wired,
+// MaxRequestBodySize set to Options.MaxBodyBytes, fasthttp's own log lines
+// sent to the Logger at debug level. Callers set timeouts and Serve it.
+func (b *Bidder) NewServer() *fasthttp.Server {
+	return &fasthttp.Server{
+		Handler:            b.Handler(),
+		ErrorHandler:       b.ErrorHandler,
+		Name:               "rtbd",
+		MaxRequestBodySize: b.opts.MaxBodyBytes,
+		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
+	}
+}
+
+// ErrorHandler is the fasthttp.Server.ErrorHandler to pair with Handler
+// (NewServer sets it): fasthttp calls it for requests it cannot read. A
+// body over MaxRequestBodySize is 413 (counted as a too_large rejection),
+// oversized headers 431, a read timeout 408, anything else 400.
+func (b *Bidder) ErrorHandler(rc *fasthttp.RequestCtx, err error) {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		b.m.rejected[rejTooLarge].Inc()
+		rc.Error("request body too large", fasthttp.StatusRequestEntityTooLarge)
+	case errors.As(err, &small):
+		rc.Error("request headers too large", fasthttp.StatusRequestHeaderFieldsTooLarge)
+	case errors.As(err, &ne) && ne.Timeout():
+		rc.Error("request timeout", fasthttp.StatusRequestTimeout)
+	default:
+		rc.Error("malformed HTTP request", fasthttp.StatusBadRequest)
+	}
+}
+
+// InFlight returns the bid requests being processed now.
+func (b *Bidder) InFlight() int64 { return b.inFlight.Load() }
+
+func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
+	switch string(rc.Path()) {
+	case PathBid:
+		b.serveBid(rc)
+	case PathEvent:
+		b.serveEvent(rc)
+	case PathClick:
+		b.serveClick(rc)
+	case PathWin, PathBill:
+		if b.opts.Notices != nil {
+			b.opts.Notices(rc)
+			return
+		}
+		b.m.notices.Inc()
+		rc.SetStatusCode(fasthttp.StatusNoContent)
+	default:
+		rc.SetStatusCode(fasthttp.StatusNotFound)
+	}
+}
+
+var (
+	headerOpenRTB = "x-openrtb-version"
+	openRTBVer    = "2.6"
+	contentJSON   = "application/json"
+)
+
+// serveBid is POST /openrtb2/bid.
+func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
+	start := time.Now()
+	m := b.m
+	m.requests.Inc()
+	rc.Response.Header.Set(headerOpenRTB, openRTBVer)
+	if !rc.IsPost() {
+		m.rejected[rejMethod].Inc()
+		rc.Response.Header.Set(fasthttp.HeaderAllow, fasthttp.MethodPost)
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	n := b.inFlight.Add(1)
+	m.inFlight.Inc()
+	defer func() {
+		b.inFlight.Add(-1)
+		m.inFlight.Dec()
+	}()
+	if n > int64(b.opts.MaxInFlight) {
+		b.shed(rc)
+		return
+	}
+	st := b.getState()
+	defer b.putState(st)
+	body, rej := b.readBody(rc, st)
+	if rej >= 0 {
+		m.rejected[rej].Inc()
+		switch rej {
+		case rejTooLarge:
+			rc.SetStatusCode(fasthttp.StatusRequestEntityTooLarge)
+		case rejEncoding:
+			rc.SetStatusCode(fasthttp.StatusUnsupportedMediaType)
+		default:
+			rc.SetStatusCode(fasthttp.StatusBadRequest)
+		}
+		rc.SetConnectionClose() // the rest of a bad stream is not worth reading
+		return
+	}
+	err := b.dec.DecodeRequest(body, &st.req)
+	m.stage[stageDecode].Observe(time.Since(start).Seconds()) // body decompression included
+	var nbr rtb.NoBidReason
+	switch {
+	case err != nil:
+		nbr = rtb.NoBidInvalidRequest
+	default:
+		nbr = b.run(st, start, nil)
+	}
+	b.respond(rc, st, nbr, start)
+}
+
+// shed answers a request beyond MaxInFlight at once, without decoding it.
+func (b *Bidder) shed(rc *fasthttp.RequestCtx) {
+	b.m.shed.Inc()
+	if b.opts.Overload503 {
+		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
+		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		return
+	}
+	b.m.nobid(rtb.NoBidOverloaded)
+	id := ""
+	if b.opts.NBRBody && len(rc.Request.Header.ContentEncoding()) == 0 {
+		id = extString(rc.PostBody(), "id") // cheap: "id" is usually the first key
+	}
+	b.writeNoBid(rc, id, rtb.NoBidOverloaded, nil)
+}
+
+// run computes the deadline and runs the auction for a decoded request.
+func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason {
+	budget := b.opts.DefaultTMax
+	if tmax := st.req.TMax; tmax > 0 {
+		budget = time.Duration(tmax) * time.Millisecond
+	}
+	budget = min(budget, b.opts.MaxTMax) - b.opts.TMaxMargin
+	if budget < b.opts.MinBudget {
+		st.m.misses[missTMax].Inc()
+		if ex != nil {
+			ex.note("tmax leaves %s after the margin, less than min_budget %s", budget, b.opts.MinBudget)
+		}
+		return rtb.NoBidDeadline
+	}
+	st.deadline = start.Add(budget)
+	st.dctx.reset(st.deadline)
+	if ex != nil {
+		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.opts.TMaxMargin)
+	}
+	return b.auction(st, b.opts.Now(), ex)
+}
+
+// respond writes the bid response in st (nbr < 0) or the no-bid nbr.
+func (b *Bidder) respond(rc *fasthttp.RequestCtx, st *reqState, nbr rtb.NoBidReason, start time.Time) {
+	m := b.m
+	if nbr == bidMade && time.Now().After(st.deadline) {
+		m.misses[missDecide].Inc()
+		nbr = rtb.NoBidDeadline
+	}
+	if nbr == bidMade {
+		t := time.Now()
+		out, err := rtb.AppendResponse(st.out[:0], &st.resp)
+		if err != nil {
+			b.opts.Logger.Error("bidder: encoding the bid response", zap.Error(err))
+			nbr = rtb.NoBidTechnicalError
+		} else {
+			st.out = out
+			body := out
+			if b.opts.GzipMinBytes > 0 && len(out) >= b.opts.GzipMinBytes && rc.Request.Header.HasAcceptEncoding("gzip") {
+				st.gzOut = fasthttp.AppendGzipBytesLevel(st.gzOut[:0], out, fasthttp.CompressBestSpeed)
+				body = st.gzOut
+				rc.Response.Header.SetContentEncoding("gzip")
+				rc.Response.Header.Set(fasthttp.HeaderVary, fasthttp.HeaderAcceptEncoding)
+			}
+			rc.SetContentType(contentJSON)
+			rc.SetStatusCode(fasthttp.StatusOK)
+			rc.Response.SetBody(body)
+			m.bids.Add(float64(len(st.bids)))
+			m.stage[stageEncode].Observe(time.Since(t).Seconds())
+		}
+	}
+	if nbr != bidMade {
+		m.nobid(nbr)
+		b.writeNoBid(rc, st.req.ID, nbr, st)
+	}
+	took := time.Since(start)
+	m.total.Observe(took.Seconds())
+	if n := b.opts.AccessLogSample; n > 0 && b.logSeq.Add(1)%uint64(n) == 0 {
+		b.opts.Logger.Info("bid request (sampled)",
+			zap.String("id", st.req.ID), zap.Int("imps", len(st.req.Imp)), zap.Int("bids", len(st.bids)),
+			zap.Int("nbr", int(max(nbr, 0))), zap.String("reason", nbrLabel(nbr)), zap.Duration("took", took),
+			zap.String("remote", rc.RemoteIP().String()))
+	}
+}
+
+func nbrLabel(n rtb.NoBidReason) string {
+	if n == bidMade {
+		return "bid"
+	}
+	return n.String()
+}
+
+// writeNoBid answers a no-bid: 204, or 200 {"id":..,"nbr":N} with NBRBody.
+func (b *Bidder) writeNoBid(rc *fasthttp.RequestCtx, id string, nbr rtb.NoBidReason, st *reqState) {
+	if !b.opts.NBRBody {
+		rc.SetStatusCode(fasthttp.StatusNoContent)
+		return
+	}
+	var buf []byte
+	if st != nil {
+		st.out = rtb.AppendNoBid(st.out[:0], id, nbr)
+		buf = st.out
+	} else {
+		buf = rtb.AppendNoBid(make([]byte, 0, 64+len(id)), id, nbr)
+	}
+	rc.SetContentType(contentJSON)
+	rc.SetStatusCode(fasthttp.StatusOK)
+	rc.Response.SetBody(buf)
+}
+
+// bidMade is the "reason" auction returns when it made at least one bid.
+const bidMade rtb.NoBidReason = -1

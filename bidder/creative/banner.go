@@ -1,0 +1,216 @@
+package creative
+
+import (
+	"strconv"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// Linker gives the click URL of a product. rtbd's implementation appends
+// its signed /click URL; the URL must be made of URL-safe characters or
+// percent-escapes (it is still attribute-escaped here).
+type Linker interface {
+	AppendClickURL(dst []byte, p *catalogpb.Product) []byte
+}
+
+// AttrSafeLinker is a Linker whose URLs never need escaping in a quoted
+// HTML attribute: no & < > " ' nor control characters. AppendBanner trusts
+// them as they are instead of checking each one. rtbd's signed click URLs
+// (a validated base URL and URL-safe base64) are such.
+type AttrSafeLinker interface {
+	Linker
+	AttrSafe()
+}
+
+// Banner is what AppendBanner renders.
+type Banner struct {
+	// W and H are the slot size in CSS pixels (> 0).
+	W, H int
+	// Products to show, in order (the user's viewed products first); nil
+	// entries are skipped. Shared, read-only.
+	Products []*catalogpb.Product
+	// Advertiser is shown in the ad marker ("Ad · Advertiser"); may be "".
+	Advertiser string
+	// Links gives each product's click URL; nil links to the product's
+	// landing URL directly (tests and previews only).
+	Links Linker
+}
+
+// Layout is the arrangement of products in a banner.
+type Layout int
+
+// Layouts.
+const (
+	LayoutGrid   Layout = iota // rectangles: 300x250, 336x280, 300x600 ...
+	LayoutStrip                // leaderboards: 728x90, 970x90, 468x60 ...
+	LayoutColumn               // skyscrapers: 160x600, 120x600 ...
+	LayoutSingle               // small mobile banners: 320x50, 300x50, 320x100 ...
+)
+
+// String returns "grid", "strip", "column" or "single".
+func (l Layout) String() string {
+	switch l {
+	case LayoutStrip:
+		return "strip"
+	case LayoutColumn:
+		return "column"
+	case LayoutSingle:
+		return "single"
+	}
+	return "grid"
+}
+
+// maxCells bounds the products on one page of a banner.
+const maxCells = 6
+
+// LayoutFor returns the layout of a w x h banner and its cells per page as
+// columns x rows.
+func LayoutFor(w, h int) (l Layout, cols, rows int) {
+	switch {
+	case h <= 100 && w <= 320, h < 60, w < 100:
+		return LayoutSingle, 1, 1
+	case w >= 3*h:
+		return LayoutStrip, clamp(w/145, 1, maxCells), 1
+	case h >= 2*w && w < 250:
+		return LayoutColumn, 1, clamp(h/150, 1, maxCells)
+	}
+	cols, rows = clamp(w/140, 1, 3), clamp(h/115, 1, 3)
+	for cols*rows > maxCells {
+		rows--
+	}
+	return LayoutGrid, cols, rows
+}
+
+func clamp(v, lo, hi int) int {
+	return max(lo, min(v, hi))
+}
+
+// AppendBanner appends the HTML document of b to dst. Products without a
+// usable image still get a cell with their title and price. With no
+// product it writes an ad marker only; the bidder never bids that.
+func AppendBanner(dst []byte, b *Banner) []byte {
+	w, h := max(b.W, 1), max(b.H, 1)
+	layout, cols, rows := LayoutFor(w, h)
+	per := cols * rows
+	cellW, cellH := w/cols, h/rows
+	horizontal := cellW*10 >= cellH*16 // wide cells: image left, text right
+
+	dst = append(dst, `<!DOCTYPE html><html><head><meta charset=utf-8><meta name=viewport content='width=`...)
+	dst = strconv.AppendInt(dst, int64(w), 10)
+	dst = append(dst, `'><style>*{box-sizing:border-box;margin:0;padding:0}html,body{width:`...)
+	dst = appendPx(dst, w)
+	dst = append(dst, `;height:`...)
+	dst = appendPx(dst, h)
+	dst = append(dst, `;overflow:hidden;background:#fff;color:#222;font:`...)
+	if cellH < 70 {
+		dst = append(dst, `11px`...)
+	} else {
+		dst = append(dst, `12px`...)
+	}
+	dst = append(dst, `/1.25 -apple-system,'Segoe UI',Helvetica,Arial,sans-serif}`+
+		`.ad{position:relative;display:flex;width:100%;height:100%;overflow-x:auto;overflow-y:hidden;scroll-snap-type:x mandatory;scrollbar-width:none}`+
+		`.pg{flex:0 0 100%;height:100%;display:grid;gap:2px;padding:2px;scroll-snap-align:start;grid-template-columns:repeat(`...)
+	dst = strconv.AppendInt(dst, int64(cols), 10)
+	dst = append(dst, `,minmax(0,1fr));grid-template-rows:repeat(`...)
+	dst = strconv.AppendInt(dst, int64(rows), 10)
+	dst = append(dst, `,minmax(0,1fr))}`+
+		`.it{display:flex;min-width:0;min-height:0;overflow:hidden;color:inherit;text-decoration:none;border:1px solid #eee;border-radius:3px;padding:2px;gap:3px;flex-direction:`...)
+	if horizontal {
+		dst = append(dst, `row;align-items:center}.it img{height:100%;max-width:45%;object-fit:contain;flex:0 0 auto}`...)
+	} else {
+		dst = append(dst, `column}.it img{width:100%;flex:1 1 auto;min-height:0;object-fit:contain}`...)
+	}
+	dst = append(dst, `.tx{display:flex;flex-direction:column;min-width:0}`+
+		`.t{white-space:nowrap;overflow:hidden;text-overflow:ellipsis}`+
+		`.p{font-weight:bold;color:#c4161c;white-space:nowrap}.p s{color:#777;font-weight:normal;margin-right:4px}`+
+		`.by{position:absolute;top:0;right:0;padding:0 3px;font-size:9px;line-height:12px;color:#555;background:rgba(255,255,255,.85)}`+
+		`</style></head><body><div class=ad data-layout=`...)
+	dst = append(dst, layout.String()...)
+	dst = append(dst, '>')
+
+	n := 0
+	for _, p := range b.Products {
+		if p == nil {
+			continue
+		}
+		if n%per == 0 {
+			if n > 0 {
+				dst = append(dst, `</div>`...)
+			}
+			dst = append(dst, `<div class=pg>`...)
+		}
+		dst = appendCell(dst, p, b.Links)
+		n++
+	}
+	if n > 0 {
+		dst = append(dst, `</div>`...)
+	}
+	dst = append(dst, `</div><span class=by>Ad`...)
+	if b.Advertiser != "" {
+		dst = append(dst, ` &#183; `...)
+		dst = AppendHTML(dst, b.Advertiser)
+	}
+	return append(dst, `</span></body></html>`...)
+}
+
+func appendPx(dst []byte, v int) []byte {
+	dst = strconv.AppendInt(dst, int64(v), 10)
+	return append(dst, "px"...)
+}
+
+// appendCell appends one product cell: a link around image, title, price.
+func appendCell(dst []byte, p *catalogpb.Product, links Linker) []byte {
+	dst = append(dst, `<a class=it target=_blank rel=noopener href='`...)
+	if links != nil {
+		dst = appendClick(dst, p, links)
+	} else if IsHTTPURL(p.LandingUrl) {
+		dst = AppendHTML(dst, p.LandingUrl)
+	}
+	dst = append(dst, `'>`...)
+	if IsHTTPURL(p.ImageUrl) {
+		dst = append(dst, `<img src='`...)
+		dst = AppendHTML(dst, p.ImageUrl)
+		dst = append(dst, `' alt='`...)
+		dst = AppendHTML(dst, p.Title)
+		dst = append(dst, `'>`...)
+	}
+	dst = append(dst, `<span class=tx><span class=t>`...)
+	dst = AppendHTML(dst, p.Title)
+	dst = append(dst, `</span><span class=p>`...)
+	if p.SalePriceMicros > 0 && p.SalePriceMicros < p.PriceMicros {
+		dst = append(dst, `<s>`...)
+		dst = AppendPrice(dst, p.PriceMicros, p.Currency)
+		dst = append(dst, `</s>`...)
+		dst = AppendPrice(dst, p.SalePriceMicros, p.Currency)
+	} else {
+		dst = AppendPrice(dst, p.PriceMicros, p.Currency)
+	}
+	return append(dst, `</span></span></a>`...)
+}
+
+// appendClick appends the Linker's URL for p, attribute-escaped. The URL
+// is built in dst's spare room and then escaped into place.
+func appendClick(dst []byte, p *catalogpb.Product, links Linker) []byte {
+	start := len(dst)
+	dst = links.AppendClickURL(dst, p)
+	if _, ok := links.(AttrSafeLinker); ok {
+		return dst
+	}
+	// Escape only if the Linker gave something unsafe.
+	for _, c := range dst[start:] {
+		if attrUnsafe[c] {
+			u := string(dst[start:]) // rare path: allocation accepted
+			return AppendHTML(dst[:start], u)
+		}
+	}
+	return dst
+}
+
+// attrUnsafe marks the bytes that need escaping (or replacing) in a quoted
+// attribute value: & < > " ' controls, and non-ASCII (checked by AppendHTML).
+var attrUnsafe = func() (t [256]bool) {
+	for i := range t {
+		t[i] = i < 0x20 || i >= 0x7f || i == '&' || i == '<' || i == '>' || i == '"' || i == '\''
+	}
+	return t
+}()

@@ -1,0 +1,431 @@
+package creative
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html"
+	"strings"
+	"testing"
+
+	xhtml "golang.org/x/net/html"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// evil is a product whose every text tries to break out of its context.
+func evil() *catalogpb.Product {
+	return &catalogpb.Product{
+		ProductId: 7, ProductGroupId: 1122,
+		Title:    `<script>alert("x")</script> Tom & Jerry's "best" </span></a><img src=x onerror=alert(1)>`,
+		ImageUrl: `https://img.example.com/7.jpg?a=1&b="2"><script>`,
+		Width:    300, Height: 300,
+		LandingUrl:  `https://shop.example.com/item/7?x=1&y=2`,
+		PriceMicros: 1_980_000_000, SalePriceMicros: 1_480_000_000, Currency: "JPY",
+		Brand: "Acme & Co", Description: "Soft.\nWashable </script>",
+	}
+}
+
+func products(n int) []*catalogpb.Product {
+	ps := make([]*catalogpb.Product, n)
+	for i := range ps {
+		ps[i] = &catalogpb.Product{
+			ProductId: int64(100 + i), ProductGroupId: 1122,
+			Title:    fmt.Sprintf("Product %d", 100+i),
+			ImageUrl: fmt.Sprintf("https://img.example.com/1122/%d.jpg", 100+i),
+			Width:    300, Height: 300,
+			LandingUrl:  fmt.Sprintf("https://shop.example.com/item/%d", 100+i),
+			PriceMicros: int64(1000+i) * 1_000_000, Currency: "JPY",
+		}
+	}
+	return ps
+}
+
+// testLinks makes click URLs that name the product, as rtbd's signed ones do.
+type testLinks struct{}
+
+func (testLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
+	return fmt.Appendf(dst, "https://bid.example/click?t=TOKEN-%d", p.ProductId)
+}
+
+// parsed is what a banner's HTML holds, read back by a real HTML parser.
+type parsed struct {
+	tags   map[string]int
+	hrefs  []string
+	srcs   []string
+	texts  []string
+	attrs  []string // every attribute name seen
+	styles int
+}
+
+func parseHTML(t *testing.T, doc []byte) parsed {
+	t.Helper()
+	root, err := xhtml.Parse(strings.NewReader(string(doc)))
+	if err != nil {
+		t.Fatalf("HTML does not parse: %v", err)
+	}
+	p := parsed{tags: map[string]int{}}
+	var walk func(n *xhtml.Node)
+	walk = func(n *xhtml.Node) {
+		switch n.Type {
+		case xhtml.ElementNode:
+			p.tags[n.Data]++
+			for _, a := range n.Attr {
+				p.attrs = append(p.attrs, a.Key)
+				switch {
+				case n.Data == "a" && a.Key == "href":
+					p.hrefs = append(p.hrefs, a.Val)
+				case n.Data == "img" && a.Key == "src":
+					p.srcs = append(p.srcs, a.Val)
+				}
+			}
+			if n.Data == "style" {
+				p.styles++
+			}
+		case xhtml.TextNode:
+			if n.Parent != nil && n.Parent.Data != "style" {
+				p.texts = append(p.texts, n.Data)
+			}
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(root)
+	return p
+}
+
+func TestBannerEscaping(t *testing.T) {
+	p := evil()
+	doc := AppendBanner(nil, &Banner{W: 300, H: 250, Products: []*catalogpb.Product{p}, Advertiser: `Shop <b>"X"</b>`, Links: testLinks{}})
+	got := parseHTML(t, doc)
+	if got.tags["script"] != 0 {
+		t.Fatalf("a <script> element got through:\n%s", doc)
+	}
+	allowed := map[string]bool{"html": true, "head": true, "meta": true, "style": true, "body": true, "div": true, "a": true, "img": true, "span": true, "s": true}
+	for tag := range got.tags {
+		if !allowed[tag] {
+			t.Errorf("unexpected element <%s>", tag)
+		}
+	}
+	for _, a := range got.attrs {
+		if strings.HasPrefix(a, "on") {
+			t.Errorf("event handler attribute %q", a)
+		}
+	}
+	if len(got.hrefs) != 1 || got.hrefs[0] != "https://bid.example/click?t=TOKEN-7" {
+		t.Errorf("hrefs %q", got.hrefs)
+	}
+	if len(got.srcs) != 1 || got.srcs[0] != p.ImageUrl {
+		t.Errorf("img src %q, want the URL intact %q", got.srcs, p.ImageUrl)
+	}
+	all := strings.Join(got.texts, "|")
+	if !strings.Contains(all, p.Title) {
+		t.Errorf("title not shown as text: %q", all)
+	}
+	if !strings.Contains(all, `Shop <b>"X"</b>`) {
+		t.Errorf("advertiser not shown as text: %q", all)
+	}
+	if !strings.Contains(all, "¥1,980") || !strings.Contains(all, "¥1,480") {
+		t.Errorf("prices missing: %q", all)
+	}
+	if !strings.Contains(string(doc), "<s>¥1,980</s>¥1,480") {
+		t.Errorf("list price not struck through before the sale price")
+	}
+}
+
+func TestBannerRejectsNonHTTPURLs(t *testing.T) {
+	p := evil()
+	p.ImageUrl = "javascript:alert(1)"
+	p.LandingUrl = "javascript:alert(2)"
+	doc := AppendBanner(nil, &Banner{W: 320, H: 50, Products: []*catalogpb.Product{p}})
+	if strings.Contains(strings.ToLower(string(doc)), "javascript:") {
+		t.Fatalf("javascript: URL in the markup:\n%s", doc)
+	}
+	got := parseHTML(t, doc)
+	if len(got.srcs) != 0 {
+		t.Errorf("img with a non-http src: %q", got.srcs)
+	}
+}
+
+func TestLayouts(t *testing.T) {
+	cases := []struct {
+		w, h       int
+		layout     Layout
+		cols, rows int
+	}{
+		{300, 250, LayoutGrid, 2, 2},
+		{336, 280, LayoutGrid, 2, 2},
+		{300, 600, LayoutGrid, 2, 3},
+		{728, 90, LayoutStrip, 5, 1},
+		{970, 90, LayoutStrip, 6, 1},
+		{468, 60, LayoutStrip, 3, 1},
+		{160, 600, LayoutColumn, 1, 4},
+		{120, 600, LayoutColumn, 1, 4},
+		{320, 50, LayoutSingle, 1, 1},
+		{300, 50, LayoutSingle, 1, 1},
+		{320, 100, LayoutSingle, 1, 1},
+		{1, 1, LayoutSingle, 1, 1},
+	}
+	for _, c := range cases {
+		l, cols, rows := LayoutFor(c.w, c.h)
+		if l != c.layout || cols != c.cols || rows != c.rows {
+			t.Errorf("%dx%d: %s %dx%d, want %s %dx%d", c.w, c.h, l, cols, rows, c.layout, c.cols, c.rows)
+		}
+	}
+}
+
+// TestBannerPages: every product appears, with its own link, in pages of
+// the layout's cell count.
+func TestBannerPages(t *testing.T) {
+	for _, size := range [][2]int{{300, 250}, {728, 90}, {160, 600}, {320, 50}} {
+		ps := products(15)
+		doc := AppendBanner(nil, &Banner{W: size[0], H: size[1], Products: ps, Links: testLinks{}})
+		got := parseHTML(t, doc)
+		if len(got.hrefs) != 15 || len(got.srcs) != 15 {
+			t.Errorf("%v: %d links, %d images, want 15", size, len(got.hrefs), len(got.srcs))
+			continue
+		}
+		for i, p := range ps {
+			if got.srcs[i] != p.ImageUrl || got.hrefs[i] != fmt.Sprintf("https://bid.example/click?t=TOKEN-%d", p.ProductId) {
+				t.Errorf("%v: product %d: %q %q", size, i, got.srcs[i], got.hrefs[i])
+			}
+		}
+		_, cols, rows := LayoutFor(size[0], size[1])
+		wantPages := (15 + cols*rows - 1) / (cols * rows)
+		if pages := strings.Count(string(doc), `<div class=pg>`); pages != wantPages {
+			t.Errorf("%v: %d pages, want %d", size, pages, wantPages)
+		}
+		if !strings.Contains(string(doc), fmt.Sprintf("width:%dpx;height:%dpx", size[0], size[1])) {
+			t.Errorf("%v: body not sized", size)
+		}
+	}
+}
+
+func TestAppendHTMLMatchesStdlib(t *testing.T) {
+	for _, s := range []string{"", "plain", `<a href="x">&'`, "日本語 & <>", "tab\tnl\n"} {
+		if got := string(AppendHTML(nil, s)); got != html.EscapeString(s) {
+			t.Errorf("%q: %q, html.EscapeString %q", s, got, html.EscapeString(s))
+		}
+	}
+	if got := string(AppendHTML(nil, "a\x00b\xffc")); got != "a\uFFFDb\uFFFDc" {
+		t.Errorf("NUL/invalid UTF-8: %q", got)
+	}
+}
+
+func TestAppendPrice(t *testing.T) {
+	cases := []struct {
+		micros int64
+		cur    string
+		want   string
+	}{
+		{1_980_000_000, "JPY", "¥1,980"},
+		{1_980_500_000, "JPY", "¥1,981"},
+		{12_500_000, "USD", "$12.50"},
+		{1_234_567_890_000, "EUR", "€1,234,567.89"},
+		{9_900_000, "CHF", "9.90 CHF"},
+		{5_000, "USD", "$0.01"},
+		{0, "GBP", "£0.00"},
+		{-5, "USD", "$0.00"},
+		{999_999, "", "1.00"},
+	}
+	for _, c := range cases {
+		if got := string(AppendPrice(nil, c.micros, c.cur)); got != c.want {
+			t.Errorf("%d %s: %q, want %q", c.micros, c.cur, got, c.want)
+		}
+	}
+}
+
+func TestIsHTTPURL(t *testing.T) {
+	for u, want := range map[string]bool{
+		"https://a.example/x": true, "HTTP://A.example": true, "http://a": true,
+		"javascript:alert(1)": false, "//a.example/x": false, "https://": false, "https:///x": false,
+		"data:image/png;base64,xx": false, "https://a.example/x y": false, "https://a.example/\n": false, "": false,
+	} {
+		if IsHTTPURL(u) != want {
+			t.Errorf("%q: %v", u, !want)
+		}
+	}
+}
+
+const nativeReq = `{"ver":"1.2","context":2,"plcmttype":1,"assets":[
+ {"id":1,"required":1,"title":{"len":20}},
+ {"id":2,"required":1,"img":{"type":3,"wmin":200,"hmin":200}},
+ {"id":3,"img":{"type":1,"w":50,"h":50}},
+ {"id":4,"required":0,"data":{"type":1}},
+ {"id":5,"data":{"type":6}},
+ {"id":6,"data":{"type":7}},
+ {"id":7,"data":{"type":3}},
+ {"id":8,"data":{"type":2,"len":10}},
+ {"id":9,"data":{"type":11}},
+ {"id":10,"data":{"type":12}}]}`
+
+type nativeResp struct {
+	Ver    string `json:"ver"`
+	Assets []struct {
+		ID       int64 `json:"id"`
+		Required int   `json:"required"`
+		Title    *struct {
+			Text string `json:"text"`
+		} `json:"title"`
+		Img *struct {
+			URL  string `json:"url"`
+			W, H int
+		} `json:"img"`
+		Data *struct {
+			Value string `json:"value"`
+		} `json:"data"`
+	} `json:"assets"`
+	Link struct {
+		URL string `json:"url"`
+	} `json:"link"`
+}
+
+func TestNative(t *testing.T) {
+	for _, wrapped := range []bool{false, true} {
+		s := nativeReq
+		if wrapped {
+			s = `{"native":` + s + `}`
+		}
+		var nr NativeRequest
+		if err := ParseNative(s, &nr); err != nil {
+			t.Fatal(err)
+		}
+		if nr.Wrapped != wrapped || len(nr.Request.Assets) != 10 {
+			t.Fatalf("wrapped %v, %d assets", nr.Wrapped, len(nr.Request.Assets))
+		}
+		p := evil()
+		out, err := AppendNative(nil, &Native{Request: &nr, Products: []*catalogpb.Product{nil, p}, Advertiser: "Acme", Links: testLinks{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var resp nativeResp
+		if wrapped {
+			var env struct{ Native *nativeResp }
+			if err := json.Unmarshal(out, &env); err != nil || env.Native == nil {
+				t.Fatalf("wrapped response %s: %v", out, err)
+			}
+			resp = *env.Native
+		} else if err := json.Unmarshal(out, &resp); err != nil {
+			t.Fatalf("response %s: %v", out, err)
+		}
+		if resp.Ver != "1.2" || resp.Link.URL != "https://bid.example/click?t=TOKEN-7" {
+			t.Errorf("ver %q link %q", resp.Ver, resp.Link.URL)
+		}
+		byID := map[int64]int{}
+		for i, a := range resp.Assets {
+			byID[a.ID] = i
+		}
+		if _, ok := byID[7]; ok {
+			t.Errorf("rating asset filled")
+		}
+		if len(resp.Assets) != 9 {
+			t.Errorf("%d assets, want 9: %s", len(resp.Assets), out)
+		}
+		a := resp.Assets[byID[1]]
+		if a.Title == nil || a.Title.Text != string([]rune(p.Title)[:20]) || a.Required != 1 {
+			t.Errorf("title asset %+v", a)
+		}
+		if a := resp.Assets[byID[2]]; a.Img == nil || a.Img.URL != p.ImageUrl || a.Img.W != 300 {
+			t.Errorf("main image %+v", a.Img)
+		}
+		want := map[int64]string{4: "Acme", 5: "¥1,980", 6: "¥1,480", 8: "Soft.\nWash", 9: "shop.example.com", 10: "Shop now"}
+		for id, v := range want {
+			if a := resp.Assets[byID[id]]; a.Data == nil || a.Data.Value != v {
+				t.Errorf("asset %d: %+v, want %q", id, a.Data, v)
+			}
+		}
+		if strings.Contains(string(out), "<") {
+			t.Errorf("raw '<' in native JSON: %s", out)
+		}
+	}
+}
+
+func TestNativeUnfillable(t *testing.T) {
+	for _, s := range []string{
+		`{"assets":[{"id":1,"required":1,"video":{"mimes":["video/mp4"]}}]}`,
+		`{"assets":[{"id":1,"required":1,"img":{"type":2}}]}`,
+		`{"assets":[{"id":1,"required":1,"img":{"type":3,"wmin":1200}}]}`,
+		`{"assets":[{"id":1,"required":1,"data":{"type":3}}]}`,
+	} {
+		var nr NativeRequest
+		if err := ParseNative(s, &nr); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		dst := []byte("keep")
+		out, err := AppendNative(dst, &Native{Request: &nr, Products: []*catalogpb.Product{evil()}})
+		if !errors.Is(err, ErrUnfillable) || string(out) != "keep" {
+			t.Errorf("%s: %v %q", s, err, out)
+		}
+	}
+	var nr NativeRequest
+	_ = ParseNative(nativeReq, &nr)
+	if _, err := AppendNative(nil, &Native{Request: &nr}); !errors.Is(err, ErrUnfillable) {
+		t.Errorf("no product: %v", err)
+	}
+}
+
+func TestParseNativeBad(t *testing.T) {
+	for _, s := range []string{
+		"", "[]", "null", `"x"`, `{"assets":[]}`, `{"assets":"x"}`, `{"assets":[{"id":"a"}]}`,
+		`{"native":{"assets":[]}}`, "{" + strings.Repeat(`"a":{`, 40) + strings.Repeat("}", 41),
+		`{"assets":[{"id":1,"title":{"len":5}}]` + "\xff}", strings.Repeat(" ", maxNativeBytes+1),
+		`{"assets":[` + strings.Repeat(`{"id":1,"title":{"len":5}},`, 70) + `{"id":1}]}`,
+	} {
+		var nr NativeRequest
+		if err := ParseNative(s, &nr); !errors.Is(err, ErrNativeRequest) {
+			t.Errorf("%.60q: %v", s, err)
+		}
+	}
+}
+
+func TestVAST(t *testing.T) {
+	tmpl := `<VAST version="3.0"><Ad><InLine><AdTitle>{{TITLE}}</AdTitle><Impression>https://x/imp?p=${AUCTION_PRICE}</Impression>` +
+		`<Creatives><Creative><Linear><VideoClicks><ClickThrough>{{CLICK_URL}}</ClickThrough></VideoClicks></Linear></Creative>` +
+		`<Creative><CompanionAds><Companion><StaticResource creativeType="image/jpeg">{{IMAGE_URL}}</StaticResource></Companion></CompanionAds></Creative></Creatives>` +
+		`<Advertiser>{{ADVERTISER}}</Advertiser><Extensions><Extension>{{PRICE}} {{UNKNOWN}} {{LANDING_URL}}</Extension></Extensions></InLine></Ad></VAST>`
+	p := evil()
+	out := string(AppendVAST(nil, &VAST{Template: tmpl, Products: []*catalogpb.Product{p}, Advertiser: "A&B", Links: testLinks{}}))
+	for _, want := range []string{
+		"<AdTitle>&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; Tom &amp; Jerry&#39;s",
+		"<ClickThrough>https://bid.example/click?t=TOKEN-7</ClickThrough>",
+		"${AUCTION_PRICE}", "<Advertiser>A&amp;B</Advertiser>", "¥1,480 {{UNKNOWN}} https://shop.example.com/item/7?x=1&amp;y=2",
+		"https://img.example.com/7.jpg?a=1&amp;b=&#34;2&#34;&gt;&lt;script&gt;",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "<script>") {
+		t.Error("unescaped <script>")
+	}
+	if got := string(AppendVAST(nil, &VAST{Template: "<a>{{TITLE}}</a>{{CLICK_URL"})); got != "<a></a>{{CLICK_URL" {
+		t.Errorf("no product / unterminated: %q", got)
+	}
+}
+
+type ampLinks struct{}
+
+func (ampLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
+	return append(dst, `https://x.example/c?a=1&b="2"`...)
+}
+
+type safeLinks struct{ testLinks }
+
+func (safeLinks) AttrSafe() {}
+
+func TestLinkerEscaping(t *testing.T) {
+	p := products(1)
+	doc := string(AppendBanner(nil, &Banner{W: 300, H: 250, Products: p, Links: ampLinks{}}))
+	if !strings.Contains(doc, `href='https://x.example/c?a=1&amp;b=&#34;2&#34;'`) {
+		t.Errorf("an unsafe Linker URL was not escaped:\n%s", doc)
+	}
+	got := parseHTML(t, []byte(doc))
+	if len(got.hrefs) != 1 || got.hrefs[0] != `https://x.example/c?a=1&b="2"` {
+		t.Errorf("hrefs %q", got.hrefs)
+	}
+	doc = string(AppendBanner(nil, &Banner{W: 300, H: 250, Products: p, Links: safeLinks{}}))
+	if !strings.Contains(doc, `href='https://bid.example/click?t=TOKEN-100'`) {
+		t.Errorf("AttrSafe linker URL changed:\n%s", doc)
+	}
+}

@@ -1,0 +1,47 @@
+// Package creative renders the ad markup (bid.adm) of rtbd's dynamic
+// retargeting ads from product masters: a self-contained HTML banner, an
+// OpenRTB Native 1.2 response, or a VAST document from a campaign's
+// template.
+//
+// # Banner
+//
+// AppendBanner writes one HTML document sized to the slot: inline CSS in a
+// <style> element, no script, no external resource but the product images.
+// Each product is a cell with its image, title and price (the list price
+// struck through beside the sale price when there is one), linked through
+// the click URL the Linker gives (rtbd's signed /click). The layout follows
+// the size (LayoutFor): a grid (300x250: 2x2), a strip (728x90: 5 in a
+// row), a column (160x600: 4 stacked) or a single product (320x50); when
+// there are more products than cells, the extra pages scroll sideways
+// (CSS scroll snapping, still no script).
+//
+// Every text from the catalog is HTML-escaped (& < > " ' as html.EscapeString
+// does, NUL and invalid UTF-8 become U+FFFD); image URLs must be http or https
+// (others are left out) and are attribute-escaped; sizes are numbers rtbd
+// writes. Nothing from a product can end an element or an attribute.
+//
+// # Native
+//
+// ParseNative reads imp.native.request (Native 1.0-1.2 request JSON, bare
+// or wrapped in {"native":...}); AppendNative fills its assets from the
+// first product: title, main image and icon, and data assets (sponsored by,
+// description, price, sale price, display URL, call to action), honouring
+// asset ids, lengths and minimum image sizes. A required asset it cannot
+// fill (a video asset, a logo, a rating...) is ErrUnfillable; optional ones
+// are left out. The response is wrapped in {"native":...} when the request
+// was.
+//
+// # VAST
+//
+// AppendVAST fills a campaign's VAST template: the placeholders
+// {{CLICK_URL}}, {{IMAGE_URL}}, {{LANDING_URL}}, {{TITLE}}, {{PRICE}} and
+// {{ADVERTISER}} become the first product's values, XML-escaped. Video is
+// only ever served from such a template.
+//
+// # Allocations and concurrency
+//
+// The Append functions write into the caller's buffer and allocate nothing
+// once it has grown (AppendNative allocates nothing either; ParseNative
+// decodes JSON and does allocate). All functions are safe for concurrent
+// use; a NativeRequest is owned by one goroutine at a time.
+package creative

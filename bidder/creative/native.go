@@ -1,0 +1,371 @@
+package creative
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf8"
+	"unsafe"
+
+	gojson "github.com/goccy/go-json"
+	"github.com/prebid/openrtb/v20/native1"
+	nreq "github.com/prebid/openrtb/v20/native1/request"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// Errors of ParseNative and AppendNative.
+var (
+	// ErrNativeRequest: imp.native.request is not a Native request we can
+	// read (not JSON, too deep or too large, no assets, wrong types).
+	ErrNativeRequest = errors.New("creative: invalid native request")
+	// ErrUnfillable: the native request requires an asset rtbd cannot
+	// provide (video, logo, rating...), or an image larger than the
+	// product's, or there is no product.
+	ErrUnfillable = errors.New("creative: required native asset cannot be filled")
+)
+
+// Native request bounds.
+const (
+	maxNativeBytes  = 32 << 10
+	maxNativeDepth  = 16
+	maxNativeAssets = 64
+)
+
+// NativeRequest is a parsed imp.native.request. The zero value is empty;
+// reuse one per goroutine (ParseNative resets it).
+type NativeRequest struct {
+	// Wrapped: the request was {"native":{...}} (Native 1.0/1.1 style); the
+	// response is then wrapped the same way.
+	Wrapped bool
+	// Request is the Native request itself.
+	Request nreq.Request
+}
+
+type nativeEnvelope struct {
+	Native *nreq.Request `json:"native"`
+	nreq.Request
+}
+
+// ParseNative parses s, the imp.native.request string, into nr. Errors wrap
+// ErrNativeRequest; it never panics.
+func ParseNative(s string, nr *NativeRequest) (err error) {
+	*nr = NativeRequest{}
+	if len(s) > maxNativeBytes {
+		return fmt.Errorf("%w: larger than %d bytes", ErrNativeRequest, maxNativeBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: invalid UTF-8", ErrNativeRequest)
+	}
+	if d := jsonDepth(s); d < 0 || d > maxNativeDepth {
+		return fmt.Errorf("%w: not a JSON object or nested too deep", ErrNativeRequest)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			*nr = NativeRequest{}
+			err = fmt.Errorf("%w: decoder panic", ErrNativeRequest)
+		}
+	}()
+	var env nativeEnvelope
+	if err := gojson.UnmarshalNoEscape([]byte(s), &env); err != nil {
+		return fmt.Errorf("%w: %v", ErrNativeRequest, err)
+	}
+	if env.Native != nil {
+		nr.Wrapped, nr.Request = true, *env.Native
+	} else {
+		nr.Request = env.Request
+	}
+	if len(nr.Request.Assets) == 0 {
+		*nr = NativeRequest{}
+		return fmt.Errorf("%w: no assets", ErrNativeRequest)
+	}
+	if len(nr.Request.Assets) > maxNativeAssets {
+		*nr = NativeRequest{}
+		return fmt.Errorf("%w: more than %d assets", ErrNativeRequest, maxNativeAssets)
+	}
+	return nil
+}
+
+// jsonDepth returns the maximum nesting of a JSON text that starts with an
+// object, or -1 if it does not start with '{' or its brackets do not
+// balance. Strings are skipped; validity is left to the decoder.
+func jsonDepth(s string) int {
+	i := 0
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	if i == len(s) || s[i] != '{' {
+		return -1
+	}
+	depth, maxDepth, inStr, esc := 0, 0, false, false
+	for ; i < len(s); i++ {
+		c := s[i]
+		if inStr {
+			switch {
+			case esc:
+				esc = false
+			case c == '\\':
+				esc = true
+			case c == '"':
+				inStr = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inStr = true
+		case '{', '[':
+			depth++
+			maxDepth = max(maxDepth, depth)
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return -1
+			}
+		}
+	}
+	if depth != 0 || inStr {
+		return -1
+	}
+	return maxDepth
+}
+
+// Native is what AppendNative renders.
+type Native struct {
+	// Request is the parsed native request of the imp.
+	Request *NativeRequest
+	// Products: the first non-nil one is the ad (Native shows one item).
+	Products []*catalogpb.Product
+	// Advertiser fills the "sponsored by" data asset.
+	Advertiser string
+	// CTA fills the call-to-action data asset; "" = "Shop now".
+	CTA string
+	// Links gives the click URL of the product (the native link).
+	Links Linker
+}
+
+// AppendNative appends the Native 1.2 response JSON for n to dst. On error
+// (ErrUnfillable) dst is returned unchanged.
+func AppendNative(dst []byte, n *Native) ([]byte, error) {
+	var p *catalogpb.Product
+	for _, q := range n.Products {
+		if q != nil {
+			p = q
+			break
+		}
+	}
+	if p == nil || n.Request == nil {
+		return dst, ErrUnfillable
+	}
+	orig := len(dst)
+	if n.Request.Wrapped {
+		dst = append(dst, `{"native":`...)
+	}
+	dst = append(dst, `{"ver":"1.2","assets":[`...)
+	first := true
+	for i := range n.Request.Request.Assets {
+		a := &n.Request.Request.Assets[i]
+		mark := len(dst)
+		if !first {
+			dst = append(dst, ',')
+		}
+		var ok bool
+		dst, ok = appendAsset(dst, a, p, n)
+		if !ok {
+			dst = dst[:mark]
+			if a.Required == 1 {
+				return dst[:orig], ErrUnfillable
+			}
+			continue
+		}
+		first = false
+	}
+	dst = append(dst, `],"link":{"url":`...)
+	start := len(dst)
+	if n.Links != nil {
+		dst = n.Links.AppendClickURL(dst, p)
+		u := dst[start:]
+		dst = appendJSONBytes(dst[:start], u) // copies u before overwriting it
+	} else {
+		dst = appendJSON(dst, p.LandingUrl)
+	}
+	dst = append(dst, `}}`...)
+	if n.Request.Wrapped {
+		dst = append(dst, '}')
+	}
+	return dst, nil
+}
+
+// appendAsset appends one response asset; false if it cannot be filled.
+func appendAsset(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native) ([]byte, bool) {
+	head := func(dst []byte) []byte {
+		dst = append(dst, `{"id":`...)
+		dst = strconv.AppendInt(dst, a.ID, 10)
+		if a.Required == 1 {
+			dst = append(dst, `,"required":1`...)
+		}
+		return dst
+	}
+	switch {
+	case a.Title != nil:
+		if p.Title == "" {
+			return dst, false
+		}
+		dst = head(dst)
+		dst = append(dst, `,"title":{"text":`...)
+		dst = appendJSON(dst, truncateRunes(p.Title, a.Title.Len))
+		return append(dst, `}}`...), true
+	case a.Img != nil:
+		if a.Img.Type != native1.ImageAssetTypeMain && a.Img.Type != native1.ImageAssetTypeIcon && a.Img.Type != 0 {
+			return dst, false // logos and exchange-specific types: none in the catalog
+		}
+		if !IsHTTPURL(p.ImageUrl) {
+			return dst, false
+		}
+		if (a.Img.WMin > 0 && p.Width > 0 && int64(p.Width) < a.Img.WMin) ||
+			(a.Img.HMin > 0 && p.Height > 0 && int64(p.Height) < a.Img.HMin) {
+			return dst, false
+		}
+		dst = head(dst)
+		dst = append(dst, `,"img":{"url":`...)
+		dst = appendJSON(dst, p.ImageUrl)
+		if p.Width > 0 && p.Height > 0 {
+			dst = append(dst, `,"w":`...)
+			dst = strconv.AppendInt(dst, int64(p.Width), 10)
+			dst = append(dst, `,"h":`...)
+			dst = strconv.AppendInt(dst, int64(p.Height), 10)
+		}
+		return append(dst, `}}`...), true
+	case a.Data != nil:
+		var scratch [64]byte
+		var v string
+		var vb []byte
+		switch a.Data.Type {
+		case native1.DataAssetTypeSponsored:
+			v = n.Advertiser
+			if v == "" {
+				v = p.Brand
+			}
+		case native1.DataAssetTypeDesc, native1.DataAssetTypeDesc2:
+			v = p.Description
+			if v == "" {
+				v = p.Title
+			}
+		case native1.DataAssetTypePrice:
+			vb = AppendPrice(scratch[:0], p.PriceMicros, p.Currency)
+		case native1.DataAssetTypeSalePrice:
+			if p.SalePriceMicros > 0 && p.SalePriceMicros < p.PriceMicros {
+				vb = AppendPrice(scratch[:0], p.SalePriceMicros, p.Currency)
+			} else {
+				vb = AppendPrice(scratch[:0], p.PriceMicros, p.Currency)
+			}
+		case native1.DataAssetTypeDispayURL:
+			v = hostOf(p.LandingUrl)
+		case native1.DataAssetTypeCTAText:
+			v = n.CTA
+			if v == "" {
+				v = "Shop now"
+			}
+		default:
+			return dst, false // rating, likes, downloads, phone, address...
+		}
+		if v == "" && len(vb) == 0 {
+			return dst, false
+		}
+		dst = head(dst)
+		dst = append(dst, `,"data":{"value":`...)
+		if vb != nil {
+			dst = appendJSONBytes(dst, vb)
+		} else {
+			dst = appendJSON(dst, truncateRunes(v, a.Data.Len))
+		}
+		return append(dst, `}}`...), true
+	}
+	return dst, false // video assets and unknown kinds
+}
+
+// hostOf returns the host of an http(s) URL, "" if it is not one.
+func hostOf(u string) string {
+	if !IsHTTPURL(u) {
+		return ""
+	}
+	i := 7
+	if u[4] == 's' || u[4] == 'S' {
+		i = 8
+	}
+	rest := u[i:]
+	for j := 0; j < len(rest); j++ {
+		switch rest[j] {
+		case '/', '?', '#':
+			return rest[:j]
+		}
+	}
+	return rest
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSON appends s as a JSON string (HTML-safe: < > & escaped too, as
+// the markup may be inlined into a page; invalid UTF-8 as U+FFFD).
+func appendJSON(dst []byte, s string) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			if r == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			}
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+// appendJSONBytes is appendJSON for a byte slice, which may alias dst's
+// backing array (it is copied first: on the stack up to 512 bytes).
+func appendJSONBytes(dst, b []byte) []byte {
+	var tmp [512]byte
+	if len(b) <= len(tmp) {
+		n := copy(tmp[:], b)
+		return appendJSON(dst, unsafeString(tmp[:n]))
+	}
+	return appendJSON(dst, string(b)) // long: allocation accepted
+}
+
+func unsafeString(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

@@ -1,0 +1,209 @@
+package creative
+
+import (
+	"strconv"
+	"unicode/utf8"
+)
+
+// AppendHTML appends s escaped for HTML text and quoted attribute values:
+// & < > " ' as html.EscapeString escapes them, NUL and invalid UTF-8 as
+// U+FFFD. It makes no allocation beyond growing dst.
+func AppendHTML(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			var esc string
+			switch c {
+			case '&':
+				esc = "&amp;"
+			case '<':
+				esc = "&lt;"
+			case '>':
+				esc = "&gt;"
+			case '"':
+				esc = "&#34;"
+			case '\'':
+				esc = "&#39;"
+			case 0:
+				esc = "\uFFFD"
+			default:
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, esc...)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}
+
+// AppendXML appends s escaped for XML text and attributes (the same five
+// entities as AppendHTML; control characters other than tab, CR and LF,
+// which XML 1.0 forbids, and invalid UTF-8 become U+FFFD).
+func AppendXML(dst []byte, s string) []byte {
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			var esc string
+			switch {
+			case c == '&':
+				esc = "&amp;"
+			case c == '<':
+				esc = "&lt;"
+			case c == '>':
+				esc = "&gt;"
+			case c == '"':
+				esc = "&#34;"
+			case c == '\'':
+				esc = "&#39;"
+			case c < 0x20 && c != '\t' && c != '\n' && c != '\r':
+				esc = "\uFFFD"
+			default:
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, esc...)
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "\uFFFD"...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(dst, s[start:]...)
+}
+
+// IsHTTPURL reports whether u is an absolute http or https URL (scheme in
+// any case) with a host and without whitespace or control characters: the
+// only URLs a creative links to or loads.
+func IsHTTPURL(u string) bool {
+	var rest string
+	switch {
+	case len(u) > 7 && equalFold(u[:7], "http://"):
+		rest = u[7:]
+	case len(u) > 8 && equalFold(u[:8], "https://"):
+		rest = u[8:]
+	default:
+		return false
+	}
+	if rest == "" || rest[0] == '/' || rest[0] == '?' || rest[0] == '#' {
+		return false
+	}
+	for i := 0; i < len(u); i++ {
+		if c := u[i]; c <= ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
+}
+
+func equalFold(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// AppendPrice appends a price for display: micros of currency (ISO 4217)
+// with the currency's symbol and usual decimals and thousands separators:
+// ("JPY", 1980000000) -> "¥1,980"; ("USD", 12500000) -> "$12.50";
+// ("CHF", 9900000) -> "9.90 CHF". Rounded half up to the shown decimals.
+func AppendPrice(dst []byte, micros int64, currency string) []byte {
+	if micros < 0 {
+		micros = 0
+	}
+	sym, suffix, decimals := "", "", 2
+	switch currency {
+	case "USD":
+		sym = "$"
+	case "EUR":
+		sym = "€"
+	case "GBP":
+		sym = "£"
+	case "JPY":
+		sym, decimals = "¥", 0
+	case "CNY":
+		sym = "CN¥"
+	case "KRW":
+		sym, decimals = "₩", 0
+	case "":
+	default:
+		suffix = currency
+	}
+	dst = append(dst, sym...)
+	var whole, frac int64
+	if decimals == 0 {
+		whole = (micros + 500_000) / 1_000_000
+	} else {
+		cents := (micros + 5_000) / 10_000
+		whole, frac = cents/100, cents%100
+	}
+	dst = appendThousands(dst, whole)
+	if decimals == 2 {
+		dst = append(dst, '.', byte('0'+frac/10), byte('0'+frac%10))
+	}
+	if suffix != "" {
+		dst = append(dst, ' ')
+		dst = AppendHTML(dst, suffix) // an unknown code: escape it anyway
+	}
+	return dst
+}
+
+func appendThousands(dst []byte, v int64) []byte {
+	var tmp [24]byte
+	b := strconv.AppendInt(tmp[:0], v, 10)
+	for i, c := range b {
+		if i > 0 && (len(b)-i)%3 == 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, c)
+	}
+	return dst
+}
+
+// truncateRunes returns s cut to at most n runes (n <= 0: unchanged),
+// never inside a UTF-8 sequence.
+func truncateRunes(s string, n int64) string {
+	if n <= 0 {
+		return s
+	}
+	var count int64
+	for i := range s {
+		if count == n {
+			return s[:i]
+		}
+		count++
+	}
+	return s
+}

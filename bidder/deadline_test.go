@@ -1,0 +1,239 @@
+package bidder
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// TestDeadlineSlowCatalog: with a catalog slower than the budget (a test
+// wrapper adding 2s per lookup), the answer is a no-bid with nbr 508, sent
+// well before the slow lookup would have ended, and counted as a deadline
+// miss. Timing is checked with generous slack only.
+func TestDeadlineSlowCatalog(t *testing.T) {
+	slow := time.Second * 2
+	f := newFixture(t, func(o *Options) {
+		o.Products = &slowProducts{ProductStore: o.Products, delay: slow}
+		o.NBRBody = true
+	})
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 80)
+	start := time.Now()
+	r := f.bid(body)
+	took := time.Since(start)
+	var nb struct {
+		ID  string `json:"id"`
+		NBR int    `json:"nbr"`
+	}
+	if r.status != 200 || json.Unmarshal(r.body, &nb) != nil || nb.NBR != int(rtb.NoBidDeadline) {
+		t.Fatalf("status %d body %s, want a no-bid with nbr 508", r.status, r.body)
+	}
+	if nb.ID != "80ce30c53c16e6ede735f123ef6e32361bfc7b22" {
+		t.Errorf("no-bid id %q", nb.ID)
+	}
+	if took >= slow {
+		t.Errorf("answer took %s: it waited for the slow catalog (%s) instead of the deadline (tmax 80ms)", took, slow)
+	}
+	t.Logf("tmax 80ms, margin 20ms, catalog delay %s: no-bid after %s", slow, took)
+	if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "catalog"); got != 1 {
+		t.Errorf("deadline_misses{catalog} = %v, want 1", got)
+	}
+	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "deadline"); got != 1 {
+		t.Errorf("nobids{deadline} = %v, want 1", got)
+	}
+	if got := f.counter("rtbd_bidder_catalog_errors_total", "kind", "deadline"); got != 1 {
+		t.Errorf("catalog_errors{deadline} = %v, want 1", got)
+	}
+}
+
+// TestDeadlineTMaxTooSmall: a tmax that leaves less than MinBudget after
+// the margin is a no-bid at once, without any lookup.
+func TestDeadlineTMaxTooSmall(t *testing.T) {
+	calls := make(chan struct{}, 1)
+	f := newFixture(t, func(o *Options) {
+		o.Products = &slowProducts{ProductStore: o.Products, calls: calls}
+	})
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 21)
+	r := f.bid(body)
+	if r.status != 204 {
+		t.Fatalf("status %d, want 204", r.status)
+	}
+	select {
+	case <-calls:
+		t.Error("the catalog was called for a request with no time left")
+	default:
+	}
+	if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "tmax"); got != 1 {
+		t.Errorf("deadline_misses{tmax} = %v, want 1", got)
+	}
+	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "deadline"); got != 1 {
+		t.Errorf("nobids{deadline} = %v, want 1", got)
+	}
+	// A tmax above max_tmax is capped, not refused.
+	body = withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 100000)
+	if r := f.bid(body); r.status != 200 {
+		t.Errorf("large tmax: status %d", r.status)
+	}
+}
+
+// slowUsers is a TEST WRAPPER around the real user store that delays Get
+// (honouring ctx).
+type slowUsers struct {
+	UserStore
+	delay time.Duration
+}
+
+func (s slowUsers) Get(ctx context.Context, uid string, p *user.Profile) (bool, error) {
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return s.UserStore.Get(ctx, uid, p)
+}
+
+func TestDeadlineSlowUserStore(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Users = slowUsers{UserStore: o.Users, delay: 2 * time.Second} })
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 60)
+	start := time.Now()
+	if r := f.bid(body); r.status != 204 {
+		t.Fatalf("status %d, want 204", r.status)
+	}
+	if took := time.Since(start); took >= 2*time.Second {
+		t.Errorf("took %s: waited for the slow user store", took)
+	}
+	if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "user"); got != 1 {
+		t.Errorf("deadline_misses{user} = %v, want 1", got)
+	}
+}
+
+// blockingProducts is a TEST WRAPPER that holds every lookup until release
+// is closed (or ctx ends), to keep requests in flight.
+type blockingProducts struct {
+	ProductStore
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (s *blockingProducts) GetProductMasters(ctx context.Context, req *catalogpbReq) (*catalogpbResp, error) {
+	s.entered <- struct{}{}
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+		return nil, errors.New("blocked past the deadline")
+	}
+	return s.ProductStore.GetProductMasters(ctx, req)
+}
+
+// TestOverload: with MaxInFlight requests in flight, the next one is shed
+// at once: a no-bid with nbr 507 (or 503 when so configured), counted.
+func TestOverload(t *testing.T) {
+	for _, use503 := range []bool{false, true} {
+		bp := &blockingProducts{entered: make(chan struct{}, 2), release: make(chan struct{})}
+		f := newFixture(t, func(o *Options) {
+			bp.ProductStore = o.Products
+			o.Products = bp
+			o.MaxInFlight = 2
+			o.NBRBody = true
+			o.Overload503 = use503
+		})
+		body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 5000)
+		var wg sync.WaitGroup
+		statuses := make(chan int, 2)
+		for i := 0; i < 2; i++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				statuses <- f.bid(body).status
+			}()
+		}
+		for i := 0; i < 2; i++ {
+			select {
+			case <-bp.entered:
+			case <-time.After(10 * time.Second):
+				t.Fatal("requests did not reach the catalog")
+			}
+		}
+		if n := f.b.InFlight(); n != 2 {
+			t.Errorf("in flight %d, want 2", n)
+		}
+		if g := f.counter("rtbd_bidder_in_flight"); g != 2 {
+			t.Errorf("in_flight gauge %v, want 2", g)
+		}
+		r := f.bid(body)
+		if use503 {
+			if r.status != 503 {
+				t.Errorf("shed: status %d, want 503", r.status)
+			}
+		} else {
+			var nb struct {
+				ID  string `json:"id"`
+				NBR int    `json:"nbr"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &nb) != nil || nb.NBR != 507 || nb.ID != "80ce30c53c16e6ede735f123ef6e32361bfc7b22" {
+				t.Errorf("shed: status %d body %s, want a no-bid with nbr 507 and the id", r.status, r.body)
+			}
+		}
+		close(bp.release)
+		wg.Wait()
+		close(statuses)
+		for s := range statuses {
+			if s != 200 {
+				t.Errorf("an in-flight request got %d", s)
+			}
+		}
+		if got := f.counter("rtbd_bidder_shed_total"); got != 1 {
+			t.Errorf("shed_total = %v, want 1", got)
+		}
+		if n := f.b.InFlight(); n != 0 {
+			t.Errorf("in flight after: %d", n)
+		}
+	}
+}
+
+// TestDeadlineCtx: the pooled context behaves as a deadline context for
+// both Err-only stores and ones that wait on Done or derive contexts.
+func TestDeadlineCtx(t *testing.T) {
+	var c deadlineCtx
+	c.reset(time.Now().Add(30 * time.Millisecond))
+	if c.Err() != nil {
+		t.Fatal("Err before the deadline")
+	}
+	child, cancel := context.WithCancel(&c)
+	defer cancel()
+	select {
+	case <-child.Done():
+		if !errors.Is(c.Err(), context.DeadlineExceeded) || child.Err() == nil {
+			t.Errorf("after Done: %v %v", c.Err(), child.Err())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Done not closed at the deadline")
+	}
+	// Reuse: a new deadline, a fresh Done channel.
+	c.reset(time.Now().Add(time.Hour))
+	if c.Err() != nil {
+		t.Fatal("reset did not clear Err")
+	}
+	select {
+	case <-c.Done():
+		t.Fatal("Done closed after reset")
+	default:
+	}
+	if d, ok := c.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+		t.Errorf("Deadline %v %v", d, ok)
+	}
+	// Err-only use never creates a timer; an expired deadline reports at once.
+	c.reset(time.Now().Add(-time.Millisecond))
+	if !errors.Is(c.Err(), context.DeadlineExceeded) {
+		t.Errorf("past deadline: %v", c.Err())
+	}
+	c.reset(time.Time{})
+}

@@ -1,0 +1,77 @@
+// Package bidder is rtbd's bid server: the OpenRTB 2.6 endpoint SSPs call,
+// answering within their deadline with dynamic retargeting ads built from
+// the user's viewed and recommended products.
+//
+// # Routes (Bidder.Handler, fasthttp)
+//
+//	POST /openrtb2/bid   OpenRTB 2.6 (and 2.5) bid request -> 200 bid
+//	                     response, or 204 no-bid (200 {"id","nbr"} with
+//	                     Options.NBRBody); 405 other methods; gzip bodies
+//	                     (Content-Encoding: gzip), 413 over MaxBodyBytes
+//	                     compressed or decompressed, 415 other encodings;
+//	                     gzip responses when accepted; x-openrtb-version: 2.6
+//	GET /event           product view pixel (?uid=&pg=&pid=&ev=view): 1x1 GIF
+//	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
+//	                     400 unsigned or tampered, 410 expired
+//	/win, /bill          Options.Notices (the spend package); 204 without
+//
+// Run (the main program's bidder mode) adds the admin listener: /metrics,
+// /healthz, /readyz, POST /admin/debug/bid (Explain: why each campaign did
+// or did not bid) and, with a remote catalog, POST /admin/catalog/refresh.
+//
+// # A bid request
+//
+//  1. Overload: beyond Options.MaxInFlight requests in flight, answer at
+//     once (no-bid nbr 507, or 503) without reading the body.
+//  2. Body: decompressed into a pooled buffer with a hard cap (a gzip bomb
+//     stops at MaxBodyBytes+1 bytes), decoded and validated by package rtb
+//     (nbr 2 on any problem).
+//  3. Deadline: min(tmax or DefaultTMax, MaxTMax) - TMaxMargin; less than
+//     MinBudget is an immediate no-bid (nbr 508). The user and catalog
+//     lookups run under a pooled context with that deadline; a lookup past
+//     it makes the answer a no-bid (nbr 508), counted as a deadline miss.
+//  4. Privacy: regs.coppa, GDPR without TCF v2 consent for purposes 1, 3
+//     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
+//     privacy opt-out, device.dnt/lmt: no bid (nbr 505). See privacyCheck.
+//  5. User: user.buyeruid, else user.id; unknown: nbr 8.
+//  6. Per imp, at most one bid: the campaigns campaign.Set.Match admits,
+//     those with products of their group in the user's profile, priced
+//     with Campaign.BidMicros and converted to the response currency
+//     (Options.Rates), kept if at least the floor (imp's, or the deal's)
+//     converted likewise (nbr 506 otherwise); highest price first, one
+//     ProductMastersRequest for the winner (viewed ids, recommended ids,
+//     the template's quantities), falling back to the next when it has no
+//     products (nbr 503), at most 3 tries.
+//  7. Creative (package creative): an HTML banner sized to the chosen
+//     format, Native 1.2 markup, or VAST from the campaign's template
+//     (video without one: nbr 504); links through signed /click URLs.
+//  8. Response: id echoed, seatbid per seat, cur; each bid with impid,
+//     price, adid, crid, cid, adomain, cat, w/h, dealid, mtype, exp, and
+//     nurl/burl = PublicURL/win?t=TOKEN&p=${AUCTION_PRICE} (and /bill)
+//     whose signed token (package token) carries campaign, creative,
+//     auction, imp, user, price and currency for the spend package.
+//
+// # Hot path
+//
+// Per-request state (the BidRequest, the user Profile, the catalog request,
+// candidate lists, response structs, buffers) lives in a sync.Pool and is
+// reset, not reallocated. Strings of the response (ids, URLs, markup) are
+// views of one per-request arena. Nothing from the fasthttp.RequestCtx is
+// kept after the handler returns. TestBidAllocations pins the allocations
+// of a bid with 15 products.
+//
+// # Metrics
+//
+// rtbd_bidder_requests_total, _bids_total, _nobids_total{nbr},
+// _rejected_total{reason}, _stage_seconds{stage=decode|user|catalog|decide|encode},
+// _request_seconds, _deadline_misses_total{stage=tmax|user|catalog|decide},
+// _catalog_errors_total{kind}, _user_errors_total{kind}, _shed_total,
+// _in_flight, _events_total{result}, _clicks_total{result},
+// _notices_unhandled_total. Label values are fixed sets.
+//
+// # Concurrency and ownership
+//
+// A Bidder is safe for concurrent use. It does not own the stores in
+// Options; a Server (Start) owns the ones it opened and closes them in
+// Shutdown.
+package bidder

@@ -1,0 +1,371 @@
+package bidder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+)
+
+const nativeRequest = `{"ver":"1.2","assets":[{"id":1,"required":1,"title":{"len":25}},{"id":2,"required":1,"img":{"type":3,"wmin":100,"hmin":100}},{"id":3,"data":{"type":6}},{"id":4,"required":1,"data":{"type":1}}]}`
+
+func nativeBid(imps ...map[string]any) []byte {
+	req := map[string]any{
+		"id":   "native-1",
+		"imp":  imps,
+		"site": map[string]any{"domain": "news.example.com", "page": "https://news.example.com/a"},
+		"user": map[string]any{"buyeruid": userBulk},
+		"tmax": 200,
+	}
+	b, _ := json.Marshal(req)
+	return b
+}
+
+func TestNative(t *testing.T) {
+	f := newFixture(t, nil)
+	for _, wrapped := range []bool{false, true} {
+		nr := nativeRequest
+		if wrapped {
+			nr = `{"native":` + nr + `}`
+		}
+		body := nativeBid(map[string]any{"id": "n1", "native": map[string]any{"request": nr, "ver": "1.2"}, "bidfloor": 0.1})
+		r := f.bid(body)
+		_, bids := checkResponse(t, f, body, r, userBulk)
+		if len(bids) != 1 || bids[0].bid.MType != openrtb2.MarkupNative {
+			t.Fatalf("bids %+v, want one native bid", bids)
+		}
+		adm := bids[0].bid.AdM
+		var resp struct {
+			Native *json.RawMessage `json:"native"`
+			Ver    string           `json:"ver"`
+		}
+		if err := json.Unmarshal([]byte(adm), &resp); err != nil {
+			t.Fatal(err)
+		}
+		if wrapped != (resp.Native != nil) {
+			t.Errorf("wrapped request %v, response %s", wrapped, adm)
+		}
+		for _, want := range []string{`"id":1,"required":1,"title":{"text":"Product 1 of group 1"}`, `"url":"https://img.example.com/1/1.jpg"`, `"id":4,"required":1,"data":{"value":"Example Shop"}`, `"link":{"url":"https://bid.example.com/click?t=`} {
+			if !strings.Contains(adm, want) {
+				t.Errorf("native adm lacks %s:\n%s", want, adm)
+			}
+		}
+		if len(bids[0].landing) != 1 || bids[0].landing[0] != "https://shop.example.com/1/item/1" {
+			t.Errorf("native link lands on %v", bids[0].landing)
+		}
+	}
+	// A required asset rtbd cannot fill: no bid (504); an unreadable
+	// native request: nbr 2.
+	f2 := newFixture(t, func(o *Options) { o.NBRBody = true })
+	for _, tc := range []struct {
+		req string
+		nbr int
+	}{
+		{`{"assets":[{"id":1,"required":1,"video":{"mimes":["video/mp4"]}}]}`, 504},
+		{`placeholder`, 2},
+	} {
+		r := f2.bid(nativeBid(map[string]any{"id": "n1", "native": map[string]any{"request": tc.req}}))
+		var nb struct{ NBR int }
+		if json.Unmarshal(r.body, &nb); nb.NBR != tc.nbr {
+			t.Errorf("%s: %s, want nbr %d", tc.req, r.body, tc.nbr)
+		}
+	}
+}
+
+// TestMultiImp: one bid per imp at most, each with its own size; an imp
+// no campaign serves gets none.
+func TestMultiImp(t *testing.T) {
+	f := newFixture(t, nil)
+	body := nativeBid(
+		map[string]any{"id": "a", "banner": map[string]any{"format": []any{map[string]any{"w": 970, "h": 250}, map[string]any{"w": 728, "h": 90}}}},
+		map[string]any{"id": "b", "banner": map[string]any{"w": 160, "h": 600}},
+		map[string]any{"id": "c", "banner": map[string]any{"w": 999, "h": 999}},
+		map[string]any{"id": "d", "video": map[string]any{"mimes": []string{"video/mp4"}}},
+	)
+	r := f.bid(body)
+	_, bids := checkResponse(t, f, body, r, userBulk)
+	got := map[string]string{}
+	for _, b := range bids {
+		got[b.bid.ImpID] = fmt.Sprintf("%dx%d", b.bid.W, b.bid.H)
+	}
+	if len(got) != 2 || got["a"] != "728x90" || got["b"] != "160x600" {
+		t.Errorf("bids by imp %v, want a:728x90 b:160x600", got)
+	}
+	// The two banners share one catalog lookup (same group and template).
+	if n := f.counter("rtbd_bidder_stage_seconds", "stage", "catalog"); n != 1 {
+		t.Errorf("%v catalog lookups, want 1 (cached per request)", n)
+	}
+}
+
+// TestCurrencies: floors in another currency are converted with the rate
+// table; a floor currency without a rate is no bid; a request that allows
+// only EUR gets a EUR bid; the JPY campaign is converted.
+func TestCurrencies(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.NBRBody = true })
+	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
+	imp := func(floor float64, cur string) []any {
+		return []any{map[string]any{"id": "1", "bidfloor": floor, "bidfloorcur": cur, "banner": map[string]any{"w": 300, "h": 250}}}
+	}
+	for _, tc := range []struct {
+		name  string
+		body  []byte
+		nbr   int
+		cur   string
+		price float64
+	}{
+		// 1.5 USD CPM = 223.88 JPY: a 200 JPY floor is met, 250 is not.
+		{"JPY floor met", withUser(t, base, userBulk, "imp", imp(200, "JPY")), 0, "USD", 1.5},
+		{"JPY floor missed", withUser(t, base, userBulk, "imp", imp(250, "JPY")), 506, "", 0},
+		{"unknown floor currency", withUser(t, base, userBulk, "imp", imp(0.01, "XYZ")), 506, "", 0},
+		// cur [EUR]: 1.5 USD = 1.388888 EUR, rounded down to the micro.
+		{"EUR only", withUser(t, base, userBulk, "cur", []string{"EUR"}), 0, "EUR", 1.388888},
+		{"no known currency", withUser(t, base, userBulk, "cur", []string{"XYZ"}), 500, "", 0},
+		// userFull: the JPY campaign (150 JPY = 1.005 USD).
+		{"JPY campaign", withUser(t, base, userFull), 0, "USD", 1.005},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.bid(tc.body)
+			var resp openrtb2.BidResponse
+			if err := json.Unmarshal(r.body, &resp); err != nil {
+				t.Fatal(err)
+			}
+			if tc.nbr != 0 {
+				if resp.NBR == nil || int(*resp.NBR) != tc.nbr {
+					t.Fatalf("%s, want nbr %d", r.body, tc.nbr)
+				}
+				return
+			}
+			uid := userBulk
+			if strings.Contains(tc.name, "JPY campaign") {
+				uid = userFull
+			}
+			checkResponse(t, f, tc.body, r, uid)
+			if resp.Cur != tc.cur || len(resp.SeatBid) != 1 || resp.SeatBid[0].Bid[0].Price != tc.price {
+				t.Errorf("cur %s price %v, want %s %v", resp.Cur, resp.SeatBid[0].Bid[0].Price, tc.cur, tc.price)
+			}
+		})
+	}
+}
+
+// TestEscapedCreative: the fixture's full product has a title with markup,
+// quotes and &; the banner shows it as text.
+func TestEscapedCreative(t *testing.T) {
+	f := newFixture(t, nil)
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userFull)
+	r := f.bid(body)
+	_, bids := checkResponse(t, f, body, r, userFull)
+	adm := bids[0].bid.AdM
+	full := catalogtest.FullProduct()
+	if strings.Contains(adm, "<b>") || !strings.Contains(adm, "&lt;b&gt;&#34;Navy&#34;&lt;/b&gt; &amp; more") {
+		t.Errorf("title not escaped in:\n%s", adm)
+	}
+	if !strings.Contains(adm, "Full &lt;Shop&gt; &amp; &#34;Co&#34;") {
+		t.Errorf("advertiser not escaped")
+	}
+	if len(bids[0].images) != 1 || bids[0].images[0] != full.ImageUrl || bids[0].landing[0] != full.LandingUrl {
+		t.Errorf("images %v landing %v", bids[0].images, bids[0].landing)
+	}
+	if !strings.Contains(adm, "<s>¥1,980</s>¥1,480") {
+		t.Errorf("sale price not shown beside the struck list price")
+	}
+}
+
+func TestNoProductsAndNoMatch(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.NBRBody = true })
+	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
+	for _, tc := range []struct {
+		name string
+		body []byte
+		nbr  int
+	}{
+		{"profile without the campaigns' groups", withUser(t, base, userNone), 503},
+		{"size no campaign serves", withUser(t, base, userBulk, "imp", []any{map[string]any{"id": "1", "banner": map[string]any{"w": 1, "h": 1}}}), 500},
+		{"blocked category", withUser(t, base, userBulk, "bcat", []string{"IAB22"}), 500},
+		{"user id only in user.id", withUser(t, base, "", "user", map[string]any{"id": userBulk}), 0},
+		{"no user", withUser(t, base, "", "user", nil), 8},
+		{"invalid uid", withUser(t, base, "bad\tuid"), 8},
+	} {
+		r := f.bid(tc.body)
+		var nb struct{ NBR int }
+		if err := json.Unmarshal(r.body, &nb); err != nil || nb.NBR != tc.nbr {
+			t.Errorf("%s: %.300s, want nbr %d", tc.name, r.body, tc.nbr)
+		}
+	}
+}
+
+func TestEventPixel(t *testing.T) {
+	f := newFixture(t, nil)
+	r := f.do("GET", "/event?uid=new-user&pg=1&pid=42&ev=view&cb=123", nil)
+	if r.status != 200 || r.headers["Content-Type"] != "image/gif" || len(r.body) != len(pixelGIF) {
+		t.Fatalf("status %d type %q len %d", r.status, r.headers["Content-Type"], len(r.body))
+	}
+	if r.headers["Cache-Control"] != "no-store" {
+		t.Errorf("Cache-Control %q", r.headers["Cache-Control"])
+	}
+	var p user.Profile
+	found, err := f.users.Get(context.Background(), "new-user", &p)
+	if err != nil || !found || len(p.ViewedIn(1)) != 1 || p.ViewedIn(1)[0] != 42 {
+		t.Fatalf("view not recorded: %v %v %+v", found, err, p)
+	}
+	for _, q := range []string{"", "?uid=u&pg=1&pid=x&ev=view", "?uid=u&pg=0&pid=1&ev=view", "?uid=u&pg=1&pid=1&ev=click", "?pg=1&pid=1&ev=view"} {
+		if r := f.do("GET", "/event"+q, nil); r.status != 400 {
+			t.Errorf("%q: status %d, want 400", q, r.status)
+		}
+	}
+	if r := f.do("POST", "/event?uid=u&pg=1&pid=1&ev=view", nil); r.status != 405 {
+		t.Errorf("POST: %d", r.status)
+	}
+	if ok, bad := f.counter("rtbd_bidder_events_total", "result", "ok"), f.counter("rtbd_bidder_events_total", "result", "invalid"); ok != 1 || bad != 5 {
+		t.Errorf("events ok %v invalid %v", ok, bad)
+	}
+	// The new user's view makes it biddable.
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), "new-user")
+	checkResponse(t, f, body, f.bid(body), "new-user")
+}
+
+// TestEventTimeout: a store slower than EventTimeout answers 503 in time.
+func TestEventTimeout(t *testing.T) {
+	f := newFixture(t, func(o *Options) {
+		o.Users = slowViews{UserStore: o.Users, delay: 2 * time.Second}
+		o.EventTimeout = 30 * time.Millisecond
+	})
+	start := time.Now()
+	r := f.do("GET", "/event?uid=u1&pg=1&pid=1&ev=view", nil)
+	if r.status != 503 || time.Since(start) >= 2*time.Second {
+		t.Errorf("status %d after %s, want 503 before the store's 2s", r.status, time.Since(start))
+	}
+}
+
+// slowViews is a TEST WRAPPER delaying RecordView (honouring ctx).
+type slowViews struct {
+	UserStore
+	delay time.Duration
+}
+
+func (s slowViews) RecordView(ctx context.Context, uid string, g, pid int64) error {
+	select {
+	case <-time.After(s.delay):
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return s.UserStore.RecordView(ctx, uid, g, pid)
+}
+
+func TestClick(t *testing.T) {
+	f := newFixture(t, nil)
+	mk := func(tk token.Token) string {
+		s, err := f.keys.Append(nil, &tk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s)
+	}
+	now := time.Now()
+	good := mk(token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour), Campaign: "c", URL: "https://shop.example.com/x?a=1&b=2"})
+	other, _ := token.NewKeys([]byte("another-key-0123456789"))
+	forgedB, _ := other.Append(nil, &token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour), URL: "https://evil.example.com/"})
+	expired := mk(token.Token{Kind: token.KindClick, Issued: now.Add(-2 * time.Hour), Expires: now.Add(-time.Hour), URL: "https://shop.example.com/x"})
+	win := mk(token.Token{Kind: token.KindWin, Issued: now, Expires: now.Add(time.Hour), URL: "https://shop.example.com/x"})
+	jsURL := mk(token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour), URL: "javascript:alert(1)"})
+	tampered := []byte(good)
+	tampered[len(tampered)/2] ^= 1
+	if tampered[len(tampered)/2] == '-' || tampered[len(tampered)/2] == '_' {
+		tampered[len(tampered)/2] = 'A'
+	}
+	for _, tc := range []struct {
+		name, query string
+		status      int
+		location    string
+	}{
+		{"good", "t=" + good, 302, "https://shop.example.com/x?a=1&b=2"},
+		{"missing", "", 400, ""},
+		{"unsigned url param", "url=https://evil.example.com/", 400, ""},
+		{"forged", "t=" + string(forgedB), 400, ""},
+		{"tampered", "t=" + string(tampered), 400, ""},
+		{"expired", "t=" + expired, 410, ""},
+		{"win token", "t=" + win, 400, ""},
+		{"javascript url", "t=" + jsURL, 400, ""},
+		{"garbage", "t=" + url.QueryEscape("%%%<script>"), 400, ""},
+	} {
+		r := f.do("GET", "/click?"+tc.query, nil)
+		if r.status != tc.status || r.headers["Location"] != tc.location {
+			t.Errorf("%s: status %d Location %q, want %d %q", tc.name, r.status, r.headers["Location"], tc.status, tc.location)
+		}
+	}
+	if got := f.counter("rtbd_bidder_clicks_total", "result", "invalid"); got != 7 {
+		t.Errorf("clicks{invalid} = %v, want 7", got)
+	}
+}
+
+func TestNoticesWithoutHandler(t *testing.T) {
+	f := newFixture(t, nil)
+	if r := f.do("GET", "/win?t=x&p=1.2", nil); r.status != 204 {
+		t.Errorf("win: %d", r.status)
+	}
+	if got := f.counter("rtbd_bidder_notices_unhandled_total"); got != 1 {
+		t.Errorf("notices_unhandled = %v", got)
+	}
+}
+
+// TestDebugExplain: the admin endpoint explains, per campaign, why it bid
+// or not, without counting the request in the bid metrics.
+func TestDebugExplain(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := httptest.NewServer(f.b.DebugHandler())
+	defer srv.Close()
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-5-pmp-with-direct-deal.json")), userBulk)
+	resp, err := http.Post(srv.URL, "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var ex Explain
+	if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Decision != "bid" || !ex.User.Found || len(ex.Imps) != 1 || ex.Campaigns != 4 || len(ex.Response) == 0 {
+		t.Fatalf("explain %+v", ex)
+	}
+	by := map[string]*CampaignExplain{}
+	for _, c := range ex.Imps[0].Campaigns {
+		by[c.ID] = c
+	}
+	if c := by["deal-agency1"]; c == nil || c.Decision != "bid" || c.DealID != "AB-Agency1-0001" {
+		t.Errorf("deal campaign: %+v", c)
+	}
+	if c := by["banner-medium"]; c == nil || c.Decision != "rejected" || !strings.Contains(c.Reason, "private auction") {
+		t.Errorf("open-auction campaign on a private auction: %+v", c)
+	}
+	if c := by["full-jpy"]; c == nil || c.Decision != "rejected" {
+		t.Errorf("full-jpy: %+v", c)
+	}
+	if got := f.counter("rtbd_bidder_requests_total"); got != 0 {
+		t.Errorf("the debug run counted as %v requests", got)
+	}
+	// A no-bid explained.
+	resp2, err := http.Post(srv.URL, "application/json", strings.NewReader(`{"id":"x","imp":[{"id":"1","banner":{"w":300,"h":250}}],"user":{"buyeruid":"nobody"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp2.Body.Close()
+	var ex2 Explain
+	json.NewDecoder(resp2.Body).Decode(&ex2)
+	if ex2.Decision != "no-bid" || ex2.NBR != 8 || ex2.User.Problem != "unknown user" {
+		t.Errorf("unknown user explained as %+v", ex2)
+	}
+	if r, _ := http.Get(srv.URL); r != nil && r.StatusCode != 405 {
+		t.Errorf("GET: %d", r.StatusCode)
+	}
+}

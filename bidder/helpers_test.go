@@ -1,0 +1,341 @@
+package bidder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+)
+
+// Sample users of the tests (profiles in the real Pebble user store).
+const (
+	userBulk = "user-bulk" // 9 viewed + 19 recommended products of group 1: 15 shown (medium)
+	userFull = "user-full" // the fixture's full product (group 2000), markup-hostile text
+	userNone = "user-none" // a profile with products of no campaign's group
+)
+
+var testKey = []byte("bidder-test-key-0123456789")
+
+func bulkProfile() *user.Profile {
+	p := &user.Profile{Segments: []string{"shoppers"}}
+	var viewed, rec []int64
+	for id := int64(1); id <= 9; id++ {
+		viewed = append(viewed, id)
+	}
+	for id := int64(11); id <= 29; id++ {
+		rec = append(rec, id)
+	}
+	p.Viewed = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: viewed}, {Group: catalogtest.FullGroup, IDs: []int64{1}}}
+	p.Recommended = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: rec}}
+	return p
+}
+
+// fixture is a test bidder over real stores: the catalogtest fixture index
+// (Pebble), the Pebble user store, campaigns parsed from a YAML file.
+type fixture struct {
+	t        testing.TB
+	b        *Bidder
+	opts     Options
+	local    *catalog.Local
+	users    *user.Store
+	set      *campaign.Set
+	keys     *token.Keys
+	reg      *prometheus.Registry
+	ln       *fasthttputil.InmemoryListener
+	client   *fasthttp.Client
+	serveErr chan error
+}
+
+// staticCampaigns is a CampaignSource with a fixed Set.
+type staticCampaigns struct{ s *campaign.Set }
+
+func (c staticCampaigns) Current() *campaign.Set { return c.s }
+
+// catalogDir builds the fixture catalog once per test binary (read-only
+// after that; every test opens it).
+var catalogDir = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "bidder-catalog-")
+	if err != nil {
+		panic(err)
+	}
+	catalogtest.WriteFixture(&onceTB{}, dir)
+	return dir
+})
+
+// onceTB is the testing.TB of the shared fixture build: failures panic.
+type onceTB struct{ testing.TB }
+
+func (onceTB) Helper()                   {}
+func (onceTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (onceTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	os.RemoveAll(catalogDir())
+	os.Exit(code)
+}
+
+func loadCampaigns(t testing.TB, name string) *campaign.Set {
+	t.Helper()
+	set, err := campaign.LoadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return set
+}
+
+// newFixture starts a bidder on an in-memory listener. edit may change the
+// options before New.
+func newFixture(t testing.TB, edit func(*Options)) *fixture {
+	t.Helper()
+	f := &fixture{t: t, reg: prometheus.NewRegistry(), serveErr: make(chan error, 1)}
+	var err error
+	f.local, err = catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.local.Close() })
+	f.users, err = user.Open(filepath.Join(t.TempDir(), "users"), user.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.users.Close() })
+	ctx := context.Background()
+	mustPut := func(uid string, p *user.Profile) {
+		if err := f.users.Put(ctx, uid, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustPut(userBulk, bulkProfile())
+	mustPut(userFull, &user.Profile{Viewed: []user.GroupIDs{{Group: catalogtest.FullGroup, IDs: []int64{1}}}})
+	mustPut(userNone, &user.Profile{Viewed: []user.GroupIDs{{Group: catalogtest.TalkGroup, IDs: []int64{101, 102}}}})
+	f.set = loadCampaigns(t, "campaigns.yaml")
+	f.keys, err = token.NewKeys(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rates, err := ParseRates([]string{"JPY=0.0067", "EUR=1.08"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.opts = Options{
+		Products: f.local, Users: f.users, Campaigns: staticCampaigns{f.set}, Keys: f.keys,
+		PublicURL: "https://bid.example.com", Rates: rates, Registerer: f.reg,
+	}
+	if edit != nil {
+		edit(&f.opts)
+	}
+	f.b, err = New(f.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ln = fasthttputil.NewInmemoryListener()
+	srv := f.b.NewServer()
+	srv.ReadTimeout = 10 * time.Second
+	go func() { f.serveErr <- srv.Serve(f.ln) }()
+	t.Cleanup(func() {
+		f.ln.Close()
+		select {
+		case <-f.serveErr:
+		case <-time.After(5 * time.Second):
+			t.Error("fasthttp server did not stop")
+		}
+	})
+	f.client = &fasthttp.Client{
+		Dial:                     func(string) (net.Conn, error) { return f.ln.Dial() },
+		MaxConnsPerHost:          256,
+		ReadTimeout:              10 * time.Second,
+		WriteTimeout:             10 * time.Second,
+		DisablePathNormalizing:   true,
+		NoDefaultUserAgentHeader: true,
+	}
+	return f
+}
+
+// reply is an HTTP answer, copied out of fasthttp's pooled response.
+type reply struct {
+	status  int
+	body    []byte
+	headers map[string]string
+}
+
+// do sends one request to the bidder and returns the answer.
+func (f *fixture) do(method, path string, body []byte, headers ...string) reply {
+	f.t.Helper()
+	req := fasthttp.AcquireRequest()
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://bidder" + path)
+	req.Header.SetMethod(method)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	if body != nil {
+		req.SetBody(body)
+	}
+	if err := f.client.DoTimeout(req, resp, 10*time.Second); err != nil {
+		f.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	r := reply{status: resp.StatusCode(), body: append([]byte(nil), resp.Body()...), headers: map[string]string{}}
+	for k, v := range resp.Header.All() {
+		r.headers[string(k)] = string(v)
+	}
+	return r
+}
+
+func (f *fixture) bid(body []byte, headers ...string) reply {
+	f.t.Helper()
+	return f.do(fasthttp.MethodPost, PathBid, body, append([]string{"Content-Type", "application/json"}, headers...)...)
+}
+
+// counter returns the value of a counter (or gauge) in the fixture's
+// registry, 0 if absent; labels are name=value pairs.
+func (f *fixture) counter(name string, labels ...string) float64 {
+	return counterOf(f.t, f.reg, name, labels...)
+}
+
+func counterOf(t testing.TB, g prometheus.Gatherer, name string, labels ...string) float64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.Metric {
+			for i := 0; i+1 < len(labels); i += 2 {
+				if !hasLabel(m, labels[i], labels[i+1]) {
+					continue metric
+				}
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue()
+			case m.Gauge != nil:
+				return m.Gauge.GetValue()
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
+func hasLabel(m *dto.Metric, k, v string) bool {
+	for _, l := range m.Label {
+		if l.GetName() == k && l.GetValue() == v {
+			return true
+		}
+	}
+	return false
+}
+
+// readJSON reads a test file.
+func readFile(t testing.TB, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// withUser returns the JSON request body with user.buyeruid set to uid
+// (keeping the rest of user), and optional top-level edits applied:
+// key -> value (nil deletes).
+func withUser(t testing.TB, body []byte, uid string, edits ...any) []byte {
+	t.Helper()
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&m); err != nil {
+		t.Fatal(err)
+	}
+	if uid != "" {
+		u, _ := m["user"].(map[string]any)
+		if u == nil {
+			u = map[string]any{}
+		}
+		u["buyeruid"] = uid
+		m["user"] = u
+	}
+	for i := 0; i+1 < len(edits); i += 2 {
+		k := edits[i].(string)
+		if edits[i+1] == nil {
+			delete(m, k)
+		} else {
+			m[k] = edits[i+1]
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// slowProducts is a TEST WRAPPER around a ProductStore that adds a delay
+// before every lookup (honouring ctx, as real stores do): it makes the
+// catalog artificially slow for the deadline tests. Not a mock: the lookup
+// itself goes to the real store.
+type slowProducts struct {
+	ProductStore
+	delay time.Duration
+	calls chan struct{} // optional: told of each call
+}
+
+func (s *slowProducts) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
+	if s.calls != nil {
+		select {
+		case s.calls <- struct{}{}:
+		default:
+		}
+	}
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, ctx.Err())
+	}
+	return s.ProductStore.GetProductMasters(ctx, req)
+}
+
+type (
+	catalogpbReq  = catalogpb.ProductMastersRequest
+	catalogpbResp = catalogpb.ProductMastersResponse
+)
+
+// bidCtx returns a RequestCtx holding a POST of body to the bid endpoint,
+// reusable across calls of the handler (fasthttp's ServeConn reuses its
+// RequestCtx the same way).
+func bidCtx(body []byte) *fasthttp.RequestCtx {
+	var rc fasthttp.RequestCtx
+	rc.Request.Header.SetMethod(fasthttp.MethodPost)
+	rc.Request.SetRequestURI(PathBid)
+	rc.Request.Header.SetContentType("application/json")
+	rc.Request.SetBody(body)
+	return &rc
+}

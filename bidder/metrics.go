@@ -1,0 +1,182 @@
+package bidder
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// Stages of a bid, the label of rtbd_bidder_stage_seconds.
+const (
+	stageDecode = iota
+	stageUser
+	stageCatalog
+	stageDecide
+	stageEncode
+	numStages
+)
+
+var stageNames = [numStages]string{"decode", "user", "catalog", "decide", "encode"}
+
+// Where a deadline was missed, the label of rtbd_bidder_deadline_misses_total.
+const (
+	missTMax = iota // tmax left no budget: no-bid at once
+	missUser
+	missCatalog
+	missDecide
+	numMisses
+)
+
+var missNames = [numMisses]string{"tmax", "user", "catalog", "decide"}
+
+// HTTP-level rejections of /openrtb2/bid, the label of
+// rtbd_bidder_rejected_total.
+const (
+	rejMethod   = iota // 405
+	rejTooLarge        // 413
+	rejEncoding        // 415
+	rejCorrupt         // 400: a gzip body that does not decompress
+	numRejections
+)
+
+var rejNames = [numRejections]string{"method", "too_large", "encoding", "corrupt_body"}
+
+// Catalog (and user store) error kinds.
+const (
+	errInvalid = iota
+	errUnavailable
+	errDeadline
+	errClosed
+	errOther
+	numErrKinds
+)
+
+var errKindNames = [numErrKinds]string{"invalid_argument", "unavailable", "deadline", "closed", "other"}
+
+func catalogErrKind(err error) int {
+	switch {
+	case errors.Is(err, catalog.ErrInvalidArgument):
+		return errInvalid
+	case errors.Is(err, catalog.ErrDeadline):
+		return errDeadline
+	case errors.Is(err, catalog.ErrUnavailable):
+		return errUnavailable
+	case errors.Is(err, catalog.ErrClosed):
+		return errClosed
+	}
+	return errOther
+}
+
+// Results of /event and /click.
+const (
+	resOK = iota
+	resInvalid
+	resExpired
+	resError
+	numResults
+)
+
+var resNames = [numResults]string{"ok", "invalid", "expired", "error"}
+
+// metrics are the bidder's Prometheus metrics, every label value
+// pre-created (fixed sets, never request input) so that the hot path only
+// increments.
+type metrics struct {
+	requests   prometheus.Counter
+	bids       prometheus.Counter
+	nobids     map[rtb.NoBidReason]prometheus.Counter
+	nobidOther prometheus.Counter
+	rejected   [numRejections]prometheus.Counter
+	stage      [numStages]prometheus.Observer
+	total      prometheus.Observer
+	misses     [numMisses]prometheus.Counter
+	catErrs    [numErrKinds]prometheus.Counter
+	userErrs   [numErrKinds]prometheus.Counter
+	shed       prometheus.Counter
+	inFlight   prometheus.Gauge
+	events     [numResults]prometheus.Counter
+	clicks     [numResults]prometheus.Counter
+	notices    prometheus.Counter
+}
+
+// latencyBuckets (seconds): 50us to 250ms, dense around the 1-20 ms that
+// matter for a tmax of 100 ms.
+var latencyBuckets = []float64{
+	0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.003, 0.005, 0.0075,
+	0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25,
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{nobids: make(map[rtb.NoBidReason]prometheus.Counter)}
+	requests := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_requests_total",
+		Help: "Bid requests received on /openrtb2/bid."})
+	bids := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_bids_total",
+		Help: "Bids made (one per imp at most)."})
+	nobids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_nobids_total",
+		Help: "No-bid answers by OpenRTB no-bid reason (rtb.NoBidReason.String())."}, []string{"nbr"})
+	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_rejected_total",
+		Help: "Bid requests refused at the HTTP level (405, 413, 415, 400)."}, []string{"reason"})
+	stage := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rtbd_bidder_stage_seconds",
+		Help: "Time spent per stage of a bid request.", Buckets: latencyBuckets}, []string{"stage"})
+	total := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rtbd_bidder_request_seconds",
+		Help: "Time from the handler's start to the response being ready, every bid request.", Buckets: latencyBuckets})
+	misses := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_deadline_misses_total",
+		Help: "Bid requests answered with a no-bid because their deadline passed (or tmax left no time), by where."}, []string{"stage"})
+	catErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_catalog_errors_total",
+		Help: "Product store errors by kind."}, []string{"kind"})
+	userErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_user_errors_total",
+		Help: "User store errors by kind (unknown users are not errors)."}, []string{"kind"})
+	shed := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_shed_total",
+		Help: "Bid requests shed because bidder.max_in_flight were in flight."})
+	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_in_flight",
+		Help: "Bid requests being processed."})
+	events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_total",
+		Help: "Tracking pixel (/event) requests by result."}, []string{"result"})
+	clicks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_clicks_total",
+		Help: "Click redirects (/click) by result."}, []string{"result"})
+	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
+		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
+
+	m.requests, m.bids, m.shed, m.inFlight, m.total, m.notices = requests, bids, shed, inFlight, total, notices
+	for _, r := range rtb.NoBidReasons() {
+		m.nobids[r] = nobids.WithLabelValues(r.String())
+	}
+	m.nobidOther = nobids.WithLabelValues("other")
+	for i, n := range rejNames {
+		m.rejected[i] = rejected.WithLabelValues(n)
+	}
+	for i, n := range stageNames {
+		m.stage[i] = stage.WithLabelValues(n)
+	}
+	for i, n := range missNames {
+		m.misses[i] = misses.WithLabelValues(n)
+	}
+	for i, n := range errKindNames {
+		m.catErrs[i] = catErrs.WithLabelValues(n)
+		m.userErrs[i] = userErrs.WithLabelValues(n)
+	}
+	for i, n := range resNames {
+		m.events[i] = events.WithLabelValues(n)
+		m.clicks[i] = clicks.WithLabelValues(n)
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shed, inFlight, events, clicks, notices} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("bidder: metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+func (m *metrics) nobid(r rtb.NoBidReason) {
+	if c, ok := m.nobids[r]; ok {
+		c.Inc()
+		return
+	}
+	m.nobidOther.Inc()
+}

@@ -1,0 +1,278 @@
+package bidder
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/catalog/remote"
+	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/configs/admin"
+)
+
+// OptionsFromConfig maps the bidder section of the configuration to
+// Options (without the stores, Logger and Registerer): rates parsed, token
+// keys built (a random key, with ephemeral true, when none is configured).
+func OptionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err error) {
+	rates, err := ParseRates(c.FXRates)
+	if err != nil {
+		return Options{}, false, err
+	}
+	var secrets [][]byte
+	for _, k := range c.TokenKeys {
+		secrets = append(secrets, []byte(k))
+	}
+	if len(secrets) == 0 {
+		k := make([]byte, 32)
+		if _, err := rand.Read(k); err != nil {
+			return Options{}, false, fmt.Errorf("bidder: token key: %w", err)
+		}
+		secrets, ephemeral = [][]byte{k}, true
+	}
+	keys, err := token.NewKeys(secrets...)
+	if err != nil {
+		return Options{}, false, fmt.Errorf("bidder: bidder.token_keys: %w", err)
+	}
+	vendor := c.GDPRVendorID
+	if vendor < 0 || vendor > 65535 {
+		return Options{}, false, fmt.Errorf("%w: bidder.gdpr_vendor_id %d", ErrOptions, vendor)
+	}
+	return Options{
+		Keys:            keys,
+		PublicURL:       c.PublicURL,
+		Seat:            c.Seat,
+		Currency:        c.Currency,
+		Rates:           rates,
+		DefaultTMax:     c.DefaultTMax,
+		MaxTMax:         c.MaxTMax,
+		TMaxMargin:      c.TMaxMargin,
+		MinBudget:       c.MinBudget,
+		MaxBodyBytes:    c.MaxBodyBytes,
+		MaxInFlight:     c.MaxInFlight,
+		Overload503:     c.OverloadResponse == "503",
+		NBRBody:         c.NBRBody,
+		GzipMinBytes:    c.GzipMinBytes,
+		GDPRVendorID:    uint16(vendor),
+		NoticeTTL:       c.NoticeTTL,
+		ClickTTL:        c.ClickTTL,
+		EventTimeout:    c.EventTimeout,
+		AccessLogSample: c.AccessLogSample,
+	}, ephemeral, nil
+}
+
+// closableStore is a ProductStore the server opened and closes.
+type closableStore interface {
+	ProductStore
+	Close() error
+}
+
+// Server is a running bidder: the stores opened from the configuration,
+// the fasthttp server on bidder.http_listen and the admin listener. Start
+// it with Start, stop it with Shutdown (or use Run).
+type Server struct {
+	cfg      *configs.Config
+	log      *zap.Logger
+	Bidder   *Bidder
+	products closableStore
+	remote   *remote.Client // nil with the local index
+	users    *user.Store
+	watcher  *campaign.Watcher
+	http     *fasthttp.Server
+	ln       net.Listener
+	admin    *admin.Server
+	served   chan error
+}
+
+// Start opens the product store (the local index at catalog.data, or the
+// remote nodes of catalog.target), the user store (bidder.data_dir/users)
+// and the campaigns (bidder.campaigns, watched), then serves the bid
+// endpoint and the admin listener (/metrics, /readyz, POST
+// /admin/debug/bid, and POST /admin/catalog/refresh with a remote
+// catalog). Every failure names the setting it comes from; what was opened
+// is closed again.
+func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
+	defer func() {
+		if err != nil {
+			s.closeStores()
+		}
+	}()
+	opts, ephemeral, err := OptionsFromConfig(cfg.Bidder)
+	if err != nil {
+		return nil, err
+	}
+	if ephemeral {
+		log.Warn("bidder.token_keys is empty: signing with a random key; win, bill and click URLs stop verifying on restart and on other bidders")
+	}
+	if cfg.Catalog.Target == "" {
+		local, err := catalog.OpenLocal(cfg.Catalog.Data, node.LocalOptions(cfg.Catalog, log, reg))
+		if err != nil {
+			return nil, fmt.Errorf("bidder: catalog.data: %w", err)
+		}
+		s.products = local
+	} else {
+		ro := remote.Options{Target: cfg.Catalog.Target, ConnsPerNode: cfg.Catalog.ConnsPerNode,
+			RefreshInterval: cfg.Catalog.RefreshInterval, CallTimeout: cfg.Catalog.CallTimeout,
+			Logger: log, Registerer: reg}
+		if t := cfg.Catalog.TLS; t.CAFile != "" || t.Enabled() {
+			if ro.TLS, err = catalog.ClientTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
+				return nil, fmt.Errorf("bidder: catalog.tls: %w", err)
+			}
+		}
+		rc, err := remote.New(ro)
+		if err != nil {
+			return nil, fmt.Errorf("bidder: catalog.target: %w", err)
+		}
+		s.products, s.remote = rc, rc
+	}
+	s.users, err = user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
+		BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg})
+	if err != nil {
+		return nil, fmt.Errorf("bidder: bidder.data_dir: %w", err)
+	}
+	s.watcher, err = campaign.NewWatcher(cfg.Bidder.Campaigns, log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: bidder.campaigns: %w", err)
+	}
+	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.watcher
+	opts.Logger, opts.Registerer = log, reg
+	if s.Bidder, err = New(opts); err != nil {
+		return nil, err
+	}
+	s.http = s.Bidder.NewServer()
+	s.http.ReadTimeout = cfg.Bidder.ReadTimeout
+	s.http.WriteTimeout = cfg.Bidder.WriteTimeout
+	s.http.IdleTimeout = cfg.Bidder.IdleTimeout
+	s.http.CloseOnShutdown = true
+	s.ln, err = net.Listen("tcp", cfg.Bidder.HTTPListen)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: bidder.http_listen %s: %w", cfg.Bidder.HTTPListen, err)
+	}
+	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready})
+	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
+	if s.remote != nil {
+		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
+	}
+	if err := s.admin.Start(); err != nil {
+		s.ln.Close()
+		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
+	}
+	go func() { s.served <- s.http.Serve(s.ln) }()
+	catalogDesc := "local " + cfg.Catalog.Data
+	if s.remote != nil {
+		catalogDesc = "remote " + cfg.Catalog.Target
+	}
+	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("admin", s.admin.Addr()),
+		zap.String("catalog", catalogDesc), zap.String("campaigns", cfg.Bidder.Campaigns),
+		zap.Int("campaigns_loaded", s.watcher.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
+	return s, nil
+}
+
+// Addr is the address the bid server listens on.
+func (s *Server) Addr() string { return s.ln.Addr().String() }
+
+// AdminAddr is the admin listener's address.
+func (s *Server) AdminAddr() string { return s.admin.Addr() }
+
+// Campaigns is the campaigns watcher.
+func (s *Server) Campaigns() *campaign.Watcher { return s.watcher }
+
+// Users is the user store.
+func (s *Server) Users() *user.Store { return s.users }
+
+func (s *Server) ready() error {
+	if s.watcher.Current() == nil {
+		return errors.New("no campaigns loaded")
+	}
+	if s.remote != nil && len(s.remote.Nodes()) == 0 {
+		return errors.New("no catalog node resolved")
+	}
+	return nil
+}
+
+// refresh is POST /admin/catalog/refresh: re-resolve the remote target now.
+func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
+	s.remote.Refresh()
+	// Resolution is asynchronous: give it a moment so the answer usually
+	// shows the new node list.
+	time.Sleep(100 * time.Millisecond)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{"refreshed": true, "nodes": s.remote.Nodes()})
+}
+
+// Shutdown stops the server gracefully: readiness fails first, the bid
+// server stops accepting and waits for in-flight requests (up to
+// bidder.shutdown_timeout, or ctx), then the stores are closed.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.admin.SetNotReady("shutting down")
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
+	defer cancel()
+	herr := s.http.ShutdownWithContext(sctx)
+	if herr != nil {
+		herr = fmt.Errorf("bidder: draining connections: %w", herr)
+	}
+	actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer acancel()
+	aerr := s.admin.Shutdown(actx)
+	cerr := s.closeStores()
+	s.log.Info("bidder stopped")
+	return errors.Join(herr, aerr, cerr)
+}
+
+func (s *Server) closeStores() error {
+	var errs []error
+	if s.watcher != nil {
+		errs = append(errs, s.watcher.Close())
+	}
+	if s.users != nil {
+		errs = append(errs, s.users.Close())
+	}
+	if s.products != nil {
+		errs = append(errs, s.products.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Run serves until ctx is cancelled (SIGTERM/SIGINT in main), then shuts
+// down gracefully: stop accepting, drain in-flight requests, close stores.
+func Run(ctx context.Context, cfg *configs.Config, log *zap.Logger) error {
+	s, err := Start(cfg, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-s.served:
+		_ = s.Shutdown(context.Background())
+		return fmt.Errorf("bidder: http server stopped: %w", err)
+	}
+	return s.Shutdown(context.Background())
+}
+
+// fasthttpLogger adapts zap to fasthttp.Logger.
+type fasthttpLogger struct{ l *zap.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug(fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,250 @@
+package bidder
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/configs"
+)
+
+// testConfig is a complete bidder configuration on loopback ports chosen by
+// the system, the fixture catalog, a fresh data dir and campaigns file.
+func testConfig(t *testing.T) *configs.Config {
+	t.Helper()
+	cfg, err := configs.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	campaigns := filepath.Join(dir, "campaigns.yaml")
+	if err := os.WriteFile(campaigns, readFile(t, filepath.Join("testdata", "campaigns.yaml")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Catalog.Data = catalogDir()
+	cfg.Bidder.HTTPListen = "127.0.0.1:0"
+	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg.Bidder.DataDir = filepath.Join(dir, "bidder")
+	cfg.Bidder.Campaigns = campaigns
+	cfg.Bidder.PublicURL = "http://127.0.0.1:8080"
+	cfg.Bidder.TokenKeys = []string{string(testKey)}
+	cfg.Bidder.AccessLogSample = 1
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &http.Client{Timeout: 10 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, b
+}
+
+// TestServerLocal starts the bidder as rtbd does (Start: stores from the
+// config, fasthttp on 127.0.0.1, admin listener), bids over TCP, reads the
+// admin endpoints, and shuts down.
+func TestServerLocal(t *testing.T) {
+	cfg := testConfig(t)
+	s, err := Start(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			s.Shutdown(context.Background())
+		}
+	}()
+	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
+		t.Fatal(err)
+	}
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+	if status != 200 || !strings.Contains(string(resp), `"nurl":"http://127.0.0.1:8080/win?t=`) {
+		t.Fatalf("bid: %d %.300s", status, resp)
+	}
+	admin := "http://" + s.AdminAddr()
+	if st, b := httpDo(t, "GET", admin+"/readyz", nil); st != 200 {
+		t.Errorf("readyz %d %s", st, b)
+	}
+	st, metrics := httpDo(t, "GET", admin+"/metrics", nil)
+	for _, want := range []string{"rtbd_bidder_requests_total 1", "rtbd_bidder_bids_total 1", `rtbd_bidder_nobids_total{nbr="deadline"} 0`,
+		`rtbd_bidder_stage_seconds_count{stage="catalog"} 1`, "rtbd_bidder_in_flight 0", "rtbd_campaign_reloads_total", "rtbd_user_lookups_total"} {
+		if st != 200 || !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	st, ex := httpDo(t, "POST", admin+"/admin/debug/bid", body)
+	if st != 200 || !strings.Contains(string(ex), `"decision": "bid"`) {
+		t.Errorf("debug: %d %.300s", st, ex)
+	}
+	if st, _ := httpDo(t, "POST", admin+"/admin/catalog/refresh", nil); st != 404 && st != 405 {
+		t.Errorf("catalog refresh with a local index: %d, want 404/405", st)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	stopped = true
+	if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
+		t.Error("still accepting after Shutdown")
+	}
+	var p user.Profile
+	if _, err := s.Users().Get(context.Background(), userBulk, &p); !errors.Is(err, user.ErrClosed) {
+		t.Errorf("user store after Shutdown: %v, want ErrClosed", err)
+	}
+}
+
+// TestServerRemote: with catalog.target set, the same bidder reads products
+// from a catalog node over gRPC, and the admin listener refreshes it.
+func TestServerRemote(t *testing.T) {
+	local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close()
+	addr, err := startCatalogNode(t, local)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	cfg.Catalog.Target = "static:///" + addr
+	cfg.Catalog.Data = filepath.Join(t.TempDir(), "absent") // not opened with a target
+	s, err := Start(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
+		t.Fatal(err)
+	}
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 500)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+		if status == 200 {
+			if !strings.Contains(string(resp), "https://img.example.com/1/1.jpg") {
+				t.Errorf("bid without the products: %.300s", resp)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no bid through the remote catalog: %d %s", status, resp)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	st, b := httpDo(t, "POST", "http://"+s.AdminAddr()+"/admin/catalog/refresh", nil)
+	var out struct {
+		Nodes []string `json:"nodes"`
+	}
+	if st != 200 || json.Unmarshal(b, &out) != nil || len(out.Nodes) != 1 || out.Nodes[0] != addr {
+		t.Errorf("refresh: %d %s", st, b)
+	}
+}
+
+func TestStartErrorsNameTheKey(t *testing.T) {
+	for _, tc := range []struct {
+		edit func(*configs.Config)
+		key  string
+	}{
+		{func(c *configs.Config) { c.Catalog.Data = "/nonexistent/catalog" }, "catalog.data"},
+		{func(c *configs.Config) { c.Bidder.Campaigns = "/nonexistent/campaigns.yaml" }, "bidder.campaigns"},
+		{func(c *configs.Config) { c.Bidder.HTTPListen = "256.0.0.1:1" }, "bidder.http_listen"},
+		{func(c *configs.Config) { c.Bidder.FXRates = []string{"JPY"} }, "fx"},
+	} {
+		cfg := testConfig(t)
+		tc.edit(cfg)
+		s, err := Start(cfg, nil)
+		if err == nil {
+			s.Shutdown(context.Background())
+			t.Errorf("%s: Start succeeded", tc.key)
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.key) {
+			t.Errorf("error %q does not name %s", err, tc.key)
+		}
+	}
+}
+
+// TestGracefulDrain: a request in flight when the server shuts down is
+// answered; new connections are refused.
+func TestGracefulDrain(t *testing.T) {
+	bp := &blockingProducts{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	f := newFixture(t, func(o *Options) {
+		bp.ProductStore = o.Products
+		o.Products = bp
+	})
+	srv := f.b.NewServer()
+	srv.CloseOnShutdown = true
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 5000)
+	result := make(chan int, 1)
+	go func() {
+		c := &fasthttp.Client{ReadTimeout: 10 * time.Second}
+		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+		req.SetRequestURI("http://" + ln.Addr().String() + PathBid)
+		req.Header.SetMethod("POST")
+		req.SetBody(body)
+		if err := c.Do(req, resp); err != nil {
+			result <- -1
+			return
+		}
+		result <- resp.StatusCode()
+	}()
+	select {
+	case <-bp.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("request never reached the catalog")
+	}
+	done := make(chan error, 1)
+	go func() { done <- srv.ShutdownWithContext(context.Background()) }()
+	time.Sleep(50 * time.Millisecond) // let Shutdown close the listener
+	close(bp.release)
+	select {
+	case st := <-result:
+		if st != 200 {
+			t.Errorf("in-flight request got %d during shutdown, want 200", st)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("in-flight request never answered")
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("shutdown did not finish")
+	}
+	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
+		t.Error("accepting after shutdown")
+	}
+}

@@ -1,0 +1,411 @@
+package bidder
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+	xhtml "golang.org/x/net/html"
+
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// specDir holds the OpenRTB 2.6 spec examples (copies of
+// shared/openrtb/examples).
+const specDir = "../rtb/testdata"
+
+// bulkShown are the products userBulk's medium creative shows, in order:
+// 5 viewed (1..5), then 10 recommended (11..19, 21: 20 is out of stock).
+var bulkShown = []int64{1, 2, 3, 4, 5, 11, 12, 13, 14, 15, 16, 17, 18, 19, 21}
+
+// checked is what checkBid found in one bid.
+type checked struct {
+	bid     openrtb2.Bid
+	clicks  []string // click URLs of the adm
+	images  []string
+	landing []string // landing URLs the clicks carry
+}
+
+// checkResponse validates a 200 bid response against its request, field by
+// field (the list of issue 4), and returns the bids.
+func checkResponse(t *testing.T, f *fixture, reqBody []byte, r reply, uid string) (*openrtb2.BidResponse, []checked) {
+	t.Helper()
+	if r.status != 200 {
+		t.Fatalf("status %d, want 200 (body %q)", r.status, r.body)
+	}
+	if r.headers["X-Openrtb-Version"] != "2.6" {
+		t.Errorf("x-openrtb-version header %q", r.headers["X-Openrtb-Version"])
+	}
+	if ct := r.headers["Content-Type"]; !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type %q", ct)
+	}
+	var req openrtb2.BidRequest
+	if err := json.Unmarshal(reqBody, &req); err != nil {
+		t.Fatal(err)
+	}
+	var resp openrtb2.BidResponse
+	if err := json.Unmarshal(r.body, &resp); err != nil {
+		t.Fatalf("response is not a BidResponse: %v\n%s", err, r.body)
+	}
+	if resp.ID != req.ID {
+		t.Errorf("id %q, want the request's %q", resp.ID, req.ID)
+	}
+	wantCur := "USD"
+	if len(req.Cur) > 0 && !slices.Contains(req.Cur, "USD") {
+		wantCur = req.Cur[0]
+	}
+	if resp.Cur != wantCur {
+		t.Errorf("cur %q, want %q", resp.Cur, wantCur)
+	}
+	if resp.NBR != nil {
+		t.Errorf("nbr %d in a bid response", *resp.NBR)
+	}
+	perImp := map[string]int{}
+	var out []checked
+	for _, sb := range resp.SeatBid {
+		if sb.Seat == "" {
+			t.Error("seatbid without seat")
+		}
+		for _, bid := range sb.Bid {
+			perImp[bid.ImpID]++
+			var imp *openrtb2.Imp
+			for i := range req.Imp {
+				if req.Imp[i].ID == bid.ImpID {
+					imp = &req.Imp[i]
+				}
+			}
+			if imp == nil {
+				t.Errorf("bid for impid %q: no such imp", bid.ImpID)
+				continue
+			}
+			out = append(out, checkBid(t, f, &req, imp, &resp, &bid, sb.Seat, uid))
+		}
+	}
+	for id, n := range perImp {
+		if n > 1 {
+			t.Errorf("imp %q got %d bids, want at most 1", id, n)
+		}
+	}
+	if len(out) == 0 {
+		t.Errorf("bid response without bids: %s", r.body)
+	}
+	return &resp, out
+}
+
+func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.Imp, resp *openrtb2.BidResponse, bid *openrtb2.Bid, seat, uid string) checked {
+	t.Helper()
+	c := checked{bid: *bid}
+	if bid.ID == "" || bid.AdID == "" || bid.CrID == "" || bid.CID == "" {
+		t.Errorf("bid id %q adid %q crid %q cid %q: all required", bid.ID, bid.AdID, bid.CrID, bid.CID)
+	}
+	if len(bid.ADomain) == 0 || len(bid.Cat) == 0 {
+		t.Errorf("adomain %v cat %v: both required", bid.ADomain, bid.Cat)
+	}
+	// Price >= the floor converted to the response currency.
+	floor, floorCur := imp.BidFloor, imp.BidFloorCur
+	if bid.DealID != "" {
+		found := false
+		if imp.PMP != nil {
+			for _, d := range imp.PMP.Deals {
+				if d.ID == bid.DealID {
+					found = true
+					if d.BidFloor > 0 {
+						floor, floorCur = d.BidFloor, d.BidFloorCur
+					}
+				}
+			}
+		}
+		if !found {
+			t.Errorf("dealid %q is not a deal of the imp", bid.DealID)
+		}
+	} else if imp.PMP != nil && imp.PMP.PrivateAuction == 1 {
+		t.Errorf("private auction imp, bid without dealid")
+	}
+	floorMicros, ok := f.b.opts.Rates.ConvertUp(int64(math.Round(floor*1e6)), floorCur, resp.Cur)
+	if !ok {
+		t.Errorf("floor currency %q unknown", floorCur)
+	}
+	if bid.Price <= 0 || int64(math.Round(bid.Price*1e6)) < floorMicros {
+		t.Errorf("price %v %s below the floor %v %s", bid.Price, resp.Cur, floor, floorCur)
+	}
+	// Size among the imp's.
+	if imp.Banner != nil && bid.MType == openrtb2.MarkupBanner {
+		var sizes [][2]int64
+		for _, fm := range imp.Banner.Format {
+			sizes = append(sizes, [2]int64{fm.W, fm.H})
+		}
+		if imp.Banner.W != nil && imp.Banner.H != nil {
+			sizes = append(sizes, [2]int64{*imp.Banner.W, *imp.Banner.H})
+		}
+		if !slices.Contains(sizes, [2]int64{bid.W, bid.H}) {
+			t.Errorf("w/h %dx%d not among the imp's sizes %v", bid.W, bid.H, sizes)
+		}
+	}
+	// nurl and burl: the macro and a token that verifies.
+	for _, n := range []struct {
+		u    string
+		path string
+		kind token.Kind
+	}{{bid.NURL, PathWin, token.KindWin}, {bid.BURL, PathBill, token.KindBill}} {
+		prefix := f.b.opts.PublicURL + n.path + "?t="
+		if !strings.HasPrefix(n.u, prefix) || !strings.HasSuffix(n.u, "&p=${AUCTION_PRICE}") {
+			t.Errorf("%s URL %q: want %s...&p=${AUCTION_PRICE}", n.kind, n.u, prefix)
+			continue
+		}
+		tok := strings.TrimSuffix(strings.TrimPrefix(n.u, prefix), "&p=${AUCTION_PRICE}")
+		var tk token.Token
+		if _, err := f.keys.Parse(&tk, []byte(tok), n.kind, time.Now(), nil); err != nil {
+			t.Errorf("%s token does not verify: %v", n.kind, err)
+			continue
+		}
+		if tk.Campaign != bid.CID || tk.Creative != bid.CrID || tk.Auction != req.ID || tk.Imp != bid.ImpID ||
+			tk.User != uid || tk.Currency != resp.Cur || tk.PriceMicros != int64(math.Round(bid.Price*1e6)) {
+			t.Errorf("%s token %+v does not match the bid", n.kind, tk)
+		}
+		if tk.Expires.Sub(tk.Issued) != f.b.opts.NoticeTTL {
+			t.Errorf("%s token valid %s, want %s", n.kind, tk.Expires.Sub(tk.Issued), f.b.opts.NoticeTTL)
+		}
+	}
+	if seat == "" {
+		t.Error("no seat")
+	}
+	if bid.AdM == "" {
+		t.Error("no adm")
+		return c
+	}
+	switch bid.MType {
+	case openrtb2.MarkupBanner:
+		root, err := xhtml.Parse(strings.NewReader(bid.AdM))
+		if err != nil {
+			t.Fatalf("adm is not HTML: %v", err)
+		}
+		var walk func(n *xhtml.Node)
+		walk = func(n *xhtml.Node) {
+			if n.Type == xhtml.ElementNode {
+				if n.Data == "script" {
+					t.Error("script element in adm")
+				}
+				for _, a := range n.Attr {
+					switch {
+					case n.Data == "a" && a.Key == "href":
+						c.clicks = append(c.clicks, a.Val)
+					case n.Data == "img" && a.Key == "src":
+						c.images = append(c.images, a.Val)
+					}
+				}
+			}
+			for k := n.FirstChild; k != nil; k = k.NextSibling {
+				walk(k)
+			}
+		}
+		walk(root)
+	case openrtb2.MarkupNative:
+		var nr struct {
+			Native *struct {
+				Link struct{ URL string } `json:"link"`
+			} `json:"native"`
+			Link struct{ URL string } `json:"link"`
+		}
+		if err := json.Unmarshal([]byte(bid.AdM), &nr); err != nil {
+			t.Fatalf("native adm is not JSON: %v", err)
+		}
+		if nr.Native != nil {
+			c.clicks = append(c.clicks, nr.Native.Link.URL)
+		} else {
+			c.clicks = append(c.clicks, nr.Link.URL)
+		}
+	}
+	clickPrefix := f.b.opts.PublicURL + PathClick + "?t="
+	for _, cl := range c.clicks {
+		if !strings.HasPrefix(cl, clickPrefix) {
+			t.Errorf("click link %q does not go through %s", cl, clickPrefix)
+			continue
+		}
+		var tk token.Token
+		if _, err := f.keys.Parse(&tk, []byte(strings.TrimPrefix(cl, clickPrefix)), token.KindClick, time.Now(), nil); err != nil {
+			t.Errorf("click token does not verify: %v", err)
+			continue
+		}
+		if tk.Campaign != bid.CID || tk.Auction != req.ID || tk.Imp != bid.ImpID || tk.Product == 0 {
+			t.Errorf("click token %+v does not match the bid", tk)
+		}
+		c.landing = append(c.landing, strings.Clone(tk.URL))
+	}
+	return c
+}
+
+func TestSpecExamples(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.NBRBody = true })
+	cases := []struct {
+		file     string
+		nbr      rtb.NoBidReason // 0: a bid
+		dealID   string
+		seat     string
+		size     [2]int64
+		campaign string
+	}{
+		{file: "request-1-simple-banner.json", seat: "rtbd", size: [2]int64{300, 250}, campaign: "banner-medium"},
+		{file: "request-2-expandable-creative.json", seat: "rtbd", size: [2]int64{300, 250}, campaign: "banner-medium"},
+		{file: "request-3-mobile.json", seat: "rtbd", size: [2]int64{728, 90}, campaign: "banner-medium"},
+		{file: "request-4-video.json", nbr: rtb.NoBidUnsupportedImpType},
+		{file: "request-5-pmp-with-direct-deal.json", dealID: "AB-Agency1-0001", seat: "Agency1", size: [2]int64{300, 250}, campaign: "deal-agency1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.file, func(t *testing.T) {
+			body := withUser(t, readFile(t, filepath.Join(specDir, tc.file)), userBulk)
+			r := f.bid(body)
+			if tc.nbr != 0 {
+				var nb struct {
+					ID  string `json:"id"`
+					NBR int    `json:"nbr"`
+				}
+				if r.status != 200 || json.Unmarshal(r.body, &nb) != nil || nb.NBR != int(tc.nbr) {
+					t.Fatalf("status %d body %s, want a no-bid with nbr %d", r.status, r.body, tc.nbr)
+				}
+				return
+			}
+			resp, bids := checkResponse(t, f, body, r, userBulk)
+			if len(bids) != 1 {
+				t.Fatalf("%d bids, want 1", len(bids))
+			}
+			c := bids[0]
+			if c.bid.DealID != tc.dealID || resp.SeatBid[0].Seat != tc.seat || c.bid.CID != tc.campaign {
+				t.Errorf("dealid %q seat %q campaign %q, want %q %q %q", c.bid.DealID, resp.SeatBid[0].Seat, c.bid.CID, tc.dealID, tc.seat, tc.campaign)
+			}
+			if [2]int64{c.bid.W, c.bid.H} != tc.size {
+				t.Errorf("size %dx%d, want %v", c.bid.W, c.bid.H, tc.size)
+			}
+			// The creative shows the user's products, each with its image and
+			// a signed click link to its landing page.
+			var wantImages, wantLanding []string
+			for _, id := range bulkShown {
+				wantImages = append(wantImages, fmt.Sprintf("https://img.example.com/%d/%d.jpg", catalogtest.BulkGroup, id))
+				wantLanding = append(wantLanding, fmt.Sprintf("https://shop.example.com/%d/item/%d", catalogtest.BulkGroup, id))
+			}
+			if !slices.Equal(c.images, wantImages) {
+				t.Errorf("adm images %v\nwant %v", c.images, wantImages)
+			}
+			if !slices.Equal(c.landing, wantLanding) {
+				t.Errorf("click landing URLs %v\nwant %v", c.landing, wantLanding)
+			}
+			// A click on the first product redirects to its landing page.
+			u, _ := url.Parse(c.clicks[0])
+			cr := f.do("GET", PathClick+"?"+u.RawQuery, nil)
+			if cr.status != 302 || cr.headers["Location"] != wantLanding[0] {
+				t.Errorf("click: status %d Location %q, want 302 %s", cr.status, cr.headers["Location"], wantLanding[0])
+			}
+		})
+	}
+	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "unsupported_imp_type"); got != 1 {
+		t.Errorf("nobids{unsupported_imp_type} = %v, want 1", got)
+	}
+	if got := f.counter("rtbd_bidder_bids_total"); got != 4 {
+		t.Errorf("bids_total = %v, want 4", got)
+	}
+}
+
+// TestSpecExamplesUnknownUser: the samples as they are (their user ids are
+// unknown here) get a no-bid with nbr 8, or 504 for video.
+func TestSpecExamplesUnknownUser(t *testing.T) {
+	f := newFixture(t, nil)
+	files, _ := filepath.Glob(filepath.Join(specDir, "request-*.json"))
+	if len(files) != 5 {
+		t.Fatalf("%d spec examples in %s, want 5", len(files), specDir)
+	}
+	for _, file := range files {
+		r := f.bid(readFile(t, file))
+		if r.status != 204 || len(r.body) != 0 {
+			t.Errorf("%s: status %d body %q, want 204 and no body", filepath.Base(file), r.status, r.body)
+		}
+	}
+	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "unmatched_user"); got != 4 {
+		t.Errorf("nobids{unmatched_user} = %v, want 4", got)
+	}
+}
+
+// TestVideoWithVAST: a campaign with a VAST template bids on the video
+// example, with the template filled.
+func TestVideoWithVAST(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Campaigns = staticCampaigns{loadCampaigns(t, "campaigns-vast.yaml")} })
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-4-video.json")), userBulk)
+	r := f.bid(body)
+	_, bids := checkResponse(t, f, body, r, userBulk)
+	if len(bids) != 1 || bids[0].bid.MType != openrtb2.MarkupVideo {
+		t.Fatalf("bids %+v, want one video bid", bids)
+	}
+	adm := bids[0].bid.AdM
+	for _, want := range []string{"<VAST", "<ClickThrough>https://bid.example.com/click?t=", "Product 1 of group 1", "https://img.example.com/1/1.jpg"} {
+		if !strings.Contains(adm, want) {
+			t.Errorf("VAST adm lacks %q:\n%s", want, adm)
+		}
+	}
+}
+
+// TestPrebidCorpus: every request of shared/openrtb/prebid-corpus gets 200
+// or 204, never another status; as is (unknown users) and with a sample
+// user (bids where a campaign fits), each 200 a valid bid response.
+func TestPrebidCorpus(t *testing.T) {
+	dir := "/work/shared/openrtb/prebid-corpus"
+	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	if len(files) == 0 {
+		dir = "../rtb/testdata/corpus"
+		files, _ = filepath.Glob(filepath.Join(dir, "*.json"))
+		t.Logf("SKIPPING the full prebid corpus: %s is missing; running the %d-request subset in %s", "/work/shared/openrtb/prebid-corpus", len(files), dir)
+	}
+	if len(files) == 0 {
+		t.Fatal("no corpus at all")
+	}
+	f := newFixture(t, func(o *Options) { o.NBRBody = true })
+	bids, nobids := 0, map[int]int{}
+	for _, file := range files {
+		raw := readFile(t, file)
+		for _, uid := range []string{"", userBulk} {
+			body := raw
+			if uid != "" {
+				body = withUser(t, raw, uid)
+			}
+			r := f.bid(body)
+			if r.status != 200 {
+				t.Errorf("%s (user %q): status %d %s", filepath.Base(file), uid, r.status, r.body)
+				continue
+			}
+			var probe struct {
+				NBR     *int `json:"nbr"`
+				SeatBid []any
+			}
+			if err := json.Unmarshal(r.body, &probe); err != nil {
+				t.Errorf("%s: body %s: %v", filepath.Base(file), r.body, err)
+				continue
+			}
+			if probe.NBR != nil {
+				nobids[*probe.NBR]++
+				continue
+			}
+			bids++
+			t.Run(filepath.Base(file), func(t *testing.T) { checkResponse(t, f, body, r, uid) })
+		}
+	}
+	t.Logf("%d corpus requests x 2: %d bid responses, no-bids by nbr %v", len(files), bids, nobids)
+	if bids == 0 {
+		t.Error("no corpus request got a bid with a sample user")
+	}
+	if nobids[int(rtb.NoBidTechnicalError)] > 0 {
+		t.Errorf("%d technical errors", nobids[int(rtb.NoBidTechnicalError)])
+	}
+}
+
+func TestSpecDirPresent(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(specDir, "request-1-simple-banner.json")); err != nil {
+		t.Fatal(err)
+	}
+}

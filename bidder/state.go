@@ -1,0 +1,209 @@
+package bidder
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"time"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// reqState is everything one bid request needs, pooled and reused so that
+// the hot path allocates only what the decoder and the stores do. It is
+// owned by one request at a time; nothing in it outlives the handler's
+// return except through the pool.
+type reqState struct {
+	b *Bidder
+	m *metrics
+
+	req      openrtb2.BidRequest
+	profile  user.Profile
+	deadline time.Time
+	dctx     deadlineCtx
+	now      time.Time
+
+	pm       *catalogpb.ProductMastersRequest
+	matched  []*campaign.Campaign
+	cands    []candidate
+	fetched  []fetched
+	products []*catalogpb.Product
+
+	native    creative.NativeRequest
+	nativeImp int // index of the imp parsed into native, -1 none
+	nativeErr error
+	banner    creative.Banner
+	nat       creative.Native
+	vast      creative.VAST
+
+	resp     openrtb2.BidResponse
+	seatbids []openrtb2.SeatBid
+	bids     []openrtb2.Bid
+	seats    []string // seat of bids[i]
+	grouped  []openrtb2.Bid
+
+	arena []byte // bid ids, URLs, markup: strings of the response point here
+	out   []byte // encoded response
+	gzOut []byte
+
+	body []byte // decompressed request body
+	br   bytes.Reader
+	gz   *gzip.Reader
+	lim  io.LimitedReader
+
+	tok  token.Token
+	link link // what click URLs are built for
+}
+
+// link is the bid the creative being rendered belongs to.
+type link struct {
+	c                        *campaign.Campaign
+	crid, impID, uid, cur    string
+	price                    int64
+	clickExpires, clickIssue time.Time
+}
+
+// Buffers above these capacities are dropped when a state returns to the
+// pool, so that one huge request does not pin memory.
+const (
+	maxKeptBuffer = 1 << 20
+	maxKeptSlice  = 256
+)
+
+func newReqState(b *Bidder) *reqState {
+	return &reqState{
+		b: b, m: b.m,
+		pm:        &catalogpb.ProductMastersRequest{},
+		arena:     make([]byte, 0, 16<<10),
+		out:       make([]byte, 0, 16<<10),
+		nativeImp: -1,
+	}
+}
+
+func (b *Bidder) getState() *reqState {
+	st := b.pool.Get().(*reqState)
+	st.reset()
+	return st
+}
+
+func (b *Bidder) putState(st *reqState) {
+	if cap(st.arena) > maxKeptBuffer {
+		st.arena = make([]byte, 0, 16<<10)
+	}
+	if cap(st.out) > maxKeptBuffer {
+		st.out = make([]byte, 0, 16<<10)
+	}
+	if cap(st.gzOut) > maxKeptBuffer {
+		st.gzOut = nil
+	}
+	if cap(st.body) > maxKeptBuffer {
+		st.body = nil
+	}
+	st.br.Reset(nil)
+	st.dctx.reset(time.Time{}) // cancels a derived standard context, if any
+	b.pool.Put(st)
+}
+
+// reset prepares st for a new request.
+func (st *reqState) reset() {
+	st.m = st.b.m
+	clear(st.matched)
+	st.matched = st.matched[:0]
+	st.cands = st.cands[:0]
+	st.fetched = st.fetched[:0]
+	clear(st.products)
+	st.products = st.products[:0]
+	if cap(st.products) > maxKeptSlice {
+		st.products = nil
+	}
+	clear(st.bids)
+	st.bids = st.bids[:0]
+	clear(st.grouped)
+	st.grouped = st.grouped[:0]
+	clear(st.seats)
+	st.seats = st.seats[:0]
+	clear(st.seatbids)
+	st.seatbids = st.seatbids[:0]
+	st.resp = openrtb2.BidResponse{}
+	st.arena = st.arena[:0]
+	st.nativeImp, st.nativeErr = -1, nil
+	st.banner, st.nat, st.vast = creative.Banner{}, creative.Native{}, creative.VAST{}
+	st.link = link{}
+	st.deadline = time.Time{}
+	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
+	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
+}
+
+// readBody returns the request body, decompressed if gzip-encoded, or the
+// rejection (rej*) to answer; -1 means none. Memory stays bounded by
+// MaxBodyBytes whatever the compression ratio: decompression stops one
+// byte past the limit.
+func (b *Bidder) readBody(rc *fasthttp.RequestCtx, st *reqState) ([]byte, int) {
+	raw := rc.PostBody()
+	limit := b.opts.MaxBodyBytes
+	if len(raw) > limit {
+		return nil, rejTooLarge
+	}
+	enc := bytes.TrimSpace(rc.Request.Header.ContentEncoding())
+	switch {
+	case len(enc) == 0 || equalFoldASCII(enc, "identity"):
+		return raw, -1
+	case equalFoldASCII(enc, "gzip") || equalFoldASCII(enc, "x-gzip"):
+	default:
+		return nil, rejEncoding
+	}
+	st.br.Reset(raw)
+	var err error
+	if st.gz == nil {
+		st.gz, err = gzip.NewReader(&st.br)
+	} else {
+		err = st.gz.Reset(&st.br)
+	}
+	if err != nil {
+		return nil, rejCorrupt
+	}
+	st.lim = io.LimitedReader{R: st.gz, N: int64(limit) + 1}
+	buf := st.body[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := st.lim.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			st.body = buf
+			return nil, rejCorrupt
+		}
+	}
+	st.body = buf
+	if len(buf) > limit {
+		return nil, rejTooLarge
+	}
+	return buf, -1
+}
+
+func equalFoldASCII(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range b {
+		c := b[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != s[i] {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,35 @@
+// Package token makes and checks the HMAC-signed tokens that rtbd puts in
+// the URLs it hands out: the win and billing notice URLs of a bid (nurl,
+// burl: /win?t=TOKEN&p=${AUCTION_PRICE}) and the click URLs of a creative
+// (/click?t=TOKEN). A token carries what the notice handler needs without
+// a lookup (campaign, creative, auction and imp ids, the bid price in
+// micros and its currency, the user, the product, the landing URL of a
+// click) and when it was issued and expires.
+//
+// # Format
+//
+// A token is the unpadded URL-safe base64 (RFC 4648 section 5, safe in a
+// query string without escaping) of
+//
+//	payload | HMAC-SHA256(key, payload)[:16]
+//
+// where payload is: version (1 byte, 1), kind (1 byte), issued (uvarint,
+// unix seconds), ttl (uvarint, seconds), price (uvarint, micros), currency
+// (3 bytes, zero for none), campaign, creative, auction, imp, user, url (each
+// a uvarint length then the bytes), group, product (uvarints). A win token
+// for a typical bid is about 110 characters. The 128-bit truncated HMAC is
+// what RFC 2104 section 5 allows; a forgery needs about 2^128 tries.
+//
+// # Keys and rotation
+//
+// Keys holds one or more secrets (at least MinKeyBytes each). Tokens are
+// signed with the first key and accepted when any key verifies them, so a
+// fleet rotates without failing notices: add the new key second everywhere,
+// then move it first, then drop the old one after the longest TTL.
+//
+// # Allocations and concurrency
+//
+// Keys.Append and Keys.Parse make no allocation when their buffers have
+// room; Parse returns a Token whose strings point into the buffer it was
+// given (see Parse). A *Keys is immutable and safe for concurrent use.
+package token

@@ -1,0 +1,318 @@
+package token
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"sync"
+	"time"
+	"unsafe"
+)
+
+// Kind says what a token is for. A handler accepts only its own kind, so a
+// win token cannot be replayed as a click and the other way round.
+type Kind byte
+
+// Token kinds.
+const (
+	KindWin   Kind = 1 // nurl: /win
+	KindBill  Kind = 2 // burl: /bill
+	KindClick Kind = 3 // click URL: /click
+)
+
+// String returns "win", "bill", "click" or "unknown": a fixed set, usable as
+// a metric label.
+func (k Kind) String() string {
+	switch k {
+	case KindWin:
+		return "win"
+	case KindBill:
+		return "bill"
+	case KindClick:
+		return "click"
+	}
+	return "unknown"
+}
+
+// Limits.
+const (
+	// MinKeyBytes is the shortest key accepted.
+	MinKeyBytes = 16
+	// MaxFieldBytes bounds each string field of a token.
+	MaxFieldBytes = 4096
+	// MaxTokenBytes bounds the encoded token Parse reads (longer: ErrMalformed).
+	MaxTokenBytes = 12 << 10
+	// MACBytes is the length of the truncated HMAC-SHA256.
+	MACBytes = 16
+)
+
+const version = 1
+
+// Errors of Parse and NewKeys. Compare with errors.Is.
+var (
+	// ErrMalformed: not a token of this format (bad base64, truncated,
+	// unknown version or kind, a field out of bounds).
+	ErrMalformed = errors.New("token: malformed")
+	// ErrSignature: no key verifies the token: forged, tampered or signed
+	// with a key no longer listed.
+	ErrSignature = errors.New("token: bad signature")
+	// ErrExpired: the token verified but its expiry has passed.
+	ErrExpired = errors.New("token: expired")
+	// ErrKind: the token verified but is not of the kind asked for.
+	ErrKind = errors.New("token: wrong kind")
+	// ErrNoKey: NewKeys was given no key.
+	ErrNoKey = errors.New("token: no key")
+	// ErrShortKey: a key is shorter than MinKeyBytes.
+	ErrShortKey = errors.New("token: key too short")
+	// ErrField: Append was given a field longer than MaxFieldBytes, a
+	// negative price or id, or a currency that is not 3 letters.
+	ErrField = errors.New("token: field out of range")
+)
+
+// Token is the content of a signed token. Money is in micros (millionths
+// of the currency unit) of Currency; prices are CPM as in OpenRTB.
+type Token struct {
+	Kind Kind
+	// Issued and Expires are whole seconds (the token stores unix seconds
+	// and a TTL); the zero Issued means "now" to Append.
+	Issued, Expires time.Time
+	// Campaign and Creative are rtbd's ids of the ad; Auction is the bid
+	// request id; Imp the imp id; User the user id the bid was for.
+	Campaign, Creative, Auction, Imp, User string
+	// PriceMicros is the bid price (CPM) in micros of Currency (3 letters).
+	PriceMicros int64
+	Currency    string
+	// Group and Product identify the product of a click (0 for notices).
+	Group, Product int64
+	// URL is the landing URL of a click (empty for notices).
+	URL string
+}
+
+// Keys signs and verifies tokens. It is immutable and safe for concurrent
+// use.
+type Keys struct {
+	macs []*sync.Pool // per key: HMAC-SHA256 hash.Hash values, reset before use
+}
+
+// NewKeys returns Keys for the given secrets: the first signs, all verify.
+// Each must be at least MinKeyBytes long. The secrets are copied.
+func NewKeys(secrets ...[]byte) (*Keys, error) {
+	if len(secrets) == 0 {
+		return nil, ErrNoKey
+	}
+	k := &Keys{}
+	for i, s := range secrets {
+		if len(s) < MinKeyBytes {
+			return nil, fmt.Errorf("%w: key %d has %d bytes, want >= %d", ErrShortKey, i, len(s), MinKeyBytes)
+		}
+		secret := append([]byte(nil), s...)
+		// crypto/hmac keeps the hash states after the key pads and
+		// restores them on Reset: 3 SHA-256 blocks per short token
+		// instead of 5. Pooled, so that signing allocates nothing.
+		k.macs = append(k.macs, &sync.Pool{New: func() any { return hmac.New(sha256.New, secret) }})
+	}
+	return k, nil
+}
+
+// Len is the number of keys.
+func (k *Keys) Len() int { return len(k.macs) }
+
+var enc = base64.RawURLEncoding
+
+// Append appends the signed token for t to dst (URL-safe, no escaping
+// needed) and returns the extended buffer. A zero t.Issued means now; the
+// expiry is t.Expires, which must not be before Issued (a zero Expires
+// means Issued + 0: already expiring). On ErrField dst is returned
+// unchanged. It makes no allocation when dst has room for the token plus
+// its binary form (about twice the token).
+func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
+	if err := checkFields(t); err != nil {
+		return dst, err
+	}
+	issued := t.Issued
+	if issued.IsZero() {
+		issued = time.Now()
+	}
+	ttl := int64(0)
+	if !t.Expires.IsZero() {
+		ttl = t.Expires.Unix() - issued.Unix()
+		if ttl < 0 {
+			return dst, fmt.Errorf("%w: expires before issued", ErrField)
+		}
+	}
+	start := len(dst) // the binary payload goes here first, then its base64
+	dst = append(dst, version, byte(t.Kind))
+	dst = binary.AppendUvarint(dst, uint64(issued.Unix()))
+	dst = binary.AppendUvarint(dst, uint64(ttl))
+	dst = binary.AppendUvarint(dst, uint64(t.PriceMicros))
+	if t.Currency == "" {
+		dst = append(dst, 0, 0, 0)
+	} else {
+		dst = append(dst, t.Currency...)
+	}
+	for _, s := range [...]string{t.Campaign, t.Creative, t.Auction, t.Imp, t.User, t.URL} {
+		dst = binary.AppendUvarint(dst, uint64(len(s)))
+		dst = append(dst, s...)
+	}
+	dst = binary.AppendUvarint(dst, uint64(t.Group))
+	dst = binary.AppendUvarint(dst, uint64(t.Product))
+	e := len(dst)
+	dst = k.mac(0, dst, dst[start:e])[:e+MACBytes] // payload | mac, truncated
+	e += MACBytes
+	dst = enc.AppendEncode(dst, dst[start:e])
+	n := copy(dst[start:], dst[e:])
+	return dst[:start+n], nil
+}
+
+func checkFields(t *Token) error {
+	if t.Kind < KindWin || t.Kind > KindClick {
+		return fmt.Errorf("%w: kind %d", ErrField, t.Kind)
+	}
+	if t.PriceMicros < 0 || t.Group < 0 || t.Product < 0 {
+		return fmt.Errorf("%w: negative price or id", ErrField)
+	}
+	if t.Currency != "" && !isCurrency(t.Currency) {
+		return fmt.Errorf("%w: currency %q", ErrField, t.Currency)
+	}
+	for _, s := range [...]string{t.Campaign, t.Creative, t.Auction, t.Imp, t.User, t.URL} {
+		if len(s) > MaxFieldBytes {
+			return fmt.Errorf("%w: a field has %d bytes, more than %d", ErrField, len(s), MaxFieldBytes)
+		}
+	}
+	return nil
+}
+
+func isCurrency(s string) bool {
+	if len(s) != 3 {
+		return false
+	}
+	for i := 0; i < 3; i++ {
+		if c := s[i]; c < 'A' || c > 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// mac appends HMAC-SHA256(key i, msg) (32 bytes) to dst.
+func (k *Keys) mac(i int, dst, msg []byte) []byte {
+	h := k.macs[i].Get().(hash.Hash)
+	h.Reset()
+	h.Write(msg)
+	dst = h.Sum(dst)
+	k.macs[i].Put(h)
+	return dst
+}
+
+// Parse checks the token s and fills *t. want is the kind the caller
+// accepts (0 accepts any). now is compared with the expiry.
+//
+// It decodes into buf (grown if too small) and returns it: t's string
+// fields point into that buffer (no copy) and stay valid until it is
+// reused; use strings.Clone to keep one longer. On ErrExpired and ErrKind t
+// is filled (the token is authentic); on ErrMalformed and ErrSignature t is
+// zeroed. It makes no allocation when buf has room for 32 bytes more than
+// the decoded token.
+func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) ([]byte, error) {
+	*t = Token{}
+	if len(s) > MaxTokenBytes || len(s) < 4 {
+		return buf, ErrMalformed
+	}
+	need := enc.DecodedLen(len(s)) + 32
+	if cap(buf) < need {
+		buf = make([]byte, need)
+	}
+	buf = buf[:need]
+	n, err := enc.Decode(buf, s)
+	if err != nil || n < 2+MACBytes {
+		return buf[:0], ErrMalformed
+	}
+	msg := buf[:n-MACBytes]
+	got := buf[n-MACBytes : n]
+	ok := false
+	for i := range k.macs {
+		mac := k.mac(i, buf[:n], msg)[n:] // into buf's spare room
+		if subtle.ConstantTimeCompare(mac[:MACBytes], got) == 1 {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		// Only now look at the payload: a bad signature says nothing
+		// about its content.
+		return buf[:0], ErrSignature
+	}
+	if err := decodePayload(t, msg); err != nil {
+		*t = Token{}
+		return buf[:0], err
+	}
+	if want != 0 && t.Kind != want {
+		return buf, ErrKind
+	}
+	if now.After(t.Expires) {
+		return buf, ErrExpired
+	}
+	return buf, nil
+}
+
+// decodePayload fills t from a verified payload; strings alias p.
+func decodePayload(t *Token, p []byte) error {
+	if len(p) < 2 || p[0] != version {
+		return ErrMalformed
+	}
+	t.Kind = Kind(p[1])
+	if t.Kind < KindWin || t.Kind > KindClick {
+		return ErrMalformed
+	}
+	p = p[2:]
+	var vals [3]uint64
+	for i := range vals {
+		v, n := binary.Uvarint(p)
+		if n <= 0 || v > 1<<62 {
+			return ErrMalformed
+		}
+		vals[i], p = v, p[n:]
+	}
+	t.Issued = time.Unix(int64(vals[0]), 0)
+	t.Expires = time.Unix(int64(vals[0]+vals[1]), 0)
+	t.PriceMicros = int64(vals[2])
+	if len(p) < 3 {
+		return ErrMalformed
+	}
+	if p[0] != 0 {
+		t.Currency = str(p[:3])
+	}
+	p = p[3:]
+	for _, f := range [...]*string{&t.Campaign, &t.Creative, &t.Auction, &t.Imp, &t.User, &t.URL} {
+		l, n := binary.Uvarint(p)
+		if n <= 0 || l > MaxFieldBytes || l > uint64(len(p)-n) {
+			return ErrMalformed
+		}
+		*f, p = str(p[n:n+int(l)]), p[n+int(l):]
+	}
+	for _, f := range [...]*int64{&t.Group, &t.Product} {
+		v, n := binary.Uvarint(p)
+		if n <= 0 || v > 1<<62 {
+			return ErrMalformed
+		}
+		*f, p = int64(v), p[n:]
+	}
+	if len(p) != 0 {
+		return ErrMalformed
+	}
+	return nil
+}
+
+// str returns b as a string without copying (the caller documents that the
+// string aliases b).
+func str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
+}

@@ -1,0 +1,223 @@
+package token
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+var (
+	key1 = []byte("0123456789abcdef-key-one")
+	key2 = []byte("fedcba9876543210-key-two")
+)
+
+func mustKeys(t testing.TB, secrets ...[]byte) *Keys {
+	t.Helper()
+	k, err := NewKeys(secrets...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func sample() Token {
+	now := time.Unix(1_764_460_800, 0)
+	return Token{
+		Kind: KindWin, Issued: now, Expires: now.Add(time.Hour),
+		Campaign: "camp-1", Creative: "camp-1-medium-300x250", Auction: "80ce30c53c16e6ede735f123ef6e32361bfc7b22",
+		Imp: "1", User: "u-42", PriceMicros: 1_250_000, Currency: "USD",
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	k := mustKeys(t, key1)
+	cases := []Token{sample()}
+	click := sample()
+	click.Kind, click.URL, click.Group, click.Product = KindClick, "https://shop.example.com/item/1?a=b&c=%E2%9C%93", 1122, 103
+	cases = append(cases, click)
+	empty := Token{Kind: KindBill, Issued: time.Unix(5, 0), Expires: time.Unix(5, 0)}
+	cases = append(cases, empty)
+	long := sample()
+	long.URL = "https://x.example/" + strings.Repeat("a", MaxFieldBytes-18)
+	cases = append(cases, long)
+	for i, want := range cases {
+		tok, err := k.Append(nil, &want)
+		if err != nil {
+			t.Fatalf("%d: Append: %v", i, err)
+		}
+		for _, c := range tok {
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				t.Fatalf("%d: token has %q, not URL-safe: %s", i, c, tok)
+			}
+		}
+		var got Token
+		if _, err := k.Parse(&got, tok, 0, want.Issued, nil); err != nil {
+			t.Fatalf("%d: Parse: %v", i, err)
+		}
+		if !got.Issued.Equal(want.Issued) || !got.Expires.Equal(want.Expires) {
+			t.Errorf("%d: times %v %v, want %v %v", i, got.Issued, got.Expires, want.Issued, want.Expires)
+		}
+		got.Issued, got.Expires, want.Issued, want.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		if got != want {
+			t.Errorf("%d: got %+v\nwant %+v", i, got, want)
+		}
+	}
+}
+
+// TestIsHMAC checks the hand-written HMAC against crypto/hmac.
+func TestIsHMAC(t *testing.T) {
+	long := []byte(strings.Repeat("k", 100)) // > block size: hashed first
+	for _, key := range [][]byte{key1, long} {
+		k := mustKeys(t, key)
+		tt := sample()
+		tok, err := k.Append(nil, &tt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, err := base64.RawURLEncoding.DecodeString(string(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		payload, mac := raw[:len(raw)-MACBytes], raw[len(raw)-MACBytes:]
+		h := hmac.New(sha256.New, key)
+		h.Write(payload)
+		if want := h.Sum(nil)[:MACBytes]; !hmac.Equal(mac, want) {
+			t.Errorf("mac %x, crypto/hmac says %x", mac, want)
+		}
+	}
+}
+
+func TestAppendKeepsPrefix(t *testing.T) {
+	k := mustKeys(t, key1)
+	tt := sample()
+	dst := []byte("https://bidder.example/win?t=")
+	out, err := k.Append(dst, &tt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(out), "https://bidder.example/win?t=") {
+		t.Fatalf("prefix lost: %s", out)
+	}
+	var got Token
+	if _, err := k.Parse(&got, out[len(dst):], KindWin, tt.Issued, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTamperAndForgery(t *testing.T) {
+	k := mustKeys(t, key1)
+	tt := sample()
+	tok, _ := k.Append(nil, &tt)
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	var got Token
+	// Flip each bit of the decoded token: never accepted.
+	for i := range raw {
+		for bit := 0; bit < 8; bit++ {
+			m := append([]byte(nil), raw...)
+			m[i] ^= 1 << bit
+			s := base64.RawURLEncoding.EncodeToString(m)
+			if _, err := k.Parse(&got, []byte(s), 0, tt.Issued, nil); err == nil {
+				t.Fatalf("byte %d bit %d flipped: accepted", i, bit)
+			} else if !errors.Is(err, ErrSignature) && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("byte %d bit %d flipped: %v", i, bit, err)
+			}
+		}
+	}
+	other := mustKeys(t, key2)
+	forged, _ := other.Append(nil, &tt)
+	if _, err := k.Parse(&got, forged, 0, tt.Issued, nil); !errors.Is(err, ErrSignature) {
+		t.Errorf("token of another key: %v, want ErrSignature", err)
+	}
+	if got != (Token{}) {
+		t.Errorf("t not zeroed after a bad signature: %+v", got)
+	}
+	for _, s := range []string{"", "abc", "!!!!!!!!!!!!", strings.Repeat("A", MaxTokenBytes+1), string(tok[:len(tok)-1]), string(tok) + "A"} {
+		if _, err := k.Parse(&got, []byte(s), 0, tt.Issued, nil); err == nil {
+			t.Errorf("%.40q accepted", s)
+		}
+	}
+}
+
+func TestRotation(t *testing.T) {
+	old := mustKeys(t, key1)
+	both := mustKeys(t, key2, key1) // new key signs, old still verifies
+	tt := sample()
+	oldTok, _ := old.Append(nil, &tt)
+	newTok, _ := both.Append(nil, &tt)
+	var got Token
+	if _, err := both.Parse(&got, oldTok, 0, tt.Issued, nil); err != nil {
+		t.Errorf("old token during rotation: %v", err)
+	}
+	if _, err := both.Parse(&got, newTok, 0, tt.Issued, nil); err != nil {
+		t.Errorf("new token: %v", err)
+	}
+	if _, err := old.Parse(&got, newTok, 0, tt.Issued, nil); !errors.Is(err, ErrSignature) {
+		t.Errorf("new token on a bidder without the new key: %v", err)
+	}
+	onlyNew := mustKeys(t, key2)
+	if _, err := onlyNew.Parse(&got, oldTok, 0, tt.Issued, nil); !errors.Is(err, ErrSignature) {
+		t.Errorf("old token after the old key was dropped: %v", err)
+	}
+}
+
+func TestExpiryAndKind(t *testing.T) {
+	k := mustKeys(t, key1)
+	tt := sample()
+	tok, _ := k.Append(nil, &tt)
+	var got Token
+	if _, err := k.Parse(&got, tok, KindWin, tt.Expires, nil); err != nil {
+		t.Errorf("at expiry: %v", err)
+	}
+	if _, err := k.Parse(&got, tok, KindWin, tt.Expires.Add(time.Second), nil); !errors.Is(err, ErrExpired) {
+		t.Errorf("after expiry: %v", err)
+	} else if got.Campaign != "camp-1" {
+		t.Errorf("expired token not filled: %+v", got)
+	}
+	if _, err := k.Parse(&got, tok, KindClick, tt.Issued, nil); !errors.Is(err, ErrKind) {
+		t.Errorf("win token as click: %v", err)
+	}
+}
+
+func TestKeyAndFieldErrors(t *testing.T) {
+	if _, err := NewKeys(); !errors.Is(err, ErrNoKey) {
+		t.Errorf("no key: %v", err)
+	}
+	if _, err := NewKeys(key1, []byte("short")); !errors.Is(err, ErrShortKey) {
+		t.Errorf("short key: %v", err)
+	}
+	k := mustKeys(t, key1)
+	bad := []func(*Token){
+		func(t *Token) { t.Kind = 0 },
+		func(t *Token) { t.Kind = 9 },
+		func(t *Token) { t.PriceMicros = -1 },
+		func(t *Token) { t.Currency = "usd" },
+		func(t *Token) { t.Currency = "US" },
+		func(t *Token) { t.Product = -3 },
+		func(t *Token) { t.URL = strings.Repeat("x", MaxFieldBytes+1) },
+		func(t *Token) { t.Expires = t.Issued.Add(-time.Second) },
+	}
+	for i, f := range bad {
+		tt := sample()
+		f(&tt)
+		dst := []byte("keep")
+		out, err := k.Append(dst, &tt)
+		if !errors.Is(err, ErrField) {
+			t.Errorf("%d: %v, want ErrField", i, err)
+		}
+		if string(out) != "keep" {
+			t.Errorf("%d: dst changed to %q", i, out)
+		}
+	}
+}
+
+func TestKindString(t *testing.T) {
+	for k, want := range map[Kind]string{KindWin: "win", KindBill: "bill", KindClick: "click", 0: "unknown", 77: "unknown"} {
+		if k.String() != want {
+			t.Errorf("%d: %q", k, k.String())
+		}
+	}
+}
