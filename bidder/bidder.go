@@ -235,14 +235,20 @@ func New(opts Options) (*Bidder, error) {
 func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
 
 // NewServer returns a fasthttp.Server for Handler: ErrorHandler wired,
-// MaxRequestBodySize set to Options.MaxBodyBytes, fasthttp's own log lines
-// sent to the Logger at debug level. Callers set timeouts and Serve it.
+// fasthttp's own log lines sent to the Logger at debug level. Callers set
+// timeouts and Serve it.
+//
+// The handler enforces Options.MaxBodyBytes itself (413), on a body read in
+// full, so the SSP reliably gets its 413 on a connection in a sane state;
+// fasthttp's own MaxRequestBodySize is a backstop at 4x that (at least
+// 1 MiB), where it answers 413 and drops the connection without reading
+// the rest (the client may then see the connection close instead).
 func (b *Bidder) NewServer() *fasthttp.Server {
 	return &fasthttp.Server{
 		Handler:            b.Handler(),
 		ErrorHandler:       b.ErrorHandler,
 		Name:               "rtbd",
-		MaxRequestBodySize: b.opts.MaxBodyBytes,
+		MaxRequestBodySize: max(4*b.opts.MaxBodyBytes, 1<<20),
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
 }
