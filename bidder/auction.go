@@ -65,7 +65,7 @@ const maxTries = 3
 
 // reasonRank orders no-bid reasons: of the reasons the imps of a request
 // got, the response reports the one that got furthest.
-func reasonRank(r rtb.NoBidReason) int {
+func reasonRank(r rtb.NoBidReason) float64 {
 	switch r {
 	case rtb.NoBidTechnicalError:
 		return 6
@@ -77,6 +77,10 @@ func reasonRank(r rtb.NoBidReason) int {
 		return 3
 	case rtb.NoBidUnsupportedImpType:
 		return 2
+	case rtb.NoBidFrequencyCapped:
+		return 1.75
+	case rtb.NoBidBudgetExhausted:
+		return 1.5
 	case rtb.NoBidNoMatchingCampaign:
 		return 1
 	}
@@ -126,6 +130,14 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		uid = u.BuyerUID
 		if uid == "" {
 			uid = u.ID
+		}
+	}
+	if b.opts.Fraud != nil {
+		if blocked, nbr := b.fraudCheck(req, uid); blocked {
+			if ex != nil {
+				ex.note("blocked by the fraud lists: %s", nbr)
+			}
+			return nbr
 		}
 	}
 	if uid == "" {
@@ -329,6 +341,21 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 			reason = worse(reason, rtb.NoBidBelowFloor)
 			ie.campaign(c.ID, "rejected", "bid below the floor", price, f, dealID)
 			continue
+		}
+		if bg := b.opts.Budgets; bg != nil {
+			cb := b.budgetOf(set, c)
+			if ok, why := bg.Check(*cb, st.now); !ok {
+				reason = worse(reason, rtb.NoBidBudgetExhausted)
+				if ie != nil {
+					ie.campaign(c.ID, "rejected", "budget: "+why.String(), price, f, dealID)
+				}
+				continue
+			}
+			if cb.FreqCap > 0 && !bg.FreqOK(*cb, uid, st.now) {
+				reason = worse(reason, rtb.NoBidFrequencyCapped)
+				ie.campaign(c.ID, "rejected", "frequency cap reached for this user", price, f, dealID)
+				continue
+			}
 		}
 		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h})
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -101,9 +102,31 @@ type Options struct {
 	EventTimeout time.Duration
 	// AccessLogSample logs one bid request in N; 0 none.
 	AccessLogSample int
-	// Notices serves /win and /bill (the spend package); nil answers 204
-	// and counts rtbd_bidder_notices_unhandled_total.
+	// Notices serves /win and /bill instead of the built-in handler (see
+	// notices.go); with neither Notices nor Spend, notices are answered 204
+	// and counted in rtbd_bidder_notices_unhandled_total.
 	Notices fasthttp.RequestHandler
+	// Spend, when set, makes the Bidder serve /win and /bill itself:
+	// verify, count and charge billing notices to Spend (the bidder does
+	// not own it: Close it after the server stops).
+	Spend *spend.Writer
+	// Budgets, when set, is asked before bidding for a campaign: budgets
+	// and pacing (nbr 501 when nothing else is left) and the user's
+	// frequency cap (nbr 502). In memory, no allocation.
+	Budgets *spend.Budgets
+	// Fraud, when set, is checked at the start of every bid request (site
+	// domain, app bundle, device IP, IFA, user); a hit is a no-bid with
+	// its reason. *fraud.Lists implements it.
+	Fraud FraudChecker
+	// ReplayWindow is how long accepted notices are remembered to answer a
+	// replay 204 without charging (per process). Default 24h.
+	// ReplayMaxEntries bounds that memory. Default 10,000,000 (about
+	// 50 bytes each).
+	ReplayWindow     time.Duration
+	ReplayMaxEntries int
+	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt
+	// Google-style encrypted clearing prices; nil: plain prices only.
+	PriceEncryptionKey, PriceIntegrityKey []byte
 	// Logger; nil logs nothing.
 	Logger *zap.Logger
 	// Registerer receives the rtbd_bidder_* metrics; nil registers none.
@@ -111,6 +134,12 @@ type Options struct {
 	// Now is the clock of campaign flights, dayparts and tokens (tests);
 	// nil is time.Now. Deadlines always use the real clock.
 	Now func() time.Time
+}
+
+// FraudChecker is the fraud block lists, checked in memory on the bid path
+// (*fraud.Lists). Empty arguments are not checked.
+type FraudChecker interface {
+	Check(site, bundle, ip, ifa, uid string) (blocked bool, nbr rtb.NoBidReason)
 }
 
 // ErrOptions is wrapped by New's errors.
@@ -161,6 +190,13 @@ func (o *Options) ensureDefaults() error {
 	def(&o.NoticeTTL, time.Hour)
 	def(&o.ClickTTL, 720*time.Hour)
 	def(&o.EventTimeout, 50*time.Millisecond)
+	def(&o.ReplayWindow, DefaultReplayWindow)
+	if o.ReplayMaxEntries <= 0 {
+		o.ReplayMaxEntries = DefaultReplayMaxEntries
+	}
+	if (len(o.PriceEncryptionKey) == 0) != (len(o.PriceIntegrityKey) == 0) {
+		errs = append(errs, errors.New("PriceEncryptionKey and PriceIntegrityKey go together"))
+	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = rtb.DefaultMaxBodyBytes
 	}
@@ -191,6 +227,11 @@ type Bidder struct {
 	pool  sync.Pool // *reqState
 	small sync.Pool // *smallState (/event, /click)
 
+	nm      *noticeMetrics
+	notices sync.Pool // *noticeState
+	replays *replaySet
+	budgets atomic.Pointer[budgetCache]
+
 	inFlight atomic.Int64
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
@@ -210,6 +251,10 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, err
 	}
+	nm, err := newNoticeMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	dbg, _ := newMetrics(nil)
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
@@ -217,6 +262,8 @@ func New(opts Options) (*Bidder, error) {
 		opts:        opts,
 		m:           m,
 		dbgM:        dbg,
+		nm:          nm,
+		replays:     newReplaySet(opts.ReplayWindow, opts.ReplayMaxEntries),
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
 		winPrefix:   opts.PublicURL + PathWin + "?t=",
 		billPrefix:  opts.PublicURL + PathBill + "?t=",
@@ -226,6 +273,7 @@ func New(opts Options) (*Bidder, error) {
 	}
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
+	b.notices.New = func() any { return &noticeState{buf: make([]byte, 0, 512)} }
 	return b, nil
 }
 
@@ -287,6 +335,14 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 	case PathWin, PathBill:
 		if b.opts.Notices != nil {
 			b.opts.Notices(rc)
+			return
+		}
+		if b.opts.Spend != nil {
+			kind := noticeWin
+			if string(rc.Path()) == PathBill {
+				kind = noticeBill
+			}
+			b.serveNotice(rc, kind)
 			return
 		}
 		b.m.notices.Inc()

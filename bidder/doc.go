@@ -13,11 +13,22 @@
 //	GET /event           product view pixel (?uid=&pg=&pid=&ev=view): 1x1 GIF
 //	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
 //	                     400 unsigned or tampered, 410 expired
-//	/win, /bill          Options.Notices (the spend package); 204 without
+//	GET /win, /bill      win and billing notices (?t=TOKEN&p=PRICE): with
+//	                     Options.Spend, verified, replay-checked and the
+//	                     bill charged to the spend Writer (notices.go:
+//	                     204 accepted or replay, 400 forged, expired,
+//	                     over-price, bad price; 503 while shutting down);
+//	                     Options.Notices replaces that; neither: 204
 //
 // Run (the main program's bidder mode) adds the admin listener: /metrics,
 // /healthz, /readyz, POST /admin/debug/bid (Explain: why each campaign did
-// or did not bid) and, with a remote catalog, POST /admin/catalog/refresh.
+// or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
+// cap and bidding state per campaign: CampaignsHandler) and, with a remote
+// catalog, POST /admin/catalog/refresh. Start opens the spend store the
+// config chooses (spend.store: embedded Pebble in bidder.data_dir/spend,
+// redis.addr, or aerospike.hosts), the spend Writer and Budgets, and the
+// fraud lists when redis.addr is set; Shutdown closes the Writer (final
+// flush) after the HTTP server has stopped and before the stores close.
 //
 // # A bid request
 //
@@ -33,12 +44,18 @@
 //  4. Privacy: regs.coppa, GDPR without TCF v2 consent for purposes 1, 3
 //     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
 //     privacy opt-out, device.dnt/lmt: no bid (nbr 505). See privacyCheck.
-//  5. User: user.buyeruid, else user.id; unknown: nbr 8.
+//  5. Fraud (Options.Fraud, when Redis is configured): site domain, app
+//     bundle, device IP, IFA and user against the in-memory block lists;
+//     a hit is a no-bid with the list's nbr (7, 4 or 5).
+//     User: user.buyeruid, else user.id; unknown: nbr 8.
 //  6. Per imp, at most one bid: the campaigns campaign.Set.Match admits,
 //     those with products of their group in the user's profile, priced
 //     with Campaign.BidMicros and converted to the response currency
 //     (Options.Rates), kept if at least the floor (imp's, or the deal's)
-//     converted likewise (nbr 506 otherwise); highest price first, one
+//     converted likewise (nbr 506 otherwise), and, with Options.Budgets,
+//     within its budgets and pacing (nbr 501 otherwise) and under the
+//     user's frequency cap (nbr 502), checked in memory from a
+//     spend.CampaignBudget cached per campaign Set; highest price first, one
 //     ProductMastersRequest for the winner (viewed ids, recommended ids,
 //     the template's quantities), falling back to the next when it has no
 //     products (nbr 503), at most 3 tries.
@@ -67,7 +84,9 @@
 // _request_seconds, _deadline_misses_total{stage=tmax|user|catalog|decide},
 // _catalog_errors_total{kind}, _user_errors_total{kind}, _shed_total,
 // _in_flight, _events_total{result}, _clicks_total{result},
-// _notices_unhandled_total. Label values are fixed sets.
+// _notices_unhandled_total; rtbd_notices_total{kind=win|bill,outcome=
+// accepted|replay|forged|expired|over_price|bad_price|bad_request|
+// unavailable}. Label values are fixed sets.
 //
 // # Concurrency and ownership
 //

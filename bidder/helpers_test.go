@@ -62,6 +62,7 @@ type fixture struct {
 	ln       *fasthttputil.InmemoryListener
 	client   *fasthttp.Client
 	serveErr chan error
+	seq      int // request ids of bidOnce
 }
 
 // staticCampaigns is a CampaignSource with a fixed Set.

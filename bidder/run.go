@@ -16,7 +16,15 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	as "github.com/aerospike/aerospike-client-go/v7"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/fraud"
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
+	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -86,17 +94,24 @@ type closableStore interface {
 // the fasthttp server on bidder.http_listen and the admin listener. Start
 // it with Start, stop it with Shutdown (or use Run).
 type Server struct {
-	cfg      *configs.Config
-	log      *zap.Logger
-	Bidder   *Bidder
-	products closableStore
-	remote   *remote.Client // nil with the local index
-	users    *user.Store
-	watcher  *campaign.Watcher
-	http     *fasthttp.Server
-	ln       net.Listener
-	admin    *admin.Server
-	served   chan error
+	cfg         *configs.Config
+	log         *zap.Logger
+	Bidder      *Bidder
+	products    closableStore
+	remote      *remote.Client // nil with the local index
+	users       *user.Store
+	watcher     *campaign.Watcher
+	rdb         *redis.Client      // nil without redis.addr
+	aero        *as.Client         // nil without aerospike.hosts
+	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
+	spendW      *spend.Writer
+	spendClosed bool // by Shutdown
+	budgets     *spend.Budgets
+	fraud       *fraud.Lists // nil without redis.addr
+	http        *fasthttp.Server
+	ln          net.Listener
+	admin       *admin.Server
+	served      chan error
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -155,6 +170,16 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.campaigns: %w", err)
 	}
+	if err := s.openSpend(cfg, log, reg); err != nil {
+		return nil, err
+	}
+	opts.Spend, opts.Budgets = s.spendW, s.budgets
+	if s.fraud != nil {
+		opts.Fraud = s.fraud
+	}
+	opts.ReplayWindow = cfg.Notice.ReplayWindow
+	opts.PriceEncryptionKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Encryption)
+	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.watcher
 	opts.Logger, opts.Registerer = log, reg
 	if s.Bidder, err = New(opts); err != nil {
@@ -171,6 +196,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	}
 	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
+	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
@@ -188,6 +214,83 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		zap.Int("campaigns_loaded", s.watcher.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
 	return s, nil
 }
+
+// openSpend opens the spend store chosen by spend.store (auto: aerospike
+// when aerospike.hosts is set, else redis when redis.addr is set, else the
+// embedded Pebble store in bidder.data_dir/spend), the spend Writer and
+// Budgets, and the fraud lists when redis.addr is set (loaded once before
+// serving; a failed first load is logged and the lists sync later).
+func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.Registerer) error {
+	if cfg.Redis.Addr != "" {
+		s.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, ContextTimeoutEnabled: true})
+	}
+	if cfg.Aerospike.Hosts != "" {
+		c, err := aerostore.Connect(cfg.Aerospike.Hosts, nil)
+		if err != nil {
+			return fmt.Errorf("bidder: aerospike.hosts: %w", err)
+		}
+		s.aero = c
+	}
+	kind := cfg.Spend.Store
+	if kind == "" || kind == configs.SpendStoreAuto {
+		switch {
+		case s.aero != nil:
+			kind = configs.SpendStoreAerospike
+		case s.rdb != nil:
+			kind = configs.SpendStoreRedis
+		default:
+			kind = configs.SpendStorePebble
+		}
+	}
+	var store spend.Store
+	switch kind {
+	case configs.SpendStoreRedis:
+		if s.rdb == nil {
+			return fmt.Errorf("%w: spend.store redis needs redis.addr", ErrOptions)
+		}
+		store = redisstore.New(s.rdb, redisstore.Options{Prefix: cfg.Redis.Prefix})
+	case configs.SpendStoreAerospike:
+		if s.aero == nil {
+			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", ErrOptions)
+		}
+		store = aerostore.NewSpendStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace})
+	default:
+		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "spend"), pebblestore.Options{Logger: log})
+		if err != nil {
+			return fmt.Errorf("bidder: bidder.data_dir (spend): %w", err)
+		}
+		s.spendDB, store = db, db
+	}
+	w, err := spend.NewWriter(store, spend.Options{
+		FlushInterval: cfg.Spend.FlushInterval, Flushers: cfg.Spend.Flushers,
+		ThresholdImps: cfg.Spend.ThresholdImps, BudgetFraction: cfg.Spend.BudgetFraction,
+		FlushTimeout: cfg.Spend.FlushTimeout, Logger: log, Registerer: reg})
+	if err != nil {
+		return fmt.Errorf("bidder: spend: %w", err)
+	}
+	s.spendW = w
+	s.budgets = spend.NewBudgets(w, spend.BudgetOptions{})
+	if s.rdb != nil {
+		l, err := fraud.New(s.rdb, fraud.Options{Prefix: cfg.Redis.Prefix + "fraud:",
+			CheckInterval: cfg.Fraud.CheckInterval, ReloadInterval: cfg.Fraud.ReloadInterval,
+			Logger: log, Registerer: reg})
+		if err != nil {
+			return fmt.Errorf("bidder: fraud: %w", err)
+		}
+		s.fraud = l
+		fctx, fcancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = l.Start(fctx)
+		fcancel()
+		if err != nil {
+			log.Warn("bidder: first load of the fraud lists failed; bidding without them until a sync succeeds", zap.Error(err))
+		}
+	}
+	log.Info("spend store", zap.String("store", kind))
+	return nil
+}
+
+// Spend is the spend Writer.
+func (s *Server) Spend() *spend.Writer { return s.spendW }
 
 // Addr is the address the bid server listens on.
 func (s *Server) Addr() string { return s.ln.Addr().String() }
@@ -235,13 +338,42 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer acancel()
 	aerr := s.admin.Shutdown(actx)
+	// Flush every accepted notice before the stores close (nothing lost on
+	// SIGTERM while the spend store answers).
+	var werr error
+	if s.spendW != nil {
+		wctx, wcancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
+		werr = s.spendW.Close(wctx)
+		wcancel()
+		s.spendClosed = true
+		if werr != nil {
+			werr = fmt.Errorf("bidder: flushing spend: %w", werr)
+		}
+	}
 	cerr := s.closeStores()
 	s.log.Info("bidder stopped")
-	return errors.Join(herr, aerr, cerr)
+	return errors.Join(herr, aerr, werr, cerr)
 }
 
 func (s *Server) closeStores() error {
 	var errs []error
+	if s.spendW != nil && !s.spendClosed { // Start failed after opening it
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Bidder.ShutdownTimeout)
+		errs = append(errs, s.spendW.Close(ctx))
+		cancel()
+	}
+	if s.fraud != nil {
+		s.fraud.Close()
+	}
+	if s.spendDB != nil {
+		errs = append(errs, s.spendDB.Close())
+	}
+	if s.rdb != nil {
+		errs = append(errs, s.rdb.Close())
+	}
+	if s.aero != nil {
+		s.aero.Close()
+	}
 	if s.watcher != nil {
 		errs = append(errs, s.watcher.Close())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
@@ -106,10 +107,51 @@ func TestServerLocal(t *testing.T) {
 	if st, _ := httpDo(t, "POST", admin+"/admin/catalog/refresh", nil); st != 404 && st != 405 {
 		t.Errorf("catalog refresh with a local index: %d, want 404/405", st)
 	}
+	// The bid's billing notice over TCP, charged to the embedded spend
+	// store (bidder.data_dir/spend) by Shutdown's final flush.
+	var br struct {
+		SeatBid []struct {
+			Bid []struct{ BURL, CID string }
+		}
+	}
+	if err := json.Unmarshal(resp, &br); err != nil || len(br.SeatBid) == 0 {
+		t.Fatalf("bid: %v", err)
+	}
+	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", "1.25", 1)
+	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
+		t.Fatalf("bill: %d %s", st, b)
+	}
+	cid := br.SeatBid[0].Bid[0].CID
+	st, cb := httpDo(t, "GET", admin+"/admin/campaigns", nil)
+	var camps []CampaignStatus
+	if err := json.Unmarshal(cb, &camps); st != 200 || err != nil {
+		t.Fatalf("/admin/campaigns: %d %v %.300s", st, err, cb)
+	}
+	found := false
+	for _, c := range camps {
+		if c.Campaign == cid {
+			found = true
+			if c.TotalMicros != 1250 || c.UnflushedTotalMicros != 1250 || !c.Bidding {
+				t.Errorf("/admin/campaigns %s: %+v", cid, c)
+			}
+		}
+	}
+	if !found || len(camps) != 4 {
+		t.Errorf("/admin/campaigns: %d campaigns, %s found %v", len(camps), cid, found)
+	}
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
 	stopped = true
+	db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "spend"), pebblestore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	tot, err := db.Read(context.Background(), []string{cid}, time.Now().UTC().Format("2006-01-02"))
+	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 1250 || tot[0].TotalImps != 1 {
+		t.Errorf("spend store after Shutdown: %+v %v, want 1250 micros, 1 impression", tot, err)
+	}
 	if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 		t.Error("still accepting after Shutdown")
 	}

@@ -3,6 +3,7 @@ package configs
 import (
 	"bytes"
 	_ "embed"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -67,6 +68,16 @@ type Config struct {
 	Catalog Catalog `yaml:"catalog"`
 	// Bidder configures the bid server (mode bidder).
 	Bidder Bidder `yaml:"bidder"`
+	// Spend configures the spend writer, budgets and the spend store choice.
+	Spend Spend `yaml:"spend"`
+	// Redis is the shared Redis of a fleet (spend counters, fraud lists).
+	Redis Redis `yaml:"redis"`
+	// Aerospike is the shared Aerospike cluster of a fleet (spend, users).
+	Aerospike Aerospike `yaml:"aerospike"`
+	// Fraud configures the sync of the fraud block lists from Redis.
+	Fraud Fraud `yaml:"fraud"`
+	// Notice configures the /win and /bill notice handler.
+	Notice Notice `yaml:"notice"`
 }
 
 // Bidder configures the bid server (package bidder). Durations are in the
@@ -202,6 +213,153 @@ func (b Bidder) Validate(p *Problems) {
 	p.Positive("idle_timeout", b.IdleTimeout)
 	p.Positive("shutdown_timeout", b.ShutdownTimeout)
 	p.Range("user_cache_mb", int64(b.UserCacheMB), 1, 65536)
+}
+
+// Spend store choices (spend.store).
+const (
+	SpendStoreAuto      = "auto"
+	SpendStorePebble    = "pebble"
+	SpendStoreRedis     = "redis"
+	SpendStoreAerospike = "aerospike"
+)
+
+// Spend configures the spend writer (package bidder/spend): buffered
+// per-campaign spend and per-user frequency counts, flushed in batches.
+type Spend struct {
+	// Store is where spend is flushed: "auto" (aerospike when
+	// aerospike.hosts is set, else redis when redis.addr is set, else the
+	// embedded Pebble store in bidder.data_dir/spend), or one of "pebble",
+	// "redis", "aerospike" explicitly.
+	Store string `yaml:"store"`
+	// FlushInterval is the timer flush of every campaign with unflushed counts.
+	FlushInterval time.Duration `yaml:"flush_interval"`
+	// Flushers is the most store flushes running at once.
+	Flushers int `yaml:"flushers"`
+	// ThresholdImps flushes a campaign once it has this many unflushed impressions.
+	ThresholdImps int64 `yaml:"threshold_imps"`
+	// BudgetFraction flushes a campaign once its unflushed spend passes this
+	// fraction of its (daily or total) budget.
+	BudgetFraction float64 `yaml:"budget_fraction"`
+	// FlushTimeout bounds one store flush.
+	FlushTimeout time.Duration `yaml:"flush_timeout"`
+}
+
+// Validate reports the problems of the spend section.
+func (s Spend) Validate(p *Problems) {
+	p.OneOf("store", s.Store, SpendStoreAuto, SpendStorePebble, SpendStoreRedis, SpendStoreAerospike)
+	p.Positive("flush_interval", s.FlushInterval)
+	p.Range("flushers", int64(s.Flushers), 1, 256)
+	p.Range("threshold_imps", s.ThresholdImps, 1, 1<<40)
+	if !(s.BudgetFraction >= 0 && s.BudgetFraction <= 1) {
+		p.Addf("budget_fraction", "must be between 0 and 1, got %v", s.BudgetFraction)
+	}
+	p.Positive("flush_timeout", s.FlushTimeout)
+}
+
+// Redis is a Redis server shared by a fleet of bidders.
+type Redis struct {
+	// Addr is host:port; "" means no Redis.
+	Addr string `yaml:"addr"`
+	// Prefix starts every key rtbd writes or reads.
+	Prefix string `yaml:"prefix"`
+}
+
+// Validate reports the problems of the redis section.
+func (r Redis) Validate(p *Problems) {
+	if r.Addr != "" {
+		p.HostPort("addr", r.Addr)
+	}
+	if r.Prefix == "" || len(r.Prefix) > 64 || strings.ContainsAny(r.Prefix, " \t\r\n{}") {
+		p.Addf("prefix", "must be 1-64 characters without spaces, control characters or braces, got %q", r.Prefix)
+	}
+}
+
+// Aerospike is an Aerospike cluster shared by a fleet of bidders.
+type Aerospike struct {
+	// Hosts is "host[:port][,host[:port]...]" (port default 3000); ""
+	// means no Aerospike.
+	Hosts string `yaml:"hosts"`
+	// Namespace holds rtbd's sets.
+	Namespace string `yaml:"namespace"`
+}
+
+// Validate reports the problems of the aerospike section.
+func (a Aerospike) Validate(p *Problems) {
+	for _, h := range strings.Split(a.Hosts, ",") {
+		h = strings.TrimSpace(h)
+		if a.Hosts != "" && (h == "" || strings.ContainsAny(h, " /")) {
+			p.Addf("hosts", "want host[:port][,host[:port]...], got %q", a.Hosts)
+			break
+		}
+	}
+	p.NonEmpty("namespace", a.Namespace)
+}
+
+// Fraud configures the in-memory copy of the fraud block lists kept in
+// Redis (package bidder/fraud); used only when redis.addr is set.
+type Fraud struct {
+	// CheckInterval is how often the lists' version key is read.
+	CheckInterval time.Duration `yaml:"check_interval"`
+	// ReloadInterval forces a full reload even without a version change.
+	ReloadInterval time.Duration `yaml:"reload_interval"`
+}
+
+// Validate reports the problems of the fraud section.
+func (f Fraud) Validate(p *Problems) {
+	p.Positive("check_interval", f.CheckInterval)
+	p.Positive("reload_interval", f.ReloadInterval)
+}
+
+// Notice configures the win (/win) and billing (/bill) notice handler.
+type Notice struct {
+	// ReplayWindow is how long a notice (auction, imp, kind) is remembered
+	// to reject a replay; per bidder process.
+	ReplayWindow time.Duration `yaml:"replay_window"`
+	// PriceKeys decrypt Google-style encrypted clearing prices.
+	PriceKeys PriceKeys `yaml:"price_keys"`
+}
+
+// Validate reports the problems of the notice section.
+func (n Notice) Validate(p *Problems) {
+	p.Positive("replay_window", n.ReplayWindow)
+}
+
+// PriceKeys are the exchange's price encryption and integrity keys, web-safe
+// (or standard) base64 as exchanges hand them out. Both empty: plain
+// decimal prices only.
+type PriceKeys struct {
+	// Encryption is the encryption key (base64).
+	Encryption string `yaml:"encryption"`
+	// Integrity is the integrity key (base64).
+	Integrity string `yaml:"integrity"`
+}
+
+// Validate reports the problems of the price_keys subsection.
+func (k PriceKeys) Validate(p *Problems) {
+	if (k.Encryption == "") != (k.Integrity == "") {
+		p.Addf("encryption", "encryption and integrity must be set together")
+		return
+	}
+	if _, err := DecodeKey(k.Encryption); err != nil {
+		p.Addf("encryption", "%v", err)
+	}
+	if _, err := DecodeKey(k.Integrity); err != nil {
+		p.Addf("integrity", "%v", err)
+	}
+}
+
+// DecodeKey decodes a base64 key in any of the four alphabets (standard or
+// web-safe, padded or not); "" gives nil.
+func DecodeKey(s string) ([]byte, error) {
+	if s == "" {
+		return nil, nil
+	}
+	for _, enc := range []*base64.Encoding{base64.URLEncoding, base64.RawURLEncoding, base64.StdEncoding, base64.RawStdEncoding} {
+		if b, err := enc.DecodeString(s); err == nil && len(b) > 0 {
+			return b, nil
+		}
+	}
+	return nil, fmt.Errorf("must be base64, got %d characters that do not decode", len(s))
 }
 
 // checkPublicURL returns "" if u is http(s)://host[:port][/path] with no

@@ -1,0 +1,57 @@
+package bidder
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+// CampaignStatus is one campaign of GET /admin/campaigns: the spend
+// package's view (today's and total spend in micros of the campaign's
+// currency, this bidder's unflushed part and the fleet-wide totals as last
+// read, budgets, pacing, frequency cap) plus the campaign's own state.
+type CampaignStatus struct {
+	spend.Status
+	// Name, Status ("active", "paused") and Currency of the campaign.
+	Name     string `json:"name,omitempty"`
+	State    string `json:"status"`
+	Currency string `json:"currency"`
+	// FreqPeriodText is FreqPeriod as a Go duration ("24h0m0s"); "" without a cap.
+	FreqPeriodText string `json:"freq_period,omitempty"`
+	// Bidding (overriding spend.Status's) is false when the campaign is
+	// paused or its budget or pacing stops it; Reason says which
+	// ("paused", "daily_budget", "total_budget", "pacing"; "ok" when
+	// bidding). Flights and dayparts are not evaluated here.
+}
+
+// CampaignsHandler serves GET /admin/campaigns (the admin listener): a
+// JSON array of CampaignStatus, one per campaign of the current set, in
+// file order. Without Options.Budgets it answers 404.
+func (b *Bidder) CampaignsHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		bg := b.opts.Budgets
+		set := b.opts.Campaigns.Current()
+		if bg == nil || set == nil {
+			http.Error(w, "no spend tracking configured", http.StatusNotFound)
+			return
+		}
+		now := b.opts.Now()
+		out := make([]CampaignStatus, 0, set.Len())
+		for _, c := range set.All() {
+			cb := b.budgetOf(set, c)
+			cs := CampaignStatus{Status: bg.Status(*cb, now), Name: c.Name, State: c.Status, Currency: c.Currency}
+			if cb.FreqCap > 0 {
+				cs.FreqPeriodText = cb.FreqPeriod.String()
+			}
+			if c.Status != "" && c.Status != "active" {
+				cs.Bidding, cs.Reason = false, "paused"
+			}
+			out = append(out, cs)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(out)
+	})
+}

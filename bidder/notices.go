@@ -1,0 +1,361 @@
+package bidder
+
+import (
+	"errors"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/prebid/openrtb/v20/openrtb2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// Win and billing notices (GET /win, GET /bill), served by the Bidder
+// itself when Options.Spend is set (and Options.Notices is nil).
+//
+// A notice carries t, the signed token the bid put in its nurl/burl
+// (token.KindWin for /win, token.KindBill for /bill), and p, the clearing
+// price the SSP substituted for ${AUCTION_PRICE}: a plain decimal CPM
+// ("1.25", rtb.ParsePrice) or, when it is not one and price keys are
+// configured (Options.PriceEncryptionKey/PriceIntegrityKey), a
+// Google-style encrypted price (rtb.DecryptPrice). Either way the price is
+// CPM in micros of the bid currency (the token's Currency).
+//
+// Answers and outcomes (rtbd_notices_total{kind, outcome}):
+//
+//	accepted     204; a /bill charges spend (see below)
+//	replay       204, not charged again: the same (auction, imp, kind) was
+//	             accepted within Options.ReplayWindow
+//	forged       400: bad signature, malformed token, or a token of the other kind
+//	expired      400: the token verified but is past its expiry
+//	over_price   400: the clearing price is above the token's bid price
+//	bad_price    400: p missing, unfilled macro, not a price, or an encrypted
+//	             price that does not decrypt (or no keys to decrypt it)
+//	bad_request  400 (405 for a method other than GET/HEAD): no t
+//	unavailable  503: accepted but the spend Writer is closed (shutdown)
+//
+// A refused notice is never charged and never enters the replay set.
+// An accepted notice the spend Writer refuses because it is closing
+// (shutdown) is answered 503 and not remembered, so the SSP's retry to
+// another bidder charges it; that is the outcome "unavailable".
+//
+// # What is charged, once
+//
+// Spend is charged on the billing notice only: /bill calls
+// spend.Writer.Add(campaign, user, charge, now), which records the spend
+// and one impression for the user's frequency count. /win is verified and
+// counted (accepted, replay, ...) but charges nothing, so a bid whose SSP
+// sends both notices is charged once. rtbd puts a burl in every bid; an SSP
+// that fires only nurl is therefore not charged (counted as wins only).
+//
+// Units: p and the token's bid price are CPM (price per thousand
+// impressions) in micros; one notice is one impression, so the charge is
+// CPM/1000 micros, rounded half up to a whole micro (p 1.5 = 1,500,000
+// micros CPM charges 1,500 micros = 0.0015 of the currency). When the
+// campaign's currency (its budgets) differs from the bid currency, the
+// charge is converted with Options.Rates.
+//
+// # Replays
+//
+// Replay protection is per bidder process: the set of accepted (auction,
+// imp, kind) lives in this process's memory (a 128-bit hash of each, in
+// 16 lock shards, two generations rotated every ReplayWindow, so an entry
+// is remembered for between one and two windows), bounded by
+// Options.ReplayMaxEntries (a generation that fills up rotates early, which
+// shortens the memory under a flood rather than growing without bound). A
+// replay sent to another bidder of a fleet, or after a restart, is not
+// seen; tokens expire after bidder.notice_ttl (1h by default), which bounds
+// the exposure.
+
+// Notice outcomes, the outcome label of rtbd_notices_total.
+const (
+	outAccepted = iota
+	outReplay
+	outForged
+	outExpired
+	outOverPrice
+	outBadPrice
+	outBadRequest
+	outUnavailable
+	numOutcomes
+)
+
+var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable"}
+
+const (
+	noticeWin = iota
+	noticeBill
+	numNoticeKinds
+)
+
+var noticeKindNames = [numNoticeKinds]string{"win", "bill"}
+
+// Defaults of the notice options.
+const (
+	DefaultReplayWindow     = 24 * time.Hour
+	DefaultReplayMaxEntries = 10_000_000
+)
+
+type noticeMetrics struct {
+	out [numNoticeKinds][numOutcomes]prometheus.Counter
+}
+
+func newNoticeMetrics(reg prometheus.Registerer) (*noticeMetrics, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_notices_total",
+		Help: "Win (/win) and billing (/bill) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable."},
+		[]string{"kind", "outcome"})
+	m := &noticeMetrics{}
+	for k, kn := range noticeKindNames {
+		for o, on := range outcomeNames {
+			m.out[k][o] = vec.WithLabelValues(kn, on)
+		}
+	}
+	if reg != nil {
+		if err := reg.Register(vec); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// noticeState is the pooled scratch of one notice.
+type noticeState struct {
+	tok token.Token
+	buf []byte
+}
+
+// serveNotice is GET /win (kind noticeWin) and GET /bill (noticeBill).
+func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
+	out := b.notice(rc, kind)
+	b.nm.out[kind][out].Inc()
+	switch out {
+	case outAccepted, outReplay:
+		rc.SetStatusCode(fasthttp.StatusNoContent)
+	case outUnavailable:
+		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	default:
+		if rc.Response.StatusCode() != fasthttp.StatusMethodNotAllowed {
+			rc.SetStatusCode(fasthttp.StatusBadRequest)
+		}
+	}
+}
+
+func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
+	if !rc.IsGet() && !rc.IsHead() {
+		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return outBadRequest
+	}
+	args := rc.QueryArgs()
+	t := args.Peek("t")
+	if len(t) == 0 {
+		return outBadRequest
+	}
+	want := token.KindWin
+	if kind == noticeBill {
+		want = token.KindBill
+	}
+	ns := b.notices.Get().(*noticeState)
+	defer b.notices.Put(ns)
+	now := b.opts.Now()
+	var err error
+	ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, want, now, ns.buf[:0])
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return outExpired
+	case err != nil: // ErrMalformed, ErrSignature, ErrKind
+		return outForged
+	}
+	tok := &ns.tok
+	price, ok := b.clearingPrice(args.Peek("p"))
+	if !ok {
+		return outBadPrice
+	}
+	if price > tok.PriceMicros {
+		return outOverPrice
+	}
+	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
+		return outReplay
+	}
+	if kind != noticeBill {
+		return outAccepted
+	}
+	charge := (price + 500) / 1000 // CPM -> one impression, micros, half up
+	if set := b.opts.Campaigns.Current(); set != nil && tok.Currency != "" {
+		if c, found := set.Get(tok.Campaign); found && c.Currency != "" && c.Currency != tok.Currency {
+			if v, ok := b.opts.Rates.Convert(charge, tok.Currency, c.Currency); ok {
+				charge = v
+			}
+		}
+	}
+	if err := b.opts.Spend.Add(tok.Campaign, tok.User, charge, now); err != nil {
+		b.replays.forget(kind, tok.Auction, tok.Imp)
+		if errors.Is(err, spend.ErrClosed) {
+			return outUnavailable
+		}
+		// ErrInvalid: an id the spend store cannot key (signed by us, so a
+		// configuration problem rather than an attack).
+		b.opts.Logger.Warn("bidder: billing notice not charged", zap.Error(err))
+		return outBadRequest
+	}
+	return outAccepted
+}
+
+// clearingPrice parses p: a plain decimal, else an encrypted price when
+// keys are configured.
+func (b *Bidder) clearingPrice(p []byte) (int64, bool) {
+	if len(p) == 0 {
+		return 0, false
+	}
+	s := str(p)
+	if v, err := rtb.ParsePrice(s); err == nil {
+		return v, true
+	}
+	if len(b.opts.PriceEncryptionKey) == 0 {
+		return 0, false
+	}
+	v, err := rtb.DecryptPrice(b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey, s)
+	return v, err == nil
+}
+
+// replaySet remembers accepted notices (see the notice documentation):
+// sharded, two generations per shard, 128-bit keys.
+type replaySet struct {
+	seed1, seed2 maphash.Seed
+	window       time.Duration
+	maxPerShard  int
+	shards       [16]replayShard
+}
+
+type replayKey [2]uint64
+
+type replayShard struct {
+	mu        sync.Mutex
+	cur, prev map[replayKey]struct{}
+	start     time.Time // of cur
+}
+
+func newReplaySet(window time.Duration, maxEntries int) *replaySet {
+	r := &replaySet{seed1: maphash.MakeSeed(), seed2: maphash.MakeSeed(), window: window,
+		maxPerShard: max(1, maxEntries/2/16)}
+	for i := range r.shards {
+		r.shards[i].cur = make(map[replayKey]struct{})
+	}
+	return r
+}
+
+func (r *replaySet) key(kind int, auction, imp string) replayKey {
+	var k replayKey
+	for i, seed := range []maphash.Seed{r.seed1, r.seed2} {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		h.WriteByte(byte(kind))
+		h.WriteString(auction)
+		h.WriteByte(0)
+		h.WriteString(imp)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+// firstTime records the notice and reports whether it was not already
+// recorded within the window.
+func (r *replaySet) firstTime(kind int, auction, imp string, now time.Time) bool {
+	k := r.key(kind, auction, imp)
+	sh := &r.shards[k[0]%uint64(len(r.shards))]
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.start.IsZero() {
+		sh.start = now
+	}
+	if now.Sub(sh.start) >= r.window || len(sh.cur) >= r.maxPerShard {
+		if now.Sub(sh.start) >= 2*r.window {
+			sh.prev = nil // both generations are older than a window
+		} else {
+			sh.prev = sh.cur
+		}
+		sh.cur = make(map[replayKey]struct{}, len(sh.prev))
+		sh.start = now
+	}
+	if _, ok := sh.cur[k]; ok {
+		return false
+	}
+	if _, ok := sh.prev[k]; ok {
+		return false
+	}
+	sh.cur[k] = struct{}{}
+	return true
+}
+
+// forget removes a notice recorded by firstTime (its charge failed).
+func (r *replaySet) forget(kind int, auction, imp string) {
+	k := r.key(kind, auction, imp)
+	sh := &r.shards[k[0]%uint64(len(r.shards))]
+	sh.mu.Lock()
+	delete(sh.cur, k)
+	delete(sh.prev, k)
+	sh.mu.Unlock()
+}
+
+// budgetCache holds the spend.CampaignBudget of every campaign of one
+// campaign Set, built once per Set (a reload makes a new Set).
+type budgetCache struct {
+	set *campaign.Set
+	by  map[*campaign.Campaign]*spend.CampaignBudget
+}
+
+// budgetOf returns c's CampaignBudget, from the cache of set (rebuilt, and
+// the Writer told of the campaigns, when the Set changed). A campaign not in
+// the cache (cannot happen for c from set) is built on the spot.
+func (b *Bidder) budgetOf(set *campaign.Set, c *campaign.Campaign) *spend.CampaignBudget {
+	bc := b.budgets.Load()
+	if bc == nil || bc.set != set {
+		bc = b.buildBudgets(set)
+	}
+	if cb, ok := bc.by[c]; ok {
+		return cb
+	}
+	cb := spend.FromCampaign(c)
+	return &cb
+}
+
+func (b *Bidder) buildBudgets(set *campaign.Set) *budgetCache {
+	all := set.All()
+	bc := &budgetCache{set: set, by: make(map[*campaign.Campaign]*spend.CampaignBudget, len(all))}
+	list := make([]spend.CampaignBudget, len(all))
+	for i, c := range all {
+		list[i] = spend.FromCampaign(c)
+		bc.by[c] = &list[i]
+	}
+	if b.opts.Spend != nil {
+		b.opts.Spend.SetCampaigns(list)
+	}
+	b.budgets.Store(bc)
+	return bc
+}
+
+// fraudCheck asks the fraud lists about the request's site domain, app
+// bundle, device IP (v4, else v6), IFA and user.
+func (b *Bidder) fraudCheck(req *openrtb2.BidRequest, uid string) (bool, rtb.NoBidReason) {
+	var site, bundle, ip, ifa string
+	if req.Site != nil {
+		site = req.Site.Domain
+	}
+	if req.App != nil {
+		bundle = req.App.Bundle
+	}
+	if d := req.Device; d != nil {
+		ip, ifa = d.IP, d.IFA
+		if ip == "" {
+			ip = d.IPv6
+		}
+	}
+	return b.opts.Fraud.Check(site, bundle, ip, ifa, uid)
+}

@@ -1,0 +1,121 @@
+package bidder
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/zap/zaptest"
+
+	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// TestNoticesRedisTwoBidders: two bidders (two Writers) share one real
+// redis-server. Bills accepted by the first are in Redis after its flush,
+// exactly; the second learns the fleet's spend from its refresh loop and
+// stops bidding on the campaign (nbr 501) within a few flush intervals,
+// without having served a single impression itself.
+func TestNoticesRedisTwoBidders(t *testing.T) {
+	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
+	newStore := func() *redisstore.Store {
+		rdb := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true})
+		t.Cleanup(func() { rdb.Close() })
+		return redisstore.New(rdb, redisstore.Options{Prefix: "rtbd-test:"})
+	}
+	set := moneyCampaigns(t, "    total_budget: 0.002\n")
+	const interval = 50 * time.Millisecond
+	a := newMoneyFixtureOn(t, set, newStore(), interval)
+	b := newMoneyFixtureOn(t, set, newStore(), interval)
+
+	b.bidOnce(userBulk, 0)                      // b bids: the campaign is registered and refreshed
+	for _, p := range []string{"1.5", "0.75"} { // 1500 + 750 micros >= 2000
+		g := a.bidOnce(userBulk, 0)
+		if st := a.notice(g.burl, p); st != 204 {
+			t.Fatalf("bill %s on a: status %d", p, st)
+		}
+	}
+	a.bidOnce(userBulk, rtb.NoBidBudgetExhausted)
+
+	// b stops within a few flush intervals (bounded wait, no timing assert).
+	store := newStore()
+	spendtest.WaitFor(t, 10*time.Second, "bidder b sees the fleet's spend", func() bool {
+		st := b.bg.Status(*b.b.budgetOf(set, mustGet(t, set, "money")), b.clock.Now())
+		return st.FleetTotalMicros >= 2250
+	})
+	b.bidOnce(userBulk, rtb.NoBidBudgetExhausted)
+
+	if err := a.w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tot, err := store.Read(context.Background(), []string{"money"}, a.clock.Now().Format("2006-01-02"))
+	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 2250 || tot[0].DayMicros != 2250 || tot[0].TotalImps != 2 {
+		t.Fatalf("redis totals %+v %v, want 2250 micros, 2 impressions", tot, err)
+	}
+}
+
+// TestServerRedis: Start with redis.addr set (as -redis does) picks the
+// Redis spend store and syncs the fraud lists: a request from a site on
+// the Redis block list gets nbr 7, a bill is in Redis after Shutdown.
+func TestServerRedis(t *testing.T) {
+	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
+	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer rdb.Close()
+	ctx := context.Background()
+	if err := rdb.SAdd(ctx, "rtbd:fraud:domains", "blocked.example").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Incr(ctx, "rtbd:fraud:version").Err(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t)
+	if err := cfg.Set("redis.addr", r.Addr); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Bidder.NBRBody = true
+	s, err := Start(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			s.Shutdown(ctx)
+		}
+	}()
+	if err := s.Users().Put(ctx, userBulk, bulkProfile()); err != nil {
+		t.Fatal(err)
+	}
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	blocked := withUser(t, body, "", "site", map[string]any{"id": "s1", "domain": "www.blocked.example"})
+	if st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, blocked); st != 200 || !strings.Contains(string(b), `"nbr":7`) {
+		t.Fatalf("blocked site: %d %.300s", st, b)
+	}
+	st, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+	var br struct {
+		SeatBid []struct {
+			Bid []struct{ BURL, CID string }
+		}
+	}
+	if err := json.Unmarshal(resp, &br); st != 200 || err != nil || len(br.SeatBid) == 0 {
+		t.Fatalf("bid: %d %v %.300s", st, err, resp)
+	}
+	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", "0.5", 1)
+	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
+		t.Fatalf("bill: %d %s", st, b)
+	}
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	stopped = true
+	cid := br.SeatBid[0].Bid[0].CID
+	tot, err := redisstore.New(rdb, redisstore.Options{Prefix: "rtbd:"}).Read(ctx, []string{cid}, time.Now().UTC().Format("2006-01-02"))
+	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 500 || tot[0].TotalImps != 1 {
+		t.Errorf("redis after Shutdown: %+v %v, want 500 micros, 1 impression", tot, err)
+	}
+}

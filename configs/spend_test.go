@@ -1,0 +1,73 @@
+package configs
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestSpendSectionsDefaults(t *testing.T) {
+	c := mustDefault(t)
+	if got, want := c.Spend, (Spend{Store: SpendStoreAuto, FlushInterval: time.Second, Flushers: 4,
+		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second}); got != want {
+		t.Errorf("spend defaults %+v, want %+v", got, want)
+	}
+	if got, want := c.Redis, (Redis{Prefix: "rtbd:"}); got != want {
+		t.Errorf("redis defaults %+v, want %+v", got, want)
+	}
+	if got, want := c.Aerospike, (Aerospike{Namespace: "rtbd"}); got != want {
+		t.Errorf("aerospike defaults %+v, want %+v", got, want)
+	}
+	if got, want := c.Fraud, (Fraud{CheckInterval: 10 * time.Second, ReloadInterval: 5 * time.Minute}); got != want {
+		t.Errorf("fraud defaults %+v, want %+v", got, want)
+	}
+	if got, want := c.Notice, (Notice{ReplayWindow: 24 * time.Hour}); got != want {
+		t.Errorf("notice defaults %+v, want %+v", got, want)
+	}
+}
+
+func TestSpendSectionsValidate(t *testing.T) {
+	key := base64.URLEncoding.EncodeToString([]byte("0123456789abcdef0123456789abcdef"))
+	for _, tc := range []struct {
+		key, value, want string // want "" = valid
+	}{
+		{"spend.store", "redis", ""},
+		{"spend.store", "mysql", "spend.store: must be one of"},
+		{"spend.flushers", "0", "spend.flushers: must be >= 1"},
+		{"spend.budget_fraction", "1.5", "spend.budget_fraction: must be between 0 and 1"},
+		{"spend.flush_timeout", "0s", "spend.flush_timeout: must be > 0"},
+		{"redis.addr", "127.0.0.1:6379", ""},
+		{"redis.addr", "localhost", "redis.addr: must be host:port"},
+		{"redis.prefix", "", "redis.prefix: must be 1-64"},
+		{"aerospike.hosts", "10.0.0.1:3000,10.0.0.2", ""},
+		{"aerospike.hosts", "a,,b", "aerospike.hosts: want host"},
+		{"aerospike.namespace", "", "aerospike.namespace: must not be empty"},
+		{"fraud.check_interval", "0s", "fraud.check_interval: must be > 0"},
+		{"notice.replay_window", "0s", "notice.replay_window: must be > 0"},
+		{"notice.price_keys.encryption", key, "notice.price_keys.encryption: encryption and integrity must be set together"},
+		{"notice.price_keys.integrity", "!!!", "notice.price_keys.encryption: encryption and integrity"},
+	} {
+		c := mustDefault(t)
+		if err := c.Set(tc.key, tc.value); err != nil {
+			t.Fatalf("Set(%s, %q): %v", tc.key, tc.value, err)
+		}
+		err := c.Validate()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s=%q: %v", tc.key, tc.value, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s=%q: error %v, want one containing %q", tc.key, tc.value, err, tc.want)
+		}
+	}
+	c := mustDefault(t)
+	_ = c.Set("notice.price_keys.encryption", key)
+	_ = c.Set("notice.price_keys.integrity", "not base64!")
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "notice.price_keys.integrity: must be base64") {
+		t.Errorf("bad integrity key: %v", err)
+	}
+	_ = c.Set("notice.price_keys.integrity", key)
+	if err := c.Validate(); err != nil {
+		t.Errorf("both keys: %v", err)
+	}
+}
