@@ -45,6 +45,9 @@ func benchDir(b *testing.B) (string, int) {
 			}
 		}
 		dir, err := os.MkdirTemp("", "rtbd-bench-catalog-")
+		if d := os.Getenv("RTBD_BENCH_DIR"); d != "" {
+			dir, err = d, os.MkdirAll(d, 0o755) // build it there, for the next run
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
