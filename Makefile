@@ -61,7 +61,14 @@ bench-rss:
 	RTBD_RSS_PRODUCTS=1000000 RTBD_RSS_DIR=/tmp/rtbd-rss-1m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
 	RTBD_RSS_PRODUCTS=10000000 RTBD_RSS_DIR=/tmp/rtbd-rss-10m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
 
-bench: bench-catalog
+# The standard side-by-side comparison (a few minutes on 2 cores): store level
+# (the same Zipf 3/15/30-product request stream at the same rate to the local
+# index in-process, a gRPC catalog node and redis-server), then bidder level
+# (a bidder with the local index vs one with 2 catalog nodes; bids + win
+# notices + pixel events). Writes bench/results/latest.{txt,json,html}.
+# Compare two runs: ./bin/rtbd bench compare OLD.json bench/results/latest.json
+bench: build deps
+	./$(BIN) bench all -out bench/results
 
 # Short fuzzing of every parser of outside input.
 FUZZTIME ?= 20s

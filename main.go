@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/catalog/node"
@@ -54,6 +55,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		switch cmd {
 		case "gen":
 			return exit(stderr, demo.GenMain(ctx, rest, stdout, stderr))
+		case "bench":
+			return exit(stderr, bench.Main(ctx, rest, stdout, stderr))
 		case "ingest":
 			return exit(stderr, ingest.Main(ctx, rest, stdout, stderr))
 		case "config":
@@ -169,7 +172,7 @@ func exit(stderr io.Writer, err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp), errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage):
+	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, bench.ErrUsage):
 		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
 		return exitUsage
 	default:
@@ -201,6 +204,7 @@ RTBD_CATALOG_DATA=/srv/idx; precedence: defaults < -config file < env < flags):
 Jobs:
   rtbd gen [flags]              write a synthetic product feed, or (-demo) a whole demo setup
   rtbd ingest [flags] FEED...   load a product feed into a new index version
+  rtbd bench SCENARIO [flags]   measure deployments side by side: store, bidder, all, render, compare (rtbd bench -h)
   rtbd config [server flags]    print the effective configuration (YAML)
   rtbd help                     this text
 

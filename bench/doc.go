@@ -3,6 +3,37 @@
 // small Target interface (an HTTP bidder, a gRPC catalog node, ...); the
 // targets live in bench/target, the /proc readers in bench/proc.
 //
+// # rtbd bench
+//
+// Main is the `rtbd bench` command (Usage documents its flags); it runs a
+// scenario and writes its report as text, JSON and HTML:
+//
+//   - RunStore (rtbd bench store): the same ProductMastersRequest stream
+//     (CatalogWorkload: Zipf popularity, the talk's 3/15/30 products per
+//     request) at the same load straight to each product store: the local
+//     Pebble index in this process, a catalog node started as a child
+//     process (the rtbd binary, -mode=catalog) through catalog/remote,
+//     redis-server holding the same products (one MGET per request) and,
+//     when configured, Aerospike (one BatchGet). The stores must first
+//     answer the same requests identically.
+//   - RunBidder (rtbd bench bidder): separate processes on loopback from
+//     one demo directory (rtbd gen -demo): a bidder with the local index,
+//     then catalog nodes and a bidder with -catalog pointing to them; bid
+//     requests (demo users, sites, devices, the sizes of the demo
+//     campaigns' light/medium/heavy templates), win notices replaying the
+//     bids' nurls and pixel events, together (RunMixed). Options: overload
+//     at twice the highest sustainable rate, a catalog node killed and
+//     restarted mid-run.
+//   - rtbd bench compare A.json B.json: Compare with its verdicts.
+//
+// A scenario's Report carries a Table (BuildTable): the talk's columns
+// (avg, p50, p99 ms, req/s), ours (p90, p99.9, max, errors, connections,
+// CPU seconds, peak RSS of the child processes) and remote/local ratios.
+//
+// Children are started with Pdeathsig (they die with the harness) on ports
+// chosen free on 127.0.0.1, waited for (gRPC health, /readyz, PING) and
+// stopped with SIGTERM, then SIGKILL.
+//
 // # Load models
 //
 //   - RunOpenLoop: requests at a fixed rate (Uniform t0 + i/rate, or
@@ -61,7 +92,8 @@
 //	  "notes": ["..."],                     // optional
 //	  "results": [Result, ...],
 //	  "rows": [Row, ...],                   // one per result, same order
-//	  "searches": [MaxRateResult, ...]      // optional
+//	  "searches": [MaxRateResult, ...],     // optional
+//	  "tables": [Table, ...]                // optional (scenarios)
 //	}
 //
 // Result:
@@ -120,6 +152,16 @@
 // Row (the comparison table): {"target", "mode", "requests", "avg_ms",
 // "p50_ms", "p99_ms", "rate_1m", "rate_5m", "rate_15m" (EWMA req/s),
 // "covered_sec", "error_pct", "no_bid_pct", "miss_pct"}.
+//
+// Table (a scenario's comparison): {"title", "notes", "rows": [{"target",
+// "group", "baseline" (target the ratios divide by; "" for a baseline row),
+// "avg_ms", "p50_ms", "p99_ms", "rate" (achieved req/s), "offered_rate",
+// "p90_ms", "p999_ms", "max_ms", "requests", "errors", "error_pct",
+// "no_bid_pct", "deadline_misses", "conns" (max ESTABLISHED sockets of the
+// row's connection filters, summed; -1 n/a), "harness_cpu_sec",
+// "server_cpu_sec" and "server_rss_mb" (watched children, summed; -1 n/a),
+// "ratio_avg", "ratio_p50", "ratio_p99", "ratio_rate" (this / baseline;
+// absent for baseline rows)}]}.
 //
 // MaxRateResult: {"target", "objective" (text), "p99_ms", "max_rate",
 // "bracketed", "steps": [{"rate", "pass", "reason", "requests",

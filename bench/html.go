@@ -10,28 +10,42 @@ import (
 
 // WriteHTML writes r as one self-contained HTML page: tables and inline SVG
 // charts generated here (percentile curves of all targets on one plot,
-// throughput and p99 over time, a histogram per target). It references no
-// external script, style sheet, font or image.
+// throughput and p99 over time, a histogram per target). A report with
+// scenario Tables gets one set of charts per table group (say, "3
+// products": local, grpc, redis), so that each plot compares a few lines;
+// results in no group are charted together. It references no external
+// script, style sheet, font or image.
 func WriteHTML(w io.Writer, r *Report) error {
 	type kv struct{ K, V string }
+	type tableView struct {
+		Title  string
+		Header []string
+		Rows   [][]string
+		Notes  []string
+	}
 	type targetView struct {
 		R         *Result
 		Histogram template.HTML
 		Summary   []kv
 	}
-	v := struct {
-		R                      *Report
-		Meta                   []kv
-		Config                 []kv
+	type chartGroup struct {
+		Title                  string
 		Percentiles, Rate, P99 template.HTML
-		Targets                []targetView
-		HasTimeline            bool
-		FmtMs                  func(float64) string
-		FmtRate                func(float64) string
-		UsMs                   func(int64) string
-		Pct                    func(float64) string
-		RatioPct               func(float64) string
-		PercentileLabel        func(float64) string
+	}
+	v := struct {
+		R               *Report
+		Meta            []kv
+		Config          []kv
+		Groups          []chartGroup
+		Targets         []targetView
+		Tables          []tableView
+		HasTimeline     bool
+		FmtMs           func(float64) string
+		FmtRate         func(float64) string
+		UsMs            func(int64) string
+		Pct             func(float64) string
+		RatioPct        func(float64) string
+		PercentileLabel func(float64) string
 	}{
 		R:        r,
 		FmtMs:    fmtMs,
@@ -61,19 +75,27 @@ func WriteHTML(w io.Writer, r *Report) error {
 	for _, k := range keys {
 		v.Config = append(v.Config, kv{k, r.Config[k]})
 	}
-	if len(r.Results) > 0 {
-		v.Percentiles = template.HTML(percentileChart(r.Results))
-		for _, res := range r.Results {
-			if len(res.Timeline) > 0 {
-				v.HasTimeline = true
-			}
+	for _, t := range r.Tables {
+		tv := tableView{Title: t.Title, Header: tableHeader, Notes: t.Notes}
+		for _, row := range t.Rows {
+			tv.Rows = append(tv.Rows, tableCells(row))
 		}
-		if v.HasTimeline {
-			v.Rate = template.HTML(timelineChart("Throughput over time (completed requests per full 1 s window)", "req/s", r.Results,
+		v.Tables = append(v.Tables, tv)
+	}
+	for _, g := range chartGroups(r) {
+		cg := chartGroup{Title: g.title, Percentiles: template.HTML(percentileChart(g.results))}
+		hasTimeline := false
+		for _, res := range g.results {
+			hasTimeline = hasTimeline || len(res.Timeline) > 0
+		}
+		if hasTimeline {
+			v.HasTimeline = true
+			cg.Rate = template.HTML(timelineChart("Throughput over time (completed requests per full 1 s window)", "req/s", g.results,
 				func(s Second) float64 { return float64(s.Requests) }, false))
-			v.P99 = template.HTML(timelineChart("p99 latency over time (solid p99, dashed p50, per full 1 s window)", "latency ms", r.Results,
+			cg.P99 = template.HTML(timelineChart("p99 latency over time (solid p99, dashed p50, per full 1 s window)", "latency ms", g.results,
 				func(s Second) float64 { return usToMs(s.P99Us) }, true))
 		}
+		v.Groups = append(v.Groups, cg)
 	}
 	for i, res := range r.Results {
 		e := res.Errors
@@ -119,11 +141,73 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return nil
 }
 
+type resultGroup struct {
+	title   string
+	results []*Result
+}
+
+// chartGroups splits r's results by the groups of its tables, in order
+// (results not in any table row are charted together at the end); a
+// report without tables is one untitled group.
+func chartGroups(r *Report) []resultGroup {
+	if len(r.Results) == 0 {
+		return nil
+	}
+	byName := map[string][]*Result{}
+	for _, res := range r.Results {
+		byName[res.Target] = append(byName[res.Target], res)
+	}
+	used := map[*Result]bool{}
+	var gs []resultGroup
+	for _, t := range r.Tables {
+		idx := map[string]int{}
+		for _, row := range t.Rows {
+			i, ok := idx[row.Group]
+			if !ok {
+				i = len(gs)
+				idx[row.Group] = i
+				title := t.Title
+				if row.Group != "" {
+					title += ": " + row.Group
+				}
+				gs = append(gs, resultGroup{title: title})
+			}
+			for _, res := range byName[row.Target] {
+				if !used[res] {
+					used[res] = true
+					gs[i].results = append(gs[i].results, res)
+					break
+				}
+			}
+		}
+	}
+	var rest []*Result
+	for _, res := range r.Results {
+		if !used[res] {
+			rest = append(rest, res)
+		}
+	}
+	if len(rest) > 0 {
+		title := ""
+		if len(gs) > 0 {
+			title = "Other results"
+		}
+		gs = append(gs, resultGroup{title: title, results: rest})
+	}
+	var out []resultGroup
+	for _, g := range gs {
+		if len(g.results) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
 var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">
 <title>rtbd bench{{if .R.Title}}: {{.R.Title}}{{end}}</title>
 <style>
-body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1100px}
+body{font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1400px}
 h1{font-size:20px}h2{font-size:17px;margin-top:28px;border-bottom:1px solid #ddd}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 10px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td.l,th.l{text-align:left}
@@ -137,18 +221,27 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 .chart .legend{font-size:12px;fill:#222}
 .chart .legendbox{fill:#fff;fill-opacity:0.85;stroke:#ddd}
 .note{color:#666}
+.wide{overflow-x:auto;max-width:100%}
+.wide table{font-size:12px}.wide td,.wide th{padding:2px 5px}.wide th{white-space:normal;vertical-align:bottom}
 </style></head><body>
 <h1>rtbd bench report{{if .R.Title}}: {{.R.Title}}{{end}}</h1>
 <table>{{range .Meta}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>
-{{if .Config}}<h2>Config</h2><table>{{range .Config}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>{{end}}
+{{range $ti, $t := .Tables}}<h2{{if eq $ti 0}} id="tables"{{end}}>{{.Title}}</h2>
+<div class="wide"><table><tr>{{range $i, $h := .Header}}<th{{if lt $i 2}} class="l"{{end}}>{{$h}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range $i, $c := .}}<td{{if lt $i 2}} class="l"{{end}}>{{$c}}</td>{{end}}</tr>
+{{end}}</table></div>
+<p class="note">The talk's columns (avg, p50, p99 ms, achieved req/s), then × = ratio to the group's baseline row (remote/local), then ours. harness CPU s is the bench process, which also runs an in-process store; the server columns are the child processes it watched (CPU over the measured phase, peak RSS).</p>
+{{range .Notes}}<p class="note">{{.}}</p>{{end}}{{end}}
 {{range .R.Notes}}<p class="note">{{.}}</p>{{end}}
-{{if .R.Rows}}<h2>Comparison</h2>
+{{if .Groups}}<h2 id="charts">Latency percentiles{{if .HasTimeline}} and over time{{end}}</h2>
+{{range .Groups}}{{if .Title}}<h3>{{.Title}}</h3>{{end}}{{.Percentiles}}{{.Rate}}{{.P99}}
+{{end}}{{end}}
+{{if .R.Rows}}<h2 id="comparison">Comparison</h2>
 <table><tr><th class="l">target</th><th class="l">mode</th><th>requests</th><th>avg ms</th><th>p50 ms</th><th>p99 ms</th><th>req/s 1 min</th><th>5 min</th><th>15 min</th><th>errors %</th><th>no-bid %</th><th>miss %</th></tr>
 {{range .R.Rows}}<tr><td class="l">{{.Target}}</td><td class="l">{{.Mode}}</td><td>{{.Requests}}</td><td>{{call $.FmtMs .AvgMs}}</td><td>{{call $.FmtMs .P50Ms}}</td><td>{{call $.FmtMs .P99Ms}}</td><td>{{call $.FmtRate .Rate1m}}</td><td>{{call $.FmtRate .Rate5m}}</td><td>{{call $.FmtRate .Rate15m}}</td><td>{{call $.Pct .ErrorPct}}</td><td>{{call $.Pct .NoBidPct}}</td><td>{{call $.Pct .MissPct}}</td></tr>
 {{end}}</table>
 <p class="note">req/s columns: EWMA of per-second throughput (1, 5, 15 minute windows); a run shorter than a window describes only itself (see covered seconds per target).</p>{{end}}
-{{if .Percentiles}}<h2>Latency percentiles</h2>{{.Percentiles}}{{end}}
-{{if .HasTimeline}}<h2>Over time</h2>{{.Rate}}{{.P99}}{{end}}
+{{if .Config}}<h2>Config</h2><table>{{range .Config}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>{{end}}
 {{range .Targets}}<h2>{{.R.Target}}</h2>
 <table>{{range .Summary}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>
 {{.Histogram}}

@@ -37,6 +37,9 @@ type Report struct {
 	Results    []*Result         `json:"results"`
 	Rows       []Row             `json:"rows"`
 	Searches   []*MaxRateResult  `json:"searches,omitempty"`
+	// Tables are comparison tables built by a scenario (BuildTable):
+	// the talk's columns, ours, and ratios to a baseline row. Optional.
+	Tables []Table `json:"tables,omitempty"`
 }
 
 // Meta is what the caller knows about a run; NewReport adds the host, Go

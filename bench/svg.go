@@ -146,22 +146,36 @@ func percentileX(p, capX float64) float64 {
 	return min(-math.Log10(1-p/100), capX)
 }
 
-// percentileChart plots every result's percentile curve on one chart.
+// percentileChart plots every result's percentile curve on one chart. When
+// the latencies span more than two orders of magnitude (a fast median and a
+// slow tail, or a fast target beside a slow one) the y axis is logarithmic,
+// so that the medians stay readable beside the tails.
 func percentileChart(rs []*Result) string {
-	lastX, maxY := 1.0, 0.0
+	lastX, maxY, minY := 1.0, 0.0, math.Inf(1)
 	for _, r := range rs {
 		if n := r.Latency.Count; n > 0 {
 			lastX = max(lastX, math.Ceil(math.Log10(float64(n))))
 		}
 		maxY = max(maxY, usToMs(r.Latency.MaxUs))
+		for _, p := range r.Percentiles {
+			if p.Us > 0 {
+				minY = min(minY, usToMs(p.Us))
+			}
+		}
 	}
 	lastX = min(lastX, 6)
 	maxX := lastX + 0.5 // the maximum is drawn at the right edge
+	logY := maxY > 0 && !math.IsInf(minY, 1) && maxY/minY > 100
+	y := func(ms float64) float64 { return ms }
+	if logY {
+		minY = max(minY, 0.001)
+		y = func(ms float64) float64 { return math.Log10(max(ms, minY)) }
+	}
 	var ss []series
 	for i, r := range rs {
 		s := series{name: r.Target, color: colorOf(i)}
 		for _, p := range r.Percentiles {
-			s.pts = append(s.pts, [2]float64{percentileX(p.P, maxX), usToMs(p.Us)})
+			s.pts = append(s.pts, [2]float64{percentileX(p.P, maxX), y(usToMs(p.Us))})
 		}
 		ss = append(ss, s)
 	}
@@ -170,10 +184,21 @@ func percentileChart(rs []*Result) string {
 		xt = append(xt, tick{x, "99." + strings.Repeat("9", int(x)-2) + "%"})
 	}
 	xt = append(xt, tick{maxX, "max"})
-	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
+	ya := axis{label: "latency ms"}
+	if logY {
+		lo, hi := math.Floor(math.Log10(minY)), math.Ceil(math.Log10(maxY))
+		if hi <= lo {
+			hi = lo + 1
+		}
+		ya = axis{label: "latency ms (log scale)", min: lo, max: hi}
+		for k := lo; k <= hi; k++ {
+			ya.ticks = append(ya.ticks, tick{k, strconv.FormatFloat(math.Pow(10, k), 'f', -1, 64)})
+		}
+	} else {
+		ya.ticks, ya.min, ya.max = niceTicks(0, maxY, 6, fmtTick)
+	}
 	return lineChart("Latency by percentile (x: log scale of 1/(1-p); right edge = max)",
-		axis{label: "percentile", min: 0, max: maxX, ticks: xt},
-		axis{label: "latency ms", min: y0, max: y1, ticks: yt}, ss)
+		axis{label: "percentile", min: 0, max: maxX, ticks: xt}, ya, ss)
 }
 
 // timelineChart plots a per-second value of every result.

@@ -15,7 +15,7 @@ import (
 const maxTimelineRows = 120
 
 // WriteText writes r as aligned plain-text tables for a terminal: metadata,
-// the comparison table, then per target a ghz-style summary, histogram,
+// the comparison table and the scenario's tables, then per target a ghz-style summary, histogram,
 // latency distribution, moving throughput, watched processes and sockets,
 // and the per-second timeline; then max-rate searches.
 func WriteText(w io.Writer, r *Report) error {
@@ -50,6 +50,9 @@ func WriteText(w io.Writer, r *Report) error {
 	if len(r.Rows) > 0 {
 		ew.printf("\nComparison\n")
 		writeRows(ew, r.Rows)
+	}
+	for _, t := range r.Tables {
+		writeTable(ew, t)
 	}
 	for _, res := range r.Results {
 		ew.printf("\n")

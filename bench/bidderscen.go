@@ -1,0 +1,772 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rtbd/rtbd/bench/proc"
+)
+
+// Bidder topologies.
+const (
+	TopologyLocal    = "local"    // a bidder with the embedded index
+	TopologyRemote   = "remote"   // a bidder with -catalog pointing to catalog nodes
+	TopologyExternal = "external" // a running bidder (-http URL)
+)
+
+// BidderOptions configure RunBidder. Zero values take the defaults noted.
+type BidderOptions struct {
+	// DemoDir is the demo directory (`rtbd gen -demo -out DIR`): used if
+	// it holds rtbd.yaml, else written there with Products, Groups and
+	// Users and kept. "": written in a temporary directory, removed.
+	DemoDir string
+	// Products, Groups and Users of the demo written. Defaults 20,000, 8
+	// and 1,000. With an existing DemoDir they must be the demo's (the
+	// requests use users demo-user-1..Users and products of Groups).
+	Products, Groups, Users int
+	// Nodes is the number of catalog nodes of the remote topology.
+	// Default 2.
+	Nodes int
+	// Weights select the campaign templates of the demo: 3 = light
+	// (320x50, 300x50, 728x90 banners), 15 = medium (native), 30 = heavy
+	// (160x600 banners); one set of rows each. Default TalkWeights.
+	Weights []int
+	// Topologies to measure, in order. Default local, remote.
+	Topologies []string
+	// Load of the bid requests; Tmax defaults to 100 ms here.
+	Load LoadModel
+	// WinRatio is the rate of win notices relative to the bid rate: they
+	// replay the nurls of bids answered. Default 0.2; negative: none.
+	WinRatio float64
+	// EventRate is the rate of pixel events (/event), req/s. Default
+	// Load.Rate / 10; negative: none.
+	EventRate float64
+	// HTTPURL measures a running bidder (base URL, e.g.
+	// http://10.0.0.7:8080) instead of starting any.
+	HTTPURL string
+	// GRPCTarget is the remote bidder's -catalog: running catalog nodes
+	// instead of started ones.
+	GRPCTarget string
+	// Exe is the rtbd binary. "": this process's executable.
+	Exe string
+	// BidderArgs and NodeArgs are extra flags of the started bidders and
+	// nodes (e.g. "-set", "bidder.max_in_flight=256").
+	BidderArgs, NodeArgs []string
+	// Overload, after the runs, searches each topology's highest bid rate
+	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
+	// then offers twice that rate for Load.Duration.
+	Overload bool
+	// KillNodeAt > 0 kills catalog node 1 (SIGKILL) that long into every
+	// remote run's measured phase and restarts it 2 s later.
+	KillNodeAt time.Duration
+	// WorkDir keeps the children's logs. "": a temporary directory.
+	WorkDir string
+	// Log receives progress lines. nil: none.
+	Log io.Writer
+}
+
+func (o BidderOptions) withDefaults() BidderOptions {
+	if o.Products == 0 {
+		o.Products = 20_000
+	}
+	if o.Groups == 0 {
+		o.Groups = 8
+	}
+	if o.Users == 0 {
+		o.Users = 1000
+	}
+	if o.Nodes == 0 {
+		o.Nodes = 2
+	}
+	if len(o.Weights) == 0 {
+		o.Weights = TalkWeights
+	}
+	if len(o.Topologies) == 0 {
+		o.Topologies = []string{TopologyLocal, TopologyRemote}
+		if o.HTTPURL != "" {
+			o.Topologies = []string{TopologyExternal}
+		}
+	}
+	if o.Load.Tmax == 0 {
+		o.Load.Tmax = 100 * time.Millisecond
+	}
+	o.Load = o.Load.withDefaults()
+	if o.WinRatio == 0 {
+		o.WinRatio = 0.2
+	}
+	if o.EventRate == 0 {
+		o.EventRate = o.Load.Rate / 10
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// Validate reports every problem of o (after defaults).
+func (o BidderOptions) Validate() error {
+	o = o.withDefaults()
+	var p problems
+	if o.Products < o.Groups || o.Groups < 1 || o.Users < 1 {
+		p.addf("products, groups, users: want products >= groups >= 1 and users >= 1")
+	}
+	if o.Nodes < 1 || o.Nodes > 64 {
+		p.addf("nodes: must be 1..64, got %d", o.Nodes)
+	}
+	for _, w := range o.Weights {
+		if w != 3 && w != 15 && w != 30 {
+			p.addf("weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
+		}
+	}
+	for _, t := range o.Topologies {
+		switch t {
+		case TopologyLocal, TopologyRemote:
+			if o.HTTPURL != "" {
+				p.addf("topologies: %s cannot be combined with -http (a running bidder)", t)
+			}
+		case TopologyExternal:
+			if o.HTTPURL == "" {
+				p.addf("topologies: external needs -http URL")
+			}
+		default:
+			p.addf("topologies: unknown %q (want local, remote)", t)
+		}
+	}
+	if o.HTTPURL != "" {
+		if u, err := url.Parse(o.HTTPURL); err != nil || u.Scheme != "http" || u.Host == "" {
+			p.addf("http: want http://host:port, got %q", o.HTTPURL)
+		}
+	}
+	if o.Load.Concurrency > 0 {
+		p.addf("concurrency: the bidder scenario's mixed loads are open loop; use -rate")
+	}
+	if o.Load.FindMax {
+		p.addf("find-max: the bidder scenario searches the highest rate with -overload (then offers twice it)")
+	}
+	if o.KillNodeAt < 0 {
+		p.addf("kill-node-at: must be >= 0")
+	}
+	if o.KillNodeAt > 0 && o.KillNodeAt+2*time.Second >= o.Load.Duration {
+		p.addf("kill-node-at: %v plus the 2 s outage must end before -duration %v", o.KillNodeAt, o.Load.Duration)
+	}
+	if err := o.Load.Validate(); err != nil {
+		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+	return p.err()
+}
+
+// bidShape is the imp of a weight: the campaign template that wins it.
+func bidShape(weight int) string {
+	switch weight {
+	case 3:
+		return "banner 320x50 | 300x50 | 728x90 (template light: 3 products)"
+	case 15:
+		return "native 1.2 (template medium: 15 products)"
+	}
+	return "banner 160x600 (template heavy: 30 products)"
+}
+
+// bidWorkload builds OpenRTB 2.6 bid requests from the demo: a random demo
+// user, site and device, and the imp of the weight.
+type bidWorkload struct {
+	users  int
+	weight int
+}
+
+var benchSites = [...]string{
+	`{"id":"bench-site-1","name":"Example News","domain":"news.example.com","page":"https://news.example.com/articles/1","cat":["IAB12"],"publisher":{"id":"pub-1","domain":"example.com"}}`,
+	`{"id":"bench-site-2","name":"Recipes","domain":"recipes.example.org","page":"https://recipes.example.org/curry","cat":["IAB8"],"publisher":{"id":"pub-2","domain":"example.org"}}`,
+	`{"id":"bench-site-3","name":"Gadgets","domain":"gadgets.example.net","page":"https://gadgets.example.net/review/42","cat":["IAB19"],"publisher":{"id":"pub-3","domain":"example.net"}}`,
+}
+
+var benchDevices = [...]string{
+	`{"ua":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15","ip":"203.0.113.7","devicetype":2,"os":"macOS","language":"en","geo":{"country":"USA","region":"CA","type":2}}`,
+	`{"ua":"Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1","ip":"198.51.100.23","devicetype":4,"os":"iOS","language":"ja","geo":{"country":"JPN","type":2}}`,
+	`{"ua":"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36","ip":"192.0.2.44","devicetype":2,"os":"Windows","language":"en","geo":{"country":"GBR","type":2}}`,
+	`{"ua":"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36","ip":"198.51.100.99","devicetype":4,"os":"Android","language":"de","geo":{"country":"DEU","type":2}}`,
+}
+
+var lightSizes = [...][2]int{{320, 50}, {300, 50}, {728, 90}}
+
+// nativeRequest is a Native 1.2 request (title, main image, price, sponsor),
+// JSON-escaped for imp.native.request.
+const nativeRequest = `{\"ver\":\"1.2\",\"assets\":[{\"id\":1,\"required\":1,\"title\":{\"len\":25}},{\"id\":2,\"required\":1,\"img\":{\"type\":3,\"wmin\":100,\"hmin\":100}},{\"id\":3,\"data\":{\"type\":6}},{\"id\":4,\"required\":1,\"data\":{\"type\":1}}]}`
+
+func (b bidWorkload) body(w *Worker, dst []byte) []byte {
+	user := 1 + w.Rand.IntN(b.users)
+	dst = fmt.Appendf(dst, `{"id":"bench-%d-%d","imp":[{"id":"1",`, w.ID, w.Seq)
+	switch b.weight {
+	case 3:
+		s := lightSizes[w.Rand.IntN(len(lightSizes))]
+		dst = fmt.Appendf(dst, `"banner":{"w":%d,"h":%d,"format":[{"w":%d,"h":%d}]}`, s[0], s[1], s[0], s[1])
+	case 15:
+		dst = append(dst, `"native":{"request":"`+nativeRequest+`","ver":"1.2"}`...)
+	default:
+		dst = append(dst, `"banner":{"w":160,"h":600,"format":[{"w":160,"h":600}]}`...)
+	}
+	dst = append(dst, `,"bidfloor":0.01,"bidfloorcur":"USD","secure":1}],"site":`...)
+	dst = append(dst, benchSites[w.Rand.IntN(len(benchSites))]...)
+	dst = append(dst, `,"device":`...)
+	dst = append(dst, benchDevices[w.Rand.IntN(len(benchDevices))]...)
+	dst = fmt.Appendf(dst, `,"user":{"id":"demo-user-%d","buyeruid":"demo-user-%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, user, user)
+	return dst
+}
+
+// nurlRing keeps the path and query of recent bids' win notice URLs
+// (nurl), price macro filled, for the win notice load. Safe for concurrent
+// use.
+type nurlRing struct {
+	mu   sync.Mutex
+	buf  [][]byte
+	next int
+	seen int64
+}
+
+const nurlRingSize = 4096
+
+var (
+	nurlKey    = []byte(`"nurl":"`)
+	priceMacro = []byte("${AUCTION_PRICE}")
+)
+
+// harvest copies the nurl of a bid response body, if any.
+func (r *nurlRing) harvest(body []byte) {
+	i := bytes.Index(body, nurlKey)
+	if i < 0 {
+		return
+	}
+	rest := body[i+len(nurlKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return
+	}
+	u := rest[:j]
+	k := bytes.Index(u, []byte("/win?"))
+	if k < 0 {
+		return
+	}
+	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
+	u = bytes.ReplaceAll(u, priceMacro, []byte("0.50"))
+	r.mu.Lock()
+	if len(r.buf) < nurlRingSize {
+		r.buf = append(r.buf, u)
+	} else {
+		r.buf[r.next] = u
+		r.next = (r.next + 1) % nurlRingSize
+	}
+	r.seen++
+	r.mu.Unlock()
+}
+
+// pick appends a random recent nurl to dst; false when none was seen.
+func (r *nurlRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) == 0 {
+		return dst, false
+	}
+	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
+}
+
+func (r *nurlRing) empty() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.buf) == 0
+}
+
+// winTarget sends harvested win notices; with none harvested yet it
+// returns ErrOther without sending.
+type winTarget struct {
+	*httpTarget
+	ring *nurlRing
+}
+
+func (t winTarget) Do(ctx context.Context, w *Worker) Outcome {
+	if t.ring.empty() {
+		return ErrOther
+	}
+	return t.httpTarget.Do(ctx, w)
+}
+
+// classifyWin: 200 = OK (a spend package handled it); 204 = NoBid (the
+// bidder answers 204 when no spend package handles notices: counted apart,
+// never as success); 4xx (404 before /win exists), 5xx as errors.
+func classifyWin(status int, body []byte) Outcome { return classifyHTTPStatus(status, body) }
+
+// eventProducts is a table of Zipf-drawn (group, product id) pairs for
+// pixel events over the demo's catalog.
+func eventProducts(products, groups int, seed uint64) [][2]int {
+	rng := rand.New(rand.NewPCG(seed, 11))
+	z := rand.NewZipf(rng, 1.1, 1, uint64(products-1))
+	out := make([][2]int, 1<<14)
+	for i := range out {
+		idx := int((z.Uint64()*2654435761 + 12345) % uint64(products))
+		out[i] = [2]int{1 + idx%groups, idx + 1}
+	}
+	return out
+}
+
+// topo is one started (or external) deployment.
+type topo struct {
+	name   string
+	addr   string // bidder host:port
+	bidder *server
+	nodes  []*server
+	watch  Watch
+	conns  []string // bidder->node conn names
+}
+
+// RunBidder runs the bidder scenario: for each topology (a bidder with
+// the embedded index; a bidder with -catalog pointing to Nodes catalog
+// nodes; or a running bidder), one at a time, and each weight, a mixed
+// open-loop run of bid requests at Load.Rate, win notices replaying the
+// bids' nurls at WinRatio of it and pixel events at EventRate. Everything
+// it starts runs from one demo directory on 127.0.0.1 and is stopped
+// before it returns. The report's Table compares each remote row with the
+// local row of its weight; with Overload or KillNodeAt it has the extra
+// runs and notes.
+func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	workDir := o.WorkDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "rtbd-bench-"); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(workDir) })
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	var exe, demoDir string
+	if o.HTTPURL == "" {
+		if exe, err = executable(o.Exe); err != nil {
+			return nil, err
+		}
+		if demoDir, err = prepareDemo(ctx, o, exe, workDir, logf); err != nil {
+			return nil, err
+		}
+	}
+
+	meta := Meta{Title: "bidder level: " + strings.Join(o.Topologies, " vs "), Config: o.Load.describe()}
+	meta.Config["scenario"] = "bidder"
+	meta.Config["weights"] = joinInts(o.Weights)
+	meta.Config["demo"] = fmt.Sprintf("%d products, %d groups, %d users", o.Products, o.Groups, o.Users)
+	meta.Config["nodes"] = strconv.Itoa(o.Nodes)
+	meta.Config["win_ratio"] = strconv.FormatFloat(o.WinRatio, 'g', -1, 64)
+	meta.Config["event_rate"] = fmtRate(max(o.EventRate, 0))
+	if o.KillNodeAt > 0 {
+		meta.Config["kill_node_at"] = o.KillNodeAt.String()
+	}
+	for _, w := range o.Weights {
+		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShape(w)))
+	}
+	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products")
+	rep = NewReport(meta)
+	eventTable := eventProducts(o.Products, o.Groups, o.Load.Seed)
+
+	var entries, otherEntries []TableEntry
+	for _, name := range o.Topologies {
+		t, stop, err := startTopology(ctx, name, o, exe, demoDir, workDir, logf)
+		if err != nil {
+			if stop != nil {
+				stop()
+			}
+			return nil, err
+		}
+		for _, w := range o.Weights {
+			rs, err := runBidderMixed(ctx, o, t, w, eventTable, o.KillNodeAt, logf)
+			for i, r := range rs {
+				rep.Results = append(rep.Results, r)
+				e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w), ConnNames: t.conns}
+				if name != o.Topologies[0] { // remote/15 win -> local/15 win
+					e.Baseline = o.Topologies[0] + strings.TrimPrefix(r.Target, name)
+				}
+				if i == 0 {
+					entries = append(entries, e)
+				} else {
+					otherEntries = append(otherEntries, e)
+				}
+			}
+			if err != nil {
+				stop()
+				rep.UpdateRows()
+				return rep, err
+			}
+		}
+		if o.Overload {
+			if err := runOverload(ctx, o, t, rep, &otherEntries, logf); err != nil {
+				stop()
+				rep.UpdateRows()
+				return rep, err
+			}
+		}
+		stop()
+	}
+	rep.UpdateRows()
+	title := "Bidder level: bid requests, " + strings.Join(o.Topologies, " vs ")
+	if len(o.Topologies) > 1 {
+		title += fmt.Sprintf(" (ratios %s/%s)", o.Topologies[1], o.Topologies[0])
+	}
+	rep.Tables = append(rep.Tables, BuildTable(title, entries))
+	if len(otherEntries) > 0 {
+		title := "Bidder level: the other loads of the same runs (win notices, pixel events)"
+		if o.Overload {
+			title += " and the overload runs"
+		}
+		rep.Tables = append(rep.Tables, BuildTable(title, otherEntries))
+	}
+	return rep, nil
+}
+
+// prepareDemo returns the demo directory, writing it with `rtbd gen -demo`
+// when it has no rtbd.yaml.
+func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf func(string, ...any)) (string, error) {
+	dir := o.DemoDir
+	if dir == "" {
+		dir = filepath.Join(workDir, "demo")
+	}
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rtbd.yaml")); err == nil {
+		logf("using the demo in %s (assumed: %d products, %d groups, %d users)", dir, o.Products, o.Groups, o.Users)
+		return dir, nil
+	}
+	args := []string{"gen", "-demo", "-out", dir, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
+		"-users", strconv.Itoa(o.Users), "-skip-existing"}
+	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
+	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
+	if err != nil {
+		return "", err
+	}
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		c.kill()
+		return "", ctx.Err()
+	case <-time.After(30 * time.Minute):
+		c.kill()
+		return "", c.failure("did not finish in 30 minutes")
+	}
+	if c.err != nil {
+		return "", c.failure("failed")
+	}
+	return dir, nil
+}
+
+// startTopology starts a topology's processes (none for external) and
+// returns a function stopping them.
+func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, logf func(string, ...any)) (*topo, func(), error) {
+	t := &topo{name: name}
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	cfg := filepath.Join(demoDir, "rtbd.yaml")
+	switch name {
+	case TopologyExternal:
+		u, _ := url.Parse(o.HTTPURL)
+		t.addr = u.Host
+		if port := portOf(u.Host); port != 0 {
+			t.watch.Conns = append(t.watch.Conns, WatchConns{Name: "harness->bidder", Filter: proc.TCPFilter{RemotePort: port}})
+		}
+		return t, stop, nil
+	case TopologyLocal:
+		logf("starting a bidder with the local index (%s)", cfg)
+		b := newBidder("bidder-local", exe, cfg, workDir, o.BidderArgs)
+		if err := b.start(ctx, false); err != nil {
+			return nil, stop, err
+		}
+		stops = append(stops, func() { b.stop(15 * time.Second) })
+		t.bidder = b
+	case TopologyRemote:
+		target := o.GRPCTarget
+		if target == "" {
+			var addrs []string
+			for i := 1; i <= o.Nodes; i++ {
+				n := newCatalogNode(fmt.Sprintf("catalog-node-%d", i), exe, filepath.Join(demoDir, "catalog"), workDir, o.NodeArgs)
+				logf("starting catalog node %d of %d", i, o.Nodes)
+				if err := n.start(ctx, false); err != nil {
+					return nil, stop, err
+				}
+				stops = append(stops, func() { n.stop(15 * time.Second) })
+				t.nodes = append(t.nodes, n)
+				addrs = append(addrs, n.Addr())
+			}
+			target = "static:///" + strings.Join(addrs, ",")
+		}
+		logf("starting a bidder with -catalog %s", target)
+		b := newBidder("bidder-remote", exe, cfg, workDir, append([]string{"-catalog", target}, o.BidderArgs...))
+		if err := b.start(ctx, false); err != nil {
+			return nil, stop, err
+		}
+		stops = append(stops, func() { b.stop(15 * time.Second) })
+		t.bidder = b
+		for i, port := range staticPorts(target) {
+			cn := fmt.Sprintf("bidder->node%d", i+1)
+			t.watch.Conns = append(t.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port, Loopback: o.GRPCTarget == ""}})
+			t.conns = append(t.conns, cn)
+		}
+	}
+	t.addr = t.bidder.Addr()
+	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
+	for _, n := range t.nodes {
+		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
+	}
+	t.watch.Conns = append([]WatchConns{{Name: "harness->bidder", Filter: proc.TCPFilter{RemotePort: uint16(t.bidder.port), Loopback: true}}}, t.watch.Conns...)
+	return t, stop, nil
+}
+
+func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) *httpTarget {
+	return newHTTPTarget(name, addr, "POST", maxConns,
+		func(_ *Worker, dst []byte) []byte { return append(dst, "/openrtb2/bid"...) },
+		wl.body,
+		func(status int, body []byte) Outcome {
+			if status == 200 && ring != nil {
+				ring.harvest(body)
+			}
+			return classifyHTTPStatus(status, body)
+		})
+}
+
+// runBidderMixed runs bids, win notices and pixel events together against
+// one topology at one weight; killAt > 0 kills and restarts node 1.
+func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, events [][2]int, killAt time.Duration, logf func(string, ...any)) ([]*Result, error) {
+	base := fmt.Sprintf("%s/%d", t.name, weight)
+	maxConns := max(o.Load.MaxInFlight, 64)
+	ring := &nurlRing{}
+	bids := bidTarget(base, t.addr, bidWorkload{users: o.Users, weight: weight}, ring, maxConns)
+	loads := []Load{{Target: bids, Options: OpenLoopOptions{Rate: o.Load.Rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout,
+		Tmax: o.Load.Tmax, Arrival: o.Load.Arrival, Seed: o.Load.Seed}}}
+	if o.WinRatio > 0 {
+		win := newHTTPTarget(base+" win", t.addr, "GET", maxConns, func(w *Worker, dst []byte) []byte {
+			dst, _ = ring.pick(w.Rand, dst)
+			return dst
+		}, nil, classifyWin)
+		loads = append(loads, Load{Target: winTarget{win, ring}, Options: OpenLoopOptions{Rate: o.Load.Rate * o.WinRatio,
+			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 1}})
+	}
+	if o.EventRate > 0 {
+		ev := newHTTPTarget(base+" event", t.addr, "GET", maxConns, func(w *Worker, dst []byte) []byte {
+			p := events[w.Rand.IntN(len(events))]
+			return fmt.Appendf(dst, "/event?uid=demo-user-%d&pg=%d&pid=%d&ev=view", 1+w.Rand.IntN(o.Users), p[0], p[1])
+		}, nil, nil)
+		loads = append(loads, Load{Target: ev, Options: OpenLoopOptions{Rate: o.EventRate, MaxInFlight: o.Load.MaxInFlight,
+			Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 2}})
+	}
+	var killNotes []string
+	var wg sync.WaitGroup
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if killAt > 0 && len(t.nodes) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			killNotes = killAndRestart(runCtx, t.nodes[0], o.Load.Warmup, killAt, logf)
+		}()
+	}
+	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
+		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
+	rs, err := RunMixed(runCtx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
+	cancel()
+	wg.Wait()
+	if len(rs) > 0 {
+		r := rs[0]
+		r.Notes = append(r.Notes, killNotes...)
+		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
+			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
+			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
+		if len(killNotes) > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)",
+				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors))
+		}
+		if r.Successes == 0 && r.Requests > 0 {
+			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
+		}
+	}
+	for _, r := range rs[min(1, len(rs)):] {
+		if strings.HasSuffix(r.Target, " win") {
+			switch {
+			case r.NoBids > 0 && r.Successes == 0:
+				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 204 = NOT HANDLED by this build (no spend package wired to /win; the bidder counts rtbd_bidder_notices_unhandled_total); shown as no_bid, not as success", r.NoBids))
+			case r.Errors.Status4xx > 0:
+				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 4xx (404 = no /win route in this build; 400/410 = token refused): counted as errors", r.Errors.Status4xx))
+			}
+			if r.Errors.Other > 0 {
+				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d not sent (no bid with an nurl answered yet): counted as errors (other)", r.Errors.Other))
+			}
+			r.Notes = append(r.Notes, fmt.Sprintf("win notices replay %d nurls harvested from answered bids", ring.seen))
+		}
+	}
+	return rs, err
+}
+
+// killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
+// restarts it on the same ports; it returns notes with the times since the
+// start of the measured phase.
+func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) []string {
+	start := time.Now().Add(warmup)
+	select {
+	case <-time.After(time.Until(start.Add(at))):
+	case <-ctx.Done():
+		return nil
+	}
+	oldPID := n.PID()
+	n.kill()
+	killed := time.Since(start)
+	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
+	select {
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+	}
+	err := n.start(context.WithoutCancel(ctx), true)
+	up := time.Since(start)
+	if err != nil {
+		logf("  restarting %s failed: %v", n.name, err)
+		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)}
+	}
+	logf("  restarted %s (pid %d), ready at t=%.1f s", n.name, n.PID(), up.Seconds())
+	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; see the timeline (its CPU figure covers the old pid only)",
+		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}
+}
+
+// runOverload finds a topology's highest bid rate holding the objective
+// at the middle weight, then offers twice it.
+func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, entries *[]TableEntry, logf func(string, ...any)) error {
+	w := o.Weights[len(o.Weights)/2]
+	name := fmt.Sprintf("%s/%d bids only", t.name, w)
+	step := min(o.Load.Duration, 5*time.Second)
+	logf("overload %s: searching the highest rate with p99 <= %v and < 0.1%% answers past tmax %v", name, o.Load.P99, o.Load.Tmax)
+	bids := bidTarget(name, t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
+	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
+		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
+		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1,
+		Load: OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
+	})
+	if s != nil {
+		rep.Searches = append(rep.Searches, s)
+	}
+	if errors.Is(err, ErrNoPassingRate) {
+		msg := fmt.Sprintf("overload %s NOT RUN: %v (not even the search's start rate held the objective; see the search)", name, err)
+		rep.Notes = append(rep.Notes, msg)
+		logf("  %s", msg)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("bench: overload %s: %w", name, err)
+	}
+	if s.Best != nil {
+		s.Best.Target = name + " max"
+		rep.Results = append(rep.Results, s.Best)
+		*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload", ConnNames: t.conns})
+	}
+	rate := 2 * s.MaxRate
+	logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
+	bids2 := bidTarget(name+" 2x", t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
+	r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
+		MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
+	if r == nil {
+		return err
+	}
+	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
+	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
+	r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v",
+		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within),
+		fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
+			fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
+	rep.Results = append(rep.Results, r)
+	*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
+	logf("  %s", r.Notes[len(r.Notes)-2])
+	logf("  %s", r.Notes[len(r.Notes)-1])
+	return err
+}
+
+func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var o BidderOptions
+	var topos string
+	var bidderSets, nodeSets multiFlag
+	fs := flag.NewFlagSet("rtbd bench bidder", flag.ContinueOnError)
+	fs.Usage = func() { Usage(stderr) }
+	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
+	fs.IntVar(&o.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	fs.StringVar(&o.DemoDir, "demo", "", "demo directory")
+	fs.IntVar(&o.Products, "products", 20_000, "demo products")
+	fs.IntVar(&o.Groups, "groups", 8, "demo product groups")
+	fs.IntVar(&o.Users, "users", 1000, "demo users")
+	fs.StringVar(&topos, "topologies", "", "local,remote")
+	fs.Float64Var(&o.WinRatio, "win-ratio", 0.2, "win notices per bid")
+	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/10)")
+	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
+	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
+	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
+	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
+	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	ws, err := c.finish(fs)
+	if err != nil {
+		return err
+	}
+	o.Weights, o.Load, o.Exe, o.WorkDir, o.Log = ws, c.load, c.exe, c.work, stderr
+	if topos != "" {
+		o.Topologies = splitList(topos)
+	}
+	if o.WinRatio == 0 {
+		o.WinRatio = -1
+	}
+	for _, s := range bidderSets {
+		o.BidderArgs = append(o.BidderArgs, "-set", s)
+	}
+	for _, s := range nodeSets {
+		o.NodeArgs = append(o.NodeArgs, "-set", s)
+	}
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	stopProfile, err := c.startProfile()
+	if err != nil {
+		return err
+	}
+	rep, err := RunBidder(ctx, o)
+	stopProfile()
+	if rep != nil {
+		if c.title != "" {
+			rep.Title = c.title
+		}
+		rep.GitRev = gitRev()
+		if werr := writeOutputs(rep, "bidder", c.out, c.quiet, stdout, stderr); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if err != nil && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("bench: interrupted: %w", err)
+	}
+	return err
+}

@@ -1,0 +1,97 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bench"
+)
+
+// TestBidderScenarioEndToEnd runs `rtbd bench bidder` at a tiny size: a
+// demo written by `rtbd gen -demo`, a bidder with the local index, then two
+// catalog nodes and a bidder with -catalog pointing to them, each loaded
+// with bids, win notices and pixel events together; catalog node 1 is
+// killed 1 s into the remote run and restarted.
+func TestBidderScenarioEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a demo, two bidders and two nodes")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	out, work := t.TempDir(), t.TempDir()
+	args := append([]string{"bidder", "-products", "2000", "-groups", "4", "-users", "50", "-nodes", "2", "-weights", "15",
+		"-duration", "4s", "-warmup", "500ms", "-rate", "100", "-kill-node-at", "1s", "-out", out, "-work", work, "-q"}, rtbdArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	err := bench.Main(ctx, args, &stdout, &stderr)
+	t.Logf("progress:\n%s", stderr.String())
+	if err != nil {
+		t.Fatalf("bench bidder: %v", err)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("-q: %d bytes on stdout", stdout.Len())
+	}
+	rep, err := bench.LoadReport(out + "/latest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"local/15", "local/15 win", "local/15 event", "remote/15", "remote/15 win", "remote/15 event"}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
+	}
+	for i, r := range rep.Results {
+		if r.Target != want[i] {
+			t.Errorf("result %d: %q, want %q", i, r.Target, want[i])
+		}
+	}
+	for _, r := range []*bench.Result{rep.Results[0], rep.Results[3]} {
+		if r.Requests != 400 || r.Successes == 0 || r.Errors.Status4xx+r.Errors.Status5xx+r.Errors.Other != 0 {
+			t.Errorf("%s: %d requests, %d bids, %d no-bids, errors %+v", r.Target, r.Requests, r.Successes, r.NoBids, r.Errors)
+		}
+		if len(r.Processes) == 0 || r.Processes[0].Error != "" || r.Processes[0].CPUSec <= 0 {
+			t.Errorf("%s: bidder process %+v", r.Target, r.Processes)
+		}
+	}
+	for _, r := range []*bench.Result{rep.Results[2], rep.Results[5]} { // pixel events
+		if r.Successes == 0 || r.Errors.Total != 0 {
+			t.Errorf("%s: %d ok, errors %+v", r.Target, r.Successes, r.Errors)
+		}
+	}
+	for _, r := range []*bench.Result{rep.Results[1], rep.Results[4]} { // win notices: 2xx or counted errors, never lost
+		if r.Requests == 0 || r.Successes+r.NoBids+r.Errors.Total != r.Requests-r.DeadlineMisses {
+			t.Errorf("%s: outcomes %+v", r.Target, r)
+		}
+		if len(r.Notes) == 0 {
+			t.Errorf("%s: no note on how win notices were answered", r.Target)
+		}
+	}
+	remote := rep.Results[3]
+	if len(remote.Processes) != 3 {
+		t.Errorf("remote: watched %+v, want the bidder and 2 nodes", remote.Processes)
+	}
+	conns := 0
+	for _, c := range remote.Conns {
+		if strings.HasPrefix(c.Name, "bidder->node") {
+			conns++
+			if c.Error != "" || c.Max < 1 {
+				t.Errorf("remote: %s %+v", c.Name, c)
+			}
+		}
+	}
+	if conns != 2 {
+		t.Errorf("remote: %d bidder->node conn counts, want 2: %+v", conns, remote.Conns)
+	}
+	notes := strings.Join(remote.Notes, "\n")
+	if !strings.Contains(notes, "catalog-node-1") || !strings.Contains(notes, "restarted on the same port") {
+		t.Errorf("remote: notes lack the node kill and restart:\n%s", notes)
+	}
+	if len(rep.Tables) == 0 || len(rep.Tables[0].Rows) != 2 {
+		t.Fatalf("tables %+v", rep.Tables)
+	}
+	row := rep.Tables[0].Rows[1]
+	if row.Baseline != "local/15" || row.RatioP50 <= 0 || row.Conns < 2 {
+		t.Errorf("remote row %+v", row)
+	}
+}

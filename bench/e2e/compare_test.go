@@ -1,0 +1,102 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bench"
+)
+
+// TestCompareSeesCatalogDelay is acceptance 5: `rtbd bench compare` on two
+// runs of the same build says "no change" (or "inconclusive", never
+// "regression"), and on a run whose catalog path has an artificial 1 ms
+// delay (StoreOptions.TestOnlyCatalogDelay) reports the regression. The
+// runs are the store scenario's local target (in-process Pebble), 7 s each
+// at 1000 req/s. Why 7 s: Compare's Mann-Whitney test over per-second
+// samples at p < 0.01 uses the normal approximation when samples tie (the
+// per-second percentiles have 2 significant digits, so they do), and with
+// 5 samples per side even a complete separation gives p = 0.011: a 1 ms
+// regression would read "no change". Six or more full seconds per run
+// reach p < 0.01.
+func TestCompareSeesCatalogDelay(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("-short or -race: three 8 s runs whose latencies are the subject (the race detector's cost would be measured)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	data := filepath.Join(dir, "catalog")
+	if err := bench.BuildSyntheticIndex(data, 2000, 4); err != nil {
+		t.Fatal(err)
+	}
+	run := func(name string, delay time.Duration) string {
+		t.Helper()
+		rep, err := bench.RunStore(ctx, bench.StoreOptions{
+			Products: 2000, Groups: 4, Weights: []int{15}, Targets: []string{bench.StoreLocal}, DataDir: data,
+			WorkDir: filepath.Join(dir, name), Load: bench.LoadModel{Rate: 1000, Duration: 7 * time.Second, Warmup: time.Second},
+			TestOnlyCatalogDelay: delay,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, name+".json")
+		f, err := os.Create(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		if err := bench.WriteJSON(f, rep); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	a := run("a", 0)
+	a2 := run("a2", 0)
+	b := run("b", time.Millisecond)
+
+	var same bytes.Buffer
+	if err := bench.Main(ctx, []string{"compare", "-fail", a, a2}, &same, os.Stderr); err != nil {
+		t.Errorf("same build: %v\n%s", err, same.String())
+	}
+	t.Logf("same build:\n%s", same.String())
+	if strings.Contains(verdicts(same.String()), string(bench.Regression)) {
+		t.Errorf("same build compared as a regression:\n%s", same.String())
+	}
+
+	var slow bytes.Buffer
+	err := bench.Main(ctx, []string{"compare", "-fail", a, b}, &slow, os.Stderr)
+	t.Logf("1 ms delay:\n%s", slow.String())
+	if !errors.Is(err, bench.ErrRegression) {
+		t.Errorf("compare -fail with a 1 ms delay: %v, want ErrRegression", err)
+	}
+	for _, m := range []string{"p50", "avg"} {
+		if !lineHas(slow.String(), "local/15", " "+m+" ", "regression") {
+			t.Errorf("local/15 %s not reported as a regression", m)
+		}
+	}
+}
+
+// verdicts returns the table rows of a compare output (not the rule text).
+func verdicts(out string) string {
+	rows, _, _ := strings.Cut(out, "\nrule:")
+	return rows
+}
+
+func lineHas(out string, subs ...string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		ok := true
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}

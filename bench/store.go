@@ -1,0 +1,689 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/catalog/remote"
+	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/ingest/feedgen"
+)
+
+// Store targets of the store scenario.
+const (
+	StoreLocal     = "local"     // catalog.Local in the harness process
+	StoreGRPC      = "grpc"      // catalog nodes through catalog/remote
+	StoreRedis     = "redis"     // redis-server, one MGET per request
+	StoreAerospike = "aerospike" // Aerospike, one BatchGet per request
+)
+
+// StoreOptions configure RunStore. Zero values take the defaults noted.
+type StoreOptions struct {
+	// Products and Groups of the synthetic catalog (`rtbd gen -products N
+	// -groups G -seed 1`). Defaults 100,000 and 10.
+	Products, Groups int
+	// Weights are the products per request, one set of rows each.
+	// Default TalkWeights (3, 15, 30).
+	Weights []int
+	// Uniform popularity instead of Zipf.
+	Uniform bool
+	// Requests is the number of distinct requests per weight (cycled).
+	// Default 20,000.
+	Requests int
+	// Seed of the request stream. Default 1.
+	Seed uint64
+	// Targets to measure, in order: StoreLocal, StoreGRPC, StoreRedis,
+	// StoreAerospike. Default: local, grpc, redis, and aerospike when
+	// AerospikeHosts is set.
+	Targets []string
+	// Load is how each target is loaded; every target gets the same.
+	Load LoadModel
+	// DataDir is the index directory: used if it holds a published index
+	// (which must be that of Products and Groups), else built there and
+	// kept. "": built in a temporary directory, removed at the end.
+	DataDir string
+	// Exe is the rtbd binary started as the catalog node. "": this
+	// process's executable (rtbd bench runs inside rtbd).
+	Exe string
+	// NodeArgs are extra flags for the catalog node (e.g. "-set",
+	// "catalog.hot_cache_entries=0").
+	NodeArgs []string
+	// GRPCTarget measures running catalog nodes (a catalog/remote target,
+	// e.g. static:///10.0.0.5:9090) instead of starting one. They must
+	// serve the catalog of Products and Groups.
+	GRPCTarget string
+	// ConnsPerNode of the remote client. Default: the client's (2).
+	ConnsPerNode int
+	// RedisAddr uses a running Redis (host:port) instead of starting
+	// redis-server; the harness writes the products into it (keys p:*).
+	RedisAddr string
+	// RedisServer is the redis-server binary. Default DefaultRedisServer.
+	RedisServer string
+	// RedisPool is go-redis's pool size. Default 64.
+	RedisPool int
+	// AerospikeHosts (host:port[,host:port]) enables the aerospike target;
+	// the products are written to AerospikeNamespace (default "test"), set
+	// "products".
+	AerospikeHosts, AerospikeNamespace string
+	// Verify is how many requests per weight are checked, before any
+	// measurement, to get identical answers from every target. Default
+	// 200; negative: none.
+	Verify int
+	// WorkDir holds the children's logs and the temporary index. "": a
+	// temporary directory, removed at the end.
+	WorkDir string
+	// Log receives progress lines. nil: none.
+	Log io.Writer
+	// TestOnlyCatalogDelay is slept before every lookup of every target:
+	// an artificial regression in the catalog path, for testing Compare.
+	// Never set it outside tests.
+	TestOnlyCatalogDelay time.Duration
+}
+
+func (o StoreOptions) withDefaults() StoreOptions {
+	if o.Products == 0 {
+		o.Products = 100_000
+	}
+	if o.Groups == 0 {
+		o.Groups = 10
+	}
+	if len(o.Weights) == 0 {
+		o.Weights = TalkWeights
+	}
+	if o.Requests == 0 {
+		o.Requests = 20_000
+	}
+	if o.Seed == 0 {
+		o.Seed = 1
+	}
+	if len(o.Targets) == 0 {
+		o.Targets = []string{StoreLocal, StoreGRPC, StoreRedis}
+		if o.AerospikeHosts != "" {
+			o.Targets = append(o.Targets, StoreAerospike)
+		}
+	}
+	if o.RedisServer == "" {
+		o.RedisServer = DefaultRedisServer
+	}
+	if o.RedisPool == 0 {
+		o.RedisPool = 64
+	}
+	if o.AerospikeNamespace == "" {
+		o.AerospikeNamespace = "test"
+	}
+	if o.Verify == 0 {
+		o.Verify = 200
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// Validate reports every problem of o (after defaults), naming the option.
+func (o StoreOptions) Validate() error {
+	o = o.withDefaults()
+	var p problems
+	for _, w := range o.Weights {
+		wl := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w}
+		if err := wl.Validate(); err != nil {
+			p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+			break
+		}
+	}
+	if o.Requests < 1 {
+		p.addf("requests: must be >= 1, got %d", o.Requests)
+	}
+	seen := map[string]bool{}
+	for _, t := range o.Targets {
+		switch t {
+		case StoreLocal, StoreGRPC, StoreRedis:
+		case StoreAerospike:
+			if o.AerospikeHosts == "" {
+				p.addf("targets: aerospike needs -aerospike HOSTS")
+			}
+		default:
+			p.addf("targets: unknown %q (want local, grpc, redis, aerospike)", t)
+		}
+		if seen[t] {
+			p.addf("targets: %q twice", t)
+		}
+		seen[t] = true
+	}
+	if o.ConnsPerNode < 0 || o.RedisPool < 0 {
+		p.addf("conns-per-node, redis-pool: must be >= 0")
+	}
+	if o.TestOnlyCatalogDelay < 0 {
+		p.addf("test-only catalog delay: must be >= 0")
+	}
+	if err := o.Load.Validate(); err != nil {
+		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+	return p.err()
+}
+
+// storeRun is one opened store target with what to watch while loading it.
+type storeRun struct {
+	name      string
+	store     productStore
+	watch     Watch
+	connNames []string
+	inProcess bool
+	note      string
+}
+
+// RunStore runs the store-level scenario: the same ProductMastersRequest
+// stream, at the same load, sent straight to each store target in turn
+// (per weight: local, grpc, redis, aerospike), after checking that they
+// all answer the first Verify requests identically. It starts what it
+// needs (a catalog node from Exe, redis-server) on loopback and stops it
+// before returning. The report has one Result per (weight, target), named
+// "TARGET/WEIGHT", and a Table with ratios to the local row of each weight.
+func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	workDir := o.WorkDir
+	if workDir == "" {
+		if workDir, err = os.MkdirTemp("", "rtbd-bench-"); err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		cleanups = append(cleanups, func() { os.RemoveAll(workDir) })
+	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+
+	dataDir := o.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(workDir, "catalog")
+	}
+	if _, err := catalog.ReadPointer(dataDir, catalog.CurrentFile); err != nil {
+		logf("building the index of %d products in %d groups in %s", o.Products, o.Groups, dataDir)
+		t0 := time.Now()
+		if err := BuildSyntheticIndex(dataDir, o.Products, o.Groups); err != nil {
+			return nil, err
+		}
+		logf("index built in %v", time.Since(t0).Round(time.Millisecond))
+	} else {
+		logf("using the index in %s (assumed: %d products in %d groups)", dataDir, o.Products, o.Groups)
+	}
+
+	cfg, err := configs.Load("")
+	if err != nil {
+		return nil, fmt.Errorf("bench: config: %w", err)
+	}
+	var runs []*storeRun
+	for _, t := range o.Targets {
+		r, cleanup, err := openStore(ctx, t, o, dataDir, workDir, cfg, logf)
+		if cleanup != nil {
+			cleanups = append(cleanups, cleanup)
+		}
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, r)
+	}
+
+	reqs := map[int][]*catalogpb.ProductMastersRequest{}
+	for _, w := range o.Weights {
+		wl := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w, Uniform: o.Uniform}
+		if reqs[w], err = wl.Requests(o.Requests, o.Seed); err != nil {
+			return nil, err
+		}
+		if o.Verify > 0 && len(runs) > 1 {
+			if err := verifyStores(ctx, runs, reqs[w][:min(o.Verify, len(reqs[w]))]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if o.Verify > 0 && len(runs) > 1 {
+		logf("verified: %s answer the first %d requests of each weight identically", targetNames(runs), o.Verify)
+	}
+
+	meta := Meta{Title: "store level: " + targetNames(runs), Config: o.Load.describe()}
+	meta.Config["scenario"] = "store"
+	meta.Config["products"] = strconv.Itoa(o.Products)
+	meta.Config["groups"] = strconv.Itoa(o.Groups)
+	meta.Config["weights"] = joinInts(o.Weights)
+	meta.Config["popularity"] = map[bool]string{false: "zipf s=1.1", true: "uniform"}[o.Uniform]
+	meta.Config["distinct_requests"] = strconv.Itoa(o.Requests)
+	if o.TestOnlyCatalogDelay > 0 {
+		meta.Config["test_only_catalog_delay"] = o.TestOnlyCatalogDelay.String()
+		meta.Notes = append(meta.Notes, "TEST ONLY: every lookup sleeps "+o.TestOnlyCatalogDelay.String()+" first (an artificial regression)")
+	}
+	for _, r := range runs {
+		if r.note != "" {
+			meta.Notes = append(meta.Notes, r.name+": "+r.note)
+		}
+	}
+	rep = NewReport(meta)
+	var entries []TableEntry
+	for _, w := range o.Weights {
+		base := ""
+		for _, r := range runs {
+			name := fmt.Sprintf("%s/%d", r.name, w)
+			if base == "" {
+				base = name
+			}
+			t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs[w]}, delay: o.TestOnlyCatalogDelay}
+			logf("run %s: %s", name, o.Load.describe()["load"])
+			res, search, err := o.Load.run(ctx, t, r.watch)
+			if search != nil {
+				rep.Searches = append(rep.Searches, search)
+			}
+			if err != nil && (res == nil || !errors.Is(err, ErrAborted)) {
+				return nil, fmt.Errorf("bench: %s: %w", name, err)
+			}
+			if res == nil {
+				continue
+			}
+			rep.Results = append(rep.Results, res)
+			e := TableEntry{Result: res, Group: fmt.Sprintf("%d products", w), ConnNames: r.connNames, InProcess: r.inProcess}
+			if name != base {
+				e.Baseline = base
+			}
+			entries = append(entries, e)
+			logf("  %s: avg %s ms, p50 %s ms, p99 %s ms, %s req/s, errors %d", name, fmtMs(res.Latency.AvgUs/1000),
+				fmtMs(usToMs(res.Latency.P50Us)), fmtMs(usToMs(res.Latency.P99Us)), fmtRate(res.AchievedRate), res.Errors.Total)
+			if err != nil {
+				rep.UpdateRows()
+				rep.Tables = append(rep.Tables, BuildTable("Store level (aborted)", entries))
+				return rep, err
+			}
+		}
+	}
+	rep.UpdateRows()
+	title := "Store level: the same ProductMastersRequest stream at the same load; ratios to " + runs[0].name
+	rep.Tables = append(rep.Tables, BuildTable(title, entries))
+	return rep, nil
+}
+
+func targetNames(runs []*storeRun) string {
+	var s []string
+	for _, r := range runs {
+		s = append(s, r.name)
+	}
+	return strings.Join(s, ", ")
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
+}
+
+// openStore opens (starting what it needs) one store target. cleanup, when
+// not nil, must be called even if err is not nil.
+func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config, logf func(string, ...any)) (*storeRun, func(), error) {
+	switch name {
+	case StoreLocal:
+		lo := node.LocalOptions(cfg.Catalog, nil, nil)
+		lo.WatchInterval = -1
+		l, err := catalog.OpenLocal(dataDir, lo)
+		if err != nil {
+			return nil, nil, err
+		}
+		return &storeRun{name: name, store: l, inProcess: true,
+				note: "catalog.Local inside the harness process (same settings as the node's: hot cache, block cache); its CPU is in the harness column"},
+			func() { l.Close() }, nil
+
+	case StoreGRPC:
+		var cleanups []func()
+		cleanup := func() {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+		target := o.GRPCTarget
+		r := &storeRun{name: name}
+		if target == "" {
+			exe, err := executable(o.Exe)
+			if err != nil {
+				return nil, nil, err
+			}
+			n := newCatalogNode("catalog-node", exe, dataDir, workDir, o.NodeArgs)
+			if err := n.start(ctx, false); err != nil {
+				return nil, nil, err
+			}
+			logf("started a catalog node: %s -mode=catalog (pid %d, gRPC %s)", exe, n.PID(), n.Addr())
+			cleanups = append(cleanups, func() { n.stop(15 * time.Second) })
+			target = "static:///" + n.Addr()
+			r.watch = Watch{
+				Processes: []WatchProcess{{Name: "catalog-node", PID: n.PID()}},
+				Conns:     []WatchConns{{Name: "harness->node", Filter: proc.TCPFilter{RemotePort: uint16(n.port), Loopback: true}}},
+			}
+			r.connNames = []string{"harness->node"}
+			r.note = fmt.Sprintf("a catalog node (pid %d, %s) reached through catalog/remote (round robin, health-checked)", n.PID(), n.Addr())
+		} else {
+			r.note = "running catalog nodes at " + target + " through catalog/remote"
+			for i, port := range staticPorts(target) {
+				cn := fmt.Sprintf("harness->node%d", i+1)
+				r.watch.Conns = append(r.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port}})
+				r.connNames = append(r.connNames, cn)
+			}
+		}
+		c, err := remote.New(remote.Options{Target: target, ConnsPerNode: o.ConnsPerNode, CallTimeout: time.Second})
+		if err != nil {
+			return nil, cleanup, err
+		}
+		cleanups = append(cleanups, func() { c.Close() })
+		if err := waitStore(ctx, c, 30*time.Second); err != nil {
+			return nil, cleanup, fmt.Errorf("bench: catalog at %s: %w", target, err)
+		}
+		r.store = c
+		return r, cleanup, nil
+
+	case StoreRedis:
+		var cleanups []func()
+		cleanup := func() {
+			for i := len(cleanups) - 1; i >= 0; i-- {
+				cleanups[i]()
+			}
+		}
+		addr := o.RedisAddr
+		r := &storeRun{name: name}
+		if addr == "" {
+			if _, err := os.Stat(o.RedisServer); err != nil {
+				return nil, nil, fmt.Errorf("bench: redis target: %s not found (install redis-server, give -redis ADDR, or leave redis out of -targets): %w", o.RedisServer, err)
+			}
+			rdir := filepath.Join(workDir, "redis")
+			if err := os.MkdirAll(rdir, 0o755); err != nil {
+				return nil, nil, fmt.Errorf("bench: %w", err)
+			}
+			s := newRedisServer(o.RedisServer, rdir, workDir)
+			if err := s.start(ctx, false); err != nil {
+				return nil, nil, err
+			}
+			logf("started %s (pid %d, %s)", o.RedisServer, s.PID(), s.Addr())
+			cleanups = append(cleanups, func() { s.stop(10 * time.Second) })
+			addr = s.Addr()
+			r.watch = Watch{
+				Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}},
+				Conns:     []WatchConns{{Name: "harness->redis", Filter: proc.TCPFilter{RemotePort: uint16(s.port), Loopback: true}}},
+			}
+			r.connNames = []string{"harness->redis"}
+			r.note = fmt.Sprintf("redis-server (pid %d, %s, persistence off); one MGET of all the request's ids, decoded and filtered by the catalog's rules in the harness", s.PID(), addr)
+		} else {
+			r.note = "Redis at " + addr + "; one MGET per request"
+			if port := portOf(addr); port != 0 {
+				r.watch.Conns = []WatchConns{{Name: "harness->redis", Filter: proc.TCPFilter{RemotePort: port}}}
+				r.connNames = []string{"harness->redis"}
+			}
+		}
+		rs := newRedisStore(addr, o.RedisPool)
+		cleanups = append(cleanups, func() { rs.Close() })
+		if err := rs.ping(ctx); err != nil {
+			return nil, cleanup, fmt.Errorf("bench: redis at %s: %w", addr, err)
+		}
+		t0 := time.Now()
+		n, err := rs.load(ctx, func(yield func(*catalogpb.Product) error) error { return EachIndexedProduct(dataDir, yield) })
+		if err != nil {
+			return nil, cleanup, err
+		}
+		logf("loaded %d products into redis in %v (pipelined SETs)", n, time.Since(t0).Round(time.Millisecond))
+		r.store = rs
+		return r, cleanup, nil
+
+	case StoreAerospike:
+		s, err := newAerospikeStore(o.AerospikeHosts, o.AerospikeNamespace)
+		if err != nil {
+			return nil, nil, err
+		}
+		r := &storeRun{name: name, store: s, note: "Aerospike at " + o.AerospikeHosts + ", namespace " + o.AerospikeNamespace + "; one BatchGet per request"}
+		for i, h := range splitList(o.AerospikeHosts) {
+			if port := portOf(h); port != 0 {
+				cn := fmt.Sprintf("harness->aerospike%d", i+1)
+				r.watch.Conns = append(r.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port}})
+				r.connNames = append(r.connNames, cn)
+			}
+		}
+		t0 := time.Now()
+		n, err := s.load(ctx, func(yield func(*catalogpb.Product) error) error { return EachIndexedProduct(dataDir, yield) })
+		if err != nil {
+			return nil, func() { s.Close() }, err
+		}
+		logf("loaded %d products into aerospike in %v", n, time.Since(t0).Round(time.Millisecond))
+		return r, func() { s.Close() }, nil
+	}
+	return nil, nil, fmt.Errorf("%w: unknown target %q", ErrInvalid, name)
+}
+
+// waitStore calls s until a lookup succeeds (a remote client connects in
+// the background), bounded by timeout.
+func waitStore(ctx context.Context, s productStore, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: []int64{1}}
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
+		_, err := s.GetProductMasters(cctx, req)
+		ccancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no successful lookup within %v: %w", timeout, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// verifyStores checks that every store answers reqs like the first one.
+func verifyStores(ctx context.Context, runs []*storeRun, reqs []*catalogpb.ProductMastersRequest) error {
+	for i, req := range reqs {
+		var want string
+		for j, r := range runs {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			resp, err := r.store.GetProductMasters(cctx, req)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("bench: verify: %s: request %d: %w", r.name, i, err)
+			}
+			got := answerKey(resp)
+			if j == 0 {
+				want = got
+			} else if got != want {
+				return fmt.Errorf("bench: verify: %s answers request %d (group %d, ids %v) with %s, %s with %s: the stores do not hold the same catalog",
+					r.name, i, req.ProductGroupId, req.Product1Ids, got, runs[0].name, want)
+			}
+		}
+	}
+	return nil
+}
+
+// answerKey renders a response's product ids and a digest of their
+// content for comparison.
+func answerKey(resp *catalogpb.ProductMastersResponse) string {
+	var b strings.Builder
+	for li, l := range [2][]*catalogpb.Product{resp.Product1S, resp.Product2S} {
+		fmt.Fprintf(&b, "list%d[", li+1)
+		for _, p := range l {
+			fmt.Fprintf(&b, "%d:%s:%d:%s ", p.ProductId, p.Title, p.PriceMicros, p.ImageUrl)
+		}
+		b.WriteString("]")
+	}
+	return b.String()
+}
+
+// BuildSyntheticIndex builds and publishes, in dir, the index of `rtbd gen
+// -products n -groups groups -seed 1` (feedgen: product i has id i+1 and
+// group 1 + i%groups) through catalog's bulk path, as
+// catalogtest.BuildSynthetic does in tests.
+func BuildSyntheticIndex(dir string, n, groups int) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	lock, err := catalog.LockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	b, err := catalog.NewBuilder(dir, nil)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			b.Abort()
+		}
+	}()
+	opts := feedgen.Options{Products: n, Groups: groups, Seed: 1}
+	var paths []string
+	var sst *catalog.SST
+	for g := 1; g <= groups; g++ {
+		for i := g - 1; i < n; i += groups {
+			if sst == nil {
+				if sst, err = b.NewSST(); err != nil {
+					return err
+				}
+			}
+			p := feedgen.Product(i, opts)
+			if err = sst.Add(&p); err != nil {
+				return err
+			}
+			if sst.Len() == 1_000_000 {
+				path, err := sst.Finish()
+				if err != nil {
+					return err
+				}
+				paths, sst = append(paths, path), nil
+			}
+		}
+	}
+	if sst != nil {
+		path, err := sst.Finish()
+		if err != nil {
+			return err
+		}
+		paths = append(paths, path)
+	}
+	if err = b.IngestSSTs(paths); err != nil {
+		return err
+	}
+	name, err := b.Finish()
+	if err != nil {
+		return err
+	}
+	return catalog.Publish(dir, name)
+}
+
+// EachIndexedProduct calls yield with every product of the live version of
+// the index in dir, in key order (group, then id), stopping at yield's
+// first error. It opens the version read-only beside any process serving it
+// (published versions are immutable).
+func EachIndexedProduct(dir string, yield func(*catalogpb.Product) error) error {
+	name, err := catalog.ReadPointer(dir, catalog.CurrentFile)
+	if err != nil {
+		return fmt.Errorf("bench: index %s: %w", dir, err)
+	}
+	path := catalog.VersionPath(dir, name)
+	db, err := pebble.Open(path, &pebble.Options{ReadOnly: true, ErrorIfNotExists: true, FS: noLockFS{vfs.Default}, Logger: quietPebbleLogger{}})
+	if err != nil {
+		return fmt.Errorf("bench: opening %s: %w", path, err)
+	}
+	defer db.Close()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("bench: %s: %w", path, err)
+	}
+	defer it.Close()
+	for it.First(); it.Valid(); it.Next() {
+		g, id, ok := catalog.ParseKey(it.Key())
+		if !ok {
+			continue // not a product key
+		}
+		p := new(catalogpb.Product)
+		if err := catalog.DecodeValue(g, id, it.Value(), p); err != nil {
+			return err
+		}
+		if err := yield(p); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("bench: reading %s: %w", path, err)
+	}
+	return nil
+}
+
+// noLockFS skips Pebble's directory lock, which it takes even read-only: a
+// published version is immutable and may be read by several processes (as
+// package catalog does).
+type noLockFS struct{ vfs.FS }
+
+func (noLockFS) Lock(string) (io.Closer, error) { return io.NopCloser(nil), nil }
+
+// quietPebbleLogger drops Pebble's informational lines (WAL replay on
+// open) from the bench's output; errors still panic or are returned.
+type quietPebbleLogger struct{}
+
+func (quietPebbleLogger) Infof(string, ...any)  {}
+func (quietPebbleLogger) Errorf(string, ...any) {}
+func (quietPebbleLogger) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
+
+// staticPorts returns the ports of a static:/// target's addresses.
+func staticPorts(target string) []uint16 {
+	rest, ok := strings.CutPrefix(target, "static:///")
+	if !ok {
+		return nil
+	}
+	var ports []uint16
+	for _, a := range splitList(rest) {
+		if p := portOf(a); p != 0 && !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports
+}
+
+func portOf(hostport string) uint16 {
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return 0
+	}
+	p, err := strconv.ParseUint(hostport[i+1:], 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(p)
+}
+
+// splitList splits a comma-separated list, trimming spaces and dropping
+// empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// TalkWeights are the talk's three request weights: 3 products per request
+// (light), 15 (medium, the normal case) and 30 (heavy, rare).
+var TalkWeights = []int{3, 15, 30}
+
+// CatalogWorkload describes a stream of ProductMastersRequests over the
+// synthetic catalog of `rtbd gen -products Products -groups Groups -seed 1`
+// (product i has id i+1 and group 1 + i%Groups).
+type CatalogWorkload struct {
+	// Products and Groups of the catalog. Required, Products >= Groups >= 1.
+	Products, Groups int
+	// IDs per request: the request weight (3, 15, 30 in the talk).
+	// Required, >= 1.
+	IDs int
+	// Uniform draws groups and products uniformly; false (the default)
+	// draws them Zipf-distributed (s = 1.1), as real traffic is.
+	Uniform bool
+}
+
+// Validate reports every problem of w.
+func (w CatalogWorkload) Validate() error {
+	var p problems
+	if w.Groups < 1 {
+		p.addf("groups: must be >= 1, got %d", w.Groups)
+	}
+	if w.Products < max(w.Groups, 2) {
+		p.addf("products: must be >= groups (%d) and >= 2, got %d", w.Groups, w.Products)
+	}
+	if w.IDs < 1 || w.IDs > 1000 {
+		p.addf("ids: must be 1..1000, got %d", w.IDs)
+	}
+	return p.err()
+}
+
+// Requests returns count requests, the same for the same seed. Each asks
+// for IDs product ids of one group in product1 (quantity at most IDs), the
+// popular products scattered over the group rather than neighbours on disk.
+// It draws the same stream as catalogtest.Workload{N, Groups, Zipf, IDs}
+// (the catalog's own benchmarks), so figures can be set side by side.
+func (w CatalogWorkload) Requests(count int, seed uint64) ([]*catalogpb.ProductMastersRequest, error) {
+	if err := w.Validate(); err != nil {
+		return nil, err
+	}
+	if count < 1 {
+		return nil, fmt.Errorf("%w: count: must be >= 1, got %d", ErrInvalid, count)
+	}
+	rng := rand.New(rand.NewPCG(seed, 7))
+	perGroup := w.Products / w.Groups
+	var zg, zp *rand.Zipf
+	if !w.Uniform {
+		zg = rand.NewZipf(rng, 1.1, 1, uint64(max(w.Groups-1, 0)))
+		zp = rand.NewZipf(rng, 1.1, 1, uint64(max(perGroup-1, 0)))
+	}
+	scatter := func(r int) int { return int((uint64(r)*2654435761 + 12345) % uint64(perGroup)) }
+	out := make([]*catalogpb.ProductMastersRequest, count)
+	for i := range out {
+		var g int
+		if w.Uniform {
+			g = rng.IntN(w.Groups)
+		} else {
+			g = int(zg.Uint64())
+		}
+		ids := make([]int64, w.IDs)
+		for j := range ids {
+			var r int
+			if w.Uniform {
+				r = rng.IntN(perGroup)
+			} else {
+				r = scatter(int(zp.Uint64()))
+			}
+			// Group g+1 holds product indexes g, g+Groups, ...; id = index+1.
+			ids[j] = int64(g + r*w.Groups + 1)
+		}
+		out[i] = &catalogpb.ProductMastersRequest{ProductGroupId: int64(g + 1),
+			Product1QuantityAtMost: int32(w.IDs), Product1Ids: ids}
+	}
+	return out, nil
+}
+
+// requestStream hands out a fixed list of requests in order, cycling; safe
+// for concurrent use. Every target of a scenario gets its own stream over
+// the same list, so each sees the same requests in the same order.
+type requestStream struct {
+	reqs []*catalogpb.ProductMastersRequest
+	next atomic.Uint64
+}
+
+func (s *requestStream) take() *catalogpb.ProductMastersRequest {
+	i := s.next.Add(1) - 1
+	return s.reqs[i%uint64(len(s.reqs))]
+}
