@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: build run run-catalog test test-race deps proto bench bench-catalog bench-rss fuzz vet clean
+.PHONY: bench-ingest build run run-catalog test test-race deps proto bench bench-catalog bench-rss fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -70,10 +70,22 @@ bench-rss:
 bench: build deps
 	./$(BIN) bench all -out bench/results
 
+# Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
+# bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,
+# peak RSS, ratio), then a 100k-row -delta. ~10-15 min; needs ~12 GB in /tmp.
+bench-ingest:
+	RTBD_BENCH_INGEST_PRODUCTS=10000000 RTBD_BENCH_INGEST_DIR=/tmp/rtbd-bench-ingest $(GO) test -count=1 -timeout 4h -run TestBenchIngest -v ./ingest/ | grep -E '^(BENCH|  )'
+
 # Short fuzzing of every parser of outside input.
 FUZZTIME ?= 20s
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecodeValue -fuzztime $(FUZZTIME) ./catalog/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeResponse -fuzztime $(FUZZTIME) ./catalog/
+	$(GO) test -run '^$$' -fuzz FuzzRunRecord -fuzztime $(FUZZTIME) ./ingest/
+	$(GO) test -run '^$$' -fuzz FuzzCSVRow -fuzztime $(FUZZTIME) ./ingest/feed/
+	$(GO) test -run '^$$' -fuzz FuzzJSONLRow -fuzztime $(FUZZTIME) ./ingest/feed/
+	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./rtb/
+	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime $(FUZZTIME) ./bidder/
 
 clean:
 	rm -rf bin

@@ -12,10 +12,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
+	"github.com/cockroachdb/pebble/v2/sstable"
+	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 )
 
@@ -66,7 +70,7 @@ func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 		switch {
 		case !e.Type().IsRegular():
 			continue
-		case n == readersFile, n == buildingFile, n == "LOCK", strings.HasPrefix(n, "staging-"):
+		case n == readersFile, n == buildingFile, n == "LOCK", strings.HasPrefix(n, "staging-"), strings.HasPrefix(n, deltaSSTPrefix):
 			continue // locks of base's readers, builder and Pebble; leftover NewSST files
 		case strings.HasSuffix(n, ".sst"), strings.HasSuffix(n, ".blob"):
 			if err := os.Link(filepath.Join(src, n), filepath.Join(path, n)); err != nil {
@@ -84,6 +88,10 @@ func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 	o := pebbleOptions(log)
 	o.DisableWAL = true // a crash discards the whole version anyway
 	o.ErrorIfNotExists = true
+	// No background compaction: it could rewrite the whole catalog and make
+	// a delta as slow as a rebuild. A delta's tables stack on top of the
+	// version (L0 or the lowest free level); a full ingest flattens them.
+	o.DisableAutomaticCompactions = true
 	db, err := pebble.Open(path, o)
 	if err != nil {
 		return fail(fmt.Errorf("catalog: opening the copy of %s: %w", base, err))
@@ -125,9 +133,31 @@ func (s *SST) Set(key, value []byte) error {
 	return nil
 }
 
+// NewDeltaSST is NewSST for a delta's tables, which may hold tombstones
+// (Delete) and are ingested above the version's data. NewSST's tables are
+// written for the lowest level, where Pebble marks a tombstone obsolete and
+// readers skip it: a delete would silently not apply.
+func (b *Builder) NewDeltaSST() (*SST, error) {
+	b.ssts++
+	path := filepath.Join(b.Path(), deltaSSTPrefix+strconv.Itoa(b.ssts)+".sst")
+	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: %w", err)
+	}
+	o := pebbleOptions(b.log)
+	wo := o.MakeWriterOptions(0, b.db.TableFormat())
+	return &SST{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)}, nil
+}
+
+const deltaSSTPrefix = "delta-"
+
 // Delete adds a tombstone for key (a delta removing a product from the
-// version it is applied to). Keys must ascend across Set and Delete calls.
+// version it is applied to); only in a table from NewDeltaSST. Keys must
+// ascend across Set and Delete calls.
 func (s *SST) Delete(key []byte) error {
+	if !strings.HasPrefix(filepath.Base(s.path), deltaSSTPrefix) {
+		return errors.New("catalog: sst: Delete needs a table from NewDeltaSST")
+	}
 	if err := s.checkKey(key); err != nil {
 		return err
 	}
@@ -208,9 +238,11 @@ func (b *Builder) PublishSealed() error {
 // CountProducts returns how many products version name in dir holds, from
 // its tables' properties (no scan, milliseconds). The count is exact when
 // every table sits in one level (non-overlapping, as a bulk-built or fully
-// compacted version's tables do) and none holds a tombstone; otherwise it is
-// an estimate (entries minus twice the tombstones) and exact is false. Safe
-// while other processes read the version.
+// compacted version's tables do): each key is then in one table, and a
+// tombstone there hides nothing. Otherwise (a version layered by deltas)
+// it is an estimate that takes every upper-level entry for a new product
+// and every upper-level tombstone for a removed one, and exact is false.
+// Safe while other processes read the version.
 func CountProducts(dir, name string) (n int64, exact bool, err error) {
 	db, err := openReadOnly(VersionPath(dir, name), nil, zap.NewNop())
 	if err != nil {
@@ -221,26 +253,27 @@ func CountProducts(dir, name string) (n int64, exact bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("catalog: %w", err)
 	}
-	var entries, dels int64
-	used := 0
+	used, bottom := 0, -1
 	for l, tables := range levels {
-		if len(tables) == 0 {
-			continue
+		if len(tables) > 0 {
+			used, bottom = used+1, l
+			if l == 0 && len(tables) > 1 {
+				used++ // L0 tables may overlap
+			}
 		}
-		used++
-		if l == 0 && len(tables) > 1 {
-			used++ // L0 tables may overlap
-		}
+	}
+	for l, tables := range levels {
 		for _, t := range tables {
 			if t.Properties == nil {
 				return 0, false, fmt.Errorf("%w: %s: table %s has no properties", ErrCorrupt, name, t.FileNum)
 			}
-			entries += int64(t.Properties.NumEntries)
-			dels += int64(t.Properties.NumDeletions)
+			e, d := int64(t.Properties.NumEntries), int64(t.Properties.NumDeletions)
+			if l == bottom {
+				n += e - d
+			} else {
+				n += e - 2*d
+			}
 		}
 	}
-	if used <= 1 && dels == 0 {
-		return entries, true, nil
-	}
-	return max(entries-2*dels, 0), false, nil
+	return max(n, 0), used <= 1, nil
 }
