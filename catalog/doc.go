@@ -21,9 +21,10 @@
 //
 // Key: 'p' | product_group_id (8 bytes big-endian) | product_id (8 bytes
 // big-endian), so a group's products are adjacent and sorted by id. Values use
-// a compact hand-written encoding (see codec.go): about 20-25% smaller than
-// the same product as protobuf, since ids live in the key, and it decodes
-// with a single string allocation.
+// a compact hand-written encoding (see codec.go): a little smaller than the
+// same product as protobuf (ids live in the key; 290 vs 307 bytes for the
+// test fixture's full product), and it decodes with a single string
+// allocation.
 //
 // # Semantics
 //
