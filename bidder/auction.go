@@ -507,8 +507,37 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	}
 	crid := str(st.arena[a:])
 
-	st.link = link{c: c, crid: crid, impID: imp.ID, uid: uid, cur: cur, price: cd.price,
-		clickIssue: st.now, clickExpires: st.now.Add(b.opts.ClickTTL)}
+	// One click token for the bid, signed once, carries the ids of the
+	// products that get a link; each link adds its product id.
+	st.clickIDs = st.clickIDs[:0]
+	for _, p := range products {
+		if p != nil && hasLanding(c, p) {
+			st.clickIDs = append(st.clickIDs, p.ProductId)
+		}
+	}
+	st.link = link{c: c}
+	if len(st.clickIDs) > 0 {
+		var group int64
+		for _, p := range products {
+			if p != nil {
+				group = p.ProductGroupId
+				break
+			}
+		}
+		st.tok = token.Token{
+			Kind: token.KindClick, Issued: st.now, Expires: st.now.Add(b.opts.ClickTTL),
+			Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
+			PriceMicros: cd.price, Currency: cur, Group: group, Products: st.clickIDs,
+		}
+		a = len(st.arena)
+		var err error
+		if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {
+			st.arena = st.arena[:a]
+			return rtb.NoBidTechnicalError
+		}
+		st.link.tok = st.arena[a:len(st.arena):len(st.arena)]
+		st.tok = token.Token{}
+	}
 	a = len(st.arena)
 	var mtype openrtb2.MarkupType
 	switch cd.kind {
@@ -603,28 +632,25 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 	return str(st.arena[a:]), true
 }
 
-// AppendClickURL implements creative.Linker: the signed /click URL of
-// product p of the bid being rendered. Nothing is appended when the
-// product has no usable landing URL.
+// AppendClickURL implements creative.Linker: the /click URL of product p
+// of the bid being rendered: the bid's signed click token, a dot, the
+// product id (one of the ids the token signs). Nothing is appended when
+// the product has no usable landing URL.
 func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 	l := &st.link
-	u := landingURL(l.c, p)
-	if u == "" || l.c == nil {
+	if l.c == nil || len(l.tok) == 0 || !hasLanding(l.c, p) {
 		return dst
 	}
-	a := len(dst)
 	dst = append(dst, st.b.clickPrefix...)
-	st.tok = token.Token{
-		Kind: token.KindClick, Issued: l.clickIssue, Expires: l.clickExpires,
-		Campaign: l.c.ID, Creative: l.crid, Auction: st.req.ID, Imp: l.impID, User: l.uid,
-		PriceMicros: l.price, Currency: l.cur, Group: p.ProductGroupId, Product: p.ProductId, URL: u,
-	}
-	dst, err := st.b.opts.Keys.Append(dst, &st.tok)
-	if err != nil {
-		return dst[:a]
-	}
-	return dst
+	dst = append(dst, l.tok...)
+	dst = append(dst, clickSep)
+	return strconv.AppendInt(dst, p.ProductId, 10)
 }
+
+// clickSep separates the token and the product id in a click URL's t
+// parameter: not a base64url character, and safe in a URL and in an HTML
+// attribute unescaped.
+const clickSep = '.'
 
 // AttrSafe marks the click URLs as safe in HTML attributes as they are
 // (creative.AttrSafeLinker): Options.PublicURL is checked to hold no
@@ -634,6 +660,7 @@ func (st *reqState) AttrSafe() {}
 // landingURL is p's landing URL if it is an absolute http(s) URL; else,
 // when the campaign has a click base, the landing URL resolved against it
 // (a path is appended to it; nothing usable gives the click base itself).
+// c may be nil (a campaign since removed): then only an absolute URL.
 func landingURL(c *campaign.Campaign, p *catalogpb.Product) string {
 	if creative.IsHTTPURL(p.LandingUrl) {
 		return p.LandingUrl
@@ -643,13 +670,8 @@ func landingURL(c *campaign.Campaign, p *catalogpb.Product) string {
 	}
 	base := c.Creative.ClickBase
 	l := p.LandingUrl
-	if l == "" || len(l) > 2048 {
+	if !relativeOK(l) {
 		return base
-	}
-	for i := 0; i < len(l); i++ {
-		if ch := l[i]; ch <= ' ' || ch == 0x7f || ch == '"' || ch == '\'' || ch == '<' || ch == '>' || ch == '\\' {
-			return base
-		}
 	}
 	for len(base) > 0 && base[len(base)-1] == '/' {
 		base = base[:len(base)-1]
@@ -658,6 +680,25 @@ func landingURL(c *campaign.Campaign, p *catalogpb.Product) string {
 		l = l[1:]
 	}
 	return base + "/" + l
+}
+
+// hasLanding reports whether landingURL(c, p) is not empty, without
+// building it (the bid path calls it for every product).
+func hasLanding(c *campaign.Campaign, p *catalogpb.Product) bool {
+	return creative.IsHTTPURL(p.LandingUrl) || c != nil && creative.IsHTTPURL(c.Creative.ClickBase)
+}
+
+// relativeOK reports whether l can be appended to a click base.
+func relativeOK(l string) bool {
+	if l == "" || len(l) > 2048 {
+		return false
+	}
+	for i := 0; i < len(l); i++ {
+		if ch := l[i]; ch <= ' ' || ch == 0x7f || ch == '"' || ch == '\'' || ch == '<' || ch == '>' || ch == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // buildResponse fills st.resp from st.bids: one seatbid per seat.

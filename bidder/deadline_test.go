@@ -190,7 +190,7 @@ func TestOverload(t *testing.T) {
 				t.Errorf("an in-flight request got %d", s)
 			}
 		}
-		if got := f.counter("rtbd_bidder_shed_total"); got != 1 {
+		if got := f.counter("rtbd_bidder_shed_total", "reason", "in_flight"); got != 1 {
 			t.Errorf("shed_total = %v, want 1", got)
 		}
 		if n := f.b.InFlight(); n != 0 {

@@ -1,14 +1,19 @@
 package bidder
 
 import (
+	"bytes"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
 // pixelGIF is a transparent 1x1 GIF (43 bytes).
@@ -22,9 +27,13 @@ type smallState struct {
 	dctx deadlineCtx
 	tok  token.Token
 	buf  []byte
+	req  catalogpb.ProductMastersRequest
+	ids  [1]int64
 }
 
-func newSmallState() any { return &smallState{buf: make([]byte, 0, 1024)} }
+func newSmallState() any {
+	return &smallState{buf: make([]byte, 0, 1024), tok: token.Token{Products: make([]int64, 0, 64)}}
+}
 
 // serveEvent is GET /event?uid=..&pg=..&pid=..&ev=view, the product view
 // pixel: it records the view in the user store within EventTimeout and
@@ -63,10 +72,22 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 	rc.Response.SetBody(pixelGIF)
 }
 
-// serveClick is GET /click?t=TOKEN: a signed click token from one of our
-// creatives redirects (302) to the landing URL it carries. An unsigned,
-// tampered or non-click token is 400, an expired one 410: never an open
-// redirect, since only URLs rtbd signed are followed.
+// serveClick is GET /click?t=TOKEN.PRODUCT: a click on product PRODUCT of
+// one of our creatives. TOKEN is the bid's signed click token, which lists
+// the products of the creative; the landing URL is looked up in the
+// product catalog (local or remote, within EventTimeout) and resolved as
+// at bid time (the product's absolute URL, else the campaign's click
+// base). Never an open redirect: only a product rtbd signed for is
+// followed, to a URL from rtbd's own catalog and campaigns.
+//
+// Answers: 302 to the landing URL; 302 to the campaign's click base when
+// the product is no longer served (removed, out of stock: counted as
+// "fallback") or the catalog failed (counted as "error"); 400 for a missing, unsigned, tampered or
+// non-click token or a product the token does not list; 410 for an expired
+// token; 404 when there is nowhere to send the click; 503 when the catalog
+// failed and there is no click base. Version 1 tokens (the landing URL
+// signed in the token, /click?t=TOKEN) are still followed until they
+// expire.
 func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	if !rc.IsGet() && !rc.IsHead() {
 		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
@@ -76,22 +97,97 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	ss := b.small.Get().(*smallState)
 	defer b.small.Put(ss)
+	t := rc.QueryArgs().Peek("t")
+	pid := int64(-1)
+	if i := bytes.LastIndexByte(t, clickSep); i >= 0 {
+		id, err := strconv.ParseInt(str(t[i+1:]), 10, 64)
+		if err != nil || id <= 0 {
+			b.m.clicks[resInvalid].Inc()
+			rc.SetStatusCode(fasthttp.StatusBadRequest)
+			return
+		}
+		t, pid = t[:i], id
+	}
 	var err error
-	ss.buf, err = b.opts.Keys.Parse(&ss.tok, rc.QueryArgs().Peek("t"), token.KindClick, time.Now(), ss.buf[:0])
+	ss.buf, err = b.opts.Keys.Parse(&ss.tok, t, token.KindClick, time.Now(), ss.buf[:0])
 	switch {
 	case errors.Is(err, token.ErrExpired):
 		b.m.clicks[resExpired].Inc()
 		rc.SetStatusCode(fasthttp.StatusGone)
 		return
-	case err != nil || !creative.IsHTTPURL(ss.tok.URL):
+	case err != nil:
 		b.m.clicks[resInvalid].Inc()
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
+	var dest string
+	switch {
+	case ss.tok.URL != "": // version 1: the signed URL itself
+		if pid >= 0 || !creative.IsHTTPURL(ss.tok.URL) {
+			b.m.clicks[resInvalid].Inc()
+			rc.SetStatusCode(fasthttp.StatusBadRequest)
+			return
+		}
+		dest = ss.tok.URL
+	case pid < 0 || !ss.tok.HasProduct(pid):
+		b.m.clicks[resInvalid].Inc()
+		rc.SetStatusCode(fasthttp.StatusBadRequest)
+		return
+	default:
+		var res int
+		dest, res = b.clickLanding(ss, pid)
+		if dest == "" {
+			b.m.clicks[res].Inc()
+			if res == resError {
+				rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+			} else {
+				rc.SetStatusCode(fasthttp.StatusNotFound)
+			}
+			return
+		}
+		if res != resOK {
+			b.m.clicks[res].Inc()
+			b.redirect(rc, dest)
+			return
+		}
+	}
 	b.m.clicks[resOK].Inc()
-	// Location is copied into the response header before ss is reused.
-	rc.Response.Header.Set(fasthttp.HeaderLocation, ss.tok.URL)
+	b.redirect(rc, dest)
+}
+
+// clickLanding finds where a click on product pid of the token in ss goes
+// and how it is counted: (url, resOK); when the product is no longer served,
+// (click base, resFallback) or ("", resFallback) without a click base; when
+// the catalog failed, (click base, resError) or ("", resError).
+func (b *Bidder) clickLanding(ss *smallState, pid int64) (string, int) {
+	var c *campaign.Campaign
+	if set := b.opts.Campaigns.Current(); set != nil {
+		c, _ = set.Get(ss.tok.Campaign)
+	}
+	ss.ids[0] = pid
+	ss.req = catalogpb.ProductMastersRequest{ProductGroupId: ss.tok.Group, Product1QuantityAtMost: 1, Product1Ids: ss.ids[:]}
+	ss.dctx.reset(time.Now().Add(b.opts.EventTimeout))
+	resp, err := b.opts.Products.GetProductMasters(&ss.dctx, &ss.req)
+	ss.dctx.reset(time.Time{})
+	ss.req = catalogpb.ProductMastersRequest{}
+	res := resFallback
+	if err != nil {
+		res = resError
+		b.opts.Logger.Warn("bidder: click: catalog lookup failed", zap.Int64("group", ss.tok.Group), zap.Int64("product", pid), zap.Error(err))
+	} else if ps := resp.GetProduct1S(); len(ps) == 1 && ps[0] != nil && ps[0].ProductId == pid {
+		if u := landingURL(c, ps[0]); u != "" {
+			return u, resOK
+		}
+	}
+	if c != nil && creative.IsHTTPURL(c.Creative.ClickBase) {
+		return c.Creative.ClickBase, res
+	}
+	return "", res
+}
+
+// redirect answers 302 to dest (copied into the response header).
+func (b *Bidder) redirect(rc *fasthttp.RequestCtx, dest string) {
+	rc.Response.Header.Set(fasthttp.HeaderLocation, dest)
 	rc.Response.Header.Set("Referrer-Policy", "no-referrer-when-downgrade")
 	rc.SetStatusCode(fasthttp.StatusFound)
-	ss.tok = token.Token{}
 }

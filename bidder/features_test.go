@@ -14,8 +14,11 @@ import (
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 
+	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 )
 
@@ -367,5 +370,79 @@ func TestDebugExplain(t *testing.T) {
 	}
 	if r, _ := http.Get(srv.URL); r != nil && r.StatusCode != 405 {
 		t.Errorf("GET: %d", r.StatusCode)
+	}
+}
+
+// failingProducts is a TEST WRAPPER: a ProductStore whose every lookup
+// fails, as a catalog outage would.
+type failingProducts struct{}
+
+func (failingProducts) GetProductMasters(context.Context, *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
+	return nil, catalog.ErrUnavailable
+}
+
+// TestClickProducts: clicks with the bid's click token (t=TOKEN.PRODUCT):
+// the landing URL comes from the catalog; a product the token does not
+// list, a missing or bad product part, a product no longer served and a
+// catalog failure each get their answer, never an open redirect.
+func TestClickProducts(t *testing.T) {
+	set := loadCampaigns(t, "campaigns.yaml")
+	base, ok := set.Get("banner-medium")
+	if !ok {
+		t.Fatal("no campaign banner-medium")
+	}
+	withBase := *base
+	withBase.ID = "with-base"
+	withBase.Creative.ClickBase = "https://shop.example.com/lp"
+	all, err := campaign.NewSet(append(set.All(), &withBase))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFixture(t, func(o *Options) { o.Campaigns = staticCampaigns{all} })
+	down := newFixture(t, func(o *Options) { o.Campaigns = staticCampaigns{all}; o.Products = failingProducts{} })
+	now := time.Now()
+	mk := func(camp string, products ...int64) string {
+		s, err := f.keys.Append(nil, &token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour),
+			Campaign: camp, Group: catalogtest.BulkGroup, Products: products})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(s)
+	}
+	plain := mk("banner-medium", 1, 10, 999)
+	based := mk("with-base", 1, 10, 999)
+	gone := mk("removed-campaign", 1, 10)
+	v1, _ := f.keys.Append(nil, &token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour), URL: "https://shop.example.com/x"})
+	item1 := fmt.Sprintf("https://shop.example.com/%d/item/1", catalogtest.BulkGroup)
+	for _, tc := range []struct {
+		name     string
+		f        *fixture
+		query    string
+		status   int
+		location string
+		result   string
+	}{
+		{"listed product", f, "t=" + plain + ".1", 302, item1, "ok"},
+		{"campaign since removed", f, "t=" + gone + ".1", 302, item1, "ok"},
+		{"product not in the token", f, "t=" + plain + ".2", 400, "", "invalid"},
+		{"no product", f, "t=" + plain, 400, "", "invalid"},
+		{"empty product", f, "t=" + plain + ".", 400, "", "invalid"},
+		{"bad product", f, "t=" + plain + ".x1", 400, "", "invalid"},
+		{"negative product", f, "t=" + plain + ".-1", 400, "", "invalid"},
+		{"v1 token with a product", f, "t=" + string(v1) + ".1", 400, "", "invalid"},
+		{"out of stock, no click base", f, "t=" + plain + ".10", 404, "", "fallback"},
+		{"out of stock, click base", f, "t=" + based + ".10", 302, "https://shop.example.com/lp", "fallback"},
+		{"not in the catalog, click base", f, "t=" + based + ".999", 302, "https://shop.example.com/lp", "fallback"},
+		{"catalog down, click base", down, "t=" + based + ".1", 302, "https://shop.example.com/lp", "error"},
+		{"catalog down, no click base", down, "t=" + plain + ".1", 503, "", "error"},
+	} {
+		before := tc.f.counter("rtbd_bidder_clicks_total", "result", tc.result)
+		r := tc.f.do("GET", "/click?"+tc.query, nil)
+		if r.status != tc.status || r.headers["Location"] != tc.location {
+			t.Errorf("%s: status %d Location %q, want %d %q", tc.name, r.status, r.headers["Location"], tc.status, tc.location)
+		}
+		if got := tc.f.counter("rtbd_bidder_clicks_total", "result", tc.result); got != before+1 {
+			t.Errorf("%s: clicks{result=%s} %v -> %v, want +1", tc.name, tc.result, before, got)
+		}
 	}
 }

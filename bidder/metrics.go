@@ -77,30 +77,32 @@ const (
 	resInvalid
 	resExpired
 	resError
+	resFallback // /click only: the product is no longer served (sent to the click base, or 404)
 	numResults
 )
 
-var resNames = [numResults]string{"ok", "invalid", "expired", "error"}
+var resNames = [numResults]string{"ok", "invalid", "expired", "error", "fallback"}
 
 // metrics are the bidder's Prometheus metrics, every label value
 // pre-created (fixed sets, never request input) so that the hot path only
 // increments.
 type metrics struct {
-	requests   prometheus.Counter
-	bids       prometheus.Counter
-	nobids     map[rtb.NoBidReason]prometheus.Counter
-	nobidOther prometheus.Counter
-	rejected   [numRejections]prometheus.Counter
-	stage      [numStages]prometheus.Observer
-	total      prometheus.Observer
-	misses     [numMisses]prometheus.Counter
-	catErrs    [numErrKinds]prometheus.Counter
-	userErrs   [numErrKinds]prometheus.Counter
-	shed       prometheus.Counter
-	inFlight   prometheus.Gauge
-	events     [numResults]prometheus.Counter
-	clicks     [numResults]prometheus.Counter
-	notices    prometheus.Counter
+	requests    prometheus.Counter
+	bids        prometheus.Counter
+	nobids      map[rtb.NoBidReason]prometheus.Counter
+	nobidOther  prometheus.Counter
+	rejected    [numRejections]prometheus.Counter
+	stage       [numStages]prometheus.Observer
+	total       prometheus.Observer
+	misses      [numMisses]prometheus.Counter
+	catErrs     [numErrKinds]prometheus.Counter
+	userErrs    [numErrKinds]prometheus.Counter
+	shed        prometheus.Counter // in_flight
+	shedLatency prometheus.Counter
+	inFlight    prometheus.Gauge
+	events      [numResults]prometheus.Counter
+	clicks      [numResults]prometheus.Counter
+	notices     prometheus.Counter
 }
 
 // latencyBuckets (seconds): 50us to 250ms, dense around the 1-20 ms that
@@ -130,8 +132,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Product store errors by kind."}, []string{"kind"})
 	userErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_user_errors_total",
 		Help: "User store errors by kind (unknown users are not errors)."}, []string{"kind"})
-	shed := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_shed_total",
-		Help: "Bid requests shed because bidder.max_in_flight were in flight."})
+	shedVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_shed_total",
+		Help: "Bid requests shed before decoding, by reason: in_flight (bidder.max_in_flight were in flight), latency (admission control: goroutines waited too long for the CPU)."}, []string{"reason"})
+	shed, shedLatency := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("latency")
 	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_in_flight",
 		Help: "Bid requests being processed."})
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_total",
@@ -141,7 +144,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
-	m.requests, m.bids, m.shed, m.inFlight, m.total, m.notices = requests, bids, shed, inFlight, total, notices
+	m.requests, m.bids, m.shed, m.shedLatency, m.inFlight, m.total, m.notices = requests, bids, shed, shedLatency, inFlight, total, notices
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
 	}
@@ -160,11 +163,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.userErrs[i] = userErrs.WithLabelValues(n)
 	}
 	for i, n := range resNames {
-		m.events[i] = events.WithLabelValues(n)
+		if i != resFallback {
+			m.events[i] = events.WithLabelValues(n)
+		}
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shed, inFlight, events, clicks, notices} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlight, events, clicks, notices} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}

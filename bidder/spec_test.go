@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -231,15 +232,29 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			t.Errorf("click link %q does not go through %s", cl, clickPrefix)
 			continue
 		}
+		// t=TOKEN.PRODUCT: the bid's click token, signed once, lists
+		// the creative's products; the link names one of them.
+		tokPart, pidPart, ok := strings.Cut(strings.TrimPrefix(cl, clickPrefix), ".")
+		pid, err := strconv.ParseInt(pidPart, 10, 64)
+		if !ok || err != nil {
+			t.Errorf("click link %q: want t=TOKEN.PRODUCT", cl)
+			continue
+		}
 		var tk token.Token
-		if _, err := f.keys.Parse(&tk, []byte(strings.TrimPrefix(cl, clickPrefix)), token.KindClick, time.Now(), nil); err != nil {
+		if _, err := f.keys.Parse(&tk, []byte(tokPart), token.KindClick, time.Now(), nil); err != nil {
 			t.Errorf("click token does not verify: %v", err)
 			continue
 		}
-		if tk.Campaign != bid.CID || tk.Auction != req.ID || tk.Imp != bid.ImpID || tk.Product == 0 {
-			t.Errorf("click token %+v does not match the bid", tk)
+		if tk.Campaign != bid.CID || tk.Auction != req.ID || tk.Imp != bid.ImpID || tk.Group == 0 || !tk.HasProduct(pid) || tk.URL != "" {
+			t.Errorf("click token %+v (product %d) does not match the bid", tk, pid)
 		}
-		c.landing = append(c.landing, strings.Clone(tk.URL))
+		// Follow the click: the landing URL comes from the catalog.
+		u, _ := url.Parse(cl)
+		cr := f.do("GET", PathClick+"?"+u.RawQuery, nil)
+		if cr.status != 302 {
+			t.Errorf("click %q: status %d, want 302", cl, cr.status)
+		}
+		c.landing = append(c.landing, cr.headers["Location"])
 	}
 	return c
 }

@@ -60,14 +60,16 @@ type reqState struct {
 
 	tok  token.Token
 	link link // what click URLs are built for
+
+	clickIDs []int64 // the products of the click token being signed
 }
 
 // link is the bid the creative being rendered belongs to.
 type link struct {
-	c                        *campaign.Campaign
-	crid, impID, uid, cur    string
-	price                    int64
-	clickExpires, clickIssue time.Time
+	c *campaign.Campaign
+	// tok is the bid's signed click token (in the arena), shared by the
+	// click URLs of all its products: /click?t=TOKEN.PRODUCT.
+	tok []byte
 }
 
 // Buffers above these capacities are dropped when a state returns to the

@@ -5,7 +5,9 @@ package token
 import "testing"
 
 // TestAllocations pins Append and Parse at zero allocations with buffers
-// that have room (the bidder signs 2 + one per product on every bid).
+// that have room (the bidder signs 3 tokens on every bid: win, bill and one
+// click token for all the creative's products), also for a click token
+// with 15 products parsed into a Token whose Products has capacity.
 func TestAllocations(t *testing.T) {
 	k := mustKeys(t, key1, key2)
 	tt := sample()
@@ -18,6 +20,22 @@ func TestAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { buf, _ = k.Parse(&got, tok, KindWin, tt.Issued, buf) }); n != 0 {
 		t.Errorf("Parse: %v allocs, want 0", n)
+	}
+	click := sample()
+	click.Kind, click.Group = KindClick, 3
+	for i := range 15 {
+		click.Products = append(click.Products, int64(100_000+i))
+	}
+	if n := testing.AllocsPerRun(100, func() { dst, _ = k.Append(dst[:0], &click) }); n != 0 {
+		t.Errorf("Append click: %v allocs, want 0", n)
+	}
+	ctok, _ := k.Append(nil, &click)
+	got.Products = make([]int64, 0, 16)
+	if n := testing.AllocsPerRun(100, func() { buf, _ = k.Parse(&got, ctok, KindClick, click.Issued, buf) }); n != 0 {
+		t.Errorf("Parse click: %v allocs, want 0", n)
+	}
+	if len(got.Products) != 15 || got.Products[14] != 100_014 {
+		t.Errorf("Parse click: products %v", got.Products)
 	}
 }
 

@@ -49,9 +49,17 @@ const (
 	MaxTokenBytes = 12 << 10
 	// MACBytes is the length of the truncated HMAC-SHA256.
 	MACBytes = 16
+	// MaxProducts bounds Token.Products.
+	MaxProducts = 1000
 )
 
-const version = 1
+// version is the format Append writes. Parse also reads version 1 (no
+// product list), so tokens handed out before an upgrade keep working
+// until they expire.
+const (
+	version1 = 1
+	version  = 2
+)
 
 // Errors of Parse and NewKeys. Compare with errors.Is.
 var (
@@ -89,8 +97,24 @@ type Token struct {
 	Currency    string
 	// Group and Product identify the product of a click (0 for notices).
 	Group, Product int64
-	// URL is the landing URL of a click (empty for notices).
+	// URL is the landing URL of a click (empty for notices). Version 1
+	// click tokens carried it; rtbd now signs one click token per bid,
+	// with Products, and looks the landing URL up at click time.
 	URL string
+	// Products are the product ids (of Group) of a bid's creative: one
+	// click token, signed once, serves every product link of the ad (see
+	// HasProduct). At most MaxProducts. Parse reuses its capacity.
+	Products []int64
+}
+
+// HasProduct reports whether id is one of t.Products.
+func (t *Token) HasProduct(id int64) bool {
+	for _, p := range t.Products {
+		if p == id {
+			return true
+		}
+	}
+	return false
 }
 
 // Keys signs and verifies tokens. It is immutable and safe for concurrent
@@ -161,6 +185,10 @@ func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
 	}
 	dst = binary.AppendUvarint(dst, uint64(t.Group))
 	dst = binary.AppendUvarint(dst, uint64(t.Product))
+	dst = binary.AppendUvarint(dst, uint64(len(t.Products)))
+	for _, id := range t.Products {
+		dst = binary.AppendUvarint(dst, uint64(id))
+	}
 	e := len(dst)
 	dst = k.mac(0, dst, dst[start:e])[:e+MACBytes] // payload | mac, truncated
 	e += MACBytes
@@ -175,6 +203,14 @@ func checkFields(t *Token) error {
 	}
 	if t.PriceMicros < 0 || t.Group < 0 || t.Product < 0 {
 		return fmt.Errorf("%w: negative price or id", ErrField)
+	}
+	if len(t.Products) > MaxProducts {
+		return fmt.Errorf("%w: %d products, more than %d", ErrField, len(t.Products), MaxProducts)
+	}
+	for _, id := range t.Products {
+		if id < 0 {
+			return fmt.Errorf("%w: negative product id", ErrField)
+		}
 	}
 	if t.Currency != "" && !isCurrency(t.Currency) {
 		return fmt.Errorf("%w: currency %q", ErrField, t.Currency)
@@ -219,7 +255,8 @@ func (k *Keys) mac(i int, dst, msg []byte) []byte {
 // zeroed. It makes no allocation when buf has room for 32 bytes more than
 // the decoded token.
 func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) ([]byte, error) {
-	*t = Token{}
+	prods := t.Products[:0]
+	*t = Token{Products: prods}
 	if len(s) > MaxTokenBytes || len(s) < 4 {
 		return buf, ErrMalformed
 	}
@@ -248,7 +285,7 @@ func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) (
 		return buf[:0], ErrSignature
 	}
 	if err := decodePayload(t, msg); err != nil {
-		*t = Token{}
+		*t = Token{Products: prods}
 		return buf[:0], err
 	}
 	if want != 0 && t.Kind != want {
@@ -262,9 +299,10 @@ func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) (
 
 // decodePayload fills t from a verified payload; strings alias p.
 func decodePayload(t *Token, p []byte) error {
-	if len(p) < 2 || p[0] != version {
+	if len(p) < 2 || (p[0] != version && p[0] != version1) {
 		return ErrMalformed
 	}
+	ver := p[0]
 	t.Kind = Kind(p[1])
 	if t.Kind < KindWin || t.Kind > KindClick {
 		return ErrMalformed
@@ -301,6 +339,20 @@ func decodePayload(t *Token, p []byte) error {
 			return ErrMalformed
 		}
 		*f, p = int64(v), p[n:]
+	}
+	if ver == version {
+		cnt, n := binary.Uvarint(p)
+		if n <= 0 || cnt > MaxProducts || cnt > uint64(len(p)-n) {
+			return ErrMalformed
+		}
+		p = p[n:]
+		for ; cnt > 0; cnt-- {
+			id, n := binary.Uvarint(p)
+			if n <= 0 || id > 1<<62 {
+				return ErrMalformed
+			}
+			t.Products, p = append(t.Products, int64(id)), p[n:]
+		}
 	}
 	if len(p) != 0 {
 		return ErrMalformed

@@ -1,10 +1,12 @@
 package token
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +46,16 @@ func TestRoundTrip(t *testing.T) {
 	long := sample()
 	long.URL = "https://x.example/" + strings.Repeat("a", MaxFieldBytes-18)
 	cases = append(cases, long)
+	bid := sample() // one click token per bid: the creative's products
+	bid.Kind, bid.Group = KindClick, 7
+	for i := range 15 {
+		bid.Products = append(bid.Products, int64(1_000_003*i))
+	}
+	cases = append(cases, bid)
+	most := sample()
+	most.Kind, most.Products = KindClick, make([]int64, MaxProducts)
+	most.Products[MaxProducts-1] = 1 << 62
+	cases = append(cases, most)
 	for i, want := range cases {
 		tok, err := k.Append(nil, &want)
 		if err != nil {
@@ -62,7 +74,7 @@ func TestRoundTrip(t *testing.T) {
 			t.Errorf("%d: times %v %v, want %v %v", i, got.Issued, got.Expires, want.Issued, want.Expires)
 		}
 		got.Issued, got.Expires, want.Issued, want.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-		if got != want {
+		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%d: got %+v\nwant %+v", i, got, want)
 		}
 	}
@@ -132,7 +144,7 @@ func TestTamperAndForgery(t *testing.T) {
 	if _, err := k.Parse(&got, forged, 0, tt.Issued, nil); !errors.Is(err, ErrSignature) {
 		t.Errorf("token of another key: %v, want ErrSignature", err)
 	}
-	if got != (Token{}) {
+	if !reflect.DeepEqual(got, Token{}) {
 		t.Errorf("t not zeroed after a bad signature: %+v", got)
 	}
 	for _, s := range []string{"", "abc", "!!!!!!!!!!!!", strings.Repeat("A", MaxTokenBytes+1), string(tok[:len(tok)-1]), string(tok) + "A"} {
@@ -197,6 +209,8 @@ func TestKeyAndFieldErrors(t *testing.T) {
 		func(t *Token) { t.Currency = "usd" },
 		func(t *Token) { t.Currency = "US" },
 		func(t *Token) { t.Product = -3 },
+		func(t *Token) { t.Products = []int64{1, -2} },
+		func(t *Token) { t.Products = make([]int64, MaxProducts+1) },
 		func(t *Token) { t.URL = strings.Repeat("x", MaxFieldBytes+1) },
 		func(t *Token) { t.Expires = t.Issued.Add(-time.Second) },
 	}
@@ -218,6 +232,55 @@ func TestKindString(t *testing.T) {
 	for k, want := range map[Kind]string{KindWin: "win", KindBill: "bill", KindClick: "click", 0: "unknown", 77: "unknown"} {
 		if k.String() != want {
 			t.Errorf("%d: %q", k, k.String())
+		}
+	}
+}
+
+// TestVersion1 checks that click tokens of the previous format (version 1:
+// the landing URL signed in the token, no product list), handed out before
+// an upgrade, still verify until they expire.
+func TestVersion1(t *testing.T) {
+	k := mustKeys(t, key1)
+	want := sample()
+	want.Kind, want.URL, want.Group, want.Product = KindClick, "https://shop.example.com/item/9", 4, 9
+	// Version 1 is version 2 without the trailing product count: write
+	// version 2, drop the count byte (0), patch the version, re-sign.
+	tok, err := k.Append(nil, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	if payload[0] != version || payload[len(payload)-1] != 0 {
+		t.Fatalf("unexpected layout %x", payload)
+	}
+	payload = payload[:len(payload)-1]
+	payload[0] = version1
+	m := hmac.New(sha256.New, key1)
+	m.Write(payload)
+	v1 := base64.RawURLEncoding.EncodeToString(append(payload, m.Sum(nil)[:MACBytes]...))
+	var got Token
+	if _, err := k.Parse(&got, []byte(v1), KindClick, want.Issued, nil); err != nil {
+		t.Fatalf("version 1 token: %v", err)
+	}
+	if got.URL != want.URL || got.Product != 9 || got.Group != 4 || len(got.Products) != 0 {
+		t.Errorf("got %+v", got)
+	}
+	// A version 1 payload with trailing bytes (a product list) is not valid.
+	bad := append(bytes.Clone(payload), 1, 5)
+	m.Reset()
+	m.Write(bad)
+	badTok := base64.RawURLEncoding.EncodeToString(append(bad, m.Sum(nil)[:MACBytes]...))
+	if _, err := k.Parse(&got, []byte(badTok), 0, want.Issued, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("v1 with a product list: %v, want ErrMalformed", err)
+	}
+}
+
+func TestHasProduct(t *testing.T) {
+	tk := Token{Products: []int64{5, 9, 12}}
+	for id, want := range map[int64]bool{5: true, 12: true, 9: true, 0: false, 6: false, -5: false} {
+		if tk.HasProduct(id) != want {
+			t.Errorf("HasProduct(%d) = %v", id, !want)
 		}
 	}
 }
