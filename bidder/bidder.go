@@ -86,6 +86,10 @@ type Options struct {
 	// MaxInFlight bounds concurrent bid requests; the excess is shed.
 	// Default 1024.
 	MaxInFlight int
+	// Admission, when set, sheds a fraction of bid requests before
+	// decoding them while goroutines wait too long for the CPU (see
+	// Admission); the caller runs it (Admission.Run).
+	Admission *Admission
 	// Overload503 answers shed requests 503 instead of a no-bid (nbr 507).
 	Overload503 bool
 	// NBRBody answers no-bids 200 {"id":..,"nbr":N} instead of 204.
@@ -377,6 +381,12 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 		m.inFlight.Dec()
 	}()
 	if n > int64(b.opts.MaxInFlight) {
+		m.shed.Inc()
+		b.shed(rc)
+		return
+	}
+	if b.opts.Admission.Shed() {
+		m.shedLatency.Inc()
 		b.shed(rc)
 		return
 	}
@@ -408,9 +418,9 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	b.respond(rc, st, nbr, start)
 }
 
-// shed answers a request beyond MaxInFlight at once, without decoding it.
+// shed answers a request at once, without decoding it: beyond
+// MaxInFlight, or shed by the admission control.
 func (b *Bidder) shed(rc *fasthttp.RequestCtx) {
-	b.m.shed.Inc()
 	if b.opts.Overload503 {
 		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)

@@ -94,24 +94,25 @@ type closableStore interface {
 // the fasthttp server on bidder.http_listen and the admin listener. Start
 // it with Start, stop it with Shutdown (or use Run).
 type Server struct {
-	cfg         *configs.Config
-	log         *zap.Logger
-	Bidder      *Bidder
-	products    closableStore
-	remote      *remote.Client // nil with the local index
-	users       *user.Store
-	watcher     *campaign.Watcher
-	rdb         *redis.Client      // nil without redis.addr
-	aero        *as.Client         // nil without aerospike.hosts
-	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
-	spendW      *spend.Writer
-	spendClosed bool // by Shutdown
-	budgets     *spend.Budgets
-	fraud       *fraud.Lists // nil without redis.addr
-	http        *fasthttp.Server
-	ln          net.Listener
-	admin       *admin.Server
-	served      chan error
+	cfg           *configs.Config
+	log           *zap.Logger
+	Bidder        *Bidder
+	stopAdmission context.CancelFunc
+	products      closableStore
+	remote        *remote.Client // nil with the local index
+	users         *user.Store
+	watcher       *campaign.Watcher
+	rdb           *redis.Client      // nil without redis.addr
+	aero          *as.Client         // nil without aerospike.hosts
+	spendDB       *pebblestore.Store // the embedded spend store, nil otherwise
+	spendW        *spend.Writer
+	spendClosed   bool // by Shutdown
+	budgets       *spend.Budgets
+	fraud         *fraud.Lists // nil without redis.addr
+	http          *fasthttp.Server
+	ln            net.Listener
+	admin         *admin.Server
+	served        chan error
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -182,6 +183,10 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.watcher
 	opts.Logger, opts.Registerer = log, reg
+	if cfg.Bidder.AdmissionLatency > 0 {
+		opts.Admission = NewAdmission(AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
+			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
+	}
 	if s.Bidder, err = New(opts); err != nil {
 		return nil, err
 	}
@@ -203,6 +208,11 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err := s.admin.Start(); err != nil {
 		s.ln.Close()
 		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
+	}
+	if opts.Admission != nil {
+		var actx context.Context
+		actx, s.stopAdmission = context.WithCancel(context.Background())
+		go opts.Admission.Run(actx)
 	}
 	go func() { s.served <- s.http.Serve(s.ln) }()
 	catalogDesc := "local " + cfg.Catalog.Data
@@ -349,6 +359,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if werr != nil {
 			werr = fmt.Errorf("bidder: flushing spend: %w", werr)
 		}
+	}
+	if s.stopAdmission != nil {
+		s.stopAdmission()
 	}
 	cerr := s.closeStores()
 	s.log.Info("bidder stopped")

@@ -115,6 +115,13 @@ type Bidder struct {
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
+	// AdmissionLatency turns on admission control by queueing delay: while
+	// the p99 time goroutines wait for the CPU exceeds it, a growing
+	// fraction of bid requests is shed before decoding (bidder.Admission).
+	// 0 disables it.
+	AdmissionLatency time.Duration `yaml:"admission_latency"`
+	// AdmissionInterval is the admission control's measuring window.
+	AdmissionInterval time.Duration `yaml:"admission_interval"`
 	// OverloadResponse is how a shed request is answered: "nobid" (a
 	// no-bid with nbr 507, see NBRBody) or "503".
 	OverloadResponse string `yaml:"overload_response"`
@@ -196,6 +203,12 @@ func (b Bidder) Validate(p *Problems) {
 	}
 	p.Range("max_body_bytes", int64(b.MaxBodyBytes), 1024, 16<<20)
 	p.Range("max_in_flight", int64(b.MaxInFlight), 1, 1_000_000)
+	if b.AdmissionLatency < 0 || b.AdmissionLatency > 10*time.Second {
+		p.Addf("admission_latency", "must be between 0 (off) and 10s, got %s", b.AdmissionLatency)
+	}
+	if b.AdmissionInterval < time.Millisecond || b.AdmissionInterval > time.Minute {
+		p.Addf("admission_interval", "must be between 1ms and 1m, got %s", b.AdmissionInterval)
+	}
 	p.OneOf("overload_response", b.OverloadResponse, "nobid", "503")
 	p.Range("gzip_min_bytes", int64(b.GzipMinBytes), 0, 1<<30)
 	p.Range("gdpr_vendor_id", int64(b.GDPRVendorID), 0, 65535)

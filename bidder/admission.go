@@ -1,0 +1,187 @@
+package bidder
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	rtmetrics "runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Admission is the bidder's admission control by queueing delay. A
+// bidder offered more than it can process does not fail by running out of
+// memory or connections: its goroutines queue for the CPU, every answer
+// gets later, and soon all of them arrive after the SSP's tmax, bids
+// included, so the work is wasted. MaxInFlight does not see this queue (a
+// request waiting for the CPU has not reached the handler yet), and
+// neither does the request's own clock (fasthttp reads it only once its
+// goroutine runs).
+//
+// The Go runtime does see it: /sched/latencies:seconds is the distribution
+// of the time goroutines spend runnable before they run. Admission reads
+// it every Interval and computes the p99 of that window; above Target it
+// raises the fraction of bid requests shed (multiplicatively, so it
+// catches up within a few windows), below Target/2 it lowers it
+// (additively, so it probes back to full service). A shed request is
+// answered at once, before its body is decoded (a no-bid with nbr 507, or
+// 503): about a tenth of a bid's CPU, which is what frees the CPU for the
+// requests that are served, within their tmax.
+//
+// Shed is safe for concurrent use and allocation-free; Run is the
+// controller's loop.
+type Admission struct {
+	o    AdmissionOptions
+	prob atomic.Uint32 // shed probability in 1/65536
+	p99  atomic.Int64  // last window's p99 scheduling latency, ns
+
+	shedGauge, p99Gauge prometheus.Gauge
+}
+
+// AdmissionOptions configure an Admission.
+type AdmissionOptions struct {
+	// Target is the p99 goroutine scheduling latency (runnable to running)
+	// above which requests are shed. Default 5ms.
+	Target time.Duration
+	// Interval is the controller's window. Default 25ms.
+	Interval time.Duration
+	// MaxShed caps the fraction shed (so that a probe of the real load
+	// always gets through). Default 0.95.
+	MaxShed float64
+	// Registerer receives rtbd_bidder_admission_*; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+const (
+	schedMetric = "/sched/latencies:seconds"
+	// minWindowEvents: a window with fewer scheduling events says little
+	// (an idle process); it counts as below target.
+	minWindowEvents = 50
+)
+
+// NewAdmission returns an Admission shedding nothing until Run sees a
+// scheduling delay above the target.
+func NewAdmission(o AdmissionOptions) *Admission {
+	if o.Target <= 0 {
+		o.Target = 5 * time.Millisecond
+	}
+	if o.Interval <= 0 {
+		o.Interval = 25 * time.Millisecond
+	}
+	if o.MaxShed <= 0 || o.MaxShed > 1 {
+		o.MaxShed = 0.95
+	}
+	a := &Admission{o: o,
+		shedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_shed_ratio",
+			Help: "Fraction of bid requests the admission control sheds now (0 when the process keeps up)."}),
+		p99Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_sched_latency_p99_seconds",
+			Help: "p99 of the goroutine scheduling latency in the admission control's last window."}),
+	}
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge)
+	}
+	return a
+}
+
+// Shed reports whether this request is to be shed: true with the current
+// shed probability. A nil Admission sheds nothing.
+func (a *Admission) Shed() bool {
+	if a == nil {
+		return false
+	}
+	p := a.prob.Load()
+	return p != 0 && uint32(rand.Uint32()>>16) < p
+}
+
+// ShedRatio is the fraction of requests shed now.
+func (a *Admission) ShedRatio() float64 { return float64(a.prob.Load()) / 65536 }
+
+// SchedP99 is the p99 scheduling latency of the last window.
+func (a *Admission) SchedP99() time.Duration { return time.Duration(a.p99.Load()) }
+
+// Run updates the shed probability every Interval until ctx is done, then
+// sheds nothing.
+func (a *Admission) Run(ctx context.Context) {
+	samples := []rtmetrics.Sample{{Name: schedMetric}}
+	rtmetrics.Read(samples)
+	if samples[0].Value.Kind() != rtmetrics.KindFloat64Histogram {
+		return // a runtime without the metric: never shed
+	}
+	prev := cloneHist(samples[0].Value.Float64Histogram(), nil)
+	t := time.NewTicker(a.o.Interval)
+	defer t.Stop()
+	defer a.set(0, 0)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		rtmetrics.Read(samples)
+		cur := samples[0].Value.Float64Histogram()
+		p99, n := windowP99(prev, cur)
+		prev = cloneHist(cur, prev)
+		a.set(nextShed(a.ShedRatio(), p99, n, a.o.Target, a.o.MaxShed), p99)
+	}
+}
+
+func (a *Admission) set(shed float64, p99 time.Duration) {
+	a.prob.Store(uint32(math.Round(shed * 65536)))
+	a.p99.Store(int64(p99))
+	a.shedGauge.Set(shed)
+	a.p99Gauge.Set(p99.Seconds())
+}
+
+// nextShed is the controller: the shed fraction after a window whose p99
+// scheduling latency was p99 over n events.
+func nextShed(shed float64, p99 time.Duration, n uint64, target time.Duration, maxShed float64) float64 {
+	switch {
+	case n >= minWindowEvents && p99 > target:
+		// Multiplicative: close a quarter of the remaining gap, at
+		// least 5 points, so 2x overload is met within a few windows.
+		shed += max((1-shed)/4, 0.05)
+	case n < minWindowEvents || p99 < target/2:
+		shed -= 0.02
+	}
+	return min(max(shed, 0), maxShed)
+}
+
+// windowP99 is the p99 (a bucket's upper bound) and the number of events
+// of cur minus prev (the same buckets, read earlier).
+func windowP99(prev, cur *rtmetrics.Float64Histogram) (time.Duration, uint64) {
+	if prev == nil || len(prev.Counts) != len(cur.Counts) {
+		return 0, 0
+	}
+	var total uint64
+	for i, c := range cur.Counts {
+		total += c - prev.Counts[i]
+	}
+	if total == 0 {
+		return 0, 0
+	}
+	want := total - total/100 // events at or below the p99
+	var cum uint64
+	for i, c := range cur.Counts {
+		cum += c - prev.Counts[i]
+		if cum >= want {
+			upper := cur.Buckets[i+1]
+			if math.IsInf(upper, 1) {
+				upper = cur.Buckets[i]
+			}
+			return time.Duration(upper * float64(time.Second)), total
+		}
+	}
+	return time.Duration(cur.Buckets[len(cur.Buckets)-1] * float64(time.Second)), total
+}
+
+// cloneHist copies h into dst (reusing its slices) and returns it.
+func cloneHist(h *rtmetrics.Float64Histogram, dst *rtmetrics.Float64Histogram) *rtmetrics.Float64Histogram {
+	if dst == nil {
+		dst = &rtmetrics.Float64Histogram{}
+	}
+	dst.Counts = append(dst.Counts[:0], h.Counts...)
+	dst.Buckets = append(dst.Buckets[:0], h.Buckets...)
+	return dst
+}
