@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 	"unsafe"
@@ -638,8 +639,8 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 // the product has no usable landing URL.
 func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 	l := &st.link
-	if l.c == nil || len(l.tok) == 0 || !hasLanding(l.c, p) {
-		return dst
+	if l.c == nil || len(l.tok) == 0 || !slices.Contains(st.clickIDs, p.ProductId) {
+		return dst // no landing URL (the ids the token lists are those with one)
 	}
 	dst = append(dst, st.b.clickPrefix...)
 	dst = append(dst, l.tok...)

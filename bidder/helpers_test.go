@@ -89,6 +89,9 @@ func (onceTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
 func (onceTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(serveChild); mode != "" {
+		os.Exit(runChild(mode))
+	}
 	code := m.Run()
 	os.RemoveAll(catalogDir())
 	os.Exit(code)

@@ -1,0 +1,262 @@
+package bidder
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/remote"
+)
+
+// serveChild is the environment variable that makes the test binary a
+// benchmark server (see TestMain): its value is the mode.
+const serveChild = "BIDDER_BENCH_SERVE" // not RTBD_*: configs rejects unknown RTBD_ variables
+
+// childServer is a server the benchmark runs as a separate process: the
+// test binary re-executed, so that the server has its own Go runtime
+// (scheduler, network poller, GC), as a bidder has in production, instead
+// of sharing them with the load generator.
+type childServer struct {
+	cmd  *exec.Cmd
+	addr string
+}
+
+// startChild starts the test binary as a server in mode and waits for its
+// address. The child exits when its stdin closes (the parent ended).
+func startChild(b testing.TB, mode string) *childServer {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), serveChild+"="+mode)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		stdin.Close()
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "ADDR ")
+	if err != nil || !ok {
+		b.Fatalf("child %s: no address (%q, %v)", mode, line, err)
+	}
+	go io.Copy(io.Discard, out)
+	return &childServer{cmd: cmd, addr: addr}
+}
+
+// cpu is the child's CPU time so far.
+func (c *childServer) cpu() time.Duration {
+	d, err := proc.CPU(c.cmd.Process.Pid)
+	if err != nil {
+		return 0
+	}
+	return d
+}
+
+// childTB is the testing.TB of a benchmark child: Fatal panics, Cleanup
+// runs at exit.
+type childTB struct {
+	testing.TB
+	cleanups []func()
+}
+
+func (*childTB) Helper()                   {}
+func (*childTB) Name() string              { return "bench-child" }
+func (*childTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (*childTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+func (*childTB) Logf(f string, a ...any)   { fmt.Fprintf(os.Stderr, f+"\n", a...) }
+func (*childTB) Errorf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+func (t *childTB) Cleanup(fn func())       { t.cleanups = append(t.cleanups, fn) }
+func (t *childTB) TempDir() string {
+	d, _ := os.MkdirTemp("", "bidder-child-")
+	t.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+func (*childTB) Setenv(key, value string) { os.Setenv(key, value) }
+func (*childTB) Context() context.Context { return context.Background() }
+
+// runChild serves mode until stdin closes:
+//
+//	bare:N      a bare fasthttp handler answering a fixed body of N bytes
+//	local       the bidder fixture with the local index
+//	node        a catalog node (gRPC) serving the fixture catalog
+//	remote:ADDR the bidder fixture with the remote client to node ADDR
+func runChild(mode string) int {
+	t := &childTB{}
+	defer func() {
+		for i := len(t.cleanups) - 1; i >= 0; i-- {
+			t.cleanups[i]()
+		}
+		os.RemoveAll(catalogDir())
+	}()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var serve func() error
+	switch kind, arg, _ := strings.Cut(mode, ":"); kind {
+	case "bare":
+		n, _ := strconv.Atoi(arg)
+		srv := &fasthttp.Server{Handler: bareHandlerN(n)}
+		serve = func() error { return srv.Serve(ln) }
+	case "local":
+		f := newFixture(t, nil)
+		srv := f.b.NewServer()
+		serve = func() error { return srv.Serve(ln) }
+	case "node":
+		local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer local.Close()
+		srv := catalog.NewServer(local, catalog.ServerOptions{})
+		g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
+		serve = func() error { return g.Serve(ln) }
+	case "remote":
+		rc, err := remote.New(remote.Options{Target: "static:///" + arg})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer rc.Close()
+		f := newFixture(t, func(o *Options) { o.Products = rc })
+		srv := f.b.NewServer()
+		serve = func() error { return srv.Serve(ln) }
+	default:
+		fmt.Fprintln(os.Stderr, "unknown mode", mode)
+		return 2
+	}
+	go serve()
+	fmt.Printf("ADDR %s\n", ln.Addr())
+	io.Copy(io.Discard, os.Stdin) // until the parent closes it (or dies)
+	ln.Close()
+	return 0
+}
+
+// bareHandlerN answers a fixed JSON body of about n bytes (at least the
+// 18 of bareHandler).
+func bareHandlerN(n int) fasthttp.RequestHandler {
+	body := []byte(`{"id":"x","nbr":0}`)
+	if n > len(body) {
+		pad := n - len(`{"id":"x","pad":""}`)
+		body = []byte(`{"id":"x","pad":"` + strings.Repeat("a", max(pad, 0)) + `"}`)
+	}
+	return func(rc *fasthttp.RequestCtx) {
+		rc.SetContentType("application/json")
+		rc.SetBody(body)
+	}
+}
+
+// BenchmarkLoopbackProcs is BenchmarkLoopbackRatio with every server in
+// its own process (the test binary re-executed), as in production: the
+// load generator (this process, 64 connections) no longer shares a Go
+// scheduler, network poller and GC with the server it measures. The two
+// cores are still shared. Phases alternate, 5 rounds of 1.5 s: the bare
+// handler with a tiny body (the issue's baseline), the bare handler with a
+// body the size of the bid response (the same bytes on the wire, no work),
+// the bidder with the local index, and the bidder with a catalog node
+// (a third process). Reported: medians of throughput and their ratios,
+// CPU per request (client plus server processes), and p99 at half the
+// bidder's throughput, open loop. Run it with -benchtime=1x.
+func BenchmarkLoopbackProcs(b *testing.B) {
+	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 200)
+	local := startChild(b, "local")
+	// The size of a real answer, for the same-size baseline.
+	c := &fasthttp.Client{}
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	req.SetRequestURI("http://" + local.addr + PathBid)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.SetBody(body)
+	if err := c.Do(req, resp); err != nil || resp.StatusCode() != 200 {
+		b.Fatalf("bid: %v %d", err, resp.StatusCode())
+	}
+	size := len(resp.Body())
+	bare := startChild(b, "bare:18")
+	bareSame := startChild(b, "bare:"+strconv.Itoa(size))
+	node := startChild(b, "node")
+	rem := startChild(b, "remote:"+node.addr)
+	runPhase(rem.addr, body, 300*time.Millisecond) // connect the gRPC client
+	type meas struct{ rps, cpu []float64 }
+	var mBare, mSame, mLocal, mRemote meas
+	phaseOf := func(m *meas, addr string, procs ...*childServer) phase {
+		before := cpuTime()
+		var cb []time.Duration
+		for _, p := range procs {
+			cb = append(cb, p.cpu())
+		}
+		p := runPhase(addr, body, 1500*time.Millisecond)
+		used := cpuTime() - before
+		for i, pr := range procs {
+			used += pr.cpu() - cb[i]
+		}
+		cpu := used / time.Duration(max(p.answers, 1))
+		m.rps = append(m.rps, p.rps)
+		m.cpu = append(m.cpu, float64(cpu.Microseconds()))
+		p.cpu = cpu
+		return p
+	}
+	var nobids, errs int64
+	for i := 0; i < 5; i++ {
+		pb := phaseOf(&mBare, bare.addr, bare)
+		ps := phaseOf(&mSame, bareSame.addr, bareSame)
+		pl := phaseOf(&mLocal, local.addr, local)
+		pr := phaseOf(&mRemote, rem.addr, rem, node)
+		nobids += pl.nobids + pr.nobids
+		errs += pb.errors + ps.errors + pl.errors + pr.errors
+		b.Logf("round %d: bare %.0f req/s (%s CPU/req), bare %d B %.0f (%s), bid-local %.0f (%s, %d no-bids), bid-remote %.0f (%s, %d no-bids)",
+			i+1, pb.rps, pb.cpu, size, ps.rps, ps.cpu, pl.rps, pl.cpu, pl.nobids, pr.rps, pr.cpu, pr.nobids)
+	}
+	for b.Loop() {
+	}
+	lrps, rrps := median(mLocal.rps), median(mRemote.rps)
+	p99l, _ := openLoop(b, local.addr, body, lrps/2, 3*time.Second)
+	p99r, _ := openLoop(b, rem.addr, body, rrps/2, 3*time.Second)
+	b.ReportMetric(median(mBare.rps), "bare-req/s")
+	b.ReportMetric(median(mSame.rps), "bare-samesize-req/s")
+	b.ReportMetric(lrps, "local-req/s")
+	b.ReportMetric(rrps, "remote-req/s")
+	b.ReportMetric(lrps/median(mBare.rps), "local/bare")
+	b.ReportMetric(lrps/median(mSame.rps), "local/bare-samesize")
+	b.ReportMetric(rrps/lrps, "remote/local")
+	b.ReportMetric(median(mBare.cpu), "bare-cpu-us")
+	b.ReportMetric(median(mLocal.cpu), "local-cpu-us")
+	b.ReportMetric(median(mRemote.cpu), "remote-cpu-us")
+	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
+	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
+	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; p99 at half load: local %s, remote %s; %d no-bids, %d errors",
+		median(mBare.rps), size, median(mSame.rps), lrps, lrps/median(mBare.rps), lrps/median(mSame.rps), rrps, rrps/lrps,
+		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), p99l, p99r, nobids, errs)
+	if errs > 0 {
+		b.Errorf("%d requests failed", errs)
+	}
+}
