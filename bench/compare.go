@@ -56,8 +56,12 @@ type CompareOptions struct {
 	// means 0.2 ms.
 	MinAbsMs float64
 	// MinSamples is the minimum number of per-second samples per side for
-	// the test. Zero means 4 (the fewest for which a two-sided p < 0.05 is
-	// possible: 2/C(8,4) = 0.029).
+	// the test. Zero means 4. Beyond it, the test must also have power:
+	// the smallest two-sided p the sample sizes allow, 2/C(nA+nB, nA)
+	// (complete separation), must be at most Alpha/4; with Alpha 0.01 that
+	// takes 6 samples each (0.0022), where 5 and 5 (0.0079) could reach
+	// significance only with every sample of one run beyond every sample
+	// of the other. Fewer gives "inconclusive", not "no change".
 	MinSamples int
 }
 
@@ -91,8 +95,10 @@ func (o CompareOptions) withDefaults() CompareOptions {
 //     for up to 20 samples per side without ties, normal approximation with
 //     tie correction otherwise), and the medians of the per-second samples
 //     must move the same way as the whole-run value; otherwise "no change".
-//     With fewer than 4 samples per side the test cannot be done and the
-//     verdict is "inconclusive".
+//     With fewer than 4 samples per side, or too few for the test to reach
+//     p < Alpha/4 even at complete separation (see MinSamples: 6 per side
+//     at the default Alpha, i.e. runs of at least 7 s), the verdict is
+//     "inconclusive".
 //  3. Direction: higher latency or lower throughput is a "regression",
 //     the opposite an "improvement".
 func Compare(a, b *Report) []Delta { return CompareWith(a, b, CompareOptions{}) }
@@ -167,7 +173,7 @@ func compareResults(ra, rb *Result, o CompareOptions) []Delta {
 		if !m.latency {
 			worse = d.Diff < 0
 		}
-		enough := d.NA >= o.MinSamples && d.NB >= o.MinSamples
+		enough := d.NA >= o.MinSamples && d.NB >= o.MinSamples && minMannWhitneyP(d.NA, d.NB) <= o.Alpha/4
 		if enough {
 			d.PValue = mannWhitneyP(xa, xb)
 		}
@@ -177,7 +183,7 @@ func compareResults(ra, rb *Result, o CompareOptions) []Delta {
 			d.Reason = fmt.Sprintf("|change| %s below minimum effect %s", fmtUnit(math.Abs(d.Diff), m.unit), fmtUnit(minEffect, m.unit))
 		case !enough:
 			d.Verdict = Inconclusive
-			d.Reason = fmt.Sprintf("too few per-second samples (%d, %d; need %d each)", d.NA, d.NB, o.MinSamples)
+			d.Reason = fmt.Sprintf("too few per-second samples (%d, %d) for the test to tell (smallest possible p %.2g; runs of >= 7 s give 6 each)", d.NA, d.NB, minMannWhitneyP(d.NA, d.NB))
 		default:
 			sameWay := (d.MedianB-d.MedianA)*d.Diff > 0
 			switch {
@@ -217,6 +223,19 @@ func perSecond(r *Result, m metricDef) []float64 {
 		}
 	}
 	return xs
+}
+
+// minMannWhitneyP is the smallest two-sided p-value of the exact
+// Mann-Whitney U test with samples of n1 and n2: 2/C(n1+n2, n1).
+func minMannWhitneyP(n1, n2 int) float64 {
+	if n1 <= 0 || n2 <= 0 {
+		return 1
+	}
+	c := 1.0 // C(n1+n2, n1), computed incrementally
+	for i := 1; i <= n1; i++ {
+		c = c * float64(n2+i) / float64(i)
+	}
+	return min(1, 2/c)
 }
 
 func median(xs []float64) float64 {
@@ -361,7 +380,7 @@ func WriteCompare(w io.Writer, a, b *Report, deltas []Delta) error {
 	}
 	ew.flush(tw)
 	ew.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
-		"(Mann-Whitney U, two-sided, p < 0.01, >= 4 full seconds per run) in the same direction; else \"no change\".\n")
+		"(Mann-Whitney U, two-sided, p < 0.01, >= 6 full seconds per run, else \"inconclusive\") in the same direction; else \"no change\".\n")
 	return ew.err
 }
 

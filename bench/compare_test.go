@@ -108,3 +108,42 @@ func TestCompareShortRunsAndMissingTargets(t *testing.T) {
 		t.Fatalf("got  %v\nwant %v", got, want)
 	}
 }
+
+func TestMinMannWhitneyP(t *testing.T) {
+	for _, c := range []struct {
+		n1, n2 int
+		want   float64
+	}{{4, 4, 2.0 / 70}, {5, 5, 2.0 / 252}, {6, 6, 2.0 / 924}, {1, 1, 1}, {0, 5, 1}, {3, 9, 2.0 / 220}} {
+		if got := minMannWhitneyP(c.n1, c.n2); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("minMannWhitneyP(%d, %d) = %v, want %v", c.n1, c.n2, got, c.want)
+		}
+	}
+	// The rule: 5 and 5 samples cannot tell (inconclusive), 6 and 6 can.
+	o := CompareOptions{}.withDefaults()
+	if minMannWhitneyP(5, 5) <= o.Alpha/4 || minMannWhitneyP(6, 6) > o.Alpha/4 {
+		t.Errorf("power rule: 5,5 -> %v, 6,6 -> %v against %v", minMannWhitneyP(5, 5), minMannWhitneyP(6, 6), o.Alpha/4)
+	}
+}
+
+// TestCompareShortRunsInconclusive: a real +1 ms shift measured over 5
+// seconds per run is "inconclusive" (the test cannot reach significance
+// with 5 samples unless they separate completely), never "no change";
+// over 8 seconds it is a regression.
+func TestCompareShortRunsInconclusive(t *testing.T) {
+	for _, secs := range []int{5, 8} {
+		a := reportOf(synthResult("bid", 1, secs, 500, 2000, 0))
+		b := reportOf(synthResult("bid", 2, secs, 500, 2000, 1000))
+		for _, d := range Compare(a, b) {
+			if d.Metric != "p50" {
+				continue
+			}
+			want := Regression
+			if secs == 5 {
+				want = Inconclusive
+			}
+			if d.Verdict != want {
+				t.Errorf("%d s: p50 %s (n %d,%d, p %.3g): %s, want %s", secs, d.Verdict, d.NA, d.NB, d.PValue, d.Reason, want)
+			}
+		}
+	}
+}
