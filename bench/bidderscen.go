@@ -660,10 +660,10 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	w := o.Weights[len(o.Weights)/2]
 	name := fmt.Sprintf("%s/%d bids only", t.name, w)
 	step := min(o.Load.Duration, 5*time.Second)
-	logf("overload %s: searching the highest rate with p99 <= %v and < 0.1%% answers past tmax %v", name, o.Load.P99, o.Load.Tmax)
+	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)", name, o.Load.P99, o.Load.Tmax)
 	bids := bidTarget(name, t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
 	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
-		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
+		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1,
 		Load: OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
 	})

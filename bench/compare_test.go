@@ -147,3 +147,21 @@ func TestCompareShortRunsInconclusive(t *testing.T) {
 		}
 	}
 }
+
+func TestObjectiveNoBids(t *testing.T) {
+	o := Objective{P99: 5e6, MaxNoBidRatio: 0.01}
+	r := &Result{Requests: 1000, Successes: 995, NoBids: 5}
+	if why := o.Check(r); why != "" {
+		t.Errorf("0.5%% no-bids: %s", why)
+	}
+	r.Successes, r.NoBids = 500, 500
+	if why := o.Check(r); !strings.Contains(why, "no-bids 50.000% >= 1%") {
+		t.Errorf("50%% no-bids: %q", why)
+	}
+	if s := o.String(); !strings.Contains(s, "no-bids < 1%") {
+		t.Errorf("String: %q", s)
+	}
+	if why := (Objective{P99: 5e6}).Check(r); why != "" {
+		t.Errorf("unchecked no-bids: %q", why)
+	}
+}

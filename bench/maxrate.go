@@ -17,6 +17,11 @@ type Objective struct {
 	// MaxMissRatio: deadline misses / requests must stay below it. Zero:
 	// not checked.
 	MaxMissRatio float64
+	// MaxNoBidRatio: no-bids / requests must stay below it. Zero: not
+	// checked. A bidder that sheds load (fast no-bids) holds any latency
+	// objective far past the rate it can serve, so its sustainable rate
+	// is one where it still bids.
+	MaxNoBidRatio float64
 }
 
 // P99Ms is the P99 bound in ms, for reports.
@@ -31,6 +36,9 @@ func (o Objective) String() string {
 	}
 	if o.MaxMissRatio > 0 {
 		s += fmt.Sprintf(", deadline misses < %g%%", 100*o.MaxMissRatio)
+	}
+	if o.MaxNoBidRatio > 0 {
+		s += fmt.Sprintf(", no-bids < %g%%", 100*o.MaxNoBidRatio)
 	}
 	return s
 }
@@ -54,6 +62,9 @@ func (o Objective) Check(r *Result) string {
 	}
 	if o.MaxMissRatio > 0 && r.MissRatio() >= o.MaxMissRatio {
 		why = append(why, fmt.Sprintf("deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio))
+	}
+	if o.MaxNoBidRatio > 0 && ratio(r.NoBids, r.Requests) >= o.MaxNoBidRatio {
+		why = append(why, fmt.Sprintf("no-bids %.3f%% >= %g%%", 100*ratio(r.NoBids, r.Requests), 100*o.MaxNoBidRatio))
 	}
 	if r.Requests == 0 {
 		why = append(why, "no requests")
