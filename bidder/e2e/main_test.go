@@ -1,0 +1,535 @@
+// Package e2e holds the process-level acceptance tests of the money path
+// (issue 5): bidder processes, a real redis-server and the real Pebble
+// spend store, driven over HTTP on 127.0.0.1 as an SSP would (bid request,
+// then the nurl and burl of the bid response with ${AUCTION_PRICE} filled).
+//
+// The bidders are this test binary re-executed as a small rtbd bidder
+// (bidderChild below: bidder.Start, then bidder.Server.Shutdown on SIGTERM,
+// which is what bidder.Run does, plus a file with the listen addresses), so
+// the tests need no built rtbd binary.
+//
+// Tests:
+//
+//	TestFleetBudget        acceptance 2: three bidder processes, one Redis
+//	TestSIGTERMBurst       acceptance 3: SIGTERM during a burst of billing
+//	                       notices, Pebble and Redis, then restart
+//	TestRedisOutage        acceptance 4: Redis slow, paused, killed and
+//	                       restarted under a running bidder
+//
+// The whole package takes about 30-40 s (more under -race); none of it
+// asserts wall-clock micro-timings: the bounds are derived from the
+// configured flush interval and tmax and are generous.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/configs"
+)
+
+// asBidder makes the re-executed test binary run bidderChild. Not RTBD_*:
+// configs rejects unknown RTBD_ variables.
+const asBidder = "BIDDER_E2E_AS_BIDDER"
+
+// publicURL is the bidders' bidder.public_url; the tests replace it with
+// the bidder's real address in the nurl and burl they receive.
+const publicURL = "http://127.0.0.1:1"
+
+// tokenKey signs every bidder's URLs (one fleet, one key).
+const tokenKey = "bidder-e2e-token-key-0123456789"
+
+// userID is the user of every bid request; its profile (products of the
+// fixture's group 1) is written into each bidder's user store.
+const userID = "e2e-user"
+
+var catalogDir string
+
+func TestMain(m *testing.M) {
+	if os.Getenv(asBidder) == "1" {
+		os.Exit(bidderChild(os.Args[1:]))
+	}
+	dir, err := os.MkdirTemp("", "bidder-e2e-catalog-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	catalogtest.WriteFixture(panicTB{}, dir)
+	catalogDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// panicTB is the testing.TB of the shared catalog build: failures panic.
+type panicTB struct{ testing.TB }
+
+func (panicTB) Helper()                   {}
+func (panicTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
+func (panicTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
+
+// bidderChild is the bidder process: args are the address file, then
+// key=value settings applied over configs.Default() (?key=value: only when
+// the key exists). It serves until
+// SIGTERM/SIGINT, then shuts down gracefully (final spend flush), exactly
+// as bidder.Run does; exit 0 means Shutdown returned no error.
+func bidderChild(args []string) int {
+	if len(args) < 1 {
+		fmt.Fprintln(os.Stderr, "bidder child: no address file")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	cfg, err := configs.Default()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		return 2
+	}
+	for _, kv := range args[1:] {
+		k, v, _ := strings.Cut(kv, "=")
+		if opt, ok := strings.CutPrefix(k, "?"); ok { // only if this build has the key
+			if _, err := cfg.Get(opt); err != nil {
+				continue
+			}
+			k = opt
+		}
+		if err := cfg.Set(k, v); err != nil {
+			fmt.Fprintln(os.Stderr, "bidder child:", err)
+			return 2
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		return 2
+	}
+	log, err := configs.NewLogger(cfg.Log, false)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		return 2
+	}
+	defer log.Sync()
+	s, err := bidder.Start(cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		return 1
+	}
+	tmp := args[0] + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s.Addr()+"\n"+s.AdminAddr()+"\n"), 0o644); err == nil {
+		err = os.Rename(tmp, args[0])
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bidder child: address file:", err)
+		_ = s.Shutdown(context.Background())
+		return 1
+	}
+	<-ctx.Done()
+	if err := s.Shutdown(context.Background()); err != nil {
+		log.Error("bidder child: shutdown", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// proc is one bidder child process.
+type proc struct {
+	t        testing.TB
+	name     string
+	cmd      *exec.Cmd
+	addr     string // bid server host:port
+	admin    string // admin listener host:port
+	logPath  string
+	done     chan struct{}
+	waitErr  error
+	stopOnce sync.Once
+}
+
+// bidderConfig is what a test sets on a bidder child.
+type bidderConfig struct {
+	dataDir   string
+	campaigns string   // YAML path
+	sets      []string // extra key=value
+}
+
+// campaignsYAML writes a campaign file with one campaign, "money", over
+// the fixture's group 1 (bid 1.5 CPM, asap pacing) with the extra YAML
+// lines given (budgets), and returns its path.
+func campaignsYAML(t testing.TB, extra string) string {
+	t.Helper()
+	y := `campaigns:
+  - id: money
+    advertiser: Example Shop
+    adomain: [shop.example.com]
+    cat: [IAB22]
+    product_group_id: 1
+    status: active
+    bid_cpm: 1.5
+    pacing: asap
+    creative: {template: medium, sizes: ["300x250", "728x90"]}
+` + extra
+	path := filepath.Join(t.TempDir(), "campaigns.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// writeUser puts the test user's profile into the user store of dataDir
+// (before the bidder opens it).
+func writeUser(t testing.TB, dataDir string) {
+	t.Helper()
+	us, err := user.Open(filepath.Join(dataDir, "users"), user.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &user.Profile{}
+	var viewed, rec []int64
+	for id := int64(1); id <= 9; id++ {
+		viewed = append(viewed, id)
+	}
+	for id := int64(11); id <= 29; id++ {
+		rec = append(rec, id)
+	}
+	p.Viewed = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: viewed}}
+	p.Recommended = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: rec}}
+	if err := us.Put(context.Background(), userID, p); err != nil {
+		t.Fatal(err)
+	}
+	if err := us.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startBidder starts a bidder child and waits until it serves. The
+// process is killed (SIGKILL) at the end of the test if still running.
+func startBidder(t testing.TB, name string, c bidderConfig) *proc {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(c.dataDir, "users")); err != nil {
+		writeUser(t, c.dataDir)
+	}
+	dir := t.TempDir()
+	addrFile := filepath.Join(dir, "addr")
+	args := []string{addrFile,
+		"mode=bidder",
+		"log.level=warn", "log.format=json",
+		"catalog.data=" + catalogDir,
+		"bidder.http_listen=127.0.0.1:0",
+		"admin.listen=127.0.0.1:0",
+		"bidder.data_dir=" + c.dataDir,
+		"bidder.campaigns=" + c.campaigns,
+		"bidder.public_url=" + publicURL,
+		"bidder.token_keys=" + tokenKey,
+		"bidder.nbr_body=true",
+		"bidder.max_tmax=500ms",
+		"bidder.access_log_sample=0",
+		// The tests measure the money path, not load shedding: the
+		// admission control (being added to the bidder) would shed bid
+		// requests of this load on a 2-core machine (nbr 507).
+		"?bidder.admission_latency=0",
+	}
+	args = append(args, c.sets...)
+	p := &proc{t: t, name: name, logPath: filepath.Join(dir, "stderr.log"), done: make(chan struct{})}
+	logf, err := os.Create(p.logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.cmd = exec.Command(os.Args[0], args...)
+	p.cmd.Env = append(os.Environ(), asBidder+"=1")
+	p.cmd.Stdout, p.cmd.Stderr = logf, logf
+	if err := p.cmd.Start(); err != nil {
+		logf.Close()
+		t.Fatal(err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		p.kill()
+		if t.Failed() {
+			p.dumpLog()
+		}
+	})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, err := os.ReadFile(addrFile)
+		if err == nil {
+			lines := strings.Fields(string(b))
+			if len(lines) == 2 {
+				p.addr, p.admin = lines[0], lines[1]
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			p.dumpLog()
+			t.Fatalf("bidder %s exited before serving: %v", name, p.waitErr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			p.dumpLog()
+			t.Fatalf("bidder %s not serving within 60s", name)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (p *proc) dumpLog() {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 8000 {
+		b = b[len(b)-8000:]
+	}
+	p.t.Logf("bidder %s stderr (tail):\n%s", p.name, b)
+}
+
+func (p *proc) kill() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// terminate sends SIGTERM and waits (up to 60s) for the exit; it returns
+// the exit error (nil: Shutdown succeeded).
+func (p *proc) terminate() error {
+	p.signalTerm()
+	return p.wait(60 * time.Second)
+}
+
+func (p *proc) signalTerm() { _ = p.cmd.Process.Signal(syscall.SIGTERM) }
+
+func (p *proc) wait(d time.Duration) error {
+	select {
+	case <-p.done:
+		return p.waitErr
+	case <-time.After(d):
+		p.kill()
+		return fmt.Errorf("bidder %s did not exit within %v after SIGTERM", p.name, d)
+	}
+}
+
+// client is the SSP side: a fasthttp client without retries (a notice is
+// sent once, so its outcome is known exactly).
+func newClient() *fasthttp.Client {
+	return &fasthttp.Client{
+		MaxConnsPerHost:           256,
+		ReadTimeout:               10 * time.Second,
+		WriteTimeout:              10 * time.Second,
+		MaxIdemponentCallAttempts: 1,
+		DisablePathNormalizing:    true,
+		NoDefaultUserAgentHeader:  true,
+	}
+}
+
+// bidRequest is a one-imp banner request for userID on site domain.
+func bidRequest(id, domain string) []byte {
+	return []byte(`{"id":"` + id + `","at":1,"tmax":500,"cur":["USD"],` +
+		`"imp":[{"id":"1","bidfloor":0.03,"banner":{"w":300,"h":250}}],` +
+		`"site":{"id":"s1","domain":"` + domain + `","page":"http://` + domain + `/p.html"},` +
+		`"device":{"ip":"203.0.113.7","ua":"Mozilla/5.0"},` +
+		`"user":{"buyeruid":"` + userID + `"}}`)
+}
+
+// bidAnswer is what a bid request got.
+type bidAnswer struct {
+	status     int
+	nbr        int  // with no bid
+	bid        bool // a bid for "money"
+	nurl, burl string
+	price      float64
+	latency    time.Duration
+	err        error
+}
+
+type bidResponse struct {
+	NBR     *int `json:"nbr"`
+	SeatBid []struct {
+		Bid []struct {
+			Price float64 `json:"price"`
+			CID   string  `json:"cid"`
+			NURL  string  `json:"nurl"`
+			BURL  string  `json:"burl"`
+		} `json:"bid"`
+	} `json:"seatbid"`
+}
+
+// bid sends one bid request to addr.
+func bid(c *fasthttp.Client, addr string, body []byte) bidAnswer {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + addr + bidder.PathBid)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.Header.Set("x-openrtb-version", "2.6")
+	req.SetBody(body)
+	start := time.Now()
+	err := c.DoTimeout(req, resp, 10*time.Second)
+	a := bidAnswer{latency: time.Since(start), err: err}
+	if err != nil {
+		return a
+	}
+	a.status = resp.StatusCode()
+	if a.status == fasthttp.StatusNoContent {
+		a.nbr = -1
+		return a
+	}
+	var br bidResponse
+	if err := json.Unmarshal(resp.Body(), &br); err != nil {
+		a.err = fmt.Errorf("bid response %d: %w: %.200s", a.status, err, resp.Body())
+		return a
+	}
+	if br.NBR != nil {
+		a.nbr = *br.NBR
+	}
+	for _, sb := range br.SeatBid {
+		for _, b := range sb.Bid {
+			if b.CID == "money" {
+				a.bid, a.nurl, a.burl, a.price = true, b.NURL, b.BURL, b.Price
+			}
+		}
+	}
+	if !a.bid && br.NBR == nil {
+		a.err = fmt.Errorf("bid response %d without a bid for money nor nbr: %.300s", a.status, resp.Body())
+	}
+	return a
+}
+
+// noticeURL turns a nurl/burl of a bid response into the URL the SSP calls
+// on addr, with ${AUCTION_PRICE} filled with price.
+func noticeURL(u, addr, price string) (string, error) {
+	if !strings.HasPrefix(u, publicURL+"/") {
+		return "", fmt.Errorf("notice URL %q does not start with bidder.public_url %s", u, publicURL)
+	}
+	if !strings.Contains(u, "${AUCTION_PRICE}") {
+		return "", fmt.Errorf("notice URL %q has no ${AUCTION_PRICE} macro", u)
+	}
+	return "http://" + addr + strings.Replace(strings.TrimPrefix(u, publicURL), "${AUCTION_PRICE}", price, 1), nil
+}
+
+// get sends one GET and returns the status (0 and the error on a
+// transport error).
+func get(c *fasthttp.Client, url string) (int, error) {
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(url)
+	req.Header.SetMethod(fasthttp.MethodGet)
+	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil {
+		return 0, err
+	}
+	return resp.StatusCode(), nil
+}
+
+// metrics scrapes the admin /metrics of p: series (name{labels} as
+// Prometheus prints them) to value.
+func (p *proc) metrics(t testing.TB) map[string]float64 {
+	t.Helper()
+	c := newClient()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + p.admin + "/metrics")
+	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("bidder %s /metrics: %d %v", p.name, resp.StatusCode(), err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(resp.Body()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
+}
+
+// campaignStatus reads GET /admin/campaigns of p: the "money" campaign.
+func (p *proc) campaignStatus(t testing.TB) bidder.CampaignStatus {
+	t.Helper()
+	c := newClient()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + p.admin + "/admin/campaigns")
+	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("bidder %s /admin/campaigns: %d %v", p.name, resp.StatusCode(), err)
+	}
+	var list []bidder.CampaignStatus
+	if err := json.Unmarshal(resp.Body(), &list); err != nil {
+		t.Fatalf("bidder %s /admin/campaigns: %v: %.300s", p.name, err, resp.Body())
+	}
+	for _, s := range list {
+		if s.Campaign == "money" {
+			return s
+		}
+	}
+	t.Fatalf("bidder %s /admin/campaigns has no campaign money: %.300s", p.name, resp.Body())
+	return bidder.CampaignStatus{}
+}
+
+// waitFor polls cond every 10ms until it holds or d passes.
+func waitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// exitCode is the exit status of err (0 for nil).
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
+
+// today is the campaign's day (UTC: the test campaigns set no time zone).
+func today() string { return time.Now().UTC().Format(time.DateOnly) }
+
+// chargeMicros is what one billing notice at clearing price 1.5 CPM
+// charges: 1.5 / 1000 of the currency = 1500 micros.
+const (
+	clearing     = "1.5"
+	chargeMicros = 1500
+)

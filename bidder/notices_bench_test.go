@@ -1,0 +1,371 @@
+package bidder
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
+	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// countingStore wraps a real spend.Store (Redis or Pebble) and counts the
+// writes it receives: Flush calls (one store round trip / one write batch
+// each) and the deltas they carry.
+type countingStore struct {
+	spend.Store
+	flushes, deltas atomic.Int64
+}
+
+func (c *countingStore) Flush(ctx context.Context, d []spend.Delta) ([]spend.Total, error) {
+	c.flushes.Add(1)
+	c.deltas.Add(int64(len(d)))
+	return c.Store.Flush(ctx, d)
+}
+
+// BenchmarkWinNotices measures the billing notices (burl: the notice that
+// charges spend; /win only verifies and counts) one bidder absorbs per
+// second over loopback TCP, from a fasthttp client with 64 connections,
+// and the store writes they cause, in two modes on the same notices:
+//
+//	buffered    the real path: notices.go charges spend.Writer.Add, the
+//	            Writer flushes in batches (default options: 1s timer,
+//	            1000-impression threshold, 4 flushers)
+//	unbuffered  the baseline: the same handler code (Bidder.notice: token
+//	            verification, price, replay set, Writer.Add to a Writer that
+//	            never flushes during the phase), then one synchronous
+//	            Store.Flush of a one-notice delta per accepted notice, as a
+//	            bidder without a buffer would do (one INCRBY script per
+//	            notice on Redis, one committed batch on Pebble)
+//
+// Both write through countingStore around the real store: a redis-server
+// started by the benchmark (store=redis), and Pebble in a temp dir
+// (store=pebble). The notice URLs are the burls of real bid responses
+// (20-imp requests, one bid per imp), built before the timed phases; every
+// phase uses a fresh Bidder (fresh replay set) with the same keys, so both
+// modes absorb exactly the same notices. A phase sends up to
+// noticesPerPhase notices or runs phaseMax, whichever ends first; rounds
+// alternate the two modes and the medians are reported, with a third
+// reference in each round: bare-204, the same client against a server
+// that answers 204 and does nothing (the loopback ceiling of the machine,
+// client and server sharing its cores). Each phase also checks that the
+// store gained exactly the accepted notices. Writes are
+// counted during the timed phase only (the buffered Writer's final Close
+// flush is reported apart, as close-writes).
+//
+// Run: go test ./bidder -run '^$' -bench BenchmarkWinNotices -benchtime=1x
+func BenchmarkWinNotices(b *testing.B) {
+	const (
+		noticesPerPhase = 60_000
+		phaseMax        = 2 * time.Second
+		rounds          = 3
+	)
+	set := moneyCampaigns(b, "")
+	urls := buildBillURLs(b, set, noticesPerPhase)
+	b.Run("store=redis", func(b *testing.B) {
+		r := spendtest.StartRedis(b, spendtest.RedisOptions{})
+		newStore := func() spend.Store {
+			rdb := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true, PoolSize: 64})
+			b.Cleanup(func() { rdb.Close() })
+			return redisstore.New(rdb, redisstore.Options{Prefix: "bench:"})
+		}
+		benchNotices(b, set, urls, newStore, rounds, phaseMax)
+	})
+	b.Run("store=pebble", func(b *testing.B) {
+		newStore := func() spend.Store {
+			db, err := pebblestore.Open(filepath.Join(b.TempDir(), "spend"), pebblestore.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { db.Close() })
+			return db
+		}
+		benchNotices(b, set, urls, newStore, rounds, phaseMax)
+	})
+}
+
+// noticePhase is one timed phase.
+type noticePhase struct {
+	sent, accepted, failed int64
+	elapsed                time.Duration
+	writes, deltas         int64 // during the phase
+	closeWrites            int64 // the buffered Writer's Close
+}
+
+func benchNotices(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, rounds int, phaseMax time.Duration) {
+	var bufRate, unbRate, bufWPS, unbWPS, bufNPW, unbNPW, speedup, reduction, bareRate []float64
+	// The loopback ceiling of this machine with this client: a server that
+	// answers 204 without looking at the request.
+	bare := loopbackServer(b, &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetStatusCode(fasthttp.StatusNoContent) }})
+	for round := range rounds {
+		bp := sendNotices(bare, urls, phaseMax)
+		bareRate = append(bareRate, float64(bp.accepted)/bp.elapsed.Seconds())
+		b.Logf("round %d %-10s: %d requests in %v: %.0f/s (loopback ceiling: no handler work)", round, "bare-204", bp.accepted, bp.elapsed.Round(time.Millisecond), bareRate[round])
+		for _, buffered := range []bool{true, false} {
+			p := runNoticePhase(b, set, urls, newStore, buffered, phaseMax)
+			rate := float64(p.accepted) / p.elapsed.Seconds()
+			wps := float64(p.writes) / p.elapsed.Seconds()
+			npw := float64(p.accepted) / float64(max(p.writes, 1))
+			mode := "unbuffered"
+			if buffered {
+				mode = "buffered"
+				bufRate, bufWPS, bufNPW = append(bufRate, rate), append(bufWPS, wps), append(bufNPW, npw)
+			} else {
+				unbRate, unbWPS, unbNPW = append(unbRate, rate), append(unbWPS, wps), append(unbNPW, npw)
+			}
+			b.Logf("round %d %-10s: %d notices in %v: %.0f notices/s accepted (%d failed); %d store writes (%d deltas) = %.1f writes/s, %.1f notices per write; close-writes %d",
+				round, mode, p.accepted, p.elapsed.Round(time.Millisecond), rate, p.failed, p.writes, p.deltas, wps, npw, p.closeWrites)
+			if p.failed > 0 {
+				b.Errorf("%s: %d notices not answered 204", mode, p.failed)
+			}
+		}
+		speedup = append(speedup, bufRate[round]/unbRate[round])
+		reduction = append(reduction, bufNPW[round]/unbNPW[round])
+	}
+	b.ReportMetric(median(bufRate), "buffered-notices/s")
+	b.ReportMetric(median(unbRate), "unbuffered-notices/s")
+	b.ReportMetric(median(speedup), "speedup-x")
+	b.ReportMetric(median(bufWPS), "buffered-writes/s")
+	b.ReportMetric(median(unbWPS), "unbuffered-writes/s")
+	b.ReportMetric(median(bufNPW), "buffered-notices/write")
+	b.ReportMetric(median(reduction), "fewer-writes-x")
+	b.ReportMetric(median(bareRate), "bare-204-req/s")
+	b.ReportMetric(0, "ns/op") // the phases are fixed work, not b.N
+}
+
+// runNoticePhase starts a fresh bidder on 127.0.0.1 and sends it the
+// notices from 64 connections.
+func runNoticePhase(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, buffered bool, phaseMax time.Duration) noticePhase {
+	cs := &countingStore{Store: newStore()}
+	var w *spend.Writer
+	var err error
+	var bb *Bidder
+	if buffered {
+		w, err = spend.NewWriter(cs, spend.Options{})
+	} else {
+		// The Writer the handler's Add goes to in the baseline: never
+		// flushes during the phase (its store is a separate Pebble, not
+		// counted).
+		var mem *pebblestore.Store
+		mem, err = pebblestore.Open(filepath.Join(b.TempDir(), "mem"), pebblestore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { mem.Close() })
+		w, err = spend.NewWriter(mem, spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
+	}
+	if err != nil {
+		b.Fatal(err)
+	}
+	var seq atomic.Int64
+	// Delta ids unique per phase too: the stores deduplicate ids.
+	idPrefix := "ub" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	f := newFixture(b, func(o *Options) {
+		o.Campaigns = staticCampaigns{set}
+		o.Keys = benchNoticeKeys(b)
+		o.Spend = w
+		if !buffered {
+			o.Notices = func(rc *fasthttp.RequestCtx) { unbufferedNotice(bb, rc, cs, idPrefix, &seq) }
+		}
+	})
+	bb = f.b
+	addr := loopbackServer(b, f.b.NewServer())
+	day := time.Now().UTC().Format(time.DateOnly)
+	before := readMoney(b, cs, day)
+	p := sendNotices(addr, urls, phaseMax)
+	p.writes, p.deltas = cs.flushes.Load(), cs.deltas.Load()
+	if err := w.Close(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	if buffered {
+		p.closeWrites = cs.flushes.Load() - p.writes
+	}
+	// Nothing lost, nothing twice: the store gained exactly the accepted
+	// notices (the baseline's per-notice writes, or the buffered Writer's
+	// batches including its Close flush).
+	if after := readMoney(b, cs, day); after.TotalImps-before.TotalImps != p.accepted && day == time.Now().UTC().Format(time.DateOnly) {
+		b.Errorf("store gained %d impressions in the phase, %d notices were accepted", after.TotalImps-before.TotalImps, p.accepted)
+	}
+	return p
+}
+
+func readMoney(b *testing.B, s spend.Store, day string) spend.Total {
+	tot, err := s.Read(context.Background(), []string{"money"}, day)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tot[0]
+}
+
+// sendNotices sends urls (path and query) to addr from 64 connections
+// until all are sent or phaseMax has passed.
+func sendNotices(addr string, urls []string, phaseMax time.Duration) noticePhase {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 10 * time.Second, WriteTimeout: 10 * time.Second,
+		MaxIdemponentCallAttempts: 1}
+	full := make([]string, len(urls)) // outside the timed part
+	for i, u := range urls {
+		full[i] = "http://" + addr + u
+	}
+	var next, accepted, failed atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(phaseMax)
+	start := time.Now()
+	for range loopbackConns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			req.Header.SetMethod(fasthttp.MethodGet)
+			for time.Now().Before(stop) {
+				i := next.Add(1) - 1
+				if i >= int64(len(full)) {
+					return
+				}
+				req.SetRequestURI(full[i])
+				if err := c.Do(req, resp); err != nil || resp.StatusCode() != fasthttp.StatusNoContent {
+					failed.Add(1)
+					continue
+				}
+				accepted.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	return noticePhase{elapsed: time.Since(start), accepted: accepted.Load(), failed: failed.Load()}
+}
+
+// unbufferedNotice is the baseline handler: the bidder's own notice code,
+// then one store write per accepted billing notice.
+func unbufferedNotice(b *Bidder, rc *fasthttp.RequestCtx, store spend.Store, idPrefix string, seq *atomic.Int64) {
+	kind := noticeWin
+	if string(rc.Path()) == PathBill {
+		kind = noticeBill
+	}
+	out := b.notice(rc, kind)
+	if out == outAccepted && kind == noticeBill {
+		var tok token.Token
+		if _, err := b.opts.Keys.Parse(&tok, rc.QueryArgs().Peek("t"), token.KindBill, b.opts.Now(), nil); err != nil {
+			out = outForged
+		} else if price, ok := b.clearingPrice(rc.QueryArgs().Peek("p")); !ok {
+			out = outBadPrice
+		} else {
+			d := []spend.Delta{{ID: idPrefix + strconv.FormatInt(seq.Add(1), 36), Campaign: tok.Campaign,
+				Day: b.opts.Now().UTC().Format(time.DateOnly), Micros: (price + 500) / 1000, Imps: 1}}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_, err := store.Flush(ctx, d)
+			cancel()
+			if err != nil {
+				out = outUnavailable
+			}
+		}
+	}
+	b.nm.out[kind][out].Inc()
+	switch out {
+	case outAccepted, outReplay:
+		rc.SetStatusCode(fasthttp.StatusNoContent)
+	case outUnavailable:
+		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	default:
+		rc.SetStatusCode(fasthttp.StatusBadRequest)
+	}
+}
+
+var benchNoticeKeysOnce = sync.OnceValues(func() (*token.Keys, error) { return token.NewKeys(testKey) })
+
+func benchNoticeKeys(b *testing.B) *token.Keys {
+	k, err := benchNoticeKeysOnce()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return k
+}
+
+// buildBillURLs returns n billing notice URLs (path and query, the
+// clearing price filled), the burls of real bid responses of a bidder
+// signing with testKey: 20-imp banner requests, one bid per imp.
+func buildBillURLs(b *testing.B, set *campaign.Set, n int) []string {
+	f := newFixture(b, func(o *Options) {
+		o.Campaigns = staticCampaigns{set}
+		o.Keys = benchNoticeKeys(b)
+		o.NBRBody = true
+	})
+	h := f.b.Handler()
+	imps := make([]map[string]any, 20)
+	for i := range imps {
+		imps[i] = map[string]any{"id": strconv.Itoa(i + 1), "bidfloor": 0.03, "banner": map[string]any{"w": 300, "h": 250}}
+	}
+	base := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "imp", imps, "tmax", 500)
+	var mu sync.Mutex
+	urls := make([]string, 0, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	var misses atomic.Int64
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				done := len(urls) >= n
+				mu.Unlock()
+				if done || firstErr.Load() != nil {
+					return
+				}
+				body := strings.Replace(string(base), `"id":"80ce30c53c16e6ede735f123ef6e32361bfc7b22"`,
+					fmt.Sprintf(`"id":"bench-%d"`, next.Add(1)), 1)
+				rc := bidCtx([]byte(body))
+				h(rc)
+				var resp struct {
+					NBR     int `json:"nbr"`
+					SeatBid []struct {
+						Bid []struct{ BURL string } `json:"bid"`
+					} `json:"seatbid"`
+				}
+				err := json.Unmarshal(rc.Response.Body(), &resp)
+				if err == nil && resp.NBR == int(rtb.NoBidDeadline) && misses.Add(1) < 100 {
+					continue // a deadline miss on a busy machine: ask again
+				}
+				if err != nil || len(resp.SeatBid) == 0 {
+					firstErr.CompareAndSwap(nil, fmt.Errorf("bid: %d %v %.300s", rc.Response.StatusCode(), err, rc.Response.Body()))
+					return
+				}
+				mu.Lock()
+				for _, sb := range resp.SeatBid {
+					for _, bd := range sb.Bid {
+						u := strings.Replace(strings.TrimPrefix(bd.BURL, f.opts.PublicURL), "${AUCTION_PRICE}", "1.5", 1)
+						if len(urls) < n {
+							urls = append(urls, u)
+						}
+					}
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := firstErr.Load(); err != nil {
+		b.Fatal(err)
+	}
+	if !strings.HasPrefix(urls[0], PathBill+"?") {
+		b.Fatalf("burl %q is not %s?...", urls[0], PathBill)
+	}
+	return urls
+}
