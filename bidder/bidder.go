@@ -102,7 +102,8 @@ type Options struct {
 	// NoticeTTL is the validity of win/bill tokens (default 1h), ClickTTL of
 	// click tokens (default 720h).
 	NoticeTTL, ClickTTL time.Duration
-	// EventTimeout bounds the store write of /event. Default 50ms.
+	// EventTimeout bounds the store write of /event and the product lookup
+	// of /click. Default 50ms.
 	EventTimeout time.Duration
 	// AccessLogSample logs one bid request in N; 0 none.
 	AccessLogSample int

@@ -141,7 +141,8 @@ type Bidder struct {
 	NoticeTTL time.Duration `yaml:"notice_ttl"`
 	// ClickTTL is how long click tokens stay valid.
 	ClickTTL time.Duration `yaml:"click_ttl"`
-	// EventTimeout bounds the store write of a /event pixel.
+	// EventTimeout bounds the store write of a /event pixel and the catalog
+	// lookup of a /click.
 	EventTimeout time.Duration `yaml:"event_timeout"`
 	// AccessLogSample logs one request in N (0: no access log).
 	AccessLogSample int `yaml:"access_log_sample"`
