@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"crypto/tls"
+	"runtime"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -25,6 +26,13 @@ type GRPCOptions struct {
 	// take about 10 KiB). Larger messages get RESOURCE_EXHAUSTED from the
 	// transport before the service sees them.
 	MaxRecvMsgBytes int
+	// StreamWorkers is the number of long-lived goroutines that run calls
+	// (grpc.NumStreamWorkers): their stacks are already grown, where a new
+	// goroutine per call grows (copies) its stack on every call. A call
+	// finding no idle worker still gets its own goroutine, so this is not a
+	// concurrency limit. Default 4 x GOMAXPROCS; negative: one goroutine
+	// per call (gRPC's default).
+	StreamWorkers int
 }
 
 // Window sizes shared by server and client: large static windows (which
@@ -49,6 +57,12 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		grpc.InitialConnWindowSize(ConnWindowBytes),
 		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5e9, PermitWithoutStream: true}),
+	}
+	if o.StreamWorkers == 0 {
+		o.StreamWorkers = 4 * runtime.GOMAXPROCS(0)
+	}
+	if o.StreamWorkers > 0 {
+		opts = append(opts, grpc.NumStreamWorkers(uint32(o.StreamWorkers)))
 	}
 	if o.MaxConcurrentStreams > 0 {
 		opts = append(opts, grpc.MaxConcurrentStreams(o.MaxConcurrentStreams))

@@ -42,4 +42,14 @@ func TestLocalConformanceTinyHotCache(t *testing.T) {
 	}
 }
 
+// TestLocalConformanceWireCache: a catalog node's cache (products kept as
+// their encoding, decoded strings aliasing it) answers the same, also
+// while evicting.
+func TestLocalConformanceWireCache(t *testing.T) {
+	for _, hot := range []int{0, 8} {
+		l, _ := openFixture(t, catalog.LocalOptions{HotCacheEntries: hot, WireCache: true})
+		catalogtest.Run(t, l)
+	}
+}
+
 var _ = time.Second

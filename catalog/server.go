@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,10 +25,22 @@ type Store interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
 
+// WireStore is a Store that can also write its answer as protobuf bytes
+// (Local does, from encodings its hot cache keeps): the server then sends
+// those bytes instead of marshalling (and UTF-8 checking) the same
+// products again on every call.
+type WireStore interface {
+	Store
+	// AppendProductMasters appends the encoding of the response
+	// GetProductMasters would return to dst, with the length of each list.
+	AppendProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest, dst []byte) ([]byte, [2]int, error)
+}
+
 // Server is the Catalog gRPC service over a Store.
 type Server struct {
 	catalogpb.UnimplementedCatalogServer
 	store Store
+	wire  WireStore // store, if it is one
 	log   *zap.Logger
 	m     *serverMetrics
 }
@@ -43,7 +56,8 @@ func NewServer(store Store, opts ServerOptions) *Server {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	return &Server{store: store, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger)}
+	w, _ := store.(WireStore)
+	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger)}
 }
 
 // GetProductMasters implements catalogpb.CatalogServer.
@@ -52,12 +66,49 @@ func (s *Server) GetProductMasters(ctx context.Context, req *catalogpb.ProductMa
 	resp, err := s.store.GetProductMasters(ctx, req)
 	err = toStatus(err)
 	code := status.Code(err)
-	s.m.observe(code, time.Since(start), resp)
+	s.m.observe(code, time.Since(start), len(resp.GetProduct1S()), len(resp.GetProduct2S()))
 	if code == codes.Internal || code == codes.DataLoss {
 		s.log.Error("catalog lookup failed", zap.Error(err))
 	}
 	return resp, err
 }
+
+// getWire answers req as encoded bytes (a *wireResponse, which rawCodec
+// sends as is). Same statuses, metrics and logs as GetProductMasters.
+func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersRequest) (any, error) {
+	start := time.Now()
+	scratch := wireScratch.Get().(*[]byte)
+	b, counts, err := s.wire.AppendProductMasters(ctx, req, (*scratch)[:0])
+	if cap(b) <= 1<<20 { // keep no huge one-off buffer
+		*scratch = b[:0]
+		defer wireScratch.Put(scratch)
+	}
+	if errors.Is(err, ErrInvalidUTF8) {
+		// A product proto cannot marshal: answer the way the proto path
+		// always has (INTERNAL from gRPC's marshal step).
+		return s.GetProductMasters(ctx, req)
+	}
+	err = toStatus(err)
+	code := status.Code(err)
+	s.m.observe(code, time.Since(start), counts[0], counts[1])
+	if code == codes.Internal || code == codes.DataLoss {
+		s.log.Error("catalog lookup failed", zap.Error(err))
+	}
+	if err != nil {
+		return nil, err
+	}
+	pool := mem.DefaultBufferPool()
+	out := pool.Get(len(b))
+	copy(*out, b)
+	return &wireResponse{buf: mem.NewBuffer(out, pool)}, nil
+}
+
+// wireScratch holds the buffers responses are encoded into before they are
+// copied into a gRPC pool buffer of the exact size.
+var wireScratch = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+// wireResponse is an encoded ProductMastersResponse on its way out.
+type wireResponse struct{ buf mem.Buffer }
 
 // toStatus maps store errors to gRPC statuses; never a bare error.
 func toStatus(err error) error {
@@ -107,6 +158,9 @@ func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error,
 	}
 	s := srv.(*Server)
 	if interceptor == nil {
+		if s.wire != nil {
+			return s.getWire(ctx, req)
+		}
 		return s.GetProductMasters(ctx, req)
 	}
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetProductMasters_FullMethodName}
@@ -127,6 +181,15 @@ func (c rawCodec) Unmarshal(data mem.BufferSlice, v any) error {
 		return nil
 	}
 	return c.CodecV2.Unmarshal(data, v)
+}
+
+// Marshal sends an encoded response's bytes as they are; gRPC frees the
+// buffer (back to its pool) once written.
+func (c rawCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*wireResponse); ok {
+		return mem.BufferSlice{r.buf}, nil
+	}
+	return c.CodecV2.Marshal(v)
 }
 
 // ServerCodecOption is the grpc.ServerOption Register needs.
@@ -170,14 +233,16 @@ func newServerMetrics(r prometheus.Registerer, log *zap.Logger) *serverMetrics {
 	return m
 }
 
-func (m *serverMetrics) observe(c codes.Code, d time.Duration, resp *catalogpb.ProductMastersResponse) {
+func (m *serverMetrics) observe(c codes.Code, d time.Duration, n1, n2 int) {
 	if int(c) < len(m.byCode) {
 		m.byCode[c].Inc()
 	}
 	m.latency.Observe(d.Seconds())
-	if resp != nil {
-		m.products[0].Add(float64(len(resp.Product1S)))
-		m.products[1].Add(float64(len(resp.Product2S)))
+	if n1 > 0 {
+		m.products[0].Add(float64(n1))
+	}
+	if n2 > 0 {
+		m.products[1].Add(float64(n2))
 	}
 }
 

@@ -136,3 +136,69 @@ func mustVec(t *testing.T, reg *prometheus.Registry, name, label string) prometh
 	t.Fatalf("metric %s{%s} not found", name, label)
 	return nil
 }
+
+// A catalog node answers from encoded bytes (the WireStore path): products
+// are counted in the metrics as before, and a stored product whose text is
+// not UTF-8 fails the call the way proto's marshal step always did
+// (INTERNAL), while its neighbours are still served.
+func TestServerWirePath(t *testing.T) {
+	dir := t.TempDir()
+	lock, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := catalog.NewBuilder(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []*catalogpb.Product{
+		{ProductGroupId: 5, ProductId: 1, Title: "good", InStock: true},
+		{ProductGroupId: 5, ProductId: 2, Title: "bad \xff", InStock: true},
+	} {
+		if err := b.Put(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Publish(dir, name); err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var _ catalog.WireStore = l
+	reg := prometheus.NewRegistry()
+	conn, err := grpc.NewClient(startServer(t, l, reg), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := catalogpb.NewCatalogClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 { // cold, then from the hot cache's kept encoding
+		resp, err := cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 5,
+			Product1QuantityAtMost: 5, Product1Ids: []int64{1, 3}, Product2QuantityAtMost: 1, Product2Ids: []int64{1}})
+		if err != nil || len(resp.Product1S) != 1 || resp.Product1S[0].Title != "good" || len(resp.Product2S) != 1 {
+			t.Fatalf("good call: %v %v", resp, err)
+		}
+		_, err = cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 5, Product1QuantityAtMost: 5, Product1Ids: []int64{1, 2}})
+		if status.Code(err) != codes.Internal {
+			t.Fatalf("invalid UTF-8 product: %v, want INTERNAL", err)
+		}
+	}
+	// 3 good answers of 1, plus the failing calls' 2 each: the proto path
+	// counts what the store returned before gRPC's marshal step fails.
+	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_catalog_server_products_returned_total", "product1")); n != 9 {
+		t.Errorf("product1 products counted %v, want 9", n)
+	}
+	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_catalog_server_products_returned_total", "product2")); n != 3 {
+		t.Errorf("product2 products counted %v, want 3", n)
+	}
+}

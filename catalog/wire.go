@@ -149,7 +149,7 @@ func decodeProduct(s string, off int, b []byte, p *catalogpb.Product) error {
 			start := off + i + m - len(v)
 			str := s[start : start+len(v)]
 			i += m
-			if isStringField(num) && !validUTF8(v) {
+			if isStringField(num) && !validUTF8String(str) {
 				return fmt.Errorf("%w: field %d: invalid UTF-8", errWire, num)
 			}
 			switch num { // other numbers: unknown or mistyped, skipped
@@ -187,13 +187,82 @@ func isStringField(num protowire.Number) bool {
 	return false
 }
 
-func validUTF8(b []byte) bool {
-	for _, c := range b {
-		if c >= 0x80 {
-			return utf8Valid(b)
+// ErrInvalidUTF8 is AppendProduct's error for a string field that is not
+// UTF-8 (proto.Marshal refuses such a message too).
+var ErrInvalidUTF8 = errors.New("catalog: product string field is not valid UTF-8")
+
+func protowireNumber(n int) protowire.Number { return protowire.Number(n) }
+
+// appendBytesField appends field num (wire type bytes) holding v.
+func appendBytesField(b []byte, num protowire.Number, v []byte) []byte {
+	b = protowire.AppendTag(b, num, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(len(v)))
+	return append(b, v...)
+}
+
+// productWireSizeHint is a capacity that fits p's encoding.
+func productWireSizeHint(p *catalogpb.Product) int {
+	return 15*11 + len(p.Title) + len(p.ImageUrl) + len(p.LandingUrl) + len(p.Currency) +
+		len(p.Category) + len(p.Brand) + len(p.Description)
+}
+
+// AppendProduct appends the protobuf encoding of p to b: the bytes
+// proto.Marshal produces (fields in number order, zero values omitted).
+func AppendProduct(b []byte, p *catalogpb.Product) ([]byte, error) {
+	varint := func(num protowire.Number, v uint64) {
+		if v != 0 {
+			b = protowire.AppendTag(b, num, protowire.VarintType)
+			b = protowire.AppendVarint(b, v)
+		}
+	}
+	ok := true
+	str := func(num protowire.Number, s string) {
+		if s != "" {
+			if ok && !validUTF8String(s) {
+				ok = false
+			}
+			b = protowire.AppendTag(b, num, protowire.BytesType)
+			b = protowire.AppendString(b, s)
+		}
+	}
+	varint(1, uint64(p.ProductId))
+	varint(2, uint64(p.ProductGroupId))
+	str(3, p.Title)
+	str(4, p.ImageUrl)
+	varint(5, uint64(int64(p.Width)))
+	varint(6, uint64(int64(p.Height)))
+	str(7, p.LandingUrl)
+	varint(8, uint64(p.PriceMicros))
+	str(9, p.Currency)
+	str(10, p.Category)
+	str(11, p.Brand)
+	if p.InStock {
+		varint(12, 1)
+	}
+	varint(13, uint64(p.UpdatedAt))
+	varint(14, uint64(p.SalePriceMicros))
+	str(15, p.Description)
+	if !ok {
+		return b, fmt.Errorf("%w: product %d/%d", ErrInvalidUTF8, p.ProductGroupId, p.ProductId)
+	}
+	return b, nil
+}
+
+// validUTF8String is utf8.ValidString with an ASCII fast path over 8 bytes
+// at a time (product strings are mostly ASCII).
+func validUTF8String(s string) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		x := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+			uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+		if x&0x8080808080808080 != 0 {
+			return utf8.ValidString(s[i:])
+		}
+	}
+	for ; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return utf8.ValidString(s[i:])
 		}
 	}
 	return true
 }
-
-func utf8Valid(b []byte) bool { return utf8.Valid(b) }

@@ -1,6 +1,10 @@
 package catalog_test
 
 import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -8,6 +12,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
 func sampleResponse() *catalogpb.ProductMastersResponse {
@@ -48,6 +53,129 @@ func FuzzDecodeResponse(f *testing.F) {
 		}
 		if werr == nil && !proto.Equal(&want, &got) {
 			t.Fatalf("decoded differently:\nproto %v\nours  %v", &want, &got)
+		}
+	})
+}
+
+// The wire path a catalog node answers with writes exactly the bytes
+// proto.Marshal writes for the response GetProductMasters returns, cold
+// (Pebble reads) and warm (hot cache, kept encodings), with and without
+// the hot cache.
+func TestAppendProductMastersMatchesProto(t *testing.T) {
+	for _, o := range []catalog.LocalOptions{{}, {HotCacheEntries: -1}, {HotCacheEntries: 8}, {WireCache: true}, {HotCacheEntries: 8, WireCache: true}} {
+		hot := o.HotCacheEntries
+		if o.WireCache {
+			hot += 100
+		}
+		l, _ := openFixture(t, o)
+		rng := rand.New(rand.NewPCG(uint64(hot+2), 9))
+		groups := []int64{catalogtest.TalkGroup, catalogtest.OtherGroup, catalogtest.BulkGroup, catalogtest.FullGroup, catalogtest.UnknownGroup}
+		pick := func() []int64 {
+			ids := make([]int64, rng.IntN(40))
+			for i := range ids {
+				switch rng.IntN(4) {
+				case 0:
+					ids[i] = 101 + rng.Int64N(12)
+				case 1:
+					ids[i] = rng.Int64N(210) - 3
+				case 2:
+					ids[i] = 999
+				default:
+					if i > 0 {
+						ids[i] = ids[rng.IntN(i)] // duplicates
+					}
+				}
+			}
+			return ids
+		}
+		for i := 0; i < 2000; i++ {
+			req := &catalogpb.ProductMastersRequest{ProductGroupId: groups[rng.IntN(len(groups))],
+				Product1QuantityAtMost: int32(rng.IntN(20) - 2), Product1Ids: pick(),
+				Product2QuantityAtMost: int32(rng.IntN(20) - 2), Product2Ids: pick()}
+			if rng.IntN(10) == 0 {
+				req.ProductGroupId = catalogtest.FullGroup
+				req.Product1Ids = []int64{1, 1, 2}
+			}
+			resp, err := l.GetProductMasters(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := proto.MarshalOptions{Deterministic: true}.Marshal(resp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, counts, err := l.AppendProductMasters(context.Background(), req, []byte("prefix"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got[6:], want) || string(got[:6]) != "prefix" {
+				t.Fatalf("hot=%d request %v:\n got %x\nwant %x", hot, req, got[6:], want)
+			}
+			if counts != [2]int{len(resp.Product1S), len(resp.Product2S)} {
+				t.Fatalf("counts %v, response has %d and %d", counts, len(resp.Product1S), len(resp.Product2S))
+			}
+		}
+		// Errors are GetProductMasters' errors.
+		for _, bad := range []*catalogpb.ProductMastersRequest{nil, {ProductGroupId: 0}, {ProductGroupId: 1, Product1Ids: make([]int64, 1001)}} {
+			if _, _, err := l.AppendProductMasters(context.Background(), bad, nil); !errors.Is(err, catalog.ErrInvalidArgument) {
+				t.Fatalf("request %v: err %v, want ErrInvalidArgument", bad, err)
+			}
+		}
+	}
+}
+
+func TestAppendProductMatchesProto(t *testing.T) {
+	for _, p := range append(catalogtest.Products(), catalogtest.FullProduct(), &catalogpb.Product{},
+		&catalogpb.Product{ProductId: -1, Width: -5, Height: 1 << 30, PriceMicros: -1 << 62, UpdatedAt: -3}) {
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := catalog.AppendProduct(nil, p)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("product %v: err %v\n got %x\nwant %x", p, err, got, want)
+		}
+	}
+	bad := &catalogpb.Product{ProductId: 1, Title: "ok", Brand: "bad \xff utf-8 in a long enough string"}
+	if _, err := proto.Marshal(bad); err == nil {
+		t.Fatal("proto marshals invalid UTF-8; the test assumes it does not")
+	}
+	if _, err := catalog.AppendProduct(nil, bad); !errors.Is(err, catalog.ErrInvalidUTF8) {
+		t.Fatalf("invalid UTF-8: err %v, want ErrInvalidUTF8", err)
+	}
+}
+
+// BenchmarkDecodeResponse decodes a 15-product answer of the synthetic
+// feed (the remote client's per-call decode), beside proto.Unmarshal.
+func BenchmarkDecodeResponse(b *testing.B) {
+	opts := catalogtest.SyntheticOptions(1000, 1)
+	var r catalogpb.ProductMastersResponse
+	for i := range 15 {
+		p := feedgen.Product(i*37, opts)
+		r.Product1S = append(r.Product1S, &p)
+	}
+	buf, err := proto.Marshal(&r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("ours", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			var got catalogpb.ProductMastersResponse
+			if err := catalog.DecodeResponse(buf, &got); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("proto", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(buf)))
+		for b.Loop() {
+			var got catalogpb.ProductMastersResponse
+			if err := proto.Unmarshal(buf, &got); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 }

@@ -58,7 +58,9 @@ type Node struct {
 func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	local, err := catalog.OpenLocal(cfg.Catalog.Data, LocalOptions(cfg.Catalog, log, reg))
+	lo := LocalOptions(cfg.Catalog, log, reg)
+	lo.WireCache = true // answers are built from the products' encodings
+	local, err := catalog.OpenLocal(cfg.Catalog.Data, lo)
 	if err != nil {
 		return nil, fmt.Errorf("catalog node: %w", err)
 	}
