@@ -300,10 +300,20 @@ func (t winTarget) Do(ctx context.Context, w *Worker) Outcome {
 	return t.httpTarget.Do(ctx, w)
 }
 
-// classifyWin: 200 = OK (a spend package handled it); 204 = NoBid (the
-// bidder answers 204 when no spend package handles notices: counted apart,
-// never as success); 4xx (404 before /win exists), 5xx as errors.
-func classifyWin(status int, body []byte) Outcome { return classifyHTTPStatus(status, body) }
+// classifyWin: rtbd answers an accepted (or replayed) notice 204 with
+// X-Rtbd-Notice: accepted (replay): OK. A 204 with "unhandled" (a bidder
+// without a spend writer) is NoBid: counted apart, never as success. A 204
+// without the header (another bidder) is OK; 200 is OK; 4xx (404 before
+// /win exists, 400 for a refused token), 5xx are errors.
+func classifyWin(status int, outcome []byte) Outcome {
+	if status == 204 && string(outcome) == "unhandled" {
+		return NoBid
+	}
+	if status == 204 {
+		return OK
+	}
+	return classifyHTTPStatus(status, nil)
+}
 
 // eventProducts is a table of Zipf-drawn (group, product id) pairs for
 // pixel events over the demo's catalog.
@@ -567,6 +577,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			dst, _ = ring.pick(w.Rand, dst)
 			return dst
 		}, nil, classifyWin)
+		win.checkHeader = "X-Rtbd-Notice" // bidder.HeaderNoticeOutcome
 		loads = append(loads, Load{Target: winTarget{win, ring}, Options: OpenLoopOptions{Rate: o.Load.Rate * o.WinRatio,
 			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 1}})
 	}
@@ -611,8 +622,8 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 	for _, r := range rs[min(1, len(rs)):] {
 		if strings.HasSuffix(r.Target, " win") {
 			switch {
-			case r.NoBids > 0 && r.Successes == 0:
-				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 204 = NOT HANDLED by this build (no spend package wired to /win; the bidder counts rtbd_bidder_notices_unhandled_total); shown as no_bid, not as success", r.NoBids))
+			case r.NoBids > 0:
+				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 204 X-Rtbd-Notice: unhandled = NOT HANDLED (no spend writer wired to /win; the bidder counts rtbd_bidder_notices_unhandled_total); shown as no_bid, not as success", r.NoBids))
 			case r.Errors.Status4xx > 0:
 				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 4xx (404 = no /win route in this build; 400/410 = token refused): counted as errors", r.Errors.Status4xx))
 			}

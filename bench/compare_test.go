@@ -165,3 +165,18 @@ func TestObjectiveNoBids(t *testing.T) {
 		t.Errorf("unchecked no-bids: %q", why)
 	}
 }
+
+func TestClassifyWin(t *testing.T) {
+	for _, c := range []struct {
+		status  int
+		outcome string
+		want    Outcome
+	}{
+		{204, "accepted", OK}, {204, "replay", OK}, {204, "", OK}, {200, "", OK},
+		{204, "unhandled", NoBid}, {400, "forged", ErrStatus4xx}, {503, "unavailable", ErrStatus5xx},
+	} {
+		if got := classifyWin(c.status, []byte(c.outcome)); got != c.want {
+			t.Errorf("classifyWin(%d, %q) = %v, want %v", c.status, c.outcome, got, c.want)
+		}
+	}
+}

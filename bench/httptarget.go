@@ -25,8 +25,11 @@ type httpTarget struct {
 	// body, if set, appends the next request's body to dst (POST).
 	body func(w *Worker, dst []byte) []byte
 	// check classifies an answer; the body is valid only during the call.
-	check  func(status int, body []byte) Outcome
-	client *fasthttp.HostClient
+	check func(status int, body []byte) Outcome
+	// checkHeader, if set, makes check get this response header's value
+	// instead of the body.
+	checkHeader string
+	client      *fasthttp.HostClient
 }
 
 // httpScratch is a worker's reusable buffers (Worker.State).
@@ -81,6 +84,9 @@ func (h *httpTarget) Do(_ context.Context, w *Worker) Outcome {
 	}
 	if err != nil {
 		return classifyHTTPError(err)
+	}
+	if h.checkHeader != "" {
+		return h.check(resp.StatusCode(), resp.Header.Peek(h.checkHeader))
 	}
 	return h.check(resp.StatusCode(), resp.Body())
 }

@@ -58,6 +58,13 @@ const (
 	PathBill  = "/bill"
 )
 
+// HeaderNoticeOutcome is the response header of /win and /bill naming the
+// notice's outcome: one of rtbd_notices_total's outcome labels (accepted,
+// replay, forged, expired, over_price, bad_price, bad_request,
+// unavailable), or "unhandled" when the bidder has no spend writer. It
+// tells an operator with curl, and the bench harness, what a 204 meant.
+const HeaderNoticeOutcome = "X-Rtbd-Notice"
+
 // Options configure a Bidder. Products, Users, Campaigns and Keys are
 // required; every other zero value takes the default noted (the defaults of
 // configs/rtbd.yaml).
@@ -351,6 +358,7 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 			return
 		}
 		b.m.notices.Inc()
+		rc.Response.Header.Set(HeaderNoticeOutcome, "unhandled")
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	default:
 		rc.SetStatusCode(fasthttp.StatusNotFound)

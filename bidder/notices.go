@@ -135,6 +135,7 @@ type noticeState struct {
 func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
 	out := b.notice(rc, kind)
 	b.nm.out[kind][out].Inc()
+	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
 	switch out {
 	case outAccepted, outReplay:
 		rc.SetStatusCode(fasthttp.StatusNoContent)

@@ -469,3 +469,35 @@ func TestBudgetsFollowReload(t *testing.T) {
 		t.Errorf("budget cache not rebuilt for the new set")
 	}
 }
+
+// TestNoticeOutcomeHeader: every /win and /bill answer names its outcome in
+// X-Rtbd-Notice (a 204 alone cannot tell accepted from replay or from a
+// bidder without a spend writer).
+func TestNoticeOutcomeHeader(t *testing.T) {
+	f := newMoneyFixture(t, moneyCampaigns(t, ""))
+	b := f.bidOnce(userBulk, 0)
+	get := func(path, p string) (int, string) {
+		r := f.do(fasthttp.MethodGet, strings.Replace(path, "${AUCTION_PRICE}", p, 1), nil)
+		return r.status, r.headers[HeaderNoticeOutcome]
+	}
+	for _, c := range []struct {
+		name, path, price string
+		status            int
+		outcome           string
+	}{
+		{"win", b.nurl, "1.2", 204, "accepted"},
+		{"win again", b.nurl, "1.2", 204, "replay"},
+		{"bill over the bid price", b.burl, "9", 400, "over_price"},
+		{"bill", b.burl, "1.2", 204, "accepted"},
+		{"bill with a bad price", b.burl, "abc", 400, "bad_price"},
+		{"forged", PathBill + "?t=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&p=1", "1", 400, "forged"},
+	} {
+		if st, out := get(c.path, c.price); st != c.status || out != c.outcome {
+			t.Errorf("%s: %d %s=%q, want %d %q", c.name, st, HeaderNoticeOutcome, out, c.status, c.outcome)
+		}
+	}
+	plain := newFixture(t, nil) // no spend writer
+	if r := plain.do(fasthttp.MethodGet, "/win?t=x&p=1.2", nil); r.status != 204 || r.headers[HeaderNoticeOutcome] != "unhandled" {
+		t.Errorf("without a spend writer: %d %q, want 204 unhandled", r.status, r.headers[HeaderNoticeOutcome])
+	}
+}
