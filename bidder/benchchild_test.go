@@ -239,8 +239,12 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	for b.Loop() {
 	}
 	lrps, rrps := median(mLocal.rps), median(mRemote.rps)
-	p99l, _ := openLoop(b, local.addr, body, lrps/2, 3*time.Second)
-	p99r, _ := openLoop(b, rem.addr, body, rrps/2, 3*time.Second)
+	// p99 at half the bidder's throughput, open loop; the same-size bare
+	// handler at the same rate is the machine's and generator's floor.
+	ol := openLoopBoth(b, local.addr, body, lrps/2, 3*time.Second)
+	ob := openLoopBoth(b, bareSame.addr, body, lrps/2, 3*time.Second)
+	or := openLoopBoth(b, rem.addr, body, rrps/2, 3*time.Second)
+	p99l, p99r := ol.fromIntended, or.fromIntended
 	b.ReportMetric(median(mBare.rps), "bare-req/s")
 	b.ReportMetric(median(mSame.rps), "bare-samesize-req/s")
 	b.ReportMetric(lrps, "local-req/s")
@@ -253,6 +257,10 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	b.ReportMetric(median(mRemote.cpu), "remote-cpu-us")
 	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
 	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
+	b.ReportMetric(float64(ol.fromSend.Microseconds())/1000, "local-p99-from-send-ms@half")
+	b.ReportMetric(float64(ob.fromIntended.Microseconds())/1000, "bare-p99-ms@local-half")
+	b.Logf("p99 at half load (%.0f req/s local, %.0f remote), from intended send / from actual send: local %s / %s, same-size bare at the local rate %s / %s, remote %s / %s",
+		lrps/2, rrps/2, ol.fromIntended, ol.fromSend, ob.fromIntended, ob.fromSend, or.fromIntended, or.fromSend)
 	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; p99 at half load: local %s, remote %s; %d no-bids, %d errors",
 		median(mBare.rps), size, median(mSame.rps), lrps, lrps/median(mBare.rps), lrps/median(mSame.rps), rrps, rrps/lrps,
 		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), p99l, p99r, nobids, errs)
