@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -109,7 +110,16 @@ func (*childTB) Context() context.Context { return context.Background() }
 //	local       the bidder fixture with the local index
 //	node        a catalog node (gRPC) serving the fixture catalog
 //	remote:ADDR the bidder fixture with the remote client to node ADDR
+//
+// With BIDDER_BENCH_CPUPROFILE=FILE set, the child writes its CPU profile
+// there when it exits (go tool pprof FILE).
 func runChild(mode string) int {
+	if f := os.Getenv("BIDDER_BENCH_CPUPROFILE"); f != "" && !strings.HasPrefix(mode, "bare") {
+		out, err := os.Create(f + "." + strings.ReplaceAll(strings.ReplaceAll(mode, ":", "-"), "/", "_"))
+		if err == nil && pprof.StartCPUProfile(out) == nil {
+			defer func() { pprof.StopCPUProfile(); out.Close() }()
+		}
+	}
 	t := &childTB{}
 	defer func() {
 		for i := len(t.cleanups) - 1; i >= 0; i-- {
