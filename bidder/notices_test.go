@@ -40,19 +40,10 @@ func (c *testClock) Add(d time.Duration) {
 // with the given budget and frequency-cap lines.
 func moneyCampaigns(t testing.TB, extra string) *campaign.Set {
 	t.Helper()
-	y := `campaigns:
-  - id: money
-    advertiser: Example Shop
-    adomain: [shop.example.com]
-    cat: [IAB22]
-    product_group_id: 1
-    status: active
-    bid_cpm: 1.5
-    pacing: asap
-    creative: {template: medium, sizes: ["300x250", "728x90"]}
-` + extra
+	y := readFile(t, filepath.Join("testdata", "money-campaign.yaml"))
+	y = append(y, extra...)
 	path := filepath.Join(t.TempDir(), "campaigns.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+	if err := os.WriteFile(path, y, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	set, err := campaign.LoadFile(path)

@@ -171,23 +171,18 @@ type bidderConfig struct {
 }
 
 // campaignsYAML writes a campaign file with one campaign, "money", over
-// the fixture's group 1 (bid 1.5 CPM, asap pacing) with the extra YAML
-// lines given (budgets), and returns its path.
+// the fixture's group 1 (bid 1.5 CPM, asap pacing; bidder's
+// testdata/money-campaign.yaml) with the extra YAML lines given (budgets),
+// and returns its path.
 func campaignsYAML(t testing.TB, extra string) string {
 	t.Helper()
-	y := `campaigns:
-  - id: money
-    advertiser: Example Shop
-    adomain: [shop.example.com]
-    cat: [IAB22]
-    product_group_id: 1
-    status: active
-    bid_cpm: 1.5
-    pacing: asap
-    creative: {template: medium, sizes: ["300x250", "728x90"]}
-` + extra
+	y, err := os.ReadFile(filepath.Join("..", "testdata", "money-campaign.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	y = append(y, extra...)
 	path := filepath.Join(t.TempDir(), "campaigns.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
+	if err := os.WriteFile(path, y, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
