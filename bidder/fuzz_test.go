@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
 )
 
 // FuzzHandler drives the whole handler in-process (a fasthttp.RequestCtx,
@@ -30,6 +34,16 @@ func FuzzHandler(f *testing.F) {
 	f.Add("POST", PathBid, nativeBid(map[string]any{"id": "n", "native": map[string]any{"request": nativeRequest}}), "")
 	f.Add("GET", "/event?uid=u&pg=1&pid=2&ev=view", []byte(nil), "")
 	f.Add("GET", "/click?t=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", []byte(nil), "")
+	now := time.Now()
+	click, err := fx.keys.Append(nil, &token.Token{Kind: token.KindClick, Issued: now, Expires: now.Add(time.Hour),
+		Campaign: "banner-medium", Group: catalogtest.BulkGroup, Products: []int64{1, 2, 10}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, q := range []string{".1", ".2", ".10", ".3", ".", ".-1", ".99999999999999999999", "..1"} {
+		f.Add("GET", "/click?t="+string(click)+q, []byte(nil), "")
+	}
+	f.Add("GET", "/click?t=.1", []byte(nil), "")
 	f.Add("GET", "/win?t=x&p=1", []byte(nil), "")
 	h := fx.b.Handler()
 	f.Fuzz(func(t *testing.T, method, uri string, body []byte, encoding string) {
