@@ -78,14 +78,13 @@ bench-ingest:
 
 # Short fuzzing of every parser of outside input.
 FUZZTIME ?= 20s
-fuzz:
-	$(GO) test -run '^$$' -fuzz FuzzDecodeValue -fuzztime $(FUZZTIME) ./catalog/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeResponse -fuzztime $(FUZZTIME) ./catalog/
-	$(GO) test -run '^$$' -fuzz FuzzRunRecord -fuzztime $(FUZZTIME) ./ingest/
-	$(GO) test -run '^$$' -fuzz FuzzCSVRow -fuzztime $(FUZZTIME) ./ingest/feed/
-	$(GO) test -run '^$$' -fuzz FuzzJSONLRow -fuzztime $(FUZZTIME) ./ingest/feed/
-	$(GO) test -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME) ./rtb/
-	$(GO) test -run '^$$' -fuzz FuzzHandler -fuzztime $(FUZZTIME) ./bidder/
+fuzz: # every fuzz target of every package, FUZZTIME each
+	@for pkg in $$($(GO) list ./...); do \
+		for f in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+			echo "== $$pkg $$f"; \
+			$(GO) test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+		done; \
+	done
 
 clean:
 	rm -rf bin

@@ -54,7 +54,7 @@ func DecodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
 	var n1, n2 int
 	for i := 0; i < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[i:])
-		if n < 0 {
+		if n < 0 || num > protowire.MaxValidNumber { // ConsumeTag checks only the lower bound
 			return errWire
 		}
 		i += n
@@ -110,7 +110,7 @@ func DecodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
 func decodeProduct(s string, off int, b []byte, p *catalogpb.Product) error {
 	for i := 0; i < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[i:])
-		if n < 0 {
+		if n < 0 || num > protowire.MaxValidNumber {
 			return errWire
 		}
 		i += n
