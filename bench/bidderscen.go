@@ -359,15 +359,11 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			cleanups[i]()
 		}
 	}()
-	workDir := o.WorkDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "rtbd-bench-"); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		cleanups = append(cleanups, func() { os.RemoveAll(workDir) })
-	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	if err != nil {
+		return nil, err
 	}
+	cleanups = append(cleanups, cleanWork)
 	var exe, demoDir string
 	if o.HTTPURL == "" {
 		if exe, err = executable(o.Exe); err != nil {
@@ -761,21 +757,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	stopProfile, err := c.startProfile()
-	if err != nil {
-		return err
-	}
-	rep, err := RunBidder(ctx, o)
-	stopProfile()
-	if rep != nil {
-		if c.title != "" {
-			rep.Title = c.title
-		}
-		rep.GitRev = gitRev()
-		if werr := writeOutputs(rep, "bidder", c.out, c.quiet, stdout, stderr); werr != nil && err == nil {
-			err = werr
-		}
-	}
+	err = c.runAndWrite("bidder", stdout, stderr, func() (*Report, error) { return RunBidder(ctx, o) })
 	if err != nil && errors.Is(err, context.Canceled) {
 		return fmt.Errorf("bench: interrupted: %w", err)
 	}

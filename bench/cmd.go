@@ -187,6 +187,28 @@ func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuratio
 
 // startProfile starts the CPU profile when asked; the returned function
 // stops it.
+// runAndWrite runs one scenario under the optional CPU profile, then
+// titles its report, stamps the git revision and writes it (-out, stdout).
+// The scenario's error wins over a write error.
+func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (*Report, error)) error {
+	stopProfile, err := c.startProfile()
+	if err != nil {
+		return err
+	}
+	rep, err := run()
+	stopProfile()
+	if rep != nil {
+		if c.title != "" {
+			rep.Title = c.title
+		}
+		rep.GitRev = gitRev()
+		if werr := writeOutputs(rep, kind, c.out, c.quiet, stdout, stderr); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	return err
+}
+
 func (c *common) startProfile() (func(), error) {
 	if c.cpuProfile == "" {
 		return func() {}, nil
@@ -304,21 +326,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	stopProfile, err := c.startProfile()
-	if err != nil {
-		return err
-	}
-	rep, err := RunStore(ctx, o)
-	stopProfile()
-	if rep != nil {
-		if c.title != "" {
-			rep.Title = c.title
-		}
-		rep.GitRev = gitRev()
-		if werr := writeOutputs(rep, "store", c.out, c.quiet, stdout, stderr); werr != nil && err == nil {
-			err = werr
-		}
-	}
+	err = c.runAndWrite("store", stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
 	return err
 }
 
@@ -406,31 +414,26 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := bo.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	rep, err := RunStore(ctx, so)
-	if err != nil {
-		if rep == nil {
-			return err
+	return c.runAndWrite("all", stdout, stderr, func() (*Report, error) {
+		rep, err := RunStore(ctx, so)
+		if err != nil {
+			if rep == nil {
+				return nil, err
+			}
+			rep.Notes = append(rep.Notes, "store level aborted: "+err.Error())
+		} else if !*skipBidder {
+			brep, berr := RunBidder(ctx, bo)
+			if berr != nil {
+				rep.Notes = append(rep.Notes, "bidder level FAILED: "+berr.Error())
+				err = berr
+			}
+			if brep != nil {
+				mergeReport(rep, brep, "bidder.")
+			}
 		}
-		rep.Notes = append(rep.Notes, "store level aborted: "+err.Error())
-	} else if !*skipBidder {
-		brep, berr := RunBidder(ctx, bo)
-		if berr != nil {
-			rep.Notes = append(rep.Notes, "bidder level FAILED: "+berr.Error())
-			err = berr
-		}
-		if brep != nil {
-			mergeReport(rep, brep, "bidder.")
-		}
-	}
-	rep.Title = "standard comparison: store level and bidder level"
-	if c.title != "" {
-		rep.Title = c.title
-	}
-	rep.GitRev = gitRev()
-	if werr := writeOutputs(rep, "all", c.out, c.quiet, stdout, stderr); werr != nil && err == nil {
-		err = werr
-	}
-	return err
+		rep.Title = "standard comparison: store level and bidder level"
+		return rep, err
+	})
 }
 
 func renderMain(args []string, stdout, stderr io.Writer) error {

@@ -206,15 +206,11 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			cleanups[i]()
 		}
 	}()
-	workDir := o.WorkDir
-	if workDir == "" {
-		if workDir, err = os.MkdirTemp("", "rtbd-bench-"); err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		cleanups = append(cleanups, func() { os.RemoveAll(workDir) })
-	} else if err := os.MkdirAll(workDir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	if err != nil {
+		return nil, err
 	}
+	cleanups = append(cleanups, cleanWork)
 
 	dataDir := o.DataDir
 	if dataDir == "" {
@@ -686,4 +682,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// makeWorkDir returns dir, created if needed, or a new temporary directory
+// when dir is empty; cleanup removes only a temporary one.
+func makeWorkDir(dir string) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, fmt.Errorf("bench: %w", err)
+		}
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "rtbd-bench-")
+	if err != nil {
+		return "", nil, fmt.Errorf("bench: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
 }

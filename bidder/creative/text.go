@@ -8,87 +8,51 @@ import (
 // AppendHTML appends s escaped for HTML text and quoted attribute values:
 // & < > " ' as html.EscapeString escapes them, NUL and invalid UTF-8 as
 // U+FFFD. It makes no allocation beyond growing dst.
-func AppendHTML(dst []byte, s string) []byte {
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			var esc string
-			switch c {
-			case '&':
-				esc = "&amp;"
-			case '<':
-				esc = "&lt;"
-			case '>':
-				esc = "&gt;"
-			case '"':
-				esc = "&#34;"
-			case '\'':
-				esc = "&#39;"
-			case 0:
-				esc = "\uFFFD"
-			default:
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, esc...)
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(dst, s[start:]...)
-}
+func AppendHTML(dst []byte, s string) []byte { return appendEscaped(dst, s, &htmlEscapes) }
 
 // AppendXML appends s escaped for XML text and attributes (the same five
 // entities as AppendHTML; control characters other than tab, CR and LF,
 // which XML 1.0 forbids, and invalid UTF-8 become U+FFFD).
-func AppendXML(dst []byte, s string) []byte {
+func AppendXML(dst []byte, s string) []byte { return appendEscaped(dst, s, &xmlEscapes) }
+
+// htmlEscapes and xmlEscapes give the replacement of each ASCII byte ("":
+// kept as it is).
+var htmlEscapes, xmlEscapes = func() (h, x [utf8.RuneSelf]string) {
+	for _, e := range [...]struct {
+		c   byte
+		esc string
+	}{{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&#34;"}, {'\'', "&#39;"}} {
+		h[e.c], x[e.c] = e.esc, e.esc
+	}
+	h[0] = "\uFFFD"
+	for c := 0; c < 0x20; c++ {
+		if c != '\t' && c != '\n' && c != '\r' {
+			x[c] = "\uFFFD"
+		}
+	}
+	return h, x
+}()
+
+// appendEscaped appends s with each ASCII byte that esc maps replaced and
+// invalid UTF-8 replaced by U+FFFD.
+func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			var esc string
-			switch {
-			case c == '&':
-				esc = "&amp;"
-			case c == '<':
-				esc = "&lt;"
-			case c == '>':
-				esc = "&gt;"
-			case c == '"':
-				esc = "&#34;"
-			case c == '\'':
-				esc = "&#39;"
-			case c < 0x20 && c != '\t' && c != '\n' && c != '\r':
-				esc = "\uFFFD"
-			default:
-				i++
-				continue
+			if e := esc[c]; e != "" {
+				dst = append(dst, s[start:i]...)
+				dst = append(dst, e...)
+				start = i + 1
 			}
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, esc...)
 			i++
-			start = i
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
+			start = i + 1
 		}
 		i += size
 	}
