@@ -429,3 +429,16 @@ func TestLinkerEscaping(t *testing.T) {
 		t.Errorf("AttrSafe linker URL changed:\n%s", doc)
 	}
 }
+
+func TestAppendXML(t *testing.T) {
+	for in, want := range map[string]string{
+		`a&b<c>"d'e`:         "a&amp;b&lt;c&gt;&#34;d&#39;e",
+		"tab\tnl\ncr\r":      "tab\tnl\ncr\r",
+		"nul\x00bel\x07":     "nul\uFFFDbel\uFFFD",
+		"bad\xffutf8 ¥1,980": "bad\uFFFDutf8 ¥1,980",
+	} {
+		if got := string(AppendXML(nil, in)); got != want {
+			t.Errorf("AppendXML(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
