@@ -225,11 +225,16 @@ func startGRPC(t *testing.T) string {
 		case "/t.T/Internal":
 			return status.Error(codes.Internal, "boom")
 		case "/t.T/Slow":
+			// Past the caller's deadline the handler answers with the
+			// context's status, never with OK: the server's copy of the
+			// deadline can fire before the client's, and an OK sent then
+			// would beat the client's own timer (seen under -race in CI).
 			select {
 			case <-time.After(2 * time.Second):
+				return stream.SendMsg(&emptypb.Empty{})
 			case <-stream.Context().Done():
+				return status.FromContextError(stream.Context().Err()).Err()
 			}
-			return stream.SendMsg(&emptypb.Empty{})
 		}
 		return status.Error(codes.Unimplemented, method)
 	}))
