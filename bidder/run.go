@@ -22,6 +22,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/fraud"
+	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -98,6 +99,7 @@ type Server struct {
 	log           *zap.Logger
 	Bidder        *Bidder
 	stopAdmission context.CancelFunc
+	gcFloor       *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
 	products      closableStore
 	remote        *remote.Client // nil with the local index
 	users         *user.Store
@@ -132,6 +134,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	defer func() {
 		if err != nil {
 			s.closeStores()
+			s.gcFloor.Stop()
 		}
 	}()
 	opts, ephemeral, err := OptionsFromConfig(cfg.Bidder)
@@ -183,6 +186,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.watcher
 	opts.Logger, opts.Registerer = log, reg
+	s.gcFloor = gcfloor.Start(gcfloor.Options{Bytes: int64(cfg.Bidder.GCFloorMB) << 20, Logger: log, Registerer: reg})
 	if cfg.Bidder.AdmissionLatency > 0 {
 		opts.Admission = NewAdmission(AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
 			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
@@ -364,6 +368,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.stopAdmission()
 	}
 	cerr := s.closeStores()
+	s.gcFloor.Stop()
 	s.log.Info("bidder stopped")
 	return errors.Join(herr, aerr, werr, cerr)
 }

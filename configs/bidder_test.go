@@ -55,6 +55,8 @@ func TestBidderValidate(t *testing.T) {
 		{"bidder.admission_latency", "0s", ""},
 		{"bidder.admission_latency", "-1ms", "bidder.admission_latency: must be between 0 (off) and 10s, got -1ms"},
 		{"bidder.admission_interval", "0s", "bidder.admission_interval: must be between 1ms and 1m, got 0s"},
+		{"bidder.gc_floor_mb", "0", ""},
+		{"bidder.gc_floor_mb", "-1", "bidder.gc_floor_mb: must be >= 0, got -1"},
 		{"bidder.access_log_sample", "0", ""},
 		{"bidder.access_log_sample", "-2", "bidder.access_log_sample: must be >= 0"},
 		{"bidder.read_timeout", "0s", "bidder.read_timeout: must be > 0"},

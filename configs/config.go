@@ -122,6 +122,11 @@ type Bidder struct {
 	AdmissionLatency time.Duration `yaml:"admission_latency"`
 	// AdmissionInterval is the admission control's measuring window.
 	AdmissionInterval time.Duration `yaml:"admission_interval"`
+	// GCFloorMB: the Go GC does not start a cycle while the heap is below
+	// this many MiB (bidder/gcfloor raises GOGC after each collection). A
+	// bidder's small live heap otherwise means many collections a second,
+	// each taking a P for its mark phase. 0 disables it (GOGC as set).
+	GCFloorMB int `yaml:"gc_floor_mb"`
 	// OverloadResponse is how a shed request is answered: "nobid" (a
 	// no-bid with nbr 507, see NBRBody) or "503".
 	OverloadResponse string `yaml:"overload_response"`
@@ -210,6 +215,7 @@ func (b Bidder) Validate(p *Problems) {
 	if b.AdmissionInterval < time.Millisecond || b.AdmissionInterval > time.Minute {
 		p.Addf("admission_interval", "must be between 1ms and 1m, got %s", b.AdmissionInterval)
 	}
+	p.Range("gc_floor_mb", int64(b.GCFloorMB), 0, 1<<20)
 	p.OneOf("overload_response", b.OverloadResponse, "nobid", "503")
 	p.Range("gzip_min_bytes", int64(b.GzipMinBytes), 0, 1<<30)
 	p.Range("gdpr_vendor_id", int64(b.GDPRVendorID), 0, 65535)

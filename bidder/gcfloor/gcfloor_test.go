@@ -1,0 +1,155 @@
+package gcfloor
+
+import (
+	"runtime"
+	"runtime/debug"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestPercent(t *testing.T) {
+	const mib = 1 << 20
+	for _, c := range []struct {
+		floor, live, roots int64
+		base, want         int
+	}{
+		{256 * mib, 16 * mib, 16 * mib, 100, 1500}, // next cycle at 16 + 16*15 = 256 MiB
+		{256 * mib, 16 * mib, 24 * mib, 100, 1000}, // stacks and globals count: 16 + 24*10 = 256
+		{256 * mib, 64 * mib, 64 * mib, 100, 300},
+		{256 * mib, 128 * mib, 128 * mib, 100, 100}, // 128 x 2 = 256: base already reaches the floor
+		{256 * mib, 200 * mib, 200 * mib, 100, 100}, // base's goal (400) is above the floor
+		{256 * mib, 300 * mib, 300 * mib, 100, 100}, // live above the floor
+		{256 * mib, 64 * mib, 64 * mib, 500, 500},   // never below the operator's GOGC
+		{256 * mib, 1024, 1024, 100, 6400},          // the runtime's minimum heap, 4 MiB x 64, is the floor
+		{1024 * mib, 1024, 1024, 100, MaxPercent},
+		{256 * mib, 0, 0, 100, 6400},    // no figures yet: the minimum heap
+		{2 * mib, 1024, 1024, 100, 100}, // a floor under the runtime's own minimum changes nothing
+	} {
+		if got := Percent(c.floor, c.live, c.roots, c.base); got != c.want {
+			t.Errorf("Percent(%d MiB, %d, %d, %d) = %d, want %d", c.floor/mib, c.live, c.roots, c.base, got, c.want)
+		}
+	}
+}
+
+var sink []byte
+
+// churn allocates total bytes of garbage and returns the collections run
+// meanwhile.
+func churn(total int) uint32 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := 0; i < total/4096; i++ {
+		sink = make([]byte, 4096)
+	}
+	runtime.ReadMemStats(&after)
+	return after.NumGC - before.NumGC
+}
+
+// The floor's whole point: with a small live heap, far fewer collections
+// for the same garbage. Counts, not times, so the machine's speed does
+// not matter; and it puts GOGC back on Stop.
+func TestFloorCutsCollections(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	runtime.GC()
+	without := churn(256 << 20)
+
+	reg := prometheus.NewRegistry()
+	f := Start(Options{Bytes: 64 << 20, Registerer: reg})
+	if f == nil {
+		t.Fatal("Start returned nil")
+	}
+	runtime.GC() // the first cycle under the floor re-arms the hook
+	with := churn(256 << 20)
+	t.Logf("collections for 256 MiB of garbage: %d without the floor, %d with a 64 MiB floor (GOGC now %d)", without, with, f.Percent())
+	if with*4 > without {
+		t.Errorf("with the floor %d collections, without %d: want at most a quarter", with, without)
+	}
+	// A floor, not GOGC=off: 256 MiB of garbage over a 64 MiB floor still
+	// takes about 4 collections.
+	if with < 2 {
+		t.Errorf("with a 64 MiB floor, %d collections for 256 MiB of garbage: want at least 2", with)
+	}
+	if p := f.Percent(); p <= 100 {
+		t.Errorf("GOGC in force %d, want above 100 for a small live heap", p)
+	}
+	if v := testutil.ToFloat64(collector(t, reg, "rtbd_gc_floor_percent")); int(v) != f.Percent() {
+		t.Errorf("rtbd_gc_floor_percent %v, want %d", v, f.Percent())
+	}
+	if v := testutil.ToFloat64(collector(t, reg, "rtbd_gc_floor_live_bytes")); v <= 0 {
+		t.Errorf("rtbd_gc_floor_live_bytes %v, want > 0", v)
+	}
+	f.Stop()
+	f.Stop() // twice is fine
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after Stop GOGC is %d, want the base 100", got)
+	}
+	runtime.GC() // the hook runs once more and must change nothing
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after a collection past Stop GOGC is %d, want 100", got)
+	}
+}
+
+// GOGC is per process: handles share one floor (the largest), and GOGC
+// comes back only when the last one stops.
+func TestHandlesShareTheFloor(t *testing.T) {
+	base := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(base)
+	runtime.GC()
+	a := Start(Options{Bytes: 32 << 20})
+	b := Start(Options{Bytes: 128 << 20})
+	if a.Percent() != b.Percent() || a.Percent() <= 100 {
+		t.Fatalf("handles see GOGC %d and %d, want one value above 100", a.Percent(), b.Percent())
+	}
+	high := a.Percent()
+	b.Stop() // back to the 32 MiB floor: a lower GOGC, not the base
+	if p := a.Percent(); p >= high || p <= 100 {
+		t.Errorf("after the larger floor stopped GOGC is %d, want between 100 and %d", p, high)
+	}
+	if got := debug.SetGCPercent(a.Percent()); got != a.Percent() {
+		t.Errorf("runtime GOGC %d, handle says %d", got, a.Percent())
+	}
+	a.Stop()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("after the last Stop GOGC is %d, want 100", got)
+	}
+	// A new start after all stopped works again, with its own hook.
+	c := Start(Options{Bytes: 64 << 20})
+	defer c.Stop()
+	if c.Percent() <= 100 {
+		t.Errorf("restarted floor: GOGC %d", c.Percent())
+	}
+}
+
+func TestStartOff(t *testing.T) {
+	var nilFloor *Floor
+	nilFloor.Stop()
+	if Start(Options{Bytes: 0}) != nil || Start(Options{Bytes: -1}) != nil {
+		t.Fatal("a floor of 0 bytes should be off (nil)")
+	}
+	prev := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(prev)
+	if Start(Options{Bytes: 64 << 20}) != nil {
+		t.Fatal("with GOGC=off there is no pacing to adjust: want nil")
+	}
+	if got := debug.SetGCPercent(-1); got != -1 {
+		t.Fatalf("Start changed GOGC=off to %d", got)
+	}
+}
+
+func collector(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: name, Help: "copy"}, func() float64 { return mf.GetMetric()[0].GetGauge().GetValue() })
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return nil
+}
