@@ -186,68 +186,12 @@ func closedLoop(b *testing.B, addr string, body []byte, wantStatus int) loadResu
 	return r
 }
 
-// openLoop sends body at rate req/s for d over 64 connections and returns
-// the p99 latency measured from each request's intended send time (so
-// queueing is not hidden: no coordinated omission).
+// openLoop offers rate req/s to addr for d with rtbd's open-loop load
+// generator (harnessOpenLoop) and returns the latency p99 and the
+// requests sent.
 func openLoop(b *testing.B, addr string, body []byte, rate float64, d time.Duration) (p99 time.Duration, sent int) {
-	ol := openLoopBoth(b, addr, body, rate, d)
-	return ol.fromIntended, ol.sent
-}
-
-// openLoopResult is the p99 of an open-loop run measured two ways: from
-// each request's intended send time (no coordinated omission, but it
-// includes the generator's own lateness: on this VM time.Sleep wakes
-// ~0.3-1 ms late at the median and ~3 ms at p99 even when idle), and from
-// the moment the request was actually handed to the client (the service
-// time the SSP sees once the request is on the wire).
-type openLoopResult struct {
-	fromIntended, fromSend time.Duration
-	sent                   int
-}
-
-func openLoopBoth(b *testing.B, addr string, body []byte, rate float64, d time.Duration) openLoopResult {
-	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second}
-	n := int(rate * d.Seconds())
-	interval := time.Duration(float64(time.Second) / rate)
-	lats := make([]time.Duration, n)
-	svc := make([]time.Duration, n)
-	var next atomic.Int64
-	start := time.Now()
-	var wg sync.WaitGroup
-	for g := 0; g < loopbackConns; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req := fasthttp.AcquireRequest()
-			resp := fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.SetRequestURI("http://" + addr + PathBid)
-			req.Header.SetMethod(fasthttp.MethodPost)
-			req.SetBody(body)
-			for {
-				i := int(next.Add(1)) - 1
-				if i >= n {
-					return
-				}
-				intended := start.Add(time.Duration(i) * interval)
-				if w := time.Until(intended); w > 0 {
-					time.Sleep(w)
-				}
-				t := time.Now()
-				if err := c.Do(req, resp); err != nil {
-					lats[i], svc[i] = 5*time.Second, 5*time.Second
-					continue
-				}
-				end := time.Now()
-				lats[i], svc[i] = end.Sub(intended), end.Sub(t)
-			}
-		}()
-	}
-	wg.Wait()
-	slices.Sort(lats)
-	slices.Sort(svc)
-	return openLoopResult{fromIntended: lats[len(lats)*99/100], fromSend: svc[len(svc)*99/100], sent: n}
+	h := harnessOpenLoop(b, addr, body, rate, d)
+	return h.p99, int(h.requests)
 }
 
 var loopbackRPS struct {
