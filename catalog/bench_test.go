@@ -179,7 +179,9 @@ func BenchmarkRemote15(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	srvStore, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1})
+	// The server's store is opened as a catalog node opens it (node.LocalOptions:
+	// WireCache, products kept as their encodings).
+	srvStore, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1, WireCache: true})
 	if err != nil {
 		b.Fatal(err)
 	}
