@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"html"
+	"math/rand/v2"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	xhtml "golang.org/x/net/html"
 
@@ -439,6 +441,77 @@ func TestAppendXML(t *testing.T) {
 	} {
 		if got := string(AppendXML(nil, in)); got != want {
 			t.Errorf("AppendXML(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// AppendHTML, AppendXML and IsHTTPURL skip 8 bytes at a time; random
+// strings (every special byte, control bytes, multi-byte and invalid
+// UTF-8, at every offset around the 8-byte steps) must give what a plain
+// byte-by-byte reference gives.
+func TestEscapingMatchesReference(t *testing.T) {
+	ref := func(s string, xml bool) string {
+		var b strings.Builder
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && n == 1, r == 0, xml && r < 0x20 && r != '\t' && r != '\n' && r != '\r':
+				b.WriteString("\uFFFD")
+			case r == '&':
+				b.WriteString("&amp;")
+			case r == '<':
+				b.WriteString("&lt;")
+			case r == '>':
+				b.WriteString("&gt;")
+			case r == '"':
+				b.WriteString("&#34;")
+			case r == '\'':
+				b.WriteString("&#39;")
+			default:
+				b.WriteString(s[i : i+n])
+			}
+			i += n
+		}
+		return b.String()
+	}
+	refURL := func(u string) bool {
+		l := strings.ToLower(u)
+		var rest string
+		switch {
+		case strings.HasPrefix(l, "http://") && len(u) > 7:
+			rest = u[7:]
+		case strings.HasPrefix(l, "https://") && len(u) > 8:
+			rest = u[8:]
+		default:
+			return false
+		}
+		if rest == "" || strings.ContainsAny(rest[:1], "/?#") {
+			return false
+		}
+		for i := 0; i < len(u); i++ {
+			if u[i] <= ' ' || u[i] == 0x7f {
+				return false
+			}
+		}
+		return true
+	}
+	pieces := []string{"a", "Z", "0", "&", "<", ">", "\"", "'", "\x00", "\t", "\n", "\x1f", " ", "!", "\x7f",
+		"é", "日", "\xff", "\xe6\x97", "abcdefgh", "https://", "HTTP://", "x.example/", "?q=1", "#"}
+	rng := rand.New(rand.NewPCG(7, 11))
+	for n := 0; n < 20000; n++ {
+		var b strings.Builder
+		for k := rng.IntN(12); k > 0; k-- {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		s := b.String()
+		if got, want := string(AppendHTML(nil, s)), ref(s, false); got != want {
+			t.Fatalf("AppendHTML(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := string(AppendXML(nil, s)), ref(s, true); got != want {
+			t.Fatalf("AppendXML(%q) = %q, want %q", s, got, want)
+		}
+		if got, want := IsHTTPURL(s), refURL(s); got != want {
+			t.Fatalf("IsHTTPURL(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

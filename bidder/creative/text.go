@@ -1,8 +1,10 @@
 package creative
 
 import (
+	"encoding/binary"
 	"strconv"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // AppendHTML appends s escaped for HTML text and quoted attribute values:
@@ -34,10 +36,17 @@ var htmlEscapes, xmlEscapes = func() (h, x [utf8.RuneSelf]string) {
 }()
 
 // appendEscaped appends s with each ASCII byte that esc maps replaced and
-// invalid UTF-8 replaced by U+FFFD.
+// invalid UTF-8 replaced by U+FFFD. Runs of 8 bytes that need nothing
+// (printable ASCII other than & < > " ') are skipped 8 at a time.
 func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
+		for i+8 <= len(s) && plain8(load8(s, i)) {
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if e := esc[c]; e != "" {
@@ -75,12 +84,43 @@ func IsHTTPURL(u string) bool {
 	if rest == "" || rest[0] == '/' || rest[0] == '?' || rest[0] == '#' {
 		return false
 	}
-	for i := 0; i < len(u); i++ {
+	i := 0
+	for ; i+8 <= len(u); i += 8 {
+		x := load8(u, i)
+		if hasLess(x, '!')|hasZero(x^(lsb*0x7f)) != 0 {
+			return false
+		}
+	}
+	for ; i < len(u); i++ {
 		if c := u[i]; c <= ' ' || c == 0x7f {
 			return false
 		}
 	}
 	return true
+}
+
+// SWAR helpers: 8 bytes of a string as one word, tested all at once.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
+
+// load8 returns s[i:i+8] as a little-endian word (one load).
+func load8(s string, i int) uint64 {
+	return binary.LittleEndian.Uint64(unsafe.Slice(unsafe.StringData(s), len(s))[i:])
+}
+
+// hasZero is non-zero exactly when some byte of x is 0.
+func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
+
+// hasLess is non-zero exactly when some byte of x is < n (n <= 128).
+func hasLess(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
+
+// plain8 reports whether the 8 bytes of x are all printable ASCII other
+// than & < > " ' (nothing AppendHTML or AppendXML would change).
+func plain8(x uint64) bool {
+	return (x&msb)|hasLess(x, ' ')|hasZero(x^(lsb*'&'))|hasZero(x^(lsb*'<'))|
+		hasZero(x^(lsb*'>'))|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\'')) == 0
 }
 
 func equalFold(a, b string) bool {
