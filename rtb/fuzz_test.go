@@ -202,7 +202,9 @@ func FuzzParsePrice(f *testing.F) {
 // FuzzAppendString: string escaping is byte-identical to encoding/json's
 // (HTML escaping off), through AppendNoBid.
 func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "abc", "<a href=\"x\">&amp;</a>", "\x00\x1f\x7f\\\"", "\xff\xc3(", "\u2028\u2029é😀"} {
+	for _, s := range []string{"", "abc", "<a href=\"x\">&amp;</a>", "\x00\x1f\x7f\\\"", "\xff\xc3(", "\u2028\u2029é😀",
+		// long enough for the 16- and 8-byte steps, the unsafe byte in each
+		"0123456789abcdef0123456789abcdef\"", "0123456789abcdef01234\\6789", "0123456789abcdef012345678\x01", "0123456789ab\xe2\x80\xa8cdef0123"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

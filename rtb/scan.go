@@ -29,13 +29,21 @@ func skipSafe(b []byte, i int) int {
 		lsb = 0x0101010101010101
 		msb = 0x8080808080808080
 	)
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i : i+8])
+	unsafe8 := func(x uint64) uint64 {
 		q := x ^ (lsb * '"')
 		bs := x ^ (lsb * '\\')
 		// With no byte >= 0x80 (x&msb == 0), the other terms have a byte's
 		// top bit set exactly when some byte is < 0x20, '"' or '\\'.
-		if (x|(x-lsb*0x20)|((q-lsb)&^q)|((bs-lsb)&^bs))&msb != 0 {
+		return (x | (x - lsb*0x20) | ((q - lsb) &^ q) | ((bs - lsb) &^ bs)) & msb
+	}
+	// Two words per step while the string is long (adm markup is KiBs).
+	for ; i+16 <= len(b); i += 16 {
+		if unsafe8(binary.LittleEndian.Uint64(b[i:i+8]))|unsafe8(binary.LittleEndian.Uint64(b[i+8:i+16])) != 0 {
+			break
+		}
+	}
+	for ; i+8 <= len(b); i += 8 {
+		if unsafe8(binary.LittleEndian.Uint64(b[i:i+8])) != 0 {
 			break
 		}
 	}
