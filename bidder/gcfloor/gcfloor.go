@@ -15,11 +15,13 @@
 // started with, and puts it back to base once live x (1 + base/100) is
 // above the floor. The cost is memory: the heap may hold up to the floor in
 // garbage, which is the point. GOMEMLIMIT still bounds it: the runtime
-// collects at the memory limit whatever GOGC says. This is Uber's "GOGC
+// collects at the memory limit whatever GOGC says, and a floor above half
+// the limit is capped there. This is Uber's "GOGC
 // tuner" idea, driven by the runtime's own live-heap metric.
 package gcfloor
 
 import (
+	"math"
 	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
@@ -108,9 +110,18 @@ func Start(o Options) *Floor {
 			}
 		}
 	}
-	f := &Floor{bytes: o.Bytes, log: log}
+	bytes := o.Bytes
+	// With a memory limit (GOMEMLIMIT), the floor takes at most half of it:
+	// a floor near the limit would have the runtime collect at the limit,
+	// with its GC CPU cap, instead of at the floor.
+	if limit := debug.SetMemoryLimit(-1); limit < math.MaxInt64 && bytes > limit/2 {
+		log.Warn("gc floor capped at half the memory limit", zap.Int64("floor_bytes", bytes),
+			zap.Int64("memory_limit_bytes", limit), zap.Int64("capped_bytes", limit/2))
+		bytes = limit / 2
+	}
+	f := &Floor{bytes: bytes, log: log}
 	state.handles[f] = struct{}{}
-	state.bytes = max(state.bytes, o.Bytes)
+	state.bytes = max(state.bytes, bytes)
 	if o.Registerer != nil {
 		o.Registerer.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_gc_floor_percent",
@@ -195,6 +206,13 @@ const heapMinimum = 4 << 20
 
 // Percent returns the GOGC in force.
 func (f *Floor) Percent() int { return int(state.percent.Load()) }
+
+// Bytes returns the process's floor (the largest of the live handles').
+func (f *Floor) Bytes() int64 {
+	state.mu.Lock()
+	defer state.mu.Unlock()
+	return state.bytes
+}
 
 // Stop releases the handle; the last one puts GOGC back to its value at
 // the first Start. Safe on nil and more than once.

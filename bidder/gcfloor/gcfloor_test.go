@@ -123,6 +123,17 @@ func TestHandlesShareTheFloor(t *testing.T) {
 	}
 }
 
+// Under a memory limit the floor takes at most half of it.
+func TestFloorCappedByMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(64 << 20)
+	defer debug.SetMemoryLimit(prev)
+	f := Start(Options{Bytes: 256 << 20})
+	defer f.Stop()
+	if got := f.Bytes(); got != 32<<20 {
+		t.Fatalf("floor %d bytes under a 64 MiB limit, want 32 MiB", got)
+	}
+}
+
 func TestStartOff(t *testing.T) {
 	var nilFloor *Floor
 	nilFloor.Stop()
