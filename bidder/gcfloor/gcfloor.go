@@ -16,8 +16,8 @@
 // above the floor. The cost is memory: the heap may hold up to the floor in
 // garbage, which is the point. GOMEMLIMIT still bounds it: the runtime
 // collects at the memory limit whatever GOGC says, and a floor above half
-// the limit is capped there. This is Uber's "GOGC
-// tuner" idea, driven by the runtime's own live-heap metric.
+// the limit is capped there. This is Uber's "GOGC tuner" idea, driven by
+// the runtime's own figures for the last cycle.
 package gcfloor
 
 import (
