@@ -133,7 +133,13 @@ type noticeState struct {
 
 // serveNotice is GET /win (kind noticeWin) and GET /bill (noticeBill).
 func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
-	out := b.notice(rc, kind)
+	b.answerNotice(rc, kind, b.notice(rc, kind))
+}
+
+// answerNotice counts a notice's outcome and answers it: the outcome
+// header and the status (204 accepted or replay, 503 store unavailable,
+// 400 otherwise; a 405 set by notice stays).
+func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
 	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
 	switch out {

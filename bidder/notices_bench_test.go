@@ -276,15 +276,7 @@ func unbufferedNotice(b *Bidder, rc *fasthttp.RequestCtx, store spend.Store, idP
 			}
 		}
 	}
-	b.nm.out[kind][out].Inc()
-	switch out {
-	case outAccepted, outReplay:
-		rc.SetStatusCode(fasthttp.StatusNoContent)
-	case outUnavailable:
-		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
-	default:
-		rc.SetStatusCode(fasthttp.StatusBadRequest)
-	}
+	b.answerNotice(rc, kind, out)
 }
 
 var benchNoticeKeysOnce = sync.OnceValues(func() (*token.Keys, error) { return token.NewKeys(testKey) })
