@@ -143,30 +143,10 @@ func mustVec(t *testing.T, reg *prometheus.Registry, name, label string) prometh
 // (INTERNAL), while its neighbours are still served.
 func TestServerWirePath(t *testing.T) {
 	dir := t.TempDir()
-	lock, err := catalog.LockDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := catalog.NewBuilder(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []*catalogpb.Product{
+	catalogtest.WriteCatalog(t, dir, []*catalogpb.Product{
 		{ProductGroupId: 5, ProductId: 1, Title: "good", InStock: true},
 		{ProductGroupId: 5, ProductId: 2, Title: "bad \xff", InStock: true},
-	} {
-		if err := b.Put(p); err != nil {
-			t.Fatal(err)
-		}
-	}
-	name, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := catalog.Publish(dir, name); err != nil {
-		t.Fatal(err)
-	}
-	lock.Close()
+	})
 	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1})
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,10 @@ func FullProduct() *catalogpb.Product {
 }
 
 // WriteFixture builds and publishes the fixture catalog in dir.
-func WriteFixture(t testing.TB, dir string) {
+func WriteFixture(t testing.TB, dir string) { WriteCatalog(t, dir, Products()) }
+
+// WriteCatalog builds a catalog version of ps in dir and publishes it.
+func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) {
 	t.Helper()
 	lock, err := catalog.LockDir(dir)
 	if err != nil {
@@ -81,7 +84,7 @@ func WriteFixture(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range Products() {
+	for _, p := range ps {
 		if err := b.Put(p); err != nil {
 			t.Fatal(err)
 		}
