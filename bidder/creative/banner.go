@@ -170,9 +170,12 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker) []byte {
 	if IsHTTPURL(p.ImageUrl) {
 		dst = append(dst, `<img src='`...)
 		dst = AppendHTML(dst, p.ImageUrl)
-		dst = append(dst, `' alt='`...)
-		dst = AppendHTML(dst, p.Title)
-		dst = append(dst, `'>`...)
+		// alt='': the title is the link's visible text right after the
+		// image, so the image is decorative (WAI images tutorial,
+		// "functional images": an image beside link text that says the
+		// same gets a null alt). Repeating the title would make screen
+		// readers say it twice, and it cost 4-8% of a 15-product response.
+		dst = append(dst, `' alt=''>`...)
 	}
 	dst = append(dst, `<span class=tx><span class=t>`...)
 	dst = AppendHTML(dst, p.Title)
