@@ -22,6 +22,20 @@ type AttrSafeLinker interface {
 	AttrSafe()
 }
 
+// BaseLinker is a Linker whose click URLs share one base. AppendClickBase
+// appends that absolute base URL (ending in '/'), which AppendBanner writes
+// once as the document's <base href>; AppendClickRef appends p's click URL
+// relative to it (one path segment: no '/', '?', '#' or ':'). A banner then
+// carries the shared part (rtbd's signed click token, about 200
+// characters) once instead of once per product. When AppendClickBase
+// appends nothing, the banner uses AppendClickURL's absolute URLs. Its
+// output is trusted like an AttrSafeLinker's when it is one, else checked.
+type BaseLinker interface {
+	Linker
+	AppendClickBase(dst []byte) []byte
+	AppendClickRef(dst []byte, p *catalogpb.Product) []byte
+}
+
 // Banner is what AppendBanner renders.
 type Banner struct {
 	// W and H are the slot size in CSS pixels (> 0).
@@ -32,7 +46,8 @@ type Banner struct {
 	// Advertiser is shown in the ad marker ("Ad · Advertiser"); may be "".
 	Advertiser string
 	// Links gives each product's click URL; nil links to the product's
-	// landing URL directly (tests and previews only).
+	// landing URL directly (tests and previews only). A product the Linker
+	// gives no URL for gets a cell without a link target (no href).
 	Links Linker
 }
 
@@ -95,7 +110,21 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	cellW, cellH := w/cols, h/rows
 	horizontal := cellW*10 >= cellH*16 // wide cells: image left, text right
 
-	dst = append(dst, `<!DOCTYPE html><html><head><meta charset=utf-8><meta name=viewport content='width=`...)
+	dst = append(dst, `<!DOCTYPE html><html><head><meta charset=utf-8>`...)
+	// The base comes before any element with a URL (HTML: "the first base
+	// element with an href attribute" sets the document's base URL).
+	var base BaseLinker
+	if bl, ok := b.Links.(BaseLinker); ok {
+		dst = append(dst, `<base href='`...)
+		start := len(dst)
+		if dst = appendLink(dst, bl, bl.AppendClickBase); len(dst) > start {
+			dst = append(dst, `'>`...)
+			base = bl
+		} else {
+			dst = dst[:start-len(`<base href='`)]
+		}
+	}
+	dst = append(dst, `<meta name=viewport content='width=`...)
 	dst = strconv.AppendInt(dst, int64(w), 10)
 	dst = append(dst, `'><style>*{box-sizing:border-box;margin:0;padding:0}html,body{width:`...)
 	dst = appendPx(dst, w)
@@ -139,7 +168,7 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 			}
 			dst = append(dst, `<div class=pg>`...)
 		}
-		dst = appendCell(dst, p, b.Links)
+		dst = appendCell(dst, p, b.Links, base)
 		n++
 	}
 	if n > 0 {
@@ -159,14 +188,25 @@ func appendPx(dst []byte, v int) []byte {
 }
 
 // appendCell appends one product cell: a link around image, title, price.
-func appendCell(dst []byte, p *catalogpb.Product, links Linker) []byte {
+// With base set (the document has its <base href>), the link is base's
+// relative reference for p.
+func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker) []byte {
 	dst = append(dst, `<a class=it target=_blank rel=noopener href='`...)
-	if links != nil {
-		dst = appendClick(dst, p, links)
-	} else if IsHTTPURL(p.LandingUrl) {
+	start := len(dst)
+	switch {
+	case base != nil:
+		dst = appendLink(dst, base, func(d []byte) []byte { return base.AppendClickRef(d, p) })
+	case links != nil:
+		dst = appendLink(dst, links, func(d []byte) []byte { return links.AppendClickURL(d, p) })
+	case IsHTTPURL(p.LandingUrl):
 		dst = AppendHTML(dst, p.LandingUrl)
 	}
-	dst = append(dst, `'>`...)
+	if len(dst) == start { // nowhere to go: a cell without a link target
+		dst = dst[:start-len(` href='`)]
+		dst = append(dst, '>')
+	} else {
+		dst = append(dst, `'>`...)
+	}
 	if IsHTTPURL(p.ImageUrl) {
 		dst = append(dst, `<img src='`...)
 		dst = AppendHTML(dst, p.ImageUrl)
@@ -191,11 +231,12 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker) []byte {
 	return append(dst, `</span></span></a>`...)
 }
 
-// appendClick appends the Linker's URL for p, attribute-escaped. The URL
-// is built in dst's spare room and then escaped into place.
-func appendClick(dst []byte, p *catalogpb.Product, links Linker) []byte {
+// appendLink appends what add (a method of links) appends,
+// attribute-escaped unless links is an AttrSafeLinker. The URL is built in
+// dst's spare room and then escaped into place.
+func appendLink(dst []byte, links Linker, add func([]byte) []byte) []byte {
 	start := len(dst)
-	dst = links.AppendClickURL(dst, p)
+	dst = add(dst)
 	if _, ok := links.(AttrSafeLinker); ok {
 		return dst
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"html"
 	"math/rand/v2"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -53,6 +55,7 @@ func (testLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 // parsed is what a banner's HTML holds, read back by a real HTML parser.
 type parsed struct {
 	tags   map[string]int
+	bases  []string // <base href> values, in document order
 	hrefs  []string
 	srcs   []string
 	texts  []string
@@ -79,7 +82,12 @@ func parseHTML(t *testing.T, doc []byte) parsed {
 					p.hrefs = append(p.hrefs, a.Val)
 				case n.Data == "img" && a.Key == "src":
 					p.srcs = append(p.srcs, a.Val)
+				case n.Data == "base" && a.Key == "href":
+					p.bases = append(p.bases, a.Val)
 				}
+			}
+			if n.Data == "base" && (n.Parent == nil || n.Parent.Data != "head" || p.tags["style"] > 0 || p.tags["img"] > 0) {
+				p.bases = append(p.bases, "MISPLACED")
 			}
 			if n.Data == "style" {
 				p.styles++
@@ -513,5 +521,79 @@ func TestEscapingMatchesReference(t *testing.T) {
 		if got, want := IsHTTPURL(s), refURL(s); got != want {
 			t.Fatalf("IsHTTPURL(%q) = %v, want %v", s, got, want)
 		}
+	}
+}
+
+// baseLinks is a BaseLinker as rtbd's is: one base URL holding the token,
+// a product id per link; no link for product skip.
+type baseLinks struct {
+	base string
+	skip int64
+}
+
+func (l baseLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
+	if p.ProductId == l.skip {
+		return dst
+	}
+	return fmt.Appendf(dst, "https://bid.example/click?t=TOKEN.%d", p.ProductId)
+}
+
+func (l baseLinks) AppendClickBase(dst []byte) []byte { return append(dst, l.base...) }
+
+func (l baseLinks) AppendClickRef(dst []byte, p *catalogpb.Product) []byte {
+	if p.ProductId == l.skip {
+		return dst
+	}
+	return strconv.AppendInt(dst, p.ProductId, 10)
+}
+
+// TestBannerBaseLinks: with a BaseLinker the document has one <base href>
+// in its head before any URL, every product link resolves against it (as
+// a browser does) to the product's click URL, a product without a link
+// gets an <a> without href, and an empty base falls back to absolute URLs.
+func TestBannerBaseLinks(t *testing.T) {
+	ps := products(7)
+	const base = "https://bid.example/click/TOKEN/"
+	doc := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: baseLinks{base: base, skip: 103}})
+	got := parseHTML(t, doc)
+	if len(got.bases) != 1 || got.bases[0] != base {
+		t.Fatalf("bases %q, want one %q in <head> before any style or image:\n%s", got.bases, base, doc)
+	}
+	if got.tags["a"] != len(ps) || len(got.hrefs) != len(ps)-1 {
+		t.Fatalf("%d links with %d hrefs, want %d and %d (product 103 has none):\n%s", got.tags["a"], len(got.hrefs), len(ps), len(ps)-1, doc)
+	}
+	b, _ := url.Parse(got.bases[0])
+	i := 0
+	for _, p := range ps {
+		if p.ProductId == 103 {
+			continue
+		}
+		ref, err := url.Parse(got.hrefs[i])
+		if err != nil || ref.IsAbs() {
+			t.Errorf("href %q: want a relative reference (%v)", got.hrefs[i], err)
+		}
+		if u := b.ResolveReference(ref).String(); u != base+strconv.FormatInt(p.ProductId, 10) {
+			t.Errorf("href %q resolves to %q, want product %d's click URL", got.hrefs[i], u, p.ProductId)
+		}
+		i++
+	}
+	if n := strings.Count(string(doc), "TOKEN"); n != 1 {
+		t.Errorf("the shared part appears %d times, want once", n)
+	}
+
+	// No base: absolute URLs from AppendClickURL, no <base>.
+	doc = AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps[:2], Links: baseLinks{}})
+	got = parseHTML(t, doc)
+	if len(got.bases) != 0 || len(got.hrefs) != 2 || got.hrefs[0] != "https://bid.example/click?t=TOKEN.100" {
+		t.Errorf("empty base: bases %q hrefs %q, want none and absolute URLs", got.bases, got.hrefs)
+	}
+
+	// A Linker that is not AttrSafe is escaped: base and refs read back
+	// as given, and nothing breaks out of the attribute.
+	evilBase := `https://bid.example/c/'><script>x</script>/`
+	doc = AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps[:1], Links: baseLinks{base: evilBase}})
+	got = parseHTML(t, doc)
+	if got.tags["script"] != 0 || len(got.bases) != 1 || got.bases[0] != evilBase || len(got.hrefs) != 1 || got.hrefs[0] != "100" {
+		t.Errorf("unsafe base: script %d, bases %q, hrefs %q:\n%s", got.tags["script"], got.bases, got.hrefs, doc)
 	}
 }

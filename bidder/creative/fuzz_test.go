@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -55,6 +56,18 @@ func FuzzBanner(f *testing.F) {
 			if strings.HasPrefix(a, "on") {
 				t.Fatalf("attribute %q", a)
 			}
+		}
+		// A BaseLinker whose base is the fuzzed text: escaped, read back
+		// intact (as valid UTF-8), never more than one <base>.
+		doc = string(AppendBanner(nil, &Banner{W: w, H: h, Products: []*catalogpb.Product{p}, Links: baseLinks{base: img}}))
+		got = parseHTML(t, []byte(doc))
+		if got.tags["script"] != 0 || got.tags["a"] != 1 || got.tags["base"] > 1 {
+			t.Fatalf("structure changed by the base: %v\n%s", got.tags, doc)
+		}
+		// (An HTML parser reads CR and CRLF as LF.)
+		want := strings.ReplaceAll(strings.ReplaceAll(img, "\r\n", "\n"), "\r", "\n")
+		if img != "" && (len(got.bases) != 1 || utf8.ValidString(img) && !strings.ContainsRune(img, 0) && got.bases[0] != want) {
+			t.Fatalf("base %q read back as %q\n%s", img, got.bases, doc)
 		}
 	})
 }
