@@ -638,14 +638,40 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 // product id (one of the ids the token signs). Nothing is appended when
 // the product has no usable landing URL.
 func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
-	l := &st.link
-	if l.c == nil || len(l.tok) == 0 || !slices.Contains(st.clickIDs, p.ProductId) {
-		return dst // no landing URL (the ids the token lists are those with one)
+	if !st.linked(p) {
+		return dst
 	}
 	dst = append(dst, st.b.clickPrefix...)
-	dst = append(dst, l.tok...)
+	dst = append(dst, st.link.tok...)
 	dst = append(dst, clickSep)
 	return strconv.AppendInt(dst, p.ProductId, 10)
+}
+
+// AppendClickBase implements creative.BaseLinker: PublicURL/click/TOKEN/,
+// the bid's click token once per banner, unless Options.AbsoluteClicks.
+func (st *reqState) AppendClickBase(dst []byte) []byte {
+	if st.b.opts.AbsoluteClicks || st.link.c == nil || len(st.link.tok) == 0 {
+		return dst
+	}
+	dst = append(dst, st.b.clickBase...)
+	dst = append(dst, st.link.tok...)
+	return append(dst, '/')
+}
+
+// AppendClickRef implements creative.BaseLinker: product p's link relative
+// to AppendClickBase, its id; nothing when it has no landing URL.
+func (st *reqState) AppendClickRef(dst []byte, p *catalogpb.Product) []byte {
+	if !st.linked(p) {
+		return dst
+	}
+	return strconv.AppendInt(dst, p.ProductId, 10)
+}
+
+// linked reports whether product p of the bid being rendered gets a click
+// link: the bid has a click token and p is one of the ids it lists (those
+// with a landing URL).
+func (st *reqState) linked(p *catalogpb.Product) bool {
+	return st.link.c != nil && len(st.link.tok) > 0 && slices.Contains(st.clickIDs, p.ProductId)
 }
 
 // clickSep separates the token and the product id in a click URL's t

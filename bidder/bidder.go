@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -54,8 +55,12 @@ const (
 	PathBid   = "/openrtb2/bid"
 	PathEvent = "/event"
 	PathClick = "/click"
-	PathWin   = "/win"
-	PathBill  = "/bill"
+	// PathClickBase prefixes the path form of a click URL,
+	// /click/TOKEN/PRODUCT: a banner's <base href> is PublicURL +
+	// PathClickBase + TOKEN + "/", and its links are the product ids.
+	PathClickBase = PathClick + "/"
+	PathWin       = "/win"
+	PathBill      = "/bill"
 )
 
 // HeaderNoticeOutcome is the response header of /win and /bill naming the
@@ -106,6 +111,12 @@ type Options struct {
 	GzipMinBytes int
 	// GDPRVendorID is rtbd's TCF vendor id; 0 checks purposes only.
 	GDPRVendorID uint16
+	// AbsoluteClicks gives every product link of a banner its full
+	// /click?t=TOKEN.PRODUCT URL. By default (false) a banner carries the
+	// click token once, in its <base href> (PublicURL/click/TOKEN/), and
+	// each product link is relative to it (the product id): the token is
+	// about 200 characters, so that is most of the markup of a big banner.
+	AbsoluteClicks bool
 	// NoticeTTL is the validity of win/bill tokens (default 1h), ClickTTL of
 	// click tokens (default 720h).
 	NoticeTTL, ClickTTL time.Duration
@@ -249,6 +260,7 @@ type Bidder struct {
 	logSeq   atomic.Uint64
 
 	winPrefix, billPrefix, clickPrefix string // PublicURL + "/win?t=" ...
+	clickBase                          string // PublicURL + "/click/"
 	bidIDPrefix                        string // random per process
 	exp                                int64  // bid.exp, seconds
 }
@@ -280,6 +292,7 @@ func New(opts Options) (*Bidder, error) {
 		winPrefix:   opts.PublicURL + PathWin + "?t=",
 		billPrefix:  opts.PublicURL + PathBill + "?t=",
 		clickPrefix: opts.PublicURL + PathClick + "?t=",
+		clickBase:   opts.PublicURL + PathClickBase,
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
 		exp:         int64(opts.NoticeTTL / time.Second),
 	}
@@ -361,9 +374,15 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 		rc.Response.Header.Set(HeaderNoticeOutcome, "unhandled")
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	default:
+		if bytes.HasPrefix(rc.Path(), pathClickBase) {
+			b.serveClick(rc)
+			return
+		}
 		rc.SetStatusCode(fasthttp.StatusNotFound)
 	}
 }
+
+var pathClickBase = []byte(PathClickBase)
 
 var (
 	headerOpenRTB = "x-openrtb-version"

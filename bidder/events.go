@@ -72,8 +72,10 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 	rc.Response.SetBody(pixelGIF)
 }
 
-// serveClick is GET /click?t=TOKEN.PRODUCT: a click on product PRODUCT of
-// one of our creatives. TOKEN is the bid's signed click token, which lists
+// serveClick is GET /click?t=TOKEN.PRODUCT or GET /click/TOKEN/PRODUCT (the
+// path form, a banner's link resolved against its <base href>): a click on
+// product PRODUCT of one of our creatives. TOKEN is the bid's signed click
+// token, which lists
 // the products of the creative; the landing URL is looked up in the
 // product catalog (local or remote, within EventTimeout) and resolved as
 // at bid time (the product's absolute URL, else the campaign's click
@@ -97,16 +99,11 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	ss := b.small.Get().(*smallState)
 	defer b.small.Put(ss)
-	t := rc.QueryArgs().Peek("t")
-	pid := int64(-1)
-	if i := bytes.LastIndexByte(t, clickSep); i >= 0 {
-		id, err := strconv.ParseInt(str(t[i+1:]), 10, 64)
-		if err != nil || id <= 0 {
-			b.m.clicks[resInvalid].Inc()
-			rc.SetStatusCode(fasthttp.StatusBadRequest)
-			return
-		}
-		t, pid = t[:i], id
+	t, pid, ok := clickTarget(rc)
+	if !ok {
+		b.m.clicks[resInvalid].Inc()
+		rc.SetStatusCode(fasthttp.StatusBadRequest)
+		return
 	}
 	var err error
 	ss.buf, err = b.opts.Keys.Parse(&ss.tok, t, token.KindClick, time.Now(), ss.buf[:0])
@@ -153,6 +150,29 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	}
 	b.m.clicks[resOK].Inc()
 	b.redirect(rc, dest)
+}
+
+// clickTarget reads the token and the product id of a click: from the path
+// /click/TOKEN/PRODUCT, or from the query t=TOKEN.PRODUCT (pid -1 when t
+// has no product: a version 1 token). ok is false when the product id is
+// malformed or the path has another shape.
+func clickTarget(rc *fasthttp.RequestCtx) (t []byte, pid int64, ok bool) {
+	if path := rc.Path(); len(path) > len(PathClick) {
+		rest := path[len(PathClickBase):] // the router checked the prefix
+		i := bytes.IndexByte(rest, '/')
+		if i <= 0 {
+			return nil, 0, false
+		}
+		id, err := strconv.ParseInt(str(rest[i+1:]), 10, 64)
+		return rest[:i], id, err == nil && id > 0
+	}
+	t = rc.QueryArgs().Peek("t")
+	i := bytes.LastIndexByte(t, clickSep)
+	if i < 0 {
+		return t, -1, true
+	}
+	id, err := strconv.ParseInt(str(t[i+1:]), 10, 64)
+	return t[:i], id, err == nil && id > 0
 }
 
 // clickLanding finds where a click on product pid of the token in ss goes

@@ -185,6 +185,31 @@ func TestEscapedCreative(t *testing.T) {
 	}
 }
 
+// TestClickLinks: by default a banner carries its click token once, in
+// <base href>, and checkResponse follows every link resolved against it;
+// with AbsoluteClicks every link is a full /click?t=TOKEN.PRODUCT URL.
+// Either way each link reaches its product's landing page.
+func TestClickLinks(t *testing.T) {
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	for _, absolute := range []bool{false, true} {
+		f := newFixture(t, func(o *Options) { o.AbsoluteClicks = absolute })
+		r := f.bid(body)
+		_, bids := checkResponse(t, f, body, r, userBulk)
+		adm := bids[0].bid.AdM
+		bases, queries := strings.Count(adm, "<base href='"+f.b.opts.PublicURL+PathClickBase), strings.Count(adm, f.b.opts.PublicURL+PathClick+"?t=")
+		if n := len(bids[0].landing); n < 2 {
+			t.Fatalf("absolute %v: %d links followed, want several", absolute, n)
+		}
+		if absolute && (bases != 0 || queries != len(bids[0].landing)) || !absolute && (bases != 1 || queries != 0) {
+			t.Errorf("absolute %v: %d <base> and %d /click?t= links for %d products:\n%s", absolute, bases, queries, len(bids[0].landing), adm)
+		}
+	}
+	f := newFixture(t, nil)
+	if r := f.do("GET", "/clicks/x/1", nil); r.status != 404 {
+		t.Errorf("/clicks/x/1: status %d, want 404 (not the click path)", r.status)
+	}
+}
+
 func TestNoProductsAndNoMatch(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.NBRBody = true })
 	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
@@ -417,27 +442,38 @@ func TestClickProducts(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		f        *fixture
-		query    string
+		uri      string
 		status   int
 		location string
 		result   string
 	}{
-		{"listed product", f, "t=" + plain + ".1", 302, item1, "ok"},
-		{"campaign since removed", f, "t=" + gone + ".1", 302, item1, "ok"},
-		{"product not in the token", f, "t=" + plain + ".2", 400, "", "invalid"},
-		{"no product", f, "t=" + plain, 400, "", "invalid"},
-		{"empty product", f, "t=" + plain + ".", 400, "", "invalid"},
-		{"bad product", f, "t=" + plain + ".x1", 400, "", "invalid"},
-		{"negative product", f, "t=" + plain + ".-1", 400, "", "invalid"},
-		{"v1 token with a product", f, "t=" + string(v1) + ".1", 400, "", "invalid"},
-		{"out of stock, no click base", f, "t=" + plain + ".10", 404, "", "fallback"},
-		{"out of stock, click base", f, "t=" + based + ".10", 302, "https://shop.example.com/lp", "fallback"},
-		{"not in the catalog, click base", f, "t=" + based + ".999", 302, "https://shop.example.com/lp", "fallback"},
-		{"catalog down, click base", down, "t=" + based + ".1", 302, "https://shop.example.com/lp", "error"},
-		{"catalog down, no click base", down, "t=" + plain + ".1", 503, "", "error"},
+		{"listed product", f, "/click?t=" + plain + ".1", 302, item1, "ok"},
+		{"campaign since removed", f, "/click?t=" + gone + ".1", 302, item1, "ok"},
+		{"product not in the token", f, "/click?t=" + plain + ".2", 400, "", "invalid"},
+		{"no product", f, "/click?t=" + plain, 400, "", "invalid"},
+		{"empty product", f, "/click?t=" + plain + ".", 400, "", "invalid"},
+		{"bad product", f, "/click?t=" + plain + ".x1", 400, "", "invalid"},
+		{"negative product", f, "/click?t=" + plain + ".-1", 400, "", "invalid"},
+		{"v1 token with a product", f, "/click?t=" + string(v1) + ".1", 400, "", "invalid"},
+		{"out of stock, no click base", f, "/click?t=" + plain + ".10", 404, "", "fallback"},
+		{"out of stock, click base", f, "/click?t=" + based + ".10", 302, "https://shop.example.com/lp", "fallback"},
+		{"not in the catalog, click base", f, "/click?t=" + based + ".999", 302, "https://shop.example.com/lp", "fallback"},
+		{"catalog down, click base", down, "/click?t=" + based + ".1", 302, "https://shop.example.com/lp", "error"},
+		{"catalog down, no click base", down, "/click?t=" + plain + ".1", 503, "", "error"},
+		// The path form, a banner's link resolved against its <base href>.
+		{"path form", f, "/click/" + plain + "/1", 302, item1, "ok"},
+		{"path form with a query", f, "/click/" + plain + "/1?utm=x", 302, item1, "ok"},
+		{"path form, product not in the token", f, "/click/" + plain + "/2", 400, "", "invalid"},
+		{"path form, no product", f, "/click/" + plain + "/", 400, "", "invalid"},
+		{"path form, no token", f, "/click//1", 400, "", "invalid"},
+		{"path form, extra segment", f, "/click/" + plain + "/1/2", 400, "", "invalid"},
+		{"path form, query form inside", f, "/click/" + plain + ".1", 400, "", "invalid"},
+		{"path form, v1 token", f, "/click/" + string(v1) + "/1", 400, "", "invalid"},
+		{"path form, not in the catalog, click base", f, "/click/" + based + "/999", 302, "https://shop.example.com/lp", "fallback"},
+		{"path form, catalog down, no click base", down, "/click/" + plain + "/1", 503, "", "error"},
 	} {
 		before := tc.f.counter("rtbd_bidder_clicks_total", "result", tc.result)
-		r := tc.f.do("GET", "/click?"+tc.query, nil)
+		r := tc.f.do("GET", tc.uri, nil)
 		if r.status != tc.status || r.headers["Location"] != tc.location {
 			t.Errorf("%s: status %d Location %q, want %d %q", tc.name, r.status, r.headers["Location"], tc.status, tc.location)
 		}

@@ -43,7 +43,11 @@ func FuzzHandler(f *testing.F) {
 	for _, q := range []string{".1", ".2", ".10", ".3", ".", ".-1", ".99999999999999999999", "..1"} {
 		f.Add("GET", "/click?t="+string(click)+q, []byte(nil), "")
 	}
+	for _, q := range []string{"/1", "/2", "/10", "/", "/1/2", "/-1", "%2F1", "/../1"} {
+		f.Add("GET", PathClickBase+string(click)+q, []byte(nil), "")
+	}
 	f.Add("GET", "/click?t=.1", []byte(nil), "")
+	f.Add("GET", "/click//1", []byte(nil), "")
 	f.Add("GET", "/win?t=x&p=1", []byte(nil), "")
 	h := fx.b.Handler()
 	f.Fuzz(func(t *testing.T, method, uri string, body []byte, encoding string) {

@@ -75,6 +75,7 @@ func OptionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		MaxBodyBytes:    c.MaxBodyBytes,
 		MaxInFlight:     c.MaxInFlight,
 		Overload503:     c.OverloadResponse == "503",
+		AbsoluteClicks:  c.ClickLinks == "absolute",
 		NBRBody:         c.NBRBody,
 		GzipMinBytes:    c.GzipMinBytes,
 		GDPRVendorID:    uint16(vendor),

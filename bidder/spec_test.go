@@ -190,6 +190,9 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 		if err != nil {
 			t.Fatalf("adm is not HTML: %v", err)
 		}
+		// Links resolve against the document's <base href>, as a
+		// browser resolves them (the path form /click/TOKEN/PRODUCT).
+		var base *url.URL
 		var walk func(n *xhtml.Node)
 		walk = func(n *xhtml.Node) {
 			if n.Type == xhtml.ElementNode {
@@ -198,7 +201,23 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 				}
 				for _, a := range n.Attr {
 					switch {
+					case n.Data == "base" && a.Key == "href":
+						if base != nil {
+							t.Error("two <base> elements")
+						}
+						var err error
+						if base, err = url.Parse(a.Val); err != nil || !base.IsAbs() {
+							t.Errorf("<base href=%q>: want an absolute URL (%v)", a.Val, err)
+						}
 					case n.Data == "a" && a.Key == "href":
+						if base != nil {
+							ref, err := url.Parse(a.Val)
+							if err != nil {
+								t.Errorf("href %q: %v", a.Val, err)
+								continue
+							}
+							a.Val = base.ResolveReference(ref).String()
+						}
 						c.clicks = append(c.clicks, a.Val)
 					case n.Data == "img" && a.Key == "src":
 						c.images = append(c.images, a.Val)
@@ -227,17 +246,25 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 		}
 	}
 	clickPrefix := f.b.opts.PublicURL + PathClick + "?t="
+	clickBase := f.b.opts.PublicURL + PathClickBase
 	for _, cl := range c.clicks {
-		if !strings.HasPrefix(cl, clickPrefix) {
-			t.Errorf("click link %q does not go through %s", cl, clickPrefix)
+		// t=TOKEN.PRODUCT or /click/TOKEN/PRODUCT: the bid's click
+		// token, signed once, lists the creative's products; the link
+		// names one of them.
+		var tokPart, pidPart string
+		var ok bool
+		switch {
+		case strings.HasPrefix(cl, clickPrefix):
+			tokPart, pidPart, ok = strings.Cut(strings.TrimPrefix(cl, clickPrefix), ".")
+		case strings.HasPrefix(cl, clickBase):
+			tokPart, pidPart, ok = strings.Cut(strings.TrimPrefix(cl, clickBase), "/")
+		default:
+			t.Errorf("click link %q goes through neither %s nor %s", cl, clickPrefix, clickBase)
 			continue
 		}
-		// t=TOKEN.PRODUCT: the bid's click token, signed once, lists
-		// the creative's products; the link names one of them.
-		tokPart, pidPart, ok := strings.Cut(strings.TrimPrefix(cl, clickPrefix), ".")
 		pid, err := strconv.ParseInt(pidPart, 10, 64)
 		if !ok || err != nil {
-			t.Errorf("click link %q: want t=TOKEN.PRODUCT", cl)
+			t.Errorf("click link %q: want t=TOKEN.PRODUCT or /click/TOKEN/PRODUCT", cl)
 			continue
 		}
 		var tk token.Token
@@ -250,7 +277,7 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 		}
 		// Follow the click: the landing URL comes from the catalog.
 		u, _ := url.Parse(cl)
-		cr := f.do("GET", PathClick+"?"+u.RawQuery, nil)
+		cr := f.do("GET", u.RequestURI(), nil)
 		if cr.status != 302 {
 			t.Errorf("click %q: status %d, want 302", cl, cr.status)
 		}
@@ -315,7 +342,7 @@ func TestSpecExamples(t *testing.T) {
 			}
 			// A click on the first product redirects to its landing page.
 			u, _ := url.Parse(c.clicks[0])
-			cr := f.do("GET", PathClick+"?"+u.RawQuery, nil)
+			cr := f.do("GET", u.RequestURI(), nil)
 			if cr.status != 302 || cr.headers["Location"] != wantLanding[0] {
 				t.Errorf("click: status %d Location %q, want 302 %s", cr.status, cr.headers["Location"], wantLanding[0])
 			}

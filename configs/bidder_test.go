@@ -41,6 +41,8 @@ func TestBidderValidate(t *testing.T) {
 		{"bidder.max_body_bytes", "100", "bidder.max_body_bytes: must be >= 1024, got 100"},
 		{"bidder.max_in_flight", "0", "bidder.max_in_flight: must be >= 1, got 0"},
 		{"bidder.overload_response", "503", ""},
+		{"bidder.click_links", "absolute", ""},
+		{"bidder.click_links", "relative", `bidder.click_links: must be one of base, absolute; got "relative"`},
 		{"bidder.overload_response", "drop", `bidder.overload_response: must be one of nobid, 503; got "drop"`},
 		{"bidder.nbr_body", "true", ""},
 		{"bidder.gzip_min_bytes", "0", ""},

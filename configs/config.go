@@ -146,6 +146,11 @@ type Bidder struct {
 	NoticeTTL time.Duration `yaml:"notice_ttl"`
 	// ClickTTL is how long click tokens stay valid.
 	ClickTTL time.Duration `yaml:"click_ttl"`
+	// ClickLinks is how a banner links its products: "base" (the click
+	// token once, in the document's <base href>, each link relative to it)
+	// or "absolute" (a full /click URL per product, for SSPs that rewrite
+	// or wrap the links in a creative).
+	ClickLinks string `yaml:"click_links"`
 	// EventTimeout bounds the store write of a /event pixel and the catalog
 	// lookup of a /click.
 	EventTimeout time.Duration `yaml:"event_timeout"`
@@ -226,6 +231,7 @@ func (b Bidder) Validate(p *Problems) {
 	}
 	p.Positive("notice_ttl", b.NoticeTTL)
 	p.Positive("click_ttl", b.ClickTTL)
+	p.OneOf("click_links", b.ClickLinks, "base", "absolute")
 	p.Positive("event_timeout", b.EventTimeout)
 	p.Range("access_log_sample", int64(b.AccessLogSample), 0, 1<<30)
 	p.Positive("read_timeout", b.ReadTimeout)

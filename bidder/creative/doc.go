@@ -9,7 +9,9 @@
 // <style> element, no script, no external resource but the product images.
 // Each product is a cell with its image, title and price (the list price
 // struck through beside the sale price when there is one), linked through
-// the click URL the Linker gives (rtbd's signed /click). The layout follows
+// the click URL the Linker gives (rtbd's signed /click). A BaseLinker's
+// shared part (rtbd's click token) is written once, as the document's
+// <base href>, and each link is relative to it. The layout follows
 // the size (LayoutFor): a grid (300x250: 2x2), a strip (728x90: 5 in a
 // row), a column (160x600: 4 stacked) or a single product (320x50); when
 // there are more products than cells, the extra pages scroll sideways

@@ -1,7 +1,7 @@
 // Package token makes and checks the HMAC-signed tokens that rtbd puts in
 // the URLs it hands out: the win and billing notice URLs of a bid (nurl,
 // burl: /win?t=TOKEN&p=${AUCTION_PRICE}) and the click URLs of a creative
-// (/click?t=TOKEN.PRODUCT). A token carries what the notice handler needs
+// (/click/TOKEN/PRODUCT, or /click?t=TOKEN.PRODUCT). A token carries what the notice handler needs
 // without a lookup (campaign, creative, auction and imp ids, the bid price
 // in micros and its currency, the user; for a click, the product group and
 // the ids of the products in the creative) and when it was issued and
