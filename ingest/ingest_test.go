@@ -417,20 +417,39 @@ func TestDeltaNeedsLiveVersion(t *testing.T) {
 // lock file, and the first one completes.
 func TestSecondIngestFailsFast(t *testing.T) {
 	dir := t.TempDir()
-	pr, pw := io.Pipe()
+	var pw *io.PipeWriter
 	first := make(chan error, 1)
 	o := testOptions(dir)
 	o.Format = "csv"
-	go func() {
-		_, err := Run(context.Background(), o, []string{"-"}, pr)
-		first <- err
-	}()
-	// Wait (bounded) until the first ingest holds the lock.
+	start := func() {
+		var pr *io.PipeReader
+		pr, pw = io.Pipe()
+		go func() {
+			_, err := Run(context.Background(), o, []string{"-"}, pr)
+			first <- err
+		}()
+	}
+	start()
+	// Wait (bounded) until the first ingest holds the lock. The probe
+	// takes the lock itself for a moment: when the first ingest tries it
+	// in that moment, it fails fast with ErrLocked (what this test is
+	// about) and is started again.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		select {
+		case err := <-first:
+			if !errors.Is(err, catalog.ErrLocked) {
+				t.Fatalf("the first ingest ended before its input: %v", err)
+			}
+			start()
+		default:
+		}
 		l, err := catalog.LockDir(dir)
-		if err != nil {
+		if errors.Is(err, catalog.ErrLocked) {
 			break
+		}
+		if err != nil {
+			t.Fatal(err)
 		}
 		l.Close()
 		if time.Now().After(deadline) {
