@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -63,13 +64,29 @@ func TestFloorCutsCollections(t *testing.T) {
 	runtime.GC() // the first cycle under the floor re-arms the hook
 	with := churn(256 << 20)
 	t.Logf("collections for 256 MiB of garbage: %d without the floor, %d with a 64 MiB floor (GOGC now %d)", without, with, f.Percent())
-	if with*4 > without {
-		t.Errorf("with the floor %d collections, without %d: want at most a quarter", with, without)
+	// Under a 64 MiB floor a cycle starts only after ~64 MiB minus the
+	// live heap of allocation: about 4 for 256 MiB; at most 8 even with
+	// 16+ MiB counted live (floating garbage: on a busy machine the mark
+	// phase runs long while this loop allocates, and CI saw 7 MiB). The
+	// count without the floor depends on how fast the collector keeps up
+	// with the loop (85 here when idle, 17 on a loaded CI machine), so it
+	// is only required to be higher, not a fixed multiple.
+	if with > 8 || with >= without {
+		t.Errorf("with the floor %d collections, without %d: want at most 8, and fewer than without", with, without)
 	}
 	// A floor, not GOGC=off: 256 MiB of garbage over a 64 MiB floor still
 	// takes about 4 collections.
 	if with < 2 {
 		t.Errorf("with a 64 MiB floor, %d collections for 256 MiB of garbage: want at least 2", with)
+	}
+	// The churn's last cycle counted what the loop allocated during its
+	// mark phase as live (allocated black: a busy machine saw 32+ MiB, and
+	// GOGC at the base). Collections with nothing allocating measure the
+	// true live heap; the hook runs after each one, in the finalizer
+	// goroutine, so wait for it (bounded).
+	for i := 0; i < 100 && f.Percent() <= 100; i++ {
+		runtime.GC()
+		time.Sleep(time.Millisecond)
 	}
 	if p := f.Percent(); p <= 100 {
 		t.Errorf("GOGC in force %d, want above 100 for a small live heap", p)
