@@ -72,24 +72,24 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 	rc.Response.SetBody(pixelGIF)
 }
 
-// serveClick is GET /click?t=TOKEN.PRODUCT or GET /click/TOKEN/PRODUCT (the
-// path form, a banner's link resolved against its <base href>): a click on
-// product PRODUCT of one of our creatives. TOKEN is the bid's signed click
-// token, which lists
-// the products of the creative; the landing URL is looked up in the
-// product catalog (local or remote, within EventTimeout) and resolved as
-// at bid time (the product's absolute URL, else the campaign's click
-// base). Never an open redirect: only a product rtbd signed for is
-// followed, to a URL from rtbd's own catalog and campaigns.
+// serveClick is GET /click?t=TOKEN.PRODUCT or GET /click/TOKEN/PRODUCT
+// (the path form: a banner's link resolved against its <base href>): a
+// click on product PRODUCT of one of our creatives. TOKEN is the bid's
+// signed click token, which lists the products of the creative; the
+// landing URL is looked up in the product catalog (local or remote, within
+// EventTimeout) and resolved as at bid time (the product's absolute URL,
+// else the campaign's click base). Never an open redirect: only a product
+// rtbd signed for is followed, to a URL from rtbd's own catalog and
+// campaigns.
 //
 // Answers: 302 to the landing URL; 302 to the campaign's click base when
 // the product is no longer served (removed, out of stock: counted as
-// "fallback") or the catalog failed (counted as "error"); 400 for a missing, unsigned, tampered or
-// non-click token or a product the token does not list; 410 for an expired
-// token; 404 when there is nowhere to send the click; 503 when the catalog
-// failed and there is no click base. Version 1 tokens (the landing URL
-// signed in the token, /click?t=TOKEN) are still followed until they
-// expire.
+// "fallback") or the catalog failed (counted as "error"); 400 for a
+// missing, unsigned, tampered or non-click token, a product the token does
+// not list, or a path of another shape; 410 for an expired token; 404 when
+// there is nowhere to send the click; 503 when the catalog failed and
+// there is no click base. Version 1 tokens (the landing URL signed in the
+// token, /click?t=TOKEN) are still followed until they expire.
 func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	if !rc.IsGet() && !rc.IsHead() {
 		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")

@@ -214,7 +214,8 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker)
 		// image, so the image is decorative (WAI images tutorial,
 		// "functional images": an image beside link text that says the
 		// same gets a null alt). Repeating the title would make screen
-		// readers say it twice, and it cost 4-8% of a 15-product response.
+		// readers say it twice, and it cost 3.5% of the 15-product bench
+		// response (8,817 -> 8,507 bytes), more with long titles.
 		dst = append(dst, `' alt=''>`...)
 	}
 	dst = append(dst, `<span class=tx><span class=t>`...)
