@@ -312,7 +312,7 @@ func classifyWin(status int, outcome []byte) Outcome {
 	if status == 204 {
 		return OK
 	}
-	return classifyHTTPStatus(status, nil)
+	return ClassifyHTTPStatus(status, nil)
 }
 
 // eventProducts is a table of Zipf-drawn (group, product id) pairs for
@@ -555,7 +555,7 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 			if status == 200 && ring != nil {
 				ring.harvest(body)
 			}
-			return classifyHTTPStatus(status, body)
+			return ClassifyHTTPStatus(status, body)
 		})
 }
 

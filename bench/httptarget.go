@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bench/httpc"
 )
 
-// httpTarget is the scenarios' HTTP target: one request per Do through a
-// fasthttp.HostClient with keep-alive connections, the request URI and body
-// built per request. (bench/target.HTTP is the general one for library
-// users; it cannot be used here because bench/target imports bench.)
-// Safe for concurrent use.
+// httpTarget is the scenarios' HTTP target: one request per Do through
+// the harness's HTTP/1.1 client (bench/httpc) with keep-alive
+// connections, the request URI and body built per request.
+// (bench/target.HTTP is the general one for library users; it cannot be
+// used here because bench/target imports bench.) Safe for concurrent use.
 type httpTarget struct {
 	name   string
-	origin string // "http://host:port"
 	method string
 	// uri appends the path and query of the next request to dst.
 	uri func(w *Worker, dst []byte) []byte
@@ -29,30 +30,24 @@ type httpTarget struct {
 	// checkHeader, if set, makes check get this response header's value
 	// instead of the body.
 	checkHeader string
-	client      *fasthttp.HostClient
+	client      *httpc.Client
 }
 
-// httpScratch is a worker's reusable buffers (Worker.State).
-type httpScratch struct{ uri, body []byte }
+// httpScratch is a worker's reusable request and response (Worker.State).
+type httpScratch struct {
+	req  httpc.Request
+	resp httpc.Response
+}
 
 func newHTTPTarget(name, addr, method string, maxConns int, uri, body func(*Worker, []byte) []byte, check func(int, []byte) Outcome) *httpTarget {
 	if check == nil {
-		check = classifyHTTPStatus
+		check = ClassifyHTTPStatus
 	}
-	return &httpTarget{
-		name: name, origin: "http://" + addr, method: method, uri: uri, body: body, check: check,
-		client: &fasthttp.HostClient{
-			Addr:                      addr,
-			MaxConns:                  maxConns,
-			MaxConnWaitTimeout:        time.Second,
-			MaxIdemponentCallAttempts: 1, // a benchmark must see failures, not retry them away
-			ConnPoolStrategy:          fasthttp.LIFO,
-			NoDefaultUserAgentHeader:  true,
-			DisablePathNormalizing:    true,
-			ReadTimeout:               10 * time.Second,
-			WriteTimeout:              10 * time.Second,
-		},
+	c, err := httpc.New(httpc.Options{Addrs: []string{addr}, MaxConns: maxConns})
+	if err != nil {
+		panic(err) // addr comes from a server this harness started
 	}
+	return &httpTarget{name: name, method: method, uri: uri, body: body, check: check, client: c}
 }
 
 func (h *httpTarget) Name() string { return h.name }
@@ -60,43 +55,35 @@ func (h *httpTarget) Name() string { return h.name }
 func (h *httpTarget) Do(_ context.Context, w *Worker) Outcome {
 	s, _ := w.State.(*httpScratch)
 	if s == nil {
-		s = &httpScratch{}
+		s = &httpScratch{req: httpc.Request{Method: h.method}}
 		w.State = s
 	}
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	s.uri = append(s.uri[:0], h.origin...)
-	s.uri = h.uri(w, s.uri)
-	req.SetRequestURIBytes(s.uri)
-	req.Header.SetMethod(h.method)
+	s.req.URI = h.uri(w, s.req.URI[:0])
+	s.req.Body, s.req.ContentType = nil, ""
 	if h.body != nil {
-		s.body = h.body(w, s.body[:0])
-		req.Header.SetContentType("application/json")
-		req.SetBodyRaw(s.body)
+		w.Buf = h.body(w, w.Buf[:0])
+		s.req.Body, s.req.ContentType = w.Buf, "application/json"
 	}
-	var err error
-	if w.Deadline.IsZero() {
-		err = h.client.DoTimeout(req, resp, DefaultTimeout)
-	} else {
-		err = h.client.DoDeadline(req, resp, w.Deadline)
+	deadline := w.Deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(DefaultTimeout)
 	}
-	if err != nil {
-		return classifyHTTPError(err)
+	if err := h.client.Do(&s.req, deadline, &s.resp); err != nil {
+		return ClassifyError(err)
 	}
 	if h.checkHeader != "" {
-		return h.check(resp.StatusCode(), resp.Header.Peek(h.checkHeader))
+		return h.check(s.resp.Status, s.resp.Header(h.checkHeader))
 	}
-	return h.check(resp.StatusCode(), resp.Body())
+	return h.check(s.resp.Status, s.resp.Body)
 }
 
-// classifyHTTPStatus: 200 = OK, 204 = NoBid, 4xx, 5xx, else ErrOther.
-func classifyHTTPStatus(status int, _ []byte) Outcome {
+// ClassifyHTTPStatus is the harness's HTTP classification: 200 = OK, 204 =
+// NoBid, 4xx = ErrStatus4xx, 5xx = ErrStatus5xx, anything else ErrOther.
+func ClassifyHTTPStatus(status int, _ []byte) Outcome {
 	switch {
-	case status == fasthttp.StatusOK:
+	case status == 200:
 		return OK
-	case status == fasthttp.StatusNoContent:
+	case status == 204:
 		return NoBid
 	case status >= 400 && status < 500:
 		return ErrStatus4xx
@@ -106,12 +93,19 @@ func classifyHTTPStatus(status int, _ []byte) Outcome {
 	return ErrOther
 }
 
-// classifyHTTPError maps a transport error as bench/target.ClassifyError
-// does: timeouts, connection failures, anything else.
-func classifyHTTPError(err error) Outcome {
+// ClassifyError maps a transport error to an outcome:
+//   - ErrTimeout: a deadline passed (a net.Error whose Timeout() is true,
+//     context.DeadlineExceeded, httpc.ErrNoFreeConns: no connection came
+//     free before the request's deadline, and fasthttp's timeouts);
+//   - ErrConn: refused, reset, broken or closed connections and other
+//     network errors;
+//   - ErrOther: anything else (e.g. httpc.ErrBadResponse, ErrTooLarge).
+func ClassifyError(err error) Outcome {
 	var ne net.Error
 	switch {
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+	case err == nil:
+		return OK
+	case errors.Is(err, httpc.ErrNoFreeConns), errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
 		errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return ErrTimeout
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, fasthttp.ErrNoFreeConns),

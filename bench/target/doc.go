@@ -1,5 +1,6 @@
-// Package target provides generic bench.Target implementations: HTTP (a
-// fasthttp.HostClient POSTing a body per request, 200 = OK, 204 = NoBid) and
+// Package target provides generic bench.Target implementations: HTTP (the
+// harness's HTTP/1.1 client, bench/httpc, POSTing a body per request, 200 =
+// OK, 204 = NoBid) and
 // gRPC unary calls through a caller-supplied function. Protocol-specific
 // targets (OpenRTB bid requests, catalog lookups) are built on these by
 // supplying the body or call function.

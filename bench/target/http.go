@@ -2,17 +2,15 @@ package target
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
-	"syscall"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
 	"github.com/rtbd/rtbd/bench"
+	"github.com/rtbd/rtbd/bench/httpc"
 )
 
 // ErrInvalid is wrapped by option validation errors of this package.
@@ -26,7 +24,7 @@ type HTTPOptions struct {
 	// Required; scheme http or https.
 	URL string
 	// Addrs optionally overrides the host of URL with a list of upstream
-	// "host:port" addresses. The HostClient dials them round-robin, so it
+	// "host:port" addresses. The client dials them round-robin, so it
 	// spreads connections (not single requests) across them: with
 	// keep-alive, a load spreads once it needs several connections.
 	Addrs []string
@@ -53,18 +51,25 @@ type HTTPOptions struct {
 	Timeout time.Duration
 }
 
-// HTTP is a bench.Target sending one HTTP request per Do through a
-// fasthttp.HostClient with keep-alive connections. Safe for concurrent use.
+// HTTP is a bench.Target sending one HTTP/1.1 request per Do through the
+// harness's own client (bench/httpc: keep-alive connections, no retries).
+// Safe for concurrent use.
 type HTTP struct {
 	name        string
-	uri         string
+	uri         []byte // request target: path and query
 	method      string
 	contentType string
 	header      [][2]string
 	body        func(w *bench.Worker, dst []byte) []byte
 	check       func(status int, body []byte) bench.Outcome
 	timeout     time.Duration
-	client      *fasthttp.HostClient
+	client      *httpc.Client
+}
+
+// httpState is a worker's reusable request and response (Worker.State).
+type httpState struct {
+	req  httpc.Request
+	resp httpc.Response
 }
 
 // NewHTTP validates o and returns the target.
@@ -90,7 +95,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 	}
 	h := &HTTP{
 		name:        o.Name,
-		uri:         u.String(),
+		uri:         []byte(u.RequestURI()),
 		method:      o.Method,
 		contentType: o.ContentType,
 		body:        o.Body,
@@ -101,7 +106,7 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		h.name = u.Path
 	}
 	if h.method == "" {
-		h.method = fasthttp.MethodPost
+		h.method = "POST"
 	}
 	if h.contentType == "" {
 		h.contentType = "application/json"
@@ -123,30 +128,19 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 			addr += ":80"
 		}
 	}
-	if len(o.Addrs) > 0 {
-		addr = ""
-		for i, a := range o.Addrs {
-			if i > 0 {
-				addr += ","
-			}
-			addr += a
-		}
+	addrs := o.Addrs
+	if len(addrs) == 0 {
+		addrs = []string{addr}
 	}
-	maxConns := o.MaxConns
-	if maxConns == 0 {
-		maxConns = 1024
+	var tc *tls.Config
+	if u.Scheme == "https" {
+		tc = &tls.Config{}
 	}
-	h.client = &fasthttp.HostClient{
-		Addr:                      addr,
-		IsTLS:                     u.Scheme == "https",
-		MaxConns:                  maxConns,
-		MaxConnWaitTimeout:        h.timeout,
-		MaxIdemponentCallAttempts: 1, // a benchmark must see failures, not hide them in retries
-		// LIFO keeps a small hot set of connections in use after a burst;
-		// the rest idle out (FIFO would cycle through all of them forever).
-		ConnPoolStrategy:         fasthttp.LIFO,
-		NoDefaultUserAgentHeader: true,
-		DisablePathNormalizing:   true,
+	// MaxConns: zero is httpc's default, 1024 (match it to the run's
+	// MaxInFlight so requests never wait for a conn).
+	h.client, err = httpc.New(httpc.Options{Addrs: addrs, Host: u.Host, TLS: tc, MaxConns: o.MaxConns})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	return h, nil
 }
@@ -154,76 +148,41 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 // Name implements bench.Target.
 func (h *HTTP) Name() string { return h.name }
 
-// Client exposes the underlying HostClient (for its connection counters).
-func (h *HTTP) Client() *fasthttp.HostClient { return h.client }
+// Client exposes the underlying client (for its connection counters).
+func (h *HTTP) Client() *httpc.Client { return h.client }
 
 // Do implements bench.Target: it sends one request and classifies the
-// answer. It does not watch ctx (fasthttp has no context support); the
-// request ends by w.Deadline at the latest.
+// answer. It does not watch ctx; the request ends by w.Deadline (or the
+// Timeout option when the run has none) at the latest.
 func (h *HTTP) Do(_ context.Context, w *bench.Worker) bench.Outcome {
-	req := fasthttp.AcquireRequest()
-	resp := fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(h.uri)
-	req.Header.SetMethod(h.method)
-	req.Header.SetContentType(h.contentType)
-	for _, kv := range h.header {
-		req.Header.Set(kv[0], kv[1])
+	s, _ := w.State.(*httpState)
+	if s == nil {
+		s = &httpState{req: httpc.Request{Method: h.method, URI: h.uri, ContentType: h.contentType, Header: h.header}}
+		w.State = s
 	}
+	s.req.Body = nil
 	if h.body != nil {
 		w.Buf = h.body(w, w.Buf[:0])
-		req.SetBodyRaw(w.Buf) // w.Buf is owned by this worker until Do returns
+		s.req.Body = w.Buf // w.Buf is owned by this worker until Do returns
 	}
-	var err error
-	if w.Deadline.IsZero() {
-		err = h.client.DoTimeout(req, resp, h.timeout)
-	} else {
-		err = h.client.DoDeadline(req, resp, w.Deadline)
+	deadline := w.Deadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(h.timeout)
 	}
-	if err != nil {
+	if err := h.client.Do(&s.req, deadline, &s.resp); err != nil {
 		return ClassifyError(err)
 	}
-	return h.check(resp.StatusCode(), resp.Body())
+	return h.check(s.resp.Status, s.resp.Body)
 }
 
 // ClassifyHTTPStatus is the default HTTP classification: 200 = OK, 204 =
-// NoBid, 4xx, 5xx, anything else ErrOther.
-func ClassifyHTTPStatus(status int, _ []byte) bench.Outcome {
-	switch {
-	case status == fasthttp.StatusOK:
-		return bench.OK
-	case status == fasthttp.StatusNoContent:
-		return bench.NoBid
-	case status >= 400 && status < 500:
-		return bench.ErrStatus4xx
-	case status >= 500 && status < 600:
-		return bench.ErrStatus5xx
-	}
-	return bench.ErrOther
+// NoBid, 4xx, 5xx, anything else ErrOther (bench.ClassifyHTTPStatus).
+func ClassifyHTTPStatus(status int, body []byte) bench.Outcome {
+	return bench.ClassifyHTTPStatus(status, body)
 }
 
-// ClassifyError maps a transport error to an outcome: timeouts (fasthttp
-// ErrTimeout, ErrDialTimeout, net.Error timeouts, context deadline) to
-// ErrTimeout; refused, reset, broken or closed connections and other
-// network errors to ErrConn; anything else to ErrOther.
-func ClassifyError(err error) bench.Outcome {
-	var ne net.Error
-	switch {
-	case err == nil:
-		return bench.OK
-	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
-		errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return bench.ErrTimeout
-	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, fasthttp.ErrNoFreeConns),
-		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
-		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
-		return bench.ErrConn
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
-		return bench.ErrConn
-	}
-	return bench.ErrOther
-}
+// ClassifyError maps a transport error to an outcome as the harness does
+// (bench.ClassifyError): timeouts, including no free connection before the
+// deadline, to ErrTimeout; refused, reset, broken or closed connections
+// and other network errors to ErrConn; anything else to ErrOther.
+func ClassifyError(err error) bench.Outcome { return bench.ClassifyError(err) }

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/rtbd/rtbd/bench"
+	"github.com/rtbd/rtbd/bench/httpc"
 )
 
 func startHTTP(t *testing.T, h fasthttp.RequestHandler) string {
@@ -186,6 +187,9 @@ func TestClassifyError(t *testing.T) {
 		{context.DeadlineExceeded, bench.ErrTimeout},
 		{fasthttp.ErrConnectionClosed, bench.ErrConn},
 		{fasthttp.ErrNoFreeConns, bench.ErrConn},
+		{httpc.ErrNoFreeConns, bench.ErrTimeout},
+		{httpc.ErrBadResponse, bench.ErrOther},
+		{httpc.ErrTooLarge, bench.ErrOther},
 		{io.EOF, bench.ErrConn},
 		{fmt.Errorf("dial: %w", syscall.ECONNREFUSED), bench.ErrConn},
 		{&net.OpError{Op: "read", Err: syscall.ECONNRESET}, bench.ErrConn},
