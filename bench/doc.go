@@ -1,7 +1,9 @@
 // Package bench is rtbd's load and benchmark harness: load generators,
 // latency recording, reports and comparisons. It drives anything behind the
 // small Target interface (an HTTP bidder, a gRPC catalog node, ...); the
-// targets live in bench/target, the /proc readers in bench/proc.
+// targets live in bench/target, the /proc readers in bench/proc, and the
+// generator's own HTTP/1.1 client (cheaper than the servers it loads) in
+// bench/httpc.
 //
 // # rtbd bench
 //
