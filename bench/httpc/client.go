@@ -241,13 +241,17 @@ func (c *Client) get(deadline time.Time) (*conn, error) {
 			timer.Stop()
 		}
 	}()
-	for {
+	for waited := false; ; waited = true {
 		c.mu.Lock()
 		if n := len(c.idle); n > 0 {
 			cn := c.idle[n-1]
 			c.idle[n-1] = nil
 			c.idle = c.idle[:n-1]
+			more := n > 1
 			c.mu.Unlock()
+			if waited && more {
+				c.signal() // pass the wake-up on: a token dropped while full could strand another waiter
+			}
 			if time.Since(cn.used) > c.o.MaxIdle {
 				c.discard(cn)
 				continue
@@ -256,7 +260,11 @@ func (c *Client) get(deadline time.Time) (*conn, error) {
 		}
 		if c.open < c.o.MaxConns {
 			c.open++
+			more := c.open < c.o.MaxConns
 			c.mu.Unlock()
+			if waited && more {
+				c.signal()
+			}
 			cn, err := c.dial(deadline)
 			if err != nil {
 				c.closed()

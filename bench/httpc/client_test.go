@@ -443,3 +443,42 @@ func TestResets(t *testing.T) {
 		t.Fatalf("after the reset: %v, %d dials", err, c.Dials())
 	}
 }
+
+// Two connections freed at once must reach two waiters, not one (a wake-up
+// token that is dropped must not strand the second waiter until its
+// deadline).
+func TestEveryWaiterGetsAFreedConn(t *testing.T) {
+	for round := range 20 {
+		release := make(chan struct{})
+		addr := startFast(t, func(rc *fasthttp.RequestCtx) {
+			if string(rc.Path()) == "/slow" {
+				<-release
+			}
+			rc.SetBodyString("ok")
+		})
+		c := newClient(t, Options{Addrs: []string{addr}, MaxConns: 2})
+		errs := make(chan error, 4)
+		for range 2 {
+			go func() {
+				var resp Response
+				errs <- c.Do(&Request{URI: []byte("/slow")}, soon(), &resp)
+			}()
+		}
+		for c.Open() < 2 {
+			time.Sleep(time.Millisecond)
+		}
+		for range 2 {
+			go func() {
+				var resp Response
+				errs <- c.Do(&Request{URI: []byte("/")}, time.Now().Add(3*time.Second), &resp)
+			}()
+		}
+		time.Sleep(20 * time.Millisecond) // both wait
+		close(release)
+		for range 4 {
+			if err := <-errs; err != nil {
+				t.Fatalf("round %d: %v", round, err)
+			}
+		}
+	}
+}
