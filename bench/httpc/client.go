@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,7 +73,8 @@ type Options struct {
 	MaxConns int
 	// MaxIdle: a connection idle longer is closed instead of reused (it
 	// should be below the server's idle timeout, or the first request
-	// after a pause fails on a connection the server closed). Zero: 10 s.
+	// after a pause fails on a connection the server closed), by the next
+	// request that would take it or by a sweep every MaxIdle/2. Zero: 10 s.
 	MaxIdle time.Duration
 	// DialTimeout bounds a dial (within the request's deadline). Zero: 3 s.
 	DialTimeout time.Duration
@@ -126,9 +128,10 @@ type Client struct {
 	next   atomic.Uint32
 	freed  chan struct{} // a connection was returned or closed
 
-	mu   sync.Mutex
-	idle []*conn // LIFO
-	open int     // open or dialling connections
+	mu       sync.Mutex
+	idle     []*conn // LIFO
+	open     int     // open or dialling connections
+	sweeping bool    // a sweep goroutine runs
 
 	dials atomic.Int64
 }
@@ -328,8 +331,48 @@ func (c *Client) put(cn *conn) {
 	cn.used = time.Now()
 	c.mu.Lock()
 	c.idle = append(c.idle, cn)
+	start := !c.sweeping
+	c.sweeping = true
 	c.mu.Unlock()
 	c.signal()
+	if start {
+		go c.sweep()
+	}
+}
+
+// sweep closes connections idle longer than MaxIdle, every MaxIdle/2, so
+// that a client left alone (a finished run) does not hold the server's
+// sockets. It ends when no connection is open; put starts it again.
+func (c *Client) sweep() {
+	t := time.NewTicker(max(c.o.MaxIdle/2, time.Millisecond))
+	defer t.Stop()
+	for range t.C {
+		cut := time.Now().Add(-c.o.MaxIdle)
+		c.mu.Lock()
+		n := 0 // idle is in order of use: the stalest first
+		for n < len(c.idle) && c.idle[n].used.Before(cut) {
+			n++
+		}
+		stale := slices.Clone(c.idle[:n])
+		k := copy(c.idle, c.idle[n:])
+		clear(c.idle[k:])
+		c.idle = c.idle[:k]
+		c.open -= n
+		done := c.open == 0
+		if done {
+			c.sweeping = false
+		}
+		c.mu.Unlock()
+		for _, cn := range stale {
+			cn.nc.Close()
+		}
+		if n > 0 {
+			c.signal()
+		}
+		if done {
+			return
+		}
+	}
 }
 
 func (c *Client) discard(cn *conn) {
