@@ -157,8 +157,6 @@ type common struct {
 	quiet       bool
 	weights     string
 	cpuProfile  string
-	products    int
-	groups      int
 	seed        uint64
 	durationSet bool
 }

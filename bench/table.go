@@ -133,9 +133,6 @@ var tableHeader = []string{"target", "group",
 	"avg ×", "p50 ×", "p99 ×", "req/s ×",
 	"offered", "p90 ms", "p99.9 ms", "max ms", "requests", "errors", "no-bid %", "misses", "conns", "harness CPU s", "server CPU s", "server RSS MB"}
 
-// tableFirstOurs is the index of the first of "our" columns in tableHeader.
-const tableFirstOurs = 10
-
 func tableCells(r TableRow) []string {
 	ratio := func(v float64) string {
 		if r.Baseline == "" {

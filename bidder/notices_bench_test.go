@@ -101,10 +101,10 @@ func BenchmarkWinNotices(b *testing.B) {
 
 // noticePhase is one timed phase.
 type noticePhase struct {
-	sent, accepted, failed int64
-	elapsed                time.Duration
-	writes, deltas         int64 // during the phase
-	closeWrites            int64 // the buffered Writer's Close
+	accepted, failed int64
+	elapsed          time.Duration
+	writes, deltas   int64 // during the phase
+	closeWrites      int64 // the buffered Writer's Close
 }
 
 func benchNotices(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, rounds int, phaseMax time.Duration) {

@@ -55,7 +55,6 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgBytes),
 		grpc.InitialWindowSize(StreamWindowBytes),
 		grpc.InitialConnWindowSize(ConnWindowBytes),
-		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5e9, PermitWithoutStream: true}),
 	}
 	if o.StreamWorkers == 0 {

@@ -448,7 +448,8 @@ type kinds struct {
 	Sub struct {
 		X int `yaml:"x"`
 	} `yaml:"sub"`
-	Skip   int `yaml:"-"`
+	Skip int `yaml:"-"`
+	//lint:ignore U1000 unexported on purpose: the reflection must skip it
 	hidden int
 }
 

@@ -34,7 +34,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -134,10 +133,11 @@ func bidderChild(args []string) int {
 		return 1
 	}
 	tmp := args[0] + ".tmp"
-	if err := os.WriteFile(tmp, []byte(s.Addr()+"\n"+s.AdminAddr()+"\n"), 0o644); err == nil {
+	err = os.WriteFile(tmp, []byte(s.Addr()+"\n"+s.AdminAddr()+"\n"), 0o644)
+	if err == nil {
 		err = os.Rename(tmp, args[0])
 	}
-	if err != nil {
+	if err != nil { // (a failed write or rename used to go unnoticed: the if's own err shadowed this one)
 		fmt.Fprintln(os.Stderr, "bidder child: address file:", err)
 		_ = s.Shutdown(context.Background())
 		return 1
@@ -152,15 +152,14 @@ func bidderChild(args []string) int {
 
 // proc is one bidder child process.
 type proc struct {
-	t        testing.TB
-	name     string
-	cmd      *exec.Cmd
-	addr     string // bid server host:port
-	admin    string // admin listener host:port
-	logPath  string
-	done     chan struct{}
-	waitErr  error
-	stopOnce sync.Once
+	t       testing.TB
+	name    string
+	cmd     *exec.Cmd
+	addr    string // bid server host:port
+	admin   string // admin listener host:port
+	logPath string
+	done    chan struct{}
+	waitErr error
 }
 
 // bidderConfig is what a test sets on a bidder child.

@@ -45,7 +45,6 @@ type Node struct {
 	admin  *admin.Server
 	ln     net.Listener
 	served chan error
-	stop   func()
 	health interface {
 		SetServingStatus(string, healthpb.HealthCheckResponse_ServingStatus)
 		Shutdown()
