@@ -171,7 +171,7 @@ func TestEscapedCreative(t *testing.T) {
 	_, bids := checkResponse(t, f, body, r, userFull)
 	adm := bids[0].bid.AdM
 	full := catalogtest.FullProduct()
-	if strings.Contains(adm, "<b>") || !strings.Contains(adm, "&lt;b&gt;&#34;Navy&#34;&lt;/b&gt; &amp; more") {
+	if strings.Contains(adm, "<b>\"Navy") || strings.Contains(adm, "<b>&#34;Navy") || !strings.Contains(adm, "&lt;b&gt;&#34;Navy&#34;&lt;/b&gt; &amp; more") {
 		t.Errorf("title not escaped in:\n%s", adm)
 	}
 	if !strings.Contains(adm, "Full &lt;Shop&gt; &amp; &#34;Co&#34;") {
@@ -196,7 +196,7 @@ func TestClickLinks(t *testing.T) {
 		r := f.bid(body)
 		_, bids := checkResponse(t, f, body, r, userBulk)
 		adm := bids[0].bid.AdM
-		bases, queries := strings.Count(adm, "<base href='"+f.b.opts.PublicURL+PathClickBase), strings.Count(adm, f.b.opts.PublicURL+PathClick+"?t=")
+		bases, queries := strings.Count(adm, "<base target=_blank href='"+f.b.opts.PublicURL+PathClickBase), strings.Count(adm, f.b.opts.PublicURL+PathClick+"?t=")
 		if n := len(bids[0].landing); n < 2 {
 			t.Fatalf("absolute %v: %d links followed, want several", absolute, n)
 		}

@@ -7,6 +7,7 @@ import (
 	"html"
 	"math/rand/v2"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,13 +55,16 @@ func (testLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 
 // parsed is what a banner's HTML holds, read back by a real HTML parser.
 type parsed struct {
-	tags   map[string]int
-	bases  []string // <base href> values, in document order
-	hrefs  []string
-	srcs   []string
-	texts  []string
-	attrs  []string // every attribute name seen
-	styles int
+	tags  map[string]int
+	bases []string // <base href> values, in document order
+	// targets holds the target attribute of every element that has one,
+	// as "element=value".
+	targets []string
+	hrefs   []string
+	srcs    []string
+	texts   []string
+	attrs   []string // every attribute name seen
+	styles  int
 }
 
 func parseHTML(t *testing.T, doc []byte) parsed {
@@ -84,6 +88,9 @@ func parseHTML(t *testing.T, doc []byte) parsed {
 					p.srcs = append(p.srcs, a.Val)
 				case n.Data == "base" && a.Key == "href":
 					p.bases = append(p.bases, a.Val)
+				}
+				if a.Key == "target" {
+					p.targets = append(p.targets, n.Data+"="+a.Val)
 				}
 			}
 			if n.Data == "base" && (n.Parent == nil || n.Parent.Data != "head" || p.tags["style"] > 0 || p.tags["img"] > 0) {
@@ -112,7 +119,8 @@ func TestBannerEscaping(t *testing.T) {
 	if got.tags["script"] != 0 {
 		t.Fatalf("a <script> element got through:\n%s", doc)
 	}
-	allowed := map[string]bool{"html": true, "head": true, "meta": true, "style": true, "body": true, "div": true, "a": true, "img": true, "span": true, "s": true}
+	allowed := map[string]bool{"html": true, "head": true, "base": true, "meta": true, "style": true, "body": true, "div": true,
+		"a": true, "img": true, "span": true, "i": true, "b": true, "s": true}
 	for tag := range got.tags {
 		if !allowed[tag] {
 			t.Errorf("unexpected element <%s>", tag)
@@ -595,5 +603,26 @@ func TestBannerBaseLinks(t *testing.T) {
 	got = parseHTML(t, doc)
 	if got.tags["script"] != 0 || len(got.bases) != 1 || got.bases[0] != evilBase || len(got.hrefs) != 1 || got.hrefs[0] != "100" {
 		t.Errorf("unsafe base: script %d, bases %q, hrefs %q:\n%s", got.tags["script"], got.bases, got.hrefs, doc)
+	}
+}
+
+// TestBannerLinksOpenANewWindow: every product link opens in a new
+// browsing context, said once by the head's <base target=_blank> (with or
+// without a base URL), never per link, and the page has one base element.
+func TestBannerLinksOpenANewWindow(t *testing.T) {
+	ps := products(7)
+	for name, links := range map[string]Linker{
+		"base links":     baseLinks{base: "https://bid.example/click/TOKEN/"},
+		"absolute links": testLinks{},
+		"landing urls":   nil,
+	} {
+		doc := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: links})
+		got := parseHTML(t, doc)
+		if got.tags["base"] != 1 || len(got.targets) != 1 || got.targets[0] != "base=_blank" || slices.Contains(got.bases, "MISPLACED") {
+			t.Errorf("%s: %d <base>, targets %q, bases %q; want one <base target=_blank> in <head>:\n%s", name, got.tags["base"], got.targets, got.bases, doc)
+		}
+		if got.tags["a"] != len(ps) || len(got.hrefs) != len(ps) {
+			t.Errorf("%s: %d links, %d hrefs, want %d each", name, got.tags["a"], len(got.hrefs), len(ps))
+		}
 	}
 }

@@ -11,7 +11,10 @@
 // struck through beside the sale price when there is one), linked through
 // the click URL the Linker gives (rtbd's signed /click). A BaseLinker's
 // shared part (rtbd's click token) is written once, as the document's
-// <base href>, and each link is relative to it. The layout follows
+// <base href>, and each link is relative to it; the same <base> opens
+// every link in a new browsing context (target=_blank, said once). Cells
+// carry no class: the style sheet selects them by position (.pg>a, a i
+// for the title, a b for the price). The layout follows
 // the size (LayoutFor): a grid (300x250: 2x2), a strip (728x90: 5 in a
 // row), a column (160x600: 4 stacked) or a single product (320x50); when
 // there are more products than cells, the extra pages scroll sideways
