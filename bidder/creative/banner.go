@@ -117,20 +117,21 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	// context, said once instead of on each link; browsers imply
 	// rel=noopener for target=_blank (HTML's "obtain a browsing context to
 	// use for a navigation", since 2019: Chrome 88, Firefox 79, Safari
-	// 12.1), so that is not repeated on each link either.
+	// 12.1), so that is not repeated on each link either. Without a base
+	// URL there is no <base> at all (absolute links are for SSPs that
+	// rewrite or re-host the markup, where a <base> could reach beyond
+	// it): each link then carries its own target and rel.
 	var base BaseLinker
-	dst = append(dst, `<base target=_blank`...)
 	if bl, ok := b.Links.(BaseLinker); ok {
-		dst = append(dst, ` href='`...)
+		dst = append(dst, `<base target=_blank href='`...)
 		start := len(dst)
 		if dst = appendLink(dst, bl, bl.AppendClickBase); len(dst) > start {
-			dst = append(dst, '\'')
+			dst = append(dst, `'>`...)
 			base = bl
 		} else {
-			dst = dst[:start-len(` href='`)]
+			dst = dst[:start-len(`<base target=_blank href='`)]
 		}
 	}
-	dst = append(dst, '>')
 	dst = append(dst, `<meta name=viewport content='width=`...)
 	dst = strconv.AppendInt(dst, int64(w), 10)
 	dst = append(dst, `'><style>*{box-sizing:border-box;margin:0;padding:0}html,body{width:`...)
@@ -201,7 +202,11 @@ func appendPx(dst []byte, v int) []byte {
 // With base set (the document has its <base href>), the link is base's
 // relative reference for p.
 func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker) []byte {
-	dst = append(dst, `<a href='`...)
+	if base != nil {
+		dst = append(dst, `<a href='`...)
+	} else {
+		dst = append(dst, `<a target=_blank rel=noopener href='`...)
+	}
 	start := len(dst)
 	switch {
 	case base != nil:

@@ -607,22 +607,29 @@ func TestBannerBaseLinks(t *testing.T) {
 }
 
 // TestBannerLinksOpenANewWindow: every product link opens in a new
-// browsing context, said once by the head's <base target=_blank> (with or
-// without a base URL), never per link, and the page has one base element.
+// browsing context. With a base URL that is said once, by the head's
+// <base target=_blank href=...>, never per link; without one (absolute
+// links, landing URLs) there is no <base> at all, which could reach beyond
+// the creative where an SSP re-hosts it, and each link has its own
+// target=_blank rel=noopener.
 func TestBannerLinksOpenANewWindow(t *testing.T) {
 	ps := products(7)
-	for name, links := range map[string]Linker{
-		"base links":     baseLinks{base: "https://bid.example/click/TOKEN/"},
-		"absolute links": testLinks{},
-		"landing urls":   nil,
-	} {
+	doc := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: baseLinks{base: "https://bid.example/click/TOKEN/"}})
+	got := parseHTML(t, doc)
+	if got.tags["base"] != 1 || len(got.targets) != 1 || got.targets[0] != "base=_blank" || len(got.bases) != 1 {
+		t.Errorf("base links: %d <base>, targets %q, bases %q; want one <base target=_blank href> in <head>:\n%s", got.tags["base"], got.targets, got.bases, doc)
+	}
+	if strings.Contains(string(doc), "noopener") {
+		t.Errorf("base links: rel=noopener repeated per link:\n%s", doc)
+	}
+	for name, links := range map[string]Linker{"absolute links": testLinks{}, "landing urls": nil, "empty base": baseLinks{}} {
 		doc := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: links})
 		got := parseHTML(t, doc)
-		if got.tags["base"] != 1 || len(got.targets) != 1 || got.targets[0] != "base=_blank" || slices.Contains(got.bases, "MISPLACED") {
-			t.Errorf("%s: %d <base>, targets %q, bases %q; want one <base target=_blank> in <head>:\n%s", name, got.tags["base"], got.targets, got.bases, doc)
+		if got.tags["base"] != 0 || len(got.targets) != len(ps) || slices.ContainsFunc(got.targets, func(s string) bool { return s != "a=_blank" }) {
+			t.Errorf("%s: %d <base>, targets %q; want no <base> and target=_blank on each of %d links:\n%s", name, got.tags["base"], got.targets, len(ps), doc)
 		}
-		if got.tags["a"] != len(ps) || len(got.hrefs) != len(ps) {
-			t.Errorf("%s: %d links, %d hrefs, want %d each", name, got.tags["a"], len(got.hrefs), len(ps))
+		if n := strings.Count(string(doc), "rel=noopener"); n != len(ps) {
+			t.Errorf("%s: rel=noopener on %d links, want %d", name, n, len(ps))
 		}
 	}
 }

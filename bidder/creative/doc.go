@@ -12,7 +12,8 @@
 // the click URL the Linker gives (rtbd's signed /click). A BaseLinker's
 // shared part (rtbd's click token) is written once, as the document's
 // <base href>, and each link is relative to it; the same <base> opens
-// every link in a new browsing context (target=_blank, said once). Cells
+// every link in a new browsing context (target=_blank, said once; without
+// a base URL there is no <base> and each link says it). Cells
 // carry no class: the style sheet selects them by position (.pg>a, a i
 // for the title, a b for the price). The layout follows
 // the size (LayoutFor): a grid (300x250: 2x2), a strip (728x90: 5 in a
