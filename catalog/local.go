@@ -25,7 +25,8 @@ type LocalOptions struct {
 	// absent ids) in front of Pebble. Default 50,000 (about 0.6 KiB each; 1M-product node RSS stays under 300 MiB with the default block cache); negative disables it.
 	// On a catalog node (WireCache) an entry holds the product's protobuf
 	// encoding and the decoded product's strings alias it (1M-product
-	// node: 272 MiB, 10M: 259 MiB, make bench-rss, 2026-11-30). Once
+	// node after 600,000 random lookups: VmHWM 220-232 MiB, 10M: 209 MiB,
+	// make bench-rss, 2026-11-30, with MallocArenas). Once
 	// full, the cache admits a product on its second miss within a window
 	// (see hotCache), so one-off ids do not evict popular ones.
 	HotCacheEntries int

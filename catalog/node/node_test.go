@@ -136,7 +136,15 @@ func TestNodeRSS(t *testing.T) {
 		t.Skip("set RTBD_RSS_PRODUCTS (make bench-rss) to measure catalog node RSS")
 	}
 	n, _ := strconv.Atoi(nStr)
-	secs := 20
+	// A fixed number of calls (not a fixed time): every index size gets
+	// the same 600,000 uniformly random lookups, enough to fill the hot
+	// cache and the block cache, however fast its disk reads are. The
+	// time bound only stops a run that cannot finish.
+	want := int64(40_000)
+	if s := os.Getenv("RTBD_RSS_CALLS"); s != "" {
+		want, _ = strconv.ParseInt(s, 10, 64)
+	}
+	secs := 300
 	if s := os.Getenv("RTBD_RSS_SECONDS"); s != "" {
 		secs, _ = strconv.Atoi(s)
 	}
@@ -187,10 +195,12 @@ func TestNodeRSS(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			for i := w; time.Now().Before(deadline); i += 16 {
+				if calls.Add(1) > want {
+					break
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				_, err := cl.GetProductMasters(ctx, reqs[i%len(reqs)])
 				cancel()
-				calls.Add(1)
 				if err != nil {
 					errs.Add(1)
 				}
@@ -198,6 +208,7 @@ func TestNodeRSS(t *testing.T) {
 		}(w)
 	}
 	wg.Wait()
+	calls.Store(min(calls.Load(), want)) // the Add that stopped each worker made no call
 	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	var hwm, rss string
 	for _, line := range strings.Split(string(st), "\n") {

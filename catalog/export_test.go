@@ -1,0 +1,4 @@
+package catalog
+
+// MallocArenasNow exposes mallocArenas to the external tests.
+var MallocArenasNow = mallocArenas
