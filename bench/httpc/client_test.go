@@ -68,6 +68,20 @@ func startRaw(t *testing.T, fn func(c net.Conn, r *bufio.Reader)) string {
 	return ln.Addr().String()
 }
 
+// startSlow serves "ok", holding every /slow request until release is
+// closed.
+func startSlow(t *testing.T) (addr string, release chan struct{}) {
+	t.Helper()
+	release = make(chan struct{})
+	addr = startFast(t, func(rc *fasthttp.RequestCtx) {
+		if string(rc.Path()) == "/slow" {
+			<-release
+		}
+		rc.SetBodyString("ok")
+	})
+	return addr, release
+}
+
 func newClient(t *testing.T, o Options) *Client {
 	t.Helper()
 	c, err := New(o)
@@ -267,13 +281,7 @@ func TestDeadline(t *testing.T) {
 }
 
 func TestMaxConnsWaitsThenGivesUp(t *testing.T) {
-	release := make(chan struct{})
-	addr := startFast(t, func(rc *fasthttp.RequestCtx) {
-		if string(rc.Path()) == "/slow" {
-			<-release
-		}
-		rc.SetBodyString("ok")
-	})
+	addr, release := startSlow(t)
 	c := newClient(t, Options{Addrs: []string{addr}, MaxConns: 1})
 	done := make(chan error, 1)
 	go func() {
@@ -451,13 +459,7 @@ func TestResets(t *testing.T) {
 // deadline).
 func TestEveryWaiterGetsAFreedConn(t *testing.T) {
 	for round := range 20 {
-		release := make(chan struct{})
-		addr := startFast(t, func(rc *fasthttp.RequestCtx) {
-			if string(rc.Path()) == "/slow" {
-				<-release
-			}
-			rc.SetBodyString("ok")
-		})
+		addr, release := startSlow(t)
 		c := newClient(t, Options{Addrs: []string{addr}, MaxConns: 2})
 		errs := make(chan error, 4)
 		for range 2 {

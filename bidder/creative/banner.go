@@ -121,15 +121,16 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	// URL there is no <base> at all (absolute links are for SSPs that
 	// rewrite or re-host the markup, where a <base> could reach beyond
 	// it): each link then carries its own target and rel.
+	const baseOpen = `<base target=_blank href='`
 	var base BaseLinker
 	if bl, ok := b.Links.(BaseLinker); ok {
-		dst = append(dst, `<base target=_blank href='`...)
+		dst = append(dst, baseOpen...)
 		start := len(dst)
 		if dst = appendLink(dst, bl, bl.AppendClickBase); len(dst) > start {
 			dst = append(dst, `'>`...)
 			base = bl
 		} else {
-			dst = dst[:start-len(`<base target=_blank href='`)]
+			dst = dst[:start-len(baseOpen)]
 		}
 	}
 	dst = append(dst, `<meta name=viewport content='width=`...)
