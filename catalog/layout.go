@@ -98,6 +98,8 @@ func syncDir(dir string) error {
 // Publish makes version name the live one: the old CURRENT becomes PREVIOUS
 // (the rollback target), then CURRENT is switched atomically. Versions that
 // are neither CURRENT nor PREVIOUS are then removed if no process reads them.
+// The caller must hold the data directory's lock (LockDir): the two pointer
+// writes are not one step, and the lock keeps sweeps out of the gap.
 func Publish(dir, name string) error {
 	if _, err := os.Stat(VersionPath(dir, name)); err != nil {
 		return fmt.Errorf("catalog: publish %s: %w", name, err)
@@ -119,7 +121,8 @@ func Publish(dir, name string) error {
 }
 
 // Rollback makes PREVIOUS the live version again and the current one
-// PREVIOUS, so a second rollback undoes the first.
+// PREVIOUS, so a second rollback undoes the first. The caller must hold the
+// data directory's lock (LockDir), as for Publish.
 func Rollback(dir string) (from, to string, err error) {
 	cur, err := ReadPointer(dir, CurrentFile)
 	if err != nil {
@@ -147,6 +150,19 @@ func Rollback(dir string) (from, to string, err error) {
 // removed. A version still being built is protected by the ingest LOCK: call
 // this only while holding it, or from Publish.
 func RemoveUnusedVersions(dir string) ([]string, error) {
+	var removed []string
+	err := forUnusedVersions(dir, func(name string) {
+		if os.RemoveAll(VersionPath(dir, name)) == nil {
+			removed = append(removed, name)
+		}
+	})
+	return removed, err
+}
+
+// forUnusedVersions calls remove with each version that is neither CURRENT
+// nor PREVIOUS, not being built, and not read: it holds the version's
+// READERS lock exclusively during the call, so no process can open it then.
+func forUnusedVersions(dir string, remove func(name string)) error {
 	keep := map[string]bool{}
 	for _, f := range []string{CurrentFile, PreviousFile} {
 		if n, err := ReadPointer(dir, f); err == nil {
@@ -156,27 +172,58 @@ func RemoveUnusedVersions(dir string) ([]string, error) {
 	ents, err := os.ReadDir(filepath.Join(dir, VersionsDir))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
+			return nil
 		}
-		return nil, fmt.Errorf("catalog: %w", err)
+		return fmt.Errorf("catalog: %w", err)
 	}
-	var removed []string
 	for _, e := range ents {
 		if !e.IsDir() || keep[e.Name()] || building(dir, e.Name()) {
 			continue
 		}
-		p := VersionPath(dir, e.Name())
-		rl, err := tryLockExclusive(filepath.Join(p, readersFile))
+		rl, err := tryLockExclusive(filepath.Join(VersionPath(dir, e.Name()), readersFile))
 		if err != nil {
 			continue // someone still reads it
 		}
-		err = os.RemoveAll(p)
+		remove(e.Name())
 		rl.Close()
-		if err == nil {
-			removed = append(removed, e.Name())
+	}
+	return nil
+}
+
+// SweepVersions is RemoveUnusedVersions for serving processes, which read
+// the directory but do not own it. Removing a version is safe only while no
+// builder, Publish or Rollback runs (a version is in the making before it is
+// named, and the pointers change in two writes), so it takes the ingest
+// LOCK first, without waiting: ErrLocked means an ingest runs (and will
+// sweep itself at Publish); try again later. It holds the lock only to pick
+// the versions and rename each out of versions/ (to DIR/tmp-NAME, a name
+// the next ingest clears if this process dies first), then deletes them
+// unlocked, so an ingest that starts meanwhile waits milliseconds at most
+// (LockDir waits up to LockWait). A directory whose LOCK cannot be opened
+// (read-only) is an error, not swept.
+func SweepVersions(dir string) ([]string, error) {
+	lock, err := tryLockExclusive(filepath.Join(dir, LockFile))
+	if err != nil {
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, ErrLocked
+		}
+		return nil, fmt.Errorf("catalog: locking %s: %w", filepath.Join(dir, LockFile), err)
+	}
+	var names, tmps []string
+	err = forUnusedVersions(dir, func(name string) {
+		tmp := filepath.Join(dir, "tmp-"+name)
+		if os.Rename(VersionPath(dir, name), tmp) == nil {
+			names, tmps = append(names, name), append(tmps, tmp)
+		}
+	})
+	lock.Close()
+	var removed []string
+	for i, tmp := range tmps {
+		if os.RemoveAll(tmp) == nil {
+			removed = append(removed, names[i])
 		}
 	}
-	return removed, nil
+	return removed, err
 }
 
 // building reports whether name is a version an ingest is writing now: its
@@ -219,20 +266,30 @@ func lockShared(path string) (*fileLock, error)       { return tryLock(path, uni
 // ErrLocked: another ingest holds the data directory's LOCK.
 var ErrLocked = errors.New("catalog: data directory is locked by another ingest")
 
-// LockDir takes the data directory's ingest lock without waiting. It fails
-// with ErrLocked (naming the lock file) while another process holds it. The
-// lock is released by Close or when the process dies, even by kill -9.
+// LockWait is how long LockDir waits for the lock before ErrLocked: long
+// enough to outwait a serving process's SweepVersions (which holds it for a
+// few renames), short enough to tell a second ingest at once.
+var LockWait = time.Second
+
+// LockDir takes the data directory's ingest lock. It fails with ErrLocked
+// (naming the lock file) if another process still holds it after LockWait.
+// The lock is released by Close or when the process dies, even by kill -9.
 func LockDir(dir string) (interface{ Close() error }, error) {
 	if err := os.MkdirAll(filepath.Join(dir, VersionsDir), 0o755); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	p := filepath.Join(dir, LockFile)
-	l, err := tryLockExclusive(p)
-	if err != nil {
-		if errors.Is(err, unix.EWOULDBLOCK) {
+	deadline := time.Now().Add(LockWait)
+	for {
+		l, err := tryLockExclusive(p)
+		switch {
+		case err == nil:
+			return l, nil
+		case !errors.Is(err, unix.EWOULDBLOCK):
+			return nil, fmt.Errorf("catalog: locking %s: %w", p, err)
+		case time.Now().After(deadline):
 			return nil, fmt.Errorf("%w (%s)", ErrLocked, p)
 		}
-		return nil, fmt.Errorf("catalog: locking %s: %w", p, err)
+		time.Sleep(5 * time.Millisecond)
 	}
-	return l, nil
 }

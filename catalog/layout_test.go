@@ -158,11 +158,21 @@ func TestReloadUnderLoadAndRollback(t *testing.T) {
 	if !strings.HasSuffix(title(t, l), " v3") {
 		t.Fatal("v3 not served after switch")
 	}
-	// v1 is neither CURRENT nor PREVIOUS and nobody reads it: gone.
-	if _, err := os.Stat(catalog.VersionPath(dir, v1)); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("old version %s still on disk: %v", v1, err)
+	// v1 is neither CURRENT nor PREVIOUS and nobody reads it: it goes. Not
+	// at once: when v3 was published a worker may still have held v1, so
+	// Publish skipped it, and the sweep that follows the reader's switch to
+	// v3 runs just after Version() already says v3.
+	gone := func() bool {
+		_, err := os.Stat(catalog.VersionPath(dir, v1))
+		return errors.Is(err, os.ErrNotExist)
+	}
+	waitFor(t, gone)
+	lock, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	from, to, err := catalog.Rollback(dir)
+	lock.Close()
 	if err != nil || from != v3 || to != v2 {
 		t.Fatalf("rollback: %s -> %s, %v", from, to, err)
 	}
@@ -170,6 +180,134 @@ func TestReloadUnderLoadAndRollback(t *testing.T) {
 	if !strings.HasSuffix(title(t, l), " v2") {
 		t.Fatal("v2 not served after rollback")
 	}
+}
+
+// A version retired while a request still reads it leaves the disk when that
+// request lets go, not at the next publish (which may be a day away).
+func TestRetiredVersionRemovedWhenLastReaderLetsGo(t *testing.T) {
+	dir := t.TempDir()
+	v1 := buildVersion(t, dir, " v1")
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	held, release := catalog.HoldVersion(l)
+	if held != v1 {
+		t.Fatalf("holding %s, want %s", held, v1)
+	}
+	v2 := buildVersion(t, dir, " v2")
+	waitFor(t, func() bool { return l.Version() == v2 })
+	v3 := buildVersion(t, dir, " v3") // v1: neither CURRENT nor PREVIOUS, but read
+	waitFor(t, func() bool { return l.Version() == v3 })
+	if _, err := os.Stat(catalog.VersionPath(dir, v1)); err != nil {
+		t.Fatalf("%s removed while a request reads it: %v", v1, err)
+	}
+	release()
+	waitFor(t, func() bool {
+		_, err := os.Stat(catalog.VersionPath(dir, v1))
+		return errors.Is(err, os.ErrNotExist)
+	})
+	if _, err := os.Stat(catalog.VersionPath(dir, v2)); err != nil {
+		t.Fatalf("PREVIOUS %s removed: %v", v2, err)
+	}
+}
+
+// A serving process sweeps without owning the directory: while an ingest
+// holds the lock it keeps its hands off (a version in the making is not yet
+// named by any pointer), and once the lock is free it removes what no one
+// needs, leaving no temporary directory behind.
+func TestSweepVersionsKeepsOffWhileLocked(t *testing.T) {
+	dir := t.TempDir()
+	v1 := buildVersion(t, dir, " v1")
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1}) // stays on v1
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildVersion(t, dir, " v2")
+	buildVersion(t, dir, " v3") // v1 is neither CURRENT nor PREVIOUS, but read: kept
+	l.Close()
+	lock, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removed, err := catalog.SweepVersions(dir)
+	if !errors.Is(err, catalog.ErrLocked) || len(removed) != 0 {
+		t.Fatalf("sweep under an ingest's lock: removed %v, %v; want nothing, ErrLocked", removed, err)
+	}
+	if _, err := os.Stat(catalog.VersionPath(dir, v1)); err != nil {
+		t.Fatalf("%s removed under the lock: %v", v1, err)
+	}
+	lock.Close()
+	removed, err = catalog.SweepVersions(dir)
+	if err != nil || len(removed) != 1 || removed[0] != v1 {
+		t.Fatalf("sweep: removed %v, %v; want [%s]", removed, err, v1)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "tmp-") {
+			t.Errorf("left behind %s", e.Name())
+		}
+	}
+}
+
+// LockDir waits out a short hold (a serving process's sweep) instead of
+// failing an ingest.
+func TestLockDirWaitsOutAShortHold(t *testing.T) {
+	dir := t.TempDir()
+	defer func(w time.Duration) { catalog.LockWait = w }(catalog.LockWait)
+	catalog.LockWait = time.Minute // the wait is the point here, not its bound
+	held, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		held.Close()
+	}()
+	l, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatalf("LockDir did not wait for a short hold: %v", err)
+	}
+	l.Close()
+}
+
+// Rollbacks (each under the lock, as rtbd ingest -rollback does) while a
+// serving process sweeps in a loop: the rollback target is never taken.
+func TestRollbackWhileSweeping(t *testing.T) {
+	dir := t.TempDir()
+	buildVersion(t, dir, " v1")
+	buildVersion(t, dir, " v2")
+	var stop atomic.Bool
+	var sweeps atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for !stop.Load() {
+			catalog.SweepVersions(dir)
+			sweeps.Add(1)
+			time.Sleep(20 * time.Microsecond) // let LockDir's polls in
+		}
+	}()
+	rollback := func() error {
+		lock, err := catalog.LockDir(dir)
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
+		_, _, err = catalog.Rollback(dir)
+		return err
+	}
+	for i := 0; i < 200; i++ {
+		if err := rollback(); err != nil {
+			stop.Store(true)
+			<-done
+			t.Fatalf("rollback %d (after %d sweeps): %v", i, sweeps.Load(), err)
+		}
+	}
+	stop.Store(true)
+	<-done
+	t.Logf("200 rollbacks, %d sweeps", sweeps.Load())
 }
 
 func TestVersionKeptWhileRead(t *testing.T) {

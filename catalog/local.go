@@ -75,10 +75,16 @@ type Local struct {
 	cache *pebble.Cache
 	cur   atomic.Pointer[version]
 
-	mu       sync.Mutex // serialises Reload and Close
-	closed   bool
-	stop     chan struct{}
-	done     chan struct{}
+	mu     sync.Mutex // serialises Reload and Close
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+	// idle gets a token when a retired version's last reader lets go, so
+	// the watcher sweeps it off the disk then rather than at the next switch.
+	idle chan struct{}
+	// sweepDue: a sweep found the directory locked by an ingest; the
+	// watcher retries it each tick. Guarded by mu.
+	sweepDue bool
 	switches atomic.Int64
 	lookups  atomic.Int64
 }
@@ -92,6 +98,10 @@ type version struct {
 	wire    bool // LocalOptions.WireCache
 	readers *fileLock
 	refs    atomic.Int64
+	// retired is called once after the last reference is dropped (set by
+	// Reload before it drops the Local's own reference; nil on the current
+	// version, so Close does not trigger it).
+	retired func()
 }
 
 func (v *version) acquire() bool {
@@ -110,6 +120,9 @@ func (v *version) release() {
 	if v.refs.Add(-1) == 0 {
 		v.db.Close()
 		v.readers.Close()
+		if v.retired != nil {
+			v.retired()
+		}
 	}
 }
 
@@ -132,7 +145,7 @@ func OpenLocal(dir string, opts LocalOptions) (*Local, error) {
 	l.cur.Store(v)
 	l.registerMetrics()
 	if opts.WatchInterval > 0 {
-		l.stop, l.done = make(chan struct{}), make(chan struct{})
+		l.stop, l.done, l.idle = make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
 		go l.watch()
 	}
 	opts.Logger.Info("catalog index opened", zap.String("dir", dir), zap.String("version", name))
@@ -188,15 +201,41 @@ func (l *Local) Reload() (switched bool, err error) {
 	l.cur.Store(v)
 	l.switches.Add(1)
 	if old != nil {
+		if l.idle != nil {
+			// Written before our release, read after the last one: the
+			// atomic refs order the two.
+			old.retired = l.versionIdle
+		}
 		old.release()
 	}
 	l.opts.Logger.Info("catalog index switched", zap.String("dir", l.dir),
 		zap.String("from", nameOf(old)), zap.String("to", name))
 	// Now that the old version may be unread, drop versions nobody needs.
-	if removed, _ := RemoveUnusedVersions(l.dir); len(removed) > 0 {
-		l.opts.Logger.Info("catalog versions removed", zap.Strings("versions", removed))
-	}
+	// One still read by a request in flight is swept by the watcher when
+	// that request lets go (versionIdle).
+	l.sweep()
 	return true, nil
+}
+
+// sweep removes the versions no one needs (SweepVersions) and logs them.
+// While an ingest holds the directory's lock, the sweep stays due and the
+// watcher retries it each tick (the ingest's Publish sweeps too). A
+// directory we may not lock (read-only) is left alone. The caller holds mu.
+func (l *Local) sweep() {
+	removed, err := SweepVersions(l.dir)
+	l.sweepDue = errors.Is(err, ErrLocked)
+	if len(removed) > 0 {
+		l.opts.Logger.Info("catalog versions removed", zap.String("dir", l.dir), zap.Strings("versions", removed))
+	}
+}
+
+// versionIdle runs on the goroutine that dropped a retired version's last
+// reference (a request's, usually): it only wakes the watcher.
+func (l *Local) versionIdle() {
+	select {
+	case l.idle <- struct{}{}:
+	default: // a sweep is already due
+	}
 }
 
 func nameOf(v *version) string {
@@ -215,7 +254,18 @@ func (l *Local) watch() {
 		select {
 		case <-l.stop:
 			return
+		case <-l.idle:
+			l.mu.Lock()
+			if !l.closed {
+				l.sweep()
+			}
+			l.mu.Unlock()
 		case <-t.C:
+			l.mu.Lock()
+			if l.sweepDue && !l.closed {
+				l.sweep()
+			}
+			l.mu.Unlock()
 			if _, err := l.Reload(); err != nil {
 				if errors.Is(err, ErrClosed) {
 					return

@@ -396,7 +396,13 @@ func TestDelta(t *testing.T) {
 	if prev, _ := catalog.ReadPointer(dir, catalog.PreviousFile); prev != baseVersion {
 		t.Fatalf("PREVIOUS %s, want %s", prev, baseVersion)
 	}
-	if _, _, err := catalog.Rollback(dir); err != nil {
+	lock, err := catalog.LockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = catalog.Rollback(dir)
+	lock.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
 	checkDir(t, dir, feedExpect(base))
