@@ -160,8 +160,8 @@ func TestReloadUnderLoadAndRollback(t *testing.T) {
 	}
 	// v1 is neither CURRENT nor PREVIOUS and nobody reads it: it goes. Not
 	// at once: when v3 was published a worker may still have held v1, so
-	// Publish skipped it, and the sweep that follows the reader's switch to
-	// v3 runs just after Version() already says v3.
+	// Publish's sweep and the one after the switch skipped it; the watcher
+	// sweeps again when the last worker lets go of it.
 	gone := func() bool {
 		_, err := os.Stat(catalog.VersionPath(dir, v1))
 		return errors.Is(err, os.ErrNotExist)

@@ -419,7 +419,7 @@ func TestDeltaNeedsLiveVersion(t *testing.T) {
 }
 
 // TestSecondIngestFailsFast: while an ingest runs (here: waiting on its
-// standard input) another one on the same dir fails at once, naming the
+// standard input) another one on the same dir fails (after LockWait), naming the
 // lock file, and the first one completes.
 func TestSecondIngestFailsFast(t *testing.T) {
 	dir := t.TempDir()
