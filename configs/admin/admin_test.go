@@ -175,11 +175,15 @@ func TestMetricsWithoutGatherer(t *testing.T) {
 	expect(t, "GET", "http://"+s.Addr()+"/metrics", http.StatusNotFound, "")
 }
 
+var defaultMuxOnly sync.Once
+
 func TestPprof(t *testing.T) {
 	// Something only on http.DefaultServeMux must not be served: the admin
 	// server has its own mux.
-	http.HandleFunc("/admin-test-default-mux-only", func(w http.ResponseWriter, _ *http.Request) {
-		_, _ = io.WriteString(w, "default mux")
+	defaultMuxOnly.Do(func() { // once: -count=N reruns the test in one process
+		http.HandleFunc("/admin-test-default-mux-only", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = io.WriteString(w, "default mux")
+		})
 	})
 	s := start(t, Options{})
 	base := "http://" + s.Addr()
