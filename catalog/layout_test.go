@@ -118,14 +118,30 @@ func title(t *testing.T, s catalogtest.Store) string {
 	return r.Product1S[0].Title
 }
 
-func TestReloadUnderLoadAndRollback(t *testing.T) {
-	dir := t.TempDir()
-	v1 := buildVersion(t, dir, " v1")
+// watchedDir publishes a first version in a new directory and opens it with
+// a Local that follows CURRENT every 10 ms (closed at the test's end).
+func watchedDir(t *testing.T) (dir, v1 string, l *catalog.Local) {
+	t.Helper()
+	dir = t.TempDir()
+	v1 = buildVersion(t, dir, " v1")
 	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
+	return dir, v1, l
+}
+
+// gone reports whether version v has left dir's disk.
+func gone(dir, v string) func() bool {
+	return func() bool {
+		_, err := os.Stat(catalog.VersionPath(dir, v))
+		return errors.Is(err, os.ErrNotExist)
+	}
+}
+
+func TestReloadUnderLoadAndRollback(t *testing.T) {
+	dir, v1, l := watchedDir(t)
 	if !strings.HasSuffix(title(t, l), " v1") {
 		t.Fatal("v1 not served")
 	}
@@ -162,11 +178,7 @@ func TestReloadUnderLoadAndRollback(t *testing.T) {
 	// at once: when v3 was published a worker may still have held v1, so
 	// Publish's sweep and the one after the switch skipped it; the watcher
 	// sweeps again when the last worker lets go of it.
-	gone := func() bool {
-		_, err := os.Stat(catalog.VersionPath(dir, v1))
-		return errors.Is(err, os.ErrNotExist)
-	}
-	waitFor(t, gone)
+	waitFor(t, gone(dir, v1))
 	lock, err := catalog.LockDir(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -185,13 +197,7 @@ func TestReloadUnderLoadAndRollback(t *testing.T) {
 // A version retired while a request still reads it leaves the disk when that
 // request lets go, not at the next publish (which may be a day away).
 func TestRetiredVersionRemovedWhenLastReaderLetsGo(t *testing.T) {
-	dir := t.TempDir()
-	v1 := buildVersion(t, dir, " v1")
-	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	dir, v1, l := watchedDir(t)
 	held, release := catalog.HoldVersion(l)
 	if held != v1 {
 		t.Fatalf("holding %s, want %s", held, v1)
@@ -204,10 +210,7 @@ func TestRetiredVersionRemovedWhenLastReaderLetsGo(t *testing.T) {
 		t.Fatalf("%s removed while a request reads it: %v", v1, err)
 	}
 	release()
-	waitFor(t, func() bool {
-		_, err := os.Stat(catalog.VersionPath(dir, v1))
-		return errors.Is(err, os.ErrNotExist)
-	})
+	waitFor(t, gone(dir, v1))
 	if _, err := os.Stat(catalog.VersionPath(dir, v2)); err != nil {
 		t.Fatalf("PREVIOUS %s removed: %v", v2, err)
 	}
