@@ -268,7 +268,7 @@ var ErrLocked = errors.New("catalog: data directory is locked by another ingest"
 
 // LockWait is how long LockDir waits for the lock before ErrLocked: long
 // enough to outwait a serving process's SweepVersions (which holds it for a
-// few renames), short enough to tell a second ingest at once.
+// few renames), short enough that a second ingest is told quickly.
 var LockWait = time.Second
 
 // LockDir takes the data directory's ingest lock. It fails with ErrLocked

@@ -32,7 +32,7 @@ rtbd ingest -data DIR -delta [flags] FEED...   apply upserts and deletes to a co
 rtbd ingest -data DIR -rollback   make the previous version live again (a second rollback undoes it)
   FEED: a path or - (stdin, with -format); CSV (.csv) or JSON Lines (.jsonl, .ndjson), gzip or not.
   Delete rows (for -delta): op=delete or deleted=true, with id and group_id. Bad rows go to the
-  reject file; duplicates of an id: the last row wins. Another ingest on DIR fails within 1 s (DIR/LOCK).
+  reject file; duplicates of an id: the last row wins. Another ingest on DIR fails after 1 s (DIR/LOCK).
   Exit codes: 0 published (or rolled back), 1 aborted (rejects over the limit, I/O error, locked,
   interrupted; the live version is untouched), 2 usage or configuration error.
 `)

@@ -92,9 +92,9 @@
 // An ingest (or rollback) holds DIR/LOCK (flock) for its whole run; a second
 // one on the same DIR fails after catalog.LockWait (1 s: a serving process
 // sweeping old versions holds the lock for a moment) with an error naming
-// the lock. The lock dies with the process, even on kill -9. Until DIR/CURRENT is rewritten
-// nothing a reader sees has changed, so a crash at any point leaves the live
-// version serving; the next ingest removes what a crashed one left
+// the lock. The lock dies with the process, even on kill -9. Until
+// DIR/CURRENT is rewritten nothing a reader sees has changed, so a crash at
+// any point leaves the live version serving; the next ingest removes what a crashed one left
 // (unpublished versions, DIR/tmp-*) before it starts.
 //
 // Test hook: with the environment variable RTBD_INGEST_CRASHPOINT set to
