@@ -94,8 +94,8 @@
 // sweeping old versions holds the lock for a moment) with an error naming
 // the lock. The lock dies with the process, even on kill -9. Until
 // DIR/CURRENT is rewritten nothing a reader sees has changed, so a crash at
-// any point leaves the live version serving; the next ingest removes what a crashed one left
-// (unpublished versions, DIR/tmp-*) before it starts.
+// any point leaves the live version serving; the next ingest removes what a
+// crashed one left (unpublished versions, DIR/tmp-*) before it starts.
 //
 // Test hook: with the environment variable RTBD_INGEST_CRASHPOINT set to
 // parse, sst, before-publish or after-publish, the process kills itself with
