@@ -7,7 +7,7 @@
 //
 //	DIR/CURRENT              name of the live version ("v20261130T031500.123456789Z\n")
 //	DIR/PREVIOUS             name of the version before it (rollback target)
-//	DIR/LOCK                 held (flock) by a running ingest
+//	DIR/LOCK                 held (flock) by a running ingest, and for a moment by a sweep
 //	DIR/versions/NAME/       one Pebble DB per version, immutable once published
 //	DIR/versions/NAME/READERS  flock held shared by every process serving NAME
 //
@@ -15,7 +15,10 @@
 // atomically (write, fsync, rename, fsync dir). Serving processes poll
 // CURRENT, open the new version, swap to it, and close the old one once no
 // request holds it. A version directory is deleted only when it is neither
-// CURRENT nor PREVIOUS and no process holds its READERS lock.
+// CURRENT nor PREVIOUS and no process holds its READERS lock, and only by a
+// holder of DIR/LOCK: the ingest at Publish (RemoveUnusedVersions), or a
+// serving process after a switch and when a retired version's last request
+// ends (SweepVersions, which skips its turn while an ingest runs).
 //
 // # Keys and values
 //
