@@ -254,6 +254,33 @@ func TestSweepVersionsKeepsOffWhileLocked(t *testing.T) {
 	}
 }
 
+// A directory whose LOCK cannot be opened (here: LOCK is a directory; a
+// read-only mount does the same) is not swept, and says so.
+func TestSweepVersionsUnlockableDir(t *testing.T) {
+	dir := t.TempDir()
+	v1 := buildVersion(t, dir, " v1")
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1}) // keeps v1 through v3's publish
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildVersion(t, dir, " v2")
+	buildVersion(t, dir, " v3")
+	l.Close() // v1: unused now, a candidate
+	if err := os.Remove(filepath.Join(dir, catalog.LockFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, catalog.LockFile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := catalog.SweepVersions(dir)
+	if err == nil || errors.Is(err, catalog.ErrLocked) || !strings.Contains(err.Error(), catalog.LockFile) || len(removed) != 0 {
+		t.Fatalf("sweep with an unopenable LOCK: removed %v, %v; want nothing and an error naming LOCK", removed, err)
+	}
+	if _, err := os.Stat(catalog.VersionPath(dir, v1)); err != nil {
+		t.Fatalf("%s removed without the lock: %v", v1, err)
+	}
+}
+
 // LockDir waits out a short hold (a serving process's sweep) instead of
 // failing an ingest.
 func TestLockDirWaitsOutAShortHold(t *testing.T) {
