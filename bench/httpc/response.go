@@ -86,7 +86,7 @@ func (cn *conn) rawStep(fd uintptr) bool {
 	st := &cn.st
 	if !st.wrote {
 		st.wrote = true
-		m, err := syscall.Write(int(fd), cn.wbuf)
+		m, err := nbWrite(fd, cn.wbuf)
 		switch {
 		case err == syscall.EAGAIN || err == syscall.EINTR:
 			return true // finished by send, blocking
@@ -99,7 +99,7 @@ func (cn *conn) rawStep(fd uintptr) bool {
 		}
 		return false // wait for the answer
 	}
-	k, err := syscall.Read(int(fd), cn.rbuf)
+	k, err := nbRead(fd, cn.rbuf)
 	if err == syscall.EAGAIN || err == syscall.EINTR {
 		return false
 	}
