@@ -13,39 +13,59 @@ import (
 
 // Admission is the bidder's admission control by queueing delay. A
 // bidder offered more than it can process does not fail by running out of
-// memory or connections: its goroutines queue for the CPU, every answer
-// gets later, and soon all of them arrive after the SSP's tmax, bids
-// included, so the work is wasted. MaxInFlight does not see this queue (a
-// request waiting for the CPU has not reached the handler yet), and
-// neither does the request's own clock (fasthttp reads it only once its
-// goroutine runs).
+// memory or connections: requests queue (in the sockets, then for the
+// CPU), every answer gets later, and soon all of them arrive after the
+// SSP's tmax, bids included, so the work is wasted. MaxInFlight does not
+// see this queue (a request waiting has not reached the handler yet).
 //
-// The Go runtime does see it: /sched/latencies:seconds is the distribution
-// of the time goroutines spend runnable before they run. Admission reads
-// it every Interval and computes the p99 of that window; above Target it
-// raises the fraction of bid requests shed (multiplicatively, so it
-// catches up within a few windows), below Target/2 it lowers it
-// (additively, so it probes back to full service). A shed request is
-// answered at once, before its body is decoded (a no-bid with nbr 507, or
-// 503): about a tenth of a bid's CPU, which is what frees the CPU for the
-// requests that are served, within their tmax.
+// When the request's arrival time is known (bidder/arrival: the kernel's
+// receive time, on Linux), the queueing delay of each request is measured
+// (arrival to handler start) and ShedQueued applies CoDel's rule to it: a
+// queue whose delay stayed above Target for a whole Interval (no request
+// in that time got through faster) is a standing queue, not a burst, and
+// while it stands each request that waited longer than Target is shed.
+// Shedding the old requests is cheap, so the queue drains, and the young
+// ones are served within their tmax. A burst shorter than Interval (a GC
+// pause, a neighbour's moment on a shared host) sheds nothing.
 //
-// Shed is safe for concurrent use and allocation-free; Run is the
-// controller's loop.
+// Without an arrival time (another platform, a race build, a connection
+// that is not TCP), the Go runtime's /sched/latencies:seconds (how long
+// goroutines stay runnable before they run) is the signal: Run reads it
+// every Interval and computes the p99 of that window; above Target it
+// raises the fraction of requests Shed sheds (multiplicatively), below
+// Target/2 it lowers it (additively). That signal is sampled and noisy
+// (on a shared 2-vCPU VM it sheds far more than needed under 2x overload),
+// which is why the measured delay is preferred.
+//
+// A shed request is answered at once, before its body is decoded (a no-bid
+// with nbr 507, or 503).
+//
+// Shed and ShedQueued are safe for concurrent use and allocation-free; Run
+// is the fallback controller's loop.
 type Admission struct {
 	o    AdmissionOptions
 	prob atomic.Uint32 // shed probability in 1/65536
 	p99  atomic.Int64  // last window's p99 scheduling latency, ns
+
+	// aboveSince: unix ns of the first request of the current run of
+	// requests that all waited longer than Target; 0 when the last one
+	// did not.
+	aboveSince atomic.Int64
+	standing   atomic.Bool // the queue has stood above Target for an Interval
 
 	shedGauge, p99Gauge prometheus.Gauge
 }
 
 // AdmissionOptions configure an Admission.
 type AdmissionOptions struct {
-	// Target is the p99 goroutine scheduling latency (runnable to running)
-	// above which requests are shed. Default 5ms.
+	// Target is the queueing delay (arrival to handler) above which a
+	// standing queue's requests are shed; without arrival times, the p99
+	// goroutine scheduling latency (runnable to running) above which the
+	// fallback controller sheds. Default 5ms.
 	Target time.Duration
-	// Interval is the controller's window. Default 25ms.
+	// Interval is how long the delay must stay above Target before
+	// requests are shed (CoDel's interval), and the fallback controller's
+	// window. Default 25ms.
 	Interval time.Duration
 	// MaxShed caps the fraction shed (so that a probe of the real load
 	// always gets through). Default 0.95.
@@ -75,7 +95,7 @@ func NewAdmission(o AdmissionOptions) *Admission {
 	}
 	a := &Admission{o: o,
 		shedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_shed_ratio",
-			Help: "Fraction of bid requests the admission control sheds now (0 when the process keeps up)."}),
+			Help: "Fraction of bid requests the fallback admission control (scheduling latency, used for requests without an arrival time) sheds now."}),
 		p99Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_sched_latency_p99_seconds",
 			Help: "p99 of the goroutine scheduling latency in the admission control's last window."}),
 	}
@@ -94,6 +114,49 @@ func (a *Admission) Shed() bool {
 	p := a.prob.Load()
 	return p != 0 && uint32(rand.Uint32()>>16) < p
 }
+
+// maxQueuedFactor: a request that waited longer than this many Targets is
+// shed even before the queue has stood for an Interval. Go's run queues
+// are not strictly FIFO (a goroutine readied by the one running runs
+// next), so under overload a few requests still get through young and keep
+// resetting CoDel's clock while the rest wait ever longer; the cap bounds
+// that wait.
+const maxQueuedFactor = 4
+
+// ShedQueued reports whether a request that waited queued (arrival to
+// handler start, measured) is to be shed: true if it waited longer than
+// Target while the queue has stood above Target for at least Interval, or
+// longer than 4 x Target at any time. now is the handler's start. A nil
+// Admission sheds nothing.
+func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
+	if a == nil {
+		return false
+	}
+	if queued <= a.o.Target {
+		// One request through in time: no standing queue.
+		if a.aboveSince.Load() != 0 {
+			a.aboveSince.Store(0)
+		}
+		if a.standing.Load() {
+			a.standing.Store(false)
+		}
+		return false
+	}
+	t := now.UnixNano()
+	since := a.aboveSince.Load()
+	if since == 0 {
+		a.aboveSince.CompareAndSwap(0, t)
+		since = t
+	}
+	standing := t-since >= int64(a.o.Interval)
+	if standing && !a.standing.Load() {
+		a.standing.Store(true)
+	}
+	return standing || queued > maxQueuedFactor*a.o.Target
+}
+
+// Standing reports whether ShedQueued currently sees a standing queue.
+func (a *Admission) Standing() bool { return a != nil && a.standing.Load() }
 
 // ShedRatio is the fraction of requests shed now.
 func (a *Admission) ShedRatio() float64 { return float64(a.prob.Load()) / 65536 }

@@ -156,3 +156,46 @@ func TestAdmissionShedsBids(t *testing.T) {
 		t.Errorf("after recovery: status %d, %d bytes, want a bid", r.status, len(r.body))
 	}
 }
+
+// TestShedQueued: CoDel's rule on the measured queueing delay. A run of
+// requests that waited longer than Target sheds nothing until it has
+// lasted Interval; then each request over Target is shed; one request
+// within Target ends the standing queue. A request over 4 x Target is shed
+// at once.
+func TestShedQueued(t *testing.T) {
+	a := NewAdmission(AdmissionOptions{Target: 5 * time.Millisecond, Interval: 25 * time.Millisecond})
+	t0 := time.Unix(1_700_000_000, 0)
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	steps := []struct {
+		atMs     int
+		queuedMs int
+		shed     bool
+	}{
+		{0, 2, false},   // within target
+		{1, 10, false},  // above: a run starts
+		{10, 15, false}, // still shorter than the interval: a burst
+		{25, 10, false},
+		{26, 10, true}, // above for 25 ms: standing, shed
+		{27, 3, false}, // within target: never shed, and the queue no longer stands
+		{28, 10, false},
+		{40, 10, false},
+		{53, 10, true},
+		{54, 5, false}, // exactly the target is within it
+		{55, 6, false},
+		{56, 21, true}, // over 4 x Target: shed at once, standing or not
+		{57, 3, false},
+		{58, 20, false}, // 4 x Target itself waits for the interval
+	}
+	for _, s := range steps {
+		if got := a.ShedQueued(time.Duration(s.queuedMs)*time.Millisecond, at(s.atMs)); got != s.shed {
+			t.Fatalf("at %d ms, queued %d ms: shed = %v, want %v", s.atMs, s.queuedMs, got, s.shed)
+		}
+		if wantStanding := s.shed && s.atMs != 56; a.Standing() != wantStanding {
+			t.Fatalf("at %d ms: Standing = %v, want %v", s.atMs, a.Standing(), wantStanding)
+		}
+	}
+	var nilA *Admission
+	if nilA.ShedQueued(time.Second, t0) || nilA.Standing() {
+		t.Fatal("a nil Admission shed")
+	}
+}

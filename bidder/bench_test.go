@@ -99,7 +99,7 @@ func loopbackServer(b *testing.B, srv *fasthttp.Server) string {
 		b.Fatal(err)
 	}
 	done := make(chan struct{})
-	go func() { srv.Serve(ln); close(done) }()
+	go func() { srv.Serve(Listen(ln)); close(done) }() // as rtbd serves it
 	b.Cleanup(func() {
 		ln.Close()
 		srv.Shutdown()

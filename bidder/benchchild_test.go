@@ -153,7 +153,7 @@ func runChild(mode string) int {
 	case "local":
 		f := newFixture(t, nil)
 		srv := f.b.NewServer()
-		serve = func() error { return srv.Serve(ln) }
+		serve = func() error { return srv.Serve(Listen(ln)) } // as rtbd serves it
 	case "node":
 		local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
 		if err != nil {
@@ -173,7 +173,7 @@ func runChild(mode string) int {
 		defer rc.Close()
 		f := newFixture(t, func(o *Options) { o.Products = rc })
 		srv := f.b.NewServer()
-		serve = func() error { return srv.Serve(ln) }
+		serve = func() error { return srv.Serve(Listen(ln)) }
 	default:
 		fmt.Fprintln(os.Stderr, "unknown mode", mode)
 		return 2

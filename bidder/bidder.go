@@ -17,6 +17,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -316,8 +317,15 @@ func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
 // fasthttp's own MaxRequestBodySize is a backstop at 4x that (at least
 // 1 MiB), where it answers 413 and drops the connection without reading
 // the rest (the client may then see the connection close instead).
+//
+// Serve it on a listener from Listen, so that bid requests carry their
+// arrival time. Its write buffer holds a typical bid response whole: on a
+// connection that is not a *net.TCPConn (arrival's) fasthttp cannot write
+// header and body with one writev, and a response over the buffer would
+// take two writes (two TCP segments).
 func (b *Bidder) NewServer() *fasthttp.Server {
 	return &fasthttp.Server{
+		WriteBufferSize:    16 << 10,
 		Handler:            b.Handler(),
 		ErrorHandler:       b.ErrorHandler,
 		Name:               "rtbd",
@@ -325,6 +333,10 @@ func (b *Bidder) NewServer() *fasthttp.Server {
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
 }
+
+// Listen wraps a listener for the bid server so that each request's
+// arrival time is known (bidder/arrival; on Linux TCP, else ln itself).
+func Listen(ln net.Listener) net.Listener { return arrival.Listen(ln) }
 
 // ErrorHandler is the fasthttp.Server.ErrorHandler to pair with Handler
 // (NewServer sets it): fasthttp calls it for requests it cannot read. A
@@ -391,8 +403,20 @@ var (
 )
 
 // serveBid is POST /openrtb2/bid.
+//
+// Its clock starts when the request arrived, if the connection knows
+// (bidder/arrival: the kernel's receive time), else at the handler's
+// start: the deadline, the total latency and the access log count the
+// time the request waited in the socket and for the CPU, as the SSP's
+// tmax does.
 func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
-	start := time.Now()
+	now := time.Now()
+	start, queued := now, time.Duration(-1)
+	if at, ok := arrival.Time(rc.Conn()); ok {
+		if q := now.Sub(at); q >= 0 && q < maxQueued {
+			start, queued = at, q
+		}
+	}
 	m := b.m
 	m.requests.Inc()
 	rc.Response.Header.Set(headerOpenRTB, openRTBVer)
@@ -413,7 +437,14 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 		b.shed(rc)
 		return
 	}
-	if b.opts.Admission.Shed() {
+	if queued >= 0 {
+		m.queue.Observe(queued.Seconds())
+		if b.opts.Admission.ShedQueued(queued, now) {
+			m.shedQueue.Inc()
+			b.shed(rc)
+			return
+		}
+	} else if b.opts.Admission.Shed() {
 		m.shedLatency.Inc()
 		b.shed(rc)
 		return
@@ -435,7 +466,7 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 		return
 	}
 	err := b.dec.DecodeRequest(body, &st.req)
-	m.stage[stageDecode].Observe(time.Since(start).Seconds()) // body decompression included
+	m.stage[stageDecode].Observe(time.Since(now).Seconds()) // body decompression included
 	var nbr rtb.NoBidReason
 	switch {
 	case err != nil:
@@ -445,6 +476,10 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	}
 	b.respond(rc, st, nbr, start)
 }
+
+// maxQueued bounds a believable queueing delay: a larger one (the wall
+// clock stepped between the kernel's stamp and the handler) is ignored.
+const maxQueued = 10 * time.Second
 
 // shed answers a request at once, without decoding it: beyond
 // MaxInFlight, or shed by the admission control.
@@ -477,6 +512,16 @@ func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason
 		return rtb.NoBidDeadline
 	}
 	st.deadline = start.Add(budget)
+	if left := time.Until(st.deadline); left < b.opts.MinBudget {
+		// The request waited (in the socket, for the CPU) most of its
+		// budget away before it got here.
+		st.m.misses[missQueue].Inc()
+		if ex != nil {
+			ex.note("the request arrived %s ago: %s of its %s budget left, less than min_budget %s",
+				time.Since(start), left, budget, b.opts.MinBudget)
+		}
+		return rtb.NoBidDeadline
+	}
 	st.dctx.reset(st.deadline)
 	if ex != nil {
 		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.opts.TMaxMargin)

@@ -24,14 +24,15 @@ var stageNames = [numStages]string{"decode", "user", "catalog", "decide", "encod
 
 // Where a deadline was missed, the label of rtbd_bidder_deadline_misses_total.
 const (
-	missTMax = iota // tmax left no budget: no-bid at once
+	missTMax  = iota // tmax left no budget: no-bid at once
+	missQueue        // the request queued (before the handler) past its budget
 	missUser
 	missCatalog
 	missDecide
 	numMisses
 )
 
-var missNames = [numMisses]string{"tmax", "user", "catalog", "decide"}
+var missNames = [numMisses]string{"tmax", "queue", "user", "catalog", "decide"}
 
 // HTTP-level rejections of /openrtb2/bid, the label of
 // rtbd_bidder_rejected_total.
@@ -99,6 +100,8 @@ type metrics struct {
 	userErrs    [numErrKinds]prometheus.Counter
 	shed        prometheus.Counter // in_flight
 	shedLatency prometheus.Counter
+	shedQueue   prometheus.Counter
+	queue       prometheus.Observer // arrival to handler start, when known
 	inFlight    prometheus.Gauge
 	events      [numResults]prometheus.Counter
 	clicks      [numResults]prometheus.Counter
@@ -133,8 +136,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	userErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_user_errors_total",
 		Help: "User store errors by kind (unknown users are not errors)."}, []string{"kind"})
 	shedVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_shed_total",
-		Help: "Bid requests shed before decoding, by reason: in_flight (bidder.max_in_flight were in flight), latency (admission control: goroutines waited too long for the CPU)."}, []string{"reason"})
-	shed, shedLatency := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("latency")
+		Help: "Bid requests shed before decoding, by reason: in_flight (bidder.max_in_flight were in flight), queue (admission control: a standing queue, and this request waited longer than bidder.admission_latency), latency (admission control without arrival times: goroutines waited too long for the CPU)."}, []string{"reason"})
+	shed, shedLatency, shedQueue := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("latency"), shedVec.WithLabelValues("queue")
+	queue := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rtbd_bidder_queue_seconds",
+		Help: "Time a bid request waited before its handler ran: from the kernel's receive time of its bytes (Linux) to the handler's start.", Buckets: latencyBuckets})
 	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_in_flight",
 		Help: "Bid requests being processed."})
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_total",
@@ -145,6 +150,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
 	m.requests, m.bids, m.shed, m.shedLatency, m.inFlight, m.total, m.notices = requests, bids, shed, shedLatency, inFlight, total, notices
+	m.shedQueue, m.queue = shedQueue, queue
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
 	}
@@ -169,7 +175,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlight, events, clicks, notices} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlight, events, clicks, notices, queue} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}

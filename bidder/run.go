@@ -219,7 +219,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		actx, s.stopAdmission = context.WithCancel(context.Background())
 		go opts.Admission.Run(actx)
 	}
-	go func() { s.served <- s.http.Serve(s.ln) }()
+	go func() { s.served <- s.http.Serve(Listen(s.ln)) }()
 	catalogDesc := "local " + cfg.Catalog.Data
 	if s.remote != nil {
 		catalogDesc = "remote " + cfg.Catalog.Target

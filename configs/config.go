@@ -115,12 +115,14 @@ type Bidder struct {
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// AdmissionLatency turns on admission control by queueing delay: while
-	// the p99 time goroutines wait for the CPU exceeds it, a growing
-	// fraction of bid requests is shed before decoding (bidder.Admission).
-	// 0 disables it.
+	// AdmissionLatency turns on admission control by queueing delay: once
+	// every bid request for AdmissionInterval waited longer than this
+	// between its arrival and its handler, those that did are shed before
+	// decoding (bidder.Admission; without arrival times, the p99 goroutine
+	// scheduling latency is the signal). 0 disables it.
 	AdmissionLatency time.Duration `yaml:"admission_latency"`
-	// AdmissionInterval is the admission control's measuring window.
+	// AdmissionInterval: how long the wait must stay above
+	// AdmissionLatency before shedding (and the fallback's window).
 	AdmissionInterval time.Duration `yaml:"admission_interval"`
 	// GCFloorMB: the Go GC does not start a cycle while the heap is below
 	// this many MiB (bidder/gcfloor raises GOGC after each collection). A

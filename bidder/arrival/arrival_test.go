@@ -1,0 +1,153 @@
+package arrival_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bidder/arrival"
+)
+
+// pair returns a stamped server side and its client, on loopback.
+func pair(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	if !arrival.Supported {
+		t.Skip("this build does not stamp connections (not Linux, or -race)")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sl := arrival.Listen(ln)
+	t.Cleanup(func() { sl.Close() })
+	client, err = net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err = sl.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close(); server.Close() })
+	return server, client
+}
+
+// The stamp lies between the client's write and the server's read, and
+// stays with the newest bytes: bytes that waited in the socket show their
+// wait.
+func TestReadStampsArrival(t *testing.T) {
+	s, c := pair(t)
+	if _, ok := arrival.Time(s); ok {
+		t.Fatal("stamp before any read")
+	}
+	buf := make([]byte, 64)
+	for i := range 3 {
+		before := time.Now()
+		if _, err := c.Write([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(30 * time.Millisecond) // the bytes wait in the socket
+		n, err := s.Read(buf)
+		after := time.Now()
+		if err != nil || string(buf[:n]) != "hello" {
+			t.Fatalf("read %d: %q, %v", i, buf[:n], err)
+		}
+		at, ok := arrival.Time(s)
+		if !ok {
+			t.Fatalf("read %d: no stamp", i)
+		}
+		if at.Before(before) || at.After(after) {
+			t.Fatalf("read %d: stamp %v not between the write (%v) and the read (%v)", i, at, before, after)
+		}
+		if waited := after.Sub(at); waited < 20*time.Millisecond { // 30 ms less the time the kernel may take to deliver
+			t.Fatalf("read %d: bytes waited %v in the socket, the test slept 30ms before reading", i, waited)
+		}
+	}
+}
+
+// A large stream reads back intact through recvmsg, stamped.
+func TestReadLargeStream(t *testing.T) {
+	s, c := pair(t)
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<16) // 1 MiB
+	go func() { c.Write(want); c.Close() }()
+	got, err := io.ReadAll(s)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("read %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	if _, ok := arrival.Time(s); !ok {
+		t.Fatal("no stamp after a stream")
+	}
+}
+
+// EOF, a deadline and Close from another goroutine surface as a net.Conn's
+// errors would.
+func TestReadErrors(t *testing.T) {
+	s, c := pair(t)
+	buf := make([]byte, 8)
+
+	s.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	_, err := s.Read(buf)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read past the deadline: %v, want a timeout", err)
+	}
+	s.SetReadDeadline(time.Time{})
+
+	done := make(chan error, 1)
+	go func() { _, err := s.Read(buf); done <- err }()
+	time.Sleep(10 * time.Millisecond)
+	c.Close()
+	if err := <-done; err != io.EOF {
+		t.Fatalf("read after the peer closed: %v, want io.EOF", err)
+	}
+
+	s2, _ := pair(t)
+	go func() { time.Sleep(10 * time.Millisecond); s2.Close() }()
+	if _, err := s2.Read(buf); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("read on a closed conn: %v, want net.ErrClosed", err)
+	}
+	if n, err := s.Read(nil); n != 0 || err != nil {
+		t.Fatalf("empty read: %d, %v", n, err)
+	}
+}
+
+// A stamped read allocates nothing (it is on the bid path).
+func TestReadAllocs(t *testing.T) {
+	s, c := pair(t)
+	msg, buf := []byte("x"), make([]byte, 8)
+	allocs := testing.AllocsPerRun(200, func() {
+		c.Write(msg)
+		if _, err := s.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per write+read, want 0", allocs)
+	}
+}
+
+// Listeners and connections this package cannot stamp pass through.
+func TestUnstampedPassThrough(t *testing.T) {
+	if _, ok := arrival.Time(nil); ok {
+		t.Fatal("nil conn stamped")
+	}
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	if _, ok := arrival.Time(a); ok {
+		t.Fatal("pipe stamped")
+	}
+	ul, err := net.Listen("unix", filepath.Join(t.TempDir(), "s"))
+	if err != nil {
+		t.Skip("no unix sockets:", err)
+	}
+	defer ul.Close()
+	if got := arrival.Listen(ul); got != ul {
+		t.Fatalf("unix listener wrapped: %T", got)
+	}
+}
