@@ -64,6 +64,11 @@ type BidderOptions struct {
 	// BidderArgs and NodeArgs are extra flags of the started bidders and
 	// nodes (e.g. "-set", "bidder.max_in_flight=256").
 	BidderArgs, NodeArgs []string
+	// BidderProcs > 0 sets GOMAXPROCS of the started bidders: on a small
+	// machine shared with the harness, 1 leaves the generator a core of
+	// its own, so that an overload run offers twice the bidder's capacity
+	// without starving the generator that offers it.
+	BidderProcs int
 	// Overload, after the runs, searches each topology's highest bid rate
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
@@ -124,6 +129,12 @@ func (o BidderOptions) Validate() error {
 	}
 	if o.Nodes < 1 || o.Nodes > 64 {
 		p.addf("nodes: must be 1..64, got %d", o.Nodes)
+	}
+	if o.BidderProcs < 0 || o.BidderProcs > 1024 {
+		p.addf("bidder-procs: must be 0 (all CPUs) to 1024, got %d", o.BidderProcs)
+	}
+	if o.BidderProcs > 0 && o.HTTPURL != "" {
+		p.addf("bidder-procs: applies to bidders the harness starts, not to -http")
 	}
 	for _, w := range o.Weights {
 		if w != 3 && w != 15 && w != 30 {
@@ -504,6 +515,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	case TopologyLocal:
 		logf("starting a bidder with the local index (%s)", cfg)
 		b := newBidder("bidder-local", exe, cfg, workDir, o.BidderArgs)
+		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -527,6 +539,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		}
 		logf("starting a bidder with -catalog %s", target)
 		b := newBidder("bidder-remote", exe, cfg, workDir, append([]string{"-catalog", target}, o.BidderArgs...))
+		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -671,7 +684,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	bids := bidTarget(name, t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
 	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
 		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
-		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1,
+		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
 		Load: OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
 	})
 	if s != nil {
@@ -712,6 +725,14 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	return err
 }
 
+// bidderEnv is the started bidders' extra environment.
+func (o *BidderOptions) bidderEnv() []string {
+	if o.BidderProcs > 0 {
+		return []string{"GOMAXPROCS=" + strconv.Itoa(o.BidderProcs)}
+	}
+	return nil
+}
+
 func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	var o BidderOptions
@@ -733,6 +754,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
 	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
+	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err

@@ -34,9 +34,13 @@ type child struct {
 // startChild starts exe with args. The child gets SIGKILL if the harness's
 // thread that started it dies (Pdeathsig), so an aborted bench leaves no
 // servers behind.
-func startChild(name, exe string, args []string, logPath string) (*child, error) {
+// env, if set, is added to the harness's environment.
+func startChild(name, exe string, args []string, logPath string, env ...string) (*child, error) {
 	c := &child{name: name, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	cmd := exec.Command(exe, args...)
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	var out io.Writer = c.tail
 	if logPath != "" {
 		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

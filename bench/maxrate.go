@@ -90,6 +90,12 @@ type FindMaxRateOptions struct {
 	Cooldown time.Duration
 	// MaxSteps bounds the number of runs. Zero means 20.
 	MaxSteps int
+	// Confirm re-runs a failing rate up to this many times before the
+	// search believes the failure: a rate fails only if every run of it
+	// fails. On a shared host one stall (a neighbour, the hypervisor) can
+	// fail a step far below capacity and end the search there. Zero: each
+	// step is trusted as measured.
+	Confirm int
 	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
 	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
 	// must be zero (the search sets them).
@@ -131,7 +137,8 @@ type MaxRateResult struct {
 // objective: it doubles the rate from StartRate until a step fails (or
 // MaxRate passes), then bisects between the highest passing and lowest
 // failing rate until they are within Precision. Each step is a separate
-// RunOpenLoop of StepDuration. Noise can make a step pass above one that
+// RunOpenLoop of StepDuration; with Confirm, a failing rate is run again
+// before it counts as failed. Noise can make a step pass above one that
 // failed; the search trusts each step as measured and keeps the highest
 // pass below the lowest failure. If StartRate already fails, it returns the
 // result with ErrNoPassingRate.
@@ -161,8 +168,8 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	if o.StartRate < 0 || o.MaxRate < o.StartRate {
 		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
 	}
-	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 {
-		p.addf("precision, max_steps, step_duration, step_warmup, cooldown: must be >= 0")
+	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 {
+		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
 	}
 	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
 		p.addf("load: rate, duration and warmup must be zero (set by the search)")
@@ -173,6 +180,7 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	res := &MaxRateResult{Target: t.Name(), Objective: o.Objective.String(), P99Ms: o.Objective.P99Ms()}
 	var lo, hi float64 // highest pass, lowest fail (0 = none yet)
 	rate := o.StartRate
+	retries := 0 // failed runs of rate so far
 	for step := 0; step < o.MaxSteps; step++ {
 		if step > 0 && o.Cooldown > 0 {
 			select {
@@ -188,10 +196,20 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 			return res, err
 		}
 		why := o.Objective.Check(r)
+		confirm := why != "" && retries < o.Confirm
+		reason := why
+		if confirm {
+			reason += " (re-run to confirm)"
+		}
 		res.Steps = append(res.Steps, RateStep{
-			Rate: rate, Pass: why == "", Reason: why, Requests: r.Requests, AchievedRate: r.AchievedRate,
+			Rate: rate, Pass: why == "", Reason: reason, Requests: r.Requests, AchievedRate: r.AchievedRate,
 			P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
 		})
+		if confirm {
+			retries++
+			continue
+		}
+		retries = 0
 		if why == "" {
 			if rate > lo && (hi == 0 || rate < hi) {
 				lo, res.Best = rate, r

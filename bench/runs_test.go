@@ -269,3 +269,51 @@ func TestFindMaxRate(t *testing.T) {
 		t.Fatalf("impossible objective: %v %+v", err, res)
 	}
 }
+
+// TestFindMaxRateConfirm: one stall (a burst of failures, as a neighbour
+// on a shared host causes) fails a step far below capacity. Trusted as
+// measured, it ends the search there; with Confirm the rate is run again,
+// passes, and the search goes on to the cap.
+func TestFindMaxRateConfirm(t *testing.T) {
+	stalling := func() bench.Target {
+		var calls atomic.Int64
+		return bench.TargetFunc("stalls-once", func(context.Context, *bench.Worker) bench.Outcome {
+			if n := calls.Add(1); n > 60 && n <= 100 { // inside the second step (calls 51-150)
+				return bench.ErrStatus5xx
+			}
+			return bench.OK
+		})
+	}
+	o := bench.FindMaxRateOptions{Objective: bench.Objective{P99: time.Second}, StartRate: 100, MaxRate: 800,
+		Precision: 0.2, StepDuration: 500 * time.Millisecond, Load: bench.OpenLoopOptions{Timeout: 10 * time.Second}}
+
+	trusted, err := bench.FindMaxRate(testCtx(t), stalling(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if trusted.MaxRate >= 200 || !trusted.Bracketed {
+		t.Fatalf("without Confirm: max rate %v (bracketed %v), want below the stalled 200", trusted.MaxRate, trusted.Bracketed)
+	}
+
+	o.Confirm = 1
+	confirmed, err := bench.FindMaxRate(testCtx(t), stalling(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range confirmed.Steps {
+		t.Logf("rate %.0f pass %v %s", s.Rate, s.Pass, s.Reason)
+	}
+	if confirmed.MaxRate != 800 || confirmed.Bracketed {
+		t.Fatalf("with Confirm 1: max rate %v (bracketed %v), want the cap 800", confirmed.MaxRate, confirmed.Bracketed)
+	}
+	if s := confirmed.Steps[1]; s.Rate != 200 || s.Pass || !strings.HasSuffix(s.Reason, "(re-run to confirm)") {
+		t.Fatalf("step 2 = %+v, want the failed 200 marked for a re-run", s)
+	}
+	if s := confirmed.Steps[2]; s.Rate != 200 || !s.Pass {
+		t.Fatalf("step 3 = %+v, want 200 again, passing", s)
+	}
+	if _, err := bench.FindMaxRate(testCtx(t), stalling(), bench.FindMaxRateOptions{Objective: bench.Objective{P99: time.Second},
+		MaxRate: 100, Confirm: -1}); !errors.Is(err, bench.ErrInvalid) {
+		t.Fatalf("confirm -1: %v", err)
+	}
+}

@@ -27,8 +27,9 @@ type server struct {
 	args  func(port, admin int) []string
 	ready func(ctx context.Context, s *server) error
 	log   string
-	port  int // main port (gRPC, HTTP, redis)
-	admin int // admin port, 0 if none
+	env   []string // added to the child's environment
+	port  int      // main port (gRPC, HTTP, redis)
+	admin int      // admin port, 0 if none
 }
 
 // Addr is 127.0.0.1:port.
@@ -49,7 +50,7 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log)
+		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...)
 		if err != nil {
 			return err
 		}
