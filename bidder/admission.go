@@ -20,13 +20,13 @@ import (
 //
 // When the request's arrival time is known (bidder/arrival: the kernel's
 // receive time, on Linux), the queueing delay of each request is measured
-// (arrival to handler start) and ShedQueued applies CoDel's rule to it: a
-// queue whose delay stayed above Target for a whole Interval (no request
-// in that time got through faster) is a standing queue, not a burst, and
-// while it stands each request that waited longer than Target is shed.
-// Shedding the old requests is cheap, so the queue drains, and the young
-// ones are served within their tmax. A burst shorter than Interval (a GC
-// pause, a neighbour's moment on a shared host) sheds nothing.
+// (arrival to handler start) and ShedQueued applies CoDel's idea to it: a
+// queue whose delay (a moving average over requests) stayed above Target
+// for a whole Interval is a standing queue, not a burst, and while it
+// stands each request that waited longer than Target is shed. Shedding the
+// old requests is cheap, so the queue drains, and the young ones are
+// served within their tmax. A burst shorter than Interval (a GC pause, a
+// neighbour's moment on a shared host) sheds nothing.
 //
 // Without an arrival time (another platform, a race build, a connection
 // that is not TCP), the Go runtime's /sched/latencies:seconds (how long
@@ -47,9 +47,9 @@ type Admission struct {
 	prob atomic.Uint32 // shed probability in 1/65536
 	p99  atomic.Int64  // last window's p99 scheduling latency, ns
 
-	// aboveSince: unix ns of the first request of the current run of
-	// requests that all waited longer than Target; 0 when the last one
-	// did not.
+	// queueAvg: moving average of the requests' queueing delays, ns.
+	// aboveSince: unix ns when it last went above Target; 0 while below.
+	queueAvg   atomic.Int64
 	aboveSince atomic.Int64
 	standing   atomic.Bool // the queue has stood above Target for an Interval
 
@@ -115,25 +115,29 @@ func (a *Admission) Shed() bool {
 	return p != 0 && uint32(rand.Uint32()>>16) < p
 }
 
-// maxQueuedFactor: a request that waited longer than this many Targets is
-// shed even before the queue has stood for an Interval. Go's run queues
-// are not strictly FIFO (a goroutine readied by the one running runs
-// next), so under overload a few requests still get through young and keep
-// resetting CoDel's clock while the rest wait ever longer; the cap bounds
-// that wait.
-const maxQueuedFactor = 4
+// queueEWMAShift sets the weight of one request in the queueing delay's
+// moving average: 1/16.
+const queueEWMAShift = 4
 
 // ShedQueued reports whether a request that waited queued (arrival to
 // handler start, measured) is to be shed: true if it waited longer than
-// Target while the queue has stood above Target for at least Interval, or
-// longer than 4 x Target at any time. now is the handler's start. A nil
-// Admission sheds nothing.
+// Target while the queue stands, that is while the moving average of the
+// requests' waits has stayed above Target for at least Interval. now is
+// the handler's start. A nil Admission sheds nothing.
+//
+// CoDel proper ends a standing queue at the first packet through in time
+// (its minimum). Go's run queues are not FIFO (a goroutine readied by the
+// running one runs next), so under overload a few requests get through
+// young while the rest wait ever longer; the average is not fooled by them.
 func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
 	if a == nil {
 		return false
 	}
-	if queued <= a.o.Target {
-		// One request through in time: no standing queue.
+	// A racy read-modify-write: a lost update only nudges the average.
+	e := a.queueAvg.Load()
+	e += (int64(queued) - e) >> queueEWMAShift
+	a.queueAvg.Store(e)
+	if e <= int64(a.o.Target) {
 		if a.aboveSince.Load() != 0 {
 			a.aboveSince.Store(0)
 		}
@@ -152,7 +156,7 @@ func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
 	if standing && !a.standing.Load() {
 		a.standing.Store(true)
 	}
-	return standing || queued > maxQueuedFactor*a.o.Target
+	return standing && queued > a.o.Target
 }
 
 // Standing reports whether ShedQueued currently sees a standing queue.

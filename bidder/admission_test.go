@@ -157,42 +157,61 @@ func TestAdmissionShedsBids(t *testing.T) {
 	}
 }
 
-// TestShedQueued: CoDel's rule on the measured queueing delay. A run of
-// requests that waited longer than Target sheds nothing until it has
-// lasted Interval; then each request over Target is shed; one request
-// within Target ends the standing queue. A request over 4 x Target is shed
-// at once.
+// TestShedQueued: CoDel's rule on the measured queueing delay, averaged
+// over requests (1/16 each). Waits above Target shed nothing until the
+// average has stayed above Target for Interval; then each request over
+// Target is shed (one young request among old ones does not end it); once
+// the average is back under Target, nothing is.
 func TestShedQueued(t *testing.T) {
-	a := NewAdmission(AdmissionOptions{Target: 5 * time.Millisecond, Interval: 25 * time.Millisecond})
+	const target, interval = 5 * time.Millisecond, 25 * time.Millisecond
+	a := NewAdmission(AdmissionOptions{Target: target, Interval: interval})
 	t0 := time.Unix(1_700_000_000, 0)
-	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
-	steps := []struct {
-		atMs     int
-		queuedMs int
-		shed     bool
-	}{
-		{0, 2, false},   // within target
-		{1, 10, false},  // above: a run starts
-		{10, 15, false}, // still shorter than the interval: a burst
-		{25, 10, false},
-		{26, 10, true}, // above for 25 ms: standing, shed
-		{27, 3, false}, // within target: never shed, and the queue no longer stands
-		{28, 10, false},
-		{40, 10, false},
-		{53, 10, true},
-		{54, 5, false}, // exactly the target is within it
-		{55, 6, false},
-		{56, 21, true}, // over 4 x Target: shed at once, standing or not
-		{57, 3, false},
-		{58, 20, false}, // 4 x Target itself waits for the interval
+	ms := time.Millisecond
+	now := t0
+	feed := func(n int, queued time.Duration, step time.Duration) (shed int) {
+		for range n {
+			if a.ShedQueued(queued, now) {
+				shed++
+			}
+			now = now.Add(step)
+		}
+		return shed
 	}
-	for _, s := range steps {
-		if got := a.ShedQueued(time.Duration(s.queuedMs)*time.Millisecond, at(s.atMs)); got != s.shed {
-			t.Fatalf("at %d ms, queued %d ms: shed = %v, want %v", s.atMs, s.queuedMs, got, s.shed)
+	if n := feed(100, 2*ms, ms/10); n != 0 || a.Standing() {
+		t.Fatalf("waits within target: %d shed, standing %v", n, a.Standing())
+	}
+	// A burst: 15 ms of requests that waited 30 ms. The average goes above
+	// target, but not for an interval.
+	if n := feed(150, 30*ms, ms/10); n != 0 || a.Standing() {
+		t.Fatalf("a 15 ms burst: %d shed, standing %v", n, a.Standing())
+	}
+	if n := feed(200, ms, ms/10); n != 0 {
+		t.Fatalf("after the burst: %d shed", n)
+	}
+	// A standing queue: 40 ms of requests that waited 20 ms, a young one
+	// every 10th. Shedding starts once the average has been above target
+	// for 25 ms, and takes only the old requests.
+	old, young := 0, 0
+	for i := range 400 {
+		q := 20 * ms
+		if i%10 == 0 {
+			q = ms
 		}
-		if wantStanding := s.shed && s.atMs != 56; a.Standing() != wantStanding {
-			t.Fatalf("at %d ms: Standing = %v, want %v", s.atMs, a.Standing(), wantStanding)
+		if a.ShedQueued(q, now) {
+			if q == ms {
+				young++
+			}
+			old++
 		}
+		now = now.Add(ms / 10)
+	}
+	if !a.Standing() || young != 0 || old < 100 || old > 300 {
+		t.Fatalf("standing queue: %d old shed, %d young shed, standing %v", old, young, a.Standing())
+	}
+	// Drained: the average falls under target and shedding stops.
+	feed(100, ms, ms/10)
+	if a.Standing() || a.ShedQueued(10*ms, now) {
+		t.Fatalf("after draining: standing %v", a.Standing())
 	}
 	var nilA *Admission
 	if nilA.ShedQueued(time.Second, t0) || nilA.Standing() {

@@ -116,9 +116,9 @@ type Bidder struct {
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AdmissionLatency turns on admission control by queueing delay: once
-	// every bid request for AdmissionInterval waited longer than this
-	// between its arrival and its handler, those that did are shed before
-	// decoding (bidder.Admission; without arrival times, the p99 goroutine
+	// the moving average of the bid requests' waits (arrival to handler)
+	// has stayed above this for AdmissionInterval, those that waited
+	// longer are shed before decoding (bidder.Admission; without arrival times, the p99 goroutine
 	// scheduling latency is the signal). 0 disables it.
 	AdmissionLatency time.Duration `yaml:"admission_latency"`
 	// AdmissionInterval: how long the wait must stay above
