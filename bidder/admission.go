@@ -51,9 +51,12 @@ type Admission struct {
 	// aboveSince: unix ns when it last went above Target; 0 while below.
 	queueAvg   atomic.Int64
 	aboveSince atomic.Int64
-	standing   atomic.Bool // the queue has stood above Target for an Interval
+	// qprob: fraction (1/65536) of the requests that did not wait past
+	// Target that are shed too, raised by Run while the queue stands.
+	qprob    atomic.Uint32
+	standing atomic.Bool // the queue has stood above Target for an Interval
 
-	shedGauge, p99Gauge prometheus.Gauge
+	shedGauge, p99Gauge, qshedGauge prometheus.Gauge
 }
 
 // AdmissionOptions configure an Admission.
@@ -96,11 +99,13 @@ func NewAdmission(o AdmissionOptions) *Admission {
 	a := &Admission{o: o,
 		shedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_shed_ratio",
 			Help: "Fraction of bid requests the fallback admission control (scheduling latency, used for requests without an arrival time) sheds now."}),
+		qshedGauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_queue_shed_ratio",
+			Help: "Fraction of the bid requests that did not wait past bidder.admission_latency that the admission control sheds too, to make room while a queue stands."}),
 		p99Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_sched_latency_p99_seconds",
 			Help: "p99 of the goroutine scheduling latency in the admission control's last window."}),
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge)
+		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge, a.qshedGauge)
 	}
 	return a
 }
@@ -137,6 +142,7 @@ func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
 	e := a.queueAvg.Load()
 	e += (int64(queued) - e) >> queueEWMAShift
 	a.queueAvg.Store(e)
+	standing := false
 	if e <= int64(a.o.Target) {
 		if a.aboveSince.Load() != 0 {
 			a.aboveSince.Store(0)
@@ -144,19 +150,40 @@ func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
 		if a.standing.Load() {
 			a.standing.Store(false)
 		}
-		return false
+	} else {
+		t := now.UnixNano()
+		since := a.aboveSince.Load()
+		if since == 0 {
+			a.aboveSince.CompareAndSwap(0, t)
+			since = t
+		}
+		standing = t-since >= int64(a.o.Interval)
+		if standing && !a.standing.Load() {
+			a.standing.Store(true)
+		}
 	}
-	t := now.UnixNano()
-	since := a.aboveSince.Load()
-	if since == 0 {
-		a.aboveSince.CompareAndSwap(0, t)
-		since = t
+	if standing && queued > a.o.Target {
+		return true
 	}
-	standing := t-since >= int64(a.o.Interval)
-	if standing && !a.standing.Load() {
-		a.standing.Store(true)
+	// Shedding only the old requests keeps a queue from growing, not
+	// from standing: a bidder at its limit serving every young request
+	// has no CPU left to drain the queue after a stall. While the queue
+	// stands, Run raises the fraction of young ones shed too.
+	p := a.qprob.Load()
+	return p != 0 && uint32(rand.Uint32()>>16) < p
+}
+
+// nextQueueShed is the young-request shed fraction after a window: up by
+// a quarter of the rest (at least 5 points) while the queue stands, down
+// by 5 points once the average wait is under half the target.
+func nextQueueShed(shed float64, standing bool, avg, target time.Duration, maxShed float64) float64 {
+	switch {
+	case standing:
+		shed += max((1-shed)/4, 0.05)
+	case avg < target/2:
+		shed -= 0.05
 	}
-	return standing && queued > a.o.Target
+	return min(max(shed, 0), maxShed)
 }
 
 // Standing reports whether ShedQueued currently sees a standing queue.
@@ -180,6 +207,7 @@ func (a *Admission) Run(ctx context.Context) {
 	t := time.NewTicker(a.o.Interval)
 	defer t.Stop()
 	defer a.set(0, 0)
+	defer func() { a.qprob.Store(0); a.qshedGauge.Set(0) }()
 	for {
 		select {
 		case <-ctx.Done():
@@ -191,6 +219,9 @@ func (a *Admission) Run(ctx context.Context) {
 		p99, n := windowP99(prev, cur)
 		prev = cloneHist(cur, prev)
 		a.set(nextShed(a.ShedRatio(), p99, n, a.o.Target, a.o.MaxShed), p99)
+		q := nextQueueShed(float64(a.qprob.Load())/65536, a.standing.Load(), time.Duration(a.queueAvg.Load()), a.o.Target, a.o.MaxShed)
+		a.qprob.Store(uint32(math.Round(q * 65536)))
+		a.qshedGauge.Set(q)
 	}
 }
 

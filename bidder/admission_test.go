@@ -218,3 +218,39 @@ func TestShedQueued(t *testing.T) {
 		t.Fatal("a nil Admission shed")
 	}
 }
+
+// TestQueueShedYoung: while a queue stands, Run raises the fraction of
+// young requests shed too (serving every young one leaves a bidder at its
+// limit no CPU to drain the queue), and lowers it once the average wait is
+// under half the target.
+func TestQueueShedYoung(t *testing.T) {
+	const target = 5 * time.Millisecond
+	steps := []struct {
+		shed     float64
+		standing bool
+		avg      time.Duration
+		want     float64
+	}{
+		{0, true, 20 * time.Millisecond, 0.25},
+		{0.8, true, 20 * time.Millisecond, 0.85},
+		{0.94, true, 20 * time.Millisecond, 0.95}, // capped at MaxShed
+		{0.5, false, 4 * time.Millisecond, 0.5},   // between target/2 and target: hold
+		{0.5, false, 2 * time.Millisecond, 0.45},
+		{0.03, false, 0, 0},
+	}
+	for _, s := range steps {
+		if got := nextQueueShed(s.shed, s.standing, s.avg, target, 0.95); math.Abs(got-s.want) > 1e-9 {
+			t.Errorf("nextQueueShed(%v, standing %v, avg %v) = %v, want %v", s.shed, s.standing, s.avg, got, s.want)
+		}
+	}
+	a := NewAdmission(AdmissionOptions{Target: target, Interval: 25 * time.Millisecond})
+	now := time.Unix(1_700_000_000, 0)
+	a.qprob.Store(65536) // all young requests
+	if !a.ShedQueued(time.Millisecond, now) {
+		t.Fatal("a young request was served with the young shed fraction at 1")
+	}
+	a.qprob.Store(0)
+	if a.ShedQueued(time.Millisecond, now) {
+		t.Fatal("a young request was shed with the young shed fraction at 0")
+	}
+}

@@ -27,6 +27,11 @@ func TestQueuedRequestDeadlineFromArrival(t *testing.T) {
 	if !arrival.Supported {
 		t.Skip("no arrival times in this build (not Linux, or -race)")
 	}
+	stop, ok := arrival.Probe(10 * time.Second) // receive timestamps on, system-wide
+	defer stop()
+	if !ok {
+		t.Fatal("the kernel did not stamp a probe connection's reads within 10 s")
+	}
 	calls := make(chan struct{}, 10)
 	f := newFixture(t, func(o *Options) {
 		o.Products = &slowProducts{ProductStore: o.Products, delay: 2 * time.Second, calls: calls}

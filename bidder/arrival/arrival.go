@@ -15,7 +15,10 @@
 // How: Listen wraps a TCP listener. On Linux each accepted socket gets the
 // SO_TIMESTAMPNS option, and Conn.Read reads with recvmsg(2), which then
 // returns the kernel's receive time of the newest bytes read. Time(c)
-// returns it for a connection from this package's listener. Elsewhere,
+// returns it for a connection from this package's listener. (Linux turns
+// receive timestamps on system-wide, asynchronously, when the first socket
+// asks: the first requests after a start may be unstamped; Probe waits
+// until stamps come.) Elsewhere,
 // under the race detector (whose happens-before tracking through sockets
 // lives in the ordinary read path), and for connections that are not
 // TCP, Listen returns the listener unchanged and Time reports false: the
@@ -47,3 +50,47 @@ func Time(c net.Conn) (time.Time, bool) {
 // Listen returns a listener whose TCP connections are stamped (on Linux,
 // without the race detector); any other listener or platform: ln itself.
 func Listen(ln net.Listener) net.Listener { return listen(ln) }
+
+// Probe opens a stamped loopback connection and waits, up to timeout, until
+// the kernel stamps what it reads. Linux turns receive timestamps on
+// system-wide when the first socket asks, asynchronously (and off again
+// when the last one closes), so bytes that arrive just after the first
+// Accept may carry no stamp. ok is false if stamps did not come (or this
+// build does not stamp). Keep the probe open while stamps must be on;
+// stop closes it.
+func Probe(timeout time.Duration) (stop func(), ok bool) {
+	stop = func() {}
+	if !Supported {
+		return stop, false
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return stop, false
+	}
+	sl := Listen(ln)
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		sl.Close()
+		return stop, false
+	}
+	s, err := sl.Accept()
+	sl.Close()
+	if err != nil {
+		c.Close()
+		return stop, false
+	}
+	stop = func() { c.Close(); s.Close() }
+	buf := make([]byte, 1)
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if _, err := c.Write(buf); err != nil {
+			break
+		}
+		if _, err := s.Read(buf); err != nil {
+			break
+		}
+		if _, ok := Time(s); ok {
+			return stop, true
+		}
+	}
+	return stop, false
+}

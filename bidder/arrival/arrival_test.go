@@ -19,6 +19,11 @@ func pair(t *testing.T) (server, client net.Conn) {
 	if !arrival.Supported {
 		t.Skip("this build does not stamp connections (not Linux, or -race)")
 	}
+	stop, ok := arrival.Probe(10 * time.Second)
+	t.Cleanup(stop)
+	if !ok {
+		t.Fatal("the kernel did not stamp a probe connection's reads within 10 s")
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
