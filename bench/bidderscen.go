@@ -1,11 +1,14 @@
 package bench
 
 import (
+	"os/exec"
+
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/rtbd/rtbd/bench/cpuset"
 	"io"
 	"math/rand/v2"
 	"net/url"
@@ -69,6 +72,13 @@ type BidderOptions struct {
 	// its own, so that an overload run offers twice the bidder's capacity
 	// without starving the generator that offers it.
 	BidderProcs int
+	// BidderCPUs, if set (taskset's -c form, e.g. "1"), runs the started
+	// bidders on those CPUs (under taskset, with GOMAXPROCS their number
+	// unless BidderProcs says otherwise) and moves the harness's own
+	// threads to the other CPUs for the run: the bidder and the load
+	// generator then each have cores of their own, as with SSPs on other
+	// machines. Linux only.
+	BidderCPUs string
 	// Overload, after the runs, searches each topology's highest bid rate
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
@@ -135,6 +145,16 @@ func (o BidderOptions) Validate() error {
 	}
 	if o.BidderProcs > 0 && o.HTTPURL != "" {
 		p.addf("bidder-procs: applies to bidders the harness starts, not to -http")
+	}
+	if o.BidderCPUs != "" {
+		switch cpus, err := cpuset.Parse(o.BidderCPUs); {
+		case err != nil:
+			p.addf("bidder-cpus: %v", err)
+		case o.HTTPURL != "":
+			p.addf("bidder-cpus: applies to bidders the harness starts, not to -http")
+		case len(cpuset.Others(cpus)) == 0:
+			p.addf("bidder-cpus: %q leaves no CPU for the harness", o.BidderCPUs)
+		}
 	}
 	for _, w := range o.Weights {
 		if w != 3 && w != 15 && w != 30 {
@@ -370,6 +390,18 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			cleanups[i]()
 		}
 	}()
+	if o.BidderCPUs != "" {
+		cpus, _ := cpuset.Parse(o.BidderCPUs) // validated
+		if _, err := exec.LookPath("taskset"); err != nil {
+			return nil, fmt.Errorf("bench: bidder-cpus needs taskset (util-linux): %w", err)
+		}
+		restore, err := cpuset.PinSelf(cpuset.Others(cpus))
+		if err != nil {
+			return nil, fmt.Errorf("bench: bidder-cpus: %w", err)
+		}
+		cleanups = append(cleanups, func() { _ = restore() })
+		logf("bidders on CPUs %s, the harness on %s", o.BidderCPUs, cpuset.Format(cpuset.Others(cpus)))
+	}
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
@@ -515,7 +547,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	case TopologyLocal:
 		logf("starting a bidder with the local index (%s)", cfg)
 		b := newBidder("bidder-local", exe, cfg, workDir, o.BidderArgs)
-		b.env = o.bidderEnv()
+		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -539,7 +571,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		}
 		logf("starting a bidder with -catalog %s", target)
 		b := newBidder("bidder-remote", exe, cfg, workDir, append([]string{"-catalog", target}, o.BidderArgs...))
-		b.env = o.bidderEnv()
+		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -733,6 +765,15 @@ func (o *BidderOptions) bidderEnv() []string {
 	return nil
 }
 
+// bidderPrefix runs the started bidders under taskset when BidderCPUs is
+// set (Go's runtime then sizes GOMAXPROCS from the CPU set).
+func (o *BidderOptions) bidderPrefix() []string {
+	if o.BidderCPUs == "" {
+		return nil
+	}
+	return []string{"taskset", "-c", o.BidderCPUs}
+}
+
 func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	var o BidderOptions
@@ -755,6 +796,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
+	fs.StringVar(&o.BidderCPUs, "bidder-cpus", "", "run the started bidders on these CPUs (taskset -c form) and the harness on the others")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err

@@ -22,14 +22,15 @@ const readyTimeout = 60 * time.Second
 // server is a child process serving on loopback ports the harness chose.
 type server struct {
 	*child
-	name  string
-	exe   string
-	args  func(port, admin int) []string
-	ready func(ctx context.Context, s *server) error
-	log   string
-	env   []string // added to the child's environment
-	port  int      // main port (gRPC, HTTP, redis)
-	admin int      // admin port, 0 if none
+	name   string
+	exe    string
+	args   func(port, admin int) []string
+	ready  func(ctx context.Context, s *server) error
+	log    string
+	env    []string // added to the child's environment
+	prefix []string // a command that runs exe (e.g. taskset -c 1)
+	port   int      // main port (gRPC, HTTP, redis)
+	admin  int      // admin port, 0 if none
 }
 
 // Addr is 127.0.0.1:port.
@@ -50,7 +51,11 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...)
+		exe, args := s.exe, s.args(s.port, s.admin)
+		if len(s.prefix) > 0 {
+			exe, args = s.prefix[0], append(append(s.prefix[1:len(s.prefix):len(s.prefix)], exe), args...)
+		}
+		c, err := startChild(s.name, exe, args, s.log, s.env...)
 		if err != nil {
 			return err
 		}

@@ -1,0 +1,48 @@
+//go:build linux
+
+package cpuset
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+)
+
+type mask [16]uint64 // 1024 CPUs
+
+// PinSelf moves every thread of this process to cpus (threads started
+// later inherit their creator's set) and returns a function that puts the
+// previous set back.
+func PinSelf(cpus []int) (restore func() error, err error) {
+	var old mask
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
+		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	}
+	var m mask
+	for _, c := range cpus {
+		m[c/64] |= 1 << (c % 64)
+	}
+	if err := setAll(&m); err != nil {
+		return nil, err
+	}
+	return func() error { return setAll(&old) }, nil
+}
+
+func setAll(m *mask) error {
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return fmt.Errorf("cpuset: %w", err)
+	}
+	for _, t := range tasks {
+		tid, err := strconv.Atoi(t.Name())
+		if err != nil {
+			continue
+		}
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m))); e != 0 && e != syscall.ESRCH {
+			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", tid, e)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package cpuset
+
+import "errors"
+
+// PinSelf is Linux only.
+func PinSelf([]int) (func() error, error) {
+	return nil, errors.New("cpuset: pinning is Linux only")
+}
