@@ -631,6 +631,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 2}})
 	}
 	var killNotes []string
+	var killEvents []Event
 	var wg sync.WaitGroup
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -638,7 +639,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			killNotes = killAndRestart(runCtx, t.nodes[0], o.Load.Warmup, killAt, logf)
+			killNotes, killEvents = killAndRestart(runCtx, t.nodes[0], o.Load.Warmup, killAt, logf)
 		}()
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
@@ -649,6 +650,9 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 	if len(rs) > 0 {
 		r := rs[0]
 		r.Notes = append(r.Notes, killNotes...)
+		for _, x := range rs {
+			x.Events = append(x.Events, killEvents...)
+		}
 		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
 			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
@@ -678,19 +682,20 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 }
 
 // killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
-// restarts it on the same ports; it returns notes with the times since the
-// start of the measured phase.
-func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) []string {
+// restarts it on the same ports; it returns notes and timeline events with
+// the times since the start of the measured phase.
+func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) ([]string, []Event) {
 	start := time.Now().Add(warmup)
 	select {
 	case <-time.After(time.Until(start.Add(at))):
 	case <-ctx.Done():
-		return nil
+		return nil, nil
 	}
 	oldPID := n.PID()
 	n.kill()
 	killed := time.Since(start)
 	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
+	events := []Event{{AtSec: killed.Seconds(), What: n.name + " killed"}}
 	select {
 	case <-time.After(2 * time.Second):
 	case <-ctx.Done():
@@ -699,11 +704,12 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 	up := time.Since(start)
 	if err != nil {
 		logf("  restarting %s failed: %v", n.name, err)
-		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)}
+		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)},
+			append(events, Event{AtSec: up.Seconds(), What: n.name + " restart failed"})
 	}
 	logf("  restarted %s (pid %d), ready at t=%.1f s", n.name, n.PID(), up.Seconds())
-	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; see the timeline (its CPU figure covers the old pid only)",
-		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}
+	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; marked on the timeline (its CPU figure covers the old pid only)",
+		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}, append(events, Event{AtSec: up.Seconds(), What: n.name + " ready"})
 }
 
 // runOverload finds a topology's highest bid rate holding the objective

@@ -143,6 +143,9 @@
 //	"conns"           [{"name","filter","samples","min","max","mean","last",
 //	                  "error"}] ESTABLISHED sockets in /proc/net/tcp{,6}
 //	"notes"           [string]
+//	"events"          [{"at_sec","what"}] things the harness did during the
+//	                  run (a catalog node killed, restarted), in seconds
+//	                  since start; optional (added within v1)
 //
 // LatencyStats: {"count", "avg_us", "stddev_us", "min_us", "p50_us",
 // "p90_us", "p95_us", "p99_us", "p999_us", "max_us"}.

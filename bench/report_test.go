@@ -14,6 +14,7 @@ func sampleReport() *Report {
 	a.Processes = []ProcessStats{{Name: "rtbd", PID: 42, CPUSec: 1.5, Cores: 0.3, PeakRSSBytes: 64 << 20, RSSBytes: 60 << 20}}
 	a.Conns = []ConnStats{{Name: "bidder", Filter: "local:8080", Samples: 5, Min: 3, Max: 4, Mean: 3.5, Last: 4}}
 	b := synthResult("bids grpc & catalog", 2, 5, 200, 2100, 0)
+	b.Events = []Event{{AtSec: 2.25, What: "node <1> killed"}, {AtSec: 3.5, What: "node <1> ready"}}
 	r := NewReport(Meta{Title: "local vs grpc", GitRev: "abc123", Config: map[string]string{"rate": "200", "duration": "5s"}, Notes: []string{"synthetic"}}, a, b)
 	r.Searches = []*MaxRateResult{{Target: "bids <local>", Objective: "p99 <= 5 ms, errors < 0.1%", P99Ms: 5, MaxRate: 3500, Bracketed: true,
 		Steps: []RateStep{{Rate: 1000, Pass: true, Requests: 5000, P99Us: 3000}, {Rate: 4000, Pass: false, Reason: "p99 9.00 ms > 5 ms", P99Us: 9000}}}}
@@ -85,6 +86,7 @@ func TestWriteText(t *testing.T) {
 		"Summary:", "Requests/sec:", "Response time histogram", "∎", "Latency distribution:", "99.9 % in",
 		"Moving throughput", "of 60 s (run shorter than window)", "Processes:", "peak RSS MiB", "TCP connections", "local:8080",
 		"Timeline", "max ms", "max rate search", "3,500.0 req/s",
+		"<- node <1> killed at 2.2 s", "<- node <1> ready at 3.5 s", // events on their seconds' rows
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("text lacks %q", s)
@@ -117,12 +119,16 @@ func TestWriteHTML(t *testing.T) {
 		t.Errorf("%d <svg> elements, want 5", n)
 	}
 	for _, s := range []string{"<polyline", "<rect", "Latency by percentile", "Throughput over time", "p99 latency over time",
-		"99.9%", "bids &lt;local&gt;", "grpc &amp; catalog", "max rate", "<table>"} {
+		"99.9%", "bids &lt;local&gt;", "grpc &amp; catalog", "max rate", "<table>",
+		"node &lt;1&gt; killed", "node &lt;1&gt; ready", `stroke-dasharray="2 2"`} { // event marks on the timelines
 		if !strings.Contains(out, s) {
 			t.Errorf("html lacks %q", s)
 		}
 	}
-	for _, s := range []string{"<script", "http://", "https://", "src=", "@import", "url(", "<link", "bids <local>"} {
+	if n := strings.Count(out, "node &lt;1&gt; killed</text>"); n != 2 { // throughput and p99 timelines
+		t.Errorf("kill event labelled on %d charts, want 2", n)
+	}
+	for _, s := range []string{"<script", "http://", "https://", "src=", "@import", "url(", "<link", "bids <local>", "node <1>"} {
 		if strings.Contains(out, s) {
 			t.Errorf("html contains %q (must be self-contained and escaped)", s)
 		}

@@ -71,6 +71,15 @@ type Result struct {
 	Processes       []ProcessStats `json:"processes,omitempty"`
 	Conns           []ConnStats    `json:"conns,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
+	// Events are what the harness did during the run (a node killed, back
+	// up), marked on the timeline.
+	Events []Event `json:"events,omitempty"`
+}
+
+// Event is a moment of a run, in seconds since the measured phase began.
+type Event struct {
+	AtSec float64 `json:"at_sec"`
+	What  string  `json:"what"`
 }
 
 // ErrorRatio returns Errors.Total / Requests (0 when there were no requests).

@@ -75,8 +75,15 @@ func fmtTick(v float64) string {
 	return strconv.FormatFloat(v, 'g', 4, 64)
 }
 
-// lineChart renders series on linear axes as an inline <svg> element.
-func lineChart(title string, xa, ya axis, ss []series) string {
+// mark is a vertical line at x with a label (an event on a timeline).
+type mark struct {
+	x     float64
+	label string
+}
+
+// lineChart renders series on linear axes as an inline <svg> element,
+// with optional vertical marks.
+func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 	var b strings.Builder
 	pw := float64(chartW - padLeft - padRight)
 	ph := float64(chartH - padTop - padBot)
@@ -96,6 +103,11 @@ func lineChart(title string, xa, ya axis, ss []series) string {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="xlab">%s</text>`, x, padTop+ph+16, esc(t.label))
 	}
 	fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.0f" height="%.0f" class="frame"/>`, padLeft, padTop, pw, ph)
+	for i, m := range marks {
+		x := sx(m.x)
+		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%.1f" stroke="#555" stroke-width="1.2" stroke-dasharray="2 2"><title>%s</title></line>`, x, padTop, x, padTop+ph, esc(m.label))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="legend" text-anchor="end" transform="rotate(-90 %.1f %d)">%s</text>`, x-3, padTop+8+110*(i%2), x-3, padTop+8+110*(i%2), esc(m.label))
+	}
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="axlab">%s</text>`, padLeft+pw/2, chartH-6, esc(xa.label))
 	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" class="axlab">%s</text>`, padTop+ph/2, esc(ya.label))
 	for _, s := range ss {
@@ -230,10 +242,21 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 			ss = append(ss, p50)
 		}
 	}
+	var marks []mark
+	seen := map[Event]bool{}
+	for _, r := range rs {
+		for _, e := range r.Events {
+			if !seen[e] {
+				seen[e] = true
+				marks = append(marks, mark{x: e.AtSec, label: e.What})
+				maxT = max(maxT, e.AtSec)
+			}
+		}
+	}
 	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
 	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
 	return lineChart(title, axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
-		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss)
+		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss, marks...)
 }
 
 // histogramChart draws a result's ghz-style histogram as bars.

@@ -191,8 +191,18 @@ func writeResult(ew *errWriter, res *Result) {
 			if !s.Full {
 				mark = "*"
 			}
-			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
-				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)))
+			var evs []string
+			for _, e := range res.Events {
+				if int(e.AtSec) == s.T {
+					evs = append(evs, fmt.Sprintf("%s at %.1f s", e.What, e.AtSec))
+				}
+			}
+			ev := ""
+			if len(evs) > 0 {
+				ev = "\t<- " + strings.Join(evs, "; ")
+			}
+			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
+				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)), ev)
 		}
 		ew.flush(tw)
 	}
