@@ -34,7 +34,7 @@ type child struct {
 // startChild starts exe with args. The child gets SIGKILL if the harness's
 // thread that started it dies (Pdeathsig), so an aborted bench leaves no
 // servers behind.
-// env, if set, is added to the harness's environment.
+// The child gets the harness's environment plus env.
 func startChild(name, exe string, args []string, logPath string, env ...string) (*child, error) {
 	c := &child{name: name, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
 	cmd := exec.Command(exe, args...)

@@ -23,10 +23,13 @@ import (
 // (arrival to handler start) and ShedQueued applies CoDel's idea to it: a
 // queue whose delay (a moving average over requests) stayed above Target
 // for a whole Interval is a standing queue, not a burst, and while it
-// stands each request that waited longer than Target is shed. Shedding the
-// old requests is cheap, so the queue drains, and the young ones are
-// served within their tmax. A burst shorter than Interval (a GC pause, a
-// neighbour's moment on a shared host) sheds nothing.
+// stands each request that waited longer than Target is shed, and Run
+// raises, interval by interval, the share of the young ones shed too (a
+// bidder at its limit serving every young request has no CPU left to
+// drain the queue). Shedding is cheap, so the queue drains, and the
+// requests served are answered within their tmax. A burst shorter than
+// Interval (a GC pause, a neighbour's moment on a shared host) sheds
+// nothing.
 //
 // Without an arrival time (another platform, a race build, a connection
 // that is not TCP), the Go runtime's /sched/latencies:seconds (how long
@@ -41,7 +44,7 @@ import (
 // with nbr 507, or 503).
 //
 // Shed and ShedQueued are safe for concurrent use and allocation-free; Run
-// is the fallback controller's loop.
+// is the controllers' loop (the young share, and the fallback's fraction).
 type Admission struct {
 	o    AdmissionOptions
 	prob atomic.Uint32 // shed probability in 1/65536
