@@ -657,8 +657,8 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
 		if len(killNotes) > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)",
-				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors))
+			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)%s",
+				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateSteal(r)))
 		}
 		if r.Successes == 0 && r.Requests > 0 {
 			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
@@ -752,8 +752,8 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	}
 	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
-	r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v",
-		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within),
+	r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
+		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)),
 		fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 			fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 	rep.Results = append(rep.Results, r)
@@ -761,6 +761,24 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	logf("  %s", r.Notes[len(r.Notes)-2])
 	logf("  %s", r.Notes[len(r.Notes)-1])
 	return err
+}
+
+// lateSteal says how many of r's answers past tmax came in timeline
+// seconds in which the host stole at least StealWarnPct of the CPUs'
+// time, with the run's steal ("" when none was late or the host was not
+// measured).
+func lateSteal(r *Result) string {
+	if r.Host == nil || r.DeadlineMisses == 0 {
+		return ""
+	}
+	var inSteal int64
+	for _, s := range r.Timeline {
+		if s.StealPct >= StealWarnPct {
+			inSteal += s.DeadlineMisses
+		}
+	}
+	return fmt.Sprintf("; %d of the %d late in seconds when the host stole >= %d%% of the CPUs (the whole run: %.1f%% stolen)",
+		inSteal, r.DeadlineMisses, StealWarnPct, r.Host.StealPct)
 }
 
 // bidderEnv is the started bidders' extra environment.

@@ -146,13 +146,21 @@
 //	"events"          [{"at_sec","what"}] things the harness did during the
 //	                  run (a catalog node killed, restarted), in seconds
 //	                  since start; optional (added within v1)
+//	"host"            {"cpus","busy_pct","idle_pct","steal_pct","per_cpu":
+//	                  [{"cpu","busy_pct","idle_pct","steal_pct"}]} what the
+//	                  machine's CPUs did over the measured phase (Linux
+//	                  /proc/stat), in percent of their wall time; steal is
+//	                  time the hypervisor ran someone else while a virtual
+//	                  CPU wanted to run; optional (added within v1)
 //
 // LatencyStats: {"count", "avg_us", "stddev_us", "min_us", "p50_us",
 // "p90_us", "p95_us", "p99_us", "p999_us", "max_us"}.
 //
 // Second: {"t" (seconds since start), "requests", "successes", "no_bids",
 // "errors", "deadline_misses", "avg_us", "p50_us", "p99_us", "max_us",
-// "full"}; "full" is false for the drain tail and a partial last window.
+// "full", "steal_pct"}; "full" is false for the drain tail and a partial
+// last window; "steal_pct" (optional, added within v1) is the host's steal
+// share in that second, absent when 0 or when "host" is absent.
 //
 // Row (the comparison table): {"target", "mode", "requests", "avg_ms",
 // "p50_ms", "p99_ms", "rate_1m", "rate_5m", "rate_15m" (EWMA req/s),
@@ -170,5 +178,6 @@
 //
 // MaxRateResult: {"target", "objective" (text), "p99_ms", "max_rate",
 // "bracketed", "steps": [{"rate", "pass", "reason", "requests",
-// "achieved_rate", "p50_us", "p99_us", "error_ratio", "miss_ratio"}]}.
+// "achieved_rate", "p50_us", "p99_us", "error_ratio", "miss_ratio",
+// "steal_pct" (optional, as in Second)}]}.
 package bench

@@ -118,6 +118,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 			{"generator", fmt.Sprintf("%.2f CPU s, %.3f cores, %d workers; send lag p50 %s ms, p99 %s ms",
 				res.GeneratorCPUSec, res.GeneratorCores, res.Workers, fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)))},
 		}
+		if res.Host != nil {
+			tv.Summary = append(tv.Summary, kv{"host CPUs", hostLine(res.Host)})
+		}
 		for _, m := range res.Moving {
 			cov := ""
 			if !m.Complete {

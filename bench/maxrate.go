@@ -113,6 +113,10 @@ type RateStep struct {
 	P99Us        int64   `json:"p99_us"`
 	ErrorRatio   float64 `json:"error_ratio"`
 	MissRatio    float64 `json:"miss_ratio"`
+	// StealPct is the host's steal share during the step (absent when not
+	// measured or 0): a failing step on a host that stole its CPUs may
+	// have failed for the host, not for the target.
+	StealPct float64 `json:"steal_pct,omitempty"`
 	// Result is the step's full result (not serialised in reports).
 	Result *Result `json:"-"`
 }
@@ -205,6 +209,9 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 			Rate: rate, Pass: why == "", Reason: reason, Requests: r.Requests, AchievedRate: r.AchievedRate,
 			P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
 		})
+		if r.Host != nil {
+			res.Steps[len(res.Steps)-1].StealPct = r.Host.StealPct
+		}
 		if confirm {
 			retries++
 			continue

@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"errors"
+	"math"
 	"time"
 
 	"github.com/rtbd/rtbd/bench/proc"
@@ -20,11 +22,38 @@ type watcher struct {
 	procCPU0 []time.Duration
 	procErr  []error
 	conns    []connAcc
+	// host holds /proc/stat readings: the first at the start of the
+	// measured phase, then one each second, the last at stop. hostErr
+	// stops the sampling (not Linux, or /proc unreadable).
+	host    []hostReading
+	hostErr error
 
 	// final
 	wall1 time.Time
 	self1 time.Duration
 }
+
+type hostReading struct {
+	at   time.Time
+	cpus []proc.CPUTimes
+}
+
+func (wa *watcher) sampleHost() {
+	if wa.hostErr != nil {
+		return
+	}
+	cpus, err := proc.ReadHostCPU()
+	if err == nil && len(cpus) == 0 {
+		err = errNoCPULines
+	}
+	if err != nil {
+		wa.hostErr = err
+		return
+	}
+	wa.host = append(wa.host, hostReading{at: time.Now(), cpus: cpus})
+}
+
+var errNoCPULines = errors.New("no cpuN lines in /proc/stat")
 
 type connAcc struct {
 	n, min, max, last int
@@ -68,6 +97,7 @@ func (wa *watcher) baseline() {
 	for i, p := range wa.w.Processes {
 		wa.procCPU0[i], wa.procErr[i] = proc.CPU(p.PID)
 	}
+	wa.sampleHost()
 }
 
 func (wa *watcher) sampleConns() {
@@ -87,20 +117,26 @@ func (wa *watcher) loop() {
 		return
 	}
 	wa.baseline()
-	if len(wa.w.Conns) == 0 {
-		<-wa.stopc
-		return
+	// The host's CPUs each second of the timeline; the conns each
+	// Interval (none without Conns).
+	hostTick := time.NewTicker(time.Second)
+	defer hostTick.Stop()
+	var connC <-chan time.Time
+	if len(wa.w.Conns) > 0 {
+		iv := wa.w.Interval
+		if iv <= 0 {
+			iv = time.Second
+		}
+		tick := time.NewTicker(iv)
+		defer tick.Stop()
+		connC = tick.C
+		wa.sampleConns()
 	}
-	iv := wa.w.Interval
-	if iv <= 0 {
-		iv = time.Second
-	}
-	tick := time.NewTicker(iv)
-	defer tick.Stop()
-	wa.sampleConns()
 	for {
 		select {
-		case <-tick.C:
+		case <-hostTick.C:
+			wa.sampleHost()
+		case <-connC:
 			wa.sampleConns()
 		case <-wa.stopc:
 			return
@@ -118,6 +154,7 @@ func (wa *watcher) stop() {
 		wa.selfErr = err
 	}
 	wa.self1 = self1
+	wa.sampleHost()
 	if len(wa.w.Conns) > 0 {
 		wa.sampleConns()
 	}
@@ -157,6 +194,7 @@ func (wa *watcher) apply(r *Result) {
 		}
 		r.Processes = append(r.Processes, ps)
 	}
+	wa.applyHost(r)
 	for i, c := range wa.w.Conns {
 		a := wa.conns[i]
 		cs := ConnStats{Name: c.Name, Filter: c.Filter.String(), Samples: a.n, Min: a.min, Max: a.max, Last: a.last}
@@ -168,4 +206,66 @@ func (wa *watcher) apply(r *Result) {
 		}
 		r.Conns = append(r.Conns, cs)
 	}
+}
+
+// applyHost writes the host's CPU shares over the run and each timeline
+// second's steal into r. Nothing without two readings.
+func (wa *watcher) applyHost(r *Result) {
+	if len(wa.host) < 2 {
+		return
+	}
+	first, last := wa.host[0], wa.host[len(wa.host)-1]
+	h := &HostCPU{CPUs: len(last.cpus)}
+	var sum proc.CPUTimes
+	for _, c := range last.cpus {
+		d := c.Sub(cpuOf(first.cpus, c.CPU))
+		sum = addTimes(sum, d)
+		h.PerCPU = append(h.PerCPU, share(c.CPU, d))
+	}
+	all := share(-1, sum)
+	h.BusyPct, h.IdlePct, h.StealPct = all.BusyPct, all.IdlePct, all.StealPct
+	r.Host = h
+	// Timeline second i is [Start+i s, Start+i+1 s): the readings i and
+	// i+1 when the ticker kept time; otherwise the two around its middle.
+	for i := range r.Timeline {
+		mid := r.Start.Add(time.Duration(i)*time.Second + 500*time.Millisecond)
+		k := 0
+		for k+2 < len(wa.host) && !wa.host[k+1].at.After(mid) {
+			k++
+		}
+		a, b := wa.host[k], wa.host[k+1]
+		var d proc.CPUTimes
+		for _, c := range b.cpus {
+			d = addTimes(d, c.Sub(cpuOf(a.cpus, c.CPU)))
+		}
+		r.Timeline[i].StealPct = share(-1, d).StealPct
+	}
+}
+
+// cpuOf returns CPU n's times from cs (zero when absent: hot-plugged).
+func cpuOf(cs []proc.CPUTimes, n int) proc.CPUTimes {
+	for _, c := range cs {
+		if c.CPU == n {
+			return c
+		}
+	}
+	return proc.CPUTimes{CPU: n}
+}
+
+func addTimes(a, b proc.CPUTimes) proc.CPUTimes {
+	return proc.CPUTimes{User: a.User + b.User, Nice: a.Nice + b.Nice, System: a.System + b.System,
+		Idle: a.Idle + b.Idle, IOWait: a.IOWait + b.IOWait, IRQ: a.IRQ + b.IRQ,
+		SoftIRQ: a.SoftIRQ + b.SoftIRQ, Steal: a.Steal + b.Steal}
+}
+
+// share turns a delta of CPU times into percentages, rounded to 0.1.
+func share(cpu int, d proc.CPUTimes) CPUShare {
+	s := CPUShare{CPU: cpu}
+	t := float64(d.Total())
+	if t == 0 {
+		return s
+	}
+	pct := func(v uint64) float64 { return math.Round(1000*float64(v)/t) / 10 }
+	s.BusyPct, s.IdlePct, s.StealPct = pct(d.Busy()), pct(d.Idle+d.IOWait), pct(d.Steal)
+	return s
 }
