@@ -723,6 +723,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
 		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
+		StealRetries: 3, MaxSteps: 30,
 		Load: OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
 	})
 	if s != nil {

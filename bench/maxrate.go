@@ -96,6 +96,11 @@ type FindMaxRateOptions struct {
 	// fail a step far below capacity and end the search there. Zero: each
 	// step is trusted as measured.
 	Confirm int
+	// StealRetries re-runs a failing step whose host steal (Result.Host)
+	// was at least StealWarnPct, up to this many times per rate, before
+	// Confirm applies: the hypervisor held the CPUs, so the step measured
+	// the host, not the target. Zero: steal is only reported.
+	StealRetries int
 	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
 	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
 	// must be zero (the search sets them).
@@ -172,8 +177,8 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	if o.StartRate < 0 || o.MaxRate < o.StartRate {
 		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
 	}
-	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 {
-		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
+	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 || o.StealRetries < 0 {
+		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm, steal_retries: must be >= 0")
 	}
 	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
 		p.addf("load: rate, duration and warmup must be zero (set by the search)")
@@ -184,7 +189,8 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	res := &MaxRateResult{Target: t.Name(), Objective: o.Objective.String(), P99Ms: o.Objective.P99Ms()}
 	var lo, hi float64 // highest pass, lowest fail (0 = none yet)
 	rate := o.StartRate
-	retries := 0 // failed runs of rate so far
+	retries := 0      // failed runs of rate so far
+	stealRetries := 0 // of which re-run for the host's steal
 	for step := 0; step < o.MaxSteps; step++ {
 		if step > 0 && o.Cooldown > 0 {
 			select {
@@ -200,9 +206,13 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 			return res, err
 		}
 		why := o.Objective.Check(r)
-		confirm := why != "" && retries < o.Confirm
+		stolen := why != "" && r.Host != nil && r.Host.StealPct >= StealWarnPct && stealRetries < o.StealRetries
+		confirm := why != "" && !stolen && retries < o.Confirm
 		reason := why
-		if confirm {
+		switch {
+		case stolen:
+			reason += fmt.Sprintf(" (the host stole %.1f%%: re-run)", r.Host.StealPct)
+		case confirm:
 			reason += " (re-run to confirm)"
 		}
 		res.Steps = append(res.Steps, RateStep{
@@ -212,11 +222,15 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 		if r.Host != nil {
 			res.Steps[len(res.Steps)-1].StealPct = r.Host.StealPct
 		}
+		if stolen {
+			stealRetries++
+			continue
+		}
 		if confirm {
 			retries++
 			continue
 		}
-		retries = 0
+		retries, stealRetries = 0, 0
 		if why == "" {
 			if rate > lo && (hi == 0 || rate < hi) {
 				lo, res.Best = rate, r

@@ -4,6 +4,9 @@ import (
 	"context"
 	"math"
 	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,5 +82,72 @@ func TestRunReportsHost(t *testing.T) {
 	}
 	if len(r.Timeline) < 2 {
 		t.Fatalf("timeline %d seconds", len(r.Timeline))
+	}
+}
+
+// TestFindMaxRateStealRetries: a step that fails while the host steals its
+// CPUs is re-run (up to StealRetries) instead of ending the search, and
+// is marked so in the steps; without StealRetries the steal is only
+// reported. The steal is a fake /proc/stat (no hypervisor to ask here).
+func TestFindMaxRateStealRetries(t *testing.T) {
+	var mu sync.Mutex
+	var stealing bool
+	var cum proc.CPUTimes
+	readHostCPU = func() ([]proc.CPUTimes, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		cum.User += 10
+		if stealing {
+			cum.Steal += 10
+		} else {
+			cum.Idle += 10
+		}
+		return []proc.CPUTimes{cum}, nil
+	}
+	t.Cleanup(func() { readHostCPU = proc.ReadHostCPU })
+	stalling := func() Target {
+		var calls atomic.Int64
+		return TargetFunc("stolen", func(context.Context, *Worker) Outcome {
+			n := calls.Add(1)
+			// The second step (calls 51-150): the host steals from its
+			// 61st call until the next step, and the step fails.
+			stolen := n > 60 && n <= 150
+			mu.Lock()
+			stealing = stolen
+			mu.Unlock()
+			if stolen {
+				return ErrStatus5xx
+			}
+			return OK
+		})
+	}
+	o := FindMaxRateOptions{Objective: Objective{P99: time.Second}, StartRate: 100, MaxRate: 800,
+		Precision: 0.2, StepDuration: 500 * time.Millisecond, Load: OpenLoopOptions{Timeout: 10 * time.Second}}
+	plain, err := FindMaxRate(context.Background(), stalling(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := plain.Steps[1]; s.Rate != 200 || s.Pass || s.StealPct < StealWarnPct {
+		t.Fatalf("without StealRetries: step 2 = %+v, want 200 failing with its steal reported", s)
+	}
+	if plain.MaxRate >= 200 {
+		t.Fatalf("without StealRetries: max rate %v, want below the stolen 200", plain.MaxRate)
+	}
+	o.StealRetries = 1
+	retried, err := FindMaxRate(context.Background(), stalling(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range retried.Steps {
+		t.Logf("rate %.0f pass %v steal %.1f%% %s", s.Rate, s.Pass, s.StealPct, s.Reason)
+	}
+	if s := retried.Steps[1]; s.Rate != 200 || s.Pass || !strings.Contains(s.Reason, "the host stole") {
+		t.Fatalf("step 2 = %+v, want the stolen 200 marked for a re-run", s)
+	}
+	if s := retried.Steps[2]; s.Rate != 200 || !s.Pass {
+		t.Fatalf("step 3 = %+v, want 200 again, passing", s)
+	}
+	if retried.MaxRate != 800 {
+		t.Fatalf("with StealRetries 1: max rate %v, want the cap 800", retried.MaxRate)
 	}
 }
