@@ -31,6 +31,14 @@ import (
 // Interval (a GC pause, a neighbour's moment on a shared host) sheds
 // nothing.
 //
+// A queue is only shed while it is the bidder's own: Run samples the Go
+// scheduler's run queue (/sched/goroutines/runnable) every Interval/5, and
+// when it was empty in at least half of the last 20 samples the CPUs had
+// room, so the requests waited somewhere else (a virtual CPU the
+// hypervisor stopped, a stalled network) and shedding them would throw
+// bids away without shortening anything. Such a request is served (the
+// deadline still turns away one whose wait ate its budget).
+//
 // Without an arrival time (another platform, a race build, a connection
 // that is not TCP), the Go runtime's /sched/latencies:seconds (how long
 // goroutines stay runnable before they run) is the signal: Run reads it
@@ -58,6 +66,11 @@ type Admission struct {
 	// Target that are shed too, raised by Run while the queue stands.
 	qprob    atomic.Uint32
 	standing atomic.Bool // the queue has stood above Target for an Interval
+	// spare: Run saw the run queue empty in at least half of its last
+	// samples (the CPUs had room): a standing queue is then not shed.
+	spare atomic.Bool
+
+	runnableGauge prometheus.Gauge
 
 	shedGauge, p99Gauge, qshedGauge prometheus.Gauge
 }
@@ -82,6 +95,9 @@ type AdmissionOptions struct {
 
 const (
 	schedMetric = "/sched/latencies:seconds"
+	// runnableMetric: goroutines waiting for a P (Go 1.26); without it the
+	// queue always counts as the bidder's own.
+	runnableMetric = "/sched/goroutines/runnable:goroutines"
 	// minWindowEvents: a window with fewer scheduling events says little
 	// (an idle process); it counts as below target.
 	minWindowEvents = 50
@@ -107,8 +123,10 @@ func NewAdmission(o AdmissionOptions) *Admission {
 		p99Gauge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_sched_latency_p99_seconds",
 			Help: "p99 of the goroutine scheduling latency in the admission control's last window."}),
 	}
+	a.runnableGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_busy_ratio",
+		Help: "Share of the admission control's last samples (every admission_interval/5, up to 20) in which goroutines waited for a CPU; under 0.5 a standing queue is not the bidder's and is not shed."})
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge, a.qshedGauge)
+		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge, a.qshedGauge, a.runnableGauge)
 	}
 	return a
 }
@@ -165,7 +183,7 @@ func (a *Admission) ShedQueued(queued time.Duration, now time.Time) bool {
 			a.standing.Store(true)
 		}
 	}
-	if standing && queued > a.o.Target {
+	if standing && queued > a.o.Target && !a.spare.Load() {
 		return true
 	}
 	// Shedding only the old requests keeps a queue from growing, not
@@ -189,6 +207,10 @@ func nextQueueShed(shed float64, standing bool, avg, target time.Duration, maxSh
 	return min(max(shed, 0), maxShed)
 }
 
+// Spare reports whether Run last saw the CPUs with room (a standing queue
+// is then not shed).
+func (a *Admission) Spare() bool { return a != nil && a.spare.Load() }
+
 // Standing reports whether ShedQueued currently sees a standing queue.
 func (a *Admission) Standing() bool { return a != nil && a.standing.Load() }
 
@@ -199,33 +221,84 @@ func (a *Admission) ShedRatio() float64 { return float64(a.prob.Load()) / 65536 
 func (a *Admission) SchedP99() time.Duration { return time.Duration(a.p99.Load()) }
 
 // Run updates the shed probability every Interval until ctx is done, then
-// sheds nothing.
+// sheds nothing. Between, every Interval/5, it samples the run queue.
 func (a *Admission) Run(ctx context.Context) {
-	samples := []rtmetrics.Sample{{Name: schedMetric}}
+	samples := []rtmetrics.Sample{{Name: schedMetric}, {Name: runnableMetric}}
 	rtmetrics.Read(samples)
 	if samples[0].Value.Kind() != rtmetrics.KindFloat64Histogram {
 		return // a runtime without the metric: never shed
 	}
+	hasRunnable := samples[1].Value.Kind() == rtmetrics.KindUint64
 	prev := cloneHist(samples[0].Value.Float64Histogram(), nil)
-	t := time.NewTicker(a.o.Interval)
+	t := time.NewTicker(a.o.Interval / subSamples)
 	defer t.Stop()
 	defer a.set(0, 0)
-	defer func() { a.qprob.Store(0); a.qshedGauge.Set(0) }()
-	for {
+	defer func() { a.qprob.Store(0); a.qshedGauge.Set(0); a.spare.Store(false) }()
+	var busy busyWindow
+	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		rtmetrics.Read(samples)
+		if hasRunnable {
+			rtmetrics.Read(samples[1:])
+			busy.add(samples[1].Value.Uint64() > 0)
+		}
+		if tick%subSamples != 0 {
+			continue
+		}
+		rtmetrics.Read(samples[:1])
 		cur := samples[0].Value.Float64Histogram()
 		p99, n := windowP99(prev, cur)
 		prev = cloneHist(cur, prev)
 		a.set(nextShed(a.ShedRatio(), p99, n, a.o.Target, a.o.MaxShed), p99)
-		q := nextQueueShed(float64(a.qprob.Load())/65536, a.standing.Load(), time.Duration(a.queueAvg.Load()), a.o.Target, a.o.MaxShed)
+		if hasRunnable {
+			r := busy.ratio()
+			a.spare.Store(r < 0.5)
+			a.runnableGauge.Set(r)
+		}
+		q := nextQueueShed(float64(a.qprob.Load())/65536, a.standing.Load() && !a.spare.Load(), time.Duration(a.queueAvg.Load()), a.o.Target, a.o.MaxShed)
 		a.qprob.Store(uint32(math.Round(q * 65536)))
 		a.qshedGauge.Set(q)
 	}
+}
+
+// subSamples is the number of run-queue samples per Interval.
+const subSamples = 5
+
+// busyWindow holds the last busySamples run-queue samples: whether a
+// goroutine waited for a CPU.
+type busyWindow struct {
+	s      [busySamples]bool
+	n, pos int
+	busy   int
+}
+
+const busySamples = 20
+
+func (w *busyWindow) add(busy bool) {
+	if w.n == len(w.s) {
+		if w.s[w.pos] {
+			w.busy--
+		}
+	} else {
+		w.n++
+	}
+	w.s[w.pos] = busy
+	if busy {
+		w.busy++
+	}
+	w.pos = (w.pos + 1) % len(w.s)
+}
+
+// ratio is the busy share of the samples held (1 with none: until it
+// knows better, a standing queue counts as the bidder's own).
+func (w *busyWindow) ratio() float64 {
+	if w.n == 0 {
+		return 1
+	}
+	return float64(w.busy) / float64(w.n)
 }
 
 func (a *Admission) set(shed float64, p99 time.Duration) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"path/filepath"
+	"runtime"
 	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -113,6 +114,57 @@ func TestAdmissionShedsUnderCPUStarvation(t *testing.T) {
 	cancel()
 }
 
+// TestAdmissionSeesSpareCPU: Run's run-queue samples tell an idle process
+// (spare CPU: a standing queue is not shed) from one whose goroutines wait
+// for a CPU.
+func TestAdmissionSeesSpareCPU(t *testing.T) {
+	a := NewAdmission(AdmissionOptions{Interval: 10 * time.Millisecond})
+	if a.Spare() {
+		t.Fatal("a new Admission claims spare CPU before sampling")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go a.Run(ctx)
+	waitFor(t, 20*time.Second, "spare CPU in an idle process", a.Spare)
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range 4 * runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for !stop.Load() {
+				x++
+			}
+			_ = x
+		}()
+	}
+	waitFor(t, 20*time.Second, "no spare CPU with goroutines waiting for one", func() bool { return !a.Spare() })
+	stop.Store(true)
+	wg.Wait()
+	waitFor(t, 20*time.Second, "spare CPU again", a.Spare)
+	cancel()
+}
+
+func TestBusyWindow(t *testing.T) {
+	var w busyWindow
+	if w.ratio() != 1 {
+		t.Fatalf("empty window ratio %v, want 1", w.ratio())
+	}
+	for i := range busySamples {
+		w.add(i%4 == 0)
+	}
+	if w.ratio() != 0.25 {
+		t.Fatalf("ratio %v, want 0.25", w.ratio())
+	}
+	for range busySamples / 2 { // the older half (3 busy: 0, 4, 8) rolls out
+		w.add(true)
+	}
+	if w.ratio() != 0.6 { // 12, 16 and the 10 new
+		t.Fatalf("ratio %v, want 0.6", w.ratio())
+	}
+}
+
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
@@ -212,6 +264,17 @@ func TestShedQueued(t *testing.T) {
 	feed(100, ms, ms/10)
 	if a.Standing() || a.ShedQueued(10*ms, now) {
 		t.Fatalf("after draining: standing %v", a.Standing())
+	}
+	// The same standing queue while Run sees the CPUs with room (the
+	// requests waited on a stopped virtual CPU or a stalled network, not
+	// for this bidder's CPU): it stands, and nothing is shed.
+	a.spare.Store(true)
+	if n := feed(400, 20*ms, ms/10); n != 0 || !a.Standing() {
+		t.Fatalf("standing queue with spare CPU: %d shed, standing %v", n, a.Standing())
+	}
+	a.spare.Store(false)
+	if n := feed(10, 20*ms, ms/10); n != 10 {
+		t.Fatalf("standing queue, CPU bound again: %d of 10 shed", n)
 	}
 	var nilA *Admission
 	if nilA.ShedQueued(time.Second, t0) || nilA.Standing() {
