@@ -203,6 +203,11 @@ func TestAdmissionShedsBids(t *testing.T) {
 	if got := f.counter("rtbd_bidder_shed_total", "reason", "in_flight"); got != 0 {
 		t.Errorf("shed_total{in_flight} = %v, want 0", got)
 	}
+	// Every answer is in the total-latency histogram, shed ones too (the
+	// bench harness reads it as the bidder's side of each answer).
+	if got := f.counter("rtbd_bidder_request_seconds"); got != 4 {
+		t.Errorf("request_seconds count = %v, want 4 (a bid and 3 shed)", got)
+	}
 	a.set(0, 0)
 	if r := f.bid(body); r.status != 200 || len(r.body) < 1000 {
 		t.Errorf("after recovery: status %d, %d bytes, want a bid", r.status, len(r.body))

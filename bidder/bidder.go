@@ -434,19 +434,19 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	}()
 	if n > int64(b.opts.MaxInFlight) {
 		m.shed.Inc()
-		b.shed(rc)
+		b.shed(rc, start)
 		return
 	}
 	if queued >= 0 {
 		m.queue.Observe(queued.Seconds())
 		if b.opts.Admission.ShedQueued(queued, now) {
 			m.shedQueue.Inc()
-			b.shed(rc)
+			b.shed(rc, start)
 			return
 		}
 	} else if b.opts.Admission.Shed() {
 		m.shedLatency.Inc()
-		b.shed(rc)
+		b.shed(rc, start)
 		return
 	}
 	st := b.getState()
@@ -483,7 +483,8 @@ const maxQueued = 10 * time.Second
 
 // shed answers a request at once, without decoding it: beyond
 // MaxInFlight, or shed by the admission control.
-func (b *Bidder) shed(rc *fasthttp.RequestCtx) {
+func (b *Bidder) shed(rc *fasthttp.RequestCtx, start time.Time) {
+	defer func() { b.m.total.Observe(time.Since(start).Seconds()) }()
 	if b.opts.Overload503 {
 		rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)

@@ -128,7 +128,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	stage := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "rtbd_bidder_stage_seconds",
 		Help: "Time spent per stage of a bid request.", Buckets: latencyBuckets}, []string{"stage"})
 	total := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rtbd_bidder_request_seconds",
-		Help: "Time from the handler's start to the response being ready, every bid request.", Buckets: latencyBuckets})
+		Help: "Time from the request's arrival (the kernel's receive time when known, else the handler's start) to its answer being ready, every bid request that reached the handler (shed ones included).", Buckets: latencyBuckets})
 	misses := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_deadline_misses_total",
 		Help: "Bid requests answered with a no-bid because their deadline passed (or tmax left no time), by where."}, []string{"stage"})
 	catErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_catalog_errors_total",
