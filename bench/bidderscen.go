@@ -1,24 +1,24 @@
 package bench
 
 import (
-	"os/exec"
-
 	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/rtbd/rtbd/bench/cpuset"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/rtbd/rtbd/bench/cpuset"
 	"github.com/rtbd/rtbd/bench/proc"
 )
 
@@ -585,6 +585,8 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	}
 	t.addr = t.bidder.Addr()
 	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
+	t.watch.Histograms = append(t.watch.Histograms, WatchHistogram{Name: t.bidder.name,
+		URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics", Metric: "rtbd_bidder_request_seconds"})
 	for _, n := range t.nodes {
 		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
 	}
@@ -658,7 +660,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
 		if len(killNotes) > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)%s",
-				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateSteal(r)))
+				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateSteal(r)+lateServer(r)))
 		}
 		if r.Successes == 0 && r.Requests > 0 {
 			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
@@ -754,7 +756,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
 	r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
-		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)),
+		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)+lateServer(r)),
 		fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 			fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 	rep.Results = append(rep.Results, r)
@@ -780,6 +782,20 @@ func lateSteal(r *Result) string {
 	}
 	return fmt.Sprintf("; %d of the %d late in seconds when the host stole >= %d%% of the CPUs (the whole run: %.1f%% stolen)",
 		inSteal, r.DeadlineMisses, StealWarnPct, r.Host.StealPct)
+}
+
+// lateServer says how many answers the bidder itself took longer than
+// tmax over, from arrival (its rtbd_bidder_request_seconds), beside the
+// harness's count and the generator's send lag ("" when not watched).
+func lateServer(r *Result) string {
+	for _, h := range r.ServerSide {
+		if h.Metric != "rtbd_bidder_request_seconds" || h.Error != "" || h.OverTmax < 0 {
+			continue
+		}
+		return fmt.Sprintf("; the bidder's own histogram: %d of its %d answers took over %s from arrival (the rest of the harness's late count is the way there and back: generator send lag p99 %s ms, max %s ms)",
+			h.OverTmax, h.Count, time.Duration(h.TmaxBoundSec*1e9), fmtMs(usToMs(r.SendLag.P99Us)), fmtMs(usToMs(r.SendLag.MaxUs)))
+	}
+	return ""
 }
 
 // bidderEnv is the started bidders' extra environment.

@@ -152,6 +152,13 @@
 //	                  /proc/stat), in percent of their wall time; steal is
 //	                  time the hypervisor ran someone else while a virtual
 //	                  CPU wanted to run; optional (added within v1)
+//	"server_side"     [{"name","metric","count","buckets":[{"le_sec",
+//	                  "count"}],"over_tmax","tmax_bound_sec","error"}] the
+//	                  watched servers' own latency histograms (a started
+//	                  bidder's rtbd_bidder_request_seconds: arrival to
+//	                  answer) over the measured phase, cumulative buckets;
+//	                  over_tmax counts observations above the smallest
+//	                  bound >= tmax (-1: none); optional (added within v1)
 //
 // LatencyStats: {"count", "avg_us", "stddev_us", "min_us", "p50_us",
 // "p90_us", "p95_us", "p99_us", "p999_us", "max_us"}.

@@ -121,6 +121,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		if res.Host != nil {
 			tv.Summary = append(tv.Summary, kv{"host CPUs", hostLine(res.Host)})
 		}
+		for _, h := range res.ServerSide {
+			tv.Summary = append(tv.Summary, kv{"server side", serverLine(h)})
+		}
 		for _, m := range res.Moving {
 			cov := ""
 			if !m.Complete {

@@ -110,6 +110,9 @@ type Watch struct {
 	Conns []WatchConns
 	// Interval between conn samples. Zero means 1 s.
 	Interval time.Duration
+	// Histograms are latency histograms the servers keep about
+	// themselves, read at the start and the end of the measured phase.
+	Histograms []WatchHistogram
 }
 
 // WatchProcess names a process to measure.
@@ -124,7 +127,9 @@ type WatchConns struct {
 	Filter proc.TCPFilter
 }
 
-func (w Watch) empty() bool { return len(w.Processes) == 0 && len(w.Conns) == 0 }
+func (w Watch) empty() bool {
+	return len(w.Processes) == 0 && len(w.Conns) == 0 && len(w.Histograms) == 0
+}
 
 type problems []string
 
@@ -145,6 +150,11 @@ func (w Watch) validate(p *problems, prefix string) {
 	}
 	if w.Interval < 0 {
 		p.addf("%swatch.interval: must be >= 0, got %v", prefix, w.Interval)
+	}
+	for i, h := range w.Histograms {
+		if h.URL == "" || h.Metric == "" {
+			p.addf("%swatch.histograms[%d]: url and metric are required", prefix, i)
+		}
 	}
 }
 

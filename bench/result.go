@@ -79,6 +79,10 @@ type Result struct {
 	// steal share says how much of the run's latency tail was the
 	// hypervisor's, not the target's.
 	Host *HostCPU `json:"host,omitempty"`
+	// ServerSide are the watched servers' own latency histograms over the
+	// measured phase (Watch.Histograms), for the whole run: in a mixed run
+	// every load's result carries the same.
+	ServerSide []ServerHistogram `json:"server_side,omitempty"`
 }
 
 // StealWarnPct is the host steal share (percent of the CPUs' time) from

@@ -119,6 +119,9 @@ func writeResult(ew *errWriter, res *Result) {
 	if h := res.Host; h != nil {
 		fmt.Fprintf(tw, "  Host:\t%s\n", hostLine(h))
 	}
+	for _, h := range res.ServerSide {
+		fmt.Fprintf(tw, "  Server side:\t%s\n", serverLine(h))
+	}
 	ew.flush(tw)
 
 	if len(res.Histogram) > 0 {
@@ -310,6 +313,25 @@ func hostLine(h *HostCPU) string {
 	}
 	if h.StealPct >= StealWarnPct {
 		s += "; a shared host: its stalls are in these latencies"
+	}
+	return s
+}
+
+// serverLine describes a server's own histogram over a run: "bidder
+// rtbd_bidder_request_seconds: 480000 observations, p50 <= 5 ms, p99 <=
+// 30 ms, 0 over 100 ms (tmax)".
+func serverLine(h ServerHistogram) string {
+	if h.Error != "" {
+		return fmt.Sprintf("%s %s: unavailable: %s", h.Name, h.Metric, h.Error)
+	}
+	s := fmt.Sprintf("%s %s: %d observations", h.Name, h.Metric, h.Count)
+	for _, q := range []float64{0.5, 0.99} {
+		if le, ok := h.quantileBound(q); ok {
+			s += fmt.Sprintf(", p%g <= %s ms", q*100, fmtMs(le*1000))
+		}
+	}
+	if h.OverTmax >= 0 {
+		s += fmt.Sprintf(", %d over %s ms (tmax)", h.OverTmax, fmtMs(h.TmaxBoundSec*1000))
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"math"
 	"time"
@@ -27,6 +28,9 @@ type watcher struct {
 	// stops the sampling (not Linux, or /proc unreadable).
 	host    []hostReading
 	hostErr error
+	// hist0 and hist1: the servers' histograms at the start and the end.
+	hist0, hist1       []histSnapshot
+	hist0Err, hist1Err []error
 
 	// final
 	wall1 time.Time
@@ -102,6 +106,18 @@ func (wa *watcher) baseline() {
 		wa.procCPU0[i], wa.procErr[i] = proc.CPU(p.PID)
 	}
 	wa.sampleHost()
+	wa.hist0, wa.hist0Err = wa.readHistograms()
+}
+
+func (wa *watcher) readHistograms() ([]histSnapshot, []error) {
+	if len(wa.w.Histograms) == 0 {
+		return nil, nil
+	}
+	snaps, errs := make([]histSnapshot, len(wa.w.Histograms)), make([]error, len(wa.w.Histograms))
+	for i, h := range wa.w.Histograms {
+		snaps[i], errs[i] = readHistogram(context.Background(), h.URL, h.Metric)
+	}
+	return snaps, errs
 }
 
 func (wa *watcher) sampleConns() {
@@ -159,6 +175,7 @@ func (wa *watcher) stop() {
 	}
 	wa.self1 = self1
 	wa.sampleHost()
+	wa.hist1, wa.hist1Err = wa.readHistograms()
 	if len(wa.w.Conns) > 0 {
 		wa.sampleConns()
 	}
@@ -199,6 +216,16 @@ func (wa *watcher) apply(r *Result) {
 		r.Processes = append(r.Processes, ps)
 	}
 	wa.applyHost(r)
+	for i, w := range wa.w.Histograms {
+		var h ServerHistogram
+		switch err := errors.Join(wa.hist0Err[i], wa.hist1Err[i]); {
+		case err != nil:
+			h = ServerHistogram{Name: w.Name, Metric: w.Metric, OverTmax: -1, Error: err.Error()}
+		default:
+			h = serverHistogram(w, wa.hist0[i], wa.hist1[i], time.Duration(r.TmaxMs*1e6))
+		}
+		r.ServerSide = append(r.ServerSide, h)
+	}
 	for i, c := range wa.w.Conns {
 		a := wa.conns[i]
 		cs := ConnStats{Name: c.Name, Filter: c.Filter.String(), Samples: a.n, Min: a.min, Max: a.max, Last: a.last}
