@@ -31,13 +31,17 @@ import (
 // Interval (a GC pause, a neighbour's moment on a shared host) sheds
 // nothing.
 //
-// A queue is only shed while it is the bidder's own: Run samples the Go
-// scheduler's run queue (/sched/goroutines/runnable) every Interval/5, and
-// when it was empty in at least half of the last 20 samples the CPUs had
-// room, so the requests waited somewhere else (a virtual CPU the
-// hypervisor stopped, a stalled network) and shedding them would throw
-// bids away without shortening anything. Such a request is served (the
-// deadline still turns away one whose wait ate its budget).
+// A queue is only shed while it is the bidder's own, that is while the
+// CPUs have no room: Run samples the Go scheduler's run queue
+// (/sched/goroutines/runnable) every Interval/5, and reads the allowed
+// CPUs' idle and steal times (/proc/stat, Linux) every Interval. When the
+// run queue was empty in at least half of the last 20 samples, or the
+// CPUs were idle for at least a fifth of the time the hypervisor let them
+// run over the last 8 intervals, the requests waited somewhere else (a
+// virtual CPU the hypervisor held back, which finds a backlog each time it
+// runs again; a stalled network) and shedding them would throw bids away
+// without shortening anything. Such a request is served (the deadline
+// still turns away one whose wait ate its budget).
 //
 // Without an arrival time (another platform, a race build, a connection
 // that is not TCP), the Go runtime's /sched/latencies:seconds (how long
@@ -69,8 +73,11 @@ type Admission struct {
 	// spare: Run saw the run queue empty in at least half of its last
 	// samples (the CPUs had room): a standing queue is then not shed.
 	spare atomic.Bool
+	// meter reads the CPUs' room (nil: Run makes one; none on other
+	// platforms). A test may set it before Run.
+	meter *cpuMeter
 
-	runnableGauge prometheus.Gauge
+	runnableGauge, roomGauge prometheus.Gauge
 
 	shedGauge, p99Gauge, qshedGauge prometheus.Gauge
 }
@@ -125,8 +132,10 @@ func NewAdmission(o AdmissionOptions) *Admission {
 	}
 	a.runnableGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_busy_ratio",
 		Help: "Share of the admission control's last samples (every admission_interval/5, up to 20) in which goroutines waited for a CPU; under 0.5 a standing queue is not the bidder's and is not shed."})
+	a.roomGauge = prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_admission_cpu_room_ratio",
+		Help: "Share of the time the bidder's allowed CPUs ran (not stolen by a hypervisor) that they were idle, over the admission control's last 8 intervals (Linux /proc/stat); from 0.2 up a standing queue is not the bidder's and is not shed."})
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge, a.qshedGauge, a.runnableGauge)
+		o.Registerer.MustRegister(a.shedGauge, a.p99Gauge, a.qshedGauge, a.runnableGauge, a.roomGauge)
 	}
 	return a
 }
@@ -235,6 +244,10 @@ func (a *Admission) Run(ctx context.Context) {
 	defer a.set(0, 0)
 	defer func() { a.qprob.Store(0); a.qshedGauge.Set(0); a.spare.Store(false) }()
 	var busy busyWindow
+	meter := a.meter
+	if meter == nil {
+		meter = newCPUMeter()
+	}
 	for tick := 1; ; tick++ {
 		select {
 		case <-ctx.Done():
@@ -253,11 +266,19 @@ func (a *Admission) Run(ctx context.Context) {
 		p99, n := windowP99(prev, cur)
 		prev = cloneHist(cur, prev)
 		a.set(nextShed(a.ShedRatio(), p99, n, a.o.Target, a.o.MaxShed), p99)
+		spare := false
 		if hasRunnable {
 			r := busy.ratio()
-			a.spare.Store(r < 0.5)
+			spare = r < 0.5
 			a.runnableGauge.Set(r)
 		}
+		if meter != nil {
+			if room, ok := meter.sample(time.Now()); ok {
+				spare = spare || room >= 0.2
+				a.roomGauge.Set(room)
+			}
+		}
+		a.spare.Store(spare)
 		q := nextQueueShed(float64(a.qprob.Load())/65536, a.standing.Load() && !a.spare.Load(), time.Duration(a.queueAvg.Load()), a.o.Target, a.o.MaxShed)
 		a.qprob.Store(uint32(math.Round(q * 65536)))
 		a.qshedGauge.Set(q)
