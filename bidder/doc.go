@@ -81,9 +81,12 @@
 //
 // rtbd_bidder_requests_total, _bids_total, _nobids_total{nbr},
 // _rejected_total{reason}, _stage_seconds{stage=decode|user|catalog|decide|encode},
-// _request_seconds, _deadline_misses_total{stage=tmax|user|catalog|decide},
-// _catalog_errors_total{kind}, _user_errors_total{kind}, _shed_total,
-// _in_flight, _events_total{result}, _clicks_total{result},
+// _request_seconds (arrival to answer, shed answers included),
+// _queue_seconds, _deadline_misses_total{stage=queue|tmax|user|catalog|decide},
+// _catalog_errors_total{kind}, _user_errors_total{kind},
+// _shed_total{reason=in_flight|queue|latency}, _admission_queue_shed_ratio,
+// _admission_busy_ratio, _admission_cpu_room_ratio, _admission_shed_ratio,
+// _admission_sched_latency_p99_seconds, _in_flight, _events_total{result}, _clicks_total{result},
 // _notices_unhandled_total; rtbd_notices_total{kind=win|bill,outcome=
 // accepted|replay|forged|expired|over_price|bad_price|bad_request|
 // unavailable}. Label values are fixed sets.

@@ -118,8 +118,9 @@ type Bidder struct {
 	// AdmissionLatency turns on admission control by queueing delay: once
 	// the moving average of the bid requests' waits (arrival to handler)
 	// has stayed above this for AdmissionInterval, those that waited
-	// longer are shed before decoding (bidder.Admission; without arrival times, the p99 goroutine
-	// scheduling latency is the signal). 0 disables it.
+	// longer are shed before decoding, unless Go's run queue or the CPUs'
+	// idle time shows they had room (bidder.Admission; without arrival times, the p99
+	// goroutine scheduling latency is the signal). 0 disables it.
 	AdmissionLatency time.Duration `yaml:"admission_latency"`
 	// AdmissionInterval: how long the wait must stay above
 	// AdmissionLatency before shedding (and the fallback's window).
