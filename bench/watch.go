@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bidder/hostcpu"
 )
 
 // watcher measures the generator's CPU and the watched processes and
@@ -39,7 +40,7 @@ type watcher struct {
 
 type hostReading struct {
 	at   time.Time
-	cpus []proc.CPUTimes
+	cpus []hostcpu.Times
 }
 
 func (wa *watcher) sampleHost() {
@@ -61,7 +62,7 @@ var errNoCPULines = errors.New("no cpuN lines in /proc/stat")
 
 // readHostCPU reads the host's CPU times (a variable for tests, which
 // cannot make a hypervisor steal).
-var readHostCPU = proc.ReadHostCPU
+var readHostCPU = hostcpu.Read
 
 type connAcc struct {
 	n, min, max, last int
@@ -247,7 +248,7 @@ func (wa *watcher) applyHost(r *Result) {
 	}
 	first, last := wa.host[0], wa.host[len(wa.host)-1]
 	h := &HostCPU{CPUs: len(last.cpus)}
-	var sum proc.CPUTimes
+	var sum hostcpu.Times
 	for _, c := range last.cpus {
 		d := c.Sub(cpuOf(first.cpus, c.CPU))
 		sum = addTimes(sum, d)
@@ -265,7 +266,7 @@ func (wa *watcher) applyHost(r *Result) {
 			k++
 		}
 		a, b := wa.host[k], wa.host[k+1]
-		var d proc.CPUTimes
+		var d hostcpu.Times
 		for _, c := range b.cpus {
 			d = addTimes(d, c.Sub(cpuOf(a.cpus, c.CPU)))
 		}
@@ -274,23 +275,23 @@ func (wa *watcher) applyHost(r *Result) {
 }
 
 // cpuOf returns CPU n's times from cs (zero when absent: hot-plugged).
-func cpuOf(cs []proc.CPUTimes, n int) proc.CPUTimes {
+func cpuOf(cs []hostcpu.Times, n int) hostcpu.Times {
 	for _, c := range cs {
 		if c.CPU == n {
 			return c
 		}
 	}
-	return proc.CPUTimes{CPU: n}
+	return hostcpu.Times{CPU: n}
 }
 
-func addTimes(a, b proc.CPUTimes) proc.CPUTimes {
-	return proc.CPUTimes{User: a.User + b.User, Nice: a.Nice + b.Nice, System: a.System + b.System,
+func addTimes(a, b hostcpu.Times) hostcpu.Times {
+	return hostcpu.Times{User: a.User + b.User, Nice: a.Nice + b.Nice, System: a.System + b.System,
 		Idle: a.Idle + b.Idle, IOWait: a.IOWait + b.IOWait, IRQ: a.IRQ + b.IRQ,
 		SoftIRQ: a.SoftIRQ + b.SoftIRQ, Steal: a.Steal + b.Steal}
 }
 
 // share turns a delta of CPU times into percentages, rounded to 0.1.
-func share(cpu int, d proc.CPUTimes) CPUShare {
+func share(cpu int, d hostcpu.Times) CPUShare {
 	s := CPUShare{CPU: cpu}
 	t := float64(d.Total())
 	if t == 0 {

@@ -126,22 +126,9 @@ func TestAdmissionSeesSpareCPU(t *testing.T) {
 	defer cancel()
 	go a.Run(ctx)
 	waitFor(t, 20*time.Second, "spare CPU in an idle process", a.Spare)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for range 4 * runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for !stop.Load() {
-				x++
-			}
-			_ = x
-		}()
-	}
+	stop := spin(4 * runtime.GOMAXPROCS(0))
 	waitFor(t, 20*time.Second, "no spare CPU with goroutines waiting for one", func() bool { return !a.Spare() })
-	stop.Store(true)
-	wg.Wait()
+	stop()
 	waitFor(t, 20*time.Second, "spare CPU again", a.Spare)
 	cancel()
 }
@@ -163,6 +150,25 @@ func TestBusyWindow(t *testing.T) {
 	if w.ratio() != 0.6 { // 12, 16 and the 10 new
 		t.Fatalf("ratio %v, want 0.6", w.ratio())
 	}
+}
+
+// spin starts n goroutines that keep the CPUs busy (more than GOMAXPROCS
+// of them leave goroutines waiting for a P) and returns what stops them.
+func spin(n int) (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			x := 0
+			for !done.Load() {
+				x++
+			}
+			_ = x
+		}()
+	}
+	return func() { done.Store(true); wg.Wait() }
 }
 
 func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {

@@ -2,6 +2,8 @@ package bidder
 
 import (
 	"time"
+
+	"github.com/rtbd/rtbd/bidder/hostcpu"
 )
 
 // cpuMeter measures the room on the CPUs the bidder may run on: of the
@@ -60,4 +62,16 @@ func (m *cpuMeter) sample(now time.Time) (float64, bool) {
 		return 0, false
 	}
 	return min(dIdle/ran, 1), true
+}
+
+// sumTimes sums, over the CPUs in want, idle+iowait, steal and all time.
+func sumTimes(ts []hostcpu.Times, want map[int]bool) (idle, steal, total uint64) {
+	for _, t := range ts {
+		if want[t.CPU] {
+			idle += t.Idle + t.IOWait
+			steal += t.Steal
+			total += t.Total()
+		}
+	}
+	return idle, steal, total
 }

@@ -3,10 +3,11 @@ package bidder
 import (
 	"context"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/rtbd/rtbd/bidder/hostcpu"
 )
 
 // fakeMeter returns a meter whose CPUs, each time it is read, add the
@@ -61,21 +62,15 @@ func TestCPUMeter(t *testing.T) {
 	}
 }
 
-func TestCPULineTimes(t *testing.T) {
-	stat := []byte("cpu  10 0 10 100 5 0 0 50\ncpu0 1 0 1 40 2 0 0 6 0 0\ncpu1 9 0 9 60 3 0 0 44 0 0\ncpu2 1 2 3 4\nintr 1 2 3\n")
-	idle, steal, total, err := cpuLineTimes(stat, map[int]bool{1: true, 2: true})
-	if err != nil {
-		t.Fatal(err)
+func TestSumTimes(t *testing.T) {
+	ts := []hostcpu.Times{
+		{CPU: 0, User: 1, System: 1, Idle: 40, IOWait: 2, Steal: 6},
+		{CPU: 1, User: 9, System: 9, Idle: 60, IOWait: 3, Steal: 44},
+		{CPU: 2, User: 1, Nice: 2, System: 3, Idle: 4},
 	}
-	// cpu1: idle 60+3, steal 44, total 125; cpu2 (no steal column): idle 4, total 10.
-	if idle != 67 || steal != 44 || total != 135 {
+	// cpu1: idle 60+3, steal 44, total 125; cpu2: idle 4, total 10.
+	if idle, steal, total := sumTimes(ts, map[int]bool{1: true, 2: true}); idle != 67 || steal != 44 || total != 135 {
 		t.Fatalf("idle %d steal %d total %d, want 67 44 135", idle, steal, total)
-	}
-	if _, _, _, err := cpuLineTimes([]byte("cpuX 1 2 3 4\n"), map[int]bool{0: true}); err == nil {
-		t.Error("a bad CPU name passed")
-	}
-	if _, _, _, err := cpuLineTimes([]byte("cpu0 1 2 x 4\n"), map[int]bool{0: true}); err == nil {
-		t.Error("a bad value passed")
 	}
 	if runtime.GOOS == "linux" {
 		if m := newCPUMeter(); m == nil {
@@ -99,20 +94,7 @@ func TestAdmissionRoomOverridesRunQueue(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go a.Run(ctx)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	defer func() { stop.Store(true); wg.Wait() }()
-	for range 4 * runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for !stop.Load() {
-				x++
-			}
-			_ = x
-		}()
-	}
+	defer spin(4 * runtime.GOMAXPROCS(0))()
 	// Busy run queue, room on the CPUs: spare (checked over many windows).
 	waitFor(t, 20*time.Second, "spare CPU with room reported", a.Spare)
 	for range 50 {

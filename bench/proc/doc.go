@@ -1,14 +1,13 @@
 // Package proc reads process and socket statistics from Linux /proc for the
 // benchmark harness: CPU seconds of a process (/proc/PID/stat), its peak and
 // current resident set size (VmHWM and VmRSS in /proc/PID/status), the CPU
-// time of the calling process (getrusage RUSAGE_SELF), the time each of the
-// host's CPUs spent busy, idle and stolen by a hypervisor (/proc/stat), and
-// the number of ESTABLISHED TCP sockets in /proc/net/tcp and /proc/net/tcp6
-// that match a local port range or a remote port.
+// time of the calling process (getrusage RUSAGE_SELF), and the number of
+// ESTABLISHED TCP sockets in /proc/net/tcp and /proc/net/tcp6 that match a
+// local port range or a remote port.
 //
-// The parsers (ParseStat, ParseStatus, ParseNetTCP, ParseHostStat) take the
-// file contents as input and never panic on malformed text; they return
-// errors wrapping ErrMalformed. The readers are safe for concurrent use: they hold no state.
+// The parsers (ParseStat, ParseStatus, ParseNetTCP) take the file contents as
+// input and never panic on malformed text; they return errors wrapping
+// ErrMalformed. The readers are safe for concurrent use: they hold no state.
 //
 // /proc/net/tcp lists the sockets of the caller's network namespace, so
 // CountEstablished sees connections of every process on the host namespace,

@@ -1,4 +1,4 @@
-package proc
+package hostcpu
 
 import (
 	"errors"
@@ -15,12 +15,12 @@ ctxt 421663678
 btime 1764470415
 `
 
-func TestParseHostStat(t *testing.T) {
-	cs, err := ParseHostStat(strings.NewReader(sampleStat))
+func TestParse(t *testing.T) {
+	cs, err := Parse(strings.NewReader(sampleStat))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []CPUTimes{
+	want := []Times{
 		{CPU: 0, User: 2121848, Nice: 1090, System: 534098, Idle: 1910718, IOWait: 12061, SoftIRQ: 59300, Steal: 140366},
 		{CPU: 1, User: 2156533, Nice: 1205, System: 549210, Idle: 1832770, IOWait: 20588, SoftIRQ: 74974, Steal: 147952},
 	}
@@ -40,19 +40,19 @@ func TestParseHostStat(t *testing.T) {
 		t.Errorf("Total %d != busy + idle + iowait + steal", got)
 	}
 	// A kernel older than 2.6.11 prints four values: the rest are 0.
-	old, err := ParseHostStat(strings.NewReader("cpu0 1 2 3 4\n"))
+	old, err := Parse(strings.NewReader("cpu0 1 2 3 4\n"))
 	if err != nil || len(old) != 1 || old[0].Steal != 0 || old[0].Idle != 4 {
 		t.Errorf("short line: %+v, %v", old, err)
 	}
 	for _, bad := range []string{"cpu0 1 2 3\n", "cpu0 1 x 3 4\n", "cpuX 1 2 3 4\n", "cpu-1 1 2 3 4\n", "cpu0 1 2 3 -4\n"} {
-		if _, err := ParseHostStat(strings.NewReader(bad)); !errors.Is(err, ErrMalformed) {
+		if _, err := Parse(strings.NewReader(bad)); !errors.Is(err, ErrMalformed) {
 			t.Errorf("%q: err %v, want ErrMalformed", bad, err)
 		}
 	}
 }
 
-func TestReadHostCPU(t *testing.T) {
-	cs, err := ReadHostCPU()
+func TestRead(t *testing.T) {
+	cs, err := Read()
 	if err != nil {
 		t.Skipf("no /proc/stat here: %v", err)
 	}
@@ -66,11 +66,11 @@ func TestReadHostCPU(t *testing.T) {
 	}
 }
 
-func FuzzParseHostStat(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	f.Add([]byte(sampleStat))
 	f.Add([]byte("cpu0 1 2 3 4\ncpu1 18446744073709551615 0 0 0 0 0 0 1\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		cs, err := ParseHostStat(strings.NewReader(string(b)))
+		cs, err := Parse(strings.NewReader(string(b)))
 		if err == nil {
 			for _, c := range cs {
 				if c.CPU < 0 {
