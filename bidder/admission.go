@@ -70,8 +70,9 @@ type Admission struct {
 	// Target that are shed too, raised by Run while the queue stands.
 	qprob    atomic.Uint32
 	standing atomic.Bool // the queue has stood above Target for an Interval
-	// spare: Run saw the run queue empty in at least half of its last
-	// samples (the CPUs had room): a standing queue is then not shed.
+	// spare: Run saw the CPUs with room (the run queue empty in at least
+	// half of its last samples, or the CPUs idle a fifth of the time they
+	// ran): a standing queue is then not shed.
 	spare atomic.Bool
 	// meter reads the CPUs' room (nil: Run makes one; none on other
 	// platforms). A test may set it before Run.
