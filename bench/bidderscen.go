@@ -655,6 +655,11 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 		for _, x := range rs {
 			x.Events = append(x.Events, killEvents...)
 		}
+		// The bidder's histogram is of bid requests: it belongs to the
+		// bids' result, not to the win notices' and pixel events'.
+		for _, x := range rs[1:] {
+			x.ServerSide = nil
+		}
 		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
 			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)

@@ -70,6 +70,9 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 		if r.Successes == 0 || r.Errors.Total != 0 {
 			t.Errorf("%s: %d ok, errors %+v", r.Target, r.Successes, r.Errors)
 		}
+		if len(r.ServerSide) != 0 {
+			t.Errorf("%s: carries the bid requests' histogram %+v", r.Target, r.ServerSide)
+		}
 	}
 	for _, r := range []*bench.Result{rep.Results[1], rep.Results[4]} { // win notices: 2xx or counted errors, never lost
 		if r.Requests == 0 || r.Successes+r.NoBids+r.Errors.Total != r.Requests-r.DeadlineMisses {
