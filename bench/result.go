@@ -80,8 +80,9 @@ type Result struct {
 	// hypervisor's, not the target's.
 	Host *HostCPU `json:"host,omitempty"`
 	// ServerSide are the watched servers' own latency histograms over the
-	// measured phase (Watch.Histograms), for the whole run: in a mixed run
-	// every load's result carries the same.
+	// measured phase (Watch.Histograms), for the whole run: RunMixed gives
+	// every load's result the same (the bidder scenario keeps them on the
+	// bids' result only).
 	ServerSide []ServerHistogram `json:"server_side,omitempty"`
 }
 
