@@ -1,7 +1,11 @@
 package bench
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -95,4 +99,36 @@ func FuzzParseHistogram(f *testing.F) {
 			t.Fatal("nil buckets without an error")
 		}
 	})
+}
+
+// TestReadHistogramOverHTTP reads a real HTTP server's exposition, and
+// says why when it cannot: a non-200 answer, a body that is not one, no
+// server at all. A report shows the reason instead of figures.
+func TestReadHistogramOverHTTP(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, sampleMetrics) })
+	mux.HandleFunc("/broken", func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusInternalServerError) })
+	mux.HandleFunc("/garbage", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "{not metrics\n") })
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx := context.Background()
+	s, err := readHistogram(ctx, srv.URL+"/metrics", "rtbd_bidder_request_seconds")
+	if err != nil || s.count != 100 {
+		t.Fatalf("read %+v, %v", s, err)
+	}
+	for _, path := range []string{"/broken", "/garbage"} {
+		if _, err := readHistogram(ctx, srv.URL+path, "rtbd_bidder_request_seconds"); err == nil {
+			t.Errorf("%s: no error", path)
+		}
+	}
+	addr := srv.Listener.Addr().String()
+	srv.Close()
+	_, err = readHistogram(ctx, "http://"+addr+"/metrics", "rtbd_bidder_request_seconds")
+	if err == nil {
+		t.Fatal("a closed server gave a histogram")
+	}
+	line := serverLine(ServerHistogram{Name: "bidder", Metric: "m", OverTmax: -1, Error: err.Error()})
+	if !strings.Contains(line, "unavailable") {
+		t.Errorf("serverLine with an error: %q", line)
+	}
 }
