@@ -218,11 +218,10 @@ func (wa *watcher) apply(r *Result) {
 	}
 	wa.applyHost(r)
 	for i, w := range wa.w.Histograms {
-		var h ServerHistogram
-		switch err := errors.Join(wa.hist0Err[i], wa.hist1Err[i]); {
-		case err != nil:
-			h = ServerHistogram{Name: w.Name, Metric: w.Metric, OverTmax: -1, Error: err.Error()}
-		default:
+		h := ServerHistogram{Name: w.Name, Metric: w.Metric, OverTmax: -1}
+		if err := errors.Join(wa.hist0Err[i], wa.hist1Err[i]); err != nil {
+			h.Error = err.Error()
+		} else {
 			h = serverHistogram(w, wa.hist0[i], wa.hist1[i], time.Duration(r.TmaxMs*1e6))
 		}
 		r.ServerSide = append(r.ServerSide, h)
