@@ -3,7 +3,6 @@ package rtb
 import (
 	"errors"
 
-	gojson "github.com/goccy/go-json"
 	"github.com/prebid/openrtb/v20/openrtb2"
 )
 
@@ -91,11 +90,11 @@ func DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
 // fit the OpenRTB field, or a request that Validate rejects. It never panics.
 //
 // The JSON is checked in one pass before decoding, so only well-formed,
-// bounded input reaches the decoder (github.com/goccy/go-json, chosen by
-// BenchmarkCodecs: see codec_bench_test.go). Unknown keys are ignored. Keys
-// should be lowercase as OpenRTB spells them: a key in another case
-// ("Device") may or may not match its field (goccy/go-json folds case only
-// in structs of up to 16 fields; encoding/json always does).
+// bounded input reaches the decoder (generated from the openrtb2 types, see
+// jsondec.go; chosen over encoding/json and github.com/goccy/go-json by
+// BenchmarkCodecs: see codec_bench_test.go). It decodes as encoding/json
+// does: unknown keys are ignored, and a key in another case than OpenRTB's
+// ("Device") matches its field.
 //
 // Ownership: body is not retained: the strings and ext slices in *req point
 // into one private copy of it, owned by *req (keeping any of them alive
@@ -140,6 +139,8 @@ func resetRequest(req *openrtb2.BidRequest) {
 	*req = openrtb2.BidRequest{Imp: imps[:0]}
 }
 
+//go:generate go run ./internal/decgen -out jsondec_gen.go
+
 // unmarshalRequest runs the JSON decoder on a body that checkJSON accepted.
 // A panic in the decoder (a bug in it; none is known) becomes an error, so
 // that bad input can never crash the bidder.
@@ -149,7 +150,7 @@ func unmarshalRequest(body []byte, req *openrtb2.BidRequest) (err error) {
 			err = errDecoderPanic
 		}
 	}()
-	return gojson.Unmarshal(body, req)
+	return decodeBidRequest(body, req)
 }
 
 var errDecoderPanic = errors.New("rtb: JSON decoder panic")
@@ -159,9 +160,9 @@ var errDecoderPanic = errors.New("rtb: JSON decoder panic")
 // ("Banner.W", "BidRequest.TMax"): names of known OpenRTB fields, never
 // request content.
 func decodeError(err error) *RequestError {
-	var gte *gojson.UnmarshalTypeError
-	if errors.As(err, &gte) && gte.Field != "" && len(gte.Struct)+len(gte.Field) < 64 {
-		return invalid(gte.Struct+"."+gte.Field, "wrong JSON type or value out of range")
+	var te *typeError
+	if errors.As(err, &te) && te.Field != "" {
+		return invalid(te.Struct+"."+te.Field, "wrong JSON type or value out of range")
 	}
 	return invalid("", "JSON does not fit the OpenRTB bid request")
 }

@@ -285,6 +285,18 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 		`{"id":"r",` + imp + `,"user":{"eids":[{"source":"s","uids":[{"id":"u","atype":1}]}]}}`,
 		`{"id":"r",` + imp + `,"regs":{"gdpr":1,"us_privacy":"1YNN","ext":{"gdpr":1}}}`,
 		`{"id":"r",` + imp + `,"source":{"schain":{"complete":1,"nodes":[{"asi":"a","sid":"1","hp":1}],"ver":"1.0"}}}`,
+		// Keys in any case match as in encoding/json (U+212A KELVIN SIGN folds to k).
+		`{"ID":"r","Imp":[{"iD":"1","BANNER":{"W":300,"H":250}}],"TMax":120}`,
+		`{"id":"r",` + imp + `,"device":{"ua":"a"},"Device":{"UA":"b","ip":"1.2.3.4"}}`,
+		`{"id":"r",` + imp + `,"user":{"\u212Aeywords":"k"}}`,
+		// A repeated array decodes into the elements already there.
+		`{"id":"r","imp":[{"id":"1","banner":{"w":1}}],"imp":[{"banner":{"h":2}},{"id":"2","native":{"request":"{}"}}]}`,
+		`{"id":"r",` + imp + `,"cur":["USD","EUR"],"cur":[null]}`,
+		`{"id":"r\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00",` + imp + `,"tmax":-9223372036854775808}`,
+		`{"id":"r",` + imp + `,"test":128}`,
+		`{"id":"r",` + imp + `,"site":[]}`,
+		`{"id":"r",` + imp + `,"bcat":{}}`,
+		`{"id":"r",` + imp + `,"wseat":true}`,
 	} {
 		var got, want openrtb2.BidRequest
 		gotErr := DecodeRequest([]byte(body), &got)

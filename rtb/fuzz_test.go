@@ -29,12 +29,23 @@ func addRequestSeeds(f *testing.F) {
 	}
 }
 
-// FuzzDecodeRequest: DecodeRequest never panics, fails only with a
-// *RequestError (nbr 2), and what it accepts encoding/json decodes to the
-// same value and Validate accepts.
+// FuzzDecodeRequest: DecodeRequest never panics and fails only with a
+// *RequestError (nbr 2); on JSON within its limits it agrees with
+// encoding/json followed by Validate both ways (accepted by one exactly
+// when accepted by the other, to deep-equal values), keys in any case
+// included; and the generated decoder alone, run on any bytes without
+// checkJSON, neither panics nor loops.
 func FuzzDecodeRequest(f *testing.F) {
 	addRequestSeeds(f)
+	for _, s := range []string{`{"ID":"r","Imp":[{"iD":"1","BANNER":{"W":1}}]}`, `{"ſite":{},"id":"\u0069","imp":[{"id":"1","banner":{}}]}`,
+		`{"id":"r","imp":[{"id":"1","banner":{}}],"imp":[{"id":"2"}]}`, `{"id":"r","imp":[{"id":"1","video":{"w":1.5}}]}`,
+		`{"id":"r","imp":[{"id":"1","banner":{"format":[{"w":1},null,{"h":2}]}}],"ext":null}`} {
+		f.Add([]byte(s))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		var raw openrtb2.BidRequest
+		_ = decodeBidRequest(body, &raw) // no recover here: a panic fails the fuzz test
+
 		var req openrtb2.BidRequest
 		err := DecodeRequest(body, &req)
 		if err != nil {
@@ -42,73 +53,28 @@ func FuzzDecodeRequest(f *testing.F) {
 			if !errors.As(err, &re) || re.NBR != NoBidInvalidRequest {
 				t.Fatalf("error %T %v", err, err)
 			}
+		}
+		if len(body) > DefaultMaxBodyBytes {
 			return
 		}
-		if err := Validate(&req); err != nil {
-			t.Fatalf("accepted, but Validate says %v", err)
-		}
-		// Keys in another case than OpenRTB's match differently (see
-		// DecodeRequest); compare only bodies whose keys are lowercase ASCII.
-		if !plainKeys(body) {
+		if msg, _ := checkJSON(body, DefaultMaxDepth, DefaultMaxElements, DefaultMaxStringBytes); msg != "" || body[skipWS(body, 0)] != '{' {
+			if err == nil {
+				t.Fatalf("accepted a body checkJSON rejects (%s)", msg)
+			}
 			return
 		}
 		var want openrtb2.BidRequest
-		if err := json.Unmarshal(body, &want); err != nil {
-			t.Fatalf("accepted, but encoding/json says %v", err)
+		wantErr := json.Unmarshal(body, &want)
+		if wantErr == nil {
+			wantErr = Validate(&want)
 		}
-		if !reflect.DeepEqual(normImps(req), normImps(want)) {
-			t.Fatalf("goccy and encoding/json decode differently:\n goccy %+v\n   std %+v", req, want)
+		if (err == nil) != (wantErr == nil) {
+			t.Fatalf("DecodeRequest says %v, encoding/json and Validate say %v", err, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(normImps(req), normImps(want)) {
+			t.Fatalf("decoded differently from encoding/json:\n  got %+v\n  std %+v", req, want)
 		}
 	})
-}
-
-// plainKeys reports whether every object key in the valid JSON b is
-// lowercase ASCII, as OpenRTB keys are.
-func plainKeys(b []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	type frame struct{ obj, wantKey bool }
-	var stack []frame
-	for {
-		tok, err := dec.Token()
-		if err != nil {
-			return true
-		}
-		switch v := tok.(type) {
-		case json.Delim:
-			if v == '{' || v == '[' {
-				stack = append(stack, frame{obj: v == '{', wantKey: v == '{'})
-				continue
-			}
-			stack = stack[:len(stack)-1]
-		case string:
-			if n := len(stack); n > 0 && stack[n-1].wantKey {
-				for i := 0; i < len(v); i++ {
-					if v[i] >= 0x80 || (v[i] >= 'A' && v[i] <= 'Z') {
-						return false
-					}
-				}
-				stack[n-1].wantKey = false
-				continue
-			}
-		}
-		if n := len(stack); n > 0 && stack[n-1].obj {
-			stack[n-1].wantKey = true
-		}
-	}
-}
-
-func TestPlainKeys(t *testing.T) {
-	for s, want := range map[string]bool{
-		`{"a":{"b":[{"c":"D"}]},"e":"F"}`: true,
-		`{"a":{"b":[{"C":1}]}}`:           false,
-		`{"a":[1,{"x":2}],"B":3}`:         false,
-		`["A",{"k":"V"}]`:                 true,
-		`{"ſ":1}`:                         false,
-	} {
-		if got := plainKeys([]byte(s)); got != want {
-			t.Errorf("plainKeys(%s) = %v", s, got)
-		}
-	}
 }
 
 // FuzzCheckJSON: checkJSON accepts exactly valid UTF-8 JSON, except for its
