@@ -568,6 +568,9 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		mtype = openrtb2.MarkupVideo
 	}
 	adm := str(st.arena[a:])
+	if mtype == openrtb2.MarkupBanner && adm != "" {
+		st.safeAdM = append(st.safeAdM, unsafe.StringData(adm)) // JSON-safe by AppendBanner's contract
+	}
 
 	a = len(st.arena)
 	st.arena = append(st.arena, b.bidIDPrefix...)
@@ -678,11 +681,6 @@ func (st *reqState) linked(p *catalogpb.Product) bool {
 // parameter: not a base64url character, and safe in a URL and in an HTML
 // attribute unescaped.
 const clickSep = '.'
-
-// AttrSafe marks the click URLs as safe in HTML attributes as they are
-// (creative.AttrSafeLinker): Options.PublicURL is checked to hold no
-// quotes, angle brackets or ampersands, tokens are URL-safe base64.
-func (st *reqState) AttrSafe() {}
 
 // landingURL is p's landing URL if it is an absolute http(s) URL; else,
 // when the campaign has a click base, the landing URL resolved against it

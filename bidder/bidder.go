@@ -539,7 +539,7 @@ func (b *Bidder) respond(rc *fasthttp.RequestCtx, st *reqState, nbr rtb.NoBidRea
 	}
 	if nbr == bidMade {
 		t := time.Now()
-		out, err := rtb.AppendResponse(st.out[:0], &st.resp)
+		out, err := st.enc.AppendResponse(st.out[:0], &st.resp)
 		if err != nil {
 			b.opts.Logger.Error("bidder: encoding the bid response", zap.Error(err))
 			nbr = rtb.NoBidTechnicalError

@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -57,6 +58,11 @@ func checkResponse(t *testing.T, f *fixture, reqBody []byte, r reply, uid string
 	var resp openrtb2.BidResponse
 	if err := json.Unmarshal(r.body, &resp); err != nil {
 		t.Fatalf("response is not a BidResponse: %v\n%s", err, r.body)
+	}
+	// Byte for byte what rtb.AppendResponse makes of it: the banner adms
+	// the encoder trusted as JSON-safe (rtb.Encoder.SafeAdM) were.
+	if again, err := rtb.AppendResponse(nil, &resp); err != nil || !bytes.Equal(again, r.body) {
+		t.Errorf("the response is not what AppendResponse writes (%v):\n got %s\nwant %s", err, r.body, again)
 	}
 	if resp.ID != req.ID {
 		t.Errorf("id %q, want the request's %q", resp.ID, req.ID)

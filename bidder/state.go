@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"io"
 	"time"
+	"unsafe"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/valyala/fasthttp"
@@ -14,6 +15,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // reqState is everything one bid request needs, pooled and reused so that
@@ -51,7 +53,11 @@ type reqState struct {
 
 	arena []byte // bid ids, URLs, markup: strings of the response point here
 	out   []byte // encoded response
-	gzOut []byte
+	enc   rtb.Encoder
+	// safeAdM holds the adms known to be JSON-safe (creative.AppendBanner
+	// documents), by their data pointer: enc writes them unescaped.
+	safeAdM []*byte
+	gzOut   []byte
 
 	body []byte // decompressed request body
 	br   bytes.Reader
@@ -80,13 +86,26 @@ const (
 )
 
 func newReqState(b *Bidder) *reqState {
-	return &reqState{
+	st := &reqState{
 		b: b, m: b.m,
 		pm:        &catalogpb.ProductMastersRequest{},
 		arena:     make([]byte, 0, 16<<10),
 		out:       make([]byte, 0, 16<<10),
 		nativeImp: -1,
 	}
+	st.enc.SafeAdM = st.isSafeAdM
+	return st
+}
+
+// isSafeAdM reports whether b's adm is one of st.safeAdM.
+func (st *reqState) isSafeAdM(b *openrtb2.Bid) bool {
+	p := unsafe.StringData(b.AdM)
+	for _, q := range st.safeAdM {
+		if p == q {
+			return true
+		}
+	}
+	return false
 }
 
 func (b *Bidder) getState() *reqState {
@@ -127,6 +146,8 @@ func (st *reqState) reset() {
 	}
 	clear(st.bids)
 	st.bids = st.bids[:0]
+	clear(st.safeAdM)
+	st.safeAdM = st.safeAdM[:0]
 	clear(st.grouped)
 	st.grouped = st.grouped[:0]
 	clear(st.seats)

@@ -37,6 +37,8 @@
 //     its mobile example).
 //   - AppendResponse and AppendNoBid are hand-written encoders with no
 //     allocation, byte-identical to encoding/json with HTML escaping off.
+//     An Encoder whose SafeAdM vouches for a bid's adm (JSONSafe: the
+//     bidder's banner HTML) copies it without the escaping scan.
 //   - ExpandMacros, DecryptPrice, ParsePrice and AppendPrice make no
 //     allocation.
 //

@@ -22,6 +22,23 @@ import (
 // when an ext is not valid JSON. On error dst is returned with its original
 // length. resp is only read.
 func AppendResponse(dst []byte, resp *openrtb2.BidResponse) ([]byte, error) {
+	return (&Encoder{}).AppendResponse(dst, resp)
+}
+
+// Encoder encodes bid responses as AppendResponse does. The zero Encoder is
+// AppendResponse.
+type Encoder struct {
+	// SafeAdM, if set, reports whether a bid's adm is known to be
+	// JSON-safe (see JSONSafe): it is then copied between the quotes as it
+	// is, without the scan that escaping takes (9% of a 15-product bid's
+	// CPU in-process: its adm is 4 KB of HTML). A wrong true writes
+	// invalid JSON; the bidder answers true only for the HTML documents of
+	// creative.AppendBanner, which guarantees it.
+	SafeAdM func(b *openrtb2.Bid) bool
+}
+
+// AppendResponse is the package's AppendResponse, with e's options.
+func (e *Encoder) AppendResponse(dst []byte, resp *openrtb2.BidResponse) ([]byte, error) {
 	orig := len(dst)
 	var err error
 	dst = append(dst, `{"id":`...)
@@ -32,7 +49,7 @@ func AppendResponse(dst []byte, resp *openrtb2.BidResponse) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendSeatBid(dst, &resp.SeatBid[i]); err != nil {
+			if dst, err = e.appendSeatBid(dst, &resp.SeatBid[i]); err != nil {
 				return dst[:orig], err
 			}
 		}
@@ -51,7 +68,7 @@ func AppendResponse(dst []byte, resp *openrtb2.BidResponse) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func appendSeatBid(dst []byte, sb *openrtb2.SeatBid) ([]byte, error) {
+func (e *Encoder) appendSeatBid(dst []byte, sb *openrtb2.SeatBid) ([]byte, error) {
 	var err error
 	dst = append(dst, `{"bid":`...)
 	if sb.Bid == nil {
@@ -62,7 +79,7 @@ func appendSeatBid(dst []byte, sb *openrtb2.SeatBid) ([]byte, error) {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			if dst, err = appendBid(dst, &sb.Bid[i]); err != nil {
+			if dst, err = e.appendBid(dst, &sb.Bid[i]); err != nil {
 				return dst, err
 			}
 		}
@@ -76,7 +93,7 @@ func appendSeatBid(dst []byte, sb *openrtb2.SeatBid) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func appendBid(dst []byte, b *openrtb2.Bid) ([]byte, error) {
+func (e *Encoder) appendBid(dst []byte, b *openrtb2.Bid) ([]byte, error) {
 	dst = append(dst, `{"id":`...)
 	dst = appendString(dst, b.ID)
 	dst = append(dst, `,"impid":`...)
@@ -89,7 +106,13 @@ func appendBid(dst []byte, b *openrtb2.Bid) ([]byte, error) {
 	dst = appendStringField(dst, `,"nurl":`, b.NURL)
 	dst = appendStringField(dst, `,"burl":`, b.BURL)
 	dst = appendStringField(dst, `,"lurl":`, b.LURL)
-	dst = appendStringField(dst, `,"adm":`, b.AdM)
+	if b.AdM != "" && e.SafeAdM != nil && e.SafeAdM(b) {
+		dst = append(dst, `,"adm":"`...)
+		dst = append(dst, b.AdM...)
+		dst = append(dst, '"')
+	} else {
+		dst = appendStringField(dst, `,"adm":`, b.AdM)
+	}
 	dst = appendStringField(dst, `,"adid":`, b.AdID)
 	dst = appendStringsField(dst, `,"adomain":`, b.ADomain)
 	dst = appendStringField(dst, `,"bundle":`, b.Bundle)
@@ -253,6 +276,26 @@ const hexDigits = "0123456789abcdef"
 // appendString appends s as a JSON string, escaped as encoding/json does
 // with HTML escaping off: '"', '\\' and control characters escaped, invalid
 // UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped.
+// JSONSafe reports whether s needs no escaping in a JSON string as
+// AppendResponse writes strings: valid UTF-8 without '"', '\', control
+// characters, U+2028 or U+2029.
+func JSONSafe(s string) bool {
+	for i := 0; i < len(s); {
+		if i = skipSafeString(s, i); i >= len(s) {
+			return true
+		}
+		if s[i] < utf8.RuneSelf {
+			return false
+		}
+		c, size := utf8.DecodeRuneInString(s[i:])
+		if c == utf8.RuneError && size == 1 || c == '\u2028' || c == '\u2029' {
+			return false
+		}
+		i += size
+	}
+	return true
+}
+
 func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0

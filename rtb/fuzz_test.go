@@ -166,7 +166,9 @@ func FuzzParsePrice(f *testing.F) {
 }
 
 // FuzzAppendString: string escaping is byte-identical to encoding/json's
-// (HTML escaping off), through AppendNoBid.
+// (HTML escaping off), through AppendNoBid; JSONSafe is true exactly when
+// escaping changes nothing, and then an Encoder trusting the string as an
+// adm writes what AppendResponse writes.
 func FuzzAppendString(f *testing.F) {
 	for _, s := range []string{"", "abc", "<a href=\"x\">&amp;</a>", "\x00\x1f\x7f\\\"", "\xff\xc3(", "\u2028\u2029é😀",
 		// long enough for the 16- and 8-byte steps, the unsafe byte in each
@@ -178,6 +180,18 @@ func FuzzAppendString(f *testing.F) {
 		want := stdEncode(t, s)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("appendString(%q) = %s, encoding/json %s", s, got, want)
+		}
+		safe := JSONSafe(s)
+		if unchanged := string(got) == `"`+s+`"`; safe != unchanged {
+			t.Fatalf("JSONSafe(%q) = %v, escaping changes it: %v", s, safe, !unchanged)
+		}
+		if safe {
+			resp := &openrtb2.BidResponse{ID: "r", SeatBid: []openrtb2.SeatBid{{Bid: []openrtb2.Bid{{ID: "b", ImpID: "1", Price: 1, AdM: s}}}}}
+			plain, _ := AppendResponse(nil, resp)
+			trusted, _ := (&Encoder{SafeAdM: func(*openrtb2.Bid) bool { return true }}).AppendResponse(nil, resp)
+			if !bytes.Equal(plain, trusted) {
+				t.Fatalf("trusted adm %q: %s, AppendResponse %s", s, trusted, plain)
+			}
 		}
 	})
 }

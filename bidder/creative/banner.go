@@ -2,24 +2,17 @@ package creative
 
 import (
 	"strconv"
+	"unicode/utf8"
+	"unsafe"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
 // Linker gives the click URL of a product. rtbd's implementation appends
-// its signed /click URL; the URL must be made of URL-safe characters or
-// percent-escapes (it is still attribute-escaped here).
+// its signed /click URL; the URL should be made of URL-safe characters or
+// percent-escapes (anything else is attribute-escaped here).
 type Linker interface {
 	AppendClickURL(dst []byte, p *catalogpb.Product) []byte
-}
-
-// AttrSafeLinker is a Linker whose URLs never need escaping in a quoted
-// HTML attribute: no & < > " ' nor control characters. AppendBanner trusts
-// them as they are instead of checking each one. rtbd's signed click URLs
-// (a validated base URL and URL-safe base64) are such.
-type AttrSafeLinker interface {
-	Linker
-	AttrSafe()
 }
 
 // BaseLinker is a Linker whose click URLs share one base. AppendClickBase
@@ -28,8 +21,7 @@ type AttrSafeLinker interface {
 // relative to it (one path segment: no '/', '?', '#' or ':'). A banner then
 // carries the shared part (rtbd's signed click token, about 200
 // characters) once instead of once per product. When AppendClickBase
-// appends nothing, the banner uses AppendClickURL's absolute URLs. Its
-// output is trusted like an AttrSafeLinker's when it is one, else checked.
+// appends nothing, the banner uses AppendClickURL's absolute URLs.
 type BaseLinker interface {
 	Linker
 	AppendClickBase(dst []byte) []byte
@@ -103,6 +95,11 @@ func clamp(v, lo, hi int) int {
 // AppendBanner appends the HTML document of b to dst. Products without a
 // usable image still get a cell with their title and price. With no
 // product it writes an ad marker only; the bidder never bids that.
+//
+// The document is JSON-safe (valid UTF-8 without '"', '\\', control
+// characters, U+2028 or U+2029: rtb.JSONSafe), whatever the products and
+// links hold, so that a bid response can carry it without escaping
+// (rtb.Encoder.SafeAdM). FuzzBanner holds it to that.
 func AppendBanner(dst []byte, b *Banner) []byte {
 	w, h := max(b.W, 1), max(b.H, 1)
 	layout, cols, rows := LayoutFor(w, h)
@@ -248,30 +245,29 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker)
 	return append(dst, `</b></span></a>`...)
 }
 
-// appendLink appends what add (a method of links) appends,
-// attribute-escaped unless links is an AttrSafeLinker. The URL is built in
-// dst's spare room and then escaped into place.
+// appendLink appends what add (a method of links) appends, attribute-escaped
+// if it has anything to escape (checked 8 bytes at a time: a click URL is
+// printable ASCII without & < > " ' \\, and then it is kept as it is). The
+// URL is built in dst's spare room and then escaped into place.
 func appendLink(dst []byte, links Linker, add func([]byte) []byte) []byte {
 	start := len(dst)
 	dst = add(dst)
-	if _, ok := links.(AttrSafeLinker); ok {
+	if plain(dst[start:]) {
 		return dst
 	}
-	// Escape only if the Linker gave something unsafe.
-	for _, c := range dst[start:] {
-		if attrUnsafe[c] {
-			u := string(dst[start:]) // rare path: allocation accepted
-			return AppendHTML(dst[:start], u)
-		}
-	}
-	return dst
+	u := string(dst[start:]) // rare path: allocation accepted
+	return AppendHTML(dst[:start], u)
 }
 
-// attrUnsafe marks the bytes that need escaping (or replacing) in a quoted
-// attribute value: & < > " ' controls, and non-ASCII (checked by AppendHTML).
-var attrUnsafe = func() (t [256]bool) {
-	for i := range t {
-		t[i] = i < 0x20 || i >= 0x7f || i == '&' || i == '<' || i == '>' || i == '"' || i == '\''
+// plain reports whether b is printable ASCII other than & < > " ' \\
+// (nothing AppendHTML would change).
+func plain(b []byte) bool {
+	s := unsafe.String(unsafe.SliceData(b), len(b))
+	i := skipPlain(s, 0)
+	for ; i < len(s); i++ {
+		if c := s[i]; c >= utf8.RuneSelf || htmlEscapes[c] != "" {
+			return false
+		}
 	}
-	return t
-}()
+	return true
+}

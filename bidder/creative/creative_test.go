@@ -16,6 +16,7 @@ import (
 	xhtml "golang.org/x/net/html"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // evil is a product whose every text tries to break out of its context.
@@ -221,9 +222,21 @@ func TestBannerPages(t *testing.T) {
 }
 
 func TestAppendHTMLMatchesStdlib(t *testing.T) {
-	for _, s := range []string{"", "plain", `<a href="x">&'`, "日本語 & <>", "tab\tnl\n"} {
+	for _, s := range []string{"", "plain", `<a href="x">&'`, "日本語 & <>"} {
 		if got := string(AppendHTML(nil, s)); got != html.EscapeString(s) {
 			t.Errorf("%q: %q, html.EscapeString %q", s, got, html.EscapeString(s))
+		}
+	}
+	// Beyond html.EscapeString: controls, backslash and U+2028/9 become
+	// numeric references (JSON-safe), which unescape to the same text.
+	for in, want := range map[string]string{
+		"tab\tnl\ncr\r\x01": "tab&#9;nl&#10;cr&#13;&#1;",
+		`C:\dir`:            "C:&#92;dir",
+		"a\u2028b\u2029c":   "a&#8232;b&#8233;c",
+	} {
+		got := string(AppendHTML(nil, in))
+		if got != want || html.UnescapeString(got) != in || !rtb.JSONSafe(got) {
+			t.Errorf("AppendHTML(%q) = %q, want %q (unescaping to the input, JSON-safe)", in, got, want)
 		}
 	}
 	if got := string(AppendHTML(nil, "a\x00b\xffc")); got != "a\uFFFDb\uFFFDc" {
@@ -428,10 +441,6 @@ func (ampLinks) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 	return append(dst, `https://x.example/c?a=1&b="2"`...)
 }
 
-type safeLinks struct{ testLinks }
-
-func (safeLinks) AttrSafe() {}
-
 func TestLinkerEscaping(t *testing.T) {
 	p := products(1)
 	doc := string(AppendBanner(nil, &Banner{W: 300, H: 250, Products: p, Links: ampLinks{}}))
@@ -442,9 +451,9 @@ func TestLinkerEscaping(t *testing.T) {
 	if len(got.hrefs) != 1 || got.hrefs[0] != `https://x.example/c?a=1&b="2"` {
 		t.Errorf("hrefs %q", got.hrefs)
 	}
-	doc = string(AppendBanner(nil, &Banner{W: 300, H: 250, Products: p, Links: safeLinks{}}))
+	doc = string(AppendBanner(nil, &Banner{W: 300, H: 250, Products: p, Links: testLinks{}}))
 	if !strings.Contains(doc, `href='https://bid.example/click?t=TOKEN-100'`) {
-		t.Errorf("AttrSafe linker URL changed:\n%s", doc)
+		t.Errorf("a plain Linker URL changed:\n%s", doc)
 	}
 }
 
@@ -473,6 +482,8 @@ func TestEscapingMatchesReference(t *testing.T) {
 			switch {
 			case r == utf8.RuneError && n == 1, r == 0, xml && r < 0x20 && r != '\t' && r != '\n' && r != '\r':
 				b.WriteString("\uFFFD")
+			case !xml && (r < 0x20 || r == '\\' || r == '\u2028' || r == '\u2029'):
+				fmt.Fprintf(&b, "&#%d;", r)
 			case r == '&':
 				b.WriteString("&amp;")
 			case r == '<':
@@ -511,7 +522,7 @@ func TestEscapingMatchesReference(t *testing.T) {
 		}
 		return true
 	}
-	pieces := []string{"a", "Z", "0", "&", "<", ">", "\"", "'", "\x00", "\t", "\n", "\x1f", " ", "!", "\x7f",
+	pieces := []string{"a", "Z", "0", "&", "<", ">", "\"", "'", "\x00", "\t", "\n", "\x1f", " ", "!", "\x7f", "\\", "\u2028", "\u2029",
 		"é", "日", "\xff", "\xe6\x97", "abcdefgh", "https://", "HTTP://", "x.example/", "?q=1", "#"}
 	rng := rand.New(rand.NewPCG(7, 11))
 	for n := 0; n < 20000; n++ {
@@ -596,7 +607,7 @@ func TestBannerBaseLinks(t *testing.T) {
 		t.Errorf("empty base: bases %q hrefs %q, want none and absolute URLs", got.bases, got.hrefs)
 	}
 
-	// A Linker that is not AttrSafe is escaped: base and refs read back
+	// A Linker URL with HTML syntax is escaped: base and refs read back
 	// as given, and nothing breaks out of the attribute.
 	evilBase := `https://bid.example/c/'><script>x</script>/`
 	doc = AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps[:1], Links: baseLinks{base: evilBase}})

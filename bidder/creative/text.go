@@ -9,7 +9,10 @@ import (
 
 // AppendHTML appends s escaped for HTML text and quoted attribute values:
 // & < > " ' as html.EscapeString escapes them, NUL and invalid UTF-8 as
-// U+FFFD. It makes no allocation beyond growing dst.
+// U+FFFD; and, so that the result is JSON-safe (see JSONSafe), the other
+// control characters, '\\', U+2028 and U+2029 as numeric character
+// references (&#9; &#92; &#8232;: the same characters to an HTML parser).
+// It makes no allocation beyond growing dst.
 func AppendHTML(dst []byte, s string) []byte { return appendEscaped(dst, s, &htmlEscapes) }
 
 // AppendXML appends s escaped for XML text and attributes (the same five
@@ -27,6 +30,10 @@ var htmlEscapes, xmlEscapes = func() (h, x [utf8.RuneSelf]string) {
 		h[e.c], x[e.c] = e.esc, e.esc
 	}
 	h[0] = "\uFFFD"
+	h['\\'] = "&#92;"
+	for c := 1; c < 0x20; c++ {
+		h[c] = "&#" + strconv.Itoa(c) + ";"
+	}
 	for c := 0; c < 0x20; c++ {
 		if c != '\t' && c != '\n' && c != '\r' {
 			x[c] = "\uFFFD"
@@ -41,10 +48,7 @@ var htmlEscapes, xmlEscapes = func() (h, x [utf8.RuneSelf]string) {
 func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 	start := 0
 	for i := 0; i < len(s); {
-		for i+8 <= len(s) && plain8(load8(s, i)) {
-			i += 8
-		}
-		if i >= len(s) {
+		if i = skipPlain(s, i); i >= len(s) {
 			break
 		}
 		c := s[i]
@@ -58,10 +62,18 @@ func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 			continue
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		switch {
+		case r == utf8.RuneError && size == 1:
 			dst = append(dst, s[start:i]...)
 			dst = append(dst, "\uFFFD"...)
 			start = i + 1
+		case (r == '\u2028' || r == '\u2029') && esc == &htmlEscapes:
+			// Line and paragraph separators: JSON allows them raw, but
+			// rtb escapes them (JavaScript string literals did not).
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, "&#823"...)
+			dst = append(dst, byte('2'+r-'\u2028'), ';')
+			start = i + size
 		}
 		i += size
 	}
@@ -116,11 +128,20 @@ func hasZero(x uint64) uint64 { return (x - lsb) &^ x & msb }
 // hasLess is non-zero exactly when some byte of x is < n (n <= 128).
 func hasLess(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
 
-// plain8 reports whether the 8 bytes of x are all printable ASCII other
-// than & < > " ' (nothing AppendHTML or AppendXML would change).
-func plain8(x uint64) bool {
-	return (x&msb)|hasLess(x, ' ')|hasZero(x^(lsb*'&'))|hasZero(x^(lsb*'<'))|
-		hasZero(x^(lsb*'>'))|hasZero(x^(lsb*'"'))|hasZero(x^(lsb*'\'')) == 0
+// skipPlain returns the first index >= i from which the next 8 bytes of s
+// are not all plain (or fewer than 8 remain): printable ASCII other than
+// & < > " ' \\, a run that AppendHTML and AppendXML copy as it is. The
+// byte tests of a word share one mask (see hasZero and hasLess).
+func skipPlain(s string, i int) int {
+	for ; i+8 <= len(s); i += 8 {
+		x := load8(s, i)
+		q, a, p, l, g, b := x^(lsb*'"'), x^(lsb*'&'), x^(lsb*'\''), x^(lsb*'<'), x^(lsb*'>'), x^(lsb*'\\')
+		t := x | (x-lsb*' ')&^x | (q-lsb)&^q | (a-lsb)&^a | (p-lsb)&^p | (l-lsb)&^l | (g-lsb)&^g | (b-lsb)&^b
+		if t&msb != 0 {
+			break
+		}
+	}
+	return i
 }
 
 func equalFold(a, b string) bool {
