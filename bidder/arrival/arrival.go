@@ -14,7 +14,9 @@
 //
 // How: Listen wraps a TCP listener. On Linux each accepted socket gets the
 // SO_TIMESTAMPNS option, and Conn.Read reads with recvmsg(2), which then
-// returns the kernel's receive time of the newest bytes read. Time(c)
+// returns the kernel's receive time of the newest bytes read. (Read and
+// Write are raw system calls on the non-blocking socket, without the Go
+// runtime's system call bookkeeping: see conn_linux.go.) Time(c)
 // returns it for a connection from this package's listener. (Linux turns
 // receive timestamps on system-wide, asynchronously, when the first socket
 // asks: the first requests after a start may be unstamped; Probe waits

@@ -136,6 +136,75 @@ func TestReadAllocs(t *testing.T) {
 	}
 }
 
+// Write sends a stream larger than the socket buffers whole (the writer
+// waits for the reader through the poller, EAGAIN and all).
+func TestWriteLargeStream(t *testing.T) {
+	s, c := pair(t)
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB
+	got := make(chan []byte)
+	go func() { b, _ := io.ReadAll(c); got <- b }()
+	time.Sleep(20 * time.Millisecond) // the buffers fill before the reader reads
+	if n, err := s.Write(want); n != len(want) || err != nil {
+		t.Fatalf("wrote %d of %d bytes: %v", n, len(want), err)
+	}
+	s.Close()
+	if b := <-got; !bytes.Equal(b, want) {
+		t.Fatalf("the reader got %d bytes, want the %d written", len(b), len(want))
+	}
+}
+
+// A write deadline, a peer gone and Close surface as a net.Conn's errors
+// would; a partial write reports what it sent.
+func TestWriteErrors(t *testing.T) {
+	s, c := pair(t)
+	big := make([]byte, 64<<20) // more than the socket buffers take: the reader never reads
+	s.SetWriteDeadline(time.Now().Add(50 * time.Millisecond))
+	n, err := s.Write(big)
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || !errors.Is(err, os.ErrDeadlineExceeded) || n <= 0 || n >= len(big) {
+		t.Fatalf("write past the deadline: %d bytes, %v; want some bytes and a timeout", n, err)
+	}
+	s.SetWriteDeadline(time.Time{})
+
+	c.(*net.TCPConn).SetLinger(0) // close with a reset
+	c.Close()
+	time.Sleep(20 * time.Millisecond)
+	var werr error
+	for range 10 { // the first write after a reset may still be accepted
+		if _, werr = s.Write([]byte("x")); werr != nil {
+			break
+		}
+	}
+	var op *net.OpError
+	if !errors.As(werr, &op) || op.Op != "write" {
+		t.Fatalf("write to a reset peer: %v, want a write *net.OpError", werr)
+	}
+
+	s2, _ := pair(t)
+	s2.Close()
+	if _, err := s2.Write([]byte("x")); !errors.Is(err, net.ErrClosed) {
+		t.Fatalf("write on a closed conn: %v, want net.ErrClosed", err)
+	}
+	if n, err := s.Write(nil); n != 0 || err != nil {
+		t.Fatalf("empty write: %d, %v", n, err)
+	}
+}
+
+// A write allocates nothing either (the bid response goes through it).
+func TestWriteAllocs(t *testing.T) {
+	s, c := pair(t)
+	msg, buf := []byte("x"), make([]byte, 8)
+	allocs := testing.AllocsPerRun(200, func() {
+		if _, err := s.Write(msg); err != nil {
+			t.Fatal(err)
+		}
+		c.Read(buf)
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per write+read, want 0", allocs)
+	}
+}
+
 // Listeners and connections this package cannot stamp pass through.
 func TestUnstampedPassThrough(t *testing.T) {
 	if _, ok := arrival.Time(nil); ok {
