@@ -78,11 +78,7 @@ func (d *decoder) fail(err error) {
 }
 
 // typeErr records a mismatch of the value of Go field s.f.
-func (d *decoder) typeErr(s, f string) {
-	if d.err == nil {
-		d.err = &typeError{Struct: s, Field: f}
-	}
-}
+func (d *decoder) typeErr(s, f string) { d.fail(&typeError{Struct: s, Field: f}) }
 
 // ws skips whitespace and returns the next byte, 0 at the end.
 func (d *decoder) ws() byte {
@@ -411,7 +407,7 @@ func (d *decoder) skipString() bool {
 }
 
 // number consumes the number literal at d.i (its bytes: - + . e E digits).
-func (d *decoder) number() ([]byte, bool) {
+func (d *decoder) number() []byte {
 	start := d.i
 	for d.i < len(d.buf) {
 		switch c := d.buf[d.i]; {
@@ -421,7 +417,7 @@ func (d *decoder) number() ([]byte, bool) {
 		}
 		break
 	}
-	return d.buf[start:d.i], d.i > start
+	return d.buf[start:d.i]
 }
 
 // str decodes a string (null: no change); false for another JSON type.
@@ -449,7 +445,7 @@ func (d *decoder) float(p *float64) bool {
 		d.literal("null")
 		return true
 	case c == '-' || (c >= '0' && c <= '9'):
-		lit, _ := d.number()
+		lit := d.number()
 		f, err := strconv.ParseFloat(unsafe.String(&lit[0], len(lit)), 64)
 		if err != nil {
 			var ne *strconv.NumError
@@ -476,7 +472,7 @@ func (d *decoder) integer(bits uint) (n int64, set, ok bool) {
 	default:
 		return 0, false, false
 	}
-	lit, _ := d.number()
+	lit := d.number()
 	neg := lit[0] == '-'
 	digits := lit
 	if neg {
