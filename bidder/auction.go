@@ -614,7 +614,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 }
 
 func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) creative.Banner {
-	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st}
+	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st, Cells: st.b.cells}
 }
 
 // noticeURL appends prefix + a signed token + "&p=${AUCTION_PRICE}" to the

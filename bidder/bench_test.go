@@ -251,7 +251,7 @@ func BenchmarkLoopback(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { rc.Close() })
-		f2 := newFixture(b, func(o *Options) { o.Products = rc })
+		f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
 		addr := loopbackServer(b, f2.b.NewServer())
 		// Wait (bounded) for the client to be connected.
 		warm := time.Now().Add(10 * time.Second)
@@ -407,7 +407,7 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { rc.Close() })
-	f2 := newFixture(b, func(o *Options) { o.Products = rc })
+	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
 	rem := loopbackServer(b, f2.b.NewServer())
 	runPhase(rem, body, 300*time.Millisecond) // connect the gRPC client
 	const rounds = 5

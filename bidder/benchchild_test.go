@@ -171,7 +171,7 @@ func runChild(mode string) int {
 			return 1
 		}
 		defer rc.Close()
-		f := newFixture(t, func(o *Options) { o.Products = rc })
+		f := newFixture(t, func(o *Options) { o.Products, o.CellCache = rc, 0 })
 		srv := f.b.NewServer()
 		serve = func() error { return srv.Serve(Listen(ln)) }
 	default:

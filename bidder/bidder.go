@@ -126,6 +126,13 @@ type Options struct {
 	EventTimeout time.Duration
 	// AccessLogSample logs one bid request in N; 0 none.
 	AccessLogSample int
+	// CellCache is how many products' rendered banner cells to keep
+	// (creative.CellCache, keyed by the *catalogpb.Product pointer): set
+	// it only when Products hands out the same immutable Product for a
+	// product every time, as the local index's hot cache does (Start sets
+	// it to catalog.hot_cache_entries with the local index, 0 with remote
+	// nodes). 0 renders every cell.
+	CellCache int
 	// Notices serves /win and /bill instead of the built-in handler (see
 	// notices.go); with neither Notices nor Spend, notices are answered 204
 	// and counted in rtbd_bidder_notices_unhandled_total.
@@ -252,7 +259,8 @@ type Bidder struct {
 	small sync.Pool // *smallState (/event, /click)
 
 	nm      *noticeMetrics
-	notices sync.Pool // *noticeState
+	notices sync.Pool           // *noticeState
+	cells   *creative.CellCache // nil without Options.CellCache
 	replays *replaySet
 	budgets atomic.Pointer[budgetCache]
 
@@ -281,6 +289,10 @@ func New(opts Options) (*Bidder, error) {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	dbg, _ := newMetrics(nil)
+	cells := creative.NewCellCache(opts.CellCache)
+	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bidder{
@@ -288,6 +300,7 @@ func New(opts Options) (*Bidder, error) {
 		m:           m,
 		dbgM:        dbg,
 		nm:          nm,
+		cells:       cells,
 		replays:     newReplaySet(opts.ReplayWindow, opts.ReplayMaxEntries),
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
 		winPrefix:   opts.PublicURL + PathWin + "?t=",

@@ -143,6 +143,7 @@ func newFixture(t testing.TB, edit func(*Options)) *fixture {
 	f.opts = Options{
 		Products: f.local, Users: f.users, Campaigns: staticCampaigns{f.set}, Keys: f.keys,
 		PublicURL: "https://bid.example.com", Rates: rates, Registerer: f.reg,
+		CellCache: int(f.local.Stats().HotCapacity), // as Start sets it (remote stores: edit it to 0)
 	}
 	if edit != nil {
 		edit(&f.opts)

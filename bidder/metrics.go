@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/rtb"
 )
@@ -190,4 +191,28 @@ func (m *metrics) nobid(r rtb.NoBidReason) {
 		return
 	}
 	m.nobidOther.Inc()
+}
+
+// registerCellMetrics registers rtbd_bidder_banner_cells_total: the
+// banner cells rendered, by whether the cell cache had them (always 0
+// without one).
+func registerCellMetrics(reg prometheus.Registerer, cells *creative.CellCache) error {
+	if reg == nil {
+		return nil
+	}
+	for _, r := range []struct {
+		result string
+		get    func() float64
+	}{
+		{"hit", func() float64 { h, _ := cells.Stats(); return float64(h) }},
+		{"miss", func() float64 { _, m := cells.Stats(); return float64(m) }},
+	} {
+		c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rtbd_bidder_banner_cells_total",
+			Help:        "Product cells of banners rendered, by whether the cell cache (with the local index) held them: hit or miss. Both stay 0 without the cache.",
+			ConstLabels: prometheus.Labels{"result": r.result}}, r.get)
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -151,6 +151,10 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 			return nil, fmt.Errorf("bidder: catalog.data: %w", err)
 		}
 		s.products = local
+		// The hot cache hands out the same immutable products, which is
+		// what the banner cell cache is keyed by; as many cells as it
+		// holds products (0 when catalog.hot_cache_entries is 0).
+		opts.CellCache = int(local.Stats().HotCapacity)
 	} else {
 		ro := remote.Options{Target: cfg.Catalog.Target, ConnsPerNode: cfg.Catalog.ConnsPerNode,
 			RefreshInterval: cfg.Catalog.RefreshInterval, CallTimeout: cfg.Catalog.CallTimeout,

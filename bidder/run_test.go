@@ -105,6 +105,14 @@ func TestServerLocal(t *testing.T) {
 	if st != 200 || !strings.Contains(string(ex), `"decision": "bid"`) {
 		t.Errorf("debug: %d %.300s", st, ex)
 	}
+	// The local index has a hot cache, so banners keep their cells: the
+	// bid rendered 15 (misses), the debug run the same 15 (hits).
+	_, metrics = httpDo(t, "GET", admin+"/metrics", nil)
+	for _, want := range []string{`rtbd_bidder_banner_cells_total{result="miss"} 15`, `rtbd_bidder_banner_cells_total{result="hit"} 15`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
 	if st, _ := httpDo(t, "POST", admin+"/admin/catalog/refresh", nil); st != 404 && st != 405 {
 		t.Errorf("catalog refresh with a local index: %d, want 404/405", st)
 	}
@@ -199,6 +207,10 @@ func TestServerRemote(t *testing.T) {
 			t.Fatalf("no bid through the remote catalog: %d %s", status, resp)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	// Remote products are decoded per call: no cell cache.
+	if _, m := httpDo(t, "GET", "http://"+s.AdminAddr()+"/metrics", nil); !strings.Contains(string(m), `rtbd_bidder_banner_cells_total{result="miss"} 0`) {
+		t.Error(`with a remote catalog, metrics lack rtbd_bidder_banner_cells_total{result="miss"} 0`)
 	}
 	st, b := httpDo(t, "POST", "http://"+s.AdminAddr()+"/admin/catalog/refresh", nil)
 	var out struct {

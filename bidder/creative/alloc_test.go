@@ -25,6 +25,11 @@ func TestAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(50, func() { dst = AppendBanner(dst[:0], b) }); n != 0 {
 		t.Errorf("AppendBanner: %v allocs, want 0", n)
 	}
+	b.Cells = NewCellCache(64)
+	dst = AppendBanner(dst[:0], b) // the misses allocate
+	if n := testing.AllocsPerRun(50, func() { dst = AppendBanner(dst[:0], b) }); n != 0 {
+		t.Errorf("AppendBanner with cached cells: %v allocs, want 0", n)
+	}
 	var nr NativeRequest
 	if err := ParseNative(nativeReq, &nr); err != nil {
 		t.Fatal(err)
@@ -35,13 +40,23 @@ func TestAllocations(t *testing.T) {
 	}
 }
 
+// BenchmarkBanner15 renders a 15-product banner, without and with a
+// CellCache (all hits after the first).
 func BenchmarkBanner15(b *testing.B) {
-	ps := products(15)
-	dst := make([]byte, 0, 64<<10)
-	bn := &Banner{W: 300, H: 250, Products: ps, Advertiser: "Acme", Links: appendLinks{}}
-	b.ReportAllocs()
-	for b.Loop() {
-		dst = AppendBanner(dst[:0], bn)
+	for _, cells := range []*CellCache{nil, NewCellCache(64)} {
+		name := "render"
+		if cells != nil {
+			name = "cached-cells"
+		}
+		b.Run(name, func(b *testing.B) {
+			ps := products(15)
+			dst := make([]byte, 0, 64<<10)
+			bn := &Banner{W: 300, H: 250, Products: ps, Advertiser: "Acme", Links: appendLinks{}, Cells: cells}
+			b.ReportAllocs()
+			for b.Loop() {
+				dst = AppendBanner(dst[:0], bn)
+			}
+			b.ReportMetric(float64(len(dst)), "bytes")
+		})
 	}
-	b.ReportMetric(float64(len(dst)), "bytes")
 }

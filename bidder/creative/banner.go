@@ -41,6 +41,10 @@ type Banner struct {
 	// landing URL directly (tests and previews only). A product the Linker
 	// gives no URL for gets a cell without a link target (no href).
 	Links Linker
+	// Cells, when set, keeps the products' rendered cells for the next
+	// banners (see CellCache for the products it suits). The markup is
+	// the same with or without it.
+	Cells *CellCache
 }
 
 // Layout is the arrangement of products in a banner.
@@ -166,7 +170,7 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	dst = append(dst, layout.String()...)
 	dst = append(dst, '>')
 
-	n := 0
+	n, hits := 0, int64(0)
 	for _, p := range b.Products {
 		if p == nil {
 			continue
@@ -177,8 +181,15 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 			}
 			dst = append(dst, `<div class=pg>`...)
 		}
-		dst = appendCell(dst, p, b.Links, base)
+		var hit bool
+		dst, hit = appendCell(dst, p, b.Links, base, b.Cells)
+		if hit {
+			hits++
+		}
 		n++
+	}
+	if b.Cells != nil {
+		b.Cells.count(hits, int64(n)-hits)
 	}
 	if n > 0 {
 		dst = append(dst, `</div>`...)
@@ -198,8 +209,9 @@ func appendPx(dst []byte, v int) []byte {
 
 // appendCell appends one product cell: a link around image, title, price.
 // With base set (the document has its <base href>), the link is base's
-// relative reference for p.
-func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker) []byte {
+// relative reference for p. With cells set, the body comes from there when
+// it can (hit).
+func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker, cells *CellCache) (_ []byte, hit bool) {
 	if base != nil {
 		dst = append(dst, `<a href='`...)
 	} else {
@@ -220,6 +232,15 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker)
 	} else {
 		dst = append(dst, `'>`...)
 	}
+	if cells != nil {
+		return cells.appendBody(dst, p)
+	}
+	return appendCellBody(dst, p), false
+}
+
+// appendCellBody appends what follows the link's start tag in p's cell:
+// the image, the title and the prices, and the link's end tag.
+func appendCellBody(dst []byte, p *catalogpb.Product) []byte {
 	if IsHTTPURL(p.ImageUrl) {
 		dst = append(dst, `<img src='`...)
 		dst = AppendHTML(dst, p.ImageUrl)

@@ -21,6 +21,12 @@
 // there are more products than cells, the extra pages scroll sideways
 // (CSS scroll snapping, still no script).
 //
+// A CellCache keeps the markup of product cells from one banner to the
+// next (all of a cell but its link, which is per bid), keyed by product
+// pointer: for stores that hand out the same immutable products, as the
+// local index's hot cache does. A 15-product banner renders 2.5x faster
+// from it (BenchmarkBanner15).
+//
 // Every text from the catalog is HTML-escaped (& < > " ' as html.EscapeString
 // does, NUL and invalid UTF-8 become U+FFFD); image URLs must be http or https
 // (others are left out) and are attribute-escaped; sizes are numbers rtbd

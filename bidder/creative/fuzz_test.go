@@ -62,6 +62,13 @@ func FuzzBanner(f *testing.F) {
 		if !rtb.JSONSafe(doc) {
 			t.Fatalf("not JSON-safe: %q", doc)
 		}
+		// Through a CellCache, missed then hit: the same document.
+		cells := NewCellCache(1)
+		for range 2 {
+			if c := string(AppendBanner(nil, &Banner{W: w, H: h, Products: []*catalogpb.Product{p}, Advertiser: title, Links: testLinks{}, Cells: cells})); c != doc {
+				t.Fatalf("cached cell differs:\n%s\n%s", c, doc)
+			}
+		}
 		// A BaseLinker whose base is the fuzzed text: escaped, read back
 		// intact (as valid UTF-8), never more than one <base>.
 		doc = string(AppendBanner(nil, &Banner{W: w, H: h, Products: []*catalogpb.Product{p}, Links: baseLinks{base: img}}))

@@ -1,0 +1,108 @@
+package creative
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// CellCache keeps the rendered markup of product cells (the image, title
+// and prices: all of a cell but its link, which is per bid), so that a
+// banner of popular products copies bytes instead of validating URLs and
+// escaping text again for every bid. A 15-product banner spends most of
+// its time there.
+//
+// It is keyed by the *catalogpb.Product pointer, so it is for product
+// stores that hand out the same immutable Product for a product every
+// time, and never reuse one's memory for another: the local index's hot
+// cache. With a store that decodes fresh products per call (the remote
+// catalog client) every lookup would miss; do not use it there.
+//
+// A product has two slots, both hashes of its pointer (two-choice
+// hashing: with one, at a full cache's load a product would share its
+// slot with another ~60% of the time and the two would take turns). A
+// lookup reads both; a miss renders, copies the cell (one allocation) into
+// an empty one of the two or else into either at random. Lookups take no
+// lock. An entry keeps its product
+// alive, so a product the store has dropped (evicted, or from a previous
+// index version) stays in memory until its slot is reused: the cache holds
+// at most its number of slots of them.
+//
+// A nil *CellCache caches nothing. It is safe for concurrent use.
+type CellCache struct {
+	slots        []atomic.Pointer[cellEntry]
+	shift        uint // 64 - log2(len(slots))
+	hits, misses atomic.Int64
+}
+
+type cellEntry struct {
+	p    *catalogpb.Product
+	html []byte // what appendCellBody writes for p
+}
+
+// NewCellCache returns a cache for about entries cells, or nil when
+// entries <= 0. It has twice as many slots, rounded up to a power of two
+// (at least 64): 8 bytes each, and each entry the cell's markup (200-400
+// bytes for a typical product) plus 48 bytes.
+func NewCellCache(entries int) *CellCache {
+	if entries <= 0 {
+		return nil
+	}
+	n := max(64, 1<<bits.Len(uint(2*entries-1)))
+	return &CellCache{slots: make([]atomic.Pointer[cellEntry], n), shift: uint(64 - bits.Len(uint(n-1)))}
+}
+
+// Stats returns the cache's hits and misses so far (0, 0 for nil).
+func (c *CellCache) Stats() (hits, misses int64) {
+	if c == nil {
+		return 0, 0
+	}
+	return c.hits.Load(), c.misses.Load()
+}
+
+// slotsOf returns p's two slots.
+func (c *CellCache) slotsOf(p *catalogpb.Product) (a, b *atomic.Pointer[cellEntry]) {
+	// Fibonacci hashing, twice: the top bits of each product mix all of
+	// the pointer's bits.
+	u := uint64(uintptr(unsafe.Pointer(p)))
+	return &c.slots[(u*0x9E3779B97F4A7C15)>>c.shift], &c.slots[(u*0xC2B2AE3D27D4EB4F)>>c.shift]
+}
+
+// appendBody appends p's cell body from c when it is there, else renders
+// it and keeps a copy. hit says which.
+func (c *CellCache) appendBody(dst []byte, p *catalogpb.Product) (_ []byte, hit bool) {
+	a, b := c.slotsOf(p)
+	ea, eb := a.Load(), b.Load()
+	switch {
+	case ea != nil && ea.p == p:
+		return append(dst, ea.html...), true
+	case eb != nil && eb.p == p:
+		return append(dst, eb.html...), true
+	}
+	start := len(dst)
+	dst = appendCellBody(dst, p)
+	e := &cellEntry{p: p, html: append([]byte(nil), dst[start:]...)}
+	switch {
+	case ea == nil:
+		a.Store(e)
+	case eb == nil || rand.Uint32()&1 == 0:
+		b.Store(e)
+	default:
+		a.Store(e)
+	}
+	return dst, false
+}
+
+// count adds one banner's hits and misses (once per banner: the counters
+// are shared by every core).
+func (c *CellCache) count(hits, misses int64) {
+	if hits > 0 {
+		c.hits.Add(hits)
+	}
+	if misses > 0 {
+		c.misses.Add(misses)
+	}
+}
