@@ -120,9 +120,9 @@ func serverHistogram(w WatchHistogram, a, b histSnapshot, tmax time.Duration) Se
 	return h
 }
 
-// quantileBound is the smallest bucket bound holding at least q of the
+// QuantileBound is the smallest bucket bound holding at least q of the
 // observations (false when there are none, or the quantile lies in +Inf).
-func (h ServerHistogram) quantileBound(q float64) (float64, bool) {
+func (h ServerHistogram) QuantileBound(q float64) (float64, bool) {
 	if h.Count <= 0 {
 		return 0, false
 	}

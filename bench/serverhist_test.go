@@ -76,13 +76,13 @@ func TestServerHistogramDelta(t *testing.T) {
 			t.Errorf("tmax %v: over %d, want -1", tmax, h.OverTmax)
 		}
 	}
-	if le, ok := h.quantileBound(0.5); !ok || le != 0.001 {
+	if le, ok := h.QuantileBound(0.5); !ok || le != 0.001 {
 		t.Errorf("p50 bound %v %v, want 0.001", le, ok)
 	}
-	if le, ok := h.quantileBound(0.99); !ok || le != 0.1 {
+	if le, ok := h.QuantileBound(0.99); !ok || le != 0.1 {
 		t.Errorf("p99 bound %v %v, want 0.1", le, ok)
 	}
-	if _, ok := h.quantileBound(0.999); ok {
+	if _, ok := h.QuantileBound(0.999); ok {
 		t.Error("p99.9 lies in +Inf but got a bound")
 	}
 	if got := serverLine(h); !strings.Contains(got, "1000 observations") || !strings.Contains(got, "8 over 100.00 ms (tmax)") {

@@ -326,7 +326,7 @@ func serverLine(h ServerHistogram) string {
 	}
 	s := fmt.Sprintf("%s %s: %d observations", h.Name, h.Metric, h.Count)
 	for _, q := range []float64{0.5, 0.99} {
-		if le, ok := h.quantileBound(q); ok {
+		if le, ok := h.QuantileBound(q); ok {
 			s += fmt.Sprintf(", p%g <= %s ms", q*100, fmtMs(le*1000))
 		}
 	}
