@@ -325,7 +325,7 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	}
 	hl, hb, hr := medianRun(hls), medianRun(hbs), medianRun(hrs)
 	b.Logf("p99 of the rounds: local %v, same-size bare %v, remote %v", p99s(hls), p99s(hbs), p99s(hrs))
-	b.Logf("the bidders' own p99 in those rounds (arrival to answer, their histogram's bucket bound): local %v, remote %v", serverP99s(hls), serverP99s(hrs))
+	b.Logf("the bidders' own p99 in those rounds (kernel receive time to answer, and to the handler's start; their histograms' bucket bounds): local %v, remote %v", serverP99s(hls), serverP99s(hrs))
 	p99l, p99r := hl.p99, hr.p99
 	b.ReportMetric(median(mBare.rps), "bare-req/s")
 	b.ReportMetric(median(mSame.rps), "bare-samesize-req/s")
@@ -387,17 +387,17 @@ func warmUp(c *childServer, body []byte) (time.Duration, int64) {
 // harnessRun is what harnessOpenLoop reports.
 type harnessRun struct {
 	p99, lag         time.Duration // latency p99; the generator's send lag p99
-	server           time.Duration // a bidder's own p99, as its histogram's bucket bound; 0: unknown
+	server, queue    time.Duration // a bidder's own p99 and that of its queueing before the handler, as bucket bounds; 0: unknown
 	requests, errors int64
 	summary          string
 }
 
-// serverP99 formats r.server: "<= 2ms", or "?".
+// serverP99 formats r.server and r.queue: "<=2ms (queue <=2ms)", or "?".
 func (r harnessRun) serverP99() string {
-	if r.server == 0 {
+	if r.server == 0 || r.queue == 0 {
 		return "?"
 	}
-	return "<=" + r.server.String()
+	return "<=" + r.server.String() + " (queue <=" + r.queue.String() + ")"
 }
 
 // harnessOpenLoop offers rate req/s of body to addr's bid endpoint for d
@@ -410,13 +410,15 @@ func (r harnessRun) serverP99() string {
 // reported apart. For a bidder child, its own histogram of arrival (the
 // kernel's receive time) to answer, rtbd_bidder_request_seconds, read
 // before and after, gives the bidder's share of that p99 (as the bound
-// of its bucket: 1, 2, 3, 5 ms...).
+// of its bucket: 1, 2, 3, 5 ms...), and rtbd_bidder_queue_seconds the
+// part of it spent before the handler ran (waiting for a thread, a CPU).
 func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d time.Duration) harnessRun {
 	b.Helper()
 	addr := c.addr
 	var watch bench.Watch
 	if c.metrics != "" {
-		watch.Histograms = []bench.WatchHistogram{{Name: "bidder", URL: c.metrics, Metric: "rtbd_bidder_request_seconds"}}
+		watch.Histograms = []bench.WatchHistogram{{Name: "bidder", URL: c.metrics, Metric: "rtbd_bidder_request_seconds"},
+			{Name: "bidder-queue", URL: c.metrics, Metric: "rtbd_bidder_queue_seconds"}}
 	}
 	tg, err := target.NewHTTP(target.HTTPOptions{Name: addr, URL: "http://" + addr + PathBid, MaxConns: loopbackConns,
 		Body: func(_ *bench.Worker, dst []byte) []byte { return append(dst, body...) }})
@@ -434,13 +436,15 @@ func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d 
 		b.Fatal(err)
 	}
 	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-	var server time.Duration
-	if len(r.ServerSide) == 1 {
-		if le, ok := r.ServerSide[0].QuantileBound(0.99); ok {
-			server = time.Duration(le * float64(time.Second))
+	var server, queue time.Duration
+	if len(r.ServerSide) == 2 {
+		for i, d := range []*time.Duration{&server, &queue} {
+			if le, ok := r.ServerSide[i].QuantileBound(0.99); ok {
+				*d = time.Duration(le * float64(time.Second))
+			}
 		}
 	}
-	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, requests: r.Requests, errors: r.Errors.Total,
+	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, queue: queue, requests: r.Requests, errors: r.Errors.Total,
 		summary: fmt.Sprintf("%s: %d requests, %d OK, %d no-bids, p50 %s, p99.9 %s, max %s, generator %.2f cores",
 			addr, r.Requests, r.Successes, r.NoBids, us(r.Latency.P50Us), us(r.Latency.P999Us), us(r.Latency.MaxUs), r.GeneratorCores)}
 }
