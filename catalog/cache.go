@@ -25,6 +25,11 @@ import (
 type hotCache struct {
 	shards []cacheShard
 	mask   uint64
+	_      [48]byte // the counters on their own cache line
+	// hits and misses are added once per lookup (count), not per get: a
+	// 15-product lookup would otherwise add to shared counters 15 times,
+	// each a cache line taken from the other cores.
+	hits, misses atomic.Int64
 }
 
 type cacheKey struct{ g, id int64 }
@@ -83,9 +88,7 @@ type cacheShard struct {
 	cap    int
 	door   []uint64 // doorkeeper bitset (first sightings), power-of-two bits
 	doorN  int      // first sightings recorded since the last reset
-	hits   atomic.Int64
-	misses atomic.Int64
-	_      [40]byte // keep shards' hot fields on separate cache lines
+	_      [56]byte // keep shards' hot fields on separate cache lines
 }
 
 func newHotCache(entries int) *hotCache {
@@ -138,7 +141,7 @@ func (s *cacheShard) admit(k cacheKey) bool {
 }
 
 // get returns the cached product (nil if cached as absent) and whether the
-// key was in the cache.
+// key was in the cache. The caller counts it (count).
 func (c *hotCache) get(g, id int64) (*cached, bool) {
 	k := cacheKey{g, id}
 	s := c.shard(k)
@@ -153,11 +156,6 @@ func (c *hotCache) get(g, id int64) (*cached, bool) {
 		}
 	}
 	s.mu.RUnlock()
-	if ok {
-		s.hits.Add(1)
-	} else {
-		s.misses.Add(1)
-	}
 	return p, ok
 }
 
@@ -193,15 +191,24 @@ func (c *hotCache) put(g, id int64, p *cached) {
 	}
 }
 
+// count adds a lookup's hits and misses to the cache's.
+func (c *hotCache) count(hits, misses int64) {
+	if hits > 0 {
+		c.hits.Add(hits)
+	}
+	if misses > 0 {
+		c.misses.Add(misses)
+	}
+}
+
 // stats returns hits, misses and the number of entries.
 func (c *hotCache) stats() (hits, misses, entries int64) {
 	if c == nil {
 		return 0, 0, 0
 	}
+	hits, misses = c.hits.Load(), c.misses.Load()
 	for i := range c.shards {
 		s := &c.shards[i]
-		hits += s.hits.Load()
-		misses += s.misses.Load()
 		s.mu.RLock()
 		entries += int64(len(s.slots))
 		s.mu.RUnlock()

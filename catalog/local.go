@@ -427,6 +427,8 @@ type lookup struct {
 	g    int64
 	rd   *pebbleReader // opened at the first hot-cache miss
 	ents [16]*cached   // list's result for short lists
+	// hot-cache gets, counted into the cache at close
+	hits, misses int64
 }
 
 // pebbleReader is the part of a lookup that only misses need.
@@ -448,6 +450,20 @@ func (lk *lookup) close() {
 	if lk.rd != nil && lk.rd.it != nil {
 		lk.rd.it.Close()
 	}
+	if lk.v.hot != nil {
+		lk.v.hot.count(lk.hits, lk.misses)
+	}
+}
+
+// hotGet is lk.v.hot.get, counted.
+func (lk *lookup) hotGet(id int64) (*cached, bool) {
+	p, ok := lk.v.hot.get(lk.g, id)
+	if ok {
+		lk.hits++
+	} else {
+		lk.misses++
+	}
+	return p, ok
 }
 
 // list resolves one id list. Ids are taken in order; when one misses the
@@ -490,7 +506,7 @@ func (lk *lookup) list(ids []int64, atMost int32) ([]*cached, error) {
 			continue
 		}
 		if hot != nil {
-			if p, ok := hot.get(lk.g, id); ok {
+			if p, ok := lk.hotGet(id); ok {
 				add(p)
 				i++
 				continue
@@ -525,7 +541,7 @@ func (lk *lookup) list(ids []int64, atMost int32) ([]*cached, error) {
 			}
 			e := pending{id: id}
 			if hot != nil {
-				e.p, e.known = hot.get(lk.g, id)
+				e.p, e.known = lk.hotGet(id)
 			}
 			batch = append(batch, e)
 		}

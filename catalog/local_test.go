@@ -1,10 +1,12 @@
 package catalog_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 )
 
@@ -39,6 +41,22 @@ func TestLocalConformanceTinyHotCache(t *testing.T) {
 	catalogtest.Run(t, l)
 	if s := l.Stats(); s.HotEntries > 64 || s.HotHits == 0 {
 		t.Fatalf("hot cache stats %+v: want bounded entries and some hits", s)
+	}
+}
+
+// TestLocalHotCacheCounts: each id a lookup takes from the hot cache or
+// not is counted once (the counters are added per lookup).
+func TestLocalHotCacheCounts(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{})
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1Ids: []int64{1, 2, 3}, Product1QuantityAtMost: 3,
+		Product2Ids: []int64{11, 12}, Product2QuantityAtMost: 2}
+	for i, want := range []struct{ hits, misses int64 }{{0, 5}, {5, 5}, {10, 5}} {
+		if _, err := l.GetProductMasters(context.Background(), req); err != nil {
+			t.Fatal(err)
+		}
+		if s := l.Stats(); s.HotHits != want.hits || s.HotMisses != want.misses {
+			t.Errorf("after lookup %d: %d hits, %d misses, want %d and %d", i+1, s.HotHits, s.HotMisses, want.hits, want.misses)
+		}
 	}
 }
 
