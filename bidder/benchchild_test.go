@@ -389,6 +389,7 @@ type harnessRun struct {
 	p99, lag         time.Duration // latency p99; the generator's send lag p99
 	server, queue    time.Duration // a bidder's own p99 and that of its queueing before the handler, as bucket bounds; 0: unknown
 	requests, errors int64
+	steal            float64 // host steal, percent of the CPUs' time in the round; -1 unknown
 	summary          string
 }
 
@@ -444,7 +445,11 @@ func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d 
 			}
 		}
 	}
-	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, queue: queue, requests: r.Requests, errors: r.Errors.Total,
+	steal := -1.0
+	if r.Host != nil {
+		steal = r.Host.StealPct
+	}
+	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, queue: queue, requests: r.Requests, errors: r.Errors.Total, steal: steal,
 		summary: fmt.Sprintf("%s: %d requests, %d OK, %d no-bids, p50 %s, p99.9 %s, max %s, generator %.2f cores",
 			addr, r.Requests, r.Successes, r.NoBids, us(r.Latency.P50Us), us(r.Latency.P999Us), us(r.Latency.MaxUs), r.GeneratorCores)}
 }
@@ -464,10 +469,11 @@ func serverP99s(rs []harnessRun) []string {
 	return out
 }
 
-func p99s(rs []harnessRun) []time.Duration {
-	out := make([]time.Duration, len(rs))
+// p99s lists the rounds' p99s with the host's steal share in each.
+func p99s(rs []harnessRun) []string {
+	out := make([]string, len(rs))
 	for i, r := range rs {
-		out[i] = r.p99
+		out[i] = fmt.Sprintf("%s (steal %.0f%%)", r.p99, r.steal)
 	}
 	return out
 }

@@ -81,14 +81,14 @@ func (c *cached) wireBytes() ([]byte, error) {
 }
 
 type cacheShard struct {
-	mu     sync.RWMutex
-	m      map[cacheKey]int32
-	slots  []cacheSlot
-	hand   int
-	cap    int
-	door   []uint64 // doorkeeper bitset (first sightings), power-of-two bits
-	doorN  int      // first sightings recorded since the last reset
-	_      [56]byte // keep shards' hot fields on separate cache lines
+	mu    sync.RWMutex
+	m     map[cacheKey]int32
+	slots []cacheSlot
+	hand  int
+	cap   int
+	door  []uint64 // doorkeeper bitset (first sightings), power-of-two bits
+	doorN int      // first sightings recorded since the last reset
+	_     [56]byte // keep shards' hot fields on separate cache lines
 }
 
 func newHotCache(entries int) *hotCache {
