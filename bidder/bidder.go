@@ -280,7 +280,8 @@ func New(opts Options) (*Bidder, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(opts.Registerer)
+	var b *Bidder
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(b.inFlight.Load()) })
 	if err != nil {
 		return nil, err
 	}
@@ -288,14 +289,14 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
-	dbg, _ := newMetrics(nil)
+	dbg, _ := newMetrics(nil, nil)
 	cells := creative.NewCellCache(opts.CellCache)
 	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	b := &Bidder{
+	b = &Bidder{
 		opts:        opts,
 		m:           m,
 		dbgM:        dbg,
@@ -440,11 +441,7 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 		return
 	}
 	n := b.inFlight.Add(1)
-	m.inFlight.Inc()
-	defer func() {
-		b.inFlight.Add(-1)
-		m.inFlight.Dec()
-	}()
+	defer b.inFlight.Add(-1)
 	if n > int64(b.opts.MaxInFlight) {
 		m.shed.Inc()
 		b.shed(rc, start)

@@ -103,7 +103,6 @@ type metrics struct {
 	shedLatency prometheus.Counter
 	shedQueue   prometheus.Counter
 	queue       prometheus.Observer // arrival to handler start, when known
-	inFlight    prometheus.Gauge
 	events      [numResults]prometheus.Counter
 	clicks      [numResults]prometheus.Counter
 	notices     prometheus.Counter
@@ -116,7 +115,9 @@ var latencyBuckets = []float64{
 	0.01, 0.015, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.25,
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics returns the bidder's metrics, registered with reg (nil: none);
+// inFlight gives rtbd_bidder_in_flight.
+func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, error) {
 	m := &metrics{nobids: make(map[rtb.NoBidReason]prometheus.Counter)}
 	requests := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_requests_total",
 		Help: "Bid requests received on /openrtb2/bid."})
@@ -141,8 +142,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	shed, shedLatency, shedQueue := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("latency"), shedVec.WithLabelValues("queue")
 	queue := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rtbd_bidder_queue_seconds",
 		Help: "Time a bid request waited before its handler ran: from the kernel's receive time of its bytes (Linux) to the handler's start.", Buckets: latencyBuckets})
-	inFlight := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_bidder_in_flight",
-		Help: "Bid requests being processed."})
+	if inFlight == nil {
+		inFlight = func() float64 { return 0 }
+	}
+	// Read from the Bidder's own counter when scraped: a Gauge would add
+	// two atomic float updates per request to the one it already makes.
+	inFlightG := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_bidder_in_flight",
+		Help: "Bid requests being processed."}, inFlight)
 	events := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_total",
 		Help: "Tracking pixel (/event) requests by result."}, []string{"result"})
 	clicks := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_clicks_total",
@@ -150,7 +156,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
-	m.requests, m.bids, m.shed, m.shedLatency, m.inFlight, m.total, m.notices = requests, bids, shed, shedLatency, inFlight, total, notices
+	m.requests, m.bids, m.shed, m.shedLatency, m.total, m.notices = requests, bids, shed, shedLatency, total, notices
 	m.shedQueue, m.queue = shedQueue, queue
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
@@ -176,7 +182,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlight, events, clicks, notices, queue} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}
