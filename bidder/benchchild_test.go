@@ -269,13 +269,16 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	// Measure the bidders in their steady state, as they run in
 	// production: their heap grown to the GC floor (256 MiB by default),
 	// the page faults that takes paid before the rounds, not inside them.
+	var warm []string
 	for _, w := range []struct {
 		name string
 		c    *childServer
 	}{{"local", local}, {"remote", rem}} {
 		took, rss := warmUp(w.c, body)
-		b.Logf("warm-up: %s bidder %s, until its RSS (%d MiB) grew by less than 2%% in %s", w.name, took.Round(100*time.Millisecond), rss>>20, warmStep)
+		warm = append(warm, fmt.Sprintf("%s bidder %s (RSS %d MiB)", w.name, took.Round(100*time.Millisecond), rss>>20))
 	}
+	// One line: testing keeps only 10 lines of a benchmark's log.
+	b.Logf("warm-up, until the RSS grew by less than 2%% in %s: %s", warmStep, strings.Join(warm, ", "))
 	type meas struct{ rps, cpu []float64 }
 	var mBare, mSame, mLocal, mRemote meas
 	phaseOf := func(m *meas, addr string, procs ...*childServer) phase {
