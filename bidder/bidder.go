@@ -264,7 +264,7 @@ type Bidder struct {
 	replays *replaySet
 	budgets atomic.Pointer[budgetCache]
 
-	inFlight atomic.Int64
+	inFlight *atomic.Int64 // also read by the rtbd_bidder_in_flight gauge
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
 
@@ -280,8 +280,8 @@ func New(opts Options) (*Bidder, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	var b *Bidder
-	m, err := newMetrics(opts.Registerer, func() float64 { return float64(b.inFlight.Load()) })
+	inFlight := new(atomic.Int64)
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.Load()) })
 	if err != nil {
 		return nil, err
 	}
@@ -296,8 +296,9 @@ func New(opts Options) (*Bidder, error) {
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
-	b = &Bidder{
+	b := &Bidder{
 		opts:        opts,
+		inFlight:    inFlight,
 		m:           m,
 		dbgM:        dbg,
 		nm:          nm,

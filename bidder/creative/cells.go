@@ -26,10 +26,10 @@ import (
 // slot with another ~60% of the time and the two would take turns). A
 // lookup reads both; a miss renders, copies the cell (one allocation) into
 // an empty one of the two or else into either at random. Lookups take no
-// lock. An entry keeps its product
-// alive, so a product the store has dropped (evicted, or from a previous
-// index version) stays in memory until its slot is reused: the cache holds
-// at most its number of slots of them.
+// lock. An entry keeps its product alive, so a product the store has
+// dropped (evicted, or from a previous index version) stays in memory
+// until its slot is reused: the cache holds at most its number of slots
+// of them.
 //
 // A nil *CellCache caches nothing. It is safe for concurrent use.
 type CellCache struct {
