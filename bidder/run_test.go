@@ -106,9 +106,13 @@ func TestServerLocal(t *testing.T) {
 		t.Errorf("debug: %d %.300s", st, ex)
 	}
 	// The local index has a hot cache, so banners keep their cells: the
-	// bid rendered 15 (misses), the debug run the same 15 (hits).
+	// bid rendered 15 (misses: seen), the debug run the same 15 (misses:
+	// stored), a second debug run took them from the cache (hits).
+	if st, _ := httpDo(t, "POST", admin+"/admin/debug/bid", body); st != 200 {
+		t.Errorf("debug: %d", st)
+	}
 	_, metrics = httpDo(t, "GET", admin+"/metrics", nil)
-	for _, want := range []string{`rtbd_bidder_banner_cells_total{result="miss"} 15`, `rtbd_bidder_banner_cells_total{result="hit"} 15`} {
+	for _, want := range []string{`rtbd_bidder_banner_cells_total{result="miss"} 30`, `rtbd_bidder_banner_cells_total{result="hit"} 15`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %q", want)
 		}

@@ -26,7 +26,9 @@ func TestAllocations(t *testing.T) {
 		t.Errorf("AppendBanner: %v allocs, want 0", n)
 	}
 	b.Cells = NewCellCache(64)
-	dst = AppendBanner(dst[:0], b) // the misses allocate
+	for range 2 { // the products are seen, then stored (allocating)
+		dst = AppendBanner(dst[:0], b)
+	}
 	if n := testing.AllocsPerRun(50, func() { dst = AppendBanner(dst[:0], b) }); n != 0 {
 		t.Errorf("AppendBanner with cached cells: %v allocs, want 0", n)
 	}

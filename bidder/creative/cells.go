@@ -24,17 +24,25 @@ import (
 // A product has two slots, both hashes of its pointer (two-choice
 // hashing: with one, at a full cache's load a product would share its
 // slot with another ~60% of the time and the two would take turns). A
-// lookup reads both; a miss renders, copies the cell (one allocation) into
-// an empty one of the two or else into either at random. Lookups take no
-// lock. An entry keeps its product alive, so a product the store has
-// dropped (evicted, or from a previous index version) stays in memory
-// until its slot is reused: the cache holds at most its number of slots
-// of them.
+// lookup reads both; lookups take no lock. A miss renders the cell and,
+// if the product was seen before (a doorkeeper bitset remembers first
+// sightings, as the hot cache's does), copies it (one allocation) into an
+// empty one of the two slots or else into either at random. So the
+// products a store decodes afresh for each call (the long tail its hot
+// cache does not keep) are never stored: they would only churn the cache
+// and pin memory.
+//
+// An entry keeps its product alive, so a product the store has dropped
+// (evicted, or from a previous index version) stays in memory until its
+// slot is reused: the cache holds at most its number of slots of them
+// (about 1 KiB each with the product).
 //
 // A nil *CellCache caches nothing. It is safe for concurrent use.
 type CellCache struct {
 	slots        []atomic.Pointer[cellEntry]
-	shift        uint // 64 - log2(len(slots))
+	shift        uint            // 64 - log2(len(slots))
+	door         []atomic.Uint64 // doorkeeper: products seen once, 8 bits per slot
+	doorN        atomic.Int64    // first sightings since the doorkeeper's reset
 	hits, misses atomic.Int64
 }
 
@@ -43,16 +51,17 @@ type cellEntry struct {
 	html []byte // what appendCellBody writes for p
 }
 
-// NewCellCache returns a cache for about entries cells, or nil when
-// entries <= 0. It has twice as many slots, rounded up to a power of two
-// (at least 64): 8 bytes each, and each entry the cell's markup (200-400
-// bytes for a typical product) plus 48 bytes.
+// NewCellCache returns a cache of about entries cells (its slots: entries
+// rounded up to a power of two, at least 64), or nil when entries <= 0.
+// A slot costs 9 bytes, an entry the cell's markup (200-400 bytes for a
+// typical product) plus 48 bytes, and its product.
 func NewCellCache(entries int) *CellCache {
 	if entries <= 0 {
 		return nil
 	}
-	n := max(64, 1<<bits.Len(uint(2*entries-1)))
-	return &CellCache{slots: make([]atomic.Pointer[cellEntry], n), shift: uint(64 - bits.Len(uint(n-1)))}
+	n := max(64, 1<<bits.Len(uint(entries-1)))
+	return &CellCache{slots: make([]atomic.Pointer[cellEntry], n), shift: uint(64 - bits.Len(uint(n-1))),
+		door: make([]atomic.Uint64, n/8)}
 }
 
 // Stats returns the cache's hits and misses so far (0, 0 for nil).
@@ -84,6 +93,9 @@ func (c *CellCache) appendBody(dst []byte, p *catalogpb.Product) (_ []byte, hit 
 	}
 	start := len(dst)
 	dst = appendCellBody(dst, p)
+	if !c.seen(p) {
+		return dst, false
+	}
 	e := &cellEntry{p: p, html: append([]byte(nil), dst[start:]...)}
 	switch {
 	case ea == nil:
@@ -94,6 +106,27 @@ func (c *CellCache) appendBody(dst []byte, p *catalogpb.Product) (_ []byte, hit 
 		a.Store(e)
 	}
 	return dst, false
+}
+
+// seen reports whether p was seen before (since the doorkeeper's last
+// reset), and remembers it if not. The doorkeeper is cleared after about
+// as many first sightings as the cache has slots, so its false "seen
+// before" stay rare.
+func (c *CellCache) seen(p *catalogpb.Product) bool {
+	// The top bits of a third Fibonacci hash: 8 bits per slot, so 3 more.
+	bit := (uint64(uintptr(unsafe.Pointer(p))) * 0x94D049BB133111EB) >> (c.shift - 3)
+	w, m := &c.door[bit/64], uint64(1)<<(bit%64)
+	if w.Load()&m != 0 {
+		return true
+	}
+	w.Or(m)
+	if c.doorN.Add(1) >= int64(len(c.slots)) {
+		c.doorN.Store(0)
+		for i := range c.door {
+			c.door[i].Store(0)
+		}
+	}
+	return false
 }
 
 // count adds one banner's hits and misses (once per banner: the counters
