@@ -328,7 +328,7 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	}
 	hl, hb, hr := medianRun(hls), medianRun(hbs), medianRun(hrs)
 	b.Logf("p99 of the rounds: local %v, same-size bare %v, remote %v", p99s(hls), p99s(hbs), p99s(hrs))
-	b.Logf("the bidders' own p99 in those rounds (kernel receive time to answer, and to the handler's start; their histograms' bucket bounds): local %v, remote %v", serverP99s(hls), serverP99s(hrs))
+	b.Logf("the bidders' own p99 in those rounds (kernel receive time to answer, and to the handler's start; their histograms' bucket bounds): local %v, remote %v", rounds(hls, harnessRun.serverP99), rounds(hrs, harnessRun.serverP99))
 	p99l, p99r := hl.p99, hr.p99
 	b.ReportMetric(median(mBare.rps), "bare-req/s")
 	b.ReportMetric(median(mSame.rps), "bare-samesize-req/s")
@@ -464,19 +464,16 @@ func medianRun(rs []harnessRun) harnessRun {
 	return rs[len(rs)/2]
 }
 
-func serverP99s(rs []harnessRun) []string {
+// rounds formats each round with f.
+func rounds(rs []harnessRun, f func(harnessRun) string) []string {
 	out := make([]string, len(rs))
 	for i, r := range rs {
-		out[i] = r.serverP99()
+		out[i] = f(r)
 	}
 	return out
 }
 
 // p99s lists the rounds' p99s with the host's steal share in each.
 func p99s(rs []harnessRun) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = fmt.Sprintf("%s (steal %.0f%%)", r.p99, r.steal)
-	}
-	return out
+	return rounds(rs, func(r harnessRun) string { return fmt.Sprintf("%s (steal %.0f%%)", r.p99, r.steal) })
 }

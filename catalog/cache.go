@@ -25,7 +25,7 @@ import (
 type hotCache struct {
 	shards []cacheShard
 	mask   uint64
-	_      [48]byte // the counters on their own cache line
+	_      [48]byte // the written counters apart from shards and mask, which every get reads
 	// hits and misses are added once per lookup (count), not per get: a
 	// 15-product lookup would otherwise add to shared counters 15 times,
 	// each a cache line taken from the other cores.
