@@ -77,9 +77,9 @@
 //
 // # JSON report schema "rtbd-bench/v1"
 //
-// WriteJSON writes one object. Units are in field names: _us microseconds,
-// _ms milliseconds, _sec seconds, _bytes bytes, rates in requests per
-// second. Readers must ignore unknown fields (later v1 writers may add
+// WriteJSON writes one object. Units are in field names: _ns nanoseconds,
+// _us microseconds, _ms milliseconds, _sec seconds, _bytes bytes, rates in
+// requests per second. Readers must ignore unknown fields (later v1 writers may add
 // fields); a change of meaning or removal takes a new schema name. Times
 // are RFC 3339.
 //
@@ -90,6 +90,7 @@
 //	  "host": "...", "go_version": "go1.26.8", "os": "linux", "arch": "amd64",
 //	  "num_cpu": 2, "gomaxprocs": 2,
 //	  "git_rev": "abc123",                  // optional
+//	  "wakeup": {"cross_cpu": Wake, "same_cpu": Wake}, // optional (added within v1)
 //	  "config": {"key": "value"},           // optional, flat strings
 //	  "notes": ["..."],                     // optional
 //	  "results": [Result, ...],
@@ -97,6 +98,10 @@
 //	  "searches": [MaxRateResult, ...],     // optional
 //	  "tables": [Table, ...]                // optional (scenarios)
 //	}
+//
+// Wake (bench/wakeup.Result, see WakeupFloor): {"from_cpu", "to_cpu",
+// "samples", "p50_ns", "p90_ns", "p99_ns", "max_ns"}, the round trips of a
+// pipe to a thread sleeping on to_cpu from one on from_cpu.
 //
 // Result:
 //

@@ -67,6 +67,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if r.GitRev != "" {
 		v.Meta = append(v.Meta, kv{"git", r.GitRev})
 	}
+	if r.Wakeup != nil {
+		v.Meta = append(v.Meta, kv{"wake-up floor", r.Wakeup.String()})
+	}
 	keys := make([]string, 0, len(r.Config))
 	for k := range r.Config {
 		keys = append(keys, k)

@@ -31,6 +31,9 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf("  git %s", r.GitRev)
 	}
 	ew.printf("\n")
+	if r.Wakeup != nil {
+		ew.printf("wake-up floor: %s\n", r.Wakeup)
+	}
 	if len(r.Config) > 0 {
 		ew.printf("config:\n")
 		keys := make([]string, 0, len(r.Config))

@@ -46,3 +46,28 @@ func setAll(m *mask) error {
 	}
 	return nil
 }
+
+// PinThread moves the calling thread alone to cpu and returns a function
+// that puts the thread's previous set back. The caller must hold its
+// thread (runtime.LockOSThread) until it has called restore; if restore
+// fails, it should end the goroutine without unlocking, so that the
+// runtime ends the thread instead of reusing it.
+func PinThread(cpu int) (restore func() error, err error) {
+	var old, m mask
+	if cpu < 0 || cpu >= len(m)*64 {
+		return nil, fmt.Errorf("%w: CPU %d", ErrInvalid, cpu)
+	}
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
+		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	}
+	m[cpu/64] |= 1 << (cpu % 64)
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
+		return nil, fmt.Errorf("cpuset: sched_setaffinity(CPU %d): %w", cpu, e)
+	}
+	return func() error {
+		if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
+			return fmt.Errorf("cpuset: sched_setaffinity: %w", e)
+		}
+		return nil
+	}, nil
+}

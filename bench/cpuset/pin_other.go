@@ -8,3 +8,8 @@ import "errors"
 func PinSelf([]int) (func() error, error) {
 	return nil, errors.New("cpuset: pinning is Linux only")
 }
+
+// PinThread is Linux only.
+func PinThread(int) (func() error, error) {
+	return nil, errors.New("cpuset: pinning is Linux only")
+}

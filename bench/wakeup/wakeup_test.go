@@ -1,0 +1,120 @@
+package wakeup
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestMeasure(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	to := min(1, runtime.NumCPU()-1)
+	before := threadSets(t)
+	for _, o := range []Options{{From: 0, To: to, Samples: 300, Gap: 20 * time.Microsecond}, {From: 0, To: 0, Samples: 300}} {
+		r, err := Measure(context.Background(), o)
+		if err != nil {
+			t.Fatalf("%+v: %v", o, err)
+		}
+		if r.From != o.From || r.To != o.To || r.Samples != o.Samples {
+			t.Errorf("%+v: result %+v", o, r)
+		}
+		if !(0 < r.P50 && r.P50 <= r.P90 && r.P90 <= r.P99 && r.P99 <= r.Max) {
+			t.Errorf("%+v: quantiles out of order: %v", o, r)
+		}
+		if s := r.String(); !strings.Contains(s, "p99") || !strings.Contains(s, "300 round trips") {
+			t.Errorf("String() = %q", s)
+		}
+		t.Log(r)
+	}
+	// The pinned threads got their sets back: every thread of this
+	// process may run where all of them could before.
+	want := ""
+	for _, set := range before {
+		if want != "" && set != want {
+			t.Fatalf("threads differ before Measure: %v", before)
+		}
+		want = set
+	}
+	for tid, set := range threadSets(t) {
+		if set != want {
+			t.Errorf("thread %s left on CPUs %s, before Measure all were on %s", tid, set, want)
+		}
+	}
+}
+
+// threadSets reads each thread's Cpus_allowed_list, by thread id.
+func threadSets(t *testing.T) map[string]string {
+	tasks, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sets := map[string]string{}
+	for _, task := range tasks {
+		b, err := os.ReadFile(task + "/status")
+		if err != nil {
+			continue // the thread ended
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
+				sets[filepath.Base(task)] = strings.TrimSpace(v)
+			}
+		}
+	}
+	return sets
+}
+
+func TestMeasureInvalid(t *testing.T) {
+	n := runtime.NumCPU()
+	for _, c := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{From: -1}, "from: CPU -1"},
+		{Options{To: n}, "to: CPU"},
+		{Options{Samples: -1}, "samples"},
+		{Options{Samples: MaxSamples + 1}, "samples"},
+		{Options{Gap: -time.Second}, "gap"},
+		{Options{Gap: MaxGap + 1}, "gap"},
+	} {
+		_, err := Measure(context.Background(), c.o)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: err = %v, want ErrInvalid naming %q", c.o, err, c.want)
+		}
+	}
+}
+
+func TestMeasureCancelled(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("Linux only")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	before := runtime.NumGoroutine()
+	_, err := Measure(ctx, Options{Samples: 10})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	// The echo thread stopped too: no goroutine is left behind.
+	for deadline := time.Now().Add(5 * time.Second); runtime.NumGoroutine() > before; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines, %d before", runtime.NumGoroutine(), before)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestMeasureUnsupported(t *testing.T) {
+	if runtime.GOOS == "linux" {
+		t.Skip("pinning works here")
+	}
+	if _, err := Measure(context.Background(), Options{}); !errors.Is(err, ErrUnsupported) {
+		t.Fatalf("err = %v, want ErrUnsupported", err)
+	}
+}
