@@ -356,8 +356,8 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 		b.ReportMetric(float64(wake.P50.Microseconds()), "wake-rtt-p50-us")
 		b.ReportMetric(float64(wake.P99.Microseconds()), "wake-rtt-p99-us")
 	}
-	b.Logf("p99 at half load (%.0f req/s local, %.0f remote) [send lag p99 of the generator]: local %s [%s], same-size bare at the local rate %s [%s], remote %s [%s]; %s; the host's wake-up floor, a pipe round trip to a sleeping thread: %s, on the same CPU: %s",
-		lrps/2, rrps/2, hl.p99, hl.lag, hb.p99, hb.lag, hr.p99, hr.lag, hl.summary, wake, wakeSame)
+	b.Logf("p99 at half load (%.0f req/s local, %.0f remote; the generator at GOMAXPROCS %d) [send lag p99 of the generator]: local %s [%s], same-size bare at the local rate %s [%s], remote %s [%s]; %s; the host's wake-up floor, a pipe round trip to a sleeping thread: %s, on the same CPU: %s",
+		lrps/2, rrps/2, genProcs(), hl.p99, hl.lag, hb.p99, hb.lag, hr.p99, hr.lag, hl.summary, wake, wakeSame)
 	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; p99 at half load: local %s, remote %s; %d no-bids, %d errors",
 		median(mBare.rps), size, median(mSame.rps), lrps, lrps/median(mBare.rps), lrps/median(mSame.rps), rrps, rrps/lrps,
 		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), p99l, p99r, nobids, errs)
@@ -440,8 +440,20 @@ func (r harnessRun) serverP99() string {
 // before and after, gives the bidder's share of that p99 (as the bound
 // of its bucket: 1, 2, 3, 5 ms...), and rtbd_bidder_queue_seconds the
 // part of it spent before the handler ran (waiting for a thread, a CPU).
+//
+// The generator runs with GOMAXPROCS genProcs() meanwhile (1 by default).
+// At these rates it needs about a third of a core, and with one P it never
+// hands a request to a goroutine on the other vCPU: with two, the Go
+// scheduler wakes a second thread for nearly every dispatch, and on this
+// VM (idle vCPUs halt, bench/wakeup) each such wake-up is an interrupt
+// through the hypervisor, p50 ~50 us and p99 up to ms. Measured at 16,000
+// req/s: generator 0.26-0.29 cores with one P, 0.40-0.45 with two. The
+// bidder children are separate processes, untouched.
 func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d time.Duration) harnessRun {
 	b.Helper()
+	if n := genProcs(); n > 0 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	}
 	addr := c.addr
 	var watch bench.Watch
 	if c.metrics != "" {
@@ -479,6 +491,15 @@ func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d 
 	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, queue: queue, requests: r.Requests, errors: r.Errors.Total, steal: steal,
 		summary: fmt.Sprintf("%s: %d requests, %d OK, %d no-bids, p50 %s, p99.9 %s, max %s, generator %.2f cores",
 			addr, r.Requests, r.Successes, r.NoBids, us(r.Latency.P50Us), us(r.Latency.P999Us), us(r.Latency.MaxUs), r.GeneratorCores)}
+}
+
+// genProcs is the load generator's GOMAXPROCS in harnessOpenLoop:
+// BIDDER_BENCH_GEN_PROCS, default 1; 0 leaves it as it is.
+func genProcs() int {
+	if v, err := strconv.Atoi(os.Getenv("BIDDER_BENCH_GEN_PROCS")); err == nil && v >= 0 {
+		return v
+	}
+	return 1
 }
 
 // medianRun returns the run with the median p99.
