@@ -52,8 +52,8 @@ func pingPong(ctx context.Context, o Options) ([]time.Duration, error) {
 			return
 		}
 		rtts, err := probe(ctx, o, ping[1], pong[0])
+		unpin(restore) // before Measure returns: no thread is left pinned
 		probed <- out{rtts, err}
-		unpin(restore)
 	}()
 	p := <-probed
 	// Closing the ping write end ends the echo thread's read with EOF.
@@ -80,18 +80,27 @@ func unpin(restore func() error) {
 }
 
 // echo pins itself to cpu, says so on ready, then answers each byte read
-// from in on out until in ends. It closes out when it stops.
+// from in on out until in ends. It closes out when it stops (a prober
+// waiting for an answer then sees EOF) and, its CPU set put back, says so
+// on done.
 func echo(cpu, in, out int, ready, done chan<- error) {
 	runtime.LockOSThread()
-	defer syscall.Close(out)
 	restore, err := cpuset.PinThread(cpu)
 	if err != nil {
 		runtime.UnlockOSThread()
+		syscall.Close(out)
 		ready <- pinErr(err)
 		return
 	}
-	defer unpin(restore)
 	ready <- nil
+	err = answer(in, out)
+	unpin(restore)
+	syscall.Close(out)
+	done <- err
+}
+
+// answer writes back each byte read from in on out, until in ends.
+func answer(in, out int) error {
 	var b [1]byte
 	for {
 		n, err := syscall.Read(in, b[:])
@@ -99,12 +108,10 @@ func echo(cpu, in, out int, ready, done chan<- error) {
 			continue
 		}
 		if n <= 0 || err != nil {
-			done <- nil
-			return
+			return nil
 		}
 		if _, err := write1(out, b[:]); err != nil {
-			done <- fmt.Errorf("wakeup: echo write: %w", err)
-			return
+			return fmt.Errorf("wakeup: echo write: %w", err)
 		}
 	}
 }
