@@ -320,16 +320,19 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	// the pacer's own lateness behind the schedule is reported apart, as
 	// send lag). The same-size bare handler at the same rate is the floor
 	// of the machine and the generator.
-	// Three rounds, the targets interleaved; the median round of each is
-	// reported (one run's p99 on this shared VM swings with its neighbours).
-	// The machine's floor under any request and answer between two
+	// Five rounds, the targets interleaved; the median round of each is
+	// reported (one round's p99 on this shared VM swings with its
+	// neighbours' load, and with three rounds two unlucky ones decided the
+	// median). Every round is logged, with the host's steal in it.
+	//
+	// First, the machine's floor under any request and answer between two
 	// processes: waking a thread that sleeps on the other CPU (each request
 	// needs at least two wake-ups: into the server, back into the
 	// generator). On a VM whose idle vCPUs halt, that is an interrupt
 	// through the hypervisor (bench/wakeup).
 	wake, wakeSame := wakeFloor()
 	var hls, hbs, hrs []harnessRun
-	for range 3 {
+	for range 5 {
 		hls = append(hls, harnessOpenLoop(b, local, body, lrps/2, 2*time.Second))
 		hbs = append(hbs, harnessOpenLoop(b, bareSame, body, lrps/2, 2*time.Second))
 		hrs = append(hrs, harnessOpenLoop(b, rem, body, rrps/2, 2*time.Second))
