@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -16,9 +17,9 @@ import (
 var ErrInvalid = errors.New("cpuset: invalid CPU list")
 
 // Parse reads a CPU list in taskset's -c form ("1", "0,2", "2-3") and
-// checks each CPU against this machine's runtime.NumCPU.
+// checks that this process may use each CPU (Usable).
 func Parse(list string) ([]int, error) {
-	n := runtime.NumCPU()
+	usable := Usable()
 	seen := map[int]bool{}
 	var cpus []int
 	for _, part := range strings.Split(list, ",") {
@@ -32,8 +33,8 @@ func Parse(list string) ([]int, error) {
 			return nil, fmt.Errorf("%w %q: want e.g. 1 or 0,2 or 2-3", ErrInvalid, list)
 		}
 		for c := a; c <= b; c++ {
-			if c >= n {
-				return nil, fmt.Errorf("%w %q: CPU %d, this machine has %d (0-%d)", ErrInvalid, list, c, n, n-1)
+			if !slices.Contains(usable, c) {
+				return nil, fmt.Errorf("%w %q: CPU %d, this process may use %s", ErrInvalid, list, c, Format(usable))
 			}
 			if !seen[c] {
 				seen[c] = true
@@ -44,19 +45,30 @@ func Parse(list string) ([]int, error) {
 	return cpus, nil
 }
 
-// Others returns this machine's CPUs not in cpus.
+// Others returns the CPUs this process may use (Usable) not in cpus.
 func Others(cpus []int) []int {
-	in := map[int]bool{}
-	for _, c := range cpus {
-		in[c] = true
-	}
 	var out []int
-	for c := range runtime.NumCPU() {
-		if !in[c] {
+	for _, c := range Usable() {
+		if !slices.Contains(cpus, c) {
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// Usable returns the CPUs this process may run on, in order: Allowed
+// where the system says (under taskset or a container's cpuset their
+// numbers need not start at 0: runtime.NumCPU counts them, it does not
+// number them), else 0 to runtime.NumCPU()-1.
+func Usable() []int {
+	if cpus, err := Allowed(); err == nil && len(cpus) > 0 {
+		return cpus
+	}
+	cpus := make([]int, runtime.NumCPU())
+	for i := range cpus {
+		cpus[i] = i
+	}
+	return cpus
 }
 
 // Format writes cpus in taskset's -c form.

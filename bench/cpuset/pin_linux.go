@@ -71,3 +71,20 @@ func PinThread(cpu int) (restore func() error, err error) {
 		return nil
 	}, nil
 }
+
+// Allowed returns the CPUs this thread may run on (sched_getaffinity), in
+// order: under taskset or a container's cpuset, not every CPU of the
+// machine.
+func Allowed() ([]int, error) {
+	var m mask
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
+		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	}
+	var cpus []int
+	for c := range len(m) * 64 {
+		if m[c/64]&(1<<(c%64)) != 0 {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}

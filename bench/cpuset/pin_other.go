@@ -13,3 +13,8 @@ func PinSelf([]int) (func() error, error) {
 func PinThread(int) (func() error, error) {
 	return nil, errors.New("cpuset: pinning is Linux only")
 }
+
+// Allowed is Linux only.
+func Allowed() ([]int, error) {
+	return nil, errors.New("cpuset: CPU sets are Linux only")
+}
