@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/rtbd/rtbd/bench/cpuset"
 	"github.com/rtbd/rtbd/bench/wakeup"
 )
 
@@ -66,17 +67,19 @@ func (w *WakeupFloor) String() string {
 		us(w.Cross.P50), us(w.Cross.P99), us(w.Same.P50), us(w.Same.P99))
 }
 
-// MeasureWakeupFloor measures the host's WakeupFloor (CPUs 0 and 1), or
-// returns nil where it cannot (one CPU, not Linux, CPUs not allowed).
+// MeasureWakeupFloor measures the host's WakeupFloor between the first two
+// CPUs this process may use, or returns nil where it cannot (one CPU, not
+// Linux).
 func MeasureWakeupFloor(ctx context.Context) *WakeupFloor {
-	if runtime.NumCPU() < 2 {
+	cpus, err := cpuset.Allowed()
+	if err != nil || len(cpus) < 2 {
 		return nil
 	}
-	cross, err := wakeup.Measure(ctx, wakeup.Options{From: 0, To: 1})
+	cross, err := wakeup.Measure(ctx, wakeup.Options{From: cpus[0], To: cpus[1]})
 	if err != nil {
 		return nil
 	}
-	same, err := wakeup.Measure(ctx, wakeup.Options{From: 0, To: 0})
+	same, err := wakeup.Measure(ctx, wakeup.Options{From: cpus[0], To: cpus[0]})
 	if err != nil {
 		return nil
 	}

@@ -26,7 +26,6 @@ import (
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bench/proc"
 	"github.com/rtbd/rtbd/bench/target"
-	"github.com/rtbd/rtbd/bench/wakeup"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -330,7 +329,7 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	// needs at least two wake-ups: into the server, back into the
 	// generator). On a VM whose idle vCPUs halt, that is an interrupt
 	// through the hypervisor (bench/wakeup).
-	wake, wakeSame := wakeFloor()
+	wake := bench.MeasureWakeupFloor(context.Background())
 	var hls, hbs, hrs []harnessRun
 	for range 5 {
 		hls = append(hls, harnessOpenLoop(b, local, body, lrps/2, 2*time.Second))
@@ -355,12 +354,14 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
 	b.ReportMetric(float64(hb.p99.Microseconds())/1000, "bare-p99-ms@local-half")
 	b.ReportMetric(float64(hl.lag.Microseconds())/1000, "send-lag-p99-ms@local-half")
-	if wake.Samples > 0 {
-		b.ReportMetric(float64(wake.P50.Microseconds()), "wake-rtt-p50-us")
-		b.ReportMetric(float64(wake.P99.Microseconds()), "wake-rtt-p99-us")
+	wakeLine := "not measured (one CPU, or not Linux)"
+	if wake != nil {
+		b.ReportMetric(float64(wake.Cross.P50.Microseconds()), "wake-rtt-p50-us")
+		b.ReportMetric(float64(wake.Cross.P99.Microseconds()), "wake-rtt-p99-us")
+		wakeLine = wake.String()
 	}
-	b.Logf("p99 at half load (%.0f req/s local, %.0f remote; the generator at GOMAXPROCS %d) [send lag p99 of the generator]: local %s [%s], same-size bare at the local rate %s [%s], remote %s [%s]; %s; the host's wake-up floor, a pipe round trip to a sleeping thread: %s, on the same CPU: %s",
-		lrps/2, rrps/2, genProcs(), hl.p99, hl.lag, hb.p99, hb.lag, hr.p99, hr.lag, hl.summary, wake, wakeSame)
+	b.Logf("p99 at half load (%.0f req/s local, %.0f remote; the generator at GOMAXPROCS %d) [send lag p99 of the generator]: local %s [%s], same-size bare at the local rate %s [%s], remote %s [%s]; %s; the host's wake-up floor: %s",
+		lrps/2, rrps/2, genProcs(), hl.p99, hl.lag, hb.p99, hb.lag, hr.p99, hr.lag, hl.summary, wakeLine)
 	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; p99 at half load: local %s, remote %s; %d no-bids, %d errors",
 		median(mBare.rps), size, median(mSame.rps), lrps, lrps/median(mBare.rps), lrps/median(mSame.rps), rrps, rrps/lrps,
 		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), p99l, p99r, nobids, errs)
@@ -370,18 +371,6 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	if errs > 0 {
 		b.Errorf("%d requests failed", errs)
 	}
-}
-
-// wakeFloor measures the round trip of a pipe to a thread sleeping on the
-// other CPU, and on the same CPU (bench/wakeup); a zero Result (printed
-// as such) where it cannot.
-func wakeFloor() (cross, same wakeup.Result) {
-	if runtime.NumCPU() < 2 {
-		return
-	}
-	cross, _ = wakeup.Measure(context.Background(), wakeup.Options{From: 0, To: 1})
-	same, _ = wakeup.Measure(context.Background(), wakeup.Options{From: 0, To: 0})
-	return
 }
 
 // warmStep is the step of warmUp.

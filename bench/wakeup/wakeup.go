@@ -28,9 +28,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"time"
+
+	"github.com/rtbd/rtbd/bench/cpuset"
 )
 
 // Errors of Measure. Compare with errors.Is.
@@ -52,8 +53,9 @@ const (
 // Options configure Measure.
 type Options struct {
 	// From is the prober's CPU, To the echo thread's: equal for the
-	// same-CPU baseline. Both in [0, runtime.NumCPU()) and in the process's
-	// allowed set.
+	// same-CPU baseline. Both must be in the process's allowed set
+	// (cpuset.Allowed; under taskset or a container's cpuset not every CPU
+	// of the machine is).
 	From, To int
 	// Samples is the number of round trips. Zero: DefaultSamples; at most
 	// MaxSamples.
@@ -92,13 +94,18 @@ func Measure(ctx context.Context, o Options) (Result, error) {
 	if o.Gap == 0 {
 		o.Gap = DefaultGap
 	}
-	n := runtime.NumCPU()
 	var probs []string
-	if o.From < 0 || o.From >= n {
-		probs = append(probs, fmt.Sprintf("from: CPU %d, this machine has 0-%d", o.From, n-1))
-	}
-	if o.To < 0 || o.To >= n {
-		probs = append(probs, fmt.Sprintf("to: CPU %d, this machine has 0-%d", o.To, n-1))
+	allowed, aerr := cpuset.Allowed()
+	for _, c := range []struct {
+		key string
+		cpu int
+	}{{"from", o.From}, {"to", o.To}} {
+		switch {
+		case c.cpu < 0:
+			probs = append(probs, fmt.Sprintf("%s: CPU %d", c.key, c.cpu))
+		case aerr == nil && !slices.Contains(allowed, c.cpu):
+			probs = append(probs, fmt.Sprintf("%s: CPU %d is not one this process may use (%s)", c.key, c.cpu, cpuset.Format(allowed)))
+		}
 	}
 	if o.Samples < 0 || o.Samples > MaxSamples {
 		probs = append(probs, fmt.Sprintf("samples: want 1-%d, got %d", MaxSamples, o.Samples))

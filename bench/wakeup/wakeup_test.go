@@ -9,15 +9,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rtbd/rtbd/bench/cpuset"
 )
 
 func TestMeasure(t *testing.T) {
 	if runtime.GOOS != "linux" {
 		t.Skip("Linux only")
 	}
-	to := min(1, runtime.NumCPU()-1)
+	cpus, err := cpuset.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	from, to := cpus[0], cpus[len(cpus)-1]
 	before := threadSets(t)
-	for _, o := range []Options{{From: 0, To: to, Samples: 300, Gap: 20 * time.Microsecond}, {From: 0, To: 0, Samples: 300}} {
+	for _, o := range []Options{{From: from, To: to, Samples: 300, Gap: 20 * time.Microsecond}, {From: from, To: from, Samples: 300}} {
 		r, err := Measure(context.Background(), o)
 		if err != nil {
 			t.Fatalf("%+v: %v", o, err)
@@ -71,13 +77,12 @@ func threadSets(t *testing.T) map[string]string {
 }
 
 func TestMeasureInvalid(t *testing.T) {
-	n := runtime.NumCPU()
 	for _, c := range []struct {
 		o    Options
 		want string
 	}{
 		{Options{From: -1}, "from: CPU -1"},
-		{Options{To: n}, "to: CPU"},
+		{Options{To: 1 << 20}, "to: CPU 1048576"},
 		{Options{Samples: -1}, "samples"},
 		{Options{Samples: MaxSamples + 1}, "samples"},
 		{Options{Gap: -time.Second}, "gap"},
@@ -96,8 +101,12 @@ func TestMeasureCancelled(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
+	cpus, err := cpuset.Allowed()
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := runtime.NumGoroutine()
-	_, err := Measure(ctx, Options{Samples: 10})
+	_, err = Measure(ctx, Options{From: cpus[0], To: cpus[0], Samples: 10})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
