@@ -434,9 +434,10 @@ func (r harnessRun) serverP99() string {
 // part of it spent before the handler ran (waiting for a thread, a CPU).
 //
 // The generator runs with GOMAXPROCS genProcs() meanwhile (1 by default).
-// At these rates it needs about a third of a core, and with one P it never
-// hands a request to a goroutine on the other vCPU: with two, the Go
-// scheduler wakes a second thread for nearly every dispatch, and on this
+// At these rates it needs about a third of a core, and with one P its
+// goroutines take turns on one thread, so that handing a request to a
+// worker never wakes another: with two, the Go scheduler wakes a second
+// thread for nearly every dispatch, and on this
 // VM (idle vCPUs halt, bench/wakeup) each such wake-up is an interrupt
 // through the hypervisor, p50 ~50 us and p99 up to ms. Measured at 16,000
 // req/s: generator 0.26-0.29 cores with one P, 0.40-0.45 with two. The
