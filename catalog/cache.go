@@ -239,14 +239,16 @@ func (c *hotCache) put(g, id int64, p *cached) {
 		if !s.admit(k) {
 			return
 		}
-		for {
+		// Readers set flags while the hand sweeps (they take no lock), so
+		// the sweep is bounded: after two turns the slot under the hand
+		// goes, flag or not.
+		for range 2 * s.n {
 			sl := &s.slots[s.hand]
-			if sl.ref.Load() {
-				sl.ref.Store(false)
-				s.hand = (s.hand + 1) % s.n
-				continue
+			if !sl.ref.Load() {
+				break
 			}
-			break
+			sl.ref.Store(false)
+			s.hand = (s.hand + 1) % s.n
 		}
 		slot = s.hand
 		s.hand = (s.hand + 1) % s.n
