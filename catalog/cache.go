@@ -279,46 +279,42 @@ func (s *cacheShard) unindex(idx []atomic.Int32, k cacheKey, slot int) {
 	}
 }
 
-// index adds (k, slot), whose entry is stored, at the first free or
-// deleted position of k's probe sequence; or, once deleted marks fill a
-// quarter of the index (probes end only at an empty position), rebuilds
-// it, k included. Called with s.mu held.
+// index adds (k, slot), whose entry is stored, to the index; or, once
+// deleted marks fill a quarter of it (probes end only at an empty
+// position), rebuilds it, k included. Called with s.mu held.
 func (s *cacheShard) index(k cacheKey, slot int) {
 	idx := *s.idx.Load()
 	if s.dead >= len(idx)/4 {
 		s.rebuild()
 		return
 	}
+	if place(idx, k, slot) {
+		s.dead--
+	}
+}
+
+// place stores slot + 1 at the first empty or deleted position of k's
+// probe sequence in idx, and reports whether that position was a deleted
+// mark.
+func place(idx []atomic.Int32, k cacheKey, slot int) (reused bool) {
 	m := uint64(len(idx) - 1)
 	h := slotHash(k)
 	for i := range uint64(len(idx)) {
 		pos := &idx[(h+i)&m]
-		switch pos.Load() {
-		case idxDeleted:
-			s.dead--
-			fallthrough
-		case idxEmpty:
+		if v := pos.Load(); v == idxEmpty || v == idxDeleted {
 			pos.Store(int32(slot) + 1)
-			return
+			return v == idxDeleted
 		}
 	}
-	panic("catalog: hot cache index full") // cannot happen: at least half of it is free
+	panic("catalog: hot cache index full") // cannot happen: at least a quarter of it is empty
 }
 
 // rebuild publishes a fresh index of the slots in use. Readers on the old
 // one finish there. Called with s.mu held.
 func (s *cacheShard) rebuild() {
 	idx := *newIndex(s.cap)
-	m := uint64(len(idx) - 1)
 	for slot := range s.n {
-		e := s.slots[slot].e.Load()
-		h := slotHash(e.key)
-		for i := uint64(0); ; i++ {
-			if pos := &idx[(h+i)&m]; pos.Load() == idxEmpty {
-				pos.Store(int32(slot) + 1)
-				break
-			}
-		}
+		place(idx, s.slots[slot].e.Load().key, slot)
 	}
 	s.idx.Store(&idx)
 	s.dead = 0

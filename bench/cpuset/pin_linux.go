@@ -12,13 +12,30 @@ import (
 
 type mask [16]uint64 // 1024 CPUs
 
+// getMask reads the calling thread's CPU set.
+func getMask() (mask, error) {
+	var m mask
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
+		return m, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	}
+	return m, nil
+}
+
+// setMask sets thread tid's CPU set (0: the calling thread).
+func setMask(tid int, m *mask) error {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m))); e != 0 {
+		return e
+	}
+	return nil
+}
+
 // PinSelf moves every thread of this process to cpus (threads started
 // later inherit their creator's set) and returns a function that puts the
 // previous set back.
 func PinSelf(cpus []int) (restore func() error, err error) {
-	var old mask
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
-		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	old, err := getMask()
+	if err != nil {
+		return nil, err
 	}
 	var m mask
 	for _, c := range cpus {
@@ -40,8 +57,8 @@ func setAll(m *mask) error {
 		if err != nil {
 			continue
 		}
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, uintptr(tid), unsafe.Sizeof(*m), uintptr(unsafe.Pointer(m))); e != 0 && e != syscall.ESRCH {
-			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", tid, e)
+		if err := setMask(tid, m); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", tid, err)
 		}
 	}
 	return nil
@@ -53,20 +70,21 @@ func setAll(m *mask) error {
 // fails, it should end the goroutine without unlocking, so that the
 // runtime ends the thread instead of reusing it.
 func PinThread(cpu int) (restore func() error, err error) {
-	var old, m mask
+	var m mask
 	if cpu < 0 || cpu >= len(m)*64 {
 		return nil, fmt.Errorf("%w: CPU %d", ErrInvalid, cpu)
 	}
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
-		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	old, err := getMask()
+	if err != nil {
+		return nil, err
 	}
 	m[cpu/64] |= 1 << (cpu % 64)
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
-		return nil, fmt.Errorf("cpuset: sched_setaffinity(CPU %d): %w", cpu, e)
+	if err := setMask(0, &m); err != nil {
+		return nil, fmt.Errorf("cpuset: sched_setaffinity(CPU %d): %w", cpu, err)
 	}
 	return func() error {
-		if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETAFFINITY, 0, unsafe.Sizeof(old), uintptr(unsafe.Pointer(&old))); e != 0 {
-			return fmt.Errorf("cpuset: sched_setaffinity: %w", e)
+		if err := setMask(0, &old); err != nil {
+			return fmt.Errorf("cpuset: sched_setaffinity: %w", err)
 		}
 		return nil
 	}, nil
@@ -76,9 +94,9 @@ func PinThread(cpu int) (restore func() error, err error) {
 // order: under taskset or a container's cpuset, not every CPU of the
 // machine.
 func Allowed() ([]int, error) {
-	var m mask
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
-		return nil, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
+	m, err := getMask()
+	if err != nil {
+		return nil, err
 	}
 	var cpus []int
 	for c := range len(m) * 64 {
