@@ -31,8 +31,6 @@ func TestAllocations(t *testing.T) {
 		{"AppendNoBid", 0, func() { buf = AppendNoBid(buf[:0], "id-1", NoBidBelowFloor) }},
 		{"ExpandMacros", 0, func() { buf = ExpandMacros(buf[:0], "${AUCTION_ID}&${AUCTION_PRICE:B64}&${X}", &m) }},
 		{"DecryptPrice", 0, func() { _, _ = DecryptPrice(googleEncKey, googleIntKey, "YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA") }},
-		{"ParsePrice", 0, func() { _, _ = ParsePrice("1.2345") }},
-		{"AppendPrice", 0, func() { buf = AppendPrice(buf[:0], 1234500) }},
 		{"checkJSON", 0, func() { checkJSON(body3, 64, 10000, 65536) }},
 		{"Validate", 0, func() { _ = Validate(&valid) }},
 		// One copy of the body (strings point into it, unescaped in

@@ -242,12 +242,3 @@ func BenchmarkDecryptPrice(b *testing.B) {
 		}
 	}
 }
-
-func BenchmarkParsePrice(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParsePrice("1.2345"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -39,14 +39,14 @@
 //     allocation, byte-identical to encoding/json with HTML escaping off.
 //     An Encoder whose SafeAdM vouches for a bid's adm (JSONSafe: the
 //     bidder's banner HTML) copies it without the escaping scan.
-//   - ExpandMacros, DecryptPrice, ParsePrice and AppendPrice make no
-//     allocation.
+//   - ExpandMacros and DecryptPrice make no allocation.
 //
 // # Money
 //
 // Prices outside openrtb2's float64 fields are int64 micros: millionths of
-// the currency unit, so 1.25 USD CPM is 1250000. ParsePrice and
-// DecryptPrice return micros; AppendPrice formats them.
+// the currency unit, so 1.25 USD CPM is 1250000. DecryptPrice returns
+// micros; package rtb/money parses, formats and converts them (a plain
+// clearing price is money.Parse), and checks currency codes.
 //
 // # No-bid reasons
 //

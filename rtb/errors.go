@@ -36,7 +36,7 @@ var (
 	ErrResponseExt = errors.New("rtb: response: ext is not valid JSON")
 )
 
-// Errors of DecryptPrice and ParsePrice. Compare with errors.Is.
+// Errors of DecryptPrice. Compare with errors.Is.
 var (
 	// ErrPriceLength: the encrypted price does not decode to 28 bytes.
 	ErrPriceLength = errors.New("rtb: encrypted price: bad length")
@@ -44,10 +44,6 @@ var (
 	ErrPriceBase64 = errors.New("rtb: encrypted price: bad base64")
 	// ErrPriceSignature: the integrity signature does not match (wrong keys or tampered value).
 	ErrPriceSignature = errors.New("rtb: encrypted price: signature mismatch")
-	// ErrPriceSyntax: a plain price is not a decimal number such as "1.25".
-	ErrPriceSyntax = errors.New("rtb: price: not a decimal number")
 	// ErrPriceNegative: the price is negative.
 	ErrPriceNegative = errors.New("rtb: price: negative")
-	// ErrPriceRange: too many digits: above 999999999999.999999, or finer than a micro.
-	ErrPriceRange = errors.New("rtb: price: out of range or too precise")
 )

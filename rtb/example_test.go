@@ -51,10 +51,6 @@ func ExampleDecryptPrice() {
 	intKey, _ := base64.URLEncoding.DecodeString("arO23ykdNqUQ5LEoQ0FVmPkBd7xB5CO89PDZlSjpFxo=")
 	micros, err := rtb.DecryptPrice(encKey, intKey, "YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA")
 	fmt.Println(micros, err)
-
-	micros, err = rtb.ParsePrice("1.2345")
-	fmt.Println(micros, err, string(rtb.AppendPrice(nil, micros)))
 	// Output:
 	// 1900 <nil>
-	// 1234500 <nil> 1.2345
 }

@@ -17,7 +17,7 @@ type MacroValues struct {
 	SeatID    string // ${AUCTION_SEAT_ID}: seatbid.seat
 	AdID      string // ${AUCTION_AD_ID}: bid.adid
 	// Price is ${AUCTION_PRICE}, the clearing price as the exchange renders
-	// it: a decimal in the bid's currency and units (see AppendPrice) or an
+	// it: a decimal in the bid's currency and units (see money.Append) or an
 	// encrypted token (see EncryptPrice).
 	Price    string
 	Currency string // ${AUCTION_CURRENCY}

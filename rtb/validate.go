@@ -5,6 +5,8 @@ import (
 	"math"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Validate is Decoder{}.Validate: validation with DefaultLimits.
@@ -24,7 +26,7 @@ func Validate(req *openrtb2.BidRequest) error {
 //     id, unique within the request) and at least one of banner, video,
 //     audio, native;
 //   - imp.bidfloor is a finite number >= 0; imp.bidfloorcur, when present, is
-//     3 ASCII letters (ISO-4217); banner w/h and format w/h are >= 0;
+//     an ISO 4217 code in any case (money.Code); banner w/h and format w/h are >= 0;
 //   - at most one of site, app, dooh;
 //   - tmax >= 0; at is 0 (absent), 1, 2 or > 500.
 //
@@ -78,7 +80,7 @@ func validate(req *openrtb2.BidRequest, lim *Limits) *RequestError {
 		if imp.BidFloor < 0 || math.IsNaN(imp.BidFloor) || math.IsInf(imp.BidFloor, 0) {
 			return invalid(fmt.Sprintf("imp[%d].bidfloor", i), "negative or not finite")
 		}
-		if imp.BidFloorCur != "" && !isCurrency(imp.BidFloorCur) {
+		if _, ok := money.Code(imp.BidFloorCur); imp.BidFloorCur != "" && !ok {
 			return invalid(fmt.Sprintf("imp[%d].bidfloorcur", i), "not an ISO-4217 code")
 		}
 		if b := imp.Banner; b != nil {
@@ -113,19 +115,6 @@ func checkID(id string, max int) string {
 		}
 	}
 	return ""
-}
-
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		c := s[i]
-		if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') {
-			return false
-		}
-	}
-	return true
 }
 
 // duplicateImpID returns the index of the first imp whose id repeats an
