@@ -3,7 +3,6 @@ package bidder
 import (
 	"context"
 	"errors"
-	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/rtb"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // media is the kind of ad a candidate serves on an imp.
@@ -242,22 +242,11 @@ func (b *Bidder) responseCurrency(req *openrtb2.BidRequest) string {
 		}
 	}
 	for _, c := range req.Cur {
-		if isUpperCurrency(c) && b.opts.Rates.Known(c) {
+		if money.IsCode(c) && b.opts.Rates.Known(c) {
 			return c
 		}
 	}
 	return ""
-}
-
-// floatMicros converts an OpenRTB price (float, currency units) to micros.
-func floatMicros(f float64) int64 {
-	switch {
-	case !(f > 0):
-		return 0
-	case f >= math.MaxInt64/1e6:
-		return math.MaxInt64 / 2
-	}
-	return int64(math.Round(f * 1e6))
 }
 
 // chooseMedia returns what c serves on imp: a banner of the first imp
@@ -297,7 +286,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		return rtb.NoBidNoMatchingCampaign, 0
 	}
 	reason := rtb.NoBidNoMatchingCampaign
-	impFloor, impFloorCur := floatMicros(imp.BidFloor), imp.BidFloorCur
+	impFloor, impFloorCur := money.FromFloat(imp.BidFloor), imp.BidFloorCur
 	rates := &b.opts.Rates
 	st.cands = st.cands[:0]
 	for _, c := range st.matched {
@@ -592,7 +581,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	st.bids = append(st.bids, openrtb2.Bid{
 		ID:      bidID,
 		ImpID:   imp.ID,
-		Price:   float64(cd.price) / 1e6,
+		Price:   money.Float(cd.price),
 		NURL:    nurl,
 		BURL:    burl,
 		AdM:     adm,

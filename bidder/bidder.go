@@ -25,6 +25,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/rtb"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // ProductStore reads ad product masters: the local index (*catalog.Local)
@@ -89,7 +90,7 @@ type Options struct {
 	// Currency of bids (bidresponse.cur). Default "USD".
 	Currency string
 	// Rates convert campaign bids and floors. Default: USD only.
-	Rates Rates
+	Rates money.Rates
 	// DefaultTMax (no tmax in the request) default 100ms; MaxTMax caps tmax,
 	// default 500ms; TMaxMargin is subtracted, default 20ms; MinBudget is the
 	// least budget worth bidding with, default 3ms.
@@ -202,9 +203,6 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.Currency == "" {
 		o.Currency = "USD"
-	}
-	if o.Rates.usdPer == nil {
-		o.Rates = Rates{usdPer: map[string]float64{"USD": 1}}
 	}
 	if !o.Rates.Known(o.Currency) {
 		errs = append(errs, fmt.Errorf("Currency %q has no rate", o.Currency))

@@ -23,6 +23,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Sample users of the tests (profiles in the real Pebble user store).
@@ -136,7 +137,7 @@ func newFixture(t testing.TB, edit func(*Options)) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rates, err := ParseRates([]string{"JPY=0.0067", "EUR=1.08"})
+	rates, err := money.ParseRates([]string{"JPY=0.0067", "EUR=1.08"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Win and billing notices (GET /win, GET /bill), served by the Bidder
@@ -23,7 +24,7 @@ import (
 // A notice carries t, the signed token the bid put in its nurl/burl
 // (token.KindWin for /win, token.KindBill for /bill), and p, the clearing
 // price the SSP substituted for ${AUCTION_PRICE}: a plain decimal CPM
-// ("1.25", rtb.ParsePrice) or, when it is not one and price keys are
+// ("1.25", money.Parse) or, when it is not one and price keys are
 // configured (Options.PriceEncryptionKey/PriceIntegrityKey), a
 // Google-style encrypted price (rtb.DecryptPrice). Either way the price is
 // CPM in micros of the bid currency (the token's Currency).
@@ -194,7 +195,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if kind != noticeBill {
 		return outAccepted
 	}
-	charge := (price + 500) / 1000 // CPM -> one impression, micros, half up
+	charge := money.PerImpression(price)
 	if set := b.opts.Campaigns.Current(); set != nil && tok.Currency != "" {
 		if c, found := set.Get(tok.Campaign); found && c.Currency != "" && c.Currency != tok.Currency {
 			if v, ok := b.opts.Rates.Convert(charge, tok.Currency, c.Currency); ok {
@@ -221,14 +222,13 @@ func (b *Bidder) clearingPrice(p []byte) (int64, bool) {
 	if len(p) == 0 {
 		return 0, false
 	}
-	s := str(p)
-	if v, err := rtb.ParsePrice(s); err == nil {
+	if v, err := money.Parse(p); err == nil {
 		return v, true
 	}
 	if len(b.opts.PriceEncryptionKey) == 0 {
 		return 0, false
 	}
-	v, err := rtb.DecryptPrice(b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey, s)
+	v, err := rtb.DecryptPrice(b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey, str(p))
 	return v, err == nil
 }
 

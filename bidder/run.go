@@ -33,13 +33,14 @@ import (
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/configs/admin"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // OptionsFromConfig maps the bidder section of the configuration to
 // Options (without the stores, Logger and Registerer): rates parsed, token
 // keys built (a random key, with ephemeral true, when none is configured).
 func OptionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err error) {
-	rates, err := ParseRates(c.FXRates)
+	rates, err := money.ParseRates(c.FXRates)
 	if err != nil {
 		return Options{}, false, err
 	}

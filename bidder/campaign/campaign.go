@@ -1,11 +1,12 @@
 package campaign
 
 import (
-	"math"
 	"time"
 
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Values of Campaign.Status.
@@ -187,7 +188,8 @@ func (c Creative) Quantities() (viewed, recommended int32) {
 // BidMicros returns the campaign's bid for req at now: CPM in micros of
 // Currency, BidCPMMicros times the Strategy's multipliers for the request's
 // device type, country (device.geo.country) and hour (in TimeZone), rounded
-// to the micro. It allocates nothing and is safe for concurrent use.
+// to the micro and saturated (money.Scale). It allocates nothing and is safe
+// for concurrent use.
 func (c *Campaign) BidMicros(req *openrtb2.BidRequest, now time.Time) int64 {
 	s := &c.Strategy
 	if s.Type != StrategyMultiplier {
@@ -219,11 +221,7 @@ func (c *Campaign) BidMicros(req *openrtb2.BidRequest, now time.Time) int64 {
 			m *= f
 		}
 	}
-	v := math.Round(float64(c.BidCPMMicros) * m)
-	if v >= math.MaxInt64 || v != v {
-		return math.MaxInt64
-	}
-	return int64(v)
+	return money.Scale(c.BidCPMMicros, m)
 }
 
 // BannerSize returns the first banner size of imp (imp.banner.format in

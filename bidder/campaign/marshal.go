@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // The file format, for Marshal. Parse reads the same keys from yaml.Node
@@ -125,7 +127,7 @@ func toYAML(c *Campaign) campaignYAML {
 		ProductGroupID: c.ProductGroupID,
 		Status:         c.Status,
 		Currency:       c.Currency,
-		BidCPM:         rawNumber(formatMicros(c.BidCPMMicros)),
+		BidCPM:         rawNumber(money.Format(c.BidCPMMicros)),
 		Pacing:         c.Pacing,
 		Deals:          c.Deals,
 		DealsOnly:      c.DealsOnly,
@@ -142,10 +144,10 @@ func toYAML(c *Campaign) campaignYAML {
 		y.End = c.End.In(loc).Format(time.RFC3339Nano)
 	}
 	if c.DailyBudgetMicros != 0 {
-		y.DailyBudget = rawNumber(formatMicros(c.DailyBudgetMicros))
+		y.DailyBudget = rawNumber(money.Format(c.DailyBudgetMicros))
 	}
 	if c.TotalBudgetMicros != 0 {
-		y.TotalBudget = rawNumber(formatMicros(c.TotalBudgetMicros))
+		y.TotalBudget = rawNumber(money.Format(c.TotalBudgetMicros))
 	}
 	if s := c.Strategy; s.Type != "" && s.Type != StrategyFixed || len(s.DeviceType)+len(s.Country)+len(s.Hour) > 0 {
 		sy := &strategyYAML{Type: s.Type}
@@ -219,26 +221,4 @@ func isZeroTargeting(t *targetingYAML) bool {
 	return len(t.SiteDomains)+len(t.SiteDomainsDeny)+len(t.AppBundles)+len(t.AppBundlesDeny)+
 		len(t.PublisherIDs)+len(t.Countries)+len(t.Regions)+len(t.DeviceTypes)+len(t.OS)+
 		len(t.UserSegments)+len(t.Dayparts) == 0
-}
-
-// formatMicros formats micros as a decimal number of units: 1250000 =>
-// "1.25", 3000000 => "3", -500000 => "-0.5".
-func formatMicros(v int64) string {
-	neg := v < 0
-	u := uint64(v)
-	if neg {
-		u = uint64(-v)
-	}
-	s := strconv.FormatUint(u/1_000_000, 10)
-	if f := u % 1_000_000; f != 0 {
-		fs := strconv.FormatUint(f+1_000_000, 10)[1:] // 6 digits, zero-padded
-		for fs[len(fs)-1] == '0' {
-			fs = fs[:len(fs)-1]
-		}
-		s += "." + fs
-	}
-	if neg {
-		s = "-" + s
-	}
-	return s
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // wed is Wednesday 2026-05-13 03:00 UTC (12:00 in Tokyo).
@@ -376,8 +378,8 @@ func TestMatchDeal(t *testing.T) {
 		t.Fatal("nil imp: ok")
 	}
 	for in, want := range map[float64]int64{-1: 0, 0: 0, 0.1: 100_000, 1e300: 1<<63 - 1} {
-		if got := floatMicros(in); got != want {
-			t.Errorf("floatMicros(%g) = %d, want %d", in, got, want)
+		if got := money.FromFloat(in); got != want {
+			t.Errorf("money.FromFloat(%g) = %d, want %d", in, got, want)
 		}
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/prebid/openrtb/v20/adcom1"
 	"gopkg.in/yaml.v3"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // MaxFileSize is the largest campaigns file Parse and LoadFile accept, in bytes.
@@ -442,40 +444,19 @@ func (p *parser) micros(path string, n *yaml.Node) (int64, bool) {
 	return v, true
 }
 
-// parseMicros parses [-]digits[.digits] with at most 6 decimals and 12
-// integer digits; msg says what is wrong.
+// parseMicros parses an amount by money's grammar, negative amounts
+// included (money.ParseSigned); msg says what is wrong.
 func parseMicros(s string) (v int64, msg string) {
-	neg := strings.HasPrefix(s, "-")
-	if neg {
-		s = s[1:]
-	}
-	ip, fp, dot := strings.Cut(s, ".")
-	if ip == "" && fp == "" || !allDigits(ip) || !allDigits(fp) || dot && fp == "" {
-		return 0, "is not a decimal number such as 1.25"
-	}
-	ip = strings.TrimLeft(ip, "0")
-	fp = strings.TrimRight(fp, "0")
-	if len(ip) > 12 {
+	v, err := money.ParseSigned(s)
+	switch {
+	case err == nil:
+		return v, ""
+	case errors.Is(err, money.ErrRange):
 		return 0, "is too large"
-	}
-	if len(fp) > 6 {
+	case errors.Is(err, money.ErrPrecision):
 		return 0, "is finer than a micro (at most 6 decimals)"
 	}
-	for i := 0; i < len(ip); i++ {
-		v = v*10 + int64(ip[i]-'0')
-	}
-	f := int64(0)
-	for i := 0; i < 6; i++ {
-		f *= 10
-		if i < len(fp) {
-			f += int64(fp[i] - '0')
-		}
-	}
-	v = v*1_000_000 + f
-	if neg {
-		v = -v
-	}
-	return v, ""
+	return 0, "is not a decimal number such as 1.25"
 }
 
 func allDigits(s string) bool {
@@ -598,13 +579,13 @@ func (p *parser) campaign(path string, n *yaml.Node) *Campaign {
 	c.Currency = p.str(path+".currency", f["currency"])
 	if c.Currency == "" {
 		c.Currency = "USD"
-	} else if !isCurrency(c.Currency) {
+	} else if !money.IsCode(c.Currency) {
 		p.problem(path+".currency", f["currency"], "%q is not an ISO 4217 code such as USD", c.Currency)
 	}
 
 	if v, ok := p.micros(path+".bid_cpm", f["bid_cpm"]); ok {
 		if v <= 0 {
-			p.problem(path+".bid_cpm", f["bid_cpm"], "must be > 0, got %s", formatMicros(v))
+			p.problem(path+".bid_cpm", f["bid_cpm"], "must be > 0, got %s", money.Format(v))
 		}
 		c.BidCPMMicros = v
 	} else if !p.hasProblemUnder(path + ".bid_cpm") {
@@ -616,7 +597,7 @@ func (p *parser) campaign(path string, n *yaml.Node) *Campaign {
 	c.TotalBudgetMicros = p.budget(path+".total_budget", f["total_budget"])
 	if c.DailyBudgetMicros > 0 && c.TotalBudgetMicros > 0 && c.DailyBudgetMicros > c.TotalBudgetMicros {
 		p.problem(path+".daily_budget", f["daily_budget"], "must be <= total_budget (%s), got %s",
-			formatMicros(c.TotalBudgetMicros), formatMicros(c.DailyBudgetMicros))
+			money.Format(c.TotalBudgetMicros), money.Format(c.DailyBudgetMicros))
 	}
 	c.FrequencyCap = p.frequencyCap(path+".frequency_cap", f["frequency_cap"])
 	c.Pacing = p.str(path+".pacing", f["pacing"])
@@ -681,18 +662,6 @@ func checkID(id string) string {
 	return ""
 }
 
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
-}
-
 // loadLocation is time.LoadLocation without its acceptance of "" and
 // "Local" (the bidder's host zone is never what a campaign means).
 func (p *parser) loadLocation(name string) (*time.Location, error) {
@@ -738,7 +707,7 @@ func (p *parser) date(path string, n *yaml.Node, loc *time.Location, end bool) (
 func (p *parser) budget(path string, n *yaml.Node) int64 {
 	v, ok := p.micros(path, n)
 	if ok && v < 0 {
-		p.problem(path, n, "must be >= 0 (0 = unlimited), got %s", formatMicros(v))
+		p.problem(path, n, "must be >= 0 (0 = unlimited), got %s", money.Format(v))
 		return 0
 	}
 	return v

@@ -13,6 +13,8 @@ import (
 	_ "time/tzdata" // tests must not depend on the machine's zoneinfo
 
 	"github.com/prebid/openrtb/v20/adcom1"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 func mustLoc(tb testing.TB, name string) *time.Location {
@@ -385,7 +387,7 @@ func TestParseMicros(t *testing.T) {
 		ok   bool
 	}{
 		{"1", 1_000_000, true}, {"1.25", 1_250_000, true}, {"0.000001", 1, true}, {"007.50", 7_500_000, true},
-		{".5", 500_000, true}, {"-2.5", -2_500_000, true}, {"1.2500000", 1_250_000, true},
+		{".5", 0, false}, {"-2.5", -2_500_000, true}, {"1.2500000", 0, false}, {"1.250000", 1_250_000, true},
 		{"999999999999.999999", 999_999_999_999_999_999, true},
 		{"1.0000001", 0, false}, {"1e3", 0, false}, {"", 0, false}, {"1.", 0, false}, {"abc", 0, false},
 		{"1000000000000", 0, false}, {"--1", 0, false}, {"1,5", 0, false}, {".", 0, false},
@@ -395,14 +397,14 @@ func TestParseMicros(t *testing.T) {
 		if (msg == "") != c.ok || c.ok && v != c.want {
 			t.Errorf("parseMicros(%q) = %d, %q", c.in, v, msg)
 		}
-		if c.ok && c.want >= 0 {
-			if back, _ := parseMicros(formatMicros(v)); back != v {
-				t.Errorf("formatMicros(%d) = %q does not parse back", v, formatMicros(v))
+		if c.ok {
+			if back, _ := parseMicros(money.Format(v)); back != v {
+				t.Errorf("money.Format(%d) = %q does not parse back", v, money.Format(v))
 			}
 		}
 	}
-	if got := formatMicros(-500_000); got != "-0.5" {
-		t.Errorf("formatMicros(-500000) = %q", got)
+	if got := money.Format(-500_000); got != "-0.5" {
+		t.Errorf("money.Format(-500000) = %q", got)
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Set is an immutable snapshot of parsed campaigns with the indexes Match
@@ -897,17 +899,5 @@ func (s *Set) MatchDeal(c *Campaign, imp *openrtb2.Imp) (dealID string, floorMic
 	if cur == "" {
 		cur = "USD"
 	}
-	return d.ID, floatMicros(d.BidFloor), cur, true
-}
-
-// floatMicros converts an OpenRTB float price to micros (negative and NaN
-// as 0, huge values capped).
-func floatMicros(f float64) int64 {
-	switch {
-	case !(f > 0):
-		return 0
-	case f >= math.MaxInt64/1e6:
-		return math.MaxInt64
-	}
-	return int64(math.Round(f * 1e6))
+	return d.ID, money.FromFloat(d.BidFloor), cur, true
 }

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // AppendHTML appends s escaped for HTML text and quoted attribute values:
@@ -160,61 +162,18 @@ func equalFold(a, b string) bool {
 	return true
 }
 
-// AppendPrice appends a price for display: micros of currency (ISO 4217)
-// with the currency's symbol and usual decimals and thousands separators:
-// ("JPY", 1980000000) -> "¥1,980"; ("USD", 12500000) -> "$12.50";
-// ("CHF", 9900000) -> "9.90 CHF". Rounded half up to the shown decimals.
+// AppendPrice appends a price for display in markup (money.AppendDisplay):
+// micros of currency with the currency's symbol and usual decimals and
+// thousands separators: ("JPY", 1980000000) -> "¥1,980"; ("USD", 12500000)
+// -> "$12.50"; ("CHF", 9900000) -> "9.90 CHF". Rounded half up to the shown
+// decimals. A currency that is not an ISO 4217 code is HTML-escaped.
 func AppendPrice(dst []byte, micros int64, currency string) []byte {
-	if micros < 0 {
-		micros = 0
+	if currency == "" || money.IsCode(currency) {
+		return money.AppendDisplay(dst, micros, currency)
 	}
-	sym, suffix, decimals := "", "", 2
-	switch currency {
-	case "USD":
-		sym = "$"
-	case "EUR":
-		sym = "€"
-	case "GBP":
-		sym = "£"
-	case "JPY":
-		sym, decimals = "¥", 0
-	case "CNY":
-		sym = "CN¥"
-	case "KRW":
-		sym, decimals = "₩", 0
-	case "":
-	default:
-		suffix = currency
-	}
-	dst = append(dst, sym...)
-	var whole, frac int64
-	if decimals == 0 {
-		whole = (micros + 500_000) / 1_000_000
-	} else {
-		cents := (micros + 5_000) / 10_000
-		whole, frac = cents/100, cents%100
-	}
-	dst = appendThousands(dst, whole)
-	if decimals == 2 {
-		dst = append(dst, '.', byte('0'+frac/10), byte('0'+frac%10))
-	}
-	if suffix != "" {
-		dst = append(dst, ' ')
-		dst = AppendHTML(dst, suffix) // an unknown code: escape it anyway
-	}
-	return dst
-}
-
-func appendThousands(dst []byte, v int64) []byte {
-	var tmp [24]byte
-	b := strconv.AppendInt(tmp[:0], v, 10)
-	for i, c := range b {
-		if i > 0 && (len(b)-i)%3 == 0 {
-			dst = append(dst, ',')
-		}
-		dst = append(dst, c)
-	}
-	return dst
+	dst = money.AppendDisplay(dst, micros, "")
+	dst = append(dst, ' ')
+	return AppendHTML(dst, currency)
 }
 
 // truncateRunes returns s cut to at most n runes (n <= 0: unchanged),

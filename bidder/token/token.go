@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 	"unsafe"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Kind says what a token is for. A handler accepts only its own kind, so a
@@ -92,7 +94,8 @@ type Token struct {
 	// Campaign and Creative are rtbd's ids of the ad; Auction is the bid
 	// request id; Imp the imp id; User the user id the bid was for.
 	Campaign, Creative, Auction, Imp, User string
-	// PriceMicros is the bid price (CPM) in micros of Currency (3 letters).
+	// PriceMicros is the bid price (CPM) in micros of Currency (an ISO 4217
+	// code, money.IsCode).
 	PriceMicros int64
 	Currency    string
 	// Group and Product identify the product of a click (0 for notices).
@@ -212,7 +215,7 @@ func checkFields(t *Token) error {
 			return fmt.Errorf("%w: negative product id", ErrField)
 		}
 	}
-	if t.Currency != "" && !isCurrency(t.Currency) {
+	if t.Currency != "" && !money.IsCode(t.Currency) {
 		return fmt.Errorf("%w: currency %q", ErrField, t.Currency)
 	}
 	for _, s := range [...]string{t.Campaign, t.Creative, t.Auction, t.Imp, t.User, t.URL} {
@@ -221,18 +224,6 @@ func checkFields(t *Token) error {
 		}
 	}
 	return nil
-}
-
-func isCurrency(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if c := s[i]; c < 'A' || c > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // mac appends HMAC-SHA256(key i, msg) (32 bytes) to dst.
