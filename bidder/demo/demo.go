@@ -16,8 +16,8 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"
-	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 var (
@@ -123,7 +123,7 @@ func (o Options) validate(needDir bool) error {
 	if o.Users < 1 {
 		bad("users: must be >= 1, got %d", o.Users)
 	}
-	if !feed.KnownCurrency(o.Currency) {
+	if _, ok := money.Code(o.Currency); !ok {
 		bad("currency: %q is not a known ISO 4217 code", o.Currency)
 	}
 	return errors.Join(errs...)

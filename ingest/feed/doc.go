@@ -42,7 +42,7 @@
 //	price        yes       decimal amount in currency units, >= 0, at most 6
 //	                       decimal places: "19.99", "1980", "0.5"
 //	sale_price   no        same rules as price, and <= price
-//	currency     yes       ISO 4217 code from the package's list ("JPY", "USD", ...);
+//	currency     yes       ISO 4217 code from rtb/money's list ("JPY", "USD", ...);
 //	                       lower case is accepted and stored upper case
 //	category     no        text, at most 200 bytes (e.g. a Google product taxonomy path)
 //	brand        no        text, at most 200 bytes
@@ -61,10 +61,11 @@
 // the header (a delete-only delta feed).
 //
 // Prices are converted exactly, without floating point, to micros
-// (millionths of the currency unit): "19.99" -> 19990000. Exponents ("1e5"),
-// thousands separators, a leading "+" or ".", more than 6 decimal places and
-// amounts above 9223372036854.775807 are rejected (bad_price); a leading "-"
-// is negative_price.
+// (millionths of the currency unit) by rtb/money's grammar: "19.99" ->
+// 19990000. Exponents ("1e5"), thousands separators, a leading "+" or ".",
+// more than 6 decimal places, amounts above 999999999999.999999 and text
+// longer than 32 bytes are rejected (bad_price); a leading "-" is
+// negative_price.
 //
 // URLs must start with http:// or https:// (any case), have a non-empty host
 // (a DNS name, IPv4 or [IPv6] address, optional :port, no user info), and

@@ -1,6 +1,9 @@
 package feed
 
-import "github.com/rtbd/rtbd/catalog/catalogpb"
+import (
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb/money"
+)
 
 // Field ids, in the order rows are validated (and errors reported).
 const (
@@ -250,7 +253,7 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 	if k := vals[fPrice].k; k != kString && k != kNumber {
 		return fe.set(fPrice, ReasonBadPrice, "want a decimal number", b)
 	}
-	price, reason, msg := parseMicros(b)
+	price, reason, msg := parsePrice(b)
 	if reason != "" {
 		return fe.set(fPrice, reason, msg, b)
 	}
@@ -259,7 +262,7 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 		if k := vals[fSalePrice].k; k != kString && k != kNumber {
 			return fe.set(fSalePrice, ReasonBadPrice, "want a decimal number", b)
 		}
-		sale, reason, msg := parseMicros(b)
+		sale, reason, msg := parsePrice(b)
 		if reason != "" {
 			return fe.set(fSalePrice, reason, msg, b)
 		}
@@ -277,7 +280,7 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 	if string(b) == *lastCur { // feeds are mostly in one currency
 		p.Currency = *lastCur
 	} else {
-		cur, ok := lookupCurrency(b)
+		cur, ok := money.Code(b)
 		if !ok {
 			return fe.set(fCurrency, ReasonUnknownCurrency, "not an ISO 4217 code in the list", b)
 		}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 const fuzzHeader = "id,group_id,title,description,image_url,width,height,landing_url,price,sale_price,currency,category,brand,in_stock,updated_at,op,deleted\n"
@@ -83,7 +85,7 @@ func checkRow(t *testing.T, row *Row) {
 	if p.PriceMicros < 0 || p.SalePriceMicros < 0 || p.SalePriceMicros > p.PriceMicros {
 		t.Fatalf("accepted prices %d/%d", p.PriceMicros, p.SalePriceMicros)
 	}
-	if !KnownCurrency(p.Currency) || strings.ToUpper(p.Currency) != p.Currency {
+	if !money.IsCode(p.Currency) {
 		t.Fatalf("accepted currency %q", p.Currency)
 	}
 	if p.UpdatedAt < 0 || p.UpdatedAt > maxUnixSeconds {

@@ -2,11 +2,14 @@ package feed
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"net/netip"
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // Field limits, in bytes.
@@ -18,9 +21,6 @@ const (
 	maxPixels           = 10000
 	maxUnixSeconds      = 253402300799 // 9999-12-31T23:59:59Z
 )
-
-// maxPriceUnits is the largest whole-unit part that fits in int64 micros.
-const maxPriceUnits = math.MaxInt64 / 1_000_000
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
@@ -57,112 +57,28 @@ func equalFold(b []byte, s string) bool {
 	return true
 }
 
-// ParsePriceMicros converts a decimal amount in currency units ("19.99",
-// "1980", "0.000001") to micros, exactly and without floating point, by the
-// feed's price rules (see the package comment). An error names the problem;
-// PriceReason gives its Reason (bad_price or negative_price).
-func ParsePriceMicros(s string) (int64, error) {
-	m, reason, msg := parseMicros([]byte(s))
-	if reason != "" {
-		return 0, &priceError{reason: reason, msg: msg}
-	}
-	return m, nil
-}
-
-type priceError struct {
-	reason Reason
-	msg    string
-}
-
-func (e *priceError) Error() string { return "feed: " + string(e.reason) + ": " + e.msg }
-
-// PriceReason returns the Reason of an error from ParsePriceMicros, or "".
-func PriceReason(err error) Reason {
-	if pe, ok := err.(*priceError); ok {
-		return pe.reason
-	}
-	return ""
-}
-
-// parseMicros is ParsePriceMicros on bytes, without allocating. On failure it
-// returns a Reason and a constant message.
-func parseMicros(b []byte) (int64, Reason, string) {
-	if len(b) == 0 {
-		return 0, ReasonBadPrice, "empty"
-	}
-	neg := false
-	if b[0] == '-' {
-		neg = true
-		b = b[1:]
-	}
-	i := 0
-	var units int64
-	for i < len(b) && isDigit(b[i]) {
-		units = units*10 + int64(b[i]-'0')
-		if units > maxPriceUnits {
-			return 0, ReasonBadPrice, "too large for int64 micros"
-		}
-		i++
-	}
-	if i == 0 {
-		return 0, ReasonBadPrice, "not a decimal number"
-	}
-	var frac int64
-	nfrac := 0
-	if i < len(b) && b[i] == '.' {
-		i++
-		for i < len(b) && isDigit(b[i]) {
-			if nfrac == 6 {
-				return 0, ReasonBadPrice, "more than 6 decimal places"
-			}
-			frac = frac*10 + int64(b[i]-'0')
-			nfrac++
-			i++
-		}
-		if nfrac == 0 {
-			return 0, ReasonBadPrice, "no digits after the decimal point"
-		}
-	}
-	if i != len(b) {
-		return 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"
-	}
-	for ; nfrac < 6; nfrac++ {
-		frac *= 10
-	}
-	if units == maxPriceUnits && frac > math.MaxInt64%1_000_000 {
-		return 0, ReasonBadPrice, "too large for int64 micros"
-	}
-	if neg {
+// parsePrice parses a price or sale_price by money's grammar (see the
+// package comment), without allocating. On failure it returns a Reason and
+// a constant message.
+func parsePrice(b []byte) (int64, Reason, string) {
+	m, err := money.Parse(b)
+	switch {
+	case err == nil:
+		return m, "", ""
+	case errors.Is(err, money.ErrNegative):
 		return 0, ReasonNegativePrice, "below zero"
+	case errors.Is(err, money.ErrEmpty):
+		return 0, ReasonBadPrice, "empty"
+	case errors.Is(err, money.ErrNoFraction):
+		return 0, ReasonBadPrice, "no digits after the decimal point"
+	case errors.Is(err, money.ErrTrailing):
+		return 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"
+	case errors.Is(err, money.ErrPrecision):
+		return 0, ReasonBadPrice, "more than 6 decimal places"
+	case errors.Is(err, money.ErrRange):
+		return 0, ReasonBadPrice, "too large (at most 999999999999.999999)"
 	}
-	return units*1_000_000 + frac, "", ""
-}
-
-// AppendMicros appends micros as a decimal amount in currency units, the
-// inverse of ParsePriceMicros: 19990000 -> "19.99", 1980000000 -> "1980",
-// 1 -> "0.000001". Negative amounts get a leading "-".
-func AppendMicros(dst []byte, micros int64) []byte {
-	u := uint64(micros)
-	if micros < 0 {
-		dst = append(dst, '-')
-		u = -u
-	}
-	dst = strconv.AppendUint(dst, u/1_000_000, 10)
-	frac := u % 1_000_000
-	if frac == 0 {
-		return dst
-	}
-	var d [7]byte
-	d[0] = '.'
-	for i := 6; i >= 1; i-- {
-		d[i] = byte('0' + frac%10)
-		frac /= 10
-	}
-	n := 7
-	for d[n-1] == '0' {
-		n--
-	}
-	return append(dst, d[:n]...)
+	return 0, ReasonBadPrice, "not a decimal number"
 }
 
 // parseUint parses ASCII decimal digits. ok is false for an empty string,

@@ -4,72 +4,58 @@ import (
 	"bytes"
 	"encoding/binary"
 	"io"
-	"math"
 	"net/url"
-	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
-func TestParseMicros(t *testing.T) {
+func TestParsePrice(t *testing.T) {
 	for _, tc := range []struct {
 		in     string
 		want   int64
 		reason Reason
+		msg    string
 	}{
-		{"0", 0, ""},
-		{"19.99", 19_990_000, ""},
-		{"1980", 1_980_000_000, ""},
-		{"0.000001", 1, ""},
-		{"00012.50", 12_500_000, ""},
-		{"1.000000", 1_000_000, ""},
-		{"9223372036854.775807", math.MaxInt64, ""},
-		{"9223372036854.775808", 0, ReasonBadPrice},
-		{"9223372036855", 0, ReasonBadPrice},
-		{"99999999999999999999999999", 0, ReasonBadPrice},
-		{"1.0000001", 0, ReasonBadPrice},
-		{"1.0000000", 0, ReasonBadPrice},
-		{"-1", 0, ReasonNegativePrice},
-		{"-0.01", 0, ReasonNegativePrice},
-		{"-", 0, ReasonBadPrice},
-		{"-x", 0, ReasonBadPrice},
-		{"1e5", 0, ReasonBadPrice},
-		{"1E5", 0, ReasonBadPrice},
-		{"", 0, ReasonBadPrice},
-		{".5", 0, ReasonBadPrice},
-		{"5.", 0, ReasonBadPrice},
-		{"+5", 0, ReasonBadPrice},
-		{"1,000", 0, ReasonBadPrice},
-		{"1.2.3", 0, ReasonBadPrice},
-		{"１２", 0, ReasonBadPrice}, // full-width digits
-		{"NaN", 0, ReasonBadPrice},
-		{"Infinity", 0, ReasonBadPrice},
+		{"0", 0, "", ""},
+		{"19.99", 19_990_000, "", ""},
+		{"1980", 1_980_000_000, "", ""},
+		{"0.000001", 1, "", ""},
+		{"00012.50", 12_500_000, "", ""},
+		{"1.000000", 1_000_000, "", ""},
+		{"999999999999.999999", 999_999_999_999_999_999, "", ""},
+		{"1000000000000", 0, ReasonBadPrice, "too large (at most 999999999999.999999)"},
+		{"9223372036854.775807", 0, ReasonBadPrice, "too large (at most 999999999999.999999)"},
+		{"99999999999999999999999999", 0, ReasonBadPrice, "too large (at most 999999999999.999999)"},
+		{"1.0000001", 0, ReasonBadPrice, "more than 6 decimal places"},
+		{"1.0000000", 0, ReasonBadPrice, "more than 6 decimal places"},
+		{"-1", 0, ReasonNegativePrice, "below zero"},
+		{"-0.01", 0, ReasonNegativePrice, "below zero"},
+		{"-", 0, ReasonBadPrice, "not a decimal number"},
+		{"-x", 0, ReasonBadPrice, "not a decimal number"},
+		{"1e5", 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"},
+		{"1E5", 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"},
+		{"", 0, ReasonBadPrice, "empty"},
+		{".5", 0, ReasonBadPrice, "not a decimal number"},
+		{"5.", 0, ReasonBadPrice, "no digits after the decimal point"},
+		{"+5", 0, ReasonBadPrice, "not a decimal number"},
+		{"1,000", 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"},
+		{"1.2.3", 0, ReasonBadPrice, "not a plain decimal number (no exponent, sign or separators)"},
+		{"１２", 0, ReasonBadPrice, "not a decimal number"}, // full-width digits
+		{"NaN", 0, ReasonBadPrice, "not a decimal number"},
+		{"Infinity", 0, ReasonBadPrice, "not a decimal number"},
 	} {
-		got, reason, _ := parseMicros([]byte(tc.in))
-		if got != tc.want || reason != tc.reason {
-			t.Errorf("parseMicros(%q) = %d, %q; want %d, %q", tc.in, got, reason, tc.want, tc.reason)
-		}
-		m, err := ParsePriceMicros(tc.in)
-		if m != tc.want || PriceReason(err) != tc.reason || (err == nil) != (tc.reason == "") {
-			t.Errorf("ParsePriceMicros(%q) = %d, %v", tc.in, m, err)
+		got, reason, msg := parsePrice([]byte(tc.in))
+		if got != tc.want || reason != tc.reason || msg != tc.msg {
+			t.Errorf("parsePrice(%q) = %d, %q, %q; want %d, %q, %q", tc.in, got, reason, msg, tc.want, tc.reason, tc.msg)
 		}
 	}
-}
-
-func TestAppendMicros(t *testing.T) {
-	for m, want := range map[int64]string{
-		0: "0", 1: "0.000001", 19_990_000: "19.99", 1_980_000_000: "1980", 10_000: "0.01",
-		-1_500_000: "-1.5", math.MaxInt64: "9223372036854.775807", math.MinInt64: "-9223372036854.775808",
-	} {
-		if got := string(AppendMicros(nil, m)); got != want {
-			t.Errorf("AppendMicros(%d) = %q, want %q", m, got, want)
-		}
-	}
-	// Round trip over a spread of values.
-	for m := int64(0); m < 1<<62; m = m*3 + 7 {
-		s := AppendMicros([]byte("x"), m)
-		got, reason, _ := parseMicros(s[1:])
+	// Round trip with the generator's formatter over a spread of values.
+	for m := int64(0); m <= 999_999_999_999_999_999; m = m*3 + 7 {
+		s := money.Append([]byte("x"), m)
+		got, reason, _ := parsePrice(s[1:])
 		if reason != "" || got != m {
 			t.Fatalf("round trip %d -> %q -> %d %s", m, s, got, reason)
 		}
@@ -146,32 +132,6 @@ func checkNetURL(t *testing.T, s string) {
 	}
 	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Opaque != "" {
 		t.Errorf("checkURL accepted %q: scheme %q host %q", s, u.Scheme, u.Host)
-	}
-}
-
-func TestCurrencies(t *testing.T) {
-	codes := Currencies()
-	if !sort.StringsAreSorted(codes) || len(codes)*4 != len(currencyCodes) {
-		t.Fatalf("currency table not sorted or malformed")
-	}
-	for i, c := range codes {
-		if len(c) != 3 || strings.ToUpper(c) != c || (i > 0 && codes[i-1] == c) {
-			t.Fatalf("bad code %q", c)
-		}
-		if got, ok := lookupCurrency([]byte(c)); !ok || got != c {
-			t.Errorf("lookup(%q) = %q, %v", c, got, ok)
-		}
-	}
-	for _, c := range strings.Fields("JPY USD EUR GBP KRW CNY TWD HKD SGD AUD CAD NZD CHF SEK NOK DKK PLN CZK HUF " +
-		"INR IDR THB VND PHP MYR BRL MXN ARS CLP COP PEN ZAR AED SAR ILS TRY RUB UAH EGP NGN KES") {
-		if !KnownCurrency(c) || !KnownCurrency(strings.ToLower(c)) {
-			t.Errorf("%s not known", c)
-		}
-	}
-	for _, c := range []string{"", "XXX", "YEN", "US", "USDD", "U$D", "EU1"} {
-		if KnownCurrency(c) {
-			t.Errorf("%q known", c)
-		}
 	}
 }
 

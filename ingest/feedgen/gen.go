@@ -15,6 +15,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // BaseUpdatedAt is the updated_at of the oldest generated product, unix
@@ -86,7 +87,7 @@ func (o Options) Validate() error {
 	if math.IsNaN(o.OutOfStockRatio) || o.OutOfStockRatio > 1 {
 		bad("out_of_stock_ratio: must be <= 1, got %v", o.OutOfStockRatio)
 	}
-	if !feed.KnownCurrency(o.Currency) {
+	if _, ok := money.Code(o.Currency); !ok {
 		bad("currency: %q is not a known ISO 4217 code", o.Currency)
 	}
 	if o.StartID < 0 {
@@ -345,10 +346,10 @@ func appendCSVRow(buf, scratch []byte, s *spec, o *Options) ([]byte, []byte) {
 	buf = append(buf, ',')
 	buf = s.appendLandingURL(buf)
 	buf = append(buf, ',')
-	buf = feed.AppendMicros(buf, s.price)
+	buf = money.Append(buf, s.price)
 	buf = append(buf, ',')
 	if s.sale > 0 {
-		buf = feed.AppendMicros(buf, s.sale)
+		buf = money.Append(buf, s.sale)
 	}
 	buf = append(buf, ',')
 	buf = append(buf, o.Currency...)
@@ -412,10 +413,10 @@ func appendJSONRow(buf, scratch []byte, s *spec, o *Options) ([]byte, []byte) {
 	buf = append(buf, `,"landing_url":"`...)
 	buf = s.appendLandingURL(buf)
 	buf = append(buf, `","price":`...)
-	buf = feed.AppendMicros(buf, s.price)
+	buf = money.Append(buf, s.price)
 	if s.sale > 0 {
 		buf = append(buf, `,"sale_price":`...)
-		buf = feed.AppendMicros(buf, s.sale)
+		buf = money.Append(buf, s.sale)
 	}
 	buf = append(buf, `,"currency":"`...)
 	buf = append(buf, o.Currency...)
