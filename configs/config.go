@@ -9,11 +9,12 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 //go:embed rtbd.yaml
@@ -182,30 +183,31 @@ func (b Bidder) Validate(p *Problems) {
 	if b.Seat == "" || len(b.Seat) > 64 || strings.ContainsAny(b.Seat, "\"\\\x00\n\r\t") {
 		p.Addf("seat", "must be 1-64 characters without quotes, backslashes or control characters, got %q", b.Seat)
 	}
-	if !isCurrencyCode(b.Currency) {
+	if !money.IsCode(b.Currency) {
 		p.Addf("currency", "must be a 3-letter ISO 4217 code in upper case, got %q", b.Currency)
 	}
 	rates := map[string]bool{"USD": true}
 	for i, kv := range b.FXRates {
-		cur, rate, ok := strings.Cut(kv, "=")
+		key := fmt.Sprintf("fx_rates[%d]", i)
+		cur, rate, _ := strings.Cut(kv, "=")
 		cur, rate = strings.TrimSpace(cur), strings.TrimSpace(rate)
-		f, err := strconv.ParseFloat(rate, 64)
+		_, _, err := money.ParseRate(kv)
 		switch {
-		case !ok:
-			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "want CUR=rate (USD per unit, e.g. JPY=0.0067), got %q", kv)
-		case !isCurrencyCode(cur):
-			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "currency must be a 3-letter upper-case code, got %q", cur)
-		case err != nil || !(f > 0) || f > 1e9:
-			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "rate must be a number > 0, got %q", rate)
-		case rates[cur] && cur == "USD":
-			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "USD is the base (rate 1) and cannot be set")
+		case errors.Is(err, money.ErrRateSyntax):
+			p.Addf(key, "want CUR=rate (USD per unit, e.g. JPY=0.0067), got %q", kv)
+		case errors.Is(err, money.ErrRateCode):
+			p.Addf(key, "currency must be a 3-letter upper-case code from ISO 4217, got %q", cur)
+		case errors.Is(err, money.ErrRateValue):
+			p.Addf(key, "rate must be a number > 0 and <= 1e9, got %q", rate)
+		case errors.Is(err, money.ErrRateUSD):
+			p.Addf(key, "USD is the base (rate 1) and cannot be set")
 		case rates[cur]:
-			p.Addf(fmt.Sprintf("fx_rates[%d]", i), "%s listed twice", cur)
+			p.Addf(key, "%s listed twice", cur)
 		default:
 			rates[cur] = true
 		}
 	}
-	if isCurrencyCode(b.Currency) && !rates[b.Currency] {
+	if money.IsCode(b.Currency) && !rates[b.Currency] {
 		p.Addf("currency", "%s has no rate in fx_rates", b.Currency)
 	}
 	p.Positive("default_tmax", b.DefaultTMax)
@@ -407,18 +409,6 @@ func checkPublicURL(u string) string {
 		return "must have no query, fragment, quotes, spaces or control characters"
 	}
 	return ""
-}
-
-func isCurrencyCode(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := 0; i < 3; i++ {
-		if s[i] < 'A' || s[i] > 'Z' {
-			return false
-		}
-	}
-	return true
 }
 
 // Log configures the process logger.
