@@ -113,7 +113,8 @@ func TestMultiImp(t *testing.T) {
 }
 
 // TestCurrencies: floors in another currency are converted with the rate
-// table; a floor currency without a rate is no bid; a request that allows
+// table; a floor currency without a rate is no bid (below floor), one that
+// is not an ISO 4217 code an invalid request; a request that allows
 // only EUR gets a EUR bid; the JPY campaign is converted.
 func TestCurrencies(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.NBRBody = true })
@@ -131,7 +132,8 @@ func TestCurrencies(t *testing.T) {
 		// 1.5 USD CPM = 223.88 JPY: a 200 JPY floor is met, 250 is not.
 		{"JPY floor met", withUser(t, base, userBulk, "imp", imp(200, "JPY")), 0, "USD", 1.5},
 		{"JPY floor missed", withUser(t, base, userBulk, "imp", imp(250, "JPY")), 506, "", 0},
-		{"unknown floor currency", withUser(t, base, userBulk, "imp", imp(0.01, "XYZ")), 506, "", 0},
+		{"floor currency without a rate", withUser(t, base, userBulk, "imp", imp(0.01, "CHF")), 506, "", 0},
+		{"floor currency not ISO 4217", withUser(t, base, userBulk, "imp", imp(0.01, "XYZ")), 2, "", 0},
 		// cur [EUR]: 1.5 USD = 1.388888 EUR, rounded down to the micro.
 		{"EUR only", withUser(t, base, userBulk, "cur", []string{"EUR"}), 0, "EUR", 1.388888},
 		{"no known currency", withUser(t, base, userBulk, "cur", []string{"XYZ"}), 500, "", 0},

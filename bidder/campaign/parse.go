@@ -436,7 +436,7 @@ func (p *parser) micros(path string, n *yaml.Node) (int64, bool) {
 	if !ok {
 		return 0, false
 	}
-	v, msg := parseMicros(strings.TrimSpace(s))
+	v, msg := parseMicros(s)
 	if msg != "" {
 		p.problem(path, sn, "%q %s", s, msg)
 		return 0, false
@@ -449,6 +449,8 @@ func (p *parser) micros(path string, n *yaml.Node) (int64, bool) {
 func parseMicros(s string) (v int64, msg string) {
 	v, err := money.ParseSigned(s)
 	switch {
+	case err == nil && v == 0 && strings.HasPrefix(s, "-"):
+		return 0, "has a minus sign: write 0"
 	case err == nil:
 		return v, ""
 	case errors.Is(err, money.ErrRange):

@@ -391,6 +391,7 @@ func TestParseMicros(t *testing.T) {
 		{"999999999999.999999", 999_999_999_999_999_999, true},
 		{"1.0000001", 0, false}, {"1e3", 0, false}, {"", 0, false}, {"1.", 0, false}, {"abc", 0, false},
 		{"1000000000000", 0, false}, {"--1", 0, false}, {"1,5", 0, false}, {".", 0, false},
+		{"-0", 0, false}, {" 1", 0, false},
 	}
 	for _, c := range cases {
 		v, msg := parseMicros(c.in)
