@@ -51,8 +51,9 @@
 //  6. Per imp, at most one bid: the campaigns campaign.Set.Match admits,
 //     those with products of their group in the user's profile, priced
 //     with Campaign.BidMicros and converted to the response currency
-//     (Options.Rates), kept if at least the floor (imp's, or the deal's)
-//     converted likewise (nbr 506 otherwise), and, with Options.Budgets,
+//     (Options.Rates, rounded down), kept if at least the floor (imp's, or
+//     the deal's; money.FromFloat, rounded up to the micro) converted
+//     likewise, rounded up (nbr 506 otherwise), and, with Options.Budgets,
 //     within its budgets and pacing (nbr 501 otherwise) and under the
 //     user's frequency cap (nbr 502), checked in memory from a
 //     spend.CampaignBudget cached per campaign Set; highest price first, one
