@@ -97,19 +97,16 @@ func (r Rates) Known(cur string) bool { return r.rate(cur) > 0 }
 // has no rate. The same currency (or two spellings of it) returns micros
 // unchanged.
 func (r Rates) Convert(micros int64, from, to string) (int64, bool) {
-	rf, rt, ok := r.pair(from, to)
-	switch {
-	case !ok:
-		return 0, false
-	case rf == rt:
-		return micros, true
-	}
-	return saturate(math.Floor(float64(micros)*rf/rt + 1e-6)), true
+	return r.convert(micros, from, to, false)
 }
 
 // ConvertUp converts like Convert but rounds up (a floor is never lowered
 // by conversion), forgiving a float error of up to 1e-6 micro the other way.
 func (r Rates) ConvertUp(micros int64, from, to string) (int64, bool) {
+	return r.convert(micros, from, to, true)
+}
+
+func (r Rates) convert(micros int64, from, to string, up bool) (int64, bool) {
 	rf, rt, ok := r.pair(from, to)
 	switch {
 	case !ok:
@@ -117,7 +114,11 @@ func (r Rates) ConvertUp(micros int64, from, to string) (int64, bool) {
 	case rf == rt:
 		return micros, true
 	}
-	return saturate(math.Ceil(float64(micros)*rf/rt - 1e-6)), true
+	v := float64(micros) * rf / rt
+	if up {
+		return saturate(math.Ceil(v - 1e-6)), true
+	}
+	return saturate(math.Floor(v + 1e-6)), true
 }
 
 // pair returns the rates of from and to; ok is false if either is unknown.
