@@ -39,8 +39,7 @@
 //     allocation, byte-identical to encoding/json with HTML escaping off.
 //     An Encoder whose SafeAdM vouches for a bid's adm (JSONSafe: the
 //     bidder's banner HTML) copies it without the escaping scan.
-//   - ExpandMacros, DecryptPrice, ParsePrice and AppendPrice make no
-//     allocation.
+//   - DecryptPrice, ParsePrice and AppendPrice make no allocation.
 //
 // # Money
 //
