@@ -7,9 +7,9 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 )
 
-// Validate is Decoder{}.Validate: validation with DefaultLimits.
+// Validate is Decoder{}.Validate: validation with the default Limits.
 func Validate(req *openrtb2.BidRequest) error {
-	lim := DefaultLimits()
+	lim := defaultLimits()
 	if err := validate(req, &lim); err != nil {
 		return err
 	}
