@@ -267,8 +267,8 @@ func lockShared(path string) (*fileLock, error)       { return tryLock(path, uni
 var ErrLocked = errors.New("catalog: data directory is locked by another ingest")
 
 // LockWait is how long LockDir waits for the lock before ErrLocked: long
-// enough to outwait a serving process's sweepVersions (which holds it for a
-// few renames), short enough that a second ingest is told quickly.
+// enough to outwait a serving process's sweep of old versions (which holds
+// it for a few renames), short enough that a second ingest is told quickly.
 var LockWait = time.Second
 
 // LockDir takes the data directory's ingest lock. It fails with ErrLocked

@@ -103,9 +103,9 @@ type Limits struct {
 
 // Validate returns nil if p may be stored: every group and product id > 0,
 // no group twice in a list, no product twice in a group, at most
-// MaxSegments segments each valid (see checkSegment) and listed once, and
-// the counts within lim. The error wraps ErrInvalidProfile and names the
-// first problem.
+// MaxSegments segments each valid (1..MaxSegmentLen bytes of UTF-8 without
+// control characters) and listed once, and the counts within lim. The
+// error wraps ErrInvalidProfile and names the first problem.
 func (p *Profile) Validate(lim Limits) error {
 	if err := validateGroups("viewed", p.Viewed, lim.MaxGroups, lim.MaxViewed); err != nil {
 		return err
