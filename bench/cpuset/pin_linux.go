@@ -5,9 +5,10 @@ package cpuset
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/prometheus/procfs"
 )
 
 type mask [16]uint64 // 1024 CPUs
@@ -48,17 +49,13 @@ func PinSelf(cpus []int) (restore func() error, err error) {
 }
 
 func setAll(m *mask) error {
-	tasks, err := os.ReadDir("/proc/self/task")
+	threads, err := procfs.AllThreads(os.Getpid())
 	if err != nil {
 		return fmt.Errorf("cpuset: %w", err)
 	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := setMask(tid, m); err != nil && err != syscall.ESRCH {
-			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", tid, err)
+	for _, t := range threads {
+		if err := setMask(t.PID, m); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", t.PID, err)
 		}
 	}
 	return nil
