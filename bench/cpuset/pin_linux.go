@@ -13,10 +13,10 @@ import (
 
 type mask [16]uint64 // 1024 CPUs
 
-// getMask reads the calling thread's CPU set.
-func getMask() (mask, error) {
+// getMask reads thread tid's CPU set (0: the calling thread).
+func getMask(tid int) (mask, error) {
 	var m mask
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
 		return m, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
 	}
 	return m, nil
@@ -34,7 +34,7 @@ func setMask(tid int, m *mask) error {
 // later inherit their creator's set) and returns a function that puts the
 // previous set back.
 func PinSelf(cpus []int) (restore func() error, err error) {
-	old, err := getMask()
+	old, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}
@@ -71,7 +71,7 @@ func PinThread(cpu int) (restore func() error, err error) {
 	if cpu < 0 || cpu >= len(m)*64 {
 		return nil, fmt.Errorf("%w: CPU %d", ErrInvalid, cpu)
 	}
-	old, err := getMask()
+	old, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +91,7 @@ func PinThread(cpu int) (restore func() error, err error) {
 // order: under taskset or a container's cpuset, not every CPU of the
 // machine.
 func Allowed() ([]int, error) {
-	m, err := getMask()
+	m, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}
