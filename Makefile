@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-rss fuzz vet clean
+.PHONY: bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -61,10 +61,15 @@ proto:
 bench-catalog:
 	$(GO) test -run '^$$' -bench . -benchmem -count 10 ./catalog/ ./catalog/remote/ | tee /tmp/rtbd-bench-catalog.txt
 
+# The bench harness's own cost: generator cores at 20,000 req/s beside a
+# bare fasthttp client loop in the same run (5 runs of 2 s).
+bench-generator:
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkGeneratorCost$$' -benchtime 5x ./bench/
+
 # Catalog node RSS over 1M and 10M products (builds them in /tmp once).
 bench-rss:
-	RTBD_RSS_PRODUCTS=1000000 RTBD_RSS_DIR=/tmp/rtbd-rss-1m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
-	RTBD_RSS_PRODUCTS=10000000 RTBD_RSS_DIR=/tmp/rtbd-rss-10m $(GO) test -count=1 -timeout 60m -run TestNodeRSS -v ./catalog/node | grep '^RSS'
+	RTBD_RSS_PRODUCTS=1000000 RTBD_RSS_DIR=/tmp/rtbd-rss-1m $(GO) test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkNodeRSS$$' -benchtime 1x ./catalog/node | grep '^RSS'
+	RTBD_RSS_PRODUCTS=10000000 RTBD_RSS_DIR=/tmp/rtbd-rss-10m $(GO) test -count=1 -timeout 60m -run '^$$' -bench '^BenchmarkNodeRSS$$' -benchtime 1x ./catalog/node | grep '^RSS'
 
 # The standard side-by-side comparison (a few minutes on 2 cores): store level
 # (the same Zipf 3/15/30-product request stream at the same rate to the local
@@ -79,7 +84,7 @@ bench: build deps
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,
 # peak RSS, ratio), then a 100k-row -delta. ~10-15 min; needs ~12 GB in /tmp.
 bench-ingest:
-	RTBD_BENCH_INGEST_PRODUCTS=10000000 RTBD_BENCH_INGEST_DIR=/tmp/rtbd-bench-ingest $(GO) test -count=1 -timeout 4h -run TestBenchIngest -v ./ingest/ | grep -E '^(BENCH|  )'
+	RTBD_BENCH_INGEST_PRODUCTS=10000000 RTBD_BENCH_INGEST_DIR=/tmp/rtbd-bench-ingest $(GO) test -count=1 -timeout 4h -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x ./ingest/ | grep -E '^(BENCH|  )'
 
 # Short fuzzing of every parser of outside input. A target fails only when it
 # writes a reproducer to testdata/fuzz/: go1.26's fuzz coordinator can end a

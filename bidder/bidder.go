@@ -371,9 +371,6 @@ func (b *Bidder) ErrorHandler(rc *fasthttp.RequestCtx, err error) {
 	}
 }
 
-// InFlight returns the bid requests being processed now.
-func (b *Bidder) InFlight() int64 { return b.inFlight.Load() }
-
 func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 	switch string(rc.Path()) {
 	case PathBid:

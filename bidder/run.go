@@ -36,10 +36,10 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// OptionsFromConfig maps the bidder section of the configuration to
+// optionsFromConfig maps the bidder section of the configuration to
 // Options (without the stores, Logger and Registerer): rates parsed, token
 // keys built (a random key, with ephemeral true, when none is configured).
-func OptionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err error) {
+func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err error) {
 	rates, err := money.ParseRates(c.FXRates)
 	if err != nil {
 		return Options{}, false, err
@@ -139,7 +139,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 			s.gcFloor.Stop()
 		}
 	}()
-	opts, ephemeral, err := OptionsFromConfig(cfg.Bidder)
+	opts, ephemeral, err := optionsFromConfig(cfg.Bidder)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func NewBuilder(dir string, log *zap.Logger) (*Builder, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	name := NewVersionName(time.Now())
+	name := newVersionName(time.Now())
 	path := VersionPath(dir, name)
 	if err := os.MkdirAll(path, 0o755); err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)

@@ -18,7 +18,7 @@
 // CURRENT nor PREVIOUS and no process holds its READERS lock, and only by a
 // holder of DIR/LOCK: the ingest at Publish (RemoveUnusedVersions), or a
 // serving process after a switch and when a retired version's last request
-// ends (SweepVersions, which skips its turn while an ingest runs).
+// ends (a sweep, which skips its turn while an ingest runs).
 //
 // # Keys and values
 //

@@ -12,3 +12,17 @@ func HoldVersion(l *Local) (string, func()) {
 	}
 	return v.name, v.release
 }
+
+// PutKey and SweepVersions expose putKey and sweepVersions to the external
+// tests and benchmarks.
+var (
+	PutKey        = putKey
+	SweepVersions = sweepVersions
+)
+
+// GroupBounds returns the [lower, upper) key range holding group's products.
+func GroupBounds(group int64) (lower, upper []byte) {
+	lower = AppendKey(make([]byte, 0, KeyLen), group, 0)
+	upper = AppendKey(make([]byte, 0, KeyLen), group+1, 0)
+	return lower, upper
+}

@@ -47,7 +47,7 @@ func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog: delta base: %w", err)
 	}
-	name := NewVersionName(time.Now())
+	name := newVersionName(time.Now())
 	if name <= base { // clock went back: keep names increasing
 		name = base + "d"
 	}

@@ -14,8 +14,8 @@ func AppendKey(dst []byte, group, id int64) []byte {
 	return binary.BigEndian.AppendUint64(dst, uint64(id))
 }
 
-// PutKey writes the key of product id in group into k.
-func PutKey(k *[KeyLen]byte, group, id int64) {
+// putKey writes the key of product id in group into k.
+func putKey(k *[KeyLen]byte, group, id int64) {
 	k[0] = productKeyPrefix
 	binary.BigEndian.PutUint64(k[1:9], uint64(group))
 	binary.BigEndian.PutUint64(k[9:17], uint64(id))
@@ -27,11 +27,4 @@ func ParseKey(k []byte) (group, id int64, ok bool) {
 		return 0, 0, false
 	}
 	return int64(binary.BigEndian.Uint64(k[1:9])), int64(binary.BigEndian.Uint64(k[9:17])), true
-}
-
-// GroupBounds returns the [lower, upper) key range holding group's products.
-func GroupBounds(group int64) (lower, upper []byte) {
-	lower = AppendKey(make([]byte, 0, KeyLen), group, 0)
-	upper = AppendKey(make([]byte, 0, KeyLen), group+1, 0)
-	return lower, upper
 }

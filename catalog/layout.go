@@ -24,8 +24,8 @@ const (
 // ErrNoVersion: the data directory has no published version.
 var ErrNoVersion = errors.New("catalog: no index version published")
 
-// NewVersionName returns a fresh, sortable version name for time t.
-func NewVersionName(t time.Time) string {
+// newVersionName returns a fresh, sortable version name for time t.
+func newVersionName(t time.Time) string {
 	return "v" + t.UTC().Format("20060102T150405.000000000Z")
 }
 
@@ -55,10 +55,10 @@ func ReadPointer(dir, file string) (string, error) {
 	return name, nil
 }
 
-// WritePointer atomically makes DIR/file name version: it writes a temporary
+// writePointer atomically makes DIR/file name version: it writes a temporary
 // file, fsyncs it, renames it over file and fsyncs the directory, so a crash
 // leaves either the old or the new pointer, never a torn one.
-func WritePointer(dir, file, name string) error {
+func writePointer(dir, file, name string) error {
 	if !validVersionName(name) {
 		return fmt.Errorf("catalog: bad version name %q", name)
 	}
@@ -107,13 +107,13 @@ func Publish(dir, name string) error {
 	old, err := ReadPointer(dir, CurrentFile)
 	switch {
 	case err == nil && old != name:
-		if err := WritePointer(dir, PreviousFile, old); err != nil {
+		if err := writePointer(dir, PreviousFile, old); err != nil {
 			return err
 		}
 	case err != nil && !errors.Is(err, ErrNoVersion):
 		return err
 	}
-	if err := WritePointer(dir, CurrentFile, name); err != nil {
+	if err := writePointer(dir, CurrentFile, name); err != nil {
 		return err
 	}
 	_, _ = RemoveUnusedVersions(dir)
@@ -135,10 +135,10 @@ func Rollback(dir string) (from, to string, err error) {
 	if _, err := os.Stat(VersionPath(dir, prev)); err != nil {
 		return "", "", fmt.Errorf("catalog: previous version %s is gone: %w", prev, err)
 	}
-	if err := WritePointer(dir, PreviousFile, cur); err != nil {
+	if err := writePointer(dir, PreviousFile, cur); err != nil {
 		return "", "", err
 	}
-	if err := WritePointer(dir, CurrentFile, prev); err != nil {
+	if err := writePointer(dir, CurrentFile, prev); err != nil {
 		return "", "", err
 	}
 	return cur, prev, nil
@@ -190,7 +190,7 @@ func forUnusedVersions(dir string, remove func(name string)) error {
 	return nil
 }
 
-// SweepVersions is RemoveUnusedVersions for serving processes, which read
+// sweepVersions is RemoveUnusedVersions for serving processes, which read
 // the directory but do not own it. Removing a version is safe only while no
 // builder, Publish or Rollback runs (a version is in the making before it is
 // named, and the pointers change in two writes), so it takes the ingest
@@ -201,7 +201,7 @@ func forUnusedVersions(dir string, remove func(name string)) error {
 // unlocked, so an ingest that starts meanwhile waits milliseconds at most
 // (LockDir waits up to LockWait). A directory whose LOCK cannot be opened
 // (read-only) is an error, not swept.
-func SweepVersions(dir string) ([]string, error) {
+func sweepVersions(dir string) ([]string, error) {
 	lock, err := tryLockExclusive(filepath.Join(dir, LockFile))
 	if err != nil {
 		if errors.Is(err, unix.EWOULDBLOCK) {
@@ -267,8 +267,8 @@ func lockShared(path string) (*fileLock, error)       { return tryLock(path, uni
 var ErrLocked = errors.New("catalog: data directory is locked by another ingest")
 
 // LockWait is how long LockDir waits for the lock before ErrLocked: long
-// enough to outwait a serving process's SweepVersions (which holds it for a
-// few renames), short enough that a second ingest is told quickly.
+// enough to outwait a serving process's sweep of old versions (which holds
+// it for a few renames), short enough that a second ingest is told quickly.
 var LockWait = time.Second
 
 // LockDir takes the data directory's ingest lock. It fails with ErrLocked

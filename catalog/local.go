@@ -217,12 +217,12 @@ func (l *Local) Reload() (switched bool, err error) {
 	return true, nil
 }
 
-// sweep removes the versions no one needs (SweepVersions) and logs them.
+// sweep removes the versions no one needs (sweepVersions) and logs them.
 // While an ingest holds the directory's lock, the sweep stays due and the
 // watcher retries it each tick (the ingest's Publish sweeps too). A
 // directory we may not lock (read-only) is left alone. The caller holds mu.
 func (l *Local) sweep() {
-	removed, err := SweepVersions(l.dir)
+	removed, err := sweepVersions(l.dir)
 	l.sweepDue = errors.Is(err, ErrLocked)
 	if len(removed) > 0 {
 		l.opts.Logger.Info("catalog versions removed", zap.String("dir", l.dir), zap.Strings("versions", removed))
@@ -612,7 +612,7 @@ func (lk *lookup) read(batch []pending) error {
 			}
 		}
 		e := &batch[k]
-		PutKey(&rd.key, lk.g, e.id)
+		putKey(&rd.key, lk.g, e.id)
 		if rd.it.SeekGE(rd.key[:]) && string(rd.it.Key()) == string(rd.key[:]) {
 			val, err := rd.it.ValueAndErr()
 			if err != nil {

@@ -554,10 +554,6 @@ func (t TLS) Validate(p *Problems) {
 	}
 }
 
-// DefaultYAML returns a copy of the embedded rtbd.yaml: every setting with
-// its default and a comment.
-func DefaultYAML() []byte { return bytes.Clone(defaultYAML) }
-
 // Default returns the defaults of rtbd.yaml, with no file and no environment
 // applied. The error is non-nil only if the embedded file is broken.
 func Default() (*Config, error) {
@@ -687,9 +683,9 @@ func (c *Config) Keys() []string {
 	return keys
 }
 
-// EnvName returns the environment variable that overrides the setting key:
+// envName returns the environment variable that overrides the setting key:
 // "catalog.block_cache_mb" -> "RTBD_CATALOG_BLOCK_CACHE_MB".
-func EnvName(key string) string {
+func envName(key string) string {
 	return EnvPrefix + strings.ToUpper(strings.ReplaceAll(key, ".", "_"))
 }
 
@@ -709,7 +705,7 @@ func (c *Config) applyEnv(environ []string) error {
 	}
 	var errs []error
 	walkLeaves(valueOf(c), "", func(path string, fv reflect.Value) {
-		name := EnvName(path)
+		name := envName(path)
 		value, ok := vars[name]
 		if !ok {
 			return

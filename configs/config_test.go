@@ -79,7 +79,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 // documents everything and is the source of every default.
 func TestDefaultFileCoversEverySettingWithAComment(t *testing.T) {
 	var doc yaml.Node
-	if err := yaml.Unmarshal(DefaultYAML(), &doc); err != nil {
+	if err := yaml.Unmarshal(defaultYAML, &doc); err != nil {
 		t.Fatal(err)
 	}
 	inFile := make(map[string]string) // key -> comment
@@ -130,10 +130,10 @@ func TestSectionConventions(t *testing.T) {
 	}
 	seen := make(map[string]string)
 	for _, k := range mustDefault(t).Keys() {
-		if other, dup := seen[EnvName(k)]; dup {
-			t.Errorf("%s and %s both map to %s", k, other, EnvName(k))
+		if other, dup := seen[envName(k)]; dup {
+			t.Errorf("%s and %s both map to %s", k, other, envName(k))
 		}
-		seen[EnvName(k)] = k
+		seen[envName(k)] = k
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 // panic, and a file it accepts must survive YAML() and decode again to the
 // same Config.
 func FuzzDecode(f *testing.F) {
-	f.Add(DefaultYAML())
+	f.Add(defaultYAML)
 	f.Add([]byte("mode: catalog\ncatalog:\n  call_timeout: 75ms\n  tls: {cert_file: a, key_file: b}\n"))
 	f.Add([]byte("catalog:\n  block_cache: 1\n  call_timeout: 50\n"))
 	f.Add([]byte("a: &x {b: 1}\ncatalog: *x\n"))

@@ -14,7 +14,6 @@ import (
 func TestAllocations(t *testing.T) {
 	resp := benchResponse()
 	buf := make([]byte, 0, 64<<10)
-	m := testMacros
 	body1 := readT(t, filepath.Join("testdata", "request-1-simple-banner.json"))
 	body3 := readT(t, filepath.Join("testdata", "request-3-mobile.json"))
 	var req openrtb2.BidRequest
@@ -29,7 +28,6 @@ func TestAllocations(t *testing.T) {
 	}{
 		{"AppendResponse", 0, func() { buf, _ = AppendResponse(buf[:0], resp) }},
 		{"AppendNoBid", 0, func() { buf = AppendNoBid(buf[:0], "id-1", NoBidBelowFloor) }},
-		{"ExpandMacros", 0, func() { buf = ExpandMacros(buf[:0], "${AUCTION_ID}&${AUCTION_PRICE:B64}&${X}", &m) }},
 		{"DecryptPrice", 0, func() { _, _ = DecryptPrice(googleEncKey, googleIntKey, "YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA") }},
 		{"checkJSON", 0, func() { checkJSON(body3, 64, 10000, 65536) }},
 		{"Validate", 0, func() { _ = Validate(&valid) }},

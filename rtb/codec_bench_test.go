@@ -224,16 +224,6 @@ func BenchmarkAppendNoBid(b *testing.B) {
 	}
 }
 
-func BenchmarkExpandMacros(b *testing.B) {
-	tmpl := benchResponse().SeatBid[0].Bid[0].NURL + "&p64=${AUCTION_PRICE:B64}&x=${UNKNOWN}"
-	m := testMacros
-	b.ReportAllocs()
-	buf := make([]byte, 0, 512)
-	for b.Loop() {
-		buf = ExpandMacros(buf[:0], tmpl, &m)
-	}
-}
-
 func BenchmarkDecryptPrice(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {

@@ -17,7 +17,7 @@ const (
 )
 
 // Limits bounds the requests that a Decoder accepts. A zero field takes its
-// default; the zero Limits is DefaultLimits().
+// default (the DefaultMax constants).
 type Limits struct {
 	// MaxBodyBytes bounds the request body. Default 512 KiB.
 	MaxBodyBytes int
@@ -36,8 +36,8 @@ type Limits struct {
 	MaxIDBytes int
 }
 
-// DefaultLimits returns the limits a zero Limits stands for.
-func DefaultLimits() Limits {
+// defaultLimits returns the limits a zero Limits stands for.
+func defaultLimits() Limits {
 	return Limits{
 		MaxBodyBytes:   DefaultMaxBodyBytes,
 		MaxDepth:       DefaultMaxDepth,
@@ -72,13 +72,13 @@ func (l Limits) withDefaults() Limits {
 }
 
 // Decoder decodes and validates OpenRTB 2.x bid requests. The zero Decoder
-// uses DefaultLimits. A Decoder is not modified by its methods and is safe
+// uses the default Limits. A Decoder is not modified by its methods and is safe
 // for concurrent use.
 type Decoder struct {
 	Limits Limits
 }
 
-// DecodeRequest is Decoder{}.DecodeRequest: decoding with DefaultLimits.
+// DecodeRequest is Decoder{}.DecodeRequest: decoding with the default Limits.
 func DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
 	return (&Decoder{}).DecodeRequest(body, req)
 }

@@ -207,8 +207,8 @@ func TestDecoderLimits(t *testing.T) {
 			t.Errorf("%s: want RequestError nbr 2, got %v", name, err)
 		}
 	}
-	if DefaultLimits() != (Limits{}).withDefaults() {
-		t.Error("zero Limits is not DefaultLimits")
+	if defaultLimits() != (Limits{}).withDefaults() {
+		t.Error("zero Limits is not defaultLimits")
 	}
 	if (Limits{MaxDepth: 1000}).withDefaults().MaxDepth != maxDepthCap {
 		t.Error("MaxDepth above 64 must fall back to 64")

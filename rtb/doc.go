@@ -39,7 +39,7 @@
 //     allocation, byte-identical to encoding/json with HTML escaping off.
 //     An Encoder whose SafeAdM vouches for a bid's adm (JSONSafe: the
 //     bidder's banner HTML) copies it without the escaping scan.
-//   - ExpandMacros and DecryptPrice make no allocation.
+//   - DecryptPrice makes no allocation.
 //
 // # Money
 //

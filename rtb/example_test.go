@@ -37,14 +37,6 @@ func ExampleAppendResponse() {
 	// {"id":"a1","seatbid":[{"bid":[{"id":"b1","impid":"1","price":1.25,"adm":"<a href=\"https://x/\">ad</a>","w":300,"h":250}]}],"cur":"USD"} <nil>
 }
 
-func ExampleExpandMacros() {
-	m := rtb.MacroValues{AuctionID: "a1", ImpID: "1", Price: "1.25"}
-	out := rtb.ExpandMacros(nil, "https://win.example/w?id=${AUCTION_ID}&imp=${AUCTION_IMP_ID}&p=${AUCTION_PRICE}&b=${AUCTION_PRICE:B64}&x=${OTHER}", &m)
-	fmt.Println(string(out))
-	// Output:
-	// https://win.example/w?id=a1&imp=1&p=1.25&b=MS4yNQ&x=${OTHER}
-}
-
 func ExampleDecryptPrice() {
 	// Google's published example keys (web-safe base64) and price token.
 	encKey, _ := base64.URLEncoding.DecodeString("skU7Ax_NL5pPAFyKdkfZjZz2-VhIN8bjj1rVFOaJ_5o=")

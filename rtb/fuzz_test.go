@@ -94,23 +94,6 @@ func FuzzCheckJSON(f *testing.F) {
 	})
 }
 
-func FuzzExpandMacros(f *testing.F) {
-	f.Add("https://x/win?p=${AUCTION_PRICE}&id=${AUCTION_ID}&b=${AUCTION_BID_ID:B64}", "v")
-	f.Add("${${AUCTION_IMP_ID}}${AUCTION_LOSS", "")
-	f.Add("$${}${AUCTION_MIN_TO_WIN:B64}${AUCTION_MBR}${AUCTION_CURRENCY}${AUCTION_SEAT_ID}${AUCTION_AD_ID}", "\xff}")
-	f.Fuzz(func(t *testing.T, tmpl, val string) {
-		m := MacroValues{AuctionID: val + "1", BidID: val, ImpID: "3" + val, SeatID: "", AdID: val + val,
-			Price: "1.5", Currency: val, MBR: "${AUCTION_ID}", Loss: "7", MinToWin: val}
-		got := ExpandMacros(nil, tmpl, &m)
-		if want := expandMacrosRef(tmpl, &m); string(got) != want {
-			t.Fatalf("ExpandMacros(%q) = %q, reference %q", tmpl, got, want)
-		}
-		if !strings.Contains(tmpl, "${") && string(got) != tmpl {
-			t.Fatalf("template without macros changed")
-		}
-	})
-}
-
 func FuzzDecryptPrice(f *testing.F) {
 	f.Add("YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA")
 	f.Add("YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCce_6msaw==")

@@ -9,9 +9,9 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// Validate is Decoder{}.Validate: validation with DefaultLimits.
+// Validate is Decoder{}.Validate: validation with the default Limits.
 func Validate(req *openrtb2.BidRequest) error {
-	lim := DefaultLimits()
+	lim := defaultLimits()
 	if err := validate(req, &lim); err != nil {
 		return err
 	}

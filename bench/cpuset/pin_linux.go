@@ -5,17 +5,18 @@ package cpuset
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"syscall"
 	"unsafe"
+
+	"github.com/prometheus/procfs"
 )
 
 type mask [16]uint64 // 1024 CPUs
 
-// getMask reads the calling thread's CPU set.
-func getMask() (mask, error) {
+// getMask reads thread tid's CPU set (0: the calling thread).
+func getMask(tid int) (mask, error) {
 	var m mask
-	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, 0, unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETAFFINITY, uintptr(tid), unsafe.Sizeof(m), uintptr(unsafe.Pointer(&m))); e != 0 {
 		return m, fmt.Errorf("cpuset: sched_getaffinity: %w", e)
 	}
 	return m, nil
@@ -33,7 +34,7 @@ func setMask(tid int, m *mask) error {
 // later inherit their creator's set) and returns a function that puts the
 // previous set back.
 func PinSelf(cpus []int) (restore func() error, err error) {
-	old, err := getMask()
+	old, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}
@@ -48,17 +49,13 @@ func PinSelf(cpus []int) (restore func() error, err error) {
 }
 
 func setAll(m *mask) error {
-	tasks, err := os.ReadDir("/proc/self/task")
+	threads, err := procfs.AllThreads(os.Getpid())
 	if err != nil {
 		return fmt.Errorf("cpuset: %w", err)
 	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
-		if err != nil {
-			continue
-		}
-		if err := setMask(tid, m); err != nil && err != syscall.ESRCH {
-			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", tid, err)
+	for _, t := range threads {
+		if err := setMask(t.PID, m); err != nil && err != syscall.ESRCH {
+			return fmt.Errorf("cpuset: sched_setaffinity(%d): %w", t.PID, err)
 		}
 	}
 	return nil
@@ -74,7 +71,7 @@ func PinThread(cpu int) (restore func() error, err error) {
 	if cpu < 0 || cpu >= len(m)*64 {
 		return nil, fmt.Errorf("%w: CPU %d", ErrInvalid, cpu)
 	}
-	old, err := getMask()
+	old, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +91,7 @@ func PinThread(cpu int) (restore func() error, err error) {
 // order: under taskset or a container's cpuset, not every CPU of the
 // machine.
 func Allowed() ([]int, error) {
-	m, err := getMask()
+	m, err := getMask(0)
 	if err != nil {
 		return nil, err
 	}

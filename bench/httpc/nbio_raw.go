@@ -18,7 +18,7 @@ import (
 // 20 us for the next millisecond or more. On loopback a write also does
 // the receiving side's TCP work, so it is long enough to be caught: at
 // 20,000 requests/s sysmon's wake-ups were about a fifth of the
-// generator's CPU (perf), and 1% with these calls. TestGeneratorCost:
+// generator's CPU (perf), and 1% with these calls. BenchmarkGeneratorCost:
 // 0.43-0.52 cores before, 0.29-0.39 after (six runs each, alternated).
 func nbWrite(fd uintptr, b []byte) (int, error) {
 	n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))

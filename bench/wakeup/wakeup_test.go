@@ -3,12 +3,14 @@ package wakeup
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/rtbd/rtbd/bench/cpuset"
 )
@@ -50,28 +52,28 @@ func TestMeasure(t *testing.T) {
 	}
 	for tid, set := range threadSets(t) {
 		if set != want {
-			t.Errorf("thread %s left on CPUs %s, before Measure all were on %s", tid, set, want)
+			t.Errorf("thread %d left on CPUs %s, before Measure all were on %s", tid, set, want)
 		}
 	}
 }
 
-// threadSets reads each thread's Cpus_allowed_list, by thread id.
-func threadSets(t *testing.T) map[string]string {
-	tasks, err := filepath.Glob("/proc/self/task/*")
+// threadSets reads each thread's Cpus_allowed_list (through procfs), by
+// thread id.
+func threadSets(t *testing.T) map[int]string {
+	threads, err := procfs.AllThreads(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	sets := map[string]string{}
-	for _, task := range tasks {
-		b, err := os.ReadFile(task + "/status")
+	sets := map[int]string{}
+	for _, th := range threads {
+		st, err := th.NewStatus()
 		if err != nil {
 			continue // the thread ended
 		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if v, ok := strings.CutPrefix(l, "Cpus_allowed_list:"); ok {
-				sets[filepath.Base(task)] = strings.TrimSpace(v)
-			}
+		if len(st.CpusAllowedList) == 0 {
+			t.Fatalf("thread %d: no Cpus_allowed_list in its status", th.PID)
 		}
+		sets[th.PID] = fmt.Sprint(st.CpusAllowedList)
 	}
 	return sets
 }

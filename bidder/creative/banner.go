@@ -74,9 +74,9 @@ func (l Layout) String() string {
 // maxCells bounds the products on one page of a banner.
 const maxCells = 6
 
-// LayoutFor returns the layout of a w x h banner and its cells per page as
+// layoutFor returns the layout of a w x h banner and its cells per page as
 // columns x rows.
-func LayoutFor(w, h int) (l Layout, cols, rows int) {
+func layoutFor(w, h int) (l Layout, cols, rows int) {
 	switch {
 	case h <= 100 && w <= 320, h < 60, w < 100:
 		return LayoutSingle, 1, 1
@@ -106,7 +106,7 @@ func clamp(v, lo, hi int) int {
 // (rtb.Encoder.SafeAdM). FuzzBanner holds it to that.
 func AppendBanner(dst []byte, b *Banner) []byte {
 	w, h := max(b.W, 1), max(b.H, 1)
-	layout, cols, rows := LayoutFor(w, h)
+	layout, cols, rows := layoutFor(w, h)
 	per := cols * rows
 	cellW, cellH := w/cols, h/rows
 	horizontal := cellW*10 >= cellH*16 // wide cells: image left, text right
@@ -197,7 +197,7 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	dst = append(dst, `</div><span class=by>Ad`...)
 	if b.Advertiser != "" {
 		dst = append(dst, ` &#183; `...)
-		dst = AppendHTML(dst, b.Advertiser)
+		dst = appendHTML(dst, b.Advertiser)
 	}
 	return append(dst, `</span></body></html>`...)
 }
@@ -224,7 +224,7 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker,
 	case links != nil:
 		dst = appendLink(dst, links, func(d []byte) []byte { return links.AppendClickURL(d, p) })
 	case IsHTTPURL(p.LandingUrl):
-		dst = AppendHTML(dst, p.LandingUrl)
+		dst = appendHTML(dst, p.LandingUrl)
 	}
 	if len(dst) == start { // nowhere to go: a cell without a link target
 		dst = dst[:start-len(` href='`)]
@@ -243,7 +243,7 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker,
 func appendCellBody(dst []byte, p *catalogpb.Product) []byte {
 	if IsHTTPURL(p.ImageUrl) {
 		dst = append(dst, `<img src='`...)
-		dst = AppendHTML(dst, p.ImageUrl)
+		dst = appendHTML(dst, p.ImageUrl)
 		// alt='': the title is the link's visible text right after the
 		// image, so the image is decorative (WAI images tutorial,
 		// "functional images": an image beside link text that says the
@@ -253,7 +253,7 @@ func appendCellBody(dst []byte, p *catalogpb.Product) []byte {
 		dst = append(dst, `' alt=''>`...)
 	}
 	dst = append(dst, `<span><i>`...)
-	dst = AppendHTML(dst, p.Title)
+	dst = appendHTML(dst, p.Title)
 	dst = append(dst, `</i><b>`...)
 	if p.SalePriceMicros > 0 && p.SalePriceMicros < p.PriceMicros {
 		dst = append(dst, `<s>`...)
@@ -277,11 +277,11 @@ func appendLink(dst []byte, links Linker, add func([]byte) []byte) []byte {
 		return dst
 	}
 	u := string(dst[start:]) // rare path: allocation accepted
-	return AppendHTML(dst[:start], u)
+	return appendHTML(dst[:start], u)
 }
 
 // plain reports whether b is printable ASCII other than & < > " ' \\
-// (nothing AppendHTML would change).
+// (nothing appendHTML would change).
 func plain(b []byte) bool {
 	s := unsafe.String(unsafe.SliceData(b), len(b))
 	i := skipPlain(s, 0)

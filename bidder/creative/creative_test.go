@@ -187,7 +187,7 @@ func TestLayouts(t *testing.T) {
 		{1, 1, LayoutSingle, 1, 1},
 	}
 	for _, c := range cases {
-		l, cols, rows := LayoutFor(c.w, c.h)
+		l, cols, rows := layoutFor(c.w, c.h)
 		if l != c.layout || cols != c.cols || rows != c.rows {
 			t.Errorf("%dx%d: %s %dx%d, want %s %dx%d", c.w, c.h, l, cols, rows, c.layout, c.cols, c.rows)
 		}
@@ -210,7 +210,7 @@ func TestBannerPages(t *testing.T) {
 				t.Errorf("%v: product %d: %q %q", size, i, got.srcs[i], got.hrefs[i])
 			}
 		}
-		_, cols, rows := LayoutFor(size[0], size[1])
+		_, cols, rows := layoutFor(size[0], size[1])
 		wantPages := (15 + cols*rows - 1) / (cols * rows)
 		if pages := strings.Count(string(doc), `<div class=pg>`); pages != wantPages {
 			t.Errorf("%v: %d pages, want %d", size, pages, wantPages)
@@ -223,7 +223,7 @@ func TestBannerPages(t *testing.T) {
 
 func TestAppendHTMLMatchesStdlib(t *testing.T) {
 	for _, s := range []string{"", "plain", `<a href="x">&'`, "日本語 & <>"} {
-		if got := string(AppendHTML(nil, s)); got != html.EscapeString(s) {
+		if got := string(appendHTML(nil, s)); got != html.EscapeString(s) {
 			t.Errorf("%q: %q, html.EscapeString %q", s, got, html.EscapeString(s))
 		}
 	}
@@ -234,12 +234,12 @@ func TestAppendHTMLMatchesStdlib(t *testing.T) {
 		`C:\dir`:            "C:&#92;dir",
 		"a\u2028b\u2029c":   "a&#8232;b&#8233;c",
 	} {
-		got := string(AppendHTML(nil, in))
+		got := string(appendHTML(nil, in))
 		if got != want || html.UnescapeString(got) != in || !rtb.JSONSafe(got) {
-			t.Errorf("AppendHTML(%q) = %q, want %q (unescaping to the input, JSON-safe)", in, got, want)
+			t.Errorf("appendHTML(%q) = %q, want %q (unescaping to the input, JSON-safe)", in, got, want)
 		}
 	}
-	if got := string(AppendHTML(nil, "a\x00b\xffc")); got != "a\uFFFDb\uFFFDc" {
+	if got := string(appendHTML(nil, "a\x00b\xffc")); got != "a\uFFFDb\uFFFDc" {
 		t.Errorf("NUL/invalid UTF-8: %q", got)
 	}
 }
@@ -461,13 +461,13 @@ func TestAppendXML(t *testing.T) {
 		"nul\x00bel\x07":     "nul\uFFFDbel\uFFFD",
 		"bad\xffutf8 ¥1,980": "bad\uFFFDutf8 ¥1,980",
 	} {
-		if got := string(AppendXML(nil, in)); got != want {
-			t.Errorf("AppendXML(%q) = %q, want %q", in, got, want)
+		if got := string(appendXML(nil, in)); got != want {
+			t.Errorf("appendXML(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
 
-// AppendHTML, AppendXML and IsHTTPURL skip 8 bytes at a time; random
+// appendHTML, appendXML and IsHTTPURL skip 8 bytes at a time; random
 // strings (every special byte, control bytes, multi-byte and invalid
 // UTF-8, at every offset around the 8-byte steps) must give what a plain
 // byte-by-byte reference gives.
@@ -528,11 +528,11 @@ func TestEscapingMatchesReference(t *testing.T) {
 			b.WriteString(pieces[rng.IntN(len(pieces))])
 		}
 		s := b.String()
-		if got, want := string(AppendHTML(nil, s)), ref(s, false); got != want {
-			t.Fatalf("AppendHTML(%q) = %q, want %q", s, got, want)
+		if got, want := string(appendHTML(nil, s)), ref(s, false); got != want {
+			t.Fatalf("appendHTML(%q) = %q, want %q", s, got, want)
 		}
-		if got, want := string(AppendXML(nil, s)), ref(s, true); got != want {
-			t.Fatalf("AppendXML(%q) = %q, want %q", s, got, want)
+		if got, want := string(appendXML(nil, s)), ref(s, true); got != want {
+			t.Fatalf("appendXML(%q) = %q, want %q", s, got, want)
 		}
 		if got, want := IsHTTPURL(s), refURL(s); got != want {
 			t.Fatalf("IsHTTPURL(%q) = %v, want %v", s, got, want)

@@ -16,7 +16,7 @@
 // a base URL there is no <base> and each link says it). Cells
 // carry no class: the style sheet selects them by position (.pg>a, a i
 // for the title, a b for the price). The layout follows
-// the size (LayoutFor): a grid (300x250: 2x2), a strip (728x90: 5 in a
+// the size: a grid (300x250: 2x2), a strip (728x90: 5 in a
 // row), a column (160x600: 4 stacked) or a single product (320x50); when
 // there are more products than cells, the extra pages scroll sideways
 // (CSS scroll snapping, still no script).

@@ -9,18 +9,18 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// AppendHTML appends s escaped for HTML text and quoted attribute values:
+// appendHTML appends s escaped for HTML text and quoted attribute values:
 // & < > " ' as html.EscapeString escapes them, NUL and invalid UTF-8 as
 // U+FFFD; and, so that the result is JSON-safe (see JSONSafe), the other
 // control characters, '\\', U+2028 and U+2029 as numeric character
 // references (&#9; &#92; &#8232;: the same characters to an HTML parser).
 // It makes no allocation beyond growing dst.
-func AppendHTML(dst []byte, s string) []byte { return appendEscaped(dst, s, &htmlEscapes) }
+func appendHTML(dst []byte, s string) []byte { return appendEscaped(dst, s, &htmlEscapes) }
 
-// AppendXML appends s escaped for XML text and attributes (the same five
-// entities as AppendHTML; control characters other than tab, CR and LF,
+// appendXML appends s escaped for XML text and attributes (the same five
+// entities as appendHTML; control characters other than tab, CR and LF,
 // which XML 1.0 forbids, and invalid UTF-8 become U+FFFD).
-func AppendXML(dst []byte, s string) []byte { return appendEscaped(dst, s, &xmlEscapes) }
+func appendXML(dst []byte, s string) []byte { return appendEscaped(dst, s, &xmlEscapes) }
 
 // htmlEscapes and xmlEscapes give the replacement of each ASCII byte ("":
 // kept as it is).
@@ -132,7 +132,7 @@ func hasLess(x uint64, n byte) uint64 { return (x - lsb*uint64(n)) &^ x & msb }
 
 // skipPlain returns the first index >= i from which the next 8 bytes of s
 // are not all plain (or fewer than 8 remain): printable ASCII other than
-// & < > " ' \\, a run that AppendHTML and AppendXML copy as it is. The
+// & < > " ' \\, a run that appendHTML and appendXML copy as it is. The
 // byte tests of a word share one mask (see hasZero and hasLess).
 func skipPlain(s string, i int) int {
 	for ; i+8 <= len(s); i += 8 {
@@ -173,7 +173,7 @@ func AppendPrice(dst []byte, micros int64, currency string) []byte {
 	}
 	dst = money.AppendDisplay(dst, micros, "")
 	dst = append(dst, ' ')
-	return AppendHTML(dst, currency)
+	return appendHTML(dst, currency)
 }
 
 // truncateRunes returns s cut to at most n runes (n <= 0: unchanged),

@@ -45,7 +45,7 @@ func AppendVAST(dst []byte, v *VAST) []byte {
 		known := true
 		switch {
 		case name == "ADVERTISER":
-			dst = AppendXML(dst, v.Advertiser)
+			dst = appendXML(dst, v.Advertiser)
 		case p == nil:
 			known = name == "CLICK_URL" || name == "LANDING_URL" || name == "IMAGE_URL" || name == "TITLE" || name == "PRICE"
 		case name == "CLICK_URL":
@@ -53,27 +53,27 @@ func AppendVAST(dst []byte, v *VAST) []byte {
 				mark := len(dst)
 				dst = v.Links.AppendClickURL(dst, p)
 				u := string(dst[mark:]) // video path: one allocation accepted
-				dst = AppendXML(dst[:mark], u)
+				dst = appendXML(dst[:mark], u)
 			} else if IsHTTPURL(p.LandingUrl) {
-				dst = AppendXML(dst, p.LandingUrl)
+				dst = appendXML(dst, p.LandingUrl)
 			}
 		case name == "LANDING_URL":
 			if IsHTTPURL(p.LandingUrl) {
-				dst = AppendXML(dst, p.LandingUrl)
+				dst = appendXML(dst, p.LandingUrl)
 			}
 		case name == "IMAGE_URL":
 			if IsHTTPURL(p.ImageUrl) {
-				dst = AppendXML(dst, p.ImageUrl)
+				dst = appendXML(dst, p.ImageUrl)
 			}
 		case name == "TITLE":
-			dst = AppendXML(dst, p.Title)
+			dst = appendXML(dst, p.Title)
 		case name == "PRICE":
 			var scratch [64]byte
 			price := p.PriceMicros
 			if p.SalePriceMicros > 0 && p.SalePriceMicros < price {
 				price = p.SalePriceMicros
 			}
-			dst = AppendXML(dst, unsafeString(AppendPrice(scratch[:0], price, p.Currency)))
+			dst = appendXML(dst, unsafeString(AppendPrice(scratch[:0], price, p.Currency)))
 		default:
 			known = false
 		}

@@ -13,7 +13,7 @@ func FuzzParseIPOrPrefix(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		p, ok := ParseIPOrPrefix(s)
+		p, ok := parseIPOrPrefix(s)
 		if !ok {
 			return
 		}
@@ -35,11 +35,11 @@ func FuzzNormalizeDomain(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		d, ok := NormalizeDomain(s)
+		d, ok := normalizeDomain(s)
 		if !ok {
 			return
 		}
-		if d2, ok2 := NormalizeDomain(d); !ok2 || d2 != d {
+		if d2, ok2 := normalizeDomain(d); !ok2 || d2 != d {
 			t.Fatalf("not idempotent: %q -> %q -> %q %v", s, d, d2, ok2)
 		}
 		b := newBuilder()

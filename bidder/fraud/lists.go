@@ -166,9 +166,6 @@ func (l *Lists) Check(site, bundle, ip, ifa, uid string) (blocked bool, nbr rtb.
 	return true, list.NBR()
 }
 
-// Snapshot returns the snapshot in use (immutable).
-func (l *Lists) Snapshot() *Snapshot { return l.snap.Load() }
-
 // Start loads the lists once (bounded by ctx) and starts the sync loop. It
 // returns the first load's error, but the loop runs either way: with Redis
 // down at start the lists are empty until Redis answers. Call it once.

@@ -228,7 +228,7 @@ func newBuilder() *builder {
 func (b *builder) add(l List, raw string) bool {
 	switch l {
 	case ListDomains:
-		d, ok := NormalizeDomain(raw)
+		d, ok := normalizeDomain(raw)
 		if !ok {
 			b.rejected[l]++
 			return false
@@ -253,7 +253,7 @@ func (b *builder) add(l List, raw string) bool {
 		}
 		b.s.uids[v] = struct{}{}
 	case ListIPs, ListDataCenters:
-		p, ok := ParseIPOrPrefix(raw)
+		p, ok := parseIPOrPrefix(raw)
 		if !ok {
 			b.rejected[l]++
 			return false
@@ -282,11 +282,11 @@ func (s *Snapshot) total() int {
 	return n
 }
 
-// NormalizeDomain turns a domain list entry into the form Check matches:
+// normalizeDomain turns a domain list entry into the form Check matches:
 // lower case, without surrounding spaces, a leading "*." or "." or a
 // trailing ".". It rejects empty or over-long values and values with
 // characters other than letters, digits, '-', '_' and '.', or empty labels.
-func NormalizeDomain(raw string) (string, bool) {
+func normalizeDomain(raw string) (string, bool) {
 	d := strings.TrimSpace(raw)
 	d = strings.TrimPrefix(d, "*.")
 	d = strings.TrimPrefix(d, ".")
@@ -335,11 +335,11 @@ func normalizeToken(raw string, fold bool) (string, bool) {
 	return v, true
 }
 
-// ParseIPOrPrefix parses an IP list entry: an IPv4 or IPv6 address (a
+// parseIPOrPrefix parses an IP list entry: an IPv4 or IPv6 address (a
 // single-address prefix) or a CIDR prefix, which is masked ("10.1.2.3/8"
 // means 10.0.0.0/8). IPv4-mapped IPv6 forms are turned into IPv4; zones are
 // rejected.
-func ParseIPOrPrefix(raw string) (netip.Prefix, bool) {
+func parseIPOrPrefix(raw string) (netip.Prefix, bool) {
 	v := strings.TrimSpace(raw)
 	if v == "" || len(v) > 64 {
 		return netip.Prefix{}, false

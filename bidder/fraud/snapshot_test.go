@@ -109,13 +109,13 @@ func TestParseIPOrPrefix(t *testing.T) {
 		"::/0":                "::/0",
 		"  10.0.0.0/8  extra": "",
 	} {
-		p, ok := ParseIPOrPrefix(in)
+		p, ok := parseIPOrPrefix(in)
 		got := ""
 		if ok {
 			got = p.String()
 		}
 		if got != want {
-			t.Errorf("ParseIPOrPrefix(%q) = %q, want %q", in, got, want)
+			t.Errorf("parseIPOrPrefix(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

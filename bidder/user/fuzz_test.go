@@ -43,7 +43,7 @@ func FuzzDecodeProfile(f *testing.F) {
 			}
 		}
 		for _, s := range p.Segments {
-			if CheckSegment(s) != nil {
+			if checkSegment(s) != nil {
 				t.Fatalf("decoded bad segment %q", s)
 			}
 		}

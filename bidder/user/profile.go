@@ -103,9 +103,9 @@ type Limits struct {
 
 // Validate returns nil if p may be stored: every group and product id > 0,
 // no group twice in a list, no product twice in a group, at most
-// MaxSegments segments each valid (see CheckSegment) and listed once, and
-// the counts within lim. The error wraps ErrInvalidProfile and names the
-// first problem.
+// MaxSegments segments each valid (1..MaxSegmentLen bytes of UTF-8 without
+// control characters) and listed once, and the counts within lim. The
+// error wraps ErrInvalidProfile and names the first problem.
 func (p *Profile) Validate(lim Limits) error {
 	if err := validateGroups("viewed", p.Viewed, lim.MaxGroups, lim.MaxViewed); err != nil {
 		return err
@@ -117,7 +117,7 @@ func (p *Profile) Validate(lim Limits) error {
 		return fmt.Errorf("%w: %d segments, more than %d", ErrInvalidProfile, len(p.Segments), MaxSegments)
 	}
 	for i, s := range p.Segments {
-		if err := CheckSegment(s); err != nil {
+		if err := checkSegment(s); err != nil {
 			return fmt.Errorf("%w: segments[%d]: %w", ErrInvalidProfile, i, err)
 		}
 		for _, t := range p.Segments[:i] {
@@ -161,9 +161,9 @@ func validateGroups(what string, gs []GroupIDs, maxGroups, maxIDs int) error {
 	return nil
 }
 
-// CheckSegment returns nil if s is a valid segment: 1..MaxSegmentLen bytes
+// checkSegment returns nil if s is a valid segment: 1..MaxSegmentLen bytes
 // of UTF-8 without control characters.
-func CheckSegment[T string | []byte](s T) error {
+func checkSegment[T string | []byte](s T) error {
 	switch {
 	case len(s) == 0:
 		return errors.New("empty segment")
@@ -305,7 +305,7 @@ func decodeInto(b []byte, p *Profile, in *interner) (err error) {
 		}
 		sb := rest[:l]
 		b = rest[l:]
-		if CheckSegment(sb) != nil {
+		if checkSegment(sb) != nil {
 			return corrupt("segment content")
 		}
 		// Reuse an equal string left in the backing array by an earlier

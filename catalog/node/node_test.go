@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -122,18 +123,20 @@ func TestNodeServesThenDrains(t *testing.T) {
 	}
 }
 
-// TestNodeRSS measures a catalog node process's memory over an index of
-// RTBD_RSS_PRODUCTS products (skipped when unset: `make bench-rss` runs it
-// with 1M and 10M). The node runs in a child process; load is uniformly
-// random lookups (the worst case for caches) for RTBD_RSS_SECONDS (20).
-func TestNodeRSS(t *testing.T) {
+// BenchmarkNodeRSS measures a catalog node process's memory over an index
+// of RTBD_RSS_PRODUCTS products (skipped when unset: `make bench-rss` runs it
+// with 1M and 10M, -benchtime 1x). The node runs in a child process (this
+// benchmark again, with RTBD_NODE_HELPER_DIR set); load is a fixed number of
+// uniformly random lookups (the worst case for caches). It reports the
+// node's VmHWM and VmRSS; one measurement whatever b.N.
+func BenchmarkNodeRSS(b *testing.B) {
 	if dir := os.Getenv("RTBD_NODE_HELPER_DIR"); dir != "" {
-		runHelperNode(t, dir)
+		runHelperNode(b, dir)
 		return
 	}
 	nStr := os.Getenv("RTBD_RSS_PRODUCTS")
 	if nStr == "" {
-		t.Skip("set RTBD_RSS_PRODUCTS (make bench-rss) to measure catalog node RSS")
+		b.Skip("set RTBD_RSS_PRODUCTS (make bench-rss) to measure catalog node RSS")
 	}
 	n, _ := strconv.Atoi(nStr)
 	// A fixed number of calls (not a fixed time): every index size gets
@@ -150,19 +153,19 @@ func TestNodeRSS(t *testing.T) {
 	}
 	dir := os.Getenv("RTBD_RSS_DIR")
 	if dir == "" {
-		dir = t.TempDir()
+		dir = b.TempDir()
 	}
 	if _, err := os.Stat(filepath.Join(dir, "CURRENT")); err != nil {
 		start := time.Now()
-		catalogtest.BuildSynthetic(t, dir, n, 10)
-		t.Logf("built %d products in %s", n, time.Since(start).Round(time.Millisecond))
+		catalogtest.BuildSynthetic(b, dir, n, 10)
+		b.Logf("built %d products in %s", n, time.Since(start).Round(time.Millisecond))
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestNodeRSS$")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkNodeRSS$", "-test.benchtime=1x")
 	cmd.Env = append(os.Environ(), "RTBD_NODE_HELPER_DIR="+dir)
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer cmd.Process.Kill()
 	sc := bufio.NewScanner(out)
@@ -174,7 +177,7 @@ func TestNodeRSS(t *testing.T) {
 		}
 	}
 	if addr == "" {
-		t.Fatal("helper node did not start")
+		b.Fatal("helper node did not start")
 	}
 	go func() {
 		for sc.Scan() {
@@ -182,7 +185,7 @@ func TestNodeRSS(t *testing.T) {
 	}()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
-		t.Fatal(err)
+		b.Fatal(err)
 	}
 	defer conn.Close()
 	cl := catalogpb.NewCatalogClient(conn)
@@ -209,24 +212,24 @@ func TestNodeRSS(t *testing.T) {
 	}
 	wg.Wait()
 	calls.Store(min(calls.Load(), want)) // the Add that stopped each worker made no call
-	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-	var hwm, rss string
-	for _, line := range strings.Split(string(st), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			hwm = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			rss = strings.TrimSpace(v)
-		}
+	p, err := procfs.NewProc(cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
 	}
-	t.Logf("RSS products=%d calls=%d errors=%d VmHWM=%s VmRSS=%s", n, calls.Load(), errs.Load(), hwm, rss)
-	fmt.Printf("RSS products=%d calls=%d errors=%d VmHWM=%s VmRSS=%s\n", n, calls.Load(), errs.Load(), hwm, rss)
+	st, err := p.NewStatus()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("RSS products=%d calls=%d errors=%d VmHWM=%d kB VmRSS=%d kB", n, calls.Load(), errs.Load(), st.VmHWM>>10, st.VmRSS>>10)
+	fmt.Printf("RSS products=%d calls=%d errors=%d VmHWM=%d kB VmRSS=%d kB\n", n, calls.Load(), errs.Load(), st.VmHWM>>10, st.VmRSS>>10)
+	b.ReportMetric(float64(st.VmHWM), "VmHWM-bytes")
+	b.ReportMetric(float64(st.VmRSS), "VmRSS-bytes")
 	if errs.Load() > 0 {
-		t.Fatalf("%d lookups failed", errs.Load())
+		b.Fatalf("%d lookups failed", errs.Load())
 	}
 }
 
-func runHelperNode(t *testing.T, dir string) {
+func runHelperNode(t testing.TB, dir string) {
 	cfg := testConfig(t, dir)
 	if v := os.Getenv("RTBD_RSS_SET"); v != "" { // e.g. catalog.hot_cache_entries=50000
 		for _, kv := range strings.Split(v, ",") {

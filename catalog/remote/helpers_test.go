@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/health"
@@ -233,33 +234,31 @@ func withWatchdog(t testing.TB, limit time.Duration, what string, f func()) {
 }
 
 // establishedTo counts ESTABLISHED TCP connections whose remote end is the
-// given local port, from /proc/net/tcp and /proc/net/tcp6: the client side of
-// the connections to a node listening on 127.0.0.1:port. The kernel does not
-// snapshot these files (a socket can be listed twice or skipped when the
-// table changes during the read), so connections are keyed by their address
-// pair and two back-to-back reads are merged.
+// given local port, from /proc/net/tcp and /proc/net/tcp6 (parsed by
+// procfs): the client side of the connections to a node listening on
+// 127.0.0.1:port. The kernel does not snapshot these files (a socket can be
+// listed twice or skipped when the table changes during the read), so
+// connections are keyed by their address pair and two back-to-back reads
+// are merged.
 func establishedTo(t testing.TB, port int) int {
 	t.Helper()
-	want := fmt.Sprintf("%04X", port)
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		t.Fatal(err)
+	}
 	conns := map[string]bool{}
 	for range 2 {
-		for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				if errors.Is(err, os.ErrNotExist) && f == "/proc/net/tcp6" {
-					continue
-				}
-				t.Fatalf("reading %s: %v", f, err)
-			}
-			for i, line := range strings.Split(string(data), "\n") {
-				fields := strings.Fields(line)
-				if i == 0 || len(fields) < 4 {
-					continue
-				}
-				_, rport, ok := strings.Cut(fields[2], ":")
-				if ok && rport == want && fields[3] == "01" {
-					conns[fields[1]+"-"+fields[2]] = true
-				}
+		tcp, err := fs.NetTCP()
+		if err != nil {
+			t.Fatalf("reading /proc/net/tcp: %v", err)
+		}
+		tcp6, err := fs.NetTCP6()
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("reading /proc/net/tcp6: %v", err)
+		}
+		for _, s := range append(tcp, tcp6...) {
+			if s.RemPort == uint64(port) && s.St == 0x01 { // TCP_ESTABLISHED
+				conns[fmt.Sprintf("%s:%d-%s:%d", s.LocalAddr, s.LocalPort, s.RemAddr, s.RemPort)] = true
 			}
 		}
 	}

@@ -46,18 +46,6 @@ const (
 	ReasonBadQuote         Reason = "bad_quote"          // CSV: a quote inside an unquoted field, or text after a closing quote
 )
 
-// Reasons returns every Reason, e.g. to pre-create metric series. The slice
-// is new on each call.
-func Reasons() []Reason {
-	return []Reason{
-		ReasonMissingField, ReasonBadNumber, ReasonBadURL, ReasonBadSize,
-		ReasonNegativePrice, ReasonBadPrice, ReasonUnknownCurrency, ReasonBadUTF8,
-		ReasonFieldTooLong, ReasonWrongColumnCount, ReasonTruncatedLine,
-		ReasonLineTooLong, ReasonBadJSON, ReasonBadBool, ReasonBadTime, ReasonBadOp,
-		ReasonSaleAbovePrice, ReasonBadQuote,
-	}
-}
-
 // RowError rejects one row of a feed. The Reader has already moved past the
 // row: the next call to Next reads the following row.
 type RowError struct {

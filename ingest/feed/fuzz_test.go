@@ -139,9 +139,6 @@ func readFuzz(t *testing.T, data []byte, format Format, maxLine int) []error {
 		}
 		errs = append(errs, err)
 	}
-	if r.Rows() != int64(len(errs)) {
-		t.Fatalf("Rows() = %d, read %d", r.Rows(), len(errs))
-	}
 	return errs
 }
 

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"sync/atomic"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -53,15 +52,12 @@ type Row struct {
 	Line int64
 }
 
-// Reader reads a feed row by row. It is not safe for concurrent use, except
-// BytesRead and Rows, which may be called from any goroutine (e.g. a
-// progress bar) while another goroutine calls Next.
+// Reader reads a feed row by row. It is not safe for concurrent use.
 type Reader struct {
 	opts   Options
 	format Format
 
-	src *countingReader
-	raw *bufio.Reader // over src: gzip sniffing, and lines when uncompressed
+	raw *bufio.Reader // over the source: gzip sniffing, and lines when uncompressed
 	br  *bufio.Reader // lines: raw or a bufio over the gzip stream
 
 	line int64 // physical lines consumed
@@ -76,20 +72,6 @@ type Reader struct {
 	sbuf []byte
 	cur  string // the last currency code seen (canonical, from the table)
 	fe   fieldError
-
-	rows atomic.Int64
-}
-
-// countingReader counts bytes read from the underlying reader.
-type countingReader struct {
-	r io.Reader
-	n atomic.Int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n.Add(int64(n))
-	return n, err
 }
 
 // NewReader returns a Reader of the feed r. name is the file name (used to
@@ -115,8 +97,8 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 	if format != CSV && format != JSONL {
 		return nil, fmt.Errorf("%w: %v", ErrUnknownFormat, format)
 	}
-	fr := &Reader{opts: opts, format: format, src: &countingReader{r: r}}
-	fr.raw = bufio.NewReaderSize(fr.src, bufSize)
+	fr := &Reader{opts: opts, format: format}
+	fr.raw = bufio.NewReaderSize(r, bufSize)
 	fr.br = fr.raw
 	magic, err := fr.raw.Peek(2)
 	if err != nil && err != io.EOF {
@@ -139,15 +121,6 @@ func NewReader(r io.Reader, name string, opts Options) (*Reader, error) {
 
 // Format returns the feed's format.
 func (r *Reader) Format() Format { return r.format }
-
-// BytesRead returns how many bytes have been read from the underlying
-// reader so far (compressed bytes for a gzip feed; read-ahead included), for
-// progress reporting. Safe for concurrent use.
-func (r *Reader) BytesRead() int64 { return r.src.n.Load() }
-
-// Rows returns how many rows Next has returned so far, valid or rejected
-// (the CSV header and blank lines are not rows). Safe for concurrent use.
-func (r *Reader) Rows() int64 { return r.rows.Load() }
 
 // Next reads the next row into row. It returns nil for a valid row, a
 // *RowError for a rejected one (call Next again for the following row),
@@ -333,7 +306,6 @@ func (r *Reader) nextCSV(row *Row) error {
 	if st == lineEOF {
 		return io.EOF
 	}
-	r.rows.Add(1)
 	row.Line = start
 	if reason != "" {
 		return r.reject(row, -1, reason, messageFor(reason), nil)
@@ -364,14 +336,12 @@ func (r *Reader) nextJSONL(row *Row) error {
 		start := r.line
 		row.Line = start
 		if st == lineTooLong {
-			r.rows.Add(1)
 			return r.reject(row, -1, ReasonLineTooLong, messageFor(ReasonLineTooLong), nil)
 		}
 		r.stripBOM(start)
 		if len(trimSpace(r.rec)) == 0 {
 			continue
 		}
-		r.rows.Add(1)
 		r.vals = [numFields]value{}
 		if msg := r.js.parse(r.rec, &r.vals); msg != "" {
 			if msg == msgJSONEOF && !terminated {
