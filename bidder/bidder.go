@@ -449,14 +449,16 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	}
 	if queued >= 0 {
 		m.queue.Observe(queued.Seconds())
-		var budget time.Duration // within Target every budget allows the wait
-		if queued > b.opts.Admission.Target() {
-			budget = b.budget(peekTMax(rc))
-		}
-		if b.opts.Admission.Shed(queued, budget, now) {
-			m.shedQueue.Inc()
-			b.shed(rc, start)
-			return
+		if a := b.opts.Admission; a != nil {
+			var budget time.Duration // within Target every budget allows the wait
+			if queued > a.Target() {
+				budget = b.budget(peekTMax(rc))
+			}
+			if a.Shed(queued, budget, now) {
+				m.shedQueue.Inc()
+				b.shed(rc, start)
+				return
+			}
 		}
 	}
 	st := b.getState()
