@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench/proc"
-	"github.com/rtbd/rtbd/bidder/hostcpu"
 )
 
 // watcher measures the generator's CPU and the watched processes and
@@ -40,7 +39,7 @@ type watcher struct {
 
 type hostReading struct {
 	at   time.Time
-	cpus []hostcpu.Times
+	cpus []proc.CPUTimes
 }
 
 func (wa *watcher) sampleHost() {
@@ -62,7 +61,7 @@ var errNoCPULines = errors.New("no cpuN lines in /proc/stat")
 
 // readHostCPU reads the host's CPU times (a variable for tests, which
 // cannot make a hypervisor steal).
-var readHostCPU = hostcpu.Read
+var readHostCPU = proc.HostCPUs
 
 type connAcc struct {
 	n, min, max, last int
@@ -247,10 +246,10 @@ func (wa *watcher) applyHost(r *Result) {
 	}
 	first, last := wa.host[0], wa.host[len(wa.host)-1]
 	h := &HostCPU{CPUs: len(last.cpus)}
-	var sum hostcpu.Times
+	var sum proc.CPUTimes
 	for _, c := range last.cpus {
 		d := c.Sub(cpuOf(first.cpus, c.CPU))
-		sum = addTimes(sum, d)
+		sum = sum.Add(d)
 		h.PerCPU = append(h.PerCPU, share(c.CPU, d))
 	}
 	all := share(-1, sum)
@@ -265,38 +264,32 @@ func (wa *watcher) applyHost(r *Result) {
 			k++
 		}
 		a, b := wa.host[k], wa.host[k+1]
-		var d hostcpu.Times
+		var d proc.CPUTimes
 		for _, c := range b.cpus {
-			d = addTimes(d, c.Sub(cpuOf(a.cpus, c.CPU)))
+			d = d.Add(c.Sub(cpuOf(a.cpus, c.CPU)))
 		}
 		r.Timeline[i].StealPct = share(-1, d).StealPct
 	}
 }
 
 // cpuOf returns CPU n's times from cs (zero when absent: hot-plugged).
-func cpuOf(cs []hostcpu.Times, n int) hostcpu.Times {
+func cpuOf(cs []proc.CPUTimes, n int) proc.CPUTimes {
 	for _, c := range cs {
 		if c.CPU == n {
 			return c
 		}
 	}
-	return hostcpu.Times{CPU: n}
-}
-
-func addTimes(a, b hostcpu.Times) hostcpu.Times {
-	return hostcpu.Times{User: a.User + b.User, Nice: a.Nice + b.Nice, System: a.System + b.System,
-		Idle: a.Idle + b.Idle, IOWait: a.IOWait + b.IOWait, IRQ: a.IRQ + b.IRQ,
-		SoftIRQ: a.SoftIRQ + b.SoftIRQ, Steal: a.Steal + b.Steal}
+	return proc.CPUTimes{CPU: n}
 }
 
 // share turns a delta of CPU times into percentages, rounded to 0.1.
-func share(cpu int, d hostcpu.Times) CPUShare {
+func share(cpu int, d proc.CPUTimes) CPUShare {
 	s := CPUShare{CPU: cpu}
-	t := float64(d.Total())
+	t := d.Total()
 	if t == 0 {
 		return s
 	}
-	pct := func(v uint64) float64 { return math.Round(1000*float64(v)/t) / 10 }
+	pct := func(v float64) float64 { return math.Round(1000*v/t) / 10 }
 	s.BusyPct, s.IdlePct, s.StealPct = pct(d.Busy()), pct(d.Idle+d.IOWait), pct(d.Steal)
 	return s
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/hostcpu"
+	"github.com/rtbd/rtbd/bench/proc"
 )
 
 // TestApplyHostWindows feeds the watcher readings a second apart (the
@@ -21,13 +21,13 @@ func TestApplyHostWindows(t *testing.T) {
 	start := time.Unix(1000, 0)
 	// Each CPU: 100 ticks a second. Seconds 0 and 1: 60 busy, 40 idle;
 	// second 2: 20 busy, 30 idle, 50 stolen.
-	per := []hostcpu.Times{{User: 60, Idle: 40}, {User: 60, Idle: 40}, {User: 20, Idle: 30, Steal: 50}}
-	var cur [2]hostcpu.Times
+	per := []proc.CPUTimes{{User: 60, Idle: 40}, {User: 60, Idle: 40}, {User: 20, Idle: 30, Steal: 50}}
+	var cur [2]proc.CPUTimes
 	cur[1].CPU = 1
 	wa := &watcher{}
 	at := start
 	for i := 0; i <= len(per); i++ {
-		wa.host = append(wa.host, hostReading{at: at, cpus: []hostcpu.Times{cur[0], cur[1]}})
+		wa.host = append(wa.host, hostReading{at: at, cpus: []proc.CPUTimes{cur[0], cur[1]}})
 		if i == len(per) {
 			break
 		}
@@ -92,8 +92,8 @@ func TestRunReportsHost(t *testing.T) {
 func TestFindMaxRateStealRetries(t *testing.T) {
 	var mu sync.Mutex
 	var stealing bool
-	var cum hostcpu.Times
-	readHostCPU = func() ([]hostcpu.Times, error) {
+	var cum proc.CPUTimes
+	readHostCPU = func() ([]proc.CPUTimes, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		cum.User += 10
@@ -102,9 +102,9 @@ func TestFindMaxRateStealRetries(t *testing.T) {
 		} else {
 			cum.Idle += 10
 		}
-		return []hostcpu.Times{cum}, nil
+		return []proc.CPUTimes{cum}, nil
 	}
-	t.Cleanup(func() { readHostCPU = hostcpu.Read })
+	t.Cleanup(func() { readHostCPU = proc.HostCPUs })
 	stalling := func() Target {
 		var calls atomic.Int64
 		return TargetFunc("stolen", func(context.Context, *Worker) Outcome {

@@ -1,330 +1,349 @@
 package bidder
 
 import (
-	"context"
 	"encoding/json"
 	"math"
+	"net"
 	"path/filepath"
-	"runtime"
-	rtmetrics "runtime/metrics"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 )
 
-func TestNextShed(t *testing.T) {
-	const target = 5 * time.Millisecond
+const ms = time.Millisecond
+
+// queueSim is a bidder in front of which requests queue: one server,
+// first come first served, a served request costs serve and a shed one
+// shed. Time is the simulation's own (an injected clock): offer feeds
+// requests to the controller at their handler's start and returns how
+// many it shed, and the longest wait of a request served.
+type queueSim struct {
+	a           *Admission
+	now         time.Time // next arrival
+	busyUntil   time.Time
+	serve, shed time.Duration
+}
+
+func (q *queueSim) offer(n int, every, budget time.Duration) (shed int, maxServedWait time.Duration) {
+	for range n {
+		start := q.now
+		if q.busyUntil.After(start) {
+			start = q.busyUntil
+		}
+		wait := start.Sub(q.now)
+		if q.a.Shed(wait, budget, start) {
+			shed++
+			q.busyUntil = start.Add(q.shed)
+		} else {
+			maxServedWait = max(maxServedWait, wait)
+			q.busyUntil = start.Add(q.serve)
+		}
+		q.now = q.now.Add(every)
+	}
+	return shed, maxServedWait
+}
+
+// TestAdmissionBurstThenQuiet: offered twice what it can serve, the
+// controller sheds, and the requests it serves wait less than their
+// budget; after the burst, with the clock advanced (no sleeping), the
+// first request following a second of quiet is served (at the default
+// Interval and at one of a second, where the average has only halved), and
+// so is every request of a trickle just under one a second: the shed state
+// decays with time, not only with requests.
+func TestAdmissionBurstThenQuiet(t *testing.T) {
+	const budget = 80 * ms // tmax 100 ms less the 20 ms margin
+	for _, interval := range []time.Duration{25 * ms, time.Second} {
+		a := NewAdmission(AdmissionOptions{Interval: interval})
+		q := &queueSim{a: a, now: time.Unix(1_700_000_000, 0), serve: 100 * time.Microsecond, shed: 5 * time.Microsecond}
+		q.busyUntil = q.now
+		// Below capacity (half of it): nothing shed.
+		if n, _ := q.offer(5000, 200*time.Microsecond, budget); n != 0 {
+			t.Fatalf("interval %v, at half capacity: %d shed", interval, n)
+		}
+		// 2x for 4 s: 80,000 requests, one per 50 us.
+		shed, maxWait := q.offer(80_000, 50*time.Microsecond, budget)
+		if interval == 25*ms && (shed < 35_000 || shed > 50_000) {
+			t.Fatalf("2x burst: %d of 80000 shed, want about half", shed)
+		}
+		if shed == 0 || !a.Standing() && a.YoungShare(q.busyUntil) == 0 {
+			t.Fatalf("interval %v: the 2x burst left the controller not shedding (%d shed)", interval, shed)
+		}
+		if interval == 25*ms && maxWait >= budget {
+			t.Fatalf("2x burst: a request served after waiting %v, its budget %v", maxWait, budget)
+		}
+		// One second of quiet after the last request's handler started.
+		q.now = q.busyUntil.Add(time.Second)
+		if a.Shed(0, budget, q.now) {
+			t.Fatalf("interval %v: the first request after 1 s of quiet was shed", interval)
+		}
+		if a.Standing() || a.YoungShare(q.now) != 0 {
+			t.Fatalf("interval %v, after 1 s of quiet: standing %v, young share %v", interval, a.Standing(), a.YoungShare(q.now))
+		}
+	}
+
+	// Again, now followed by a trickle just under one request a second:
+	// each is served (the state decays between them, not per request).
+	a := NewAdmission(AdmissionOptions{})
+	q := &queueSim{a: a, now: time.Unix(1_700_000_000, 0), serve: 100 * time.Microsecond, shed: 5 * time.Microsecond}
+	q.busyUntil = q.now
+	if shed, _ := q.offer(40_000, 50*time.Microsecond, budget); shed == 0 {
+		t.Fatal("2x burst: nothing shed")
+	}
+	q.now = q.busyUntil
+	for i := range 22 {
+		q.now = q.now.Add(900 * ms)
+		if a.Shed(time.Millisecond, budget, q.now) {
+			t.Fatalf("trickle request %d (%v after the burst) was shed", i, time.Duration(i+1)*900*ms)
+		}
+	}
+}
+
+// TestAdmissionOwnBudget: a late request is one whose wait exceeds what its
+// own budget allows (the larger of Target and budget/16). While a queue
+// stands, late requests are shed, a request that waited more than its
+// whole budget among them, while a request that waited as long but has a
+// long tmax is not. A burst shorter than Interval sheds nothing.
+func TestAdmissionOwnBudget(t *testing.T) {
+	a := NewAdmission(AdmissionOptions{Target: 5 * ms, Interval: 25 * ms})
+	if got := a.Allowed(30 * ms); got != 5*ms {
+		t.Errorf("allowed wait of a 30ms budget: %v, want Target 5ms", got)
+	}
+	if got := a.Allowed(480 * ms); got != 30*ms {
+		t.Errorf("allowed wait of a 480ms budget: %v, want 30ms", got)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	// 20 ms of requests that waited 40 ms with a 30 ms budget: above
+	// their allowance, but not for an Interval.
+	for i := range 20 {
+		if a.Shed(40*ms, 30*ms, now) {
+			t.Fatalf("request %d of a 20 ms burst shed", i)
+		}
+		now = now.Add(ms)
+	}
+	// Another 10 ms: the queue stands (the young share has not risen yet:
+	// it steps once per Interval, and the queue was not standing at the
+	// first step).
+	for range 10 {
+		a.Shed(40*ms, 30*ms, now)
+		now = now.Add(ms)
+	}
+	if !a.Standing() || a.YoungShare(now) != 0 {
+		t.Fatalf("after 30 ms of late requests: standing %v, young share %v; want standing, 0", a.Standing(), a.YoungShare(now))
+	}
 	cases := []struct {
-		name   string
-		shed   float64
-		p99    time.Duration
-		n      uint64
-		want   float64
-		approx bool
+		name         string
+		wait, budget time.Duration
+		wantShed     bool
 	}{
-		{"idle stays at 0", 0, 0, 0, 0, false},
-		{"few events lower it", 0.5, time.Second, minWindowEvents - 1, 0.48, true},
-		{"over target from 0: +5 points at least", 0, 10 * time.Millisecond, 1000, 0.25, true},
-		{"over target: a quarter of the gap", 0.6, 10 * time.Millisecond, 1000, 0.7, true},
-		{"over target: capped", 0.94, time.Second, 1000, 0.95, true},
-		{"between target/2 and target: hold", 0.3, 3 * time.Millisecond, 1000, 0.3, true},
-		{"under target/2: -2 points", 0.3, time.Millisecond, 1000, 0.28, true},
-		{"never below 0", 0.01, time.Millisecond, 1000, 0, false},
+		{"waited more than its whole budget", 40 * ms, 30 * ms, true},
+		{"waited 20 ms of a 30 ms budget", 20 * ms, 30 * ms, true},
+		{"waited 20 ms of a 480 ms budget (tmax 500)", 20 * ms, 480 * ms, false},
+		{"waited 2 ms of a 30 ms budget", 2 * ms, 30 * ms, false},
+		{"waited 6 ms, budget unknown (Target applies)", 6 * ms, 0, true},
+		{"waited 31 ms of a 480 ms budget", 31 * ms, 480 * ms, true},
 	}
 	for _, c := range cases {
-		got := nextShed(c.shed, c.p99, c.n, target, 0.95)
-		if math.Abs(got-c.want) > 1e-9 {
-			t.Errorf("%s: nextShed(%v, %v, %d) = %v, want %v", c.name, c.shed, c.p99, c.n, got, c.want)
+		if got := a.Shed(c.wait, c.budget, now); got != c.wantShed {
+			t.Errorf("%s: shed %v, want %v", c.name, got, c.wantShed)
+		}
+		if !a.Standing() {
+			t.Fatalf("%s: the queue no longer stands", c.name)
+		}
+		now = now.Add(100 * time.Microsecond)
+	}
+	// Drained: requests within their allowance bring the average back
+	// under 1, and then a late request is served.
+	for range 64 {
+		a.Shed(ms, 80*ms, now)
+		now = now.Add(100 * time.Microsecond)
+	}
+	if a.Standing() {
+		t.Fatal("still standing after 64 requests within their allowance")
+	}
+	if a.Shed(40*ms, 30*ms, now) {
+		t.Fatal("a late request shed with no standing queue")
+	}
+	var nilA *Admission
+	if nilA.Shed(time.Second, 0, now) || nilA.Standing() || nilA.YoungShare(now) != 0 || nilA.Target() != 0 {
+		t.Fatal("a nil Admission sheds")
+	}
+}
+
+// TestAdmissionYoungShare: while the queue stands the young share rises
+// each Interval by a quarter of the rest (at least 5 points, capped at
+// MaxShed) and young requests are shed evenly at that share; once the
+// average is under 1/2 it falls by 5 points an Interval, with time alone.
+func TestAdmissionYoungShare(t *testing.T) {
+	const interval = 25 * ms
+	a := NewAdmission(AdmissionOptions{Target: 5 * ms, Interval: interval})
+	now := time.Unix(1_700_000_000, 0)
+	late := func(d time.Duration) { // late requests every 0.1 ms for d
+		for end := now.Add(d); now.Before(end); now = now.Add(100 * time.Microsecond) {
+			a.Shed(50*ms, 0, now)
 		}
 	}
-	// Sustained overload converges to the cap within a few windows;
-	// then recovery walks back to 0.
-	s := 0.0
-	for i := 0; i < 12; i++ {
-		s = nextShed(s, time.Second, 1000, target, 0.95)
-	}
-	if s < 0.9 {
-		t.Errorf("after 12 overloaded windows shed = %v, want >= 0.9", s)
-	}
-	for i := 0; i < 60 && s > 0; i++ {
-		s = nextShed(s, time.Millisecond, 1000, target, 0.95)
-	}
-	if s != 0 {
-		t.Errorf("after 60 quiet windows shed = %v, want 0", s)
-	}
-}
-
-func TestWindowP99(t *testing.T) {
-	buckets := []float64{0, 0.001, 0.002, 0.004, 0.008, math.Inf(1)}
-	prev := &rtmetrics.Float64Histogram{Buckets: buckets, Counts: []uint64{10, 10, 10, 10, 10}}
-	// Window: 980 events in [0,1ms), 15 in [2,4ms), 5 in [8ms,inf).
-	cur := &rtmetrics.Float64Histogram{Buckets: buckets, Counts: []uint64{990, 10, 25, 10, 15}}
-	p99, n := windowP99(prev, cur)
-	if n != 1000 || p99 != 4*time.Millisecond {
-		t.Errorf("p99 %v over %d events, want 4ms over 1000", p99, n)
-	}
-	// All in the open last bucket: its lower bound.
-	cur2 := &rtmetrics.Float64Histogram{Buckets: buckets, Counts: []uint64{10, 10, 10, 10, 110}}
-	if p99, n := windowP99(prev, cur2); n != 100 || p99 != 8*time.Millisecond {
-		t.Errorf("open bucket: p99 %v n %d", p99, n)
-	}
-	if _, n := windowP99(prev, prev); n != 0 {
-		t.Errorf("empty window: %d events", n)
-	}
-	if _, n := windowP99(nil, cur); n != 0 {
-		t.Errorf("no previous read: %d events", n)
-	}
-}
-
-// TestAdmissionShedsUnderCPUStarvation: the real controller on the real
-// runtime metric. Goroutines spinning on both cores make every other
-// goroutine wait for the CPU; the controller must start shedding, and
-// return to shedding nothing once they stop. No timing is asserted: each
-// condition is waited for (bounded, generously).
-func TestAdmissionShedsUnderCPUStarvation(t *testing.T) {
-	a := NewAdmission(AdmissionOptions{Target: 2 * time.Millisecond, Interval: 10 * time.Millisecond})
-	if a.Shed() {
-		t.Fatal("a new Admission sheds")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx)
-	var stop atomic.Bool
-	var wg sync.WaitGroup
-	for i := 0; i < 64; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for !stop.Load() {
-				for j := 0; j < 1e5; j++ {
-					x += j
-				}
-				time.Sleep(time.Microsecond) // many wake-ups: scheduling events
-			}
-			_ = x
-		}()
-	}
-	waitFor(t, 20*time.Second, "shedding under CPU starvation", func() bool { return a.ShedRatio() > 0 })
-	t.Logf("shedding %.2f with sched p99 %v", a.ShedRatio(), a.SchedP99())
-	stop.Store(true)
-	wg.Wait()
-	waitFor(t, 20*time.Second, "no shedding once the CPU is free", func() bool { return a.ShedRatio() == 0 })
-	cancel()
-}
-
-// TestAdmissionSeesSpareCPU: Run's run-queue samples tell an idle process
-// (spare CPU: a standing queue is not shed) from one whose goroutines wait
-// for a CPU.
-func TestAdmissionSeesSpareCPU(t *testing.T) {
-	a := NewAdmission(AdmissionOptions{Interval: 10 * time.Millisecond})
-	if a.Spare() {
-		t.Fatal("a new Admission claims spare CPU before sampling")
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx)
-	waitFor(t, 20*time.Second, "spare CPU in an idle process", a.Spare)
-	stop := spin(4 * runtime.GOMAXPROCS(0))
-	waitFor(t, 20*time.Second, "no spare CPU with goroutines waiting for one", func() bool { return !a.Spare() })
-	stop()
-	waitFor(t, 20*time.Second, "spare CPU again", a.Spare)
-	cancel()
-}
-
-func TestBusyWindow(t *testing.T) {
-	var w busyWindow
-	if w.ratio() != 1 {
-		t.Fatalf("empty window ratio %v, want 1", w.ratio())
-	}
-	for i := range busySamples {
-		w.add(i%4 == 0)
-	}
-	if w.ratio() != 0.25 {
-		t.Fatalf("ratio %v, want 0.25", w.ratio())
-	}
-	for range busySamples / 2 { // the older half (3 busy: 0, 4, 8) rolls out
-		w.add(true)
-	}
-	if w.ratio() != 0.6 { // 12, 16 and the 10 new
-		t.Fatalf("ratio %v, want 0.6", w.ratio())
-	}
-}
-
-// spin starts n goroutines that keep the CPUs busy (more than GOMAXPROCS
-// of them leave goroutines waiting for a P) and returns what stops them.
-func spin(n int) (stop func()) {
-	var done atomic.Bool
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			x := 0
-			for !done.Load() {
-				x++
-			}
-			_ = x
-		}()
-	}
-	return func() { done.Store(true); wg.Wait() }
-}
-
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(limit)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not reached within %v: %s", limit, what)
+	late(interval + 5*ms) // standing from just after the first step
+	wantSteps := []float64{0.25, 0.4375, 0.578125}
+	for i, want := range wantSteps {
+		late(interval)
+		if got := a.YoungShare(now); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("step %d: young share %v, want %v", i+1, got, want)
 		}
-		time.Sleep(5 * time.Millisecond)
+	}
+	for range 20 {
+		late(interval)
+	}
+	if got := a.YoungShare(now); got != 0.95 {
+		t.Fatalf("after 23 standing intervals: young share %v, want MaxShed 0.95", got)
+	}
+
+	// Young requests at the young share: deterministic, evenly spread.
+	b := NewAdmission(AdmissionOptions{Target: 5 * ms, Interval: interval})
+	bn := time.Unix(1_700_000_000, 0)
+	for end := bn.Add(interval + 5*ms); bn.Before(end); bn = bn.Add(100 * time.Microsecond) {
+		b.Shed(50*ms, 0, bn)
+	}
+	bn = bn.Add(interval - 5*ms - 100*time.Microsecond) // just before the second step: still standing
+	b.Shed(50*ms, 0, bn)
+	bn = bn.Add(200 * time.Microsecond) // past it: young share 0.25
+	young := 0
+	for range 40 {
+		if b.Shed(ms, 0, bn) {
+			young++
+		}
+	}
+	if got := b.YoungShare(bn); got != 0.25 {
+		t.Fatalf("young share %v, want 0.25", got)
+	}
+	if young != 10 {
+		t.Fatalf("%d of 40 young requests shed at a young share of 0.25, want 10", young)
+	}
+
+	// Decay with time: no requests. The average halves each Interval:
+	// two later it is still above 1, the queue stands and the share
+	// holds; ten later it is under 1/2, and the share has fallen 5 points
+	// for each of the ten.
+	if got := a.YoungShare(now.Add(2 * interval)); got != 0.95 {
+		t.Fatalf("young share 2 intervals after the last request: %v, want 0.95", got)
+	}
+	if got := a.YoungShare(now.Add(10 * interval)); math.Abs(got-0.45) > 1e-9 {
+		t.Fatalf("young share 10 intervals after the last request: %v, want 0.45", got)
+	}
+	if got := a.YoungShare(now.Add(30 * interval)); got != 0 {
+		t.Fatalf("young share 30 intervals after the last request: %v, want 0", got)
 	}
 }
 
-// TestAdmissionShedsBids: a request shed by the admission control is a
-// no-bid with nbr 507 (the id echoed with nbr_body), counted by reason,
-// answered without being decoded; at ratio 0 every request is served.
+// waitedListener hands out connections whose reads are stamped as having
+// arrived *wait ago: the queueing delay, injected.
+type waitedListener struct {
+	net.Listener
+	wait *atomic.Int64 // ns
+}
+
+func (l waitedListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &waitedConn{Conn: c, wait: l.wait}, nil
+}
+
+type waitedConn struct {
+	net.Conn
+	wait *atomic.Int64
+	at   time.Time
+}
+
+func (c *waitedConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.at = time.Now().Add(-time.Duration(c.wait.Load()))
+	return n, err
+}
+
+func (c *waitedConn) LastArrival() (time.Time, bool) { return c.at, !c.at.IsZero() }
+
+// TestAdmissionShedsBids: through the handler, with the queueing delay
+// injected at the connection: a fresh controller serves the first request;
+// once a queue of requests that waited past their allowance stands, they
+// are shed as a no-bid with nbr 507 (the id echoed with nbr_body), counted
+// by reason, in the total-latency histogram.
 func TestAdmissionShedsBids(t *testing.T) {
-	a := NewAdmission(AdmissionOptions{})
+	a := NewAdmission(AdmissionOptions{Target: 5 * ms, Interval: time.Millisecond})
 	f := newFixture(t, func(o *Options) { o.Admission = a; o.NBRBody = true })
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	if r := f.bid(body); r.status != 200 || !json.Valid(r.body) || len(r.body) < 1000 {
-		t.Fatalf("not shedding: status %d, %d bytes, want a bid", r.status, len(r.body))
+	var wait atomic.Int64
+	ln := fasthttputil.NewInmemoryListener()
+	srv := f.b.NewServer()
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(waitedListener{ln, &wait}) }()
+	t.Cleanup(func() { ln.Close(); <-done })
+	f.client = &fasthttp.Client{Dial: func(string) (net.Conn, error) { return ln.Dial() }, ReadTimeout: 10 * time.Second}
+
+	// tmax 50: a 30 ms budget, 5 ms allowed; every request waited 40 ms.
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 50)
+	wait.Store(int64(40 * ms))
+	r := f.bid(body)
+	var nb struct {
+		ID  string `json:"id"`
+		NBR int    `json:"nbr"`
 	}
-	a.set(1, 50*time.Millisecond) // shed everything
-	for i := 0; i < 3; i++ {
+	if r.status != 200 || json.Unmarshal(r.body, &nb) != nil || nb.NBR != 508 {
+		t.Fatalf("first request: status %d body %.200s, want served (a no-bid 508: it waited past its budget)", r.status, r.body)
+	}
+	shed := 0
+	for i := 0; i < 10_000 && shed < 3; i++ {
 		r := f.bid(body)
-		var nb struct {
-			ID  string `json:"id"`
-			NBR int    `json:"nbr"`
+		nb.NBR = 0
+		if r.status != 200 || json.Unmarshal(r.body, &nb) != nil {
+			t.Fatalf("status %d body %.200s", r.status, r.body)
 		}
-		if r.status != 200 || json.Unmarshal(r.body, &nb) != nil || nb.NBR != 507 || nb.ID != "80ce30c53c16e6ede735f123ef6e32361bfc7b22" {
-			t.Errorf("shed: status %d body %s, want a no-bid with nbr 507 and the id", r.status, r.body)
+		switch nb.NBR {
+		case 507:
+			shed++
+			if nb.ID != "80ce30c53c16e6ede735f123ef6e32361bfc7b22" {
+				t.Fatalf("shed answer %s: the id is not echoed", r.body)
+			}
+		case 508:
+		default:
+			t.Fatalf("answer %s, want nbr 507 (shed) or 508 (waited past its budget)", r.body)
 		}
 	}
-	if got := f.counter("rtbd_bidder_shed_total", "reason", "latency"); got != 3 {
-		t.Errorf("shed_total{latency} = %v, want 3", got)
+	if shed < 3 {
+		t.Fatal("no requests shed in 10000 that waited 40 ms of a 30 ms budget")
+	}
+	if got := f.counter("rtbd_bidder_shed_total", "reason", "queue"); got != 3 {
+		t.Errorf("shed_total{queue} = %v, want 3", got)
 	}
 	if got := f.counter("rtbd_bidder_shed_total", "reason", "in_flight"); got != 0 {
 		t.Errorf("shed_total{in_flight} = %v, want 0", got)
 	}
-	// Every answer is in the total-latency histogram, shed ones too (the
-	// bench harness reads it as the bidder's side of each answer).
-	if got := f.counter("rtbd_bidder_request_seconds"); got != 4 {
-		t.Errorf("request_seconds count = %v, want 4 (a bid and 3 shed)", got)
-	}
-	a.set(0, 0)
-	if r := f.bid(body); r.status != 200 || len(r.body) < 1000 {
-		t.Errorf("after recovery: status %d, %d bytes, want a bid", r.status, len(r.body))
+	if got, all := histCount(t, f, "rtbd_bidder_request_seconds"), histCount(t, f, "rtbd_bidder_queue_seconds"); got != all {
+		t.Errorf("request_seconds count = %d, queue_seconds %d: every answer, shed ones too, is in the total", got, all)
 	}
 }
 
-// TestShedQueued: CoDel's rule on the measured queueing delay, averaged
-// over requests (1/16 each). Waits above Target shed nothing until the
-// average has stayed above Target for Interval; then each request over
-// Target is shed (one young request among old ones does not end it); once
-// the average is back under Target, nothing is.
-func TestShedQueued(t *testing.T) {
-	const target, interval = 5 * time.Millisecond, 25 * time.Millisecond
-	a := NewAdmission(AdmissionOptions{Target: target, Interval: interval})
-	t0 := time.Unix(1_700_000_000, 0)
-	ms := time.Millisecond
-	now := t0
-	feed := func(n int, queued time.Duration, step time.Duration) (shed int) {
-		for range n {
-			if a.ShedQueued(queued, now) {
-				shed++
-			}
-			now = now.Add(step)
-		}
-		return shed
-	}
-	if n := feed(100, 2*ms, ms/10); n != 0 || a.Standing() {
-		t.Fatalf("waits within target: %d shed, standing %v", n, a.Standing())
-	}
-	// A burst: 15 ms of requests that waited 30 ms. The average goes above
-	// target, but not for an interval.
-	if n := feed(150, 30*ms, ms/10); n != 0 || a.Standing() {
-		t.Fatalf("a 15 ms burst: %d shed, standing %v", n, a.Standing())
-	}
-	if n := feed(200, ms, ms/10); n != 0 {
-		t.Fatalf("after the burst: %d shed", n)
-	}
-	// A standing queue: 40 ms of requests that waited 20 ms, a young one
-	// every 10th. Shedding starts once the average has been above target
-	// for 25 ms, and takes only the old requests.
-	old, young := 0, 0
-	for i := range 400 {
-		q := 20 * ms
-		if i%10 == 0 {
-			q = ms
-		}
-		if a.ShedQueued(q, now) {
-			if q == ms {
-				young++
-			}
-			old++
-		}
-		now = now.Add(ms / 10)
-	}
-	if !a.Standing() || young != 0 || old < 100 || old > 300 {
-		t.Fatalf("standing queue: %d old shed, %d young shed, standing %v", old, young, a.Standing())
-	}
-	// Drained: the average falls under target and shedding stops.
-	feed(100, ms, ms/10)
-	if a.Standing() || a.ShedQueued(10*ms, now) {
-		t.Fatalf("after draining: standing %v", a.Standing())
-	}
-	// The same standing queue while Run sees the CPUs with room (the
-	// requests waited on a stopped virtual CPU or a stalled network, not
-	// for this bidder's CPU): it stands, and nothing is shed.
-	a.spare.Store(true)
-	if n := feed(400, 20*ms, ms/10); n != 0 || !a.Standing() {
-		t.Fatalf("standing queue with spare CPU: %d shed, standing %v", n, a.Standing())
-	}
-	a.spare.Store(false)
-	if n := feed(10, 20*ms, ms/10); n != 10 {
-		t.Fatalf("standing queue, CPU bound again: %d of 10 shed", n)
-	}
-	var nilA *Admission
-	if nilA.ShedQueued(time.Second, t0) || nilA.Standing() {
-		t.Fatal("a nil Admission shed")
-	}
-}
-
-// TestQueueShedYoung: while a queue stands, Run raises the fraction of
-// young requests shed too (serving every young one leaves a bidder at its
-// limit no CPU to drain the queue), and lowers it once the average wait is
-// under half the target.
-func TestQueueShedYoung(t *testing.T) {
-	const target = 5 * time.Millisecond
-	steps := []struct {
-		shed     float64
-		standing bool
-		avg      time.Duration
-		want     float64
+// TestPeekTMax: the admission control reads tmax from the raw body, top
+// level only, and not from a compressed one.
+func TestPeekTMax(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		gz   bool
+		want int64
 	}{
-		{0, true, 20 * time.Millisecond, 0.25},
-		{0.8, true, 20 * time.Millisecond, 0.85},
-		{0.94, true, 20 * time.Millisecond, 0.95}, // capped at MaxShed
-		{0.5, false, 4 * time.Millisecond, 0.5},   // between target/2 and target: hold
-		{0.5, false, 2 * time.Millisecond, 0.45},
-		{0.03, false, 0, 0},
-	}
-	for _, s := range steps {
-		if got := nextQueueShed(s.shed, s.standing, s.avg, target, 0.95); math.Abs(got-s.want) > 1e-9 {
-			t.Errorf("nextQueueShed(%v, standing %v, avg %v) = %v, want %v", s.shed, s.standing, s.avg, got, s.want)
+		{`{"id":"1","imp":[{"id":"1","ext":{"tmax":5}}],"tmax":250}`, false, 250},
+		{`{"id":"1","imp":[{"id":"1","ext":{"tmax":5}}]}`, false, 0},
+		{`{"id":"1","tmax":250}`, true, 0},
+		{`not json`, false, 0},
+	} {
+		rc := bidCtx([]byte(c.body))
+		if c.gz {
+			rc.Request.Header.SetContentEncoding("gzip")
 		}
-	}
-	a := NewAdmission(AdmissionOptions{Target: target, Interval: 25 * time.Millisecond})
-	now := time.Unix(1_700_000_000, 0)
-	a.qprob.Store(65536) // all young requests
-	if !a.ShedQueued(time.Millisecond, now) {
-		t.Fatal("a young request was served with the young shed fraction at 1")
-	}
-	a.qprob.Store(0)
-	if a.ShedQueued(time.Millisecond, now) {
-		t.Fatal("a young request was shed with the young shed fraction at 0")
+		if got := peekTMax(rc); got != c.want {
+			t.Errorf("peekTMax(%s, gzip %v) = %d, want %d", c.body, c.gz, got, c.want)
+		}
 	}
 }

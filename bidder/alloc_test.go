@@ -5,6 +5,7 @@ package bidder
 import (
 	"path/filepath"
 	"testing"
+	"time"
 )
 
 // TestBidAllocations pins the allocations of one bid with 15 products (the
@@ -43,5 +44,26 @@ func TestBidAllocations(t *testing.T) {
 	t.Logf("no-bid for an unknown user: %.0f allocations", noBid)
 	if noBid > 16 {
 		t.Errorf("%.0f allocations per unknown-user no-bid, want <= 16", noBid)
+	}
+}
+
+// TestAdmissionAllocations pins the admission control's per-request work
+// (reading tmax from the raw body, judging the wait) at no allocation.
+func TestAdmissionAllocations(t *testing.T) {
+	a := NewAdmission(AdmissionOptions{})
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 120)
+	rc := bidCtx(body)
+	now := time.Unix(1_700_000_000, 0)
+	var tmax int64
+	allocs := testing.AllocsPerRun(200, func() {
+		tmax = peekTMax(rc)
+		a.Shed(20*time.Millisecond, time.Duration(tmax)*time.Millisecond, now)
+		now = now.Add(time.Millisecond)
+	})
+	if tmax != 120 {
+		t.Fatalf("peekTMax = %d, want 120", tmax)
+	}
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per admission decision, want 0", allocs)
 	}
 }

@@ -378,9 +378,9 @@ const warmStep = 500 * time.Millisecond
 
 // warmUp serves body to bidder child c, 64 connections, until its resident
 // set grows by less than 2% in a warmStep (at most 30 s), and returns the
-// time taken and the RSS. A bidder allocates a few KiB per bid and its GC
-// floor lets the heap grow to bidder.gc_floor_mb before collecting: until
-// then each new page of heap is a page fault (in the rounds of a run, 5-10%
+// time taken and the RSS. A bidder allocates a few KiB per bid and a GC
+// floor (bidder.gc_floor_mb) lets the heap grow to it before collecting:
+// until then each new page of heap is a page fault (in the rounds of a run, 5-10%
 // more CPU per bid measured, and more the earlier the round).
 func warmUp(c *childServer, body []byte) (time.Duration, int64) {
 	start := time.Now()

@@ -100,9 +100,8 @@ type Options struct {
 	// MaxInFlight bounds concurrent bid requests; the excess is shed.
 	// Default 1024.
 	MaxInFlight int
-	// Admission, when set, sheds a fraction of bid requests before
-	// decoding them while goroutines wait too long for the CPU (see
-	// Admission); the caller runs it (Admission.Run).
+	// Admission, when set, sheds bid requests before decoding them
+	// while a queue stands in front of the handler (see Admission).
 	Admission *Admission
 	// Overload503 answers shed requests 503 instead of a no-bid (nbr 507).
 	Overload503 bool
@@ -445,15 +444,17 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	}
 	if queued >= 0 {
 		m.queue.Observe(queued.Seconds())
-		if b.opts.Admission.ShedQueued(queued, now) {
-			m.shedQueue.Inc()
-			b.shed(rc, start)
-			return
+		if a := b.opts.Admission; a != nil {
+			var budget time.Duration // within Target every budget allows the wait
+			if queued > a.Target() {
+				budget = b.budget(peekTMax(rc))
+			}
+			if a.Shed(queued, budget, now) {
+				m.shedQueue.Inc()
+				b.shed(rc, start)
+				return
+			}
 		}
-	} else if b.opts.Admission.Shed() {
-		m.shedLatency.Inc()
-		b.shed(rc, start)
-		return
 	}
 	st := b.getState()
 	defer b.putState(st)
@@ -504,13 +505,30 @@ func (b *Bidder) shed(rc *fasthttp.RequestCtx, start time.Time) {
 	b.writeNoBid(rc, id, rtb.NoBidOverloaded, nil)
 }
 
+// budget is a request's time to answer, counted from its arrival:
+// min(tmax, or DefaultTMax when tmax <= 0, MaxTMax) - TMaxMargin.
+func (b *Bidder) budget(tmaxMs int64) time.Duration {
+	budget := b.opts.DefaultTMax
+	if tmaxMs > 0 {
+		budget = time.Duration(tmaxMs) * time.Millisecond
+	}
+	return min(budget, b.opts.MaxTMax) - b.opts.TMaxMargin
+}
+
+// peekTMax reads the top-level tmax of a bid request's body before it is
+// decoded (a scan that allocates nothing), for the admission control; 0
+// (the default) when the body is compressed or has none.
+func peekTMax(rc *fasthttp.RequestCtx) int64 {
+	if len(rc.Request.Header.ContentEncoding()) != 0 {
+		return 0
+	}
+	tmax, _ := extInt(rc.PostBody(), "tmax")
+	return tmax
+}
+
 // run computes the deadline and runs the auction for a decoded request.
 func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason {
-	budget := b.opts.DefaultTMax
-	if tmax := st.req.TMax; tmax > 0 {
-		budget = time.Duration(tmax) * time.Millisecond
-	}
-	budget = min(budget, b.opts.MaxTMax) - b.opts.TMaxMargin
+	budget := b.budget(st.req.TMax)
 	if budget < b.opts.MinBudget {
 		st.m.misses[missTMax].Inc()
 		if ex != nil {

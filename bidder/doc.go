@@ -32,8 +32,10 @@
 //
 // # A bid request
 //
-//  1. Overload: beyond Options.MaxInFlight requests in flight, answer at
-//     once (no-bid nbr 507, or 503) without reading the body.
+//  1. Overload: beyond Options.MaxInFlight requests in flight, or shed by
+//     Options.Admission (a standing queue, judged by the request's wait
+//     against its own budget), answer at once (no-bid nbr 507, or 503)
+//     without decoding the body.
 //  2. Body: decompressed into a pooled buffer with a hard cap (a gzip bomb
 //     stops at MaxBodyBytes+1 bytes), decoded and validated by package rtb
 //     (nbr 2 on any problem).
@@ -85,9 +87,8 @@
 // _request_seconds (arrival to answer, shed answers included),
 // _queue_seconds, _deadline_misses_total{stage=queue|tmax|user|catalog|decide},
 // _catalog_errors_total{kind}, _user_errors_total{kind},
-// _shed_total{reason=in_flight|queue|latency}, _admission_queue_shed_ratio,
-// _admission_busy_ratio, _admission_cpu_room_ratio, _admission_shed_ratio,
-// _admission_sched_latency_p99_seconds, _in_flight, _events_total{result}, _clicks_total{result},
+// _shed_total{reason=in_flight|queue}, _admission_queue_shed_ratio,
+// _in_flight, _events_total{result}, _clicks_total{result},
 // _notices_unhandled_total; rtbd_notices_total{kind=win|bill,outcome=
 // accepted|replay|forged|expired|over_price|bad_price|bad_request|
 // unavailable}. Label values are fixed sets.

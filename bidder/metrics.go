@@ -89,23 +89,22 @@ var resNames = [numResults]string{"ok", "invalid", "expired", "error", "fallback
 // pre-created (fixed sets, never request input) so that the hot path only
 // increments.
 type metrics struct {
-	requests    prometheus.Counter
-	bids        prometheus.Counter
-	nobids      map[rtb.NoBidReason]prometheus.Counter
-	nobidOther  prometheus.Counter
-	rejected    [numRejections]prometheus.Counter
-	stage       [numStages]prometheus.Observer
-	total       prometheus.Observer
-	misses      [numMisses]prometheus.Counter
-	catErrs     [numErrKinds]prometheus.Counter
-	userErrs    [numErrKinds]prometheus.Counter
-	shed        prometheus.Counter // in_flight
-	shedLatency prometheus.Counter
-	shedQueue   prometheus.Counter
-	queue       prometheus.Observer // arrival to handler start, when known
-	events      [numResults]prometheus.Counter
-	clicks      [numResults]prometheus.Counter
-	notices     prometheus.Counter
+	requests   prometheus.Counter
+	bids       prometheus.Counter
+	nobids     map[rtb.NoBidReason]prometheus.Counter
+	nobidOther prometheus.Counter
+	rejected   [numRejections]prometheus.Counter
+	stage      [numStages]prometheus.Observer
+	total      prometheus.Observer
+	misses     [numMisses]prometheus.Counter
+	catErrs    [numErrKinds]prometheus.Counter
+	userErrs   [numErrKinds]prometheus.Counter
+	shed       prometheus.Counter // in_flight
+	shedQueue  prometheus.Counter
+	queue      prometheus.Observer // arrival to handler start, when known
+	events     [numResults]prometheus.Counter
+	clicks     [numResults]prometheus.Counter
+	notices    prometheus.Counter
 }
 
 // latencyBuckets (seconds): 50us to 250ms, dense around the 1-20 ms that
@@ -138,8 +137,8 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 	userErrs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_user_errors_total",
 		Help: "User store errors by kind (unknown users are not errors)."}, []string{"kind"})
 	shedVec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_shed_total",
-		Help: "Bid requests shed before decoding, by reason: in_flight (bidder.max_in_flight were in flight), queue (admission control: a standing queue, and this request waited longer than bidder.admission_latency), latency (admission control without arrival times: goroutines waited too long for the CPU)."}, []string{"reason"})
-	shed, shedLatency, shedQueue := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("latency"), shedVec.WithLabelValues("queue")
+		Help: "Bid requests shed before decoding, by reason: in_flight (bidder.max_in_flight were in flight), queue (admission control: a queue stands, and this request waited longer than it may, or is among the young ones shed to drain it)."}, []string{"reason"})
+	shed, shedQueue := shedVec.WithLabelValues("in_flight"), shedVec.WithLabelValues("queue")
 	queue := prometheus.NewHistogram(prometheus.HistogramOpts{Name: "rtbd_bidder_queue_seconds",
 		Help: "Time a bid request waited before its handler ran: from the kernel's receive time of its bytes (Linux) to the handler's start.", Buckets: latencyBuckets})
 	if inFlight == nil {
@@ -156,7 +155,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
-	m.requests, m.bids, m.shed, m.shedLatency, m.total, m.notices = requests, bids, shed, shedLatency, total, notices
+	m.requests, m.bids, m.shed, m.total, m.notices = requests, bids, shed, total, notices
 	m.shedQueue, m.queue = shedQueue, queue
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())

@@ -97,26 +97,25 @@ type closableStore interface {
 // the fasthttp server on bidder.http_listen and the admin listener. Start
 // it with Start, stop it with Shutdown (or use Run).
 type Server struct {
-	cfg           *configs.Config
-	log           *zap.Logger
-	Bidder        *Bidder
-	stopAdmission context.CancelFunc
-	gcFloor       *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
-	products      closableStore
-	remote        *remote.Client // nil with the local index
-	users         *user.Store
-	watcher       *campaign.Watcher
-	rdb           *redis.Client      // nil without redis.addr
-	aero          *as.Client         // nil without aerospike.hosts
-	spendDB       *pebblestore.Store // the embedded spend store, nil otherwise
-	spendW        *spend.Writer
-	spendClosed   bool // by Shutdown
-	budgets       *spend.Budgets
-	fraud         *fraud.Lists // nil without redis.addr
-	http          *fasthttp.Server
-	ln            net.Listener
-	admin         *admin.Server
-	served        chan error
+	cfg         *configs.Config
+	log         *zap.Logger
+	Bidder      *Bidder
+	gcFloor     *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
+	products    closableStore
+	remote      *remote.Client // nil with the local index
+	users       *user.Store
+	watcher     *campaign.Watcher
+	rdb         *redis.Client      // nil without redis.addr
+	aero        *as.Client         // nil without aerospike.hosts
+	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
+	spendW      *spend.Writer
+	spendClosed bool // by Shutdown
+	budgets     *spend.Budgets
+	fraud       *fraud.Lists // nil without redis.addr
+	http        *fasthttp.Server
+	ln          net.Listener
+	admin       *admin.Server
+	served      chan error
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -218,11 +217,6 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err := s.admin.Start(); err != nil {
 		s.ln.Close()
 		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
-	}
-	if opts.Admission != nil {
-		var actx context.Context
-		actx, s.stopAdmission = context.WithCancel(context.Background())
-		go opts.Admission.Run(actx)
 	}
 	go func() { s.served <- s.http.Serve(Listen(s.ln)) }()
 	catalogDesc := "local " + cfg.Catalog.Data
@@ -369,9 +363,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		if werr != nil {
 			werr = fmt.Errorf("bidder: flushing spend: %w", werr)
 		}
-	}
-	if s.stopAdmission != nil {
-		s.stopAdmission()
 	}
 	cerr := s.closeStores()
 	s.gcFloor.Stop()

@@ -71,6 +71,7 @@ func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
 // admin endpoints, and shuts down.
 func TestServerLocal(t *testing.T) {
 	cfg := testConfig(t)
+	cfg.Bidder.GCFloorMB = 64 // off by default; on here, its metrics are served
 	s, err := Start(cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)

@@ -90,3 +90,14 @@ func TestBidderValidate(t *testing.T) {
 		})
 	}
 }
+
+// The overload defaults: admission control on, the GC floor off.
+func TestBidderOverloadDefaults(t *testing.T) {
+	c := mustDefault(t)
+	if c.Bidder.GCFloorMB != 0 {
+		t.Errorf("bidder.gc_floor_mb defaults to %d, want 0 (off)", c.Bidder.GCFloorMB)
+	}
+	if c.Bidder.AdmissionLatency <= 0 || c.Bidder.AdmissionInterval <= 0 {
+		t.Errorf("bidder.admission_latency %v, admission_interval %v: want the admission control on", c.Bidder.AdmissionLatency, c.Bidder.AdmissionInterval)
+	}
+}

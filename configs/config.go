@@ -116,20 +116,20 @@ type Bidder struct {
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// AdmissionLatency turns on admission control by queueing delay: once
-	// the moving average of the bid requests' waits (arrival to handler)
-	// has stayed above this for AdmissionInterval, those that waited
-	// longer are shed before decoding, unless Go's run queue or the CPUs'
-	// idle time shows they had room (bidder.Admission; without arrival times, the p99
-	// goroutine scheduling latency is the signal). 0 disables it.
+	// AdmissionLatency turns on admission control by queueing delay
+	// (bidder.Admission): a bid request may wait (arrival to handler) the
+	// larger of this and 1/16 of its tmax-derived budget; once the
+	// requests' average wait has stayed above what they may for
+	// AdmissionInterval, those that waited longer are shed before
+	// decoding. 0 disables it.
 	AdmissionLatency time.Duration `yaml:"admission_latency"`
-	// AdmissionInterval: how long the wait must stay above
-	// AdmissionLatency before shedding (and the fallback's window).
+	// AdmissionInterval: how long the waits must stay above what they may
+	// before shedding; the step of the share of young requests shed.
 	AdmissionInterval time.Duration `yaml:"admission_interval"`
 	// GCFloorMB: the Go GC does not start a cycle while the heap is below
-	// this many MiB (bidder/gcfloor raises GOGC after each collection). A
-	// bidder's small live heap otherwise means many collections a second,
-	// each taking a P for its mark phase. 0 disables it (GOGC as set).
+	// this many MiB (bidder/gcfloor raises GOGC after each collection),
+	// trading memory for fewer collections. 0 (the default) disables it
+	// (GOGC as set).
 	GCFloorMB int `yaml:"gc_floor_mb"`
 	// OverloadResponse is how a shed request is answered: "nobid" (a
 	// no-bid with nbr 507, see NBRBody) or "503".

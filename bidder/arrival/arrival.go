@@ -13,19 +13,19 @@
 // the measured queueing delay (bidder.Admission).
 //
 // How: Listen wraps a TCP listener. On Linux each accepted socket gets the
-// SO_TIMESTAMPNS option, and Conn.Read reads with recvmsg(2), which then
-// returns the kernel's receive time of the newest bytes read. (Read and
-// Write are raw system calls on the non-blocking socket, without the Go
-// runtime's system call bookkeeping: see conn_linux.go.) Time(c)
-// returns it for a connection from this package's listener. (Linux turns
+// SO_TIMESTAMPNS option, and Conn.Read reads with recvmsg(2) through the
+// connection's syscall.RawConn (the Go runtime's poller waits for data),
+// which then returns the kernel's receive time of the newest bytes read;
+// Write is the net.TCPConn's. Time(c) returns it for a connection from
+// this package's listener. (Linux turns
 // receive timestamps on system-wide, asynchronously, when the first socket
 // asks: the first requests after a start may be unstamped; Probe waits
 // until stamps come.) Elsewhere,
 // under the race detector (whose happens-before tracking through sockets
 // lives in the ordinary read path), and for connections that are not
 // TCP, Listen returns the listener unchanged and Time reports false: the
-// bidder then falls back to the handler's start and to the scheduling
-// latency signal.
+// bidder then counts from the handler's start, and its admission control
+// does not judge the request.
 package arrival
 
 import (

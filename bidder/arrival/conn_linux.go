@@ -45,28 +45,26 @@ func (l listener) Accept() (net.Conn, error) {
 		return c, nil
 	}
 	sc := &conn{TCPConn: tc, raw: raw}
-	sc.step, sc.wstep = sc.recv, sc.send
+	sc.step = sc.recv
 	return sc, nil
 }
 
-// conn is a stamped TCP connection. Read is for one goroutine at a time
-// (as net.Conn's contract has it for a stream read by one reader);
-// LastArrival is meant for that same goroutine, between reads.
+// conn is a stamped TCP connection: Read is recvmsg(2) through the
+// connection's syscall.RawConn, so the Go runtime's poller waits for data
+// (deadlines and Close work as for any net.Conn) and the system call is an
+// ordinary one; Write and the rest are the net.TCPConn's. Read is for one
+// goroutine at a time (as net.Conn's contract has it for a stream read by
+// one reader); LastArrival is meant for that same goroutine, between reads.
 type conn struct {
 	*net.TCPConn
 	raw  syscall.RawConn
 	step func(uintptr) bool // c.recv, kept so that a Read allocates no closure
 
-	wstep func(uintptr) bool // c.send, likewise for Write
-	wb    []byte             // what Write has left to send
-	wn    int
-	werrn syscall.Errno
-
-	msg  syscall.Msghdr
-	iov  syscall.Iovec
+	b    []byte    // the buffer of the Read in progress
 	oob  [8]uint64 // control buffer (uint64s for the cmsghdr's alignment): room for one SCM_TIMESTAMPNS (32 bytes on 64-bit)
 	n    int
-	errn syscall.Errno
+	oobn int
+	err  error
 	last int64 // unix ns of the newest bytes read; 0 = none stamped yet
 }
 
@@ -77,20 +75,16 @@ func (c *conn) LastArrival() (time.Time, bool) {
 	return time.Unix(0, c.last), true
 }
 
-// Read reads with recvmsg(2) through the runtime's poller (deadlines and
-// Close work as for any net.Conn) and records the receive time.
+// Read reads with recvmsg(2) and records the receive time.
 func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c.iov.Base = &b[0]
-	c.iov.SetLen(len(b))
-	c.msg.Iov, c.msg.Iovlen = &c.iov, 1
-	c.msg.Control = (*byte)(unsafe.Pointer(&c.oob[0]))
+	c.b = b
 	err := c.raw.Read(c.step)
-	c.iov.Base, c.msg.Iov, c.msg.Control = nil, nil, nil // keep no pointer to b
-	if err == nil && c.errn != 0 {
-		err = os.NewSyscallError("recvmsg", c.errn)
+	c.b = nil // keep no pointer to b
+	if err == nil {
+		err = c.err
 	}
 	if err != nil {
 		return 0, &net.OpError{Op: "read", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
@@ -98,77 +92,39 @@ func (c *conn) Read(b []byte) (int, error) {
 	if c.n == 0 {
 		return 0, io.EOF
 	}
-	oob := unsafe.Slice((*byte)(unsafe.Pointer(&c.oob[0])), 8*len(c.oob))
-	if ts, ok := stamp(oob[:min(int(c.msg.Controllen), len(oob))]); ok {
+	if ts, ok := stamp(c.oobBytes()[:c.oobn]); ok {
 		c.last = ts
 	}
 	return c.n, nil
 }
 
-// Write writes b with write(2) through the runtime's poller (deadlines and
-// Close work as for any net.Conn), as raw system calls: see send.
+// Write is the net.TCPConn's, except that an empty write is no system
+// call (and no error, whatever the socket's state).
 func (c *conn) Write(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
-	c.wb, c.wn, c.werrn = b, 0, 0
-	err := c.raw.Write(c.wstep)
-	n := c.wn
-	c.wb = nil // keep no pointer to b
-	if err == nil && c.werrn != 0 {
-		err = os.NewSyscallError("write", c.werrn)
-	}
-	if err != nil {
-		return n, &net.OpError{Op: "write", Net: "tcp", Source: c.LocalAddr(), Addr: c.RemoteAddr(), Err: err}
-	}
-	return n, nil
+	return c.TCPConn.Write(b)
 }
 
-// send is the RawConn.Write callback: write(2) until all of c.wb is sent;
-// EAGAIN (the socket's buffer full) hands the wait to the poller.
-//
-// recv and send are raw system calls, without the runtime's
-// entersyscall/exitsyscall: the socket is non-blocking (Go's net package
-// sets it so), so neither ever waits. While a goroutine is "in a system
-// call" the runtime's monitor thread may hand its P to another thread,
-// and each hand-off makes that monitor wake every 20 us for a millisecond
-// or more; on loopback a write also runs the receiver's TCP work, long
-// enough to be caught. bench/httpc does the same for the load generator
-// (a fifth of its CPU went to those wake-ups).
-func (c *conn) send(fd uintptr) bool {
-	for len(c.wb) > 0 {
-		n, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(unsafe.SliceData(c.wb))), uintptr(len(c.wb)))
-		switch e {
-		case 0:
-			c.wn += int(n)
-			c.wb = c.wb[n:]
-		case syscall.EINTR:
-		case syscall.EAGAIN:
-			return false
-		default:
-			c.werrn = e
-			return true
-		}
-	}
-	return true
+func (c *conn) oobBytes() []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(&c.oob[0])), 8*len(c.oob))
 }
 
-// recv is the RawConn.Read callback: one recvmsg(2). The socket is
-// non-blocking (Go's net package sets it so), so the call never waits;
-// EAGAIN hands the wait to the poller. A raw system call: see send.
+// recv is the RawConn.Read callback: one recvmsg(2) on the non-blocking
+// socket; EAGAIN hands the wait to the poller.
 func (c *conn) recv(fd uintptr) bool {
 	for {
-		c.msg.SetControllen(8 * len(c.oob))
-		r, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&c.msg)), 0)
-		switch e {
+		n, oobn, _, _, err := syscall.Recvmsg(int(fd), c.b, c.oobBytes(), 0)
+		switch err {
 		case syscall.EINTR:
 			continue
 		case syscall.EAGAIN:
 			return false
-		case 0:
-			c.n, c.errn = int(r), 0
+		case nil:
+			c.n, c.oobn, c.err = n, min(oobn, 8*len(c.oob)), nil
 		default:
-			c.n, c.errn = 0, e
+			c.n, c.oobn, c.err = 0, 0, os.NewSyscallError("recvmsg", err)
 		}
 		return true
 	}

@@ -236,8 +236,8 @@ func startBidder(t testing.TB, name string, c bidderConfig) *proc {
 		"bidder.max_tmax=500ms",
 		"bidder.access_log_sample=0",
 		// The tests measure the money path, not load shedding: the
-		// admission control (being added to the bidder) would shed bid
-		// requests of this load on a 2-core machine (nbr 507).
+		// admission control is off, so that no bid request of this load
+		// is shed (nbr 507).
 		"?bidder.admission_latency=0",
 	}
 	args = append(args, c.sets...)
