@@ -20,7 +20,7 @@
 // not match (one of the Reason constants each). Money is int64 micros
 // (millionths of the currency unit) everywhere. Campaigns built in code
 // (tests, `rtbd gen`) become a Set through NewSet, and a file through
-// Marshal; DemoCampaigns are those of the demo environment.
+// Marshal (package bidder/demo builds the demo environment's).
 //
 // # File format
 //

@@ -428,11 +428,16 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestNewSet(t *testing.T) {
-	s, err := NewSet(DemoCampaigns([]int64{1}, "USD"))
-	if err != nil || s.Len() != 4 {
+	two := func() []*Campaign {
+		a, b := baseCampaign(), baseCampaign()
+		b.ID = "d"
+		return []*Campaign{a, b}
+	}
+	s, err := NewSet(two())
+	if err != nil || s.Len() != 2 {
 		t.Fatalf("%v %v", s, err)
 	}
-	bad := DemoCampaigns([]int64{1}, "USD")
+	bad := two()
 	bad[1].BidCPMMicros = 0
 	if _, err := NewSet(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "campaigns[1].bid_cpm") {
 		t.Fatalf("NewSet(bad) = %v", err)
