@@ -2,8 +2,8 @@ package campaign
 
 import (
 	"errors"
+	"fmt"
 	"net/url"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,19 +72,11 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	} else {
 		k.first[c.ID] = i
 	}
-	c.ADomain = strs(p, "adomain", s.ADomain, func(s string) (string, string) {
-		d, msg := normDomain(s)
-		return d, quoted(s, msg)
-	})
+	c.ADomain = strs(p, "adomain", s.ADomain, normDomain)
 	if len(c.ADomain) == 0 {
 		p.Addf("adomain", "missing: at least one advertiser domain (bid.adomain)")
 	}
-	c.Cat = strs(p, "cat", s.Cat, func(s string) (string, string) {
-		if !isIABCat(s) {
-			return "", quoted(s, "is not an IAB category such as IAB22 or IAB22-1")
-		}
-		return s, ""
-	})
+	c.Cat = strs(p, "cat", s.Cat, iabCat)
 	switch g := s.ProductGroupID; {
 	case g == nil:
 		p.Addf("product_group_id", "missing: the catalog product group of the creative's products")
@@ -157,44 +149,39 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	return c
 }
 
-// quoted returns `"s" msg`, or "" if msg is.
-func quoted(s, msg string) string {
-	if msg == "" {
-		return ""
-	}
-	return strconv.Quote(s) + " " + msg
-}
-
-// strs validates a list of strings: trimmed, not empty, not twice after
-// norm (which returns the normalised value, or the problem with it).
-func strs(p *configs.Problems, key string, list []string, norm func(string) (string, string)) []string {
-	if len(list) == 0 {
+// list validates a list: items trimmed, not empty, parse gives each one's
+// value (or its problem), and no value is listed twice (name says it).
+func list[T comparable](p *configs.Problems, key string, items []string, parse func(string) (T, string), name func(T) string) []T {
+	if len(items) == 0 {
 		return nil
 	}
-	out := make([]string, 0, len(list))
-	seen := make(map[string]bool, len(list))
-	for i, s := range list {
-		ik := key + "[" + strconv.Itoa(i) + "]"
-		if s = strings.TrimSpace(s); s == "" {
-			p.Addf(ik, "must not be empty")
-			continue
+	out := make([]T, 0, len(items))
+	seen := make(map[T]bool, len(items))
+	for i, s := range items {
+		var v T
+		msg := "must not be empty"
+		if s = strings.TrimSpace(s); s != "" {
+			v, msg = parse(s)
 		}
-		if norm != nil {
-			v, msg := norm(s)
-			if msg != "" {
-				p.Addf(ik, "%s", msg)
-				continue
-			}
-			s = v
+		switch ik := key + "[" + strconv.Itoa(i) + "]"; {
+		case msg != "":
+			p.Addf(ik, "%s", msg)
+		case seen[v]:
+			p.Addf(ik, "%s is listed twice", name(v))
+		default:
+			seen[v] = true
+			out = append(out, v)
 		}
-		if seen[s] {
-			p.Addf(ik, "%q is listed twice", s)
-			continue
-		}
-		seen[s] = true
-		out = append(out, s)
 	}
 	return out
+}
+
+// strs is list for strings, norm returning the normalised string.
+func strs(p *configs.Problems, key string, items []string, norm func(string) (string, string)) []string {
+	if norm == nil {
+		norm = func(s string) (string, string) { return s, "" }
+	}
+	return list(p, key, items, norm, strconv.Quote)
 }
 
 func oneOf(p *configs.Problems, key, got string, allowed ...string) bool {
@@ -339,14 +326,10 @@ func frequencyCap(p *configs.Problems, f *FrequencyCapSpec) FrequencyCap {
 }
 
 func targeting(p *configs.Problems, ts *TargetingSpec) Targeting {
-	domain := func(s string) (string, string) {
-		d, msg := normDomain(s)
-		return d, quoted(s, msg)
-	}
 	lower := func(s string) (string, string) { return strings.ToLower(s), "" }
 	t := Targeting{
-		SiteDomains:     strs(p, "site_domains", ts.SiteDomains, domain),
-		SiteDomainsDeny: strs(p, "site_domains_deny", ts.SiteDomainsDeny, domain),
+		SiteDomains:     strs(p, "site_domains", ts.SiteDomains, normDomain),
+		SiteDomainsDeny: strs(p, "site_domains_deny", ts.SiteDomainsDeny, normDomain),
 		AppBundles:      strs(p, "app_bundles", ts.AppBundles, lower),
 		AppBundlesDeny:  strs(p, "app_bundles_deny", ts.AppBundlesDeny, lower),
 		PublisherIDs:    strs(p, "publisher_ids", ts.PublisherIDs, nil),
@@ -360,18 +343,12 @@ func targeting(p *configs.Problems, ts *TargetingSpec) Targeting {
 		OS:           strs(p, "os", ts.OS, lower),
 		UserSegments: strs(p, "user_segments", ts.UserSegments, nil),
 	}
-	for i, s := range ts.DeviceTypes {
-		ik := "device_types[" + strconv.Itoa(i) + "]"
-		d, ok := parseDeviceType(s)
-		switch {
-		case !ok:
-			p.Addf(ik, "unknown device type %q (want %s)", s, deviceTypeList())
-		case slices.Contains(t.DeviceTypes, d):
-			p.Addf(ik, "device type %s is listed twice", deviceTypeName(d))
-		default:
-			t.DeviceTypes = append(t.DeviceTypes, d)
+	t.DeviceTypes = list(p, "device_types", ts.DeviceTypes, func(s string) (adcom1.DeviceType, string) {
+		if d, ok := parseDeviceType(s); ok {
+			return d, ""
 		}
-	}
+		return 0, fmt.Sprintf("unknown device type %q (want %s)", s, deviceTypeList())
+	}, func(d adcom1.DeviceType) string { return "device type " + deviceTypeName(d) })
 	for i := range ts.Dayparts {
 		if d, ok := daypart(p.Sub("dayparts["+strconv.Itoa(i)+"]"), &ts.Dayparts[i]); ok {
 			t.Dayparts = append(t.Dayparts, d)
@@ -383,18 +360,7 @@ func targeting(p *configs.Problems, ts *TargetingSpec) Targeting {
 func daypart(p *configs.Problems, ds *DaypartSpec) (Daypart, bool) {
 	var d Daypart
 	before := len(p.List())
-	for i, s := range ds.Days {
-		ik := "days[" + strconv.Itoa(i) + "]"
-		wd, ok := parseDay(strings.TrimSpace(s))
-		switch {
-		case !ok:
-			p.Addf(ik, "%q is not a day (mon, tue, wed, thu, fri, sat, sun)", s)
-		case slices.Contains(d.Days, wd):
-			p.Addf(ik, "%s is listed twice", dayNames[wd])
-		default:
-			d.Days = append(d.Days, wd)
-		}
-	}
+	d.Days = list(p, "days", ds.Days, parseDay, func(wd time.Weekday) string { return dayNames[wd] })
 	switch sh := ds.StartHour; {
 	case sh == nil:
 		p.Addf("start_hour", "missing: 0-23")
@@ -423,18 +389,9 @@ func creative(p *configs.Problems, cs *CreativeSpec) Creative {
 	} else {
 		oneOf(p, "template", c.Template, TemplateLight, TemplateMedium, TemplateHeavy)
 	}
-	for i, s := range cs.Sizes {
-		ik := "sizes[" + strconv.Itoa(i) + "]"
-		w, h, ok := parseSize(s)
-		switch {
-		case !ok:
-			p.Addf(ik, "%q is not WxH (such as 300x250)", s)
-		case slices.Contains(c.Sizes, [2]int64{w, h}):
-			p.Addf(ik, "%q is listed twice", s)
-		default:
-			c.Sizes = append(c.Sizes, [2]int64{w, h})
-		}
-	}
+	c.Sizes = list(p, "sizes", cs.Sizes, parseSize, func(wh [2]int64) string {
+		return strconv.Quote(strconv.FormatInt(wh[0], 10) + "x" + strconv.FormatInt(wh[1], 10))
+	})
 	if strings.TrimSpace(cs.VAST) != "" {
 		c.VAST = cs.VAST
 		if !strings.Contains(strings.ToUpper(cs.VAST), "<VAST") {
@@ -531,11 +488,12 @@ func isCurrency(s string) bool {
 }
 
 // normDomain lower-cases a domain, drops a leading "*." and a trailing dot,
-// and checks it is a host name.
+// and checks it is a host name (else says what is wrong).
 func normDomain(s string) (string, string) {
+	q := strconv.Quote(s) + " "
 	d := strings.ToLower(strings.TrimSuffix(strings.TrimPrefix(s, "*."), "."))
 	if len(d) == 0 || len(d) > maxDomain {
-		return "", "is not a domain name"
+		return "", q + "is not a domain name"
 	}
 	label := 0
 	for i := 0; i < len(d); i++ {
@@ -544,35 +502,33 @@ func normDomain(s string) (string, string) {
 		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_':
 			label++
 			if label > 63 {
-				return "", "has a label longer than 63 characters"
+				return "", q + "has a label longer than 63 characters"
 			}
 		case c == '.':
 			if label == 0 {
-				return "", "is not a domain name (empty label)"
+				return "", q + "is not a domain name (empty label)"
 			}
 			label = 0
 		default:
-			return "", "is not a domain name (write example.com, without scheme, path or port)"
+			return "", q + "is not a domain name (write example.com, without scheme, path or port)"
 		}
 	}
 	if label == 0 {
-		return "", "is not a domain name (empty label)"
+		return "", q + "is not a domain name (empty label)"
 	}
 	return d, ""
 }
 
 const maxDomain = 253
 
-func isIABCat(s string) bool {
-	rest, ok := strings.CutPrefix(s, "IAB")
-	if !ok {
-		return false
-	}
+// iabCat accepts IAB content taxonomy 1.0 categories: IAB<n> or IAB<n>-<m>.
+func iabCat(s string) (string, string) {
+	rest, _ := strings.CutPrefix(s, "IAB")
 	a, b, sub := strings.Cut(rest, "-")
-	if a == "" || !allDigits(a) || len(a) > 3 {
-		return false
+	if !strings.HasPrefix(s, "IAB") || a == "" || !allDigits(a) || len(a) > 3 || sub && (b == "" || !allDigits(b) || len(b) > 3) {
+		return "", strconv.Quote(s) + " is not an IAB category such as IAB22 or IAB22-1"
 	}
-	return !sub || b != "" && allDigits(b) && len(b) <= 3
+	return s, ""
 }
 
 // deviceTypeNames are the names of device types in the file (adcom1 numbers
@@ -647,25 +603,24 @@ func formatDuration(d time.Duration) string {
 
 var dayNames = [7]string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
 
-func parseDay(s string) (time.Weekday, bool) {
-	s = strings.ToLower(s)
+func parseDay(s string) (time.Weekday, string) {
 	for i, d := range dayNames {
-		if s == d || s == strings.ToLower(time.Weekday(i).String()) {
-			return time.Weekday(i), true
+		if l := strings.ToLower(s); l == d || l == strings.ToLower(time.Weekday(i).String()) {
+			return time.Weekday(i), ""
 		}
 	}
-	return 0, false
+	return 0, strconv.Quote(s) + " is not a day (mon, tue, wed, thu, fri, sat, sun)"
 }
 
 // parseSize parses "300x250" (or 300X250).
-func parseSize(s string) (w, h int64, ok bool) {
-	a, b, cut := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "x")
-	if !cut || !allDigits(a) || !allDigits(b) || a == "" || b == "" || len(a) > 5 || len(b) > 5 {
-		return 0, 0, false
+func parseSize(s string) ([2]int64, string) {
+	a, b, _ := strings.Cut(strings.ToLower(s), "x")
+	w, errW := strconv.ParseInt(a, 10, 64)
+	h, errH := strconv.ParseInt(b, 10, 64)
+	if errW != nil || errH != nil || !allDigits(a) || !allDigits(b) || w <= 0 || h <= 0 || w > 10000 || h > 10000 {
+		return [2]int64{}, strconv.Quote(s) + " is not WxH (such as 300x250)"
 	}
-	w, _ = strconv.ParseInt(a, 10, 64)
-	h, _ = strconv.ParseInt(b, 10, 64)
-	return w, h, w > 0 && h > 0 && w <= 10000 && h <= 10000
+	return [2]int64{w, h}, ""
 }
 
 // sortedKeys returns the keys of m in order.

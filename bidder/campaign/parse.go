@@ -189,9 +189,13 @@ func decode(data []byte, doc *yaml.Node, p *configs.Problems, k *compiler) []*Ca
 // every problem is reported with its key path, and writes the scalars it
 // accepts in the form yaml.v3 decodes into the type (a quoted "5" into an
 // int, True into a bool).
+//
+// The nodes it checks through aliases are counted against maxAliasNodes
+// (the file's own nodes are bounded by MaxFileSize), so a small file of
+// aliases to big lists cannot make Parse work for long.
 type checker struct {
+	aliased    int // depth of aliases above the node being checked
 	aliasNodes int
-	sizes      map[*yaml.Node]int
 }
 
 // check checks n, the value of key under p, against type t. Null is the
@@ -199,6 +203,15 @@ type checker struct {
 func (c *checker) check(p *configs.Problems, key string, n *yaml.Node, t reflect.Type) {
 	if t == typeOfNode {
 		return
+	}
+	if n != nil && n.Kind == yaml.AliasNode {
+		c.aliased++
+		defer func() { c.aliased-- }()
+	}
+	if c.aliased > 0 {
+		if c.aliasNodes++; c.aliasNodes > maxAliasNodes {
+			panic(errTooManyNodes)
+		}
 	}
 	if n = c.resolve(n); isNull(n) {
 		return
@@ -330,47 +343,15 @@ func (c *checker) scalar(p *configs.Problems, key string, n *yaml.Node, t reflec
 	n.Style = 0
 }
 
-// resolve follows aliases. The nodes reached through aliases are counted
-// against maxAliasNodes (the file's own nodes are bounded by MaxFileSize),
-// so a small file of aliases to big lists cannot make Parse work for long.
+// resolve follows aliases.
 func (c *checker) resolve(n *yaml.Node) *yaml.Node {
 	for i := 0; n != nil && n.Kind == yaml.AliasNode; i++ {
 		if i > 100 {
 			return nil
 		}
 		n = n.Alias
-		c.aliasNodes += c.size(n)
-		if c.aliasNodes > maxAliasNodes {
-			panic(errTooManyNodes)
-		}
 	}
 	return n
-}
-
-// size returns the number of nodes under n, aliases expanded (memoised).
-func (c *checker) size(n *yaml.Node) int {
-	if n == nil {
-		return 0
-	}
-	if v, ok := c.sizes[n]; ok {
-		return v
-	}
-	if c.sizes == nil {
-		c.sizes = map[*yaml.Node]int{}
-	}
-	c.sizes[n] = 1 // a cycle counts once
-	v := 1
-	if n.Kind == yaml.AliasNode {
-		v += c.size(n.Alias)
-	}
-	for _, ch := range n.Content {
-		v += c.size(ch)
-		if v > maxAliasNodes {
-			break
-		}
-	}
-	c.sizes[n] = v
-	return v
 }
 
 // pathKey is k as a key path names it: "" would name the mapping itself.
