@@ -3,8 +3,9 @@ package campaign
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,12 +86,7 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	default:
 		c.ProductGroupID = *g
 	}
-	c.Status = strings.TrimSpace(s.Status)
-	if c.Status == "" {
-		p.Addf("status", "missing: active or paused")
-	} else {
-		oneOf(p, "status", c.Status, StatusActive, StatusPaused)
-	}
+	c.Status = oneOf(p, "status", s.Status, "", StatusActive, StatusPaused)
 	c.TimeZone = time.UTC
 	if tz := strings.TrimSpace(s.TimeZone); tz != "" {
 		if loc, err := k.loadLocation(tz); err != nil {
@@ -128,12 +124,7 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	if fc := s.FrequencyCap; fc != nil {
 		c.FrequencyCap = frequencyCap(p.Sub("frequency_cap"), fc)
 	}
-	c.Pacing = strings.TrimSpace(s.Pacing)
-	if c.Pacing == "" {
-		c.Pacing = PacingEven
-	} else {
-		oneOf(p, "pacing", c.Pacing, PacingEven, PacingASAP)
-	}
+	c.Pacing = oneOf(p, "pacing", s.Pacing, PacingEven, PacingEven, PacingASAP)
 	if s.Targeting != nil {
 		c.Targeting = targeting(p.Sub("targeting"), s.Targeting)
 	}
@@ -184,14 +175,20 @@ func strs(p *configs.Problems, key string, items []string, norm func(string) (st
 	return list(p, key, items, norm, strconv.Quote)
 }
 
-func oneOf(p *configs.Problems, key, got string, allowed ...string) bool {
-	for _, a := range allowed {
-		if got == a {
-			return true
-		}
+// oneOf returns got (trimmed) if it is one of allowed, def if it is empty
+// and def is not (else "missing"), and "" after the problem otherwise.
+func oneOf(p *configs.Problems, key, got, def string, allowed ...string) string {
+	switch got = strings.TrimSpace(got); {
+	case got == "" && def != "":
+		return def
+	case got == "":
+		p.Addf(key, "missing: %s or %s", strings.Join(allowed[:len(allowed)-1], ", "), allowed[len(allowed)-1])
+	case slices.Contains(allowed, got):
+		return got
+	default:
+		p.Addf(key, "%q is not one of %s", got, strings.Join(allowed, ", "))
 	}
-	p.Addf(key, "%q is not one of %s", got, strings.Join(allowed, ", "))
-	return false
+	return ""
 }
 
 // micros reads a decimal amount of currency units as micros, exactly;
@@ -261,7 +258,7 @@ const maxMultiplier = 100
 // table's key (false: unknown, a problem), name says it in "given twice".
 func multipliers[K comparable](p *configs.Problems, m map[string]float64, parse func(string) (K, bool), unknown string, name func(K) string) map[K]float64 {
 	var out map[K]float64
-	for _, key := range sortedKeys(m) {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
 		t, ok := parse(key)
 		if !ok {
 			p.Addf(pathKey(key), unknown, key)
@@ -287,9 +284,7 @@ func strategy(p *configs.Problems, ss *StrategySpec) Strategy {
 	if ss == nil {
 		return s
 	}
-	if t := strings.TrimSpace(ss.Type); t != "" && oneOf(p, "type", t, StrategyFixed, StrategyMultiplier) {
-		s.Type = t
-	}
+	s.Type = oneOf(p, "type", ss.Type, StrategyFixed, StrategyFixed, StrategyMultiplier)
 	s.DeviceType = multipliers(p.Sub("device_type"), ss.DeviceType, parseDeviceType,
 		"unknown device type %q (want "+deviceTypeList()+")",
 		func(t adcom1.DeviceType) string { return "device type " + deviceTypeName(t) })
@@ -383,12 +378,8 @@ func daypart(p *configs.Problems, ds *DaypartSpec) (Daypart, bool) {
 }
 
 func creative(p *configs.Problems, cs *CreativeSpec) Creative {
-	c := Creative{Template: strings.TrimSpace(cs.Template), Native: cs.Native, ClickBase: strings.TrimSpace(cs.ClickBase)}
-	if c.Template == "" {
-		p.Addf("template", "missing: light, medium or heavy")
-	} else {
-		oneOf(p, "template", c.Template, TemplateLight, TemplateMedium, TemplateHeavy)
-	}
+	c := Creative{Template: oneOf(p, "template", cs.Template, "", TemplateLight, TemplateMedium, TemplateHeavy),
+		Native: cs.Native, ClickBase: strings.TrimSpace(cs.ClickBase)}
 	c.Sizes = list(p, "sizes", cs.Sizes, parseSize, func(wh [2]int64) string {
 		return strconv.Quote(strconv.FormatInt(wh[0], 10) + "x" + strconv.FormatInt(wh[1], 10))
 	})
@@ -621,14 +612,4 @@ func parseSize(s string) ([2]int64, string) {
 		return [2]int64{}, strconv.Quote(s) + " is not WxH (such as 300x250)"
 	}
 	return [2]int64{w, h}, ""
-}
-
-// sortedKeys returns the keys of m in order.
-func sortedKeys[K int | string | adcom1.DeviceType, V any](m map[K]V) []K {
-	ks := make([]K, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Slice(ks, func(i, j int) bool { return ks[i] < ks[j] })
-	return ks
 }

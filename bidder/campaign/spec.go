@@ -3,6 +3,8 @@ package campaign
 import (
 	"bytes"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -172,19 +174,19 @@ func specOf(c *Campaign) Spec {
 	}
 	if s := c.Strategy; s.Type != "" && s.Type != StrategyFixed || len(s.DeviceType)+len(s.Country)+len(s.Hour) > 0 {
 		sy := &StrategySpec{Type: s.Type}
-		for _, k := range sortedKeys(s.DeviceType) {
+		for _, k := range slices.Sorted(maps.Keys(s.DeviceType)) {
 			if sy.DeviceType == nil {
 				sy.DeviceType = map[string]float64{}
 			}
 			sy.DeviceType[deviceTypeName(k)] = s.DeviceType[k]
 		}
-		for _, k := range sortedKeys(s.Country) {
+		for _, k := range slices.Sorted(maps.Keys(s.Country)) {
 			if sy.Country == nil {
 				sy.Country = map[string]float64{}
 			}
 			sy.Country[k] = s.Country[k]
 		}
-		for _, k := range sortedKeys(s.Hour) {
+		for _, k := range slices.Sorted(maps.Keys(s.Hour)) {
 			if sy.Hour == nil {
 				sy.Hour = map[string]float64{}
 			}
