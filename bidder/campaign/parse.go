@@ -155,8 +155,8 @@ func decode(data []byte, doc *yaml.Node, p *configs.Problems, k *compiler) []*Ca
 	}
 	c := &checker{}
 	root := doc.Content[0]
-	c.check(p, "", root, reflect.TypeFor[file]())
-	if c.resolve(root).Kind != yaml.MappingNode {
+	isMapping := c.resolve(root).Kind == yaml.MappingNode
+	if c.check(p, "", root, reflect.TypeFor[file]()); !isMapping {
 		return nil
 	}
 	var f file
@@ -223,18 +223,25 @@ func (c *checker) check(p *configs.Problems, key string, n *yaml.Node, t reflect
 	case reflect.Struct, reflect.Map:
 		if n.Kind != yaml.MappingNode {
 			p.Addf(key, "must be a mapping of key: value")
+			reject(n, t)
 			return
 		}
 		c.mapping(p, key, n, t)
 	case reflect.Slice:
 		if n.Kind != yaml.SequenceNode {
 			p.Addf(key, "must be a list")
+			reject(n, t)
 			return
 		}
 		for i, it := range n.Content {
 			ik := key + "[" + strconv.Itoa(i) + "]"
-			if t.Elem() == typeOfDaypart && isNull(c.resolve(it)) {
-				p.Addf(ik, "empty daypart")
+			if r := c.resolve(it); isNull(r) && r != nil && t.Elem() != typeOfNode {
+				if t.Elem() == typeOfDaypart {
+					p.Addf(ik, "empty daypart")
+				} else {
+					p.Addf(ik, "must not be empty")
+				}
+				reject(r, t.Elem())
 				continue
 			}
 			c.check(p, ik, it, t.Elem())
@@ -242,6 +249,7 @@ func (c *checker) check(p *configs.Problems, key string, n *yaml.Node, t reflect
 	default:
 		if n.Kind != yaml.ScalarNode {
 			p.Addf(key, "must be a single value, not a list or mapping")
+			reject(n, t)
 			return
 		}
 		c.scalar(p, key, n, t)
@@ -282,6 +290,10 @@ func (c *checker) mapping(p *configs.Problems, key string, n *yaml.Node, t refle
 		seen[k] = true
 		if t.Kind() == reflect.Map {
 			kn.Tag = "!!str"
+			if r := c.resolve(v); isNull(r) && r != nil {
+				sub.Addf(k, "must not be empty")
+				reject(r, t.Elem())
+			}
 			c.check(sub, k, v, t.Elem())
 			kept = append(kept, kn, v)
 			continue
@@ -318,6 +330,7 @@ func (c *checker) scalar(p *configs.Problems, key string, n *yaml.Node, t reflec
 		v, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
 			p.Addf(key, "%q is not an integer", n.Value)
+			reject(n, t)
 			return
 		}
 		n.Tag, n.Value = "!!int", strconv.FormatInt(v, 10)
@@ -329,11 +342,13 @@ func (c *checker) scalar(p *configs.Problems, key string, n *yaml.Node, t reflec
 			n.Tag, n.Value = "!!bool", "false"
 		default:
 			p.Addf(key, "%q is not true or false", n.Value)
+			reject(n, t)
 		}
 	case reflect.Float64:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			p.Addf(key, "%q is not a number", n.Value)
+			reject(n, t)
 			return
 		}
 		n.Tag, n.Value = "!!float", strconv.FormatFloat(f, 'g', -1, 64)
@@ -341,6 +356,29 @@ func (c *checker) scalar(p *configs.Problems, key string, n *yaml.Node, t reflec
 		n.Tag = "!!str"
 	}
 	n.Style = 0
+}
+
+// reject makes a value the check reported (or a null list item) the zero
+// value of t, so that yaml.v3 decodes it as such, in its place in a list
+// (the file is rejected; its other problems are still found).
+func reject(n *yaml.Node, t reflect.Type) {
+	z := yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Line: n.Line, Column: n.Column}
+	if t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		z.Kind, z.Tag = yaml.MappingNode, "!!map"
+	case reflect.Slice:
+		z.Kind, z.Tag = yaml.SequenceNode, "!!seq"
+	case reflect.Int, reflect.Int64:
+		z.Tag, z.Value = "!!int", "0"
+	case reflect.Bool:
+		z.Tag, z.Value = "!!bool", "false"
+	case reflect.Float64:
+		z.Tag, z.Value = "!!float", "0"
+	}
+	*n = z
 }
 
 // resolve follows aliases.

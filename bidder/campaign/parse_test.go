@@ -262,6 +262,12 @@ func TestParseInvalid(t *testing.T) {
 		{"bad vast", edit(`sizes: ["300x250"]`, `vast: "<xml/>"`), []string{"campaigns[0].creative.vast: is not a VAST document"}},
 		{"bad click base", edit(`sizes: ["300x250"]`, `sizes: ["300x250"], click_base: "/lp"`), []string{`campaigns[0].creative.click_base: "/lp" is not an absolute http(s) URL`}},
 		{"native not bool", edit(`sizes: ["300x250"]`, `native: yes`), []string{`campaigns[0].creative.native: "yes" is not true or false`}},
+		{"null list items keep their place", edit("    status:", "    targeting:\n      os: [ios, ~, \"\"]\n      dayparts: [~, {days: [mon, mon], start_hour: 1, end_hour: 2}]\n    status:"),
+			[]string{"campaigns[0].targeting.os[1]: must not be empty", "campaigns[0].targeting.os[2]: must not be empty",
+				"campaigns[0].targeting.dayparts[0]: empty daypart", "campaigns[0].targeting.dayparts[1].days[1]: mon is listed twice"}},
+		{"wrong kinds keep their place", edit(`sizes: ["300x250"]`, `sizes: [[1], "300y250"], attr: [x, 0]`),
+			[]string{"campaigns[0].creative.sizes[0]: must be a single value", `campaigns[0].creative.sizes[1]: "300y250" is not WxH`,
+				`campaigns[0].creative.attr[0]: "x" is not an integer`, "campaigns[0].creative.attr[1]: must be a creative attribute"}},
 		{"deals only without deals", edit("    status:", "    deals_only: true\n    status:"), []string{"campaigns[0].deals_only: is true but deals is empty"}},
 		{"merge key", "base: &b {adomain: [x.com]}\n" + valid, []string{"base: unknown key"}},
 		{"alias bomb", aliasBomb(), []string{"too many YAML nodes"}},
@@ -350,6 +356,21 @@ func TestParseCollectsEveryProblem(t *testing.T) {
 	}
 	if !reflect.DeepEqual(ve.Problems, want) {
 		t.Fatalf("problems:\n  %s\nwant:\n  %s", strings.Join(ve.Problems, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+// TestParseScalars checks scalars are read by the key's type, whatever
+// YAML resolves them to: a quoted integer, a YAML 1.1 boolean spelling, a
+// number as a string.
+func TestParseScalars(t *testing.T) {
+	y := strings.Replace(valid, "product_group_id: 1", `product_group_id: "0012"`, 1)
+	y = strings.Replace(y, "    status: active", "    status: active\n    name: 2026\n    deals: [7]\n    deals_only: True", 1)
+	s, err := Parse([]byte(y), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.All()[0]; c.ProductGroupID != 12 || c.Name != "2026" || !c.DealsOnly || c.Deals[0] != "7" {
+		t.Fatalf("%+v", c)
 	}
 }
 

@@ -59,20 +59,6 @@ func TestCampaignsRoundTrip(t *testing.T) {
 	}
 }
 
-func ptr[T any](v T) *T { return &v }
-
-// request is a site banner request from Japan on a phone.
-func request() *openrtb2.BidRequest {
-	return &openrtb2.BidRequest{
-		ID:  "r",
-		Imp: []openrtb2.Imp{{ID: "1", Banner: &openrtb2.Banner{W: ptr[int64](300), H: ptr[int64](250)}}},
-		Site: &openrtb2.Site{Domain: "www.example.com", Page: "https://www.example.com/a",
-			Publisher: &openrtb2.Publisher{ID: "pub1"}},
-		Device: &openrtb2.Device{DeviceType: adcom1.DevicePhone, OS: "iOS",
-			Geo: &openrtb2.Geo{Country: "JPN", Region: "13"}},
-	}
-}
-
 // TestCampaignsCoverage checks the demo promise: for every group, every
 // common size and native get a bid, on site and app, in any country and
 // device.
@@ -98,8 +84,8 @@ func TestCampaignsCoverage(t *testing.T) {
 				imps = append(imps, openrtb2.Imp{ID: "b", Banner: &openrtb2.Banner{Format: []openrtb2.Format{{W: sz[0], H: sz[1]}}}})
 			}
 			for _, imp := range imps {
-				req := request()
-				req.Device.Geo.Country = "BRA"
+				req := loadRequest(t, "request-1-simple-banner.json") // a site
+				req.Device = &openrtb2.Device{DeviceType: adcom1.DevicePhone, OS: "iOS", Geo: &openrtb2.Geo{Country: "BRA"}}
 				if app {
 					req.Site = nil
 					req.App = &openrtb2.App{Bundle: "com.Example.App", Publisher: &openrtb2.Publisher{ID: "pub1"}}
