@@ -111,7 +111,6 @@ func Parse(data []byte, name string) (set *Set, err error) {
 	var doc yaml.Node
 	p := configs.NewFileProblems(func(key string) int { return lineOf(&doc, key) }, maxProblems)
 	k := newCompiler(p)
-	var cs []*Campaign
 	defer func() {
 		if r := recover(); r != nil {
 			msg := fmt.Sprint(r)
@@ -123,8 +122,7 @@ func Parse(data []byte, name string) (set *Set, err error) {
 			set, err = nil, &ValidationError{Name: name, Problems: append(p.List(), msg)}
 		}
 	}()
-	cs = decode(data, &doc, p, k)
-	return k.set(name, cs)
+	return k.set(name, decode(data, &doc, p, k))
 }
 
 // decode reads data into doc and checks, decodes and compiles each
