@@ -501,3 +501,22 @@ func TestCountryAlpha3(t *testing.T) {
 		}
 	}
 }
+
+// TestCompile checks specs from a source other than a file get Parse's
+// checks and messages, without line numbers.
+func TestCompile(t *testing.T) {
+	spec := func(group int64) Spec {
+		return Spec{ID: "a", ADomain: []string{"Shop.com"}, ProductGroupID: &group, Status: "active", BidCPM: "1.5",
+			Creative: &CreativeSpec{Template: "light", Sizes: []string{"300x250"}}}
+	}
+	_, err := Compile("rows", []Spec{spec(0)})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !reflect.DeepEqual(ve.Problems, []string{"campaigns[0].product_group_id: must be > 0, got 0"}) ||
+		!strings.HasPrefix(err.Error(), "campaign: rows: ") {
+		t.Fatalf("Compile: %v", err)
+	}
+	s, err := Compile("rows", []Spec{spec(3)})
+	if err != nil || s.Len() != 1 || s.All()[0].ADomain[0] != "shop.com" || s.All()[0].BidCPMMicros != 1_500_000 {
+		t.Fatalf("Compile: %v %v", s, err)
+	}
+}
