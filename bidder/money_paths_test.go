@@ -45,9 +45,14 @@ func TestMoneyPaths(t *testing.T) {
 			t.Errorf("%s: bid_cpm accepted: %d", name, bid.BidCPMMicros)
 		}
 
-		// Campaign budgets: 0 is unlimited.
+		// Campaign budgets: 0 is unlimited, and so is an empty value (a
+		// budget not given).
 		c, problems := parseCampaign(t, "bid_cpm: 1\n    daily_budget: "+string(quoted)+"\n    total_budget: "+string(quoted))
 		switch {
+		case a.Text == "":
+			if problems != "" || c.DailyBudgetMicros != 0 || c.TotalBudgetMicros != 0 {
+				t.Errorf("%s: budgets = %d/%d, %q; want unlimited", name, c.DailyBudgetMicros, c.TotalBudgetMicros, problems)
+			}
 		case textOK:
 			if problems != "" || c.DailyBudgetMicros != a.Micros || c.TotalBudgetMicros != a.Micros {
 				t.Errorf("%s: budgets = %d/%d, %q; want %d", name, c.DailyBudgetMicros, c.TotalBudgetMicros, problems, a.Micros)

@@ -3,6 +3,7 @@ package configs
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,16 +13,41 @@ import (
 // dotted key of the setting it is about. A section's Validate method receives
 // a Problems scoped to the section, so it names keys relative to itself:
 // in Catalog.Validate, p.Range("block_cache_mb", ...) reports
-// "catalog.block_cache_mb: ...". The zero Problems is ready to use.
+// "catalog.block_cache_mb: ...". The zero Problems is ready to use; see
+// NewFileProblems for one that checks a file value by value.
 // Not safe for concurrent use.
 type Problems struct {
 	prefix string
-	list   *[]string
+	list   *problemList
+}
+
+type problemList struct {
+	msgs, keys []string
+	file       bool                 // NewFileProblems's rules
+	lineOf     func(key string) int // nil: no line numbers
+	max        int                  // > 0: stop after max problems
+}
+
+// MaxProblemsNote ends the list of a Problems from NewFileProblems that
+// stopped at its maximum.
+const MaxProblemsNote = "too many problems; stopped"
+
+// NewFileProblems returns an empty Problems for the values of a file (a
+// campaigns file, rows of a table), checked one by one:
+//   - a problem about a key that already has one, or whose value above or
+//     below already has one, is dropped: it follows from the first (a value
+//     of the wrong type is also missing, zero, out of range);
+//   - a problem ends with " (line N)" when lineOf(key) returns N > 0 for
+//     its full key (lineOf may be nil);
+//   - after max problems (0: no limit), MaxProblemsNote ends the list and
+//     later problems are dropped.
+func NewFileProblems(lineOf func(key string) int, max int) *Problems {
+	return &Problems{list: &problemList{file: true, lineOf: lineOf, max: max}}
 }
 
 func (p *Problems) init() {
 	if p.list == nil {
-		p.list = new([]string)
+		p.list = &problemList{}
 	}
 }
 
@@ -36,13 +62,78 @@ func (p *Problems) List() []string {
 	if p.list == nil {
 		return nil
 	}
-	return *p.list
+	return p.list.msgs
 }
 
-// Addf adds the problem "prefix.key: <formatted message>".
+// Addf adds the problem "prefix.key: <formatted message>" (key "" is the
+// prefix itself; with neither, the message alone).
 func (p *Problems) Addf(key, format string, args ...any) {
 	p.init()
-	*p.list = append(*p.list, joinKey(p.prefix, key)+": "+fmt.Sprintf(format, args...))
+	l, key := p.list, joinKey(p.prefix, key)
+	if l.file {
+		if l.max > 0 && len(l.msgs) >= l.max || key != "" && slices.ContainsFunc(l.keys, func(k string) bool {
+			return related(k, key)
+		}) {
+			return
+		}
+	}
+	msg := fmt.Sprintf(format, args...)
+	if key != "" {
+		msg = key + ": " + msg
+	}
+	if n := 0; l.lineOf != nil && key != "" {
+		if n = l.lineOf(key); n > 0 {
+			msg += " (line " + strconv.Itoa(n) + ")"
+		}
+	}
+	l.msgs, l.keys = append(l.msgs, msg), append(l.keys, key)
+	if l.file && l.max > 0 && len(l.msgs) == l.max {
+		l.msgs, l.keys = append(l.msgs, MaxProblemsNote), append(l.keys, "")
+	}
+}
+
+// related reports whether a and b are the same key or one is below the
+// other ("a.b" and "a.b.c" or "a.b[2]"; not "a.b" and "a.bc").
+func related(a, b string) bool {
+	if len(a) > len(b) {
+		a, b = b, a
+	}
+	return a != "" && strings.HasPrefix(b, a) && (len(b) == len(a) || b[len(a)] == '.' || b[len(a)] == '[')
+}
+
+// Suggest returns the one of known within edit distance 2 of key, the
+// nearest, for a "did you mean" hint; "" if none is that near.
+func Suggest(key string, known []string) string {
+	best, bestD := "", 3
+	for _, k := range known {
+		if d := editDistance(key, k); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	return best
+}
+
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // OneOf checks that got is one of allowed.

@@ -60,9 +60,16 @@ func isSection(t reflect.Type) bool {
 	return !pt.Implements(typeOfTextUnmarshaler) && !pt.Implements(typeOfYAMLUnmarshaler)
 }
 
+// YAMLKey returns the YAML key of a struct field as yaml.v3 reads it, ""
+// if yaml.v3 skips the field.
+func YAMLKey(f reflect.StructField) string { return keyOf(f) }
+
 func joinKey(prefix, key string) string {
-	if prefix == "" {
+	switch {
+	case prefix == "":
 		return key
+	case key == "":
+		return prefix
 	}
 	return prefix + "." + key
 }

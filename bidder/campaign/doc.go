@@ -20,7 +20,10 @@
 // not match (one of the Reason constants each). Money is int64 micros
 // (millionths of the currency unit) everywhere. Campaigns built in code
 // (tests, `rtbd gen`) become a Set through NewSet, and a file through
-// Marshal; DemoCampaigns are those of the demo environment.
+// Marshal (package bidder/demo builds the demo environment's). Campaigns
+// from any other source (rows of a table) are Specs, the file's items as Go
+// values: Compile validates them into a Set with Parse's checks and
+// messages.
 //
 // # File format
 //

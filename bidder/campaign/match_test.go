@@ -1,9 +1,6 @@
 package campaign
 
 import (
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -432,57 +429,5 @@ func TestBannerSize(t *testing.T) {
 	}
 	if _, _, ok := c.BannerSize(&openrtb2.Imp{}); ok {
 		t.Fatal("no banner")
-	}
-}
-
-// loadRequest reads one of the OpenRTB 2.6 spec's example requests.
-func loadRequest(tb testing.TB, name string) *openrtb2.BidRequest {
-	tb.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "rtb", "testdata", name))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	var r openrtb2.BidRequest
-	if err := json.Unmarshal(data, &r); err != nil {
-		tb.Fatal(err)
-	}
-	return &r
-}
-
-// TestSpecExamplesWithDemo runs the demo campaigns against the spec's
-// example requests: each gets a campaign but the video one.
-func TestSpecExamplesWithDemo(t *testing.T) {
-	s := mustSet(t, DemoCampaigns([]int64{5}, "USD")...)
-	cases := []struct {
-		file string
-		want []string
-	}{
-		{"request-1-simple-banner.json", []string{"demo-5-medium", "demo-5-heavy"}},
-		{"request-2-expandable-creative.json", []string{"demo-5-medium", "demo-5-heavy"}},
-		{"request-3-mobile.json", []string{"demo-5-light"}},
-		{"request-4-video.json", nil},
-		{"request-5-pmp-with-direct-deal.json", []string{"demo-deal"}},
-	}
-	for _, tc := range cases {
-		req := loadRequest(t, tc.file)
-		var why Rejections
-		var ids []string
-		for _, c := range s.Match(req, &req.Imp[0], nil, wed, nil, &why) {
-			ids = append(ids, c.ID)
-		}
-		if !reflect.DeepEqual(ids, tc.want) {
-			t.Errorf("%s: matched %v, want %v (rejections %v)", tc.file, ids, tc.want, why.ByCampaign)
-		}
-	}
-	req := loadRequest(t, "request-4-video.json")
-	var why Rejections
-	s.Match(req, &req.Imp[0], nil, wed, nil, &why)
-	if why.ByCampaign["demo-5-medium"] != ReasonVideo {
-		t.Errorf("video: reason %q", why.ByCampaign["demo-5-medium"])
-	}
-	req = loadRequest(t, "request-5-pmp-with-direct-deal.json")
-	c, _ := s.Get("demo-deal")
-	if id, floor, cur, ok := s.MatchDeal(c, &req.Imp[0]); !ok || id != DemoDealID || floor != 2_500_000 || cur != "USD" {
-		t.Errorf("request 5 deal: %q %d %q %v", id, floor, cur, ok)
 	}
 }

@@ -264,6 +264,12 @@ func TestParseInvalid(t *testing.T) {
 		{"bad vast", edit(`sizes: ["300x250"]`, `vast: "<xml/>"`), []string{"campaigns[0].creative.vast: is not a VAST document"}},
 		{"bad click base", edit(`sizes: ["300x250"]`, `sizes: ["300x250"], click_base: "/lp"`), []string{`campaigns[0].creative.click_base: "/lp" is not an absolute http(s) URL`}},
 		{"native not bool", edit(`sizes: ["300x250"]`, `native: yes`), []string{`campaigns[0].creative.native: "yes" is not true or false`}},
+		{"null list items keep their place", edit("    status:", "    targeting:\n      os: [ios, ~, \"\"]\n      dayparts: [~, {days: [mon, mon], start_hour: 1, end_hour: 2}]\n    status:"),
+			[]string{"campaigns[0].targeting.os[1]: must not be empty", "campaigns[0].targeting.os[2]: must not be empty",
+				"campaigns[0].targeting.dayparts[0]: empty daypart", "campaigns[0].targeting.dayparts[1].days[1]: mon is listed twice"}},
+		{"wrong kinds keep their place", edit(`sizes: ["300x250"]`, `sizes: [[1], "300y250"], attr: [x, 0]`),
+			[]string{"campaigns[0].creative.sizes[0]: must be a single value", `campaigns[0].creative.sizes[1]: "300y250" is not WxH`,
+				`campaigns[0].creative.attr[0]: "x" is not an integer`, "campaigns[0].creative.attr[1]: must be a creative attribute"}},
 		{"deals only without deals", edit("    status:", "    deals_only: true\n    status:"), []string{"campaigns[0].deals_only: is true but deals is empty"}},
 		{"merge key", "base: &b {adomain: [x.com]}\n" + valid, []string{"base: unknown key"}},
 		{"alias bomb", aliasBomb(), []string{"too many YAML nodes"}},
@@ -355,6 +361,21 @@ func TestParseCollectsEveryProblem(t *testing.T) {
 	}
 }
 
+// TestParseScalars checks scalars are read by the key's type, whatever
+// YAML resolves them to: a quoted integer, a YAML 1.1 boolean spelling, a
+// number as a string.
+func TestParseScalars(t *testing.T) {
+	y := strings.Replace(valid, "product_group_id: 1", `product_group_id: "0012"`, 1)
+	y = strings.Replace(y, "    status: active", "    status: active\n    name: 2026\n    deals: [7]\n    deals_only: True", 1)
+	s, err := Parse([]byte(y), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.All()[0]; c.ProductGroupID != 12 || c.Name != "2026" || !c.DealsOnly || c.Deals[0] != "7" {
+		t.Fatalf("%+v", c)
+	}
+}
+
 func TestParseDates(t *testing.T) {
 	y := strings.Replace(valid, "    status:", "    time_zone: America/New_York\n    start: 2026-03-08\n    end: 2026-03-09T12:30:00+09:00\n    status:", 1)
 	s, err := Parse([]byte(y), "x")
@@ -431,11 +452,16 @@ func TestMarshalRoundTrip(t *testing.T) {
 }
 
 func TestNewSet(t *testing.T) {
-	s, err := NewSet(DemoCampaigns([]int64{1}, "USD"))
-	if err != nil || s.Len() != 4 {
+	two := func() []*Campaign {
+		a, b := baseCampaign(), baseCampaign()
+		b.ID = "d"
+		return []*Campaign{a, b}
+	}
+	s, err := NewSet(two())
+	if err != nil || s.Len() != 2 {
 		t.Fatalf("%v %v", s, err)
 	}
-	bad := DemoCampaigns([]int64{1}, "USD")
+	bad := two()
 	bad[1].BidCPMMicros = 0
 	if _, err := NewSet(bad); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "campaigns[1].bid_cpm") {
 		t.Fatalf("NewSet(bad) = %v", err)
@@ -476,5 +502,24 @@ func TestCountryAlpha3(t *testing.T) {
 		if got, ok := CountryAlpha3(in); ok {
 			t.Errorf("CountryAlpha3(%q) = %q, want not found", in, got)
 		}
+	}
+}
+
+// TestCompile checks specs from a source other than a file get Parse's
+// checks and messages, without line numbers.
+func TestCompile(t *testing.T) {
+	spec := func(group int64) Spec {
+		return Spec{ID: "a", ADomain: []string{"Shop.com"}, ProductGroupID: &group, Status: "active", BidCPM: "1.5",
+			Creative: &CreativeSpec{Template: "light", Sizes: []string{"300x250"}}}
+	}
+	_, err := Compile("rows", []Spec{spec(0)})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !reflect.DeepEqual(ve.Problems, []string{"campaigns[0].product_group_id: must be > 0, got 0"}) ||
+		!strings.HasPrefix(err.Error(), "campaign: rows: ") {
+		t.Fatalf("Compile: %v", err)
+	}
+	s, err := Compile("rows", []Spec{spec(3)})
+	if err != nil || s.Len() != 1 || s.All()[0].ADomain[0] != "shop.com" || s.All()[0].BidCPMMicros != 1_500_000 {
+		t.Fatalf("Compile: %v %v", s, err)
 	}
 }

@@ -81,17 +81,6 @@ type region struct {
 	full, country3, sub string
 }
 
-// NewSet builds a Set from campaigns built in code (tests, `rtbd gen`), with
-// the same validation as Parse: it is Parse(Marshal(cs)). The Set holds
-// copies: the campaigns passed in are not modified nor kept.
-func NewSet(cs []*Campaign) (*Set, error) {
-	data, err := Marshal(cs)
-	if err != nil {
-		return nil, err
-	}
-	return Parse(data, "NewSet")
-}
-
 func newSet(name string, cs []*Campaign) *Set {
 	s := &Set{
 		name:    name,
@@ -718,14 +707,14 @@ func (v *view) hasSegment(c *Campaign, ix *index) bool {
 	}
 	// Too many segments for the memo: compare strings.
 	for _, s := range v.userSegs {
-		if contains(c.Targeting.UserSegments, s) {
+		if slices.Contains(c.Targeting.UserSegments, s) {
 			return true
 		}
 	}
 	if u := v.req.User; u != nil {
 		for i := range u.Data {
 			for j := range u.Data[i].Segment {
-				if contains(c.Targeting.UserSegments, u.Data[i].Segment[j].ID) {
+				if slices.Contains(c.Targeting.UserSegments, u.Data[i].Segment[j].ID) {
 					return true
 				}
 			}
@@ -858,7 +847,7 @@ func dealIndex(c *Campaign, imp *openrtb2.Imp) int {
 	}
 	for i := range imp.PMP.Deals {
 		d := &imp.PMP.Deals[i]
-		if d.ID == "" || !contains(c.Deals, d.ID) || !seatAllowed(c.Seat, d.WSeat) {
+		if d.ID == "" || !slices.Contains(c.Deals, d.ID) || !seatAllowed(c.Seat, d.WSeat) {
 			continue
 		}
 		if len(d.WADomain) > 0 && !adomainAllowed(c.ADomain, d.WADomain) {

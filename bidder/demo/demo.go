@@ -262,7 +262,7 @@ func Generate(ctx context.Context, o Options, log *zap.Logger) (*Result, error) 
 		for i := range groups {
 			groups[i] = int64(i + 1)
 		}
-		data, err := campaign.Marshal(campaign.DemoCampaigns(groups, o.Currency))
+		data, err := campaign.Marshal(Campaigns(groups, o.Currency))
 		if err != nil {
 			return nil, fmt.Errorf("demo: campaigns: %w", err)
 		}

@@ -1,18 +1,20 @@
-package campaign
+package demo
 
 import (
 	"strconv"
 	"time"
 
 	"github.com/prebid/openrtb/v20/adcom1"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
 )
 
-// DemoDealID and DemoDealSeat are the deal and seat of the demo's deal
+// DealID and DealSeat are the deal and seat of the demo's deal
 // campaign: those of the OpenRTB 2.6 spec's example request 5 (a private
 // auction), so that it gets a bid in the demo.
 const (
-	DemoDealID   = "AB-Agency1-0001"
-	DemoDealSeat = "Agency1"
+	DealID   = "AB-Agency1-0001"
+	DealSeat = "Agency1"
 )
 
 // demoUnits is roughly how many units of a currency make one US dollar, so
@@ -22,10 +24,9 @@ var demoUnits = map[string]int64{
 	"INR": 85, "PHP": 58, "IDR": 16000, "VND": 25000, "MXN": 18, "BRL": 5,
 }
 
-// DemoCampaigns returns the campaigns of the demo environment (`rtbd gen
-// -demo`), deterministic for given arguments. For each product group g (repeats
-// ignored),
-// three active campaigns that together serve the common IAB sizes (300x250,
+// Campaigns returns the campaigns of the demo environment (`rtbd gen
+// -demo`), deterministic for given arguments. For each product group g
+// (repeats ignored), three active campaigns that together serve the common IAB sizes (300x250,
 // 336x280, 728x90, 160x600, 320x50, 300x50) and native, on every country,
 // device type and hour, site and app, without dayparting or caps:
 //
@@ -34,15 +35,15 @@ var demoUnits = map[string]int64{
 //   - demo-<g>-heavy: 160x600, 300x250, 336x280, template heavy, bid 2.00
 //     with multipliers pc x1.2, mobile x0.9.
 //
-// With at least one group, also demo-deal: deals_only on DemoDealID with
-// seat DemoDealSeat (the spec's example request 5), every size and native,
+// With at least one group, also demo-deal: deals_only on DealID with
+// seat DealSeat (the spec's example request 5), every size and native,
 // template medium, bid 3.00, product group groups[0].
 //
 // All have adomain shop-example.com, cat IAB22 (shopping), pacing asap and
 // budgets of 1,000 a day and 100,000 in total. Amounts are in US dollars,
 // or the rough equivalent in currency ("" means USD) for a few common
 // currencies (JPY x150, KRW x1400, ...), so bids clear typical floors.
-func DemoCampaigns(groups []int64, currency string) []*Campaign {
+func Campaigns(groups []int64, currency string) []*campaign.Campaign {
 	if currency == "" {
 		currency = "USD"
 	}
@@ -51,24 +52,24 @@ func DemoCampaigns(groups []int64, currency string) []*Campaign {
 		unit *= f
 	}
 	amount := func(hundredths int64) int64 { return hundredths * unit / 100 }
-	base := func(id, name string, g int64) *Campaign {
-		return &Campaign{
+	base := func(id, name string, g int64) *campaign.Campaign {
+		return &campaign.Campaign{
 			ID:                id,
 			Name:              name,
 			Advertiser:        "Demo Shop",
 			ADomain:           []string{"shop-example.com"},
 			Cat:               []string{"IAB22"},
 			ProductGroupID:    g,
-			Status:            StatusActive,
+			Status:            campaign.StatusActive,
 			TimeZone:          time.UTC,
 			Currency:          currency,
-			Strategy:          Strategy{Type: StrategyFixed},
+			Strategy:          campaign.Strategy{Type: campaign.StrategyFixed},
 			DailyBudgetMicros: amount(1_000_00),
 			TotalBudgetMicros: amount(100_000_00),
-			Pacing:            PacingASAP,
+			Pacing:            campaign.PacingASAP,
 		}
 	}
-	var cs []*Campaign
+	var cs []*campaign.Campaign
 	seen := make(map[int64]bool, len(groups))
 	for _, g := range groups {
 		if seen[g] {
@@ -78,29 +79,29 @@ func DemoCampaigns(groups []int64, currency string) []*Campaign {
 		gs := strconv.FormatInt(g, 10)
 		light := base("demo-"+gs+"-light", "Demo group "+gs+": small banners", g)
 		light.BidCPMMicros = amount(100)
-		light.Creative = Creative{Template: TemplateLight, Sizes: [][2]int64{{320, 50}, {300, 50}, {728, 90}}}
+		light.Creative = campaign.Creative{Template: campaign.TemplateLight, Sizes: [][2]int64{{320, 50}, {300, 50}, {728, 90}}}
 
 		medium := base("demo-"+gs+"-medium", "Demo group "+gs+": rectangles and native", g)
 		medium.BidCPMMicros = amount(150)
-		medium.Creative = Creative{Template: TemplateMedium, Sizes: [][2]int64{{300, 250}, {336, 280}}, Native: true}
+		medium.Creative = campaign.Creative{Template: campaign.TemplateMedium, Sizes: [][2]int64{{300, 250}, {336, 280}}, Native: true}
 
 		heavy := base("demo-"+gs+"-heavy", "Demo group "+gs+": large formats", g)
 		heavy.BidCPMMicros = amount(200)
-		heavy.Strategy = Strategy{Type: StrategyMultiplier, DeviceType: map[adcom1.DeviceType]float64{
+		heavy.Strategy = campaign.Strategy{Type: campaign.StrategyMultiplier, DeviceType: map[adcom1.DeviceType]float64{
 			adcom1.DevicePC: 1.2, adcom1.DeviceMobile: 0.9,
 		}}
-		heavy.Creative = Creative{Template: TemplateHeavy, Sizes: [][2]int64{{160, 600}, {300, 250}, {336, 280}}}
+		heavy.Creative = campaign.Creative{Template: campaign.TemplateHeavy, Sizes: [][2]int64{{160, 600}, {300, 250}, {336, 280}}}
 		cs = append(cs, light, medium, heavy)
 	}
 	if len(groups) > 0 {
 		deal := base("demo-deal", "Demo private deal (OpenRTB example request 5)", groups[0])
 		deal.BidCPMMicros = amount(300)
-		deal.Creative = Creative{Template: TemplateMedium, Native: true, Sizes: [][2]int64{
+		deal.Creative = campaign.Creative{Template: campaign.TemplateMedium, Native: true, Sizes: [][2]int64{
 			{300, 250}, {336, 280}, {728, 90}, {160, 600}, {320, 50}, {300, 50},
 		}}
-		deal.Deals = []string{DemoDealID}
+		deal.Deals = []string{DealID}
 		deal.DealsOnly = true
-		deal.Seat = DemoDealSeat
+		deal.Seat = DealSeat
 		cs = append(cs, deal)
 	}
 	return cs
