@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
@@ -133,7 +134,7 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErr(fmt.Errorf("invalid configuration:\n%w", err))
 	}
-	log, err := configs.NewLogger(cfg.Log, configs.IsTerminal(os.Stderr))
+	log, err := admin.NewLogger(cfg.Log, admin.IsTerminal(os.Stderr))
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}

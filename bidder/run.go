@@ -19,6 +19,7 @@ import (
 	as "github.com/aerospike/aerospike-client-go/v7"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/fraud"
@@ -32,7 +33,6 @@ import (
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
-	"github.com/rtbd/rtbd/configs/admin"
 )
 
 // OptionsFromConfig maps the bidder section of the configuration to

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/catalog/node"
@@ -83,7 +84,7 @@ func fakeRTBD(args []string) int {
 		fmt.Fprintln(os.Stderr, "rtbd:", err)
 		return 2
 	}
-	log, err := configs.NewLogger(cfg.Log, false)
+	log, err := admin.NewLogger(cfg.Log, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rtbd:", err)
 		return 2

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
-	"github.com/rtbd/rtbd/configs/admin"
 )
 
 // LocalOptions maps the catalog section of the config to the local index's
