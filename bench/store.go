@@ -18,7 +18,6 @@ import (
 	"github.com/rtbd/rtbd/bench/proc"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
-	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest/feedgen"
@@ -338,7 +337,7 @@ func joinInts(xs []int) string {
 func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config, logf func(string, ...any)) (*storeRun, func(), error) {
 	switch name {
 	case StoreLocal:
-		lo := node.LocalOptions(cfg.Catalog, nil, nil)
+		lo := catalog.LocalOptionsFromConfig(cfg.Catalog, nil, nil)
 		lo.WatchInterval = -1
 		l, err := catalog.OpenLocal(dataDir, lo)
 		if err != nil {
