@@ -528,8 +528,8 @@ func answerKey(resp *catalogpb.ProductMastersResponse) string {
 
 // BuildSyntheticIndex builds and publishes, in dir, the index of `rtbd gen
 // -products n -groups groups -seed 1` (feedgen: product i has id i+1 and
-// group 1 + i%groups) through catalog's bulk path, as
-// catalogtest.BuildSynthetic does in tests.
+// group 1 + i%groups) through catalog's bulk path (the path
+// catalogtest.BuildSynthetic takes with its own products in tests).
 func BuildSyntheticIndex(dir string, n, groups int) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
