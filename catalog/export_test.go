@@ -12,3 +12,7 @@ func HoldVersion(l *Local) (string, func()) {
 	}
 	return v.name, v.release
 }
+
+// IsWireResponse reports whether v is an answer of the WireStore path (the
+// encoded bytes the server sends as they are).
+func IsWireResponse(v any) bool { _, ok := v.(*wireResponse); return ok }
