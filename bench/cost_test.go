@@ -12,12 +12,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // TestGeneratorCost offers 20,000 req/s for 3 s to a trivial fasthttp server
 // running in a subprocess, so this process's CPU (getrusage) is the
-// generator's: pacer, workers, recording and the HTTP client (bench/httpc).
+// generator's: pacer, workers, recording and the HTTP client (bench/internal/httpc).
 // It logs cores used (CPU s / wall s), split into user and system time (on
 // loopback the request's write(2) also runs the server side's TCP receive,
 // so much of the system time is not the generator's own work), beside a

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
 )
 
 func TestMeasure(t *testing.T) {
