@@ -55,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, rest := args[0], args[1:]
 		switch cmd {
 		case "gen":
-			return exit(stderr, demo.GenMain(ctx, rest, stdout, stderr))
+			return exit(stderr, genMain(ctx, rest, stdout, stderr))
 		case "bench":
 			return exit(stderr, bench.Main(ctx, rest, stdout, stderr))
 		case "ingest":
@@ -173,7 +173,7 @@ func exit(stderr io.Writer, err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp), errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, bench.ErrUsage):
+	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, demo.ErrUsage), errors.Is(err, bench.ErrUsage):
 		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
 		return exitUsage
 	default:
@@ -210,7 +210,7 @@ Jobs:
   rtbd help                     this text
 
 `)
-	demo.GenUsage(w)
+	genUsage(w)
 	fmt.Fprintln(w)
 	ingest.Usage(w)
 	fmt.Fprint(w, `
