@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
@@ -54,7 +55,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cmd, rest := args[0], args[1:]
 		switch cmd {
 		case "gen":
-			return exit(stderr, demo.GenMain(ctx, rest, stdout, stderr))
+			return exit(stderr, genMain(ctx, rest, stdout, stderr))
 		case "bench":
 			return exit(stderr, bench.Main(ctx, rest, stdout, stderr))
 		case "ingest":
@@ -133,7 +134,7 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErr(fmt.Errorf("invalid configuration:\n%w", err))
 	}
-	log, err := configs.NewLogger(cfg.Log, configs.IsTerminal(os.Stderr))
+	log, err := admin.NewLogger(cfg.Log, admin.IsTerminal(os.Stderr))
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}
@@ -172,7 +173,7 @@ func exit(stderr io.Writer, err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp), errors.Is(err, flag.ErrHelp):
 		return exitOK
-	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, bench.ErrUsage):
+	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, demo.ErrUsage), errors.Is(err, bench.ErrUsage):
 		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
 		return exitUsage
 	default:
@@ -209,7 +210,7 @@ Jobs:
   rtbd help                     this text
 
 `)
-	demo.GenUsage(w)
+	genUsage(w)
 	fmt.Fprintln(w)
 	ingest.Usage(w)
 	fmt.Fprint(w, `

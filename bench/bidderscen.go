@@ -18,8 +18,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // Bidder topologies.

@@ -12,7 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // TestOpenLoopWatch offers 20,000 req/s for 3 s to a trivial fasthttp

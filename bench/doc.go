@@ -1,9 +1,10 @@
 // Package bench is rtbd's load and benchmark harness: load generators,
 // latency recording, reports and comparisons. It drives anything behind the
 // small Target interface (an HTTP bidder, a gRPC catalog node, ...); the
-// targets live in bench/target, the /proc readers in bench/proc, and the
-// generator's own HTTP/1.1 client (cheaper than the servers it loads) in
-// bench/httpc.
+// targets live in bench/internal/target, the /proc readers in
+// bench/internal/proc, and the generator's own HTTP/1.1 client (cheaper than
+// the servers it loads) in bench/internal/httpc. The harness's parts are
+// internal: only bench and its tests use them.
 //
 // # rtbd bench
 //
@@ -99,7 +100,7 @@
 //	  "tables": [Table, ...]                // optional (scenarios)
 //	}
 //
-// Wake (bench/wakeup.Result, see WakeupFloor): {"from_cpu", "to_cpu",
+// Wake (bench/internal/wakeup.Result, see WakeupFloor): {"from_cpu", "to_cpu",
 // "samples", "p50_ns", "p90_ns", "p99_ns", "max_ns"}, the round trips of a
 // pipe to a thread sleeping on to_cpu from one on from_cpu.
 //

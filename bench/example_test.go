@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/proc"
-	"github.com/rtbd/rtbd/bench/target"
+	"github.com/rtbd/rtbd/bench/internal/proc"
+	"github.com/rtbd/rtbd/bench/internal/target"
 )
 
 // Example shows the calls the bench mode makes: a target, an open-loop run

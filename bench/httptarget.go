@@ -10,14 +10,14 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bench/httpc"
+	"github.com/rtbd/rtbd/bench/internal/httpc"
 )
 
 // httpTarget is the scenarios' HTTP target: one request per Do through
-// the harness's HTTP/1.1 client (bench/httpc) with keep-alive
+// the harness's HTTP/1.1 client (bench/internal/httpc) with keep-alive
 // connections, the request URI and body built per request.
-// (bench/target.HTTP is the general one for library users; it cannot be
-// used here because bench/target imports bench.) Safe for concurrent use.
+// (bench/internal/target.HTTP is the general one; it cannot be used here
+// because it imports bench.) Safe for concurrent use.
 type httpTarget struct {
 	name   string
 	method string

@@ -8,7 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/target"
+	"github.com/rtbd/rtbd/bench/internal/target"
 )
 
 func newHTTPTarget(t testing.TB, addr, path string) *target.HTTP {

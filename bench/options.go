@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // Arrival is the spacing of an open-loop load's scheduled send times.

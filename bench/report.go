@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
-	"github.com/rtbd/rtbd/bench/wakeup"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/wakeup"
 )
 
 // Schema is the value of a report's "schema" field this package writes and
@@ -50,7 +50,7 @@ type Report struct {
 }
 
 // WakeupFloor is what the host makes any request and answer between two
-// processes pay, whatever the server does (bench/wakeup): the round trip
+// processes pay, whatever the server does (bench/internal/wakeup): the round trip
 // of a pipe to a thread sleeping on another CPU (two wake-ups, as a
 // request into a server and its answer back into the generator), and on
 // the same CPU for comparison. On a VM whose idle vCPUs halt, each

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/wakeup"
+	"github.com/rtbd/rtbd/bench/internal/wakeup"
 )
 
 func sampleReport() *Report {

@@ -15,10 +15,9 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
-	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest/feedgen"
@@ -338,7 +337,7 @@ func joinInts(xs []int) string {
 func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config, logf func(string, ...any)) (*storeRun, func(), error) {
 	switch name {
 	case StoreLocal:
-		lo := node.LocalOptions(cfg.Catalog, nil, nil)
+		lo := catalog.LocalOptionsFromConfig(cfg.Catalog, nil, nil)
 		lo.WatchInterval = -1
 		l, err := catalog.OpenLocal(dataDir, lo)
 		if err != nil {
@@ -529,8 +528,8 @@ func answerKey(resp *catalogpb.ProductMastersResponse) string {
 
 // BuildSyntheticIndex builds and publishes, in dir, the index of `rtbd gen
 // -products n -groups groups -seed 1` (feedgen: product i has id i+1 and
-// group 1 + i%groups) through catalog's bulk path, as
-// catalogtest.BuildSynthetic does in tests.
+// group 1 + i%groups) through catalog's bulk path (the path
+// catalogtest.BuildSynthetic takes with its own products in tests).
 func BuildSyntheticIndex(dir string, n, groups int) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)

@@ -6,7 +6,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // watcher measures the generator's CPU and the watched processes and

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/proc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // TestApplyHostWindows feeds the watcher readings a second apart (the

@@ -186,19 +186,10 @@ func closedLoop(b *testing.B, addr string, body []byte, wantStatus int) loadResu
 	return r
 }
 
-// openLoop offers rate req/s to addr for d with rtbd's open-loop load
-// generator (harnessOpenLoop) and returns the latency p99 and the
-// requests sent.
-func openLoop(b *testing.B, addr string, body []byte, rate float64, d time.Duration) (p99 time.Duration, sent int) {
-	h := harnessOpenLoop(b, &childServer{addr: addr}, body, rate, d) // in process: no metrics read
-	return h.p99, int(h.requests)
-}
-
 var loopbackRPS struct {
 	mu              sync.Mutex
 	bare, bid, rem  float64
 	bareCPU, bidCPU time.Duration
-	bidP99          time.Duration
 }
 
 // BenchmarkLoopback: the bid endpoint over real TCP on 127.0.0.1 with 64
@@ -231,14 +222,6 @@ func BenchmarkLoopback(b *testing.B) {
 			b.ReportMetric(float64(loopbackRPS.bareCPU)/float64(r.cpu), "x-bare-cpu")
 		}
 		loopbackRPS.mu.Unlock()
-		// p99 at half the measured throughput, open loop, 2 s (once, on
-		// the final, long run of the benchmark).
-		if r.elapsed > time.Second {
-			p99, sent := openLoop(b, addr, body, r.rps/2, 2*time.Second)
-			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms@half")
-			b.Logf("open loop at %.0f req/s (half of %.0f) for 2s, %d requests: p99 %s", r.rps/2, r.rps, sent, p99)
-			loopbackRPS.bidP99 = p99
-		}
 	})
 	b.Run("bid-remote", func(b *testing.B) {
 		f := newFixture(b, nil)
@@ -284,10 +267,6 @@ func BenchmarkLoopback(b *testing.B) {
 			b.ReportMetric(float64(loopbackRPS.bidCPU)/float64(r.cpu), "x-local-cpu")
 		}
 		loopbackRPS.mu.Unlock()
-		if r.elapsed > time.Second {
-			p99, _ := openLoop(b, addr, body, r.rps/2, 2*time.Second)
-			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms@half")
-		}
 	})
 }
 
@@ -391,8 +370,7 @@ func median(xs []float64) float64 {
 // catalog node, 5 rounds of 1.5 s each, all on 127.0.0.1 with the same
 // 64-connection client, and reports medians: throughput, the ratios
 // bid/bare and remote/local (wall, and CPU per request, which a noisy
-// shared machine distorts less), and p99 at half the bid throughput. Run
-// it with -benchtime=1x.
+// shared machine distorts less). Run it with -benchtime=1x.
 func BenchmarkLoopbackRatio(b *testing.B) {
 	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 200)
 	bare := loopbackServer(b, &fasthttp.Server{Handler: bareHandler()})
@@ -432,8 +410,6 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	for b.Loop() { // the phases above are the measurement; metrics below
 	}
 	lrps := median(rLocal)
-	p99l, _ := openLoop(b, local, body, lrps/2, 3*time.Second)
-	p99r, _ := openLoop(b, rem, body, median(rRemote)/2, 3*time.Second)
 	b.ReportMetric(median(rBare), "bare-req/s")
 	b.ReportMetric(lrps, "local-req/s")
 	b.ReportMetric(median(rRemote), "remote-req/s")
@@ -444,10 +420,8 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	b.ReportMetric(median(cBare), "bare-cpu-us")
 	b.ReportMetric(median(cLocal), "local-cpu-us")
 	b.ReportMetric(median(cRemote), "remote-cpu-us")
-	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
-	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
-	b.Logf("medians of %d rounds: bare %.0f req/s, local %.0f (x%.3f wall, x%.3f by CPU/req), remote %.0f (x%.3f of local wall, x%.3f by CPU); p99 at half load: local %s, remote %s; %d deadline no-bids, %d errors",
-		rounds, median(rBare), lrps, median(ratio), median(ratioCPU), median(rRemote), median(remRatio), median(remRatioCPU), p99l, p99r, nobids, errs)
+	b.Logf("medians of %d rounds: bare %.0f req/s, local %.0f (x%.3f wall, x%.3f by CPU/req), remote %.0f (x%.3f of local wall, x%.3f by CPU); %d deadline no-bids, %d errors",
+		rounds, median(rBare), lrps, median(ratio), median(ratioCPU), median(rRemote), median(remRatio), median(remRatioCPU), nobids, errs)
 	if errs > 0 {
 		b.Errorf("%d requests failed", errs)
 	}

@@ -2,7 +2,6 @@ package bidder
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -11,9 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -21,11 +18,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/procfs"
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/proc"
-	"github.com/rtbd/rtbd/bench/target"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -96,11 +91,20 @@ func startChild(b testing.TB, mode string) *childServer {
 
 // cpu is the child's CPU time so far.
 func (c *childServer) cpu() time.Duration {
-	d, err := proc.CPU(c.cmd.Process.Pid)
+	st, err := c.stat()
 	if err != nil {
 		return 0
 	}
-	return d
+	return time.Duration(st.CPUTime() * float64(time.Second))
+}
+
+// stat reads the child's /proc/PID/stat.
+func (c *childServer) stat() (procfs.ProcStat, error) {
+	p, err := procfs.NewProc(c.cmd.Process.Pid)
+	if err != nil {
+		return procfs.ProcStat{}, err
+	}
+	return p.Stat()
 }
 
 // childTB is the testing.TB of a benchmark child: Fatal panics, Cleanup
@@ -247,8 +251,9 @@ func bareHandlerN(n int) fasthttp.RequestHandler {
 // body the size of the bid response (the same bytes on the wire, no work),
 // the bidder with the local index, and the bidder with a catalog node
 // (a third process). Reported: medians of throughput and their ratios,
-// CPU per request (client plus server processes), and p99 at half the
-// bidder's throughput, open loop. Run it with -benchtime=1x.
+// and CPU per request (client plus server processes). Latency under an
+// open-loop load, processes apart, is rtbd bench's to measure (rtbd bench
+// bidder). Run it with -benchtime=1x.
 func BenchmarkLoopbackProcs(b *testing.B) {
 	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 200)
 	local := startChild(b, "local")
@@ -313,33 +318,6 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	for b.Loop() {
 	}
 	lrps, rrps := median(mLocal.rps), median(mRemote.rps)
-	// p99 at half the bidder's throughput, open loop, by rtbd's own load
-	// generator (bench.RunOpenLoop: latency from the moment the pacer
-	// dispatched each request, so a stalled server cannot hide its queue;
-	// the pacer's own lateness behind the schedule is reported apart, as
-	// send lag). The same-size bare handler at the same rate is the floor
-	// of the machine and the generator.
-	// Five rounds, the targets interleaved; the median round of each is
-	// reported (one round's p99 on this shared VM swings with its
-	// neighbours' load, and with three rounds two unlucky ones decided the
-	// median). Every round is logged, with the host's steal in it.
-	//
-	// First, the machine's floor under any request and answer between two
-	// processes: waking a thread that sleeps on the other CPU (each request
-	// needs at least two wake-ups: into the server, back into the
-	// generator). On a VM whose idle vCPUs halt, that is an interrupt
-	// through the hypervisor (bench/wakeup).
-	wake := bench.MeasureWakeupFloor(context.Background())
-	var hls, hbs, hrs []harnessRun
-	for range 5 {
-		hls = append(hls, harnessOpenLoop(b, local, body, lrps/2, 2*time.Second))
-		hbs = append(hbs, harnessOpenLoop(b, bareSame, body, lrps/2, 2*time.Second))
-		hrs = append(hrs, harnessOpenLoop(b, rem, body, rrps/2, 2*time.Second))
-	}
-	hl, hb, hr := medianRun(hls), medianRun(hbs), medianRun(hrs)
-	b.Logf("p99 of the rounds: local %v, same-size bare %v, remote %v", p99s(hls), p99s(hbs), p99s(hrs))
-	b.Logf("the bidders' own p99 in those rounds (kernel receive time to answer, and to the handler's start; their histograms' bucket bounds): local %v, remote %v", rounds(hls, harnessRun.serverP99), rounds(hrs, harnessRun.serverP99))
-	p99l, p99r := hl.p99, hr.p99
 	b.ReportMetric(median(mBare.rps), "bare-req/s")
 	b.ReportMetric(median(mSame.rps), "bare-samesize-req/s")
 	b.ReportMetric(lrps, "local-req/s")
@@ -350,24 +328,9 @@ func BenchmarkLoopbackProcs(b *testing.B) {
 	b.ReportMetric(median(mBare.cpu), "bare-cpu-us")
 	b.ReportMetric(median(mLocal.cpu), "local-cpu-us")
 	b.ReportMetric(median(mRemote.cpu), "remote-cpu-us")
-	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
-	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
-	b.ReportMetric(float64(hb.p99.Microseconds())/1000, "bare-p99-ms@local-half")
-	b.ReportMetric(float64(hl.lag.Microseconds())/1000, "send-lag-p99-ms@local-half")
-	wakeLine := "not measured (one CPU, or not Linux)"
-	if wake != nil {
-		b.ReportMetric(float64(wake.Cross.P50.Microseconds()), "wake-rtt-p50-us")
-		b.ReportMetric(float64(wake.Cross.P99.Microseconds()), "wake-rtt-p99-us")
-		wakeLine = wake.String()
-	}
-	b.Logf("p99 at half load (%.0f req/s local, %.0f remote; the generator at GOMAXPROCS %d) [send lag p99 of the generator]: local %s [%s], same-size bare at the local rate %s [%s], remote %s [%s]; %s; the host's wake-up floor: %s",
-		lrps/2, rrps/2, genProcs(), hl.p99, hl.lag, hb.p99, hb.lag, hr.p99, hr.lag, hl.summary, wakeLine)
-	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; p99 at half load: local %s, remote %s; %d no-bids, %d errors",
+	b.Logf("medians of 5 rounds: bare %.0f req/s, bare with a %d-byte body %.0f, local %.0f (x%.3f of bare, x%.3f of same-size bare), remote %.0f (x%.3f of local); CPU/req us: bare %.1f, same-size %.1f, local %.1f, remote %.1f; %d no-bids, %d errors",
 		median(mBare.rps), size, median(mSame.rps), lrps, lrps/median(mBare.rps), lrps/median(mSame.rps), rrps, rrps/lrps,
-		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), p99l, p99r, nobids, errs)
-	for _, h := range slices.Concat(hls, hbs, hrs) {
-		errs += h.errors
-	}
+		median(mBare.cpu), median(mSame.cpu), median(mLocal.cpu), median(mRemote.cpu), nobids, errs)
 	if errs > 0 {
 		b.Errorf("%d requests failed", errs)
 	}
@@ -385,11 +348,11 @@ const warmStep = 500 * time.Millisecond
 func warmUp(c *childServer, body []byte) (time.Duration, int64) {
 	start := time.Now()
 	rss := func() int64 {
-		st, err := proc.ReadStatus(c.cmd.Process.Pid)
+		st, err := c.stat()
 		if err != nil {
 			return 0
 		}
-		return st.VmRSSBytes
+		return int64(st.ResidentMemory())
 	}
 	last := rss()
 	for time.Since(start) < 30*time.Second {
@@ -401,117 +364,4 @@ func warmUp(c *childServer, body []byte) (time.Duration, int64) {
 		last = now
 	}
 	return time.Since(start), last
-}
-
-// harnessRun is what harnessOpenLoop reports.
-type harnessRun struct {
-	p99, lag         time.Duration // latency p99; the generator's send lag p99
-	server, queue    time.Duration // a bidder's own p99 and that of its queueing before the handler, as bucket bounds; 0: unknown
-	requests, errors int64
-	steal            float64 // host steal, percent of the CPUs' time in the round; -1 unknown
-	summary          string
-}
-
-// serverP99 formats r.server and r.queue: "<=2ms (queue <=2ms)", or "?".
-func (r harnessRun) serverP99() string {
-	if r.server == 0 || r.queue == 0 {
-		return "?"
-	}
-	return "<=" + r.server.String() + " (queue <=" + r.queue.String() + ")"
-}
-
-// harnessOpenLoop offers rate req/s of body to addr's bid endpoint for d
-// (after 0.5 s of warm-up) with rtbd's open-loop load generator
-// (bench.RunOpenLoop), at most 64 requests in flight (the 64 connections
-// of the closed-loop phases), the pacer waking every 200 us. Latency
-// counts from the moment the pacer dispatched each request, so a stalled
-// server cannot hide its queue; the pacer's own lateness behind the
-// schedule (Go timers wake up to ~1 ms late here) is the send lag,
-// reported apart. For a bidder child, its own histogram of arrival (the
-// kernel's receive time) to answer, rtbd_bidder_request_seconds, read
-// before and after, gives the bidder's share of that p99 (as the bound
-// of its bucket: 1, 2, 3, 5 ms...), and rtbd_bidder_queue_seconds the
-// part of it spent before the handler ran (waiting for a thread, a CPU).
-//
-// The generator runs with GOMAXPROCS genProcs() meanwhile (1 by default).
-// At these rates it needs about a third of a core, and with one P its
-// goroutines take turns on one thread, so that handing a request to a
-// worker never wakes another: with two, the Go scheduler wakes a second
-// thread for nearly every dispatch, and on this
-// VM (idle vCPUs halt, bench/wakeup) each such wake-up is an interrupt
-// through the hypervisor, p50 ~50 us and p99 up to ms. Measured at 16,000
-// req/s: generator 0.26-0.29 cores with one P, 0.40-0.45 with two. The
-// bidder children are separate processes, untouched.
-func harnessOpenLoop(b *testing.B, c *childServer, body []byte, rate float64, d time.Duration) harnessRun {
-	b.Helper()
-	if n := genProcs(); n > 0 {
-		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
-	}
-	addr := c.addr
-	var watch bench.Watch
-	if c.metrics != "" {
-		watch.Histograms = []bench.WatchHistogram{{Name: "bidder", URL: c.metrics, Metric: "rtbd_bidder_request_seconds"},
-			{Name: "bidder-queue", URL: c.metrics, Metric: "rtbd_bidder_queue_seconds"}}
-	}
-	tg, err := target.NewHTTP(target.HTTPOptions{Name: addr, URL: "http://" + addr + PathBid, MaxConns: loopbackConns,
-		Body: func(_ *bench.Worker, dst []byte) []byte { return append(dst, body...) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := bench.RunOpenLoop(context.Background(), tg, bench.OpenLoopOptions{Rate: rate, Duration: d,
-		Warmup: 500 * time.Millisecond, MaxInFlight: loopbackConns, Timeout: 5 * time.Second,
-		// The pacer's default 1 ms slice sends each millisecond's requests
-		// together: at ~12,000 req/s a burst of 12 at once, which alone
-		// doubles the bidder's p50 (0.9 -> 0.4 ms measured). 200 us spreads
-		// them as arrivals spread, for a little more generator CPU.
-		Slice: 200 * time.Microsecond, Watch: watch})
-	if err != nil {
-		b.Fatal(err)
-	}
-	us := func(v int64) time.Duration { return time.Duration(v) * time.Microsecond }
-	var server, queue time.Duration
-	if len(r.ServerSide) == 2 {
-		for i, d := range []*time.Duration{&server, &queue} {
-			if le, ok := r.ServerSide[i].QuantileBound(0.99); ok {
-				*d = time.Duration(le * float64(time.Second))
-			}
-		}
-	}
-	steal := -1.0
-	if r.Host != nil {
-		steal = r.Host.StealPct
-	}
-	return harnessRun{p99: us(r.Latency.P99Us), lag: us(r.SendLag.P99Us), server: server, queue: queue, requests: r.Requests, errors: r.Errors.Total, steal: steal,
-		summary: fmt.Sprintf("%s: %d requests, %d OK, %d no-bids, p50 %s, p99.9 %s, max %s, generator %.2f cores",
-			addr, r.Requests, r.Successes, r.NoBids, us(r.Latency.P50Us), us(r.Latency.P999Us), us(r.Latency.MaxUs), r.GeneratorCores)}
-}
-
-// genProcs is the load generator's GOMAXPROCS in harnessOpenLoop:
-// BIDDER_BENCH_GEN_PROCS, default 1; 0 leaves it as it is.
-func genProcs() int {
-	if v, err := strconv.Atoi(os.Getenv("BIDDER_BENCH_GEN_PROCS")); err == nil && v >= 0 {
-		return v
-	}
-	return 1
-}
-
-// medianRun returns the run with the median p99.
-func medianRun(rs []harnessRun) harnessRun {
-	rs = slices.Clone(rs)
-	slices.SortFunc(rs, func(a, b harnessRun) int { return cmp.Compare(a.p99, b.p99) })
-	return rs[len(rs)/2]
-}
-
-// rounds formats each round with f.
-func rounds(rs []harnessRun, f func(harnessRun) string) []string {
-	out := make([]string, len(rs))
-	for i, r := range rs {
-		out[i] = f(r)
-	}
-	return out
-}
-
-// p99s lists the rounds' p99s with the host's steal share in each.
-func p99s(rs []harnessRun) []string {
-	return rounds(rs, func(r harnessRun) string { return fmt.Sprintf("%s (steal %.0f%%)", r.p99, r.steal) })
 }

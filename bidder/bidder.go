@@ -167,12 +167,6 @@ type Options struct {
 	Now func() time.Time
 }
 
-// FraudChecker is the fraud block lists, checked in memory on the bid path
-// (*fraud.Lists). Empty arguments are not checked.
-type FraudChecker interface {
-	Check(site, bundle, ip, ifa, uid string) (blocked bool, nbr rtb.NoBidReason)
-}
-
 // ErrOptions is wrapped by New's errors.
 var ErrOptions = errors.New("bidder: invalid options")
 

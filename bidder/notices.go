@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
@@ -346,23 +345,4 @@ func (b *Bidder) buildBudgets(set *campaign.Set) *budgetCache {
 	}
 	b.budgets.Store(bc)
 	return bc
-}
-
-// fraudCheck asks the fraud lists about the request's site domain, app
-// bundle, device IP (v4, else v6), IFA and user.
-func (b *Bidder) fraudCheck(req *openrtb2.BidRequest, uid string) (bool, rtb.NoBidReason) {
-	var site, bundle, ip, ifa string
-	if req.Site != nil {
-		site = req.Site.Domain
-	}
-	if req.App != nil {
-		bundle = req.App.Bundle
-	}
-	if d := req.Device; d != nil {
-		ip, ifa = d.IP, d.IFA
-		if ip == "" {
-			ip = d.IPv6
-		}
-	}
-	return b.opts.Fraud.Check(site, bundle, ip, ifa, uid)
 }

@@ -19,6 +19,7 @@ import (
 	as "github.com/aerospike/aerospike-client-go/v7"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/fraud"
@@ -29,10 +30,8 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
-	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
-	"github.com/rtbd/rtbd/configs/admin"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -146,7 +145,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		log.Warn("bidder.token_keys is empty: signing with a random key; win, bill and click URLs stop verifying on restart and on other bidders")
 	}
 	if cfg.Catalog.Target == "" {
-		local, err := catalog.OpenLocal(cfg.Catalog.Data, node.LocalOptions(cfg.Catalog, log, reg))
+		local, err := catalog.OpenLocal(cfg.Catalog.Data, catalog.LocalOptionsFromConfig(cfg.Catalog, log, reg))
 		if err != nil {
 			return nil, fmt.Errorf("bidder: catalog.data: %w", err)
 		}

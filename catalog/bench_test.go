@@ -180,7 +180,7 @@ func BenchmarkRemote15(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer l.Close()
-	// The server's store is opened as a catalog node opens it (node.LocalOptions:
+	// The server's store is opened as a catalog node opens it (catalog/node sets
 	// WireCache, products kept as their encodings).
 	srvStore, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1, WireCache: true})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/internal/productwire"
 )
 
 // hotCache is a bounded cache of decoded products in front of Pebble, keyed
@@ -81,7 +82,7 @@ func (c *cached) aliasWire() {
 	// Every non-empty field is in w, so decoding over c.p replaces each
 	// string with one that aliases w (same text); the encoding came from
 	// c.p, so it decodes.
-	if decodeProduct(unsafe.String(unsafe.SliceData(w), len(w)), 0, w, &c.p) != nil {
+	if productwire.Decode(unsafe.String(unsafe.SliceData(w), len(w)), 0, w, &c.p) != nil {
 		return
 	}
 	c.wire.Store(&w)

@@ -26,3 +26,7 @@ func GroupBounds(group int64) (lower, upper []byte) {
 	upper = AppendKey(make([]byte, 0, KeyLen), group+1, 0)
 	return lower, upper
 }
+
+// IsWireResponse reports whether v is an answer of the WireStore path (the
+// encoded bytes the server sends as they are).
+func IsWireResponse(v any) bool { _, ok := v.(*wireResponse); return ok }

@@ -136,7 +136,8 @@ func toStatus(err error) error {
 // Register adds the Catalog service to g. It decodes requests itself so
 // that a malformed message is INVALID_ARGUMENT (gRPC's stock path would
 // report the client's bad bytes as INTERNAL); g must be built with
-// ServerCodecOption so raw request frames reach it.
+// ServerCodecOption so raw request frames reach it. Unary interceptors of g
+// wrap the same path as calls without them (see handle).
 func (s *Server) Register(g *grpc.Server) {
 	desc := catalogpb.Catalog_ServiceDesc
 	desc.HandlerType = (*catalogpb.CatalogServer)(nil)
@@ -158,15 +159,23 @@ func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error,
 	}
 	s := srv.(*Server)
 	if interceptor == nil {
-		if s.wire != nil {
-			return s.getWire(ctx, req)
-		}
-		return s.GetProductMasters(ctx, req)
+		return s.handle(ctx, req)
 	}
 	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetProductMasters_FullMethodName}
 	return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-		return s.GetProductMasters(ctx, req.(*catalogpb.ProductMastersRequest))
+		return s.handle(ctx, req.(*catalogpb.ProductMastersRequest))
 	})
+}
+
+// handle answers one call, with or without interceptors: from the store's
+// encoded answer when the store is a WireStore (the response an interceptor
+// then sees is that encoding, not a *catalogpb.ProductMastersResponse),
+// else through GetProductMasters.
+func (s *Server) handle(ctx context.Context, req *catalogpb.ProductMastersRequest) (any, error) {
+	if s.wire != nil {
+		return s.getWire(ctx, req)
+	}
+	return s.GetProductMasters(ctx, req)
 }
 
 // rawFrame receives a request's undecoded bytes.

@@ -14,6 +14,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -180,5 +181,53 @@ func TestServerWirePath(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_catalog_server_products_returned_total", "product2")); n != 3 {
 		t.Errorf("product2 products counted %v, want 3", n)
+	}
+}
+
+// A unary interceptor wraps the call the server makes without one: for a
+// WireStore, the encoded answer (not a ProductMastersResponse marshalled
+// again), and the client decodes the same products.
+func TestServerInterceptorKeepsWirePath(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{})
+	var calls, wire int
+	g := grpc.NewServer(catalog.ServerCodecOption(), grpc.UnaryInterceptor(
+		func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			resp, err := h(ctx, req)
+			if info.FullMethod == catalogpb.Catalog_GetProductMasters_FullMethodName {
+				calls++
+				if catalog.IsWireResponse(resp) {
+					wire++
+				}
+			}
+			return resp, err
+		}))
+	catalog.NewServer(l, catalog.ServerOptions{}).Register(g)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	defer g.Stop()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup, Product1QuantityAtMost: 3, Product1Ids: []int64{101, 102, 103}}
+	want, err := l.GetProductMasters(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := catalogpb.NewCatalogClient(conn).GetProductMasters(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, want) || len(got.Product1S) == 0 {
+		t.Fatalf("through the interceptor: %v, want %v", got, want)
+	}
+	if calls != 1 || wire != 1 {
+		t.Fatalf("interceptor saw %d calls, %d of them on the wire path; want 1 and 1", calls, wire)
 	}
 }

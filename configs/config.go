@@ -63,7 +63,7 @@ type Config struct {
 	Mode string `yaml:"mode"`
 	// Log configures the process logger (see NewLogger).
 	Log Log `yaml:"log"`
-	// Admin configures the admin HTTP listener (package configs/admin).
+	// Admin configures the admin HTTP listener (package admin).
 	Admin Admin `yaml:"admin"`
 	// Catalog configures the product index, its gRPC server and client.
 	Catalog Catalog `yaml:"catalog"`

@@ -1,7 +1,7 @@
 // Package configs is rtbd's configuration: the Config struct, its defaults
 // (rtbd.yaml, embedded in the binary and parsed as the defaults, so the file
-// is the one source of them), loading, overrides, validation and the process
-// logger.
+// is the one source of them), loading, overrides and validation. The process
+// logger built from its log section is package admin's NewLogger.
 //
 // # Precedence
 //
@@ -14,7 +14,7 @@
 //	cfg, err := configs.Load(path)           // defaults, file, environment
 //	if err == nil { err = cfg.Set("mode", m) } // one call per flag given
 //	if err == nil { err = cfg.Validate() }    // every problem at once
-//	log, err := configs.NewLogger(cfg.Log, configs.IsTerminal(os.Stderr))
+//	log, err := admin.NewLogger(cfg.Log, admin.IsTerminal(os.Stderr))
 //
 // Unknown keys are errors wherever they come from (file, RTBD_* variable
 // other than RTBD_CONFIG, Set), each naming the key; so is a value of the

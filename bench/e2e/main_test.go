@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/catalog/node"
@@ -34,12 +35,12 @@ func TestMain(m *testing.M) {
 }
 
 // fakeRTBD is the part of main.go the bench's children use: `gen` (the
-// demo), and the catalog and bidder servers with main's server flags.
+// demo: -demo), and the catalog and bidder servers with main's server flags.
 func fakeRTBD(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if len(args) > 0 && args[0] == "gen" {
-		if err := demo.GenMain(ctx, args[1:], os.Stdout, os.Stderr); err != nil {
+	if len(args) > 1 && args[0] == "gen" && args[1] == "-demo" {
+		if err := demo.DemoMain(ctx, args[1:], os.Stdout, os.Stderr); err != nil {
 			fmt.Fprintln(os.Stderr, "rtbd gen:", err)
 			return 1
 		}
@@ -83,7 +84,7 @@ func fakeRTBD(args []string) int {
 		fmt.Fprintln(os.Stderr, "rtbd:", err)
 		return 2
 	}
-	log, err := configs.NewLogger(cfg.Log, false)
+	log, err := admin.NewLogger(cfg.Log, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "rtbd:", err)
 		return 2

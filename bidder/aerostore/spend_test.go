@@ -14,8 +14,8 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
+	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
-	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 const hostsEnv = "RTBD_AEROSPIKE_HOSTS"

@@ -26,6 +26,9 @@ var (
 	ErrExists = errors.New("demo: output directory exists and is not empty")
 	// ErrBadOptions is wrapped by every Options.Validate error.
 	ErrBadOptions = errors.New("demo: bad options")
+	// ErrUsage is wrapped by DemoMain's and UsersMain's errors for bad
+	// flags or arguments.
+	ErrUsage = errors.New("demo: usage")
 )
 
 // Names of the files and directories in a demo directory.

@@ -1,6 +1,8 @@
 // Package demo writes rtbd's demo environment (`rtbd gen -demo -out DIR`)
-// and demo user profiles (`rtbd gen -users N -data BIDDERDATA`), and
-// dispatches `rtbd gen` (plain feed generation stays in package ingest).
+// and demo user profiles (`rtbd gen -users N -data BIDDERDATA`). The
+// command rtbd gen chooses the form (main); a plain feed is package
+// ingest's (ingest/feedgen writes every feed, the demo's too, and the
+// ingest builds the demo's index).
 //
 // A demo directory is complete and deterministic: the same Options write
 // the same feed, the same products in the index, the same user profiles and

@@ -8,12 +8,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
-
-	"github.com/rtbd/rtbd/ingest"
 )
 
 func newDemoFlags(o *Options) *flag.FlagSet {
@@ -44,9 +41,8 @@ func newUsersFlags(u *usersFlags) *flag.FlagSet {
 	return fs
 }
 
-// GenUsage documents `rtbd gen`: the demo forms, then ingest's plain feed
-// generation.
-func GenUsage(w io.Writer) {
+// Usage documents the demo forms of `rtbd gen` (DemoMain, UsersMain).
+func Usage(w io.Writer) {
 	fmt.Fprintln(w, "rtbd gen -demo -out DIR [flags]   write a complete demo: feed, index, users, campaigns, rtbd.yaml")
 	fs := newDemoFlags(&Options{})
 	fs.SetOutput(w)
@@ -55,41 +51,6 @@ func GenUsage(w io.Writer) {
 	fs = newUsersFlags(&usersFlags{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	ingest.GenUsage(w)
-}
-
-// mode tells which form of `rtbd gen` args are: -demo, -users alone, or
-// neither (a plain feed, handled by ingest).
-func mode(args []string) (demo, users bool) {
-	for _, a := range args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		switch name {
-		case "demo":
-			demo = true
-		case "users":
-			users = true
-		}
-	}
-	return demo, users
-}
-
-// GenMain is `rtbd gen`: `-demo` writes a demo environment (Generate),
-// `-users N` without -demo writes user profiles into a bidder data
-// directory (WriteUsers), anything else is a plain feed (ingest.GenMain).
-// Usage errors wrap ingest.ErrUsage; -h returns flag.ErrHelp.
-func GenMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	demo, users := mode(args)
-	switch {
-	case demo:
-		return demoMain(ctx, args, stdout, stderr)
-	case users:
-		return usersMain(ctx, args, stdout, stderr)
-	default:
-		return ingest.GenMain(ctx, args, stdout, stderr)
-	}
 }
 
 func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
@@ -98,30 +59,33 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s: unexpected argument %q", ingest.ErrUsage, fs.Name(), fs.Arg(0))
+		return fmt.Errorf("%w: %s: unexpected argument %q", ErrUsage, fs.Name(), fs.Arg(0))
 	}
 	return nil
 }
 
-func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// DemoMain is `rtbd gen -demo`: it writes a demo environment (Generate)
+// and prints what it wrote. Usage errors wrap ErrUsage; -h returns
+// flag.ErrHelp.
+func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o Options
 	fs := newDemoFlags(&o)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if o.Dir == "" {
-		return fmt.Errorf("%w: rtbd gen -demo needs -out DIR", ingest.ErrUsage)
+		return fmt.Errorf("%w: rtbd gen -demo needs -out DIR", ErrUsage)
 	}
 	if err := o.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	r, err := Generate(ctx, o, genLogger(stderr))
 	if err != nil {
 		if errors.Is(err, ErrExists) || errors.Is(err, ErrBadOptions) {
-			return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+			return fmt.Errorf("%w: %w", ErrUsage, err)
 		}
 		return err
 	}
@@ -142,20 +106,23 @@ func demoMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func usersMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+// UsersMain is `rtbd gen -users N -data BIDDERDATA` (without -demo): it
+// writes demo user profiles into an existing bidder data directory
+// (WriteUsers). Usage errors wrap ErrUsage; -h returns flag.ErrHelp.
+func UsersMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var u usersFlags
 	fs := newUsersFlags(&u)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
 	if u.o.Users <= 0 || u.data == "" {
-		return fmt.Errorf("%w: rtbd gen -users N needs N >= 1 and -data BIDDERDATA (or -demo -out DIR for a whole demo)", ingest.ErrUsage)
+		return fmt.Errorf("%w: rtbd gen -users N needs N >= 1 and -data BIDDERDATA (or -demo -out DIR for a whole demo)", ErrUsage)
 	}
 	if err := u.o.validate(false); err != nil {
-		return fmt.Errorf("%w: %w", ingest.ErrUsage, err)
+		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if st, err := os.Stat(u.data); err != nil || !st.IsDir() {
-		return fmt.Errorf("%w: -data %s: not an existing directory (the bidder's data_dir)", ingest.ErrUsage, u.data)
+		return fmt.Errorf("%w: -data %s: not an existing directory (the bidder's data_dir)", ErrUsage, u.data)
 	}
 	dir := filepath.Join(u.data, UsersDir)
 	n, err := WriteUsers(ctx, dir, u.o, genLogger(stderr))

@@ -11,18 +11,23 @@ import (
 	"testing"
 
 	"github.com/rtbd/rtbd/bidder/demo"
-	"github.com/rtbd/rtbd/ingest"
 )
 
-func genMain(args ...string) (string, string, error) {
+func demoMain(args ...string) (string, string, error) {
 	var out, errOut bytes.Buffer
-	err := demo.GenMain(context.Background(), args, &out, &errOut)
+	err := demo.DemoMain(context.Background(), args, &out, &errOut)
 	return out.String(), errOut.String(), err
 }
 
-func TestGenMainDemo(t *testing.T) {
+func usersMain(args ...string) (string, string, error) {
+	var out, errOut bytes.Buffer
+	err := demo.UsersMain(context.Background(), args, &out, &errOut)
+	return out.String(), errOut.String(), err
+}
+
+func TestDemoAndUsersMain(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "d")
-	out, _, err := genMain("-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2")
+	out, _, err := demoMain("-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,17 +40,17 @@ func TestGenMainDemo(t *testing.T) {
 		t.Errorf("%d users", len(got))
 	}
 	// Again: the directory is not empty, a usage error.
-	if _, _, err := genMain("-demo", "-out", dir); !errors.Is(err, ingest.ErrUsage) || !errors.Is(err, demo.ErrExists) {
+	if _, _, err := demoMain("-demo", "-out", dir); !errors.Is(err, demo.ErrUsage) || !errors.Is(err, demo.ErrExists) {
 		t.Errorf("second run = %v, want ErrUsage wrapping ErrExists", err)
 	}
-	if out, _, err := genMain("-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2", "-skip-existing"); err != nil ||
+	if out, _, err := demoMain("-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2", "-skip-existing"); err != nil ||
 		!strings.Contains(out, "kept as it was") {
 		t.Errorf("-skip-existing = %v\n%s", err, out)
 	}
 
 	// -users alone adds users to the demo's bidder data dir, matching its feed.
 	data := filepath.Join(dir, "bidder")
-	out, _, err = genMain("-users", "9", "-data", data, "-products", "300", "-groups", "3", "-seed", "2")
+	out, _, err = usersMain("-users", "9", "-data", data, "-products", "300", "-groups", "3", "-seed", "2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,22 +71,7 @@ func TestGenMainDemo(t *testing.T) {
 	}
 }
 
-func TestGenMainPlainFeed(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "f.csv")
-	out, _, err := genMain("-out", path, "-products", "10", "-groups", "2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "wrote 10 products") {
-		t.Errorf("output: %s", out)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || bytes.Count(b, []byte("\n")) != 11 {
-		t.Errorf("feed: %v, %d lines", err, bytes.Count(b, []byte("\n")))
-	}
-}
-
-func TestGenMainUsage(t *testing.T) {
+func TestMainUsage(t *testing.T) {
 	tmp := t.TempDir()
 	for name, args := range map[string][]string{
 		"demo without -out":   {"-demo"},
@@ -93,27 +83,31 @@ func TestGenMainUsage(t *testing.T) {
 		"users bad number":    {"-users", "many", "-data", tmp},
 		"users missing data":  {"-users", "5", "-data", filepath.Join(tmp, "nope")},
 		"users with -out":     {"-users=5", "-out", tmp},
-		"plain without -out":  {"-products", "5"},
 	} {
-		_, _, err := genMain(args...)
-		if !errors.Is(err, ingest.ErrUsage) {
+		run := demoMain
+		if args[0] != "-demo" {
+			run = usersMain
+		}
+		_, _, err := run(args...)
+		if !errors.Is(err, demo.ErrUsage) {
 			t.Errorf("%s: err = %v, want ErrUsage", name, err)
 		}
 	}
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("usage errors wrote files: %v", ents)
 	}
-	for _, args := range [][]string{{"-demo", "-h"}, {"-users", "1", "-h"}, {"-h"}} {
-		if _, _, err := genMain(args...); !errors.Is(err, flag.ErrHelp) {
-			t.Errorf("%v: err = %v, want flag.ErrHelp", args, err)
-		}
+	if _, _, err := demoMain("-demo", "-h"); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-demo -h: err = %v, want flag.ErrHelp", err)
+	}
+	if _, _, err := usersMain("-users", "1", "-h"); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-users 1 -h: err = %v, want flag.ErrHelp", err)
 	}
 }
 
-func TestGenUsage(t *testing.T) {
+func TestUsage(t *testing.T) {
 	var b bytes.Buffer
-	demo.GenUsage(&b)
-	for _, want := range []string{"rtbd gen -demo -out DIR", "-skip-existing", "rtbd gen -users N -data BIDDERDATA", "rtbd gen -out FILE", "-out-of-stock"} {
+	demo.Usage(&b)
+	for _, want := range []string{"rtbd gen -demo -out DIR", "-skip-existing", "rtbd gen -users N -data BIDDERDATA"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("usage lacks %q:\n%s", want, b.String())
 		}

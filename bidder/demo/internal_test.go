@@ -29,21 +29,3 @@ func TestBidURL(t *testing.T) {
 		}
 	}
 }
-
-func TestMode(t *testing.T) {
-	for _, c := range []struct {
-		args        []string
-		demo, users bool
-	}{
-		{[]string{"-demo", "-out", "d"}, true, false},
-		{[]string{"--demo=true", "-users", "5"}, true, true},
-		{[]string{"-users=5", "-data", "d"}, false, true},
-		{[]string{"-out", "f.csv", "-products", "5"}, false, false},
-		{[]string{"-out", "users"}, false, false},
-	} {
-		d, u := mode(c.args)
-		if d != c.demo || u != c.users {
-			t.Errorf("mode(%v) = %v %v, want %v %v", c.args, d, u, c.demo, c.users)
-		}
-	}
-}

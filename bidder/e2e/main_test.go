@@ -41,6 +41,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
@@ -121,7 +122,7 @@ func bidderChild(args []string) int {
 		fmt.Fprintln(os.Stderr, "bidder child:", err)
 		return 2
 	}
-	log, err := configs.NewLogger(cfg.Log, false)
+	log, err := admin.NewLogger(cfg.Log, false)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bidder child:", err)
 		return 2

@@ -2,21 +2,64 @@ package catalogtest
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"testing"
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
-	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
-// SyntheticOptions are the feed options BuildSynthetic uses for n products
-// in groups groups (the same as `rtbd gen -products n -groups groups -seed 1`).
-func SyntheticOptions(n, groups int) feedgen.Options {
-	return feedgen.Options{Products: n, Groups: groups, Seed: 1}
+// SyntheticProduct returns product i (0-based) of a synthetic catalog with
+// groups product groups: id i+1 and group 1+i%groups (the id layout of
+// `rtbd gen`'s feeds, which Workload relies on), strings of a shop's sizes
+// (about 300 bytes encoded), a list price and, on one product in five, a
+// sale price; one product in twenty is out of stock. The same (i, groups)
+// always give the same product.
+func SyntheticProduct(i, groups int) *catalogpb.Product {
+	if groups <= 0 {
+		groups = 1
+	}
+	id, group := int64(i+1), int64(1+i%groups)
+	h := uint64(i)*0x9e3779b97f4a7c15 + 0x632be59bd9b4e019
+	h ^= h >> 29
+	pick := func(list []string) string {
+		h = h*6364136223846793005 + 1442695040888963407
+		return list[h>>33%uint64(len(list))]
+	}
+	brand, adj, noun, color := pick(synthBrands), pick(synthAdjectives), pick(synthNouns), pick(synthColors)
+	g, n := strconv.FormatInt(group, 10), strconv.FormatInt(id, 10)
+	price := int64(1_000_000 + (h>>20)%200*500_000) // 1.00 .. 100.50
+	p := &catalogpb.Product{
+		ProductId:      id,
+		ProductGroupId: group,
+		Title:          brand + " " + adj + " " + noun + " - " + color + ", M",
+		Description:    adj + " " + noun + " by " + brand + ", in " + color + ". Machine washable; ships in two business days.",
+		ImageUrl:       "https://img.example-shop.com/p/" + g + "/" + n + ".jpg",
+		Width:          600,
+		Height:         600,
+		LandingUrl:     "https://www.example-shop.com/g/" + g + "/item/" + n + "?utm_source=rtbd",
+		PriceMicros:    price,
+		Currency:       "USD",
+		Category:       "Apparel & Accessories > Clothing > " + noun + "s",
+		Brand:          brand,
+		InStock:        i%20 != 19,
+		UpdatedAt:      1_764_547_200 + int64(i%86_400),
+	}
+	if i%5 == 4 {
+		p.SalePriceMicros = price * 8 / 10
+	}
+	return p
 }
 
-// BuildSynthetic builds and publishes, in dir, the catalog of `rtbd gen
-// -products n -groups groups -seed 1` through the bulk (SST) path: group by
+var (
+	synthBrands     = []string{"Northwind", "Acme Outfitters", "Blue Harbor", "Kitsune", "Maple & Oak", "Sora"}
+	synthAdjectives = []string{"Organic Cotton", "Lightweight", "Classic", "Recycled", "Merino Wool", "Stretch"}
+	synthNouns      = []string{"Crew T-Shirt", "Hoodie", "Chino", "Rain Jacket", "Polo", "Cardigan", "Sweater"}
+	synthColors     = []string{"Navy", "Black", "Heather Grey", "Olive", "Sand", "Burgundy"}
+)
+
+// BuildSynthetic builds and publishes, in dir, the n products of
+// SyntheticProduct in groups groups through the bulk (SST) path: group by
 // group, ids ascending, one table per million products.
 func BuildSynthetic(tb testing.TB, dir string, n, groups int) {
 	tb.Helper()
@@ -29,7 +72,6 @@ func BuildSynthetic(tb testing.TB, dir string, n, groups int) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	opts := SyntheticOptions(n, groups)
 	var paths []string
 	var sst *catalog.SST
 	for g := 1; g <= groups; g++ {
@@ -39,8 +81,8 @@ func BuildSynthetic(tb testing.TB, dir string, n, groups int) {
 					tb.Fatal(err)
 				}
 			}
-			p := feedgen.Product(i, opts)
-			if err := sst.Add(&p); err != nil {
+			p := SyntheticProduct(i, groups)
+			if err := sst.Add(p); err != nil {
 				tb.Fatal(err)
 			}
 			if sst.Len() == 1_000_000 {
@@ -110,7 +152,7 @@ func (w Workload) Requests(count int, seed uint64) []*catalogpb.ProductMastersRe
 			} else {
 				r = rng.IntN(perGroup)
 			}
-			// feedgen: group g+1 holds product indexes g, g+Groups, ...; ids = index+1.
+			// SyntheticProduct: group g+1 holds product indexes g, g+Groups, ...; ids = index+1.
 			ids[j] = int64(g + r*w.Groups + 1)
 		}
 		out[i] = &catalogpb.ProductMastersRequest{ProductGroupId: int64(g + 1),

@@ -15,27 +15,10 @@ import (
 	"go.uber.org/zap"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
-	"github.com/rtbd/rtbd/configs/admin"
 )
-
-// LocalOptions maps the catalog section of the config to the local index's
-// options (configs says 0 disables the hot cache; catalog says negative).
-func LocalOptions(c configs.Catalog, log *zap.Logger, reg prometheus.Registerer) catalog.LocalOptions {
-	hot := c.HotCacheEntries
-	if hot == 0 {
-		hot = -1
-	}
-	return catalog.LocalOptions{
-		BlockCacheBytes: int64(c.BlockCacheMB) << 20,
-		HotCacheEntries: hot,
-		MaxIDs:          c.MaxIDs,
-		WatchInterval:   c.WatchInterval,
-		Logger:          log,
-		Registerer:      reg,
-	}
-}
 
 // Node is a running catalog node.
 type Node struct {
@@ -57,7 +40,7 @@ type Node struct {
 func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	lo := LocalOptions(cfg.Catalog, log, reg)
+	lo := catalog.LocalOptionsFromConfig(cfg.Catalog, log, reg)
 	lo.WireCache = true // answers are built from the products' encodings
 	local, err := catalog.OpenLocal(cfg.Catalog.Data, lo)
 	if err != nil {

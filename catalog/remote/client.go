@@ -187,8 +187,8 @@ func New(opts Options) (*Client, error) {
 		}),
 		grpc.WithUserAgent("rtbd-catalog-client"),
 		// Responses decode with one string allocation for all products
-		// (catalog.ClientCodec) instead of one per field.
-		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(catalog.NewClientCodec())),
+		// (clientCodec) instead of one per field.
+		grpc.WithDefaultCallOptions(grpc.ForceCodecV2(newClientCodec())),
 	}
 	dopts = append(dopts, opts.DialOptions...)
 

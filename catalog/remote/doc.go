@@ -3,7 +3,8 @@
 // replicas of the index instead of the local Pebble store, as in Logicad's
 // talk (JJUG CCC 2018): client-side round-robin, a name resolver refreshed
 // periodically or on demand, and a connection count that stays flat as load
-// rises.
+// rises. Answers are decoded by its own codec (codec.go): all of a
+// response's strings share one allocation.
 //
 // # Targets
 //

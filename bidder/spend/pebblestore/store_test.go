@@ -9,9 +9,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
-	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 func newStore(t *testing.T) spend.Store {

@@ -10,9 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
-	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 func flushErrors(t *testing.T, reg *prometheus.Registry) float64 {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/procfs"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
 )
 
 func TestMeasure(t *testing.T) {

@@ -31,7 +31,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
 )
 
 // Errors of Measure. Compare with errors.Is.

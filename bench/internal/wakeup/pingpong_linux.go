@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/cpuset"
+	"github.com/rtbd/rtbd/bench/internal/cpuset"
 )
 
 // pingPong returns o.Samples round trips (validated options).

@@ -19,7 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/httpc"
+	"github.com/rtbd/rtbd/bench/internal/httpc"
 )
 
 func startHTTP(t *testing.T, h fasthttp.RequestHandler) string {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/httpc"
+	"github.com/rtbd/rtbd/bench/internal/httpc"
 )
 
 // ErrInvalid is wrapped by option validation errors of this package.

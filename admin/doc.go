@@ -1,5 +1,6 @@
-// Package admin is the operations surface of an rtbd process: a small
-// net/http server (not the bid hot path) that every mode runs on
+// Package admin is the operations surface of an rtbd process: the process
+// logger (NewLogger, from the config's log section) and a small net/http
+// server (not the bid hot path) that every server mode runs on
 // configs.Admin.Listen, with
 //
 //	GET /healthz        200 "ok" while the process runs (liveness)

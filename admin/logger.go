@@ -1,4 +1,4 @@
-package configs
+package admin
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
+
+	"github.com/rtbd/rtbd/configs"
 )
 
 // NewLogger returns the process logger, writing to stderr: zap's production
@@ -18,25 +20,25 @@ import (
 // logged per request cannot flood the output, and adds stack traces to
 // error-level entries. The caller owns the logger and should Sync it before
 // exit.
-func NewLogger(c Log, isTerminal bool) (*zap.Logger, error) {
+func NewLogger(c configs.Log, isTerminal bool) (*zap.Logger, error) {
 	return newLogger(c, isTerminal, zapcore.Lock(os.Stderr))
 }
 
-func newLogger(c Log, isTerminal bool, out zapcore.WriteSyncer) (*zap.Logger, error) {
+func newLogger(c configs.Log, isTerminal bool, out zapcore.WriteSyncer) (*zap.Logger, error) {
 	var level zapcore.Level
 	if err := level.UnmarshalText([]byte(c.Level)); err != nil {
-		return nil, fmt.Errorf("%w for log.level: %q (want debug, info, warn or error)", ErrInvalidValue, c.Level)
+		return nil, fmt.Errorf("%w for log.level: %q (want debug, info, warn or error)", configs.ErrInvalidValue, c.Level)
 	}
 	var enc zapcore.Encoder
 	switch {
-	case c.Format == LogFormatJSON || c.Format == LogFormatAuto && !isTerminal:
+	case c.Format == configs.LogFormatJSON || c.Format == configs.LogFormatAuto && !isTerminal:
 		enc = zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig())
-	case c.Format == LogFormatConsole || c.Format == LogFormatAuto && isTerminal:
+	case c.Format == configs.LogFormatConsole || c.Format == configs.LogFormatAuto && isTerminal:
 		ec := zap.NewDevelopmentEncoderConfig()
 		ec.EncodeLevel = zapcore.CapitalColorLevelEncoder
 		enc = zapcore.NewConsoleEncoder(ec)
 	default:
-		return nil, fmt.Errorf("%w for log.format: %q (want auto, json or console)", ErrInvalidValue, c.Format)
+		return nil, fmt.Errorf("%w for log.format: %q (want auto, json or console)", configs.ErrInvalidValue, c.Format)
 	}
 	core := zapcore.NewCore(enc, out, level)
 	core = zapcore.NewSamplerWithOptions(core, time.Second, 100 /* first */, 100 /* thereafter */)

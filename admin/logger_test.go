@@ -1,4 +1,4 @@
-package configs
+package admin
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/rtbd/rtbd/configs"
 )
 
 // buffer is a zapcore.WriteSyncer the test can read.
@@ -40,12 +42,12 @@ func TestNewLoggerEncodings(t *testing.T) {
 		terminal bool
 		json     bool
 	}{
-		{LogFormatJSON, true, true},
-		{LogFormatJSON, false, true},
-		{LogFormatConsole, false, false},
-		{LogFormatConsole, true, false},
-		{LogFormatAuto, false, true},
-		{LogFormatAuto, true, false},
+		{configs.LogFormatJSON, true, true},
+		{configs.LogFormatJSON, false, true},
+		{configs.LogFormatConsole, false, false},
+		{configs.LogFormatConsole, true, false},
+		{configs.LogFormatAuto, false, true},
+		{configs.LogFormatAuto, true, false},
 	}
 	for _, tt := range tests {
 		name := tt.format
@@ -54,7 +56,7 @@ func TestNewLoggerEncodings(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			var out buffer
-			log, err := newLogger(Log{Level: "info", Format: tt.format}, tt.terminal, &out)
+			log, err := newLogger(configs.Log{Level: "info", Format: tt.format}, tt.terminal, &out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,7 +95,7 @@ func TestNewLoggerEncodings(t *testing.T) {
 func TestNewLoggerLevels(t *testing.T) {
 	for _, level := range []string{"debug", "info", "warn", "error"} {
 		var out buffer
-		log, err := newLogger(Log{Level: level, Format: LogFormatJSON}, false, &out)
+		log, err := newLogger(configs.Log{Level: level, Format: configs.LogFormatJSON}, false, &out)
 		if err != nil {
 			t.Fatalf("%s: %v", level, err)
 		}
@@ -107,13 +109,13 @@ func TestNewLoggerLevels(t *testing.T) {
 			t.Errorf("level %s: %d entries, want %d:\n%s", level, got, want, out.String())
 		}
 	}
-	if _, err := NewLogger(Log{Level: "loud", Format: LogFormatJSON}, false); !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "log.level") {
+	if _, err := NewLogger(configs.Log{Level: "loud", Format: configs.LogFormatJSON}, false); !errors.Is(err, configs.ErrInvalidValue) || !strings.Contains(err.Error(), "log.level") {
 		t.Errorf("bad level: %v", err)
 	}
-	if _, err := NewLogger(Log{Level: "info", Format: "xml"}, false); !errors.Is(err, ErrInvalidValue) || !strings.Contains(err.Error(), "log.format") {
+	if _, err := NewLogger(configs.Log{Level: "info", Format: "xml"}, false); !errors.Is(err, configs.ErrInvalidValue) || !strings.Contains(err.Error(), "log.format") {
 		t.Errorf("bad format: %v", err)
 	}
-	log, err := NewLogger(Log{Level: "info", Format: LogFormatAuto}, false)
+	log, err := NewLogger(configs.Log{Level: "info", Format: configs.LogFormatAuto}, false)
 	if err != nil || log == nil {
 		t.Fatalf("NewLogger: %v", err)
 	}

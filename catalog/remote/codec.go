@@ -1,0 +1,106 @@
+package remote
+
+import (
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/internal/productwire"
+)
+
+// clientCodec is the proto codec with a fast path for the one message a
+// bidder decodes on its hot path, ProductMastersResponse: all of a
+// response's strings share one allocation and its products one backing
+// array (about 5 allocations per response instead of ~8 per product).
+// Everything else goes to the standard proto codec. It speaks the proto
+// wire format unchanged, under the name "proto".
+type clientCodec struct{ base encoding.CodecV2 }
+
+// newClientCodec returns the codec; use it with grpc.ForceCodecV2.
+func newClientCodec() clientCodec { return clientCodec{encoding.GetCodecV2("proto")} }
+
+// Name is "proto": the content type on the wire does not change.
+func (clientCodec) Name() string { return "proto" }
+
+// Marshal delegates to the proto codec.
+func (c clientCodec) Marshal(v any) (mem.BufferSlice, error) { return c.base.Marshal(v) }
+
+// Unmarshal decodes ProductMastersResponse itself and delegates the rest.
+func (c clientCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if r, ok := v.(*catalogpb.ProductMastersResponse); ok {
+		var b []byte
+		if len(data) == 1 {
+			b = data[0].ReadOnlyData()
+		} else {
+			b = data.Materialize()
+		}
+		return decodeResponse(b, r)
+	}
+	return c.base.Unmarshal(data, v)
+}
+
+var errWire = errors.New("remote: malformed ProductMastersResponse")
+
+// decodeResponse decodes the protobuf encoding of a ProductMastersResponse
+// into r (reset first). It accepts exactly what proto.Unmarshal accepts for
+// this message, skipping unknown fields, and does not keep b.
+func decodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
+	r.Product1S, r.Product2S = nil, nil
+	// Pass 1: count products per list and check framing.
+	var n1, n2 int
+	for i := 0; i < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[i:])
+		if n < 0 || num > protowire.MaxValidNumber { // ConsumeTag checks only the lower bound
+			return errWire
+		}
+		i += n
+		if (num == 1 || num == 2) && typ == protowire.BytesType {
+			if num == 1 {
+				n1++
+			} else {
+				n2++
+			}
+		}
+		m := protowire.ConsumeFieldValue(num, typ, b[i:])
+		if m < 0 {
+			return errWire
+		}
+		i += m
+	}
+	if n1+n2 == 0 {
+		return nil
+	}
+	s := string(b) // the one allocation every string of the response shares
+	ps := make([]catalogpb.Product, n1+n2)
+	if n1 > 0 {
+		r.Product1S = make([]*catalogpb.Product, 0, n1)
+	}
+	if n2 > 0 {
+		r.Product2S = make([]*catalogpb.Product, 0, n2)
+	}
+	k := 0
+	for i := 0; i < len(b); {
+		num, typ, n := protowire.ConsumeTag(b[i:])
+		i += n
+		if (num == 1 || num == 2) && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[i:])
+			if err := productwire.Decode(s, i+m-len(v), v, &ps[k]); err != nil {
+				return fmt.Errorf("%w: %w", errWire, err)
+			}
+			if num == 1 {
+				r.Product1S = append(r.Product1S, &ps[k])
+			} else {
+				r.Product2S = append(r.Product2S, &ps[k])
+			}
+			k++
+			i += m
+			continue
+		}
+		i += protowire.ConsumeFieldValue(num, typ, b[i:])
+	}
+	return nil
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/rtbd/rtbd"
+
+// layers are the parts of the module, as ARCHITECTURE.md draws them, and
+// the other parts each may import, with their subpackages (a part may
+// always import its own packages and the parts below its path).
+// A package belongs to the part with the longest path that is a prefix of
+// its own; "" is the module root (main), which may import everything. The
+// rules hold for every package's tests as well.
+var layers = map[string][]string{
+	"rtb":               nil,
+	"rtb/money":         nil, // amounts and currencies: the lowest layer
+	"configs":           {"rtb/money"},
+	"admin":             {"configs"},
+	"catalog/catalogpb": nil,
+	"catalog/internal":  {"catalog/catalogpb"},
+	"catalog":           {"configs", "admin"},
+	"ingest":            {"catalog", "configs", "admin", "rtb/money"},
+	"bidder":            {"rtb", "catalog", "configs", "admin"},
+	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest"}, // the demo writes a feed and ingests it
+	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin"},
+	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin"},
+}
+
+// never lists imports that the rules of the parts allow but that would put
+// a concept in the wrong home; they apply to the package itself, not its
+// tests (the server package's tests may check it against the client).
+var never = map[string][]string{
+	// The server package knows nothing of its client or its node process.
+	"catalog": {"catalog/remote", "catalog/node", "catalog/catalogtest"},
+	// The bid path knows nothing of the demo.
+	"bidder": {"bidder/demo"},
+}
+
+// partOf returns the part of rel (a path relative to the module): the
+// longest key of layers that equals rel or is a parent directory of it.
+func partOf(rel string) string {
+	best := ""
+	for p := range layers {
+		if (rel == p || strings.HasPrefix(rel, p+"/")) && len(p) > len(best) {
+			best = p
+		}
+	}
+	return best
+}
+
+// rel returns the module-relative path of a `go list -test` import path
+// ("github.com/rtbd/rtbd/catalog [github.com/rtbd/rtbd/catalog.test]" is
+// catalog), and whether it is in the module at all. The test main packages
+// (".test") are not.
+func rel(path string) (string, bool) {
+	path, _, _ = strings.Cut(path, " ")
+	if strings.HasSuffix(path, ".test") {
+		return "", false
+	}
+	if path == module {
+		return "", true
+	}
+	r, ok := strings.CutPrefix(path, module+"/")
+	return strings.TrimSuffix(r, "_test"), ok
+}
+
+// pkg is one line of `go list -deps -test`: a package (or a test variant
+// of one) and its direct imports.
+type pkg struct {
+	path    string
+	imports []string
+}
+
+// violations returns every import of pkgs against layers and never.
+func violations(pkgs []pkg) []string {
+	var out []string
+	for _, p := range pkgs {
+		from, ok := rel(p.path)
+		if !ok {
+			continue
+		}
+		part := partOf(from)
+		if part == "" && from != "" {
+			out = append(out, fmt.Sprintf("%s is in no part: add its folder to layers (and to ARCHITECTURE.md)", from))
+			continue
+		}
+		isTest := strings.Contains(p.path, " ") || strings.HasSuffix(p.path, "_test")
+		for _, imp := range p.imports {
+			to, ok := rel(imp)
+			if !ok {
+				continue
+			}
+			if toPart := partOf(to); toPart == "" && to != "" {
+				continue // reported as a package of its own
+			} else if !allowed(part, toPart) {
+				out = append(out, fmt.Sprintf("%s imports %s: %s may import only %v", shown(from), shown(to), shown(part), layers[part]))
+			}
+			if !isTest && slices.Contains(never[from], to) {
+				out = append(out, fmt.Sprintf("%s imports %s", shown(from), shown(to)))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// allowed reports whether a package of part may import one of toPart.
+func allowed(part, toPart string) bool {
+	if part == "" || toPart == part || strings.HasPrefix(toPart, part+"/") {
+		return true
+	}
+	for _, m := range layers[part] {
+		if toPart == m || strings.HasPrefix(toPart, m+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// topOf is the top-level folder of a part ("catalog" for "catalog/catalogpb").
+func topOf(part string) string {
+	top, _, _ := strings.Cut(part, "/")
+	return top
+}
+
+func shown(rel string) string {
+	if rel == "" {
+		return "main"
+	}
+	return rel
+}
+
+// goList runs `go list -deps -test` over patterns in the module root.
+func goList(t *testing.T, patterns ...string) []pkg {
+	t.Helper()
+	goCmd := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if p, err := exec.LookPath("go"); err == nil {
+		goCmd = p
+	}
+	args := append([]string{"list", "-deps", "-test", "-f", "{{.ImportPath}}\t{{join .Imports \"\\t\"}}"}, patterns...)
+	cmd := exec.Command(goCmd, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.Bytes())
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		f := strings.Split(sc.Text(), "\t")
+		pkgs = append(pkgs, pkg{path: f[0], imports: f[1:]})
+	}
+	if len(pkgs) == 0 {
+		t.Fatal("go list listed no packages")
+	}
+	return pkgs
+}
+
+// TestLayers checks every import of the module's packages and their tests
+// against the layers of ARCHITECTURE.md.
+func TestLayers(t *testing.T) {
+	for _, v := range violations(goList(t, "./...")) {
+		t.Error(v)
+	}
+}
+
+// TestProductWithoutBench: nothing the product is built or tested from is
+// under bench, however indirectly.
+func TestProductWithoutBench(t *testing.T) {
+	for _, p := range goList(t, "./bidder/...", "./catalog/...", "./ingest/...", "./rtb/...", "./configs/...", "./admin/...") {
+		if r, ok := rel(p.path); ok && topOf(r) == "bench" {
+			t.Errorf("%s is a dependency of the product or its tests", p.path)
+		}
+	}
+}
+
+// The checker finds what it is for.
+func TestViolations(t *testing.T) {
+	bad := []pkg{
+		{module + "/catalog", []string{module + "/bidder", module + "/catalog/catalogpb", module + "/catalog/remote"}},
+		{module + "/catalog [" + module + "/catalog.test]", []string{module + "/catalog/remote"}},
+		{module + "/rtb_test [" + module + "/rtb.test]", []string{module + "/rtb", module + "/bench"}},
+		{module + "/bidder/spend", []string{module + "/ingest/feedgen", module + "/bidder/campaign"}},
+		{module + "/catalog/catalogtest", []string{module + "/ingest/feedgen", module + "/catalog"}},
+		{module + "/configs", []string{module + "/admin"}},
+		{module, []string{module + "/bench", module + "/bidder/demo"}},
+		{module + "/bench/internal/proc", []string{module + "/bidder/user"}},
+		{module + "/newpart", []string{module + "/rtb"}},
+		{module + "/bidder", []string{module + "/newpart"}},
+	}
+	got := violations(bad)
+	want := []string{
+		"bidder/spend imports ingest/feedgen",
+		"catalog imports bidder",
+		"catalog imports catalog/remote",
+		"catalog/catalogtest imports ingest/feedgen",
+		"configs imports admin",
+		"newpart is in no part",
+		"rtb imports bench",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("violations:\n%s\nwant %d, starting:\n%s", strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+	}
+	for i := range want {
+		if !strings.HasPrefix(got[i], want[i]) {
+			t.Errorf("violation %d: %q, want it to start %q", i, got[i], want[i])
+		}
+	}
+}
