@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
 )
 
 // ErrClosed is returned by every Store (and BulkWriter) call after
@@ -130,7 +132,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		FS:                 opts.FS,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{opts.Logger.Sugar()},
+		Logger:             pebblelog.New(opts.Logger),
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // misses skip most blocks
@@ -273,7 +275,7 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	if err := s.load(st.key, &st.p); err != nil {
 		return fmt.Errorf("user: uid %q: %w", uid, err)
 	}
-	recordView(&st.p, group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 	st.val = AppendProfile(st.val[:0], &st.p)
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: record view: %w", err)
@@ -295,54 +297,6 @@ func (s *Store) load(key []byte, p *Profile) error {
 	err = decodeProfile(v, p, &s.in)
 	_ = closer.Close()
 	return err
-}
-
-// recordView applies one view to p in place, reusing its slices.
-func recordView(p *Profile, group, pid int64, maxGroups, maxViewed int) {
-	gi := -1
-	for i := range p.Viewed {
-		if p.Viewed[i].Group == group {
-			gi = i
-			break
-		}
-	}
-	if gi < 0 {
-		if len(p.Viewed) < cap(p.Viewed) {
-			p.Viewed = p.Viewed[:len(p.Viewed)+1]
-		} else {
-			p.Viewed = append(p.Viewed, GroupIDs{})
-		}
-		gi = len(p.Viewed) - 1
-		p.Viewed[gi].Group = group
-		p.Viewed[gi].IDs = p.Viewed[gi].IDs[:0]
-	}
-	if gi > 0 { // rotate the group to the front (a permutation: no IDs slice is shared)
-		g := p.Viewed[gi]
-		copy(p.Viewed[1:gi+1], p.Viewed[:gi])
-		p.Viewed[0] = g
-	}
-	g := &p.Viewed[0]
-	j := -1
-	for k, id := range g.IDs {
-		if id == pid {
-			j = k
-			break
-		}
-	}
-	if j < 0 {
-		g.IDs = append(g.IDs, 0)
-		j = len(g.IDs) - 1
-	}
-	copy(g.IDs[1:j+1], g.IDs[:j])
-	g.IDs[0] = pid
-	for i := range p.Viewed {
-		if len(p.Viewed[i].IDs) > maxViewed {
-			p.Viewed[i].IDs = p.Viewed[i].IDs[:maxViewed]
-		}
-	}
-	if len(p.Viewed) > maxGroups {
-		p.Viewed = p.Viewed[:maxGroups]
-	}
 }
 
 // Put replaces the profile of uid with p after checking it (p.Validate with
@@ -469,15 +423,4 @@ func (w *BulkWriter) Close() error {
 	err := w.commit(pebble.Sync)
 	_ = w.b.Close()
 	return err
-}
-
-// pebbleLogger routes Pebble's log lines to zap. Fatalf logs and panics
-// (Pebble's contract: Fatalf does not return).
-type pebbleLogger struct{ s *zap.SugaredLogger }
-
-func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf("pebble: "+format, args...) }
-func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf("pebble: "+format, args...) }
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.s.Errorf("pebble: "+format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }
