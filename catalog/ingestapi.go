@@ -195,24 +195,8 @@ func (b *Builder) Seal(compact bool) (name string, err error) {
 	if b.db == nil {
 		return "", errors.New("catalog: builder already finished")
 	}
-	if err := b.commit(); err != nil {
+	if err := b.closeVersion(compact); err != nil {
 		return "", err
-	}
-	b.batch.Close()
-	b.batch = nil
-	if err := b.db.Flush(); err != nil {
-		return "", fmt.Errorf("catalog: %w", err)
-	}
-	if compact && b.puts+b.dels > 0 {
-		lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
-		if err := b.db.Compact(contextBackground(), lo, hi, true /* parallelize */); err != nil {
-			return "", fmt.Errorf("catalog: compacting %s: %w", b.name, err)
-		}
-	}
-	err = b.db.Close()
-	b.db = nil
-	if err != nil {
-		return "", fmt.Errorf("catalog: closing %s: %w", b.name, err)
 	}
 	if err := syncDir(b.Path()); err != nil {
 		return "", err
