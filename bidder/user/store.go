@@ -194,6 +194,26 @@ func (s *Store) stripe(uid string) *stripe {
 	return &s.stripes[maphash.String(s.seed, uid)%numStripes]
 }
 
+// lockStripe takes s.mu shared and uid's stripe, with uid's key in st.key,
+// for a write of uid; release both with unlockStripe. It fails with
+// ErrClosed once the store is closed.
+func (s *Store) lockStripe(uid string) (*stripe, error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	st := s.stripe(uid)
+	st.mu.Lock()
+	st.key = appendKey(st.key[:0], uid)
+	return st, nil
+}
+
+func (s *Store) unlockStripe(st *stripe) {
+	st.mu.Unlock()
+	s.mu.RUnlock()
+}
+
 func (s *Store) limits() Limits {
 	return Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: s.opts.MaxRecommended}
 }
@@ -263,15 +283,11 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	if group <= 0 || pid <= 0 {
 		return fmt.Errorf("%w: view of product %d in group %d: ids must be > 0", ErrInvalidProfile, pid, group)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	st, err := s.lockStripe(uid)
+	if err != nil {
+		return err
 	}
-	st := s.stripe(uid)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.key = appendKey(st.key[:0], uid)
+	defer s.unlockStripe(st)
 	if err := s.load(st.key, &st.p); err != nil {
 		return fmt.Errorf("user: uid %q: %w", uid, err)
 	}
@@ -313,15 +329,11 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	if err := p.Validate(s.limits()); err != nil {
 		return fmt.Errorf("uid %q: %w", uid, err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	st, err := s.lockStripe(uid)
+	if err != nil {
+		return err
 	}
-	st := s.stripe(uid)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.key = appendKey(st.key[:0], uid)
+	defer s.unlockStripe(st)
 	st.val = AppendProfile(st.val[:0], p)
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: put: %w", err)
