@@ -241,18 +241,7 @@ func BenchmarkLoopback(b *testing.B) {
 		}
 	})
 	b.Run("bid-remote", func(b *testing.B) {
-		f := newFixture(b, nil)
-		node, err := startCatalogNode(b, f.local)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rc, err := remote.New(remote.Options{Target: "static:///" + node})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { rc.Close() })
-		f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
-		addr := loopbackServer(b, f2.b.NewServer())
+		addr := remoteBidder(b, newFixture(b, nil))
 		// Wait (bounded) for the client to be connected.
 		warm := time.Now().Add(10 * time.Second)
 		for {
@@ -289,6 +278,23 @@ func BenchmarkLoopback(b *testing.B) {
 			b.ReportMetric(float64(p99.Microseconds())/1000, "p99-ms@half")
 		}
 	})
+}
+
+// remoteBidder serves, on 127.0.0.1 until b ends, the bid endpoint of a
+// bidder whose products come from f's index through a catalog node (gRPC
+// on 127.0.0.1), and returns its address.
+func remoteBidder(b *testing.B, f *fixture) string {
+	node, err := startCatalogNode(b, f.local)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := remote.New(remote.Options{Target: "static:///" + node})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rc.Close() })
+	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
+	return loopbackServer(b, f2.b.NewServer())
 }
 
 // startCatalogNode serves store over gRPC on 127.0.0.1:0 (a real catalog
@@ -380,6 +386,19 @@ func runPhase(addr string, body []byte, d time.Duration) phase {
 	return p
 }
 
+// series is one measurement per round and the unit it is reported in.
+type series struct {
+	xs   []float64
+	unit string
+}
+
+// reportMedians reports the median of each series under its unit.
+func reportMedians(b *testing.B, ss []series) {
+	for _, s := range ss {
+		b.ReportMetric(median(s.xs), s.unit)
+	}
+}
+
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
@@ -398,17 +417,7 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	bare := loopbackServer(b, &fasthttp.Server{Handler: bareHandler()})
 	f := newFixture(b, nil)
 	local := loopbackServer(b, f.b.NewServer())
-	node, err := startCatalogNode(b, f.local)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := remote.New(remote.Options{Target: "static:///" + node})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rc.Close() })
-	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
-	rem := loopbackServer(b, f2.b.NewServer())
+	rem := remoteBidder(b, f)
 	runPhase(rem, body, 300*time.Millisecond) // connect the gRPC client
 	const rounds = 5
 	const d = 1500 * time.Millisecond
@@ -434,16 +443,11 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	lrps := median(rLocal)
 	p99l, _ := openLoop(b, local, body, lrps/2, 3*time.Second)
 	p99r, _ := openLoop(b, rem, body, median(rRemote)/2, 3*time.Second)
-	b.ReportMetric(median(rBare), "bare-req/s")
-	b.ReportMetric(lrps, "local-req/s")
-	b.ReportMetric(median(rRemote), "remote-req/s")
-	b.ReportMetric(median(ratio), "local/bare")
-	b.ReportMetric(median(ratioCPU), "local/bare-cpu")
-	b.ReportMetric(median(remRatio), "remote/local")
-	b.ReportMetric(median(remRatioCPU), "remote/local-cpu")
-	b.ReportMetric(median(cBare), "bare-cpu-us")
-	b.ReportMetric(median(cLocal), "local-cpu-us")
-	b.ReportMetric(median(cRemote), "remote-cpu-us")
+	reportMedians(b, []series{
+		{rBare, "bare-req/s"}, {rLocal, "local-req/s"}, {rRemote, "remote-req/s"},
+		{ratio, "local/bare"}, {ratioCPU, "local/bare-cpu"}, {remRatio, "remote/local"}, {remRatioCPU, "remote/local-cpu"},
+		{cBare, "bare-cpu-us"}, {cLocal, "local-cpu-us"}, {cRemote, "remote-cpu-us"},
+	})
 	b.ReportMetric(float64(p99l.Microseconds())/1000, "local-p99-ms@half")
 	b.ReportMetric(float64(p99r.Microseconds())/1000, "remote-p99-ms@half")
 	b.Logf("medians of %d rounds: bare %.0f req/s, local %.0f (x%.3f wall, x%.3f by CPU/req), remote %.0f (x%.3f of local wall, x%.3f by CPU); p99 at half load: local %s, remote %s; %d deadline no-bids, %d errors",

@@ -137,14 +137,11 @@ func benchNotices(b *testing.B, set *campaign.Set, urls []string, newStore func(
 		speedup = append(speedup, bufRate[round]/unbRate[round])
 		reduction = append(reduction, bufNPW[round]/unbNPW[round])
 	}
-	b.ReportMetric(median(bufRate), "buffered-notices/s")
-	b.ReportMetric(median(unbRate), "unbuffered-notices/s")
-	b.ReportMetric(median(speedup), "speedup-x")
-	b.ReportMetric(median(bufWPS), "buffered-writes/s")
-	b.ReportMetric(median(unbWPS), "unbuffered-writes/s")
-	b.ReportMetric(median(bufNPW), "buffered-notices/write")
-	b.ReportMetric(median(reduction), "fewer-writes-x")
-	b.ReportMetric(median(bareRate), "bare-204-req/s")
+	reportMedians(b, []series{
+		{bufRate, "buffered-notices/s"}, {unbRate, "unbuffered-notices/s"}, {speedup, "speedup-x"},
+		{bufWPS, "buffered-writes/s"}, {unbWPS, "unbuffered-writes/s"},
+		{bufNPW, "buffered-notices/write"}, {reduction, "fewer-writes-x"}, {bareRate, "bare-204-req/s"},
+	})
 	b.ReportMetric(0, "ns/op") // the phases are fixed work, not b.N
 }
 
