@@ -123,6 +123,19 @@ type loadResult struct {
 	elapsed time.Duration
 }
 
+// reportVs reports r against a baseline run (baseRPS req/s, baseCPU per
+// request) as x-<name>, the throughput ratio, and x-<name>-cpu, what that
+// ratio would be if CPU were the only limit (a dedicated machine): the
+// baseline's CPU per request / r's. A zero baseline or CPU is not reported.
+func reportVs(b *testing.B, r loadResult, baseRPS float64, baseCPU time.Duration, name string) {
+	if baseRPS > 0 {
+		b.ReportMetric(r.rps/baseRPS, "x-"+name)
+	}
+	if r.cpu > 0 {
+		b.ReportMetric(float64(baseCPU)/float64(r.cpu), "x-"+name+"-cpu")
+	}
+}
+
 // closedLoop sends body to addr from 64 goroutines over a HostClient with
 // 64 connections for b.N requests in all, and measures throughput and
 // latency.
@@ -222,14 +235,7 @@ func BenchmarkLoopback(b *testing.B) {
 		r := closedLoop(b, addr, body, 200)
 		loopbackRPS.mu.Lock()
 		loopbackRPS.bid, loopbackRPS.bidCPU = r.rps, r.cpu
-		if loopbackRPS.bare > 0 {
-			b.ReportMetric(r.rps/loopbackRPS.bare, "x-bare")
-		}
-		if r.cpu > 0 {
-			// What the throughput ratio would be if CPU were the only
-			// limit (a dedicated machine): bare CPU per request / bid's.
-			b.ReportMetric(float64(loopbackRPS.bareCPU)/float64(r.cpu), "x-bare-cpu")
-		}
+		reportVs(b, r, loopbackRPS.bare, loopbackRPS.bareCPU, "bare")
 		loopbackRPS.mu.Unlock()
 		// p99 at half the measured throughput, open loop, 2 s (once, on
 		// the final, long run of the benchmark).
@@ -266,12 +272,7 @@ func BenchmarkLoopback(b *testing.B) {
 		r := closedLoop(b, addr, body, 200)
 		loopbackRPS.mu.Lock()
 		loopbackRPS.rem = r.rps
-		if loopbackRPS.bid > 0 {
-			b.ReportMetric(r.rps/loopbackRPS.bid, "x-local")
-		}
-		if r.cpu > 0 {
-			b.ReportMetric(float64(loopbackRPS.bidCPU)/float64(r.cpu), "x-local-cpu")
-		}
+		reportVs(b, r, loopbackRPS.bid, loopbackRPS.bidCPU, "local")
 		loopbackRPS.mu.Unlock()
 		if r.elapsed > time.Second {
 			p99, _ := openLoop(b, addr, body, r.rps/2, 2*time.Second)
@@ -331,6 +332,23 @@ type phase struct {
 	answers int64
 }
 
+// withConns runs f in n goroutines, each with its own request and
+// response (released after), and returns when all have returned.
+func withConns(n int, f func(req *fasthttp.Request, resp *fasthttp.Response)) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			f(req, resp)
+		}()
+	}
+	wg.Wait()
+}
+
 // runPhase loads addr with body from 64 goroutines over a 64-connection
 // HostClient for d.
 func runPhase(addr string, body []byte, d time.Duration) phase {
@@ -341,40 +359,31 @@ func runPhase(addr string, body []byte, d time.Duration) phase {
 	stop := time.Now().Add(d)
 	cpu := cpuTime()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for g := 0; g < loopbackConns; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.SetRequestURI("http://" + addr + PathBid)
-			req.Header.SetMethod(fasthttp.MethodPost)
-			req.Header.SetContentType("application/json")
-			req.SetBody(body)
-			local := make([]time.Duration, 0, 4096)
-			for time.Now().Before(stop) {
-				t := time.Now()
-				err := c.Do(req, resp)
-				local = append(local, time.Since(t))
-				n.Add(1)
-				switch {
-				case err != nil:
-					errs.Add(1)
-				case resp.StatusCode() == 200:
-				case resp.StatusCode() == 204:
-					nobids.Add(1)
-				default:
-					errs.Add(1)
-				}
+	withConns(loopbackConns, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		req.SetRequestURI("http://" + addr + PathBid)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+		local := make([]time.Duration, 0, 4096)
+		for time.Now().Before(stop) {
+			t := time.Now()
+			err := c.Do(req, resp)
+			local = append(local, time.Since(t))
+			n.Add(1)
+			switch {
+			case err != nil:
+				errs.Add(1)
+			case resp.StatusCode() == 200:
+			case resp.StatusCode() == 204:
+				nobids.Add(1)
+			default:
+				errs.Add(1)
 			}
-			mu.Lock()
-			lats = append(lats, local...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+		}
+		mu.Lock()
+		lats = append(lats, local...)
+		mu.Unlock()
+	})
 	el := time.Since(start)
 	p := phase{answers: n.Load(), nobids: nobids.Load(), errors: errs.Load()}
 	p.rps = float64(p.answers) / el.Seconds()
