@@ -72,8 +72,9 @@ func FullProduct() *catalogpb.Product {
 // WriteFixture builds and publishes the fixture catalog in dir.
 func WriteFixture(t testing.TB, dir string) { WriteCatalog(t, dir, Products()) }
 
-// WriteCatalog builds a catalog version of ps in dir and publishes it.
-func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) {
+// WriteCatalog builds a catalog version of ps in dir, publishes it and
+// returns its name.
+func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) string {
 	t.Helper()
 	lock, err := catalog.LockDir(dir)
 	if err != nil {
@@ -96,4 +97,5 @@ func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) {
 	if err := catalog.Publish(dir, name); err != nil {
 		t.Fatal(err)
 	}
+	return name
 }
