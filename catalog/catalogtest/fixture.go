@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -98,4 +101,16 @@ func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// Client returns a Catalog client on a plaintext gRPC connection to addr
+// (a node or server on loopback), closed when t ends.
+func Client(t testing.TB, addr string) catalogpb.CatalogClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return catalogpb.NewCatalogClient(conn)
 }
