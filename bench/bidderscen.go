@@ -858,12 +858,8 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if o.WinRatio == 0 {
 		o.WinRatio = -1
 	}
-	for _, s := range bidderSets {
-		o.BidderArgs = append(o.BidderArgs, "-set", s)
-	}
-	for _, s := range nodeSets {
-		o.NodeArgs = append(o.NodeArgs, "-set", s)
-	}
+	o.BidderArgs = append(o.BidderArgs, bidderSets.setArgs()...)
+	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -281,6 +281,15 @@ func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 
 type multiFlag []string
 
+// setArgs is the settings as rtbd arguments: "-set", KEY=VALUE for each.
+func (m multiFlag) setArgs() []string {
+	var out []string
+	for _, s := range m {
+		out = append(out, "-set", s)
+	}
+	return out
+}
+
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
@@ -324,9 +333,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Verify == 0 {
 		o.Verify = -1
 	}
-	for _, s := range nodeSets {
-		o.NodeArgs = append(o.NodeArgs, "-set", s)
-	}
+	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bench/internal/loopback"
 )
 
 // helperEnv makes the test binary act as a trivial fasthttp server when
@@ -99,23 +101,5 @@ func startHelperServer(t testing.TB) (addr string, pid int) {
 // startServer serves h on 127.0.0.1:0 in-process until cleanup.
 func startServer(t testing.TB, h fasthttp.RequestHandler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: h}
-	done := make(chan struct{})
-	go func() {
-		_ = srv.Serve(ln)
-		close(done)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Shutdown()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("server did not stop within 5 s")
-		}
-	})
-	return ln.Addr().String()
+	return loopback.Serve(t, &fasthttp.Server{Handler: h})
 }

@@ -235,16 +235,9 @@ func (l *openLoad) pace() {
 	}
 }
 
-func lagUs(ns int64) uint32 {
-	us := ns / 1000
-	if us < 0 {
-		return 0
-	}
-	if us > histHighUs {
-		return histHighUs
-	}
-	return uint32(us)
-}
+// lagUs is a lag of ns nanoseconds in whole microseconds, clamped to the
+// histograms' range (histHighUs fits a uint32).
+func lagUs(ns int64) uint32 { return uint32(clampUs(ns)) }
 
 // dispatch hands it to an idle worker, starts a new worker if none is idle
 // and fewer than MaxInFlight exist, or else waits for a worker. It returns

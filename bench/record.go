@@ -102,6 +102,8 @@ func (a *aggregator) getBatch() *batch {
 	}
 }
 
+// clampUs is ns nanoseconds in whole microseconds, clamped to
+// [0, histHighUs].
 func clampUs(ns int64) int64 {
 	us := ns / 1000
 	if us < 0 {

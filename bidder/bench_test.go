@@ -123,6 +123,19 @@ type loadResult struct {
 	elapsed time.Duration
 }
 
+// reportVs reports r against a baseline run (baseRPS req/s, baseCPU per
+// request) as x-<name>, the throughput ratio, and x-<name>-cpu, what that
+// ratio would be if CPU were the only limit (a dedicated machine): the
+// baseline's CPU per request / r's. A zero baseline or CPU is not reported.
+func reportVs(b *testing.B, r loadResult, baseRPS float64, baseCPU time.Duration, name string) {
+	if baseRPS > 0 {
+		b.ReportMetric(r.rps/baseRPS, "x-"+name)
+	}
+	if r.cpu > 0 {
+		b.ReportMetric(float64(baseCPU)/float64(r.cpu), "x-"+name+"-cpu")
+	}
+}
+
 // closedLoop sends body to addr from 64 goroutines over a HostClient with
 // 64 connections for b.N requests in all, and measures throughput and
 // latency.
@@ -213,29 +226,11 @@ func BenchmarkLoopback(b *testing.B) {
 		r := closedLoop(b, addr, body, 200)
 		loopbackRPS.mu.Lock()
 		loopbackRPS.bid, loopbackRPS.bidCPU = r.rps, r.cpu
-		if loopbackRPS.bare > 0 {
-			b.ReportMetric(r.rps/loopbackRPS.bare, "x-bare")
-		}
-		if r.cpu > 0 {
-			// What the throughput ratio would be if CPU were the only
-			// limit (a dedicated machine): bare CPU per request / bid's.
-			b.ReportMetric(float64(loopbackRPS.bareCPU)/float64(r.cpu), "x-bare-cpu")
-		}
+		reportVs(b, r, loopbackRPS.bare, loopbackRPS.bareCPU, "bare")
 		loopbackRPS.mu.Unlock()
 	})
 	b.Run("bid-remote", func(b *testing.B) {
-		f := newFixture(b, nil)
-		node, err := startCatalogNode(b, f.local)
-		if err != nil {
-			b.Fatal(err)
-		}
-		rc, err := remote.New(remote.Options{Target: "static:///" + node})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { rc.Close() })
-		f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
-		addr := loopbackServer(b, f2.b.NewServer())
+		addr := remoteBidder(b, newFixture(b, nil))
 		// Wait (bounded) for the client to be connected.
 		warm := time.Now().Add(10 * time.Second)
 		for {
@@ -260,14 +255,26 @@ func BenchmarkLoopback(b *testing.B) {
 		r := closedLoop(b, addr, body, 200)
 		loopbackRPS.mu.Lock()
 		loopbackRPS.rem = r.rps
-		if loopbackRPS.bid > 0 {
-			b.ReportMetric(r.rps/loopbackRPS.bid, "x-local")
-		}
-		if r.cpu > 0 {
-			b.ReportMetric(float64(loopbackRPS.bidCPU)/float64(r.cpu), "x-local-cpu")
-		}
+		reportVs(b, r, loopbackRPS.bid, loopbackRPS.bidCPU, "local")
 		loopbackRPS.mu.Unlock()
 	})
+}
+
+// remoteBidder serves, on 127.0.0.1 until b ends, the bid endpoint of a
+// bidder whose products come from f's index through a catalog node (gRPC
+// on 127.0.0.1), and returns its address.
+func remoteBidder(b *testing.B, f *fixture) string {
+	node, err := startCatalogNode(b, f.local)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rc, err := remote.New(remote.Options{Target: "static:///" + node})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { rc.Close() })
+	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
+	return loopbackServer(b, f2.b.NewServer())
 }
 
 // startCatalogNode serves store over gRPC on 127.0.0.1:0 (a real catalog
@@ -304,6 +311,23 @@ type phase struct {
 	answers int64
 }
 
+// withConns runs f in n goroutines, each with its own request and
+// response (released after), and returns when all have returned.
+func withConns(n int, f func(req *fasthttp.Request, resp *fasthttp.Response)) {
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+			defer fasthttp.ReleaseRequest(req)
+			defer fasthttp.ReleaseResponse(resp)
+			f(req, resp)
+		}()
+	}
+	wg.Wait()
+}
+
 // runPhase loads addr with body from 64 goroutines over a 64-connection
 // HostClient for d.
 func runPhase(addr string, body []byte, d time.Duration) phase {
@@ -314,40 +338,31 @@ func runPhase(addr string, body []byte, d time.Duration) phase {
 	stop := time.Now().Add(d)
 	cpu := cpuTime()
 	start := time.Now()
-	var wg sync.WaitGroup
-	for g := 0; g < loopbackConns; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.SetRequestURI("http://" + addr + PathBid)
-			req.Header.SetMethod(fasthttp.MethodPost)
-			req.Header.SetContentType("application/json")
-			req.SetBody(body)
-			local := make([]time.Duration, 0, 4096)
-			for time.Now().Before(stop) {
-				t := time.Now()
-				err := c.Do(req, resp)
-				local = append(local, time.Since(t))
-				n.Add(1)
-				switch {
-				case err != nil:
-					errs.Add(1)
-				case resp.StatusCode() == 200:
-				case resp.StatusCode() == 204:
-					nobids.Add(1)
-				default:
-					errs.Add(1)
-				}
+	withConns(loopbackConns, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		req.SetRequestURI("http://" + addr + PathBid)
+		req.Header.SetMethod(fasthttp.MethodPost)
+		req.Header.SetContentType("application/json")
+		req.SetBody(body)
+		local := make([]time.Duration, 0, 4096)
+		for time.Now().Before(stop) {
+			t := time.Now()
+			err := c.Do(req, resp)
+			local = append(local, time.Since(t))
+			n.Add(1)
+			switch {
+			case err != nil:
+				errs.Add(1)
+			case resp.StatusCode() == 200:
+			case resp.StatusCode() == 204:
+				nobids.Add(1)
+			default:
+				errs.Add(1)
 			}
-			mu.Lock()
-			lats = append(lats, local...)
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
+		}
+		mu.Lock()
+		lats = append(lats, local...)
+		mu.Unlock()
+	})
 	el := time.Since(start)
 	p := phase{answers: n.Load(), nobids: nobids.Load(), errors: errs.Load()}
 	p.rps = float64(p.answers) / el.Seconds()
@@ -357,6 +372,19 @@ func runPhase(addr string, body []byte, d time.Duration) phase {
 		p.p99 = lats[len(lats)*99/100]
 	}
 	return p
+}
+
+// series is one measurement per round and the unit it is reported in.
+type series struct {
+	xs   []float64
+	unit string
+}
+
+// reportMedians reports the median of each series under its unit.
+func reportMedians(b *testing.B, ss []series) {
+	for _, s := range ss {
+		b.ReportMetric(median(s.xs), s.unit)
+	}
 }
 
 func median(xs []float64) float64 {
@@ -376,17 +404,7 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	bare := loopbackServer(b, &fasthttp.Server{Handler: bareHandler()})
 	f := newFixture(b, nil)
 	local := loopbackServer(b, f.b.NewServer())
-	node, err := startCatalogNode(b, f.local)
-	if err != nil {
-		b.Fatal(err)
-	}
-	rc, err := remote.New(remote.Options{Target: "static:///" + node})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { rc.Close() })
-	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
-	rem := loopbackServer(b, f2.b.NewServer())
+	rem := remoteBidder(b, f)
 	runPhase(rem, body, 300*time.Millisecond) // connect the gRPC client
 	const rounds = 5
 	const d = 1500 * time.Millisecond
@@ -410,16 +428,11 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 	for b.Loop() { // the phases above are the measurement; metrics below
 	}
 	lrps := median(rLocal)
-	b.ReportMetric(median(rBare), "bare-req/s")
-	b.ReportMetric(lrps, "local-req/s")
-	b.ReportMetric(median(rRemote), "remote-req/s")
-	b.ReportMetric(median(ratio), "local/bare")
-	b.ReportMetric(median(ratioCPU), "local/bare-cpu")
-	b.ReportMetric(median(remRatio), "remote/local")
-	b.ReportMetric(median(remRatioCPU), "remote/local-cpu")
-	b.ReportMetric(median(cBare), "bare-cpu-us")
-	b.ReportMetric(median(cLocal), "local-cpu-us")
-	b.ReportMetric(median(cRemote), "remote-cpu-us")
+	reportMedians(b, []series{
+		{rBare, "bare-req/s"}, {rLocal, "local-req/s"}, {rRemote, "remote-req/s"},
+		{ratio, "local/bare"}, {ratioCPU, "local/bare-cpu"}, {remRatio, "remote/local"}, {remRatioCPU, "remote/local-cpu"},
+		{cBare, "bare-cpu-us"}, {cLocal, "local-cpu-us"}, {cRemote, "remote-cpu-us"},
+	})
 	b.Logf("medians of %d rounds: bare %.0f req/s, local %.0f (x%.3f wall, x%.3f by CPU/req), remote %.0f (x%.3f of local wall, x%.3f by CPU); %d deadline no-bids, %d errors",
 		rounds, median(rBare), lrps, median(ratio), median(ratioCPU), median(rRemote), median(remRatio), median(remRatioCPU), nobids, errs)
 	if errs > 0 {

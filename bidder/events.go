@@ -35,16 +35,25 @@ func newSmallState() any {
 	return &smallState{buf: make([]byte, 0, 1024), tok: token.Token{Products: make([]int64, 0, 64)}}
 }
 
+// allowGet answers 405 (with Allow) to anything but GET and HEAD and
+// reports whether the request may go on; its answer is not to be cached.
+func allowGet(rc *fasthttp.RequestCtx) bool {
+	if !rc.IsGet() && !rc.IsHead() {
+		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return false
+	}
+	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
+	return true
+}
+
 // serveEvent is GET /event?uid=..&pg=..&pid=..&ev=view, the product view
 // pixel: it records the view in the user store within EventTimeout and
 // answers a 1x1 GIF (200), 400 for a bad query, 503 if the store failed.
 func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
-	if !rc.IsGet() && !rc.IsHead() {
-		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+	if !allowGet(rc) {
 		return
 	}
-	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	uid, group, pid, _, err := user.ParseEvent(rc.QueryArgs())
 	if err != nil {
 		b.m.events[resInvalid].Inc()
@@ -91,12 +100,9 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 // there is no click base. Version 1 tokens (the landing URL signed in the
 // token, /click?t=TOKEN) are still followed until they expire.
 func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
-	if !rc.IsGet() && !rc.IsHead() {
-		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+	if !allowGet(rc) {
 		return
 	}
-	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
 	ss := b.small.Get().(*smallState)
 	defer b.small.Put(ss)
 	t, pid, ok := clickTarget(rc)

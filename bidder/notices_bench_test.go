@@ -137,14 +137,11 @@ func benchNotices(b *testing.B, set *campaign.Set, urls []string, newStore func(
 		speedup = append(speedup, bufRate[round]/unbRate[round])
 		reduction = append(reduction, bufNPW[round]/unbNPW[round])
 	}
-	b.ReportMetric(median(bufRate), "buffered-notices/s")
-	b.ReportMetric(median(unbRate), "unbuffered-notices/s")
-	b.ReportMetric(median(speedup), "speedup-x")
-	b.ReportMetric(median(bufWPS), "buffered-writes/s")
-	b.ReportMetric(median(unbWPS), "unbuffered-writes/s")
-	b.ReportMetric(median(bufNPW), "buffered-notices/write")
-	b.ReportMetric(median(reduction), "fewer-writes-x")
-	b.ReportMetric(median(bareRate), "bare-204-req/s")
+	reportMedians(b, []series{
+		{bufRate, "buffered-notices/s"}, {unbRate, "unbuffered-notices/s"}, {speedup, "speedup-x"},
+		{bufWPS, "buffered-writes/s"}, {unbWPS, "unbuffered-writes/s"},
+		{bufNPW, "buffered-notices/write"}, {reduction, "fewer-writes-x"}, {bareRate, "bare-204-req/s"},
+	})
 	b.ReportMetric(0, "ns/op") // the phases are fixed work, not b.N
 }
 
@@ -222,32 +219,23 @@ func sendNotices(addr string, urls []string, phaseMax time.Duration) noticePhase
 		full[i] = "http://" + addr + u
 	}
 	var next, accepted, failed atomic.Int64
-	var wg sync.WaitGroup
 	stop := time.Now().Add(phaseMax)
 	start := time.Now()
-	for range loopbackConns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			defer fasthttp.ReleaseRequest(req)
-			defer fasthttp.ReleaseResponse(resp)
-			req.Header.SetMethod(fasthttp.MethodGet)
-			for time.Now().Before(stop) {
-				i := next.Add(1) - 1
-				if i >= int64(len(full)) {
-					return
-				}
-				req.SetRequestURI(full[i])
-				if err := c.Do(req, resp); err != nil || resp.StatusCode() != fasthttp.StatusNoContent {
-					failed.Add(1)
-					continue
-				}
-				accepted.Add(1)
+	withConns(loopbackConns, func(req *fasthttp.Request, resp *fasthttp.Response) {
+		req.Header.SetMethod(fasthttp.MethodGet)
+		for time.Now().Before(stop) {
+			i := next.Add(1) - 1
+			if i >= int64(len(full)) {
+				return
 			}
-		}()
-	}
-	wg.Wait()
+			req.SetRequestURI(full[i])
+			if err := c.Do(req, resp); err != nil || resp.StatusCode() != fasthttp.StatusNoContent {
+				failed.Add(1)
+				continue
+			}
+			accepted.Add(1)
+		}
+	})
 	return noticePhase{elapsed: time.Since(start), accepted: accepted.Load(), failed: failed.Load()}
 }
 

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,25 +15,12 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
 )
-
-// testClock is a settable clock for Options.Now (token expiry, days,
-// frequency windows).
-type testClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *testClock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // moneyCampaigns is one campaign of group 1 (the bulk user's), 1.5 USD CPM,
 // with the given budget and frequency-cap lines.
@@ -57,7 +43,7 @@ func moneyCampaigns(t testing.TB, extra string) *campaign.Set {
 // spend Writer over a real Pebble spend store.
 type moneyFixture struct {
 	*fixture
-	clock *testClock
+	clock *testclock.Clock
 	store *pebblestore.Store
 	w     *spend.Writer
 	bg    *spend.Budgets
@@ -86,7 +72,7 @@ func newMoneyFixture(t *testing.T, set *campaign.Set, edits ...func(*Options)) *
 // every interval.
 func newMoneyFixtureOn(t *testing.T, set *campaign.Set, store spend.Store, interval time.Duration, edits ...func(*Options)) *moneyFixture {
 	t.Helper()
-	mf := &moneyFixture{clock: &testClock{t: time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)}}
+	mf := &moneyFixture{clock: testclock.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))}
 	var err error
 	mf.w, err = spend.NewWriter(store, spend.Options{FlushInterval: interval})
 	if err != nil {

@@ -116,30 +116,40 @@ func (b *Builder) Finish() (name string, err error) {
 		return "", errors.New("catalog: builder already finished")
 	}
 	defer b.release()
-	if err := b.commit(); err != nil {
+	if err := b.closeVersion(true); err != nil {
 		return "", err
 	}
-	b.batch.Close()
-	b.batch = nil
-	if err := b.db.Flush(); err != nil {
-		return "", fmt.Errorf("catalog: %w", err)
-	}
-	if b.puts+b.dels > 0 { // batch writes; ingested tables need no compaction
-		lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
-		if err := b.db.Compact(context.Background(), lo, hi, true /* parallelize */); err != nil {
-			return "", fmt.Errorf("catalog: compacting %s: %w", b.name, err)
-		}
-	}
-	if err := b.db.Close(); err != nil {
-		b.db = nil
-		return "", fmt.Errorf("catalog: closing %s: %w", b.name, err)
-	}
-	b.db = nil
 	os.Remove(filepath.Join(b.Path(), buildingFile))
 	if err := syncDir(b.Path()); err != nil {
 		return "", err
 	}
 	return b.name, nil
+}
+
+// closeVersion commits what is buffered, flushes, compacts the products
+// into a read-optimal shape when compact and Put/Delete were used (ingested
+// tables need no compaction) and closes the database.
+func (b *Builder) closeVersion(compact bool) error {
+	if err := b.commit(); err != nil {
+		return err
+	}
+	b.batch.Close()
+	b.batch = nil
+	if err := b.db.Flush(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	if compact && b.puts+b.dels > 0 {
+		lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
+		if err := b.db.Compact(context.Background(), lo, hi, true /* parallelize */); err != nil {
+			return fmt.Errorf("catalog: compacting %s: %w", b.name, err)
+		}
+	}
+	err := b.db.Close()
+	b.db = nil
+	if err != nil {
+		return fmt.Errorf("catalog: closing %s: %w", b.name, err)
+	}
+	return nil
 }
 
 // Abort discards the version being built.

@@ -12,14 +12,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/objstorage/objstorageprovider"
-	"github.com/cockroachdb/pebble/v2/sstable"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 )
 
@@ -137,17 +133,7 @@ func (s *SST) Set(key, value []byte) error {
 // (Delete) and are ingested above the version's data. NewSST's tables are
 // written for the lowest level, where Pebble marks a tombstone obsolete and
 // readers skip it: a delete would silently not apply.
-func (b *Builder) NewDeltaSST() (*SST, error) {
-	b.ssts++
-	path := filepath.Join(b.Path(), deltaSSTPrefix+strconv.Itoa(b.ssts)+".sst")
-	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: %w", err)
-	}
-	o := pebbleOptions(b.log)
-	wo := o.MakeWriterOptions(0, b.db.TableFormat())
-	return &SST{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)}, nil
-}
+func (b *Builder) NewDeltaSST() (*SST, error) { return b.newSST(deltaSSTPrefix, 0) }
 
 const deltaSSTPrefix = "delta-"
 
@@ -195,24 +181,8 @@ func (b *Builder) Seal(compact bool) (name string, err error) {
 	if b.db == nil {
 		return "", errors.New("catalog: builder already finished")
 	}
-	if err := b.commit(); err != nil {
+	if err := b.closeVersion(compact); err != nil {
 		return "", err
-	}
-	b.batch.Close()
-	b.batch = nil
-	if err := b.db.Flush(); err != nil {
-		return "", fmt.Errorf("catalog: %w", err)
-	}
-	if compact && b.puts+b.dels > 0 {
-		lo, hi := []byte{productKeyPrefix}, []byte{productKeyPrefix + 1}
-		if err := b.db.Compact(contextBackground(), lo, hi, true /* parallelize */); err != nil {
-			return "", fmt.Errorf("catalog: compacting %s: %w", b.name, err)
-		}
-	}
-	err = b.db.Close()
-	b.db = nil
-	if err != nil {
-		return "", fmt.Errorf("catalog: closing %s: %w", b.name, err)
 	}
 	if err := syncDir(b.Path()); err != nil {
 		return "", err

@@ -82,30 +82,13 @@ func TestKeys(t *testing.T) {
 
 func buildVersion(t *testing.T, dir string, titleSuffix string) string {
 	t.Helper()
-	lock, err := catalog.LockDir(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	b, err := catalog.NewBuilder(dir, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var ps []*catalogpb.Product
 	for _, p := range catalogtest.Products() {
 		q := proto.Clone(p).(*catalogpb.Product)
 		q.Title += titleSuffix
-		if err := b.Put(q); err != nil {
-			t.Fatal(err)
-		}
+		ps = append(ps, q)
 	}
-	name, err := b.Finish()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := catalog.Publish(dir, name); err != nil {
-		t.Fatal(err)
-	}
-	return name
+	return catalogtest.WriteCatalog(t, dir, ps)
 }
 
 func title(t *testing.T, s catalogtest.Store) string {

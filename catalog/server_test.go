@@ -155,12 +155,7 @@ func TestServerWirePath(t *testing.T) {
 	defer l.Close()
 	var _ catalog.WireStore = l
 	reg := prometheus.NewRegistry()
-	conn, err := grpc.NewClient(startServer(t, l, reg), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	cl := catalogpb.NewCatalogClient(conn)
+	cl := catalogtest.Client(t, startServer(t, l, reg))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 3 { // cold, then from the hot cache's kept encoding

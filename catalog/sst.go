@@ -25,15 +25,19 @@ type SST struct {
 }
 
 // NewSST creates the next table file in the builder's staging area.
-func (b *Builder) NewSST() (*SST, error) {
+func (b *Builder) NewSST() (*SST, error) { return b.newSST("staging-", 6) }
+
+// newSST creates the builder's next table file, named prefix and a serial
+// number, written with the options of LSM level.
+func (b *Builder) newSST(prefix string, level int) (*SST, error) {
 	b.ssts++
-	path := filepath.Join(b.Path(), "staging-"+strconv.Itoa(b.ssts)+".sst")
+	path := filepath.Join(b.Path(), prefix+strconv.Itoa(b.ssts)+".sst")
 	f, err := vfs.Default.Create(path, vfs.WriteCategoryUnspecified)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
 	o := pebbleOptions(b.log)
-	wo := o.MakeWriterOptions(6, b.db.TableFormat())
+	wo := o.MakeWriterOptions(level, b.db.TableFormat())
 	return &SST{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)}, nil
 }
 

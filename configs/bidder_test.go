@@ -1,17 +1,13 @@
 package configs
 
 import (
-	"strings"
 	"testing"
 )
 
 // TestBidderValidate checks each rule of Bidder.Validate: one bad setting
 // gives one problem naming its key.
 func TestBidderValidate(t *testing.T) {
-	tests := []struct {
-		key, value string
-		problem    string // "" = valid
-	}{
+	tests := []setting{
 		{"bidder.public_url", "https://bid.example.com", ""},
 		{"bidder.public_url", "http://10.0.0.1:8080/rtb", ""},
 		{"bidder.public_url", "bid.example.com", "bidder.public_url: must start with http:// or https://"},
@@ -70,25 +66,7 @@ func TestBidderValidate(t *testing.T) {
 		{"bidder.shutdown_timeout", "0s", "bidder.shutdown_timeout: must be > 0"},
 		{"bidder.user_cache_mb", "0", "bidder.user_cache_mb: must be >= 1"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			c := mustDefault(t)
-			if err := c.Set(tt.key, tt.value); err != nil {
-				t.Fatal(err)
-			}
-			err := c.Validate()
-			switch {
-			case tt.problem == "" && err != nil:
-				t.Fatalf("Validate rejected a good value: %v", err)
-			case tt.problem != "" && err == nil:
-				t.Fatalf("Validate accepted %s=%q", tt.key, tt.value)
-			case tt.problem != "" && !strings.HasPrefix(err.Error(), tt.problem):
-				t.Fatalf("Validate = %q, want it to start with %q", err, tt.problem)
-			case tt.problem != "" && strings.Contains(err.Error(), "\n"):
-				t.Fatalf("one bad setting gave several problems: %v", err)
-			}
-		})
-	}
+	checkSettings(t, tests)
 }
 
 // The overload defaults: admission control on, the GC floor off.

@@ -23,6 +23,38 @@ func writeFile(t *testing.T, body string) string {
 }
 
 // mustDefault returns the embedded defaults.
+// setting is one key=value set on the default config and the problem
+// Validate must report for it alone ("" = valid).
+type setting struct {
+	key, value string
+	problem    string
+}
+
+// checkSettings sets each key=value on a fresh default config and checks
+// that Validate accepts it or reports exactly its one problem.
+func checkSettings(t *testing.T, tests []setting) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
+			c := mustDefault(t)
+			if err := c.Set(tt.key, tt.value); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Validate()
+			switch {
+			case tt.problem == "" && err != nil:
+				t.Fatalf("Validate rejected a good value: %v", err)
+			case tt.problem != "" && err == nil:
+				t.Fatalf("Validate accepted %s=%q", tt.key, tt.value)
+			case tt.problem != "" && !strings.HasPrefix(err.Error(), tt.problem):
+				t.Fatalf("Validate = %q, want it to start with %q", err, tt.problem)
+			case tt.problem != "" && strings.Contains(err.Error(), "\n"):
+				t.Fatalf("one bad setting gave several problems: %v", err)
+			}
+		})
+	}
+}
+
 func mustDefault(t testing.TB) *Config {
 	t.Helper()
 	c, err := Default()
@@ -656,10 +688,7 @@ func TestValidateNamesEveryBadKey(t *testing.T) {
 }
 
 func TestValidateSingleSettings(t *testing.T) {
-	tests := []struct {
-		key, value string
-		problem    string // "" = valid
-	}{
+	tests := []setting{
 		{"admin.listen", ":9091", ""},
 		{"admin.listen", "[::1]:9091", ""},
 		{"admin.listen", "localhost:0", ""},
@@ -686,25 +715,7 @@ func TestValidateSingleSettings(t *testing.T) {
 		{"mode", "catalog", ""},
 		{"mode", "", `mode: must be one of bidder, catalog; got ""`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
-			c := mustDefault(t)
-			if err := c.Set(tt.key, tt.value); err != nil {
-				t.Fatal(err)
-			}
-			err := c.Validate()
-			switch {
-			case tt.problem == "" && err != nil:
-				t.Fatalf("Validate rejected a good value: %v", err)
-			case tt.problem != "" && err == nil:
-				t.Fatalf("Validate accepted %s=%q", tt.key, tt.value)
-			case tt.problem != "" && !strings.HasPrefix(err.Error(), tt.problem):
-				t.Fatalf("Validate = %q, want it to start with %q", err, tt.problem)
-			case tt.problem != "" && strings.Contains(err.Error(), "\n"):
-				t.Fatalf("one bad setting gave several problems: %v", err)
-			}
-		})
-	}
+	checkSettings(t, tests)
 }
 
 func TestDurationParsing(t *testing.T) {

@@ -254,6 +254,15 @@ func isHex(c byte) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
+// skipDigits skips the digits at b[i:]; ok is false when there are none.
+func skipDigits(b []byte, i int) (end int, ok bool) {
+	d := i
+	for i < len(b) && isDigit(b[i]) {
+		i++
+	}
+	return i, i > d
+}
+
 func checkLiteral(b []byte, i int, lit string) (int, string) {
 	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
 		return i, "invalid literal in JSON"
@@ -277,13 +286,9 @@ func checkNumber(b []byte, i int) (int, string) {
 	default:
 		return i, "invalid number in JSON"
 	}
+	var ok bool
 	if i < n && b[i] == '.' {
-		i++
-		d := i
-		for i < n && isDigit(b[i]) {
-			i++
-		}
-		if i == d {
+		if i, ok = skipDigits(b, i+1); !ok {
 			return i, "invalid number in JSON"
 		}
 	}
@@ -292,11 +297,7 @@ func checkNumber(b []byte, i int) (int, string) {
 		if i < n && (b[i] == '+' || b[i] == '-') {
 			i++
 		}
-		d := i
-		for i < n && isDigit(b[i]) {
-			i++
-		}
-		if i == d {
+		if i, ok = skipDigits(b, i); !ok {
 			return i, "invalid number in JSON"
 		}
 	}

@@ -118,6 +118,13 @@ func NewSpendStore(c *as.Client, opts Options) *SpendStore {
 }
 
 func (s *SpendStore) timeout(ctx context.Context) (time.Duration, error) {
+	return callTimeout(ctx, s.opts.Timeout)
+}
+
+// callTimeout is the time one Aerospike call may take: what is left of
+// ctx's deadline, or def when ctx has none. It fails with ctx's error when
+// ctx is done or its deadline has passed.
+func callTimeout(ctx context.Context, def time.Duration) (time.Duration, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -128,7 +135,7 @@ func (s *SpendStore) timeout(ctx context.Context) (time.Duration, error) {
 		}
 		return t, nil
 	}
-	return s.opts.Timeout, nil
+	return def, nil
 }
 
 func (s *SpendStore) batchPolicy(t time.Duration) *as.BatchPolicy {
@@ -292,13 +299,8 @@ func intBin(bins as.BinMap, name string) (int64, error) {
 
 // Read implements spend.Store: one BatchGet of the day and total records.
 func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
-	if !spend.ValidDay(day) {
-		return nil, fmt.Errorf("%w: read: bad day %q", spend.ErrInvalid, day)
-	}
-	for _, c := range campaigns {
-		if !spend.ValidID(c) {
-			return nil, fmt.Errorf("%w: read: bad campaign id %q", spend.ErrInvalid, c)
-		}
+	if err := spend.ValidateRead(campaigns, day); err != nil {
+		return nil, err
 	}
 	out := make([]spend.Total, len(campaigns))
 	if len(campaigns) == 0 {

@@ -43,17 +43,7 @@ func (s *UserStore) key(uid string) (*as.Key, error) {
 }
 
 func (s *UserStore) timeout(ctx context.Context) (time.Duration, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if d, ok := ctx.Deadline(); ok {
-		t := time.Until(d)
-		if t <= 0 {
-			return 0, context.DeadlineExceeded
-		}
-		return t, nil
-	}
-	return s.opts.Timeout, nil
+	return callTimeout(ctx, s.opts.Timeout)
 }
 
 // Get reads uid's profile into p (reset first) and reports whether there is
@@ -180,7 +170,7 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 			wp.GenerationPolicy = as.EXPECT_GEN_EQUAL
 			wp.Generation = rec.Generation
 		}
-		recordView(&p, group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 		aerr = s.c.PutBins(wp, k, as.NewBin("p", user.AppendProfile(nil, &p)))
 		if aerr == nil {
 			return nil
@@ -191,45 +181,6 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 		return fmt.Errorf("aerostore: record view: %w", aerr)
 	}
 	return ErrConflict
-}
-
-// recordView applies one view to p (the same rules as user.Store's).
-func recordView(p *user.Profile, group, pid int64, maxGroups, maxViewed int) {
-	gi := -1
-	for i := range p.Viewed {
-		if p.Viewed[i].Group == group {
-			gi = i
-			break
-		}
-	}
-	if gi < 0 {
-		p.Viewed = append(p.Viewed, user.GroupIDs{Group: group})
-		gi = len(p.Viewed) - 1
-	}
-	g := p.Viewed[gi]
-	copy(p.Viewed[1:gi+1], p.Viewed[:gi])
-	p.Viewed[0] = g
-	ids := p.Viewed[0].IDs
-	j := -1
-	for k, id := range ids {
-		if id == pid {
-			j = k
-			break
-		}
-	}
-	if j < 0 {
-		ids = append(ids, 0)
-		j = len(ids) - 1
-	}
-	copy(ids[1:j+1], ids[:j])
-	ids[0] = pid
-	if len(ids) > maxViewed {
-		ids = ids[:maxViewed]
-	}
-	p.Viewed[0].IDs = ids
-	if len(p.Viewed) > maxGroups {
-		p.Viewed = p.Viewed[:maxGroups]
-	}
 }
 
 // Options returns the options in force (defaults applied).

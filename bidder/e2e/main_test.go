@@ -443,16 +443,9 @@ func get(c *fasthttp.Client, url string) (int, error) {
 // Prometheus prints them) to value.
 func (p *proc) metrics(t testing.TB) map[string]float64 {
 	t.Helper()
-	c := newClient()
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + p.admin + "/metrics")
-	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
-		t.Fatalf("bidder %s /metrics: %d %v", p.name, resp.StatusCode(), err)
-	}
+	body := p.adminGet(t, "/metrics")
 	out := map[string]float64{}
-	sc := bufio.NewScanner(bytes.NewReader(resp.Body()))
+	sc := bufio.NewScanner(bytes.NewReader(body))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
@@ -474,25 +467,33 @@ func (p *proc) metrics(t testing.TB) map[string]float64 {
 // campaignStatus reads GET /admin/campaigns of p: the "money" campaign.
 func (p *proc) campaignStatus(t testing.TB) bidder.CampaignStatus {
 	t.Helper()
-	c := newClient()
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + p.admin + "/admin/campaigns")
-	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
-		t.Fatalf("bidder %s /admin/campaigns: %d %v", p.name, resp.StatusCode(), err)
-	}
+	body := p.adminGet(t, "/admin/campaigns")
 	var list []bidder.CampaignStatus
-	if err := json.Unmarshal(resp.Body(), &list); err != nil {
-		t.Fatalf("bidder %s /admin/campaigns: %v: %.300s", p.name, err, resp.Body())
+	if err := json.Unmarshal(body, &list); err != nil {
+		t.Fatalf("bidder %s /admin/campaigns: %v: %.300s", p.name, err, body)
 	}
 	for _, s := range list {
 		if s.Campaign == "money" {
 			return s
 		}
 	}
-	t.Fatalf("bidder %s /admin/campaigns has no campaign money: %.300s", p.name, resp.Body())
+	t.Fatalf("bidder %s /admin/campaigns has no campaign money: %.300s", p.name, body)
 	return bidder.CampaignStatus{}
+}
+
+// adminGet answers GET path on p's admin listener: the body of a 200,
+// failing t on anything else.
+func (p *proc) adminGet(t testing.TB, path string) []byte {
+	t.Helper()
+	c := newClient()
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI("http://" + p.admin + path)
+	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil || resp.StatusCode() != 200 {
+		t.Fatalf("bidder %s %s: %d %v", p.name, path, resp.StatusCode(), err)
+	}
+	return append([]byte(nil), resp.Body()...)
 }
 
 // waitFor polls cond every 10ms until it holds or d passes.

@@ -76,37 +76,25 @@ func sigtermBurst(t *testing.T, dataDir string, sets []string, read func() spend
 
 	// The burls of real bid responses, one per auction.
 	urls := make([]string, notices)
-	var next atomic.Int64
-	var wg sync.WaitGroup
 	var bidErr atomic.Value
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= notices {
-					return
-				}
-				a := bid(c, p.addr, bidRequest(fmt.Sprintf("burst-%d", i), "www.news.example"))
-				for try := 0; try < 5 && a.err == nil && a.nbr == int(rtb.NoBidDeadline); try++ {
-					// A deadline miss on a busy machine (not what this test is about): ask again.
-					a = bid(c, p.addr, bidRequest(fmt.Sprintf("burst-%d-%d", i, try), "www.news.example"))
-				}
-				if a.err == nil && !a.bid {
-					a.err = fmt.Errorf("no bid: status %d nbr %d", a.status, a.nbr)
-				}
-				if a.err == nil {
-					urls[i], a.err = noticeURL(a.burl, p.addr, clearing)
-				}
-				if a.err != nil {
-					bidErr.CompareAndSwap(nil, a.err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	inWorkers(8, notices, func(i int) bool {
+		a := bid(c, p.addr, bidRequest(fmt.Sprintf("burst-%d", i), "www.news.example"))
+		for try := 0; try < 5 && a.err == nil && a.nbr == int(rtb.NoBidDeadline); try++ {
+			// A deadline miss on a busy machine (not what this test is about): ask again.
+			a = bid(c, p.addr, bidRequest(fmt.Sprintf("burst-%d-%d", i, try), "www.news.example"))
+		}
+		if a.err == nil && !a.bid {
+			a.err = fmt.Errorf("no bid: status %d nbr %d", a.status, a.nbr)
+		}
+		if a.err == nil {
+			urls[i], a.err = noticeURL(a.burl, p.addr, clearing)
+		}
+		if a.err != nil {
+			bidErr.CompareAndSwap(nil, a.err)
+			return false
+		}
+		return true
+	})
 	if err := bidErr.Load(); err != nil {
 		t.Fatalf("bids: %v", err)
 	}
@@ -119,41 +107,30 @@ func sigtermBurst(t *testing.T, dataDir string, sets []string, read func() spend
 		signalled                            atomic.Bool
 		acceptedBefore                       atomic.Int64
 	)
-	next.Store(0)
-	for range conns {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				i := next.Add(1) - 1
-				if i >= notices {
-					return
-				}
-				st, err := get(c, urls[i])
-				switch {
-				case errors.Is(err, syscall.ECONNREFUSED):
-					connRefused.Add(1) // the listener is closed: not charged
-				case err != nil:
-					// The bidder may have charged it before the connection
-					// closed: in doubt.
-					lost.Add(1)
-				case st == 204:
-					if n := accepted.Add(1); n >= notices/3 {
-						termOnce.Do(func() {
-							acceptedBefore.Store(n)
-							signalled.Store(true)
-							p.signalTerm()
-						})
-					}
-				case st == 503:
-					unavailable.Add(1)
-				default:
-					refused.Add(1)
-				}
+	inWorkers(conns, notices, func(i int) bool {
+		st, err := get(c, urls[i])
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			connRefused.Add(1) // the listener is closed: not charged
+		case err != nil:
+			// The bidder may have charged it before the connection
+			// closed: in doubt.
+			lost.Add(1)
+		case st == 204:
+			if n := accepted.Add(1); n >= notices/3 {
+				termOnce.Do(func() {
+					acceptedBefore.Store(n)
+					signalled.Store(true)
+					p.signalTerm()
+				})
 			}
-		}()
-	}
-	wg.Wait()
+		case st == 503:
+			unavailable.Add(1)
+		default:
+			refused.Add(1)
+		}
+		return true
+	})
 	if !signalled.Load() {
 		t.Fatal("the burst ended before SIGTERM was sent")
 	}
@@ -192,4 +169,25 @@ func sigtermBurst(t *testing.T, dataDir string, sets []string, read func() spend
 		t.Errorf("store holds %d impressions / %d micros; want between %d (accepted) and %d (+ answers lost), %d micros each",
 			tot.TotalImps, tot.TotalMicros, acc, acc+inDoubt, chargeMicros)
 	}
+}
+
+// inWorkers calls f(i) for every i in [0, n), from workers goroutines
+// taking the next i in turn, and returns when all are done; a worker stops
+// early when f returns false.
+func inWorkers(workers, n int, f func(i int) bool) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= n || !f(i) {
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -13,13 +13,7 @@ import (
 // TestCheckAllocs pins Check at zero allocations, hits and misses,
 // upper-case input and IPv6 included.
 func TestCheckAllocs(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
-	rdb := client(t, r.Addr)
-	fill(t, rdb)
-	l := newLists(t, rdb, fraud.Options{CheckInterval: time.Hour})
-	if err := l.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	_, _, l := startFilled(t, spendtest.RedisOptions{}, fraud.Options{CheckInterval: time.Hour})
 	for _, c := range [][5]string{
 		{"WWW.BAD.COM", "", "", "", ""},
 		{"deep.sub.domain.good.example.org", "Com.Good.App", "2001:db8:1::1", "ABCD-ef", "human"},
@@ -33,13 +27,7 @@ func TestCheckAllocs(t *testing.T) {
 }
 
 func BenchmarkCheck(b *testing.B) {
-	r := spendtest.StartRedis(b, spendtest.RedisOptions{})
-	rdb := client(b, r.Addr)
-	fill(b, rdb)
-	l := newLists(b, rdb, fraud.Options{CheckInterval: time.Hour})
-	if err := l.Start(ctx(b)); err != nil {
-		b.Fatal(err)
-	}
+	_, _, l := startFilled(b, spendtest.RedisOptions{}, fraud.Options{CheckInterval: time.Hour})
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

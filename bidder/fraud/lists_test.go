@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rtbd/rtbd/bidder/fraud"
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/rtb"
 )
@@ -57,15 +57,23 @@ func newLists(t testing.TB, rdb *redis.Client, o fraud.Options) *fraud.Lists {
 	return l
 }
 
-func TestLoadAndCheck(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
+// startFilled starts a redis-server (ro), fills it with the test lists and
+// returns it with a client and Lists (o) started on it.
+func startFilled(t testing.TB, ro spendtest.RedisOptions, o fraud.Options) (*spendtest.Redis, *redis.Client, *fraud.Lists) {
+	t.Helper()
+	r := spendtest.StartRedis(t, ro)
 	rdb := client(t, r.Addr)
 	fill(t, rdb)
-	reg := prometheus.NewRegistry()
-	l := newLists(t, rdb, fraud.Options{Registerer: reg, CheckInterval: time.Hour})
+	l := newLists(t, rdb, o)
 	if err := l.Start(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
+	return r, rdb, l
+}
+
+func TestLoadAndCheck(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	_, _, l := startFilled(t, spendtest.RedisOptions{}, fraud.Options{Registerer: reg, CheckInterval: time.Hour})
 	for _, c := range []struct {
 		site, bundle, ip, ifa, uid string
 		want                       rtb.NoBidReason
@@ -90,35 +98,12 @@ func TestLoadAndCheck(t *testing.T) {
 	if s.Version != 1 || s.Sizes[fraud.ListIPs] != 3 {
 		t.Errorf("snapshot version %d sizes %v", s.Version, s.Sizes)
 	}
-	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_fraud_blocked_total", "list", "ips")); n != 3 {
+	if n := metrictest.Must(t, reg, "rtbd_fraud_blocked_total", "list", "ips"); n != 3 {
 		t.Errorf("blocked{ips} = %v, want 3", n)
 	}
-	if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_fraud_rejected_entries_total", "list", "ips")); n != 1 {
+	if n := metrictest.Must(t, reg, "rtbd_fraud_rejected_entries_total", "list", "ips"); n != 1 {
 		t.Errorf("rejected{ips} = %v, want 1", n)
 	}
-}
-
-func mustVec(t *testing.T, reg *prometheus.Registry, name, label, value string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					v := m.GetCounter().GetValue()
-					return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return v })
-				}
-			}
-		}
-	}
-	t.Fatalf("%s{%s=%q} not found", name, label, value)
-	return nil
 }
 
 // TestBigSetSSCAN: a 60k-entry set loads completely through many SSCAN pages.
@@ -153,13 +138,7 @@ func TestBigSetSSCAN(t *testing.T) {
 // TestRefresh: a version change is picked up by the loop; without a version
 // change the periodic full reload still happens.
 func TestRefresh(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
-	rdb := client(t, r.Addr)
-	fill(t, rdb)
-	l := newLists(t, rdb, fraud.Options{CheckInterval: 10 * time.Millisecond, ReloadInterval: time.Hour})
-	if err := l.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	_, rdb, l := startFilled(t, spendtest.RedisOptions{}, fraud.Options{CheckInterval: 10 * time.Millisecond, ReloadInterval: time.Hour})
 	if b, _ := l.Check("new.com", "", "", "", ""); b {
 		t.Fatal("new.com blocked before it was added")
 	}
@@ -183,30 +162,9 @@ func TestRefresh(t *testing.T) {
 // being killed, frozen and restarted; Check keeps answering from memory;
 // errors are counted; syncing resumes when Redis is back.
 func TestRedisDownSlowRestart(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{Persist: true})
-	rdb := client(t, r.Addr)
-	fill(t, rdb)
 	reg := prometheus.NewRegistry()
-	l := newLists(t, rdb, fraud.Options{Registerer: reg, CheckInterval: 10 * time.Millisecond, CheckTimeout: 100 * time.Millisecond, LoadTimeout: 200 * time.Millisecond})
-	if err := l.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
-	errs := func() float64 {
-		mfs, _ := reg.Gather()
-		var n float64
-		for _, mf := range mfs {
-			if mf.GetName() == "rtbd_fraud_syncs_total" {
-				for _, m := range mf.GetMetric() {
-					for _, lp := range m.GetLabel() {
-						if lp.GetName() == "result" && lp.GetValue() == "error" {
-							n += m.GetCounter().GetValue()
-						}
-					}
-				}
-			}
-		}
-		return n
-	}
+	r, rdb, l := startFilled(t, spendtest.RedisOptions{Persist: true}, fraud.Options{Registerer: reg, CheckInterval: 10 * time.Millisecond, CheckTimeout: 100 * time.Millisecond, LoadTimeout: 200 * time.Millisecond})
+	errs := func() float64 { return metrictest.Sum(t, reg, "rtbd_fraud_syncs_total", "result", "error") }
 	blocked := func() bool { b, nbr := l.Check("bad.com", "", "", "", ""); return b && nbr == 7 }
 	checkFast := func(what string) {
 		t.Helper()
@@ -251,13 +209,7 @@ func TestRedisDownSlowRestart(t *testing.T) {
 // TestEmptyRedisRefused: a Redis restarted without its data does not wipe
 // the lists in use, unless asked to.
 func TestEmptyRedisRefused(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
-	rdb := client(t, r.Addr)
-	fill(t, rdb)
-	l := newLists(t, rdb, fraud.Options{CheckInterval: time.Hour})
-	if err := l.Start(ctx(t)); err != nil {
-		t.Fatal(err)
-	}
+	r, _, l := startFilled(t, spendtest.RedisOptions{}, fraud.Options{CheckInterval: time.Hour})
 	r.Kill()
 	r.Restart() // no persistence: empty
 	if err := l.Reload(ctx(t), false); !errors.Is(err, fraud.ErrEmptyRedis) {

@@ -43,50 +43,49 @@ func BenchmarkAdd(b *testing.B) {
 				b.Fatal(err)
 			}
 			w.SetCampaigns(camps[:])
-			var next atomic.Uint64
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				i := next.Add(1) * 7919
-				for pb.Next() {
-					i++
-					if err := w.Add(camps[i%10].ID, users[i%10000], 1500, time.Now()); err != nil {
-						b.Error(err)
-						return
-					}
-				}
+			el := timeParallel(b, func(i uint64) error {
+				return w.Add(camps[i%10].ID, users[i%10000], 1500, time.Now())
 			})
-			el := time.Since(start)
 			b.StopTimer()
 			closeWriter(b, w) // the final flush is not timed but its writes are counted
 			report(b, el, cs.flushes.Load())
 		})
 		b.Run("unbuffered/"+kind, func(b *testing.B) {
 			cs := newCounting(stores[kind](b))
-			var next, seq atomic.Uint64
-			b.ReportAllocs()
-			b.ResetTimer()
-			start := time.Now()
-			b.RunParallel(func(pb *testing.PB) {
-				i := next.Add(1) * 7919
-				for pb.Next() {
-					i++
-					now := time.Now()
-					win := now.Truncate(24 * time.Hour)
-					_, err := cs.Flush(context.Background(), []spend.Delta{{
-						ID: "u:" + strconv.FormatUint(seq.Add(1), 36), Campaign: camps[i%10].ID, Day: now.UTC().Format(time.DateOnly), Micros: 1500, Imps: 1,
-						Freq: []spend.FreqDelta{{User: users[i%10000], Window: win.Unix(), Count: 1, Expires: win.Add(25 * time.Hour)}},
-					}})
-					if err != nil {
-						b.Error(err)
-						return
-					}
-				}
+			var seq atomic.Uint64
+			el := timeParallel(b, func(i uint64) error {
+				now := time.Now()
+				win := now.Truncate(24 * time.Hour)
+				_, err := cs.Flush(context.Background(), []spend.Delta{{
+					ID: "u:" + strconv.FormatUint(seq.Add(1), 36), Campaign: camps[i%10].ID, Day: now.UTC().Format(time.DateOnly), Micros: 1500, Imps: 1,
+					Freq: []spend.FreqDelta{{User: users[i%10000], Window: win.Unix(), Count: 1, Expires: win.Add(25 * time.Hour)}},
+				}})
+				return err
 			})
-			report(b, time.Since(start), cs.flushes.Load())
+			report(b, el, cs.flushes.Load())
 		})
 	}
+}
+
+// timeParallel reports allocations, resets the timer and runs op b.N times
+// over b.RunParallel, each goroutine counting i up from its own start; it
+// returns the time taken. An error from op fails b.
+func timeParallel(b *testing.B, op func(i uint64) error) time.Duration {
+	var next atomic.Uint64
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		i := next.Add(1) * 7919
+		for pb.Next() {
+			i++
+			if err := op(i); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	return time.Since(start)
 }
 
 func report(b *testing.B, el time.Duration, writes int64) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
@@ -141,14 +142,14 @@ func TestFleetLearning(t *testing.T) {
 	ba.Check(c, now)
 	_ = wa.Add("c", "u", 1000, now)
 	_ = wa.Add("c", "u", 0, now)
-	waitFor(t, 10*time.Second, "B to see A's spend", func() bool { ok, _ := bb.Check(c, time.Now()); return !ok })
+	spendtest.WaitFor(t, 10*time.Second, "B to see A's spend", func() bool { ok, _ := bb.Check(c, time.Now()); return !ok })
 	st := bb.Status(c, time.Now())
 	if st.FleetDayMicros != 1000 || st.UnflushedTotalMicros != 0 || st.Reason != "daily_budget" {
 		t.Errorf("B status %+v", st)
 	}
 	// B serves u once and flushes: it learns u's fleet count (2 + 1).
 	_ = wb.Add("c", "u", 0, now)
-	waitFor(t, 10*time.Second, "B to learn u's fleet count", func() bool { return bb.FreqCount(c, "u", now) == 3 })
+	spendtest.WaitFor(t, 10*time.Second, "B to learn u's fleet count", func() bool { return bb.FreqCount(c, "u", now) == 3 })
 	if bb.FreqOK(c, "u", now) {
 		t.Error("u has 3 impressions fleet-wide: B must refuse")
 	}

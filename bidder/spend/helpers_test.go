@@ -115,18 +115,6 @@ func (c *countingStore) Read(ctx context.Context, ids []string, day string) ([]s
 	return c.inner.Read(ctx, ids, day)
 }
 
-// waitFor polls cond every 2ms for at most d.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 func readTotal(t testing.TB, s spend.Store, campaign, day string) spend.Total {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -150,6 +150,21 @@ func ValidateDeltas(deltas []Delta) error {
 	return nil
 }
 
+// ValidateRead checks the arguments of Store.Read as every Store must
+// before reading: day a "YYYY-MM-DD" date, every campaign id valid. The
+// error wraps ErrInvalid and names the bad argument.
+func ValidateRead(campaigns []string, day string) error {
+	if !ValidDay(day) {
+		return fmt.Errorf("%w: read: bad day %q", ErrInvalid, day)
+	}
+	for _, c := range campaigns {
+		if !ValidID(c) {
+			return fmt.Errorf("%w: read: bad campaign id %q", ErrInvalid, c)
+		}
+	}
+	return nil
+}
+
 func validDeltaID(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]

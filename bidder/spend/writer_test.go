@@ -10,8 +10,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
+	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 )
@@ -106,11 +107,11 @@ func TestThresholdFlush(t *testing.T) {
 			t.Fatalf("%d flushes below the threshold", n)
 		}
 		_ = w.Add("c", "", 1, noon)
-		waitFor(t, 5*time.Second, "10 imps in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayImps == 10 })
+		spendtest.WaitFor(t, 5*time.Second, "10 imps in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayImps == 10 })
 		for range 10 {
 			_ = w.Add("c", "", 1, noon)
 		}
-		waitFor(t, 5*time.Second, "20 imps in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayImps == 20 })
+		spendtest.WaitFor(t, 5*time.Second, "20 imps in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayImps == 20 })
 		if n := cs.flushes.Load(); n != 2 {
 			t.Errorf("%d flushes, want 2 (one per threshold crossed)", n)
 		}
@@ -124,7 +125,7 @@ func TestThresholdFlush(t *testing.T) {
 		defer closeWriter(t, w)
 		_ = w.Add("c", "", 999, noon)
 		_ = w.Add("c", "", 1, noon)
-		waitFor(t, 5*time.Second, "1000 micros in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayMicros == 1000 })
+		spendtest.WaitFor(t, 5*time.Second, "1000 micros in the store", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayMicros == 1000 })
 	})
 	t.Run("budget_fraction", func(t *testing.T) {
 		cs := newCounting(memPebble(t))
@@ -135,7 +136,7 @@ func TestThresholdFlush(t *testing.T) {
 		defer closeWriter(t, w)
 		w.SetCampaigns([]spend.CampaignBudget{{ID: "small", DailyMicros: 10000}})
 		_ = w.Add("small", "", 1000, noon) // 10% of the daily budget
-		waitFor(t, 5*time.Second, "the budget-fraction flush", func() bool { return readTotal(t, cs, "small", "2024-05-01").DayMicros == 1000 })
+		spendtest.WaitFor(t, 5*time.Second, "the budget-fraction flush", func() bool { return readTotal(t, cs, "small", "2024-05-01").DayMicros == 1000 })
 	})
 }
 
@@ -147,7 +148,7 @@ func TestTimerFlush(t *testing.T) {
 	}
 	defer closeWriter(t, w)
 	_ = w.Add("c", "u", 7, noon)
-	waitFor(t, 5*time.Second, "the timer flush", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayMicros == 7 })
+	spendtest.WaitFor(t, 5*time.Second, "the timer flush", func() bool { return readTotal(t, cs, "c", "2024-05-01").DayMicros == 7 })
 }
 
 // TestBoundedFlushers: with every Flush held, no more than Flushers run at
@@ -163,7 +164,7 @@ func TestBoundedFlushers(t *testing.T) {
 	for i := range 50 {
 		_ = w.Add(fmt.Sprintf("c%d", i), "", 1, noon)
 	}
-	waitFor(t, 5*time.Second, "flushers busy", func() bool { return cs.inflight.Load() == flushers })
+	spendtest.WaitFor(t, 5*time.Second, "flushers busy", func() bool { return cs.inflight.Load() == flushers })
 	// Let the timer try to queue more for a while: still bounded.
 	time.Sleep(50 * time.Millisecond)
 	if m := cs.maxInflight.Load(); m != flushers {
@@ -198,12 +199,12 @@ func TestStoreFailsThenRecovers(t *testing.T) {
 		}
 		want += int64(i)
 	}
-	waitFor(t, 5*time.Second, "failed flushes", func() bool { return cs.failed.Load() >= 3 })
+	spendtest.WaitFor(t, 5*time.Second, "failed flushes", func() bool { return cs.failed.Load() >= 3 })
 	for i := range 100 {
 		_ = w.Add("c", "", int64(i), noon)
 		want += int64(i)
 	}
-	errs := testutil.ToFloat64(mustCounter(t, reg, "rtbd_spend_flushes_total", "error"))
+	errs := metrictest.Must(t, reg, "rtbd_spend_flushes_total", "result", "error")
 	if errs < 3 {
 		t.Errorf("flush errors counted = %v, want >= 3", errs)
 	}
@@ -219,28 +220,6 @@ func TestStoreFailsThenRecovers(t *testing.T) {
 	if resent == 0 {
 		t.Error("no failed delta id was sent again: retries must keep ids")
 	}
-}
-
-func mustCounter(t *testing.T, reg *prometheus.Registry, name, result string) prometheus.Collector {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "result" && l.GetValue() == result {
-					return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "x", Help: "x"}, func() float64 { return m.GetCounter().GetValue() })
-				}
-			}
-		}
-	}
-	t.Fatalf("metric %s{result=%q} not found", name, result)
-	return nil
 }
 
 // TestCloseStoreDown: Close with the store down returns ErrUnflushed and

@@ -388,3 +388,54 @@ func decodeGroups(b []byte, dst []GroupIDs) ([]GroupIDs, []byte, error) {
 	}
 	return dst, b, nil
 }
+
+// RecordView applies one view of product pid in group to p in place,
+// reusing its slices: the group moves to the front of Viewed and pid to the
+// front of its IDs; then every group keeps at most maxViewed ids and p at
+// most maxGroups groups. Every user store applies a view by this rule.
+func (p *Profile) RecordView(group, pid int64, maxGroups, maxViewed int) {
+	gi := -1
+	for i := range p.Viewed {
+		if p.Viewed[i].Group == group {
+			gi = i
+			break
+		}
+	}
+	if gi < 0 {
+		if len(p.Viewed) < cap(p.Viewed) {
+			p.Viewed = p.Viewed[:len(p.Viewed)+1]
+		} else {
+			p.Viewed = append(p.Viewed, GroupIDs{})
+		}
+		gi = len(p.Viewed) - 1
+		p.Viewed[gi].Group = group
+		p.Viewed[gi].IDs = p.Viewed[gi].IDs[:0]
+	}
+	if gi > 0 { // rotate the group to the front (a permutation: no IDs slice is shared)
+		g := p.Viewed[gi]
+		copy(p.Viewed[1:gi+1], p.Viewed[:gi])
+		p.Viewed[0] = g
+	}
+	g := &p.Viewed[0]
+	j := -1
+	for k, id := range g.IDs {
+		if id == pid {
+			j = k
+			break
+		}
+	}
+	if j < 0 {
+		g.IDs = append(g.IDs, 0)
+		j = len(g.IDs) - 1
+	}
+	copy(g.IDs[1:j+1], g.IDs[:j])
+	g.IDs[0] = pid
+	for i := range p.Viewed {
+		if len(p.Viewed[i].IDs) > maxViewed {
+			p.Viewed[i].IDs = p.Viewed[i].IDs[:maxViewed]
+		}
+	}
+	if len(p.Viewed) > maxGroups {
+		p.Viewed = p.Viewed[:maxGroups]
+	}
+}

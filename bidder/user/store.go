@@ -12,6 +12,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
 )
 
 // ErrClosed is returned by every Store (and BulkWriter) call after
@@ -130,7 +132,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		FS:                 opts.FS,
 		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{opts.Logger.Sugar()},
+		Logger:             pebblelog.New(opts.Logger),
 	}
 	for i := range po.Levels {
 		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // misses skip most blocks
@@ -190,6 +192,26 @@ func appendKey(dst []byte, uid string) []byte {
 
 func (s *Store) stripe(uid string) *stripe {
 	return &s.stripes[maphash.String(s.seed, uid)%numStripes]
+}
+
+// lockStripe takes s.mu shared and uid's stripe, with uid's key in st.key,
+// for a write of uid; release both with unlockStripe. It fails with
+// ErrClosed once the store is closed.
+func (s *Store) lockStripe(uid string) (*stripe, error) {
+	s.mu.RLock()
+	if s.closed {
+		s.mu.RUnlock()
+		return nil, ErrClosed
+	}
+	st := s.stripe(uid)
+	st.mu.Lock()
+	st.key = appendKey(st.key[:0], uid)
+	return st, nil
+}
+
+func (s *Store) unlockStripe(st *stripe) {
+	st.mu.Unlock()
+	s.mu.RUnlock()
 }
 
 func (s *Store) limits() Limits {
@@ -261,19 +283,15 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	if group <= 0 || pid <= 0 {
 		return fmt.Errorf("%w: view of product %d in group %d: ids must be > 0", ErrInvalidProfile, pid, group)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	st, err := s.lockStripe(uid)
+	if err != nil {
+		return err
 	}
-	st := s.stripe(uid)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.key = appendKey(st.key[:0], uid)
+	defer s.unlockStripe(st)
 	if err := s.load(st.key, &st.p); err != nil {
 		return fmt.Errorf("user: uid %q: %w", uid, err)
 	}
-	recordView(&st.p, group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 	st.val = AppendProfile(st.val[:0], &st.p)
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: record view: %w", err)
@@ -297,54 +315,6 @@ func (s *Store) load(key []byte, p *Profile) error {
 	return err
 }
 
-// recordView applies one view to p in place, reusing its slices.
-func recordView(p *Profile, group, pid int64, maxGroups, maxViewed int) {
-	gi := -1
-	for i := range p.Viewed {
-		if p.Viewed[i].Group == group {
-			gi = i
-			break
-		}
-	}
-	if gi < 0 {
-		if len(p.Viewed) < cap(p.Viewed) {
-			p.Viewed = p.Viewed[:len(p.Viewed)+1]
-		} else {
-			p.Viewed = append(p.Viewed, GroupIDs{})
-		}
-		gi = len(p.Viewed) - 1
-		p.Viewed[gi].Group = group
-		p.Viewed[gi].IDs = p.Viewed[gi].IDs[:0]
-	}
-	if gi > 0 { // rotate the group to the front (a permutation: no IDs slice is shared)
-		g := p.Viewed[gi]
-		copy(p.Viewed[1:gi+1], p.Viewed[:gi])
-		p.Viewed[0] = g
-	}
-	g := &p.Viewed[0]
-	j := -1
-	for k, id := range g.IDs {
-		if id == pid {
-			j = k
-			break
-		}
-	}
-	if j < 0 {
-		g.IDs = append(g.IDs, 0)
-		j = len(g.IDs) - 1
-	}
-	copy(g.IDs[1:j+1], g.IDs[:j])
-	g.IDs[0] = pid
-	for i := range p.Viewed {
-		if len(p.Viewed[i].IDs) > maxViewed {
-			p.Viewed[i].IDs = p.Viewed[i].IDs[:maxViewed]
-		}
-	}
-	if len(p.Viewed) > maxGroups {
-		p.Viewed = p.Viewed[:maxGroups]
-	}
-}
-
 // Put replaces the profile of uid with p after checking it (p.Validate with
 // the store's limits). p is not retained. Concurrent writes of one uid are
 // serialised. Durability as RecordView's. Errors: ctx's, ErrInvalidUID,
@@ -359,15 +329,11 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	if err := p.Validate(s.limits()); err != nil {
 		return fmt.Errorf("uid %q: %w", uid, err)
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return ErrClosed
+	st, err := s.lockStripe(uid)
+	if err != nil {
+		return err
 	}
-	st := s.stripe(uid)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.key = appendKey(st.key[:0], uid)
+	defer s.unlockStripe(st)
 	st.val = AppendProfile(st.val[:0], p)
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: put: %w", err)
@@ -469,15 +435,4 @@ func (w *BulkWriter) Close() error {
 	err := w.commit(pebble.Sync)
 	_ = w.b.Close()
 	return err
-}
-
-// pebbleLogger routes Pebble's log lines to zap. Fatalf logs and panics
-// (Pebble's contract: Fatalf does not return).
-type pebbleLogger struct{ s *zap.SugaredLogger }
-
-func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf("pebble: "+format, args...) }
-func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf("pebble: "+format, args...) }
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.s.Errorf("pebble: "+format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
 
 func openTest(t testing.TB, opts Options) *Store {
@@ -73,21 +75,7 @@ func TestPutGet(t *testing.T) {
 		t.Errorf("Put(long uid) = %v, want ErrInvalidUID", err)
 	}
 	for result, want := range map[string]float64{"hit": 2, "miss": 1, "error": 1} {
-		c, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var n float64 = -1
-		for _, mf := range c {
-			if mf.GetName() != "rtbd_user_lookups_total" {
-				continue
-			}
-			for _, m := range mf.GetMetric() {
-				if m.GetLabel()[0].GetValue() == result {
-					n = m.GetCounter().GetValue()
-				}
-			}
-		}
+		n := metrictest.Must(t, reg, "rtbd_user_lookups_total", "result", result)
 		if n != want {
 			t.Errorf("rtbd_user_lookups_total{result=%q} = %v, want %v", result, n, want)
 		}

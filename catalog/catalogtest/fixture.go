@@ -8,6 +8,9 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -72,8 +75,9 @@ func FullProduct() *catalogpb.Product {
 // WriteFixture builds and publishes the fixture catalog in dir.
 func WriteFixture(t testing.TB, dir string) { WriteCatalog(t, dir, Products()) }
 
-// WriteCatalog builds a catalog version of ps in dir and publishes it.
-func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) {
+// WriteCatalog builds a catalog version of ps in dir, publishes it and
+// returns its name.
+func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) string {
 	t.Helper()
 	lock, err := catalog.LockDir(dir)
 	if err != nil {
@@ -96,4 +100,17 @@ func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) {
 	if err := catalog.Publish(dir, name); err != nil {
 		t.Fatal(err)
 	}
+	return name
+}
+
+// Client returns a Catalog client on a plaintext gRPC connection to addr
+// (a node or server on loopback), closed when t ends.
+func Client(t testing.TB, addr string) catalogpb.CatalogClient {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	return catalogpb.NewCatalogClient(conn)
 }

@@ -183,12 +183,7 @@ func BenchmarkNodeRSS(b *testing.B) {
 		for sc.Scan() {
 		}
 	}()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	cl := catalogpb.NewCatalogClient(conn)
+	cl := catalogtest.Client(b, addr)
 	reqs := catalogtest.Workload{N: n, Groups: 10, IDs: 15}.Requests(100_000, 3)
 	deadline := time.Now().Add(time.Duration(secs) * time.Second)
 	var calls, errs atomic.Int64

@@ -82,12 +82,7 @@ func TestErrors(t *testing.T) {
 	t.Run("invalid argument", func(t *testing.T) {
 		c := newTestClient(t, Options{Target: staticTarget(n)})
 		_, err := call(c, 0)
-		if !errors.Is(err, catalog.ErrInvalidArgument) {
-			t.Fatalf("err = %v, want catalog.ErrInvalidArgument", err)
-		}
-		if status.Code(err) != codes.InvalidArgument {
-			t.Errorf("status.Code(err) = %v, want InvalidArgument", status.Code(err))
-		}
+		wantErr(t, err, catalog.ErrInvalidArgument, codes.InvalidArgument)
 		if !strings.Contains(err.Error(), "product_group_id must be > 0, got 0") {
 			t.Errorf("err = %q, want the server's message kept", err)
 		}
@@ -107,12 +102,7 @@ func TestErrors(t *testing.T) {
 			defer cancel()
 			_, err = c.GetProductMasters(ctx, req(groupBlock))
 		})
-		if !errors.Is(err, catalog.ErrDeadline) {
-			t.Fatalf("err = %v, want catalog.ErrDeadline", err)
-		}
-		if status.Code(err) != codes.DeadlineExceeded {
-			t.Errorf("status.Code(err) = %v, want DeadlineExceeded", status.Code(err))
-		}
+		wantErr(t, err, catalog.ErrDeadline, codes.DeadlineExceeded)
 	})
 
 	t.Run("CallTimeout when ctx has no deadline", func(t *testing.T) {
@@ -170,12 +160,7 @@ func TestErrors(t *testing.T) {
 			defer cancel()
 			_, err = c.GetProductMasters(ctx, req(groupOK))
 		})
-		if !errors.Is(err, catalog.ErrUnavailable) {
-			t.Fatalf("err = %v, want catalog.ErrUnavailable", err)
-		}
-		if status.Code(err) != codes.Unavailable {
-			t.Errorf("status.Code(err) = %v, want Unavailable", status.Code(err))
-		}
+		wantErr(t, err, catalog.ErrUnavailable, codes.Unavailable)
 	})
 
 	t.Run("closed", func(t *testing.T) {
@@ -512,5 +497,17 @@ func TestParseTargetForms(t *testing.T) {
 	tg, err = parseTarget("file:///etc/rtbd/nodes 100%.txt")
 	if err != nil || tg.scheme != schemeFile || tg.path != "/etc/rtbd/nodes 100%.txt" {
 		t.Errorf("file: %+v, %v", tg, err)
+	}
+}
+
+// wantErr fails t unless err is want (errors.Is) and carries the gRPC
+// status code.
+func wantErr(t *testing.T, err, want error, code codes.Code) {
+	t.Helper()
+	if !errors.Is(err, want) {
+		t.Fatalf("err = %v, want %v", err, want)
+	}
+	if status.Code(err) != code {
+		t.Errorf("status.Code(err) = %v, want %v", status.Code(err), code)
 	}
 }

@@ -235,31 +235,39 @@ func number(line []byte, i int) (int, string) {
 		return i, "invalid number"
 	}
 	if i < n && line[i] == '.' {
-		i++
-		if i >= n {
-			return i, msgJSONEOF
-		}
-		if !isDigit(line[i]) {
-			return i, "invalid number"
-		}
-		for i < n && isDigit(line[i]) {
-			i++
+		var msg string
+		if i, msg = skipDigits(line, i+1); msg != "" {
+			return i, msg
 		}
 	}
+	return skipExponent(line, i)
+}
+
+// skipExponent validates and skips a number's exponent, if line[i:] starts
+// with one.
+func skipExponent(line []byte, i int) (int, string) {
+	n := len(line)
 	if i < n && (line[i] == 'e' || line[i] == 'E') {
 		i++
 		if i < n && (line[i] == '+' || line[i] == '-') {
 			i++
 		}
-		if i >= n {
-			return i, msgJSONEOF
-		}
-		if !isDigit(line[i]) {
-			return i, "invalid number"
-		}
-		for i < n && isDigit(line[i]) {
-			i++
-		}
+		return skipDigits(line, i)
+	}
+	return i, ""
+}
+
+// skipDigits validates and skips the one or more digits at line[i:].
+func skipDigits(line []byte, i int) (int, string) {
+	n := len(line)
+	if i >= n {
+		return i, msgJSONEOF
+	}
+	if !isDigit(line[i]) {
+		return i, "invalid number"
+	}
+	for i < n && isDigit(line[i]) {
+		i++
 	}
 	return i, ""
 }

@@ -73,13 +73,7 @@ func TestDeterministic(t *testing.T) {
 	var files [][]byte
 	for i, name := range []string{"a.csv.gz", "b.csv.gz"} {
 		p := filepath.Join(dir, name)
-		if err := feedgen.WriteFile(p, opts); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := writeFile(t, p, opts)
 		files = append(files, data)
 		_ = i
 	}
@@ -122,13 +116,7 @@ func TestWriteFileFormats(t *testing.T) {
 	opts := feedgen.Options{Products: 300, Groups: 5, Seed: 9}
 	for _, name := range []string{"f.csv", "f.jsonl", "f.ndjson", "f.csv.gz", "f.jsonl.gz"} {
 		p := filepath.Join(dir, name)
-		if err := feedgen.WriteFile(p, opts); err != nil {
-			t.Fatal(err)
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := writeFile(t, p, opts)
 		if gz := bytes.HasPrefix(data, []byte{0x1f, 0x8b}); gz != strings.HasSuffix(name, ".gz") {
 			t.Errorf("%s: gzip = %v", name, gz)
 		}
@@ -338,4 +326,18 @@ func TestGzipReadable(t *testing.T) {
 	if !bytes.Equal(plain, write(t, feed.JSONL, feedgen.Options{Products: 100, Seed: 1})) {
 		t.Error("gzip content differs from Write's output")
 	}
+}
+
+// writeFile writes the feed of opts to path with feedgen.WriteFile and
+// returns the file's bytes.
+func writeFile(t *testing.T, path string, opts feedgen.Options) []byte {
+	t.Helper()
+	if err := feedgen.WriteFile(path, opts); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

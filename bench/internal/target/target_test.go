@@ -20,26 +20,12 @@ import (
 
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bench/internal/httpc"
+	"github.com/rtbd/rtbd/bench/internal/loopback"
 )
 
 func startHTTP(t *testing.T, h fasthttp.RequestHandler) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &fasthttp.Server{Handler: h}
-	done := make(chan struct{})
-	go func() { _ = srv.Serve(ln); close(done) }()
-	t.Cleanup(func() {
-		_ = srv.Shutdown()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("server did not stop")
-		}
-	})
-	return ln.Addr().String()
+	return loopback.Serve(t, &fasthttp.Server{Handler: h})
 }
 
 // closedPort returns an address nobody listens on.

@@ -16,27 +16,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/rtbd/rtbd/bidder/internal/testclock"
 )
-
-// fakeClock is a settable clock for Options.Now.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{t: time.Now().Truncate(time.Second)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 func startServer(t testing.TB, opts Options) *Server {
 	t.Helper()
@@ -554,7 +536,7 @@ func TestBatchLarge(t *testing.T) {
 }
 
 func TestTTLExpiry(t *testing.T) {
-	clock := newFakeClock()
+	clock := testclock.New(time.Now().Truncate(time.Second))
 	s := startServer(t, Options{Now: clock.Now, DefaultTTL: time.Hour})
 	c := newClient(t, s)
 	k := key(t, "test", "ttl", "a")
@@ -568,7 +550,7 @@ func TestTTLExpiry(t *testing.T) {
 	if rec.Expiration == 0 || rec.Expiration > 11 {
 		t.Fatalf("expiration = %d, want about 10", rec.Expiration)
 	}
-	clock.Advance(9 * time.Second)
+	clock.Add(9 * time.Second)
 	if ok, _ := c.Exists(nil, k); !ok {
 		t.Fatal("expired too early")
 	}
@@ -576,7 +558,7 @@ func TestTTLExpiry(t *testing.T) {
 	if err := c.Put(as.NewWritePolicy(0, as.TTLDontUpdate), k, as.BinMap{"v": 2}); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(time.Second)
+	clock.Add(time.Second)
 	if ok, _ := c.Exists(nil, k); ok {
 		t.Fatal("record alive after its TTL")
 	}
@@ -594,11 +576,11 @@ func TestTTLExpiry(t *testing.T) {
 	if err := c.Put(as.NewWritePolicy(0, as.TTLDontExpire), kn, as.BinMap{"v": 1}); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(time.Hour)
+	clock.Add(time.Hour)
 	if ok, _ := c.Exists(nil, kd); ok {
 		t.Fatal("default TTL not applied")
 	}
-	clock.Advance(24 * 365 * time.Hour)
+	clock.Add(24 * 365 * time.Hour)
 	if ok, _ := c.Exists(nil, kn); !ok {
 		t.Fatal("never-expiring record expired")
 	}

@@ -36,6 +36,8 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
@@ -87,7 +89,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	db, err := pebble.Open(dir, &pebble.Options{
 		FS:                 opts.FS,
 		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{opts.Logger.Sugar()},
+		Logger:             pebblelog.New(opts.Logger),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
@@ -272,13 +274,8 @@ func (s *Store) sweep(b *pebble.Batch, now time.Time) error {
 
 // Read implements spend.Store.
 func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
-	if !spend.ValidDay(day) {
-		return nil, fmt.Errorf("%w: read: bad day %q", spend.ErrInvalid, day)
-	}
-	for _, c := range campaigns {
-		if !spend.ValidID(c) {
-			return nil, fmt.Errorf("%w: read: bad campaign id %q", spend.ErrInvalid, c)
-		}
+	if err := spend.ValidateRead(campaigns, day); err != nil {
+		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -322,14 +319,4 @@ func (s *Store) FreqCount(campaign, user string, window int64, expires time.Time
 		return v, cl.Close, nil
 	}, freqKey(campaign, &spend.FreqDelta{User: user, Window: window, Expires: expires}))
 	return int64(c), err
-}
-
-// pebbleLogger routes Pebble's log lines to zap; Fatalf panics (Pebble's contract).
-type pebbleLogger struct{ s *zap.SugaredLogger }
-
-func (l pebbleLogger) Infof(format string, args ...any)  { l.s.Debugf("pebble: "+format, args...) }
-func (l pebbleLogger) Errorf(format string, args ...any) { l.s.Errorf("pebble: "+format, args...) }
-func (l pebbleLogger) Fatalf(format string, args ...any) {
-	l.s.Errorf("pebble: "+format, args...)
-	panic(fmt.Sprintf("pebble: "+format, args...))
 }

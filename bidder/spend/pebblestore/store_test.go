@@ -3,13 +3,13 @@ package pebblestore_test
 import (
 	"context"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 )
@@ -66,36 +66,24 @@ func TestReopen(t *testing.T) {
 	}
 }
 
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // TestSweep: expired frequency counts and applied ids are deleted by the
 // sweep inside a later Flush; live ones stay.
 func TestSweep(t *testing.T) {
-	ck := &clock{t: time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC)}
-	s, err := pebblestore.Open("spend", pebblestore.Options{FS: vfs.NewMem(), Now: ck.now, SweepInterval: time.Minute})
+	ck := testclock.New(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	s, err := pebblestore.Open("spend", pebblestore.Options{FS: vfs.NewMem(), Now: ck.Now, SweepInterval: time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	ctx := context.Background()
-	short := ck.now().Add(time.Hour)
-	long := ck.now().Add(48 * time.Hour)
+	short := ck.Now().Add(time.Hour)
+	long := ck.Now().Add(48 * time.Hour)
 	if _, err := s.Flush(ctx, []spend.Delta{{ID: "w:1", Campaign: "c", Day: "2024-05-01", Micros: 1, Imps: 2, Freq: []spend.FreqDelta{
 		{User: "u1", Window: 0, Count: 1, Expires: short}, {User: "u2", Window: 0, Count: 1, Expires: long},
 	}}}); err != nil {
 		t.Fatal(err)
 	}
-	ck.add(25 * time.Hour) // past short and past the dedupe window
+	ck.Add(25 * time.Hour) // past short and past the dedupe window
 	if _, err := s.Flush(ctx, []spend.Delta{{ID: "w:2", Campaign: "c", Day: "2024-05-02", Micros: 1, Imps: 1}}); err != nil {
 		t.Fatal(err)
 	}

@@ -184,13 +184,8 @@ func isNoScript(cmds []*redis.Cmd) bool {
 
 // Read implements spend.Store: one pipeline of HMGETs.
 func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
-	if !spend.ValidDay(day) {
-		return nil, fmt.Errorf("%w: read: bad day %q", spend.ErrInvalid, day)
-	}
-	for _, c := range campaigns {
-		if !spend.ValidID(c) {
-			return nil, fmt.Errorf("%w: read: bad campaign id %q", spend.ErrInvalid, c)
-		}
+	if err := spend.ValidateRead(campaigns, day); err != nil {
+		return nil, err
 	}
 	out := make([]spend.Total, len(campaigns))
 	if len(campaigns) == 0 {

@@ -8,40 +8,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
-
-func flushErrors(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "rtbd_spend_flushes_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if hasLabel(m, "result", "error") {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
-
-func hasLabel(m *dto.Metric, k, v string) bool {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == k && l.GetValue() == v {
-			return true
-		}
-	}
-	return false
-}
 
 // TestWriterRedisOutage (acceptance 4): Redis is killed, restarted, then
 // frozen (slow) and resumed while wins keep coming. Add never waits on
@@ -95,19 +67,19 @@ func TestWriterRedisOutage(t *testing.T) {
 		}
 	}
 	burst(2000)
-	errs0 := flushErrors(t, reg)
+	errs0 := metrictest.Value(t, reg, "rtbd_spend_flushes_total", "result", "error")
 
 	r.Kill() // down
 	burst(2000)
-	spendtest.WaitFor(t, 10*time.Second, "flush errors while Redis is down", func() bool { return flushErrors(t, reg) > errs0 })
+	spendtest.WaitFor(t, 10*time.Second, "flush errors while Redis is down", func() bool { return metrictest.Value(t, reg, "rtbd_spend_flushes_total", "result", "error") > errs0 })
 	burst(2000)
 	r.Restart()
 	burst(2000)
 
-	errs1 := flushErrors(t, reg)
+	errs1 := metrictest.Value(t, reg, "rtbd_spend_flushes_total", "result", "error")
 	r.Pause() // slow: connections open, no answers
 	burst(2000)
-	spendtest.WaitFor(t, 10*time.Second, "flush timeouts while Redis is frozen", func() bool { return flushErrors(t, reg) > errs1 })
+	spendtest.WaitFor(t, 10*time.Second, "flush timeouts while Redis is frozen", func() bool { return metrictest.Value(t, reg, "rtbd_spend_flushes_total", "result", "error") > errs1 })
 	r.Resume()
 	burst(2000)
 
@@ -131,5 +103,5 @@ func TestWriterRedisOutage(t *testing.T) {
 			t.Errorf("freq %s = %d, %v; want 3000 (unless the hour turned during the test)", u, n, err)
 		}
 	}
-	t.Logf("accepted %d wins, flush errors %v", sent.Load(), flushErrors(t, reg))
+	t.Logf("accepted %d wins, flush errors %v", sent.Load(), metrictest.Value(t, reg, "rtbd_spend_flushes_total", "result", "error"))
 }

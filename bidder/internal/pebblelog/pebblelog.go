@@ -1,0 +1,24 @@
+// Package pebblelog routes the log lines of the bidder's Pebble stores
+// (user profiles, spend) to zap.
+package pebblelog
+
+import (
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+)
+
+// New returns a pebble.Logger that writes to log: Pebble's info lines at
+// debug level, its errors as errors. Fatalf logs and panics (Pebble's
+// contract: Fatalf does not return).
+func New(log *zap.Logger) pebble.Logger { return logger{log.Sugar()} }
+
+type logger struct{ s *zap.SugaredLogger }
+
+func (l logger) Infof(format string, args ...any)  { l.s.Debugf("pebble: "+format, args...) }
+func (l logger) Errorf(format string, args ...any) { l.s.Errorf("pebble: "+format, args...) }
+func (l logger) Fatalf(format string, args ...any) {
+	l.s.Errorf("pebble: "+format, args...)
+	panic(fmt.Sprintf("pebble: "+format, args...))
+}
