@@ -43,12 +43,18 @@ type Server struct {
 	wire  WireStore // store, if it is one
 	log   *zap.Logger
 	m     *serverMetrics
+	// maxCallTime is the deadline of a call whose client gave none; 0: none.
+	maxCallTime time.Duration
 }
 
-// ServerOptions configure a Server. Zero values: no logging, no metrics.
+// ServerOptions configure a Server. Zero values: no logging, no metrics, no
+// deadline of the server's own.
 type ServerOptions struct {
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
+	// MaxCallTime is the deadline of a lookup whose client sent none
+	// (catalog.max_call_time).
+	MaxCallTime time.Duration
 }
 
 // NewServer returns the Catalog service for store.
@@ -57,7 +63,8 @@ func NewServer(store Store, opts ServerOptions) *Server {
 		opts.Logger = zap.NewNop()
 	}
 	w, _ := store.(WireStore)
-	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger)}
+	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger),
+		maxCallTime: opts.MaxCallTime}
 }
 
 // GetProductMasters implements catalogpb.CatalogServer.
@@ -170,8 +177,14 @@ func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error,
 // handle answers one call, with or without interceptors: from the store's
 // encoded answer when the store is a WireStore (the response an interceptor
 // then sees is that encoding, not a *catalogpb.ProductMastersResponse),
-// else through GetProductMasters.
+// else through GetProductMasters. A call without a deadline gets the
+// server's own (ServerOptions.MaxCallTime).
 func (s *Server) handle(ctx context.Context, req *catalogpb.ProductMastersRequest) (any, error) {
+	if _, ok := ctx.Deadline(); !ok && s.maxCallTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.maxCallTime)
+		defer cancel()
+	}
 	if s.wire != nil {
 		return s.getWire(ctx, req)
 	}

@@ -46,20 +46,23 @@ func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog node: %w", err)
 	}
-	gopts := catalog.GRPCOptions{MaxConcurrentStreams: cfg.Catalog.MaxConcurrentStreams}
+	c := cfg.Catalog
+	gopts := catalog.GRPCOptions{MaxConcurrentStreams: c.MaxConcurrentStreams, MaxConnAge: c.MaxConnAge,
+		MaxConnAgeGrace: c.MaxConnAgeGrace, KeepaliveMinTime: c.KeepaliveMinTime}
 	if t := cfg.Catalog.TLS; t.Enabled() {
 		if gopts.TLS, err = catalog.ServerTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 			local.Close()
 			return nil, err
 		}
 	}
-	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg})
+	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg, MaxCallTime: c.MaxCallTime})
 	g, h := catalog.NewGRPCServer(srv, gopts)
 	ln, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
 	if err != nil {
 		local.Close()
 		return nil, fmt.Errorf("catalog node: catalog.grpc_listen %s: %w", cfg.Catalog.GRPCListen, err)
 	}
+	ln = newLimitListener(ln, c.MaxConns, reg)
 	n := &Node{cfg: cfg, log: log, local: local, ln: ln, served: make(chan error, 1), health: h,
 		grpcStop: g.Stop, grpcGraceful: g.GracefulStop}
 	n.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg})
