@@ -1,0 +1,287 @@
+package node_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/node"
+)
+
+// stallingConn is a hostile HTTP/2 client: it announces a receive window
+// of 0, so the node can send no answer on any of its streams, opens calls
+// and never reads them. It reads the frames the node does send, to see
+// which streams were refused and when the node closed the connection.
+type stallingConn struct {
+	c       net.Conn
+	fr      *http2.Framer
+	wmu     sync.Mutex
+	henc    *hpack.Encoder
+	hbuf    bytes.Buffer
+	next    uint32
+	mu      sync.Mutex
+	refused []uint32
+	closed  chan struct{} // closed when the node ends the connection
+}
+
+func dialStalling(t testing.TB, addr string) *stallingConn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &stallingConn{c: c, fr: http2.NewFramer(c, c), next: 1, closed: make(chan struct{})}
+	s.henc = hpack.NewEncoder(&s.hbuf)
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 0}); err != nil {
+		t.Fatal(err)
+	}
+	go s.read()
+	return s
+}
+
+func (s *stallingConn) read() {
+	defer close(s.closed)
+	for {
+		f, err := s.fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		switch f := f.(type) {
+		case *http2.RSTStreamFrame:
+			if f.ErrCode == http2.ErrCodeRefusedStream {
+				s.mu.Lock()
+				s.refused = append(s.refused, f.StreamID)
+				s.mu.Unlock()
+			}
+		case *http2.SettingsFrame:
+			if !f.IsAck() {
+				s.wmu.Lock()
+				s.fr.WriteSettingsAck()
+				s.wmu.Unlock()
+			}
+		}
+	}
+}
+
+// call opens one GetProductMasters call with req and returns its stream id.
+func (s *stallingConn) call(t testing.TB, req *catalogpb.ProductMastersRequest) uint32 {
+	t.Helper()
+	msg, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := make([]byte, 5+len(msg))
+	binary.BigEndian.PutUint32(body[1:], uint32(len(msg)))
+	copy(body[5:], msg)
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.hbuf.Reset()
+	for _, h := range [][2]string{{":method", http.MethodPost}, {":scheme", "http"},
+		{":path", catalogpb.Catalog_GetProductMasters_FullMethodName}, {":authority", "catalog"},
+		{"content-type", "application/grpc"}, {"te", "trailers"}} {
+		s.henc.WriteField(hpack.HeaderField{Name: h[0], Value: h[1]})
+	}
+	id := s.next
+	s.next += 2
+	if err := s.fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: s.hbuf.Bytes(), EndHeaders: true}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.fr.WriteData(id, true, body); err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func (s *stallingConn) refusedStreams() []uint32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]uint32(nil), s.refused...)
+}
+
+// waitFor polls cond every 20ms for up to 20s.
+func waitFor(cond func() bool) bool {
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if cond() {
+			return true
+		}
+	}
+	return cond()
+}
+
+// A client that opens connections and calls it never reads gets no more
+// than catalog.max_conns connections and catalog.max_concurrent_streams
+// calls on each; a well-behaved client's calls are answered meanwhile, and
+// once the hostile client is gone the node is back to its goroutines.
+func TestNodeHostileClient(t *testing.T) {
+	const maxConns, maxStreams, badConns = 4, 8, 3
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, dir)
+	cfg := testConfig(t, dir)
+	cfg.Catalog.MaxConns = maxConns
+	cfg.Catalog.MaxConcurrentStreams = maxStreams
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+
+	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	cl := catalogpb.NewCatalogClient(good)
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200,
+		Product1Ids: make([]int64, 200)}
+	for i := range req.Product1Ids {
+		req.Product1Ids[i] = int64(i + 1)
+	}
+	goodCall := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := cl.GetProductMasters(ctx, req)
+		if err == nil && len(r.Product1S) == 0 {
+			err = errors.New("empty answer")
+		}
+		return err
+	}
+	if err := goodCall(); err != nil {
+		t.Fatal(err)
+	}
+	baseline := runtime.NumGoroutine()
+
+	// The hostile client fills every other connection the node holds with
+	// maxStreams stalled calls, and two more each.
+	var bad []*stallingConn
+	for i := 0; i < badConns; i++ {
+		s := dialStalling(t, n.Addr())
+		defer s.c.Close()
+		var extra []uint32
+		for j := 0; j < maxStreams+2; j++ {
+			id := s.call(t, req)
+			if j >= maxStreams {
+				extra = append(extra, id)
+			}
+		}
+		if !waitFor(func() bool { return len(s.refusedStreams()) >= len(extra) }) {
+			t.Fatalf("connection %d: streams refused %v, want %v (max_concurrent_streams %d)", i, s.refusedStreams(), extra, maxStreams)
+		}
+		if got := s.refusedStreams(); len(got) != len(extra) || got[0] != extra[0] || got[1] != extra[1] {
+			t.Fatalf("connection %d: streams refused %v, want %v", i, got, extra)
+		}
+		bad = append(bad, s)
+	}
+	// One connection more than max_conns is closed at once.
+	over := dialStalling(t, n.Addr())
+	defer over.c.Close()
+	select {
+	case <-over.closed:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("connection %d of max_conns %d was not closed", maxConns+1, maxConns)
+	}
+	for _, s := range bad {
+		select {
+		case <-s.closed:
+			t.Fatal("the node closed a connection within max_conns")
+		default:
+		}
+	}
+	if m := metrics(t, n.AdminAddr()); !strings.Contains(m, "rtbd_catalog_node_conns_refused_total 1\n") ||
+		!strings.Contains(m, "rtbd_catalog_node_conns_open 4\n") {
+		t.Errorf("metrics do not count 1 refused and 4 open connections:\n%s", grep(m, "rtbd_catalog_node_conns"))
+	}
+
+	// The well-behaved client is answered meanwhile.
+	var wg sync.WaitGroup
+	errs := make(chan error, 32)
+	for i := 0; i < 32; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs <- goodCall() }()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("well-behaved call during the attack: %v", err)
+		}
+	}
+
+	for _, s := range append(bad, over) {
+		s.c.Close()
+	}
+	var now int
+	if !waitFor(func() bool { now = runtime.NumGoroutine(); return now <= baseline+2 }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines %d after the hostile client left, baseline %d:\n%s", now, baseline, buf[:runtime.Stack(buf, true)])
+	}
+	if err := goodCall(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A connection whose client never reads its answers is closed after
+// catalog.max_conn_age + catalog.max_conn_age_grace, freeing what it held.
+func TestNodeClosesStalledConnectionAtMaxAge(t *testing.T) {
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, dir)
+	cfg := testConfig(t, dir)
+	cfg.Catalog.MaxConnAge = 200 * time.Millisecond
+	cfg.Catalog.MaxConnAgeGrace = 200 * time.Millisecond
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	s := dialStalling(t, n.Addr())
+	defer s.c.Close()
+	s.call(t, &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup, Product1QuantityAtMost: 3, Product1Ids: []int64{101}})
+	select {
+	case <-s.closed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("a stalled connection outlived max_conn_age + max_conn_age_grace")
+	}
+}
+
+func metrics(t testing.TB, addr string) string {
+	t.Helper()
+	// No kept-alive connection: its goroutines would count as the node's.
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func grep(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
