@@ -492,6 +492,10 @@ type Catalog struct {
 	KeepaliveMinTime time.Duration `yaml:"keepalive_min_time"`
 	// MaxCallTime is the deadline a node gives a call whose client gave none.
 	MaxCallTime time.Duration `yaml:"max_call_time"`
+	// MaxConnUnreadBytes is the most bytes of answers a node holds for one
+	// connection whose client has not read them; a call over it is
+	// refused (RESOURCE_EXHAUSTED).
+	MaxConnUnreadBytes int `yaml:"max_conn_unread_bytes"`
 }
 
 // Validate reports the problems of the catalog section. Its tls subsection
@@ -518,6 +522,7 @@ func (c Catalog) Validate(p *Problems) {
 	p.Positive("max_conn_age_grace", c.MaxConnAgeGrace)
 	p.Positive("keepalive_min_time", c.KeepaliveMinTime)
 	p.Positive("max_call_time", c.MaxCallTime)
+	p.Range("max_conn_unread_bytes", int64(c.MaxConnUnreadBytes), 64<<10, 1<<30)
 }
 
 // checkTarget returns "" if target is a well-formed catalog target, else what

@@ -63,6 +63,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 			MaxConnAgeGrace:      30 * time.Second,
 			KeepaliveMinTime:     10 * time.Second,
 			MaxCallTime:          5 * time.Second,
+			MaxConnUnreadBytes:   4 << 20,
 		},
 	}
 	// Sections added later are checked by their own tests; this pins the
@@ -691,6 +692,8 @@ func TestValidateSingleSettings(t *testing.T) {
 		{"catalog.max_conn_age_grace", "-1s", "catalog.max_conn_age_grace: must be > 0, got -1s"},
 		{"catalog.keepalive_min_time", "0s", "catalog.keepalive_min_time: must be > 0, got 0s"},
 		{"catalog.max_call_time", "0s", "catalog.max_call_time: must be > 0, got 0s"},
+		{"catalog.max_conn_unread_bytes", "65536", ""},
+		{"catalog.max_conn_unread_bytes", "1000", "catalog.max_conn_unread_bytes: must be >= 65536, got 1000"},
 		{"catalog.call_timeout", "1ms", ""},
 		{"catalog.call_timeout", "0s", "catalog.call_timeout: must be > 0, got 0s"},
 		{"log.level", "warn", ""},

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -39,7 +40,8 @@ type stallingConn struct {
 	next    uint32
 	mu      sync.Mutex
 	refused []uint32
-	closed  chan struct{} // closed when the node ends the connection
+	status  map[uint32]string // grpc-status of the streams that ended
+	closed  chan struct{}     // closed when the node ends the connection
 }
 
 func dialStalling(t testing.TB, addr string) *stallingConn {
@@ -48,7 +50,7 @@ func dialStalling(t testing.TB, addr string) *stallingConn {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stallingConn{c: c, fr: http2.NewFramer(c, c), next: 1, closed: make(chan struct{})}
+	s := &stallingConn{c: c, fr: http2.NewFramer(c, c), next: 1, closed: make(chan struct{}), status: make(map[uint32]string)}
 	s.henc = hpack.NewEncoder(&s.hbuf)
 	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
 		t.Fatal(err)
@@ -62,6 +64,7 @@ func dialStalling(t testing.TB, addr string) *stallingConn {
 
 func (s *stallingConn) read() {
 	defer close(s.closed)
+	hdec := hpack.NewDecoder(4096, nil)
 	for {
 		f, err := s.fr.ReadFrame()
 		if err != nil {
@@ -73,6 +76,15 @@ func (s *stallingConn) read() {
 				s.mu.Lock()
 				s.refused = append(s.refused, f.StreamID)
 				s.mu.Unlock()
+			}
+		case *http2.HeadersFrame:
+			fields, _ := hdec.DecodeFull(f.HeaderBlockFragment())
+			for _, h := range fields {
+				if h.Name == "grpc-status" {
+					s.mu.Lock()
+					s.status[f.StreamID] = h.Value
+					s.mu.Unlock()
+				}
 			}
 		case *http2.SettingsFrame:
 			if !f.IsAck() {
@@ -111,6 +123,17 @@ func (s *stallingConn) call(t testing.TB, req *catalogpb.ProductMastersRequest) 
 		t.Fatal(err)
 	}
 	return id
+}
+
+// statuses returns the grpc-status of each stream that ended.
+func (s *stallingConn) statuses() map[uint32]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := make(map[uint32]string, len(s.status))
+	for k, v := range s.status {
+		m[k] = v
+	}
+	return m
 }
 
 func (s *stallingConn) refusedStreams() []uint32 {
@@ -192,13 +215,16 @@ func TestNodeHostileClient(t *testing.T) {
 		}
 		bad = append(bad, s)
 	}
-	// One connection more than max_conns is closed at once.
-	over := dialStalling(t, n.Addr())
-	defer over.c.Close()
-	select {
-	case <-over.closed:
-	case <-time.After(20 * time.Second):
-		t.Fatalf("connection %d of max_conns %d was not closed", maxConns+1, maxConns)
+	// One connection more than max_conns is closed at once: reading it
+	// ends (EOF or reset) rather than waiting.
+	over, err := net.Dial("tcp", n.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer over.Close()
+	over.SetReadDeadline(time.Now().Add(20 * time.Second))
+	if _, err := over.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection %d of max_conns %d was not closed: read %v", maxConns+1, maxConns, err)
 	}
 	for _, s := range bad {
 		select {
@@ -227,9 +253,10 @@ func TestNodeHostileClient(t *testing.T) {
 		}
 	}
 
-	for _, s := range append(bad, over) {
+	for _, s := range bad {
 		s.c.Close()
 	}
+	over.Close()
 	var now int
 	if !waitFor(func() bool { now = runtime.NumGoroutine(); return now <= baseline+2 }) {
 		buf := make([]byte, 1<<20)
@@ -237,6 +264,70 @@ func TestNodeHostileClient(t *testing.T) {
 	}
 	if err := goodCall(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A connection whose client reads no answers holds at most
+// catalog.max_conn_unread_bytes of them (and one answer more): further calls
+// on it are RESOURCE_EXHAUSTED at once, while a client on another
+// connection is answered.
+func TestNodeBoundsUnreadAnswersPerConnection(t *testing.T) {
+	const budget, calls = 64 << 10, 40
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, dir)
+	cfg := testConfig(t, dir)
+	cfg.Catalog.MaxConnUnreadBytes = budget
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown(context.Background())
+	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer good.Close()
+	cl := catalogpb.NewCatalogClient(good)
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200,
+		Product1Ids: make([]int64, 200)}
+	for i := range req.Product1Ids {
+		req.Product1Ids[i] = int64(i + 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := cl.GetProductMasters(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := proto.Size(r)
+	if size*calls < 2*budget {
+		t.Fatalf("answers of %d bytes are too small to test a budget of %d", size, budget)
+	}
+	s := dialStalling(t, n.Addr())
+	defer s.c.Close()
+	for i := 0; i < calls; i++ {
+		s.call(t, req)
+	}
+	// Every call is either held (no status: its answer waits for a window
+	// the client never opens) or refused with RESOURCE_EXHAUSTED (8).
+	held := func() int { return calls - len(s.statuses()) }
+	if !waitFor(func() bool { return held()*size <= budget+size }) {
+		t.Fatalf("a connection that reads nothing holds %d answers of %d bytes, budget %d", held(), size, budget)
+	}
+	for id, st := range s.statuses() {
+		if st != "8" {
+			t.Errorf("stream %d: grpc-status %s, want 8 (RESOURCE_EXHAUSTED)", id, st)
+		}
+	}
+	if held() == 0 {
+		t.Errorf("no answer held: the budget let none through")
+	}
+	// Answers read give their bytes back: the good connection is answered
+	// well past its own budget.
+	for i := 0; i < 4*budget/size+1; i++ {
+		if _, err := cl.GetProductMasters(ctx, req); err != nil {
+			t.Fatalf("call %d on another connection: %v", i, err)
+		}
 	}
 }
 

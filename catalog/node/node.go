@@ -55,14 +55,15 @@ func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 			return nil, err
 		}
 	}
-	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg, MaxCallTime: c.MaxCallTime})
-	g, h := catalog.NewGRPCServer(srv, gopts)
-	ln, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
+	tcp, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
 	if err != nil {
 		local.Close()
 		return nil, fmt.Errorf("catalog node: catalog.grpc_listen %s: %w", cfg.Catalog.GRPCListen, err)
 	}
-	ln = newLimitListener(ln, c.MaxConns, reg)
+	lim := newLimitListener(tcp, c.MaxConns, c.MaxConnUnreadBytes, reg)
+	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg, MaxCallTime: c.MaxCallTime, Unread: lim})
+	g, h := catalog.NewGRPCServer(srv, gopts)
+	var ln net.Listener = lim
 	n := &Node{cfg: cfg, log: log, local: local, ln: ln, served: make(chan error, 1), health: h,
 		grpcStop: g.Stop, grpcGraceful: g.GracefulStop}
 	n.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg})
