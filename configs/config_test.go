@@ -61,7 +61,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 			MaxConns:             1024,
 			MaxConnAge:           30 * time.Minute,
 			MaxConnAgeGrace:      30 * time.Second,
-			KeepaliveMinTime:     10 * time.Second,
+			KeepaliveMinTime:     5 * time.Second,
 			MaxCallTime:          5 * time.Second,
 			MaxConnUnreadBytes:   4 << 20,
 		},
