@@ -5,16 +5,19 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
@@ -375,4 +378,104 @@ func grep(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// BenchmarkNodeHostileClient measures a catalog node process's memory while
+// one client holds RTBD_HOSTILE_CONNS connections (default 40) with
+// RTBD_HOSTILE_CALLS calls each (default 100) that it never reads, asking
+// for 1000 products a call (answers of a few hundred KiB), over an index of
+// RTBD_HOSTILE_PRODUCTS products (default 20,000). A second client's calls
+// run meanwhile. It reports the node's VmRSS before, during and after the
+// attack (and VmHWM), its goroutines before and after, the hostile calls
+// held and refused, and the second client's failed calls; one measurement
+// whatever b.N. The settle pauses are fixed: this is a measurement, not a
+// test.
+func BenchmarkNodeHostileClient(b *testing.B) {
+	envInt := func(k string, def int) int {
+		if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
+			return v
+		}
+		return def
+	}
+	conns, calls, products := envInt("RTBD_HOSTILE_CONNS", 40), envInt("RTBD_HOSTILE_CALLS", 100), envInt("RTBD_HOSTILE_PRODUCTS", 20_000)
+	dir := b.TempDir()
+	catalogtest.BuildSynthetic(b, dir, products, 1)
+	cmd, addr, admin := startHelperNode(b, dir)
+	defer cmd.Process.Kill()
+	proc, err := procfs.NewProc(cmd.Process.Pid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rss := func() (rss, hwm uint64) {
+		st, err := proc.NewStatus()
+		if err != nil {
+			b.Fatal(err)
+		}
+		return st.VmRSS, st.VmHWM
+	}
+	goroutines := func() string {
+		for _, l := range strings.Split(metrics(b, admin), "\n") {
+			if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+				return v
+			}
+		}
+		return "?"
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer conn.Close()
+	cl := catalogpb.NewCatalogClient(conn)
+	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: 1000}.Requests(64, 5)
+	goodCalls := func(n int) (failed int, answer int) {
+		for i := 0; i < n; i++ {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			r, err := cl.GetProductMasters(ctx, reqs[i%len(reqs)])
+			cancel()
+			if err != nil {
+				failed++
+			} else {
+				answer = proto.Size(r)
+			}
+		}
+		return failed, answer
+	}
+	if failed, _ := goodCalls(len(reqs)); failed > 0 {
+		b.Fatalf("%d warm-up calls failed", failed)
+	}
+	time.Sleep(time.Second)
+	rssBefore, _ := rss()
+	gBefore := goroutines()
+
+	var bad []*stallingConn
+	for i := 0; i < conns; i++ {
+		s := dialStalling(b, addr)
+		defer s.c.Close()
+		for j := 0; j < calls; j++ {
+			s.call(b, reqs[(i+j)%len(reqs)])
+		}
+		bad = append(bad, s)
+	}
+	failed, answer := goodCalls(100)
+	time.Sleep(2 * time.Second)
+	rssDuring, _ := rss()
+	refused := 0
+	for _, s := range bad {
+		refused += len(s.statuses())
+	}
+	held := conns*calls - refused
+	for _, s := range bad {
+		s.c.Close()
+	}
+	time.Sleep(2 * time.Second)
+	rssAfter, hwm := rss()
+	gAfter := goroutines()
+	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB goroutines before=%s after=%s",
+		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, gBefore, gAfter)
+	b.Log(line)
+	fmt.Println(line)
+	b.ReportMetric(float64(rssDuring), "VmRSS-during-bytes")
+	b.ReportMetric(float64(hwm), "VmHWM-bytes")
+	b.ReportMetric(float64(failed), "good-failed")
 }
