@@ -28,6 +28,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/configs"
 )
 
 // stallingConn is a hostile HTTP/2 client: it announces a receive window
@@ -145,6 +146,39 @@ func (s *stallingConn) refusedStreams() []uint32 {
 	return append([]uint32(nil), s.refused...)
 }
 
+// startFixtureNode starts a node on the fixture catalog, its catalog
+// section changed by set, and a well-behaved client connected to it; both
+// are stopped when the test ends.
+func startFixtureNode(t *testing.T, set func(*configs.Catalog)) (*node.Node, catalogpb.CatalogClient) {
+	t.Helper()
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, dir)
+	cfg := testConfig(t, dir)
+	set(&cfg.Catalog)
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
+	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { good.Close() })
+	return n, catalogpb.NewCatalogClient(good)
+}
+
+// bulkRequest asks for every product of the fixture's bulk group: an
+// answer of some KiB.
+func bulkRequest() *catalogpb.ProductMastersRequest {
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200,
+		Product1Ids: make([]int64, 200)}
+	for i := range req.Product1Ids {
+		req.Product1Ids[i] = int64(i + 1)
+	}
+	return req
+}
+
 // waitFor polls cond every 20ms for up to 20s.
 func waitFor(cond func() bool) bool {
 	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
@@ -161,28 +195,8 @@ func waitFor(cond func() bool) bool {
 // once the hostile client is gone the node is back to its goroutines.
 func TestNodeHostileClient(t *testing.T) {
 	const maxConns, maxStreams, badConns = 4, 8, 3
-	dir := t.TempDir()
-	catalogtest.WriteFixture(t, dir)
-	cfg := testConfig(t, dir)
-	cfg.Catalog.MaxConns = maxConns
-	cfg.Catalog.MaxConcurrentStreams = maxStreams
-	n, err := node.Start(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
-
-	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer good.Close()
-	cl := catalogpb.NewCatalogClient(good)
-	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200,
-		Product1Ids: make([]int64, 200)}
-	for i := range req.Product1Ids {
-		req.Product1Ids[i] = int64(i + 1)
-	}
+	n, cl := startFixtureNode(t, func(c *configs.Catalog) { c.MaxConns, c.MaxConcurrentStreams = maxConns, maxStreams })
+	req := bulkRequest()
 	goodCall := func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -276,26 +290,8 @@ func TestNodeHostileClient(t *testing.T) {
 // connection is answered.
 func TestNodeBoundsUnreadAnswersPerConnection(t *testing.T) {
 	const budget, calls = 64 << 10, 40
-	dir := t.TempDir()
-	catalogtest.WriteFixture(t, dir)
-	cfg := testConfig(t, dir)
-	cfg.Catalog.MaxConnUnreadBytes = budget
-	n, err := node.Start(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
-	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer good.Close()
-	cl := catalogpb.NewCatalogClient(good)
-	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200,
-		Product1Ids: make([]int64, 200)}
-	for i := range req.Product1Ids {
-		req.Product1Ids[i] = int64(i + 1)
-	}
+	n, cl := startFixtureNode(t, func(c *configs.Catalog) { c.MaxConnUnreadBytes = budget })
+	req := bulkRequest()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	r, err := cl.GetProductMasters(ctx, req)
@@ -337,16 +333,9 @@ func TestNodeBoundsUnreadAnswersPerConnection(t *testing.T) {
 // A connection whose client never reads its answers is closed after
 // catalog.max_conn_age + catalog.max_conn_age_grace, freeing what it held.
 func TestNodeClosesStalledConnectionAtMaxAge(t *testing.T) {
-	dir := t.TempDir()
-	catalogtest.WriteFixture(t, dir)
-	cfg := testConfig(t, dir)
-	cfg.Catalog.MaxConnAge = 200 * time.Millisecond
-	cfg.Catalog.MaxConnAgeGrace = 200 * time.Millisecond
-	n, err := node.Start(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
+	n, _ := startFixtureNode(t, func(c *configs.Catalog) {
+		c.MaxConnAge, c.MaxConnAgeGrace = 200*time.Millisecond, 200*time.Millisecond
+	})
 	s := dialStalling(t, n.Addr())
 	defer s.c.Close()
 	s.call(t, &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup, Product1QuantityAtMost: 3, Product1Ids: []int64{101}})
