@@ -1,6 +1,8 @@
 // Package node runs a catalog node (rtbd -mode=catalog): the local index of
-// a data directory served over gRPC, with health, reflection, metrics and a
-// graceful stop.
+// a data directory served over gRPC, with health, reflection, metrics, a
+// graceful stop, and limits (connections, streams, unread answers,
+// connection age, pings, call time: the catalog.max_* keys) that bound what
+// clients can make it hold.
 package node
 
 import (
