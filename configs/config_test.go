@@ -63,7 +63,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 			MaxConnAgeGrace:      30 * time.Second,
 			KeepaliveMinTime:     5 * time.Second,
 			MaxCallTime:          5 * time.Second,
-			MaxConnUnreadBytes:   4 << 20,
+			MaxConnUnreadBytes:   1 << 20,
 		},
 	}
 	// Sections added later are checked by their own tests; this pins the

@@ -375,7 +375,7 @@ func grep(s, sub string) string {
 // for 1000 products a call (answers of a few hundred KiB), over an index of
 // RTBD_HOSTILE_PRODUCTS products (default 20,000). A second client's calls
 // run meanwhile. It reports the node's VmRSS before, during and after the
-// attack (and VmHWM), its goroutines before and after, the hostile calls
+// attack (and VmHWM), its Go heap in use and goroutines, the hostile calls
 // held and refused, and the second client's failed calls; one measurement
 // whatever b.N. The settle pauses are fixed: this is a measurement, not a
 // test.
@@ -402,14 +402,16 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 		}
 		return st.VmRSS, st.VmHWM
 	}
-	goroutines := func() string {
+	metric := func(name string) string {
 		for _, l := range strings.Split(metrics(b, admin), "\n") {
-			if v, ok := strings.CutPrefix(l, "go_goroutines "); ok {
+			if v, ok := strings.CutPrefix(l, name+" "); ok {
 				return v
 			}
 		}
 		return "?"
 	}
+	goroutines := func() string { return metric("go_goroutines") }
+	heap := func() string { return metric("go_memstats_heap_inuse_bytes") }
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
@@ -435,7 +437,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	}
 	time.Sleep(time.Second)
 	rssBefore, _ := rss()
-	gBefore := goroutines()
+	gBefore, heapBefore := goroutines(), heap()
 
 	var bad []*stallingConn
 	for i := 0; i < conns; i++ {
@@ -449,6 +451,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	failed, answer := goodCalls(100)
 	time.Sleep(2 * time.Second)
 	rssDuring, _ := rss()
+	heapDuring := heap()
 	refused := 0
 	for _, s := range bad {
 		refused += len(s.statuses())
@@ -459,9 +462,9 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	}
 	time.Sleep(2 * time.Second)
 	rssAfter, hwm := rss()
-	gAfter := goroutines()
-	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB goroutines before=%s after=%s",
-		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, gBefore, gAfter)
+	gAfter, heapAfter := goroutines(), heap()
+	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s goroutines before=%s after=%s",
+		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, heapBefore, heapDuring, heapAfter, gBefore, gAfter)
 	b.Log(line)
 	fmt.Println(line)
 	b.ReportMetric(float64(rssDuring), "VmRSS-during-bytes")
