@@ -321,6 +321,9 @@ func TestNodeBoundsUnreadAnswersPerConnection(t *testing.T) {
 	if held() == 0 {
 		t.Errorf("no answer held: the budget let none through")
 	}
+	if m := grep(metrics(t, n.AdminAddr()), `rtbd_catalog_server_requests_total{code="ResourceExhausted"}`); strings.HasSuffix(m, " 0") || m == "" {
+		t.Errorf("refused calls not counted: %q", m)
+	}
 	// Answers read give their bytes back: the good connection is answered
 	// well past its own budget.
 	for i := 0; i < 4*budget/size+1; i++ {
