@@ -17,4 +17,8 @@ var (
 	ErrClosed = errors.New("catalog: closed")
 	// ErrCorrupt: the index on disk could not be read.
 	ErrCorrupt = errors.New("catalog: corrupt index")
+	// ErrUnreadAnswers: the server refused a call because its connection
+	// already holds as many bytes of answers its client has not read as
+	// it may (catalog.max_conn_unread_bytes). gRPC: codes.ResourceExhausted.
+	ErrUnreadAnswers = errors.New("catalog: too many unread answers on the connection")
 )

@@ -3,6 +3,7 @@ package catalog
 import (
 	"crypto/tls"
 	"runtime"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -20,8 +21,23 @@ type GRPCOptions struct {
 	// TLS, when set, serves TLS; nil serves cleartext h2c (internal traffic,
 	// as in the talk).
 	TLS *tls.Config
-	// MaxConcurrentStreams per HTTP/2 connection; 0 = gRPC's default.
+	// MaxConcurrentStreams per HTTP/2 connection; 0 = gRPC's default (no
+	// limit). A stream stays counted until its answer is written, so this
+	// also bounds the answers a connection whose client does not read can
+	// make the server hold.
 	MaxConcurrentStreams uint32
+	// MaxConnAge is the age at which a connection gets GOAWAY, and
+	// MaxConnAgeGrace how long its calls may still take before it is
+	// closed; 0 = no limit.
+	MaxConnAge, MaxConnAgeGrace time.Duration
+	// KeepaliveMinTime is the shortest interval between client pings the
+	// server accepts (pings without calls in flight included); a client
+	// pinging faster gets GOAWAY. Default 5s.
+	KeepaliveMinTime time.Duration
+	// MaxSendMsgBytes bounds an answer; default 4 MiB, which is also the
+	// most a gRPC client accepts by default. A larger answer is
+	// RESOURCE_EXHAUSTED.
+	MaxSendMsgBytes int
 	// MaxRecvMsgBytes bounds a request message; default 1 MiB (1000 ids
 	// take about 10 KiB). Larger messages get RESOURCE_EXHAUSTED from the
 	// transport before the service sees them.
@@ -35,12 +51,13 @@ type GRPCOptions struct {
 	StreamWorkers int
 }
 
-// Window sizes shared by server and client: large static windows (which
-// also turn off BDP probing) so that many multiplexed calls on one
-// connection are not throttled by flow control.
+// The server's receive windows: static (which turns off BDP probing, so no
+// client can make them grow) and small, bounding what the server buffers
+// of requests it has not read yet to 64 KiB per call and 1 MiB per
+// connection. A request is at most a few KiB (1000 ids take about 10 KiB).
 const (
-	StreamWindowBytes = 1 << 20
-	ConnWindowBytes   = 16 << 20
+	StreamWindowBytes = 64 << 10
+	ConnWindowBytes   = 1 << 20
 )
 
 // NewGRPCServer returns a grpc.Server serving s, the standard health service
@@ -50,12 +67,26 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.MaxRecvMsgBytes <= 0 {
 		o.MaxRecvMsgBytes = 1 << 20
 	}
+	if o.MaxSendMsgBytes <= 0 {
+		o.MaxSendMsgBytes = 4 << 20
+	}
+	if o.KeepaliveMinTime <= 0 {
+		o.KeepaliveMinTime = 5 * time.Second
+	}
 	opts := []grpc.ServerOption{
 		ServerCodecOption(),
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgBytes),
+		grpc.MaxSendMsgSize(o.MaxSendMsgBytes),
 		grpc.InitialWindowSize(StreamWindowBytes),
 		grpc.InitialConnWindowSize(ConnWindowBytes),
-		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5e9, PermitWithoutStream: true}),
+		// Each connection's write buffer comes from a shared pool while
+		// it is not being written, so idle connections do not hold one.
+		grpc.SharedWriteBuffer(true),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: o.KeepaliveMinTime, PermitWithoutStream: true}),
+	}
+	if o.MaxConnAge > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge: o.MaxConnAge, MaxConnectionAgeGrace: o.MaxConnAgeGrace}))
 	}
 	if o.StreamWorkers == 0 {
 		o.StreamWorkers = 4 * runtime.GOMAXPROCS(0)

@@ -43,12 +43,34 @@ type Server struct {
 	wire  WireStore // store, if it is one
 	log   *zap.Logger
 	m     *serverMetrics
+	// maxCallTime is the deadline of a call whose client gave none; 0: none.
+	maxCallTime time.Duration
+	unread      UnreadBudget // nil: no bound
 }
 
-// ServerOptions configure a Server. Zero values: no logging, no metrics.
+// UnreadBudget bounds the bytes of answers a connection holds that its
+// client has not read yet. Reserve takes n bytes of the budget of ctx's
+// connection, or reports false if they are not free; release gives them
+// back once the answer is written or dropped.
+type UnreadBudget interface {
+	Reserve(ctx context.Context, n int) (release func(), ok bool)
+}
+
+// ServerOptions configure a Server. Zero values: no logging, no metrics, no
+// deadline of the server's own.
 type ServerOptions struct {
 	Logger     *zap.Logger
 	Registerer prometheus.Registerer
+	// MaxCallTime is the deadline of a lookup whose client sent none
+	// (catalog.max_call_time).
+	MaxCallTime time.Duration
+	// Unread, when set, bounds the answers each connection holds unread
+	// (catalog.max_conn_unread_bytes): a call whose answer does not fit is
+	// RESOURCE_EXHAUSTED (ErrUnreadAnswers) at once, holding nothing. It
+	// covers the answers of a WireStore (those of a catalog node); answers
+	// of at most mem.BufferPoolingThreshold bytes are not counted
+	// (max_concurrent_streams bounds them).
+	Unread UnreadBudget
 }
 
 // NewServer returns the Catalog service for store.
@@ -57,7 +79,8 @@ func NewServer(store Store, opts ServerOptions) *Server {
 		opts.Logger = zap.NewNop()
 	}
 	w, _ := store.(WireStore)
-	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger)}
+	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger),
+		maxCallTime: opts.MaxCallTime, unread: opts.Unread}
 }
 
 // GetProductMasters implements catalogpb.CatalogServer.
@@ -88,6 +111,17 @@ func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersReque
 		// always has (INTERNAL from gRPC's marshal step).
 		return s.GetProductMasters(ctx, req)
 	}
+	var pool mem.BufferPool = mem.DefaultBufferPool()
+	// A buffer over the pooling threshold goes back to the pool (and so
+	// to the budget) once gRPC has written it or dropped its stream.
+	if err == nil && s.unread != nil && !mem.IsBelowBufferPoolingThreshold(len(b)) {
+		release, ok := s.unread.Reserve(ctx, len(b))
+		if !ok {
+			err = fmt.Errorf("%w: %d bytes more refused", ErrUnreadAnswers, len(b))
+		} else {
+			pool = releasingPool{BufferPool: pool, release: release}
+		}
+	}
 	err = toStatus(err)
 	code := status.Code(err)
 	s.m.observe(code, time.Since(start), counts[0], counts[1])
@@ -97,10 +131,21 @@ func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersReque
 	if err != nil {
 		return nil, err
 	}
-	pool := mem.DefaultBufferPool()
 	out := pool.Get(len(b))
 	copy(*out, b)
 	return &wireResponse{buf: mem.NewBuffer(out, pool)}, nil
+}
+
+// releasingPool gives an answer's bytes back to its connection's
+// UnreadBudget when gRPC frees the answer's buffer.
+type releasingPool struct {
+	mem.BufferPool
+	release func()
+}
+
+func (p releasingPool) Put(b *[]byte) {
+	p.BufferPool.Put(b)
+	p.release()
 }
 
 // wireScratch holds the buffers responses are encoded into before they are
@@ -125,6 +170,8 @@ func toStatus(err error) error {
 		return status.Error(codes.Unavailable, err.Error())
 	case errors.Is(err, ErrCorrupt):
 		return status.Error(codes.DataLoss, err.Error())
+	case errors.Is(err, ErrUnreadAnswers):
+		return status.Error(codes.ResourceExhausted, err.Error())
 	default:
 		if _, ok := status.FromError(err); ok {
 			return err
@@ -170,8 +217,14 @@ func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error,
 // handle answers one call, with or without interceptors: from the store's
 // encoded answer when the store is a WireStore (the response an interceptor
 // then sees is that encoding, not a *catalogpb.ProductMastersResponse),
-// else through GetProductMasters.
+// else through GetProductMasters. A call without a deadline gets the
+// server's own (ServerOptions.MaxCallTime).
 func (s *Server) handle(ctx context.Context, req *catalogpb.ProductMastersRequest) (any, error) {
+	if _, ok := ctx.Deadline(); !ok && s.maxCallTime > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, s.maxCallTime)
+		defer cancel()
+	}
 	if s.wire != nil {
 		return s.getWire(ctx, req)
 	}

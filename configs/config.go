@@ -475,8 +475,27 @@ type Catalog struct {
 	TLS TLS `yaml:"tls"`
 	// GracefulTimeout is how long a node drains in-flight calls on shutdown.
 	GracefulTimeout time.Duration `yaml:"graceful_timeout"`
-	// MaxConcurrentStreams per HTTP/2 connection of a node; 0 = gRPC default.
+	// MaxConcurrentStreams is the most calls a node runs at once on one
+	// HTTP/2 connection; the client's further streams are refused.
 	MaxConcurrentStreams uint32 `yaml:"max_concurrent_streams"`
+	// MaxConns is the most client connections a node holds; one more is
+	// closed as soon as it is accepted (and counted).
+	MaxConns int `yaml:"max_conns"`
+	// MaxConnAge is how long a node keeps a client connection before it
+	// asks the client (GOAWAY) to open a new one.
+	MaxConnAge time.Duration `yaml:"max_conn_age"`
+	// MaxConnAgeGrace is how long calls on a connection past MaxConnAge may
+	// still take before the connection is closed.
+	MaxConnAgeGrace time.Duration `yaml:"max_conn_age_grace"`
+	// KeepaliveMinTime is the shortest interval between a client's keepalive
+	// pings a node accepts; a client pinging faster is disconnected.
+	KeepaliveMinTime time.Duration `yaml:"keepalive_min_time"`
+	// MaxCallTime is the deadline a node gives a call whose client gave none.
+	MaxCallTime time.Duration `yaml:"max_call_time"`
+	// MaxConnUnreadBytes is the most bytes of answers a node holds for one
+	// connection whose client has not read them; a call over it is
+	// refused (RESOURCE_EXHAUSTED).
+	MaxConnUnreadBytes int `yaml:"max_conn_unread_bytes"`
 }
 
 // Validate reports the problems of the catalog section. Its tls subsection
@@ -497,6 +516,13 @@ func (c Catalog) Validate(p *Problems) {
 	p.Positive("call_timeout", c.CallTimeout)
 	p.Positive("watch_interval", c.WatchInterval)
 	p.Positive("graceful_timeout", c.GracefulTimeout)
+	p.Range("max_concurrent_streams", int64(c.MaxConcurrentStreams), 1, 1<<20)
+	p.Range("max_conns", int64(c.MaxConns), 1, 1_000_000)
+	p.Positive("max_conn_age", c.MaxConnAge)
+	p.Positive("max_conn_age_grace", c.MaxConnAgeGrace)
+	p.Positive("keepalive_min_time", c.KeepaliveMinTime)
+	p.Positive("max_call_time", c.MaxCallTime)
+	p.Range("max_conn_unread_bytes", int64(c.MaxConnUnreadBytes), 64<<10, 1<<30)
 }
 
 // checkTarget returns "" if target is a well-formed catalog target, else what

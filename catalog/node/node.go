@@ -1,6 +1,8 @@
 // Package node runs a catalog node (rtbd -mode=catalog): the local index of
-// a data directory served over gRPC, with health, reflection, metrics and a
-// graceful stop.
+// a data directory served over gRPC, with health, reflection, metrics, a
+// graceful stop, and limits (connections, streams, unread answers,
+// connection age, pings, call time: the catalog.max_* keys) that bound what
+// clients can make it hold.
 package node
 
 import (
@@ -46,20 +48,24 @@ func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("catalog node: %w", err)
 	}
-	gopts := catalog.GRPCOptions{MaxConcurrentStreams: cfg.Catalog.MaxConcurrentStreams}
+	c := cfg.Catalog
+	gopts := catalog.GRPCOptions{MaxConcurrentStreams: c.MaxConcurrentStreams, MaxConnAge: c.MaxConnAge,
+		MaxConnAgeGrace: c.MaxConnAgeGrace, KeepaliveMinTime: c.KeepaliveMinTime}
 	if t := cfg.Catalog.TLS; t.Enabled() {
 		if gopts.TLS, err = catalog.ServerTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 			local.Close()
 			return nil, err
 		}
 	}
-	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg})
-	g, h := catalog.NewGRPCServer(srv, gopts)
-	ln, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
+	tcp, err := net.Listen("tcp", cfg.Catalog.GRPCListen)
 	if err != nil {
 		local.Close()
 		return nil, fmt.Errorf("catalog node: catalog.grpc_listen %s: %w", cfg.Catalog.GRPCListen, err)
 	}
+	lim := newLimitListener(tcp, c.MaxConns, c.MaxConnUnreadBytes, reg)
+	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg, MaxCallTime: c.MaxCallTime, Unread: lim})
+	g, h := catalog.NewGRPCServer(srv, gopts)
+	var ln net.Listener = lim
 	n := &Node{cfg: cfg, log: log, local: local, ln: ln, served: make(chan error, 1), health: h,
 		grpcStop: g.Stop, grpcGraceful: g.GracefulStop}
 	n.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg})

@@ -160,29 +160,8 @@ func BenchmarkNodeRSS(b *testing.B) {
 		catalogtest.BuildSynthetic(b, dir, n, 10)
 		b.Logf("built %d products in %s", n, time.Since(start).Round(time.Millisecond))
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkNodeRSS$", "-test.benchtime=1x")
-	cmd.Env = append(os.Environ(), "RTBD_NODE_HELPER_DIR="+dir)
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	cmd, addr, _ := startHelperNode(b, dir)
 	defer cmd.Process.Kill()
-	sc := bufio.NewScanner(out)
-	var addr string
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			addr = a
-			break
-		}
-	}
-	if addr == "" {
-		b.Fatal("helper node did not start")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
 	cl := catalogtest.Client(b, addr)
 	reqs := catalogtest.Workload{N: n, Groups: 10, IDs: 15}.Requests(100_000, 3)
 	deadline := time.Now().Add(time.Duration(secs) * time.Second)
@@ -224,6 +203,38 @@ func BenchmarkNodeRSS(b *testing.B) {
 	}
 }
 
+// startHelperNode starts a catalog node on dir in a child process (this
+// test binary, BenchmarkNodeRSS with RTBD_NODE_HELPER_DIR set) and returns
+// it with its gRPC and admin addresses. The caller kills it.
+func startHelperNode(b *testing.B, dir string) (cmd *exec.Cmd, addr, admin string) {
+	cmd = exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkNodeRSS$", "-test.benchtime=1x")
+	cmd.Env = append(os.Environ(), "RTBD_NODE_HELPER_DIR="+dir)
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if a, ok := strings.CutPrefix(sc.Text(), "ADMIN "); ok {
+			admin = a
+		}
+		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
+			addr = a
+			break
+		}
+	}
+	if addr == "" {
+		cmd.Process.Kill()
+		b.Fatal("helper node did not start")
+	}
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	return cmd, addr, admin
+}
+
 func runHelperNode(t testing.TB, dir string) {
 	cfg := testConfig(t, dir)
 	if v := os.Getenv("RTBD_RSS_SET"); v != "" { // e.g. catalog.hot_cache_entries=50000
@@ -238,6 +249,7 @@ func runHelperNode(t testing.TB, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fmt.Println("ADMIN " + n.AdminAddr())
 	fmt.Println("ADDR " + n.Addr())
 	select {} // killed by the parent
 }
