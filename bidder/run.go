@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -73,6 +74,8 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		TMaxMargin:      c.TMaxMargin,
 		MinBudget:       c.MinBudget,
 		MaxBodyBytes:    c.MaxBodyBytes,
+		MaxDrainBytes:   cmp.Or(c.MaxDrainBytes, -1),
+		DrainTimeout:    c.ReadTimeout,
 		MaxInFlight:     c.MaxInFlight,
 		Overload503:     c.OverloadResponse == "503",
 		AbsoluteClicks:  c.ClickLinks == "absolute",

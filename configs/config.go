@@ -113,6 +113,10 @@ type Bidder struct {
 	MinBudget time.Duration `yaml:"min_budget"`
 	// MaxBodyBytes bounds a request body, compressed and decompressed.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxDrainBytes: after a 413 for a body far over MaxBodyBytes, how
+	// much of the rest is read and discarded (within ReadTimeout) before
+	// the connection closes, so the client reads the 413; 0 closes at once.
+	MaxDrainBytes int `yaml:"max_drain_bytes"`
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
@@ -218,6 +222,7 @@ func (b Bidder) Validate(p *Problems) {
 		p.Addf("tmax_margin", "tmax_margin (%s) + min_budget (%s) leaves no time within max_tmax (%s)", b.TMaxMargin, b.MinBudget, b.MaxTMax)
 	}
 	p.Range("max_body_bytes", int64(b.MaxBodyBytes), 1024, 16<<20)
+	p.Range("max_drain_bytes", int64(b.MaxDrainBytes), 0, 1<<30)
 	p.Range("max_in_flight", int64(b.MaxInFlight), 1, 1_000_000)
 	if b.AdmissionLatency < 0 || b.AdmissionLatency > 10*time.Second {
 		p.Addf("admission_latency", "must be between 0 (off) and 10s, got %s", b.AdmissionLatency)
