@@ -122,6 +122,7 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 			}
 		}
 	}
+	var argvSecrets []string // secrets given in clear on the command line
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -130,6 +131,9 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 		if err := cfg.Set(k, v); err != nil {
 			return nil, nil, usageErr(fmt.Errorf("-set: %w", err))
 		}
+		if configs.IsSecret(k) && !strings.HasSuffix(k, configs.FileSuffix) {
+			argvSecrets = append(argvSecrets, k)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErr(fmt.Errorf("invalid configuration:\n%w", err))
@@ -137,6 +141,10 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 	log, err := admin.NewLogger(cfg.Log, admin.IsTerminal(os.Stderr))
 	if err != nil {
 		return nil, nil, usageErr(err)
+	}
+	for _, k := range argvSecrets {
+		log.Warn("secret given with -set: the command line is visible to other processes and in /debug/pprof/cmdline; give it in the environment or as "+k+configs.FileSuffix,
+			zap.String("key", k), zap.String("env", configs.EnvName(k)))
 	}
 	return cfg, log, nil
 }

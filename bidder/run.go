@@ -210,7 +210,8 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.http_listen %s: %w", cfg.Bidder.HTTPListen, err)
 	}
-	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready})
+	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready,
+		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	if s.remote != nil {

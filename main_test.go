@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/configs"
+)
+
+// TestSecretsKept sets every secret setting, through the environment and
+// through <key>_file (env and config file), runs `rtbd config` and a
+// bidder, and greps what they show for the secret values: `rtbd config`,
+// /debug/pprof/cmdline, /metrics and the logs (stderr) of the run.
+func TestSecretsKept(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	tokenA, tokenB := "token-secret-aaaaaaaaaaaa", "token-secret-bbbbbbbbbbbb"
+	enc := base64.URLEncoding.EncodeToString([]byte("price-encryption-secret-32-bytes"))
+	integ := base64.URLEncoding.EncodeToString([]byte("price-integrity-secret-32-bytes!"))
+	secrets := []string{tokenA, tokenB, enc, integ}
+	for _, k := range configs.SecretKeys() { // every secret is set below
+		switch k {
+		case "bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity":
+		default:
+			t.Fatalf("secret %s is not covered by this test", k)
+		}
+	}
+	catalogDir := filepath.Join(dir, "catalog")
+	catalogtest.WriteFixture(t, catalogDir)
+	campaigns, err := os.ReadFile(filepath.Join("bidder", "testdata", "campaigns.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := write("rtbd.yaml", "notice:\n  price_keys:\n    integrity_file: "+write("integrity", integ+"\n")+"\n")
+	t.Setenv("RTBD_BIDDER_TOKEN_KEYS", tokenA+","+tokenB)
+	t.Setenv("RTBD_NOTICE_PRICE_KEYS_ENCRYPTION_FILE", write("encryption", enc+"\n"))
+	args := []string{"-config", cfgPath, "-data", catalogDir, "-http-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
+		"-set", "bidder.data_dir=" + filepath.Join(dir, "bidder"), "-set", "bidder.campaigns=" + write("campaigns.yaml", string(campaigns)),
+		"-set", "log.format=json", "-set", "log.level=debug"}
+	check := func(where string, b []byte) {
+		t.Helper()
+		for _, s := range secrets {
+			if bytes.Contains(b, []byte(s)) {
+				t.Errorf("%s shows the secret %q:\n%s", where, s, b)
+			}
+		}
+	}
+
+	var out, errOut bytes.Buffer
+	if code := run(append([]string{"config"}, args...), &out, &errOut); code != exitOK {
+		t.Fatalf("rtbd config: exit %d: %s", code, errOut.String())
+	}
+	check("rtbd config", out.Bytes())
+	check("rtbd config's stderr", errOut.Bytes())
+	for _, want := range []string{"token_keys:\n    - '***'\n    - '***'\n", "encryption: '***'", "integrity: '***'"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("rtbd config lacks %q:\n%s", want, out.String())
+		}
+	}
+
+	// The run, its logs on a captured stderr.
+	logFile, err := os.Create(filepath.Join(dir, "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = logFile
+	defer func() { os.Stderr = stderr }()
+	cfg, log, err := loadServerConfig("rtbd", args, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Bidder.TokenKeys[1] != tokenB || cfg.Notice.PriceKeys.Encryption != enc || cfg.Notice.PriceKeys.Integrity != integ {
+		t.Fatalf("secrets not loaded: %+v", cfg.Masked())
+	}
+	s, err := bidder.Start(cfg, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) []byte {
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Get("http://" + s.AdminAddr() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != http.StatusOK || len(b) == 0 {
+			t.Fatalf("GET %s: %d %q", path, resp.StatusCode, b)
+		}
+		return b
+	}
+	check("/debug/pprof/cmdline", get("/debug/pprof/cmdline"))
+	check("/metrics", get("/metrics"))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log.Sync()
+	os.Stderr = stderr
+	logs, err := os.ReadFile(logFile.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(logs, []byte("bidder serving")) {
+		t.Fatalf("captured no logs of the run:\n%s", logs)
+	}
+	check("the logs", logs)
+}
+
+// TestSecretOnCommandLineWarns: a secret given with -set logs a warning
+// naming the key and the ways to give it instead.
+func TestSecretOnCommandLineWarns(t *testing.T) {
+	logFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr := os.Stderr
+	os.Stderr = logFile
+	defer func() { os.Stderr = stderr }()
+	_, log, err := loadServerConfig("rtbd", []string{"-set", "bidder.token_keys=token-secret-cccccccccccc", "-set", "log.format=json"}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log.Sync()
+	os.Stderr = stderr
+	logs, _ := os.ReadFile(logFile.Name())
+	if !bytes.Contains(logs, []byte(`"level":"warn"`)) || !bytes.Contains(logs, []byte(`"key":"bidder.token_keys"`)) ||
+		!bytes.Contains(logs, []byte("RTBD_BIDDER_TOKEN_KEYS")) {
+		t.Fatalf("no warning for a secret given with -set:\n%s", logs)
+	}
+}
