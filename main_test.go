@@ -146,3 +146,45 @@ func TestSecretOnCommandLineWarns(t *testing.T) {
 		t.Fatalf("no warning for a secret given with -set:\n%s", logs)
 	}
 }
+
+// bidderArgs returns the flags of a bidder on loopback ports of the
+// system's choosing, the fixture catalog and the data dir dataDir.
+func bidderArgs(t *testing.T, dataDir string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	catalogtest.WriteFixture(t, filepath.Join(dir, "catalog"))
+	campaigns, err := os.ReadFile(filepath.Join("bidder", "testdata", "campaigns.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "campaigns.yaml"), campaigns, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"-data", filepath.Join(dir, "catalog"), "-http-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
+		"-set", "bidder.data_dir=" + dataDir, "-set", "bidder.campaigns=" + filepath.Join(dir, "campaigns.yaml"),
+		"-set", "bidder.token_keys_file=" + writeTemp(t, "token-secret-dddddddddddd")}
+}
+
+func writeTemp(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "f")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGenUsageError: usage errors of rtbd gen, whichever form, say "rtbd gen:".
+func TestGenUsageError(t *testing.T) {
+	for _, args := range [][]string{{"gen", "-bogus"}, {"gen"}, {"gen", "-demo", "-bogus"}, {"gen", "-users", "5", "-bogus"}} {
+		var errOut bytes.Buffer
+		code := run(args, io.Discard, &errOut)
+		last := strings.TrimSpace(errOut.String())
+		if i := strings.LastIndex(last, "\nrtbd"); i >= 0 {
+			last = last[i+1:] // after the flag package's usage text
+		}
+		if code != exitUsage || !strings.HasPrefix(last, "rtbd gen: ") || strings.Contains(last, "usage:") {
+			t.Errorf("%v: exit %d, %q; want %d and a line starting \"rtbd gen: \"", args, code, last, exitUsage)
+		}
+	}
+}
