@@ -67,16 +67,10 @@ func TestDataDirLockedOnce(t *testing.T) {
 		t.Fatalf("lock holder: %q, %v", line, err)
 	}
 
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = logFile // the logger's output
+	logged := captureStderr(t) // the logger's output
 	var errOut bytes.Buffer
 	code := run(append(args, "-set", "log.format=console"), io.Discard, &errOut)
-	os.Stderr = stderr
-	logs, _ := os.ReadFile(logFile.Name())
+	logs := logged()
 	all := string(logs) + errOut.String()
 	if code != exitFailure {
 		t.Fatalf("exit %d, want %d:\n%s", code, exitFailure, all)

@@ -75,13 +75,7 @@ func TestSecretsKept(t *testing.T) {
 	}
 
 	// The run, its logs on a captured stderr.
-	logFile, err := os.Create(filepath.Join(dir, "stderr"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stderr := os.Stderr
-	os.Stderr = logFile
-	defer func() { os.Stderr = stderr }()
+	logged := captureStderr(t)
 	cfg, log, err := loadServerConfig("rtbd", args, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -113,34 +107,44 @@ func TestSecretsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	log.Sync()
-	os.Stderr = stderr
-	logs, err := os.ReadFile(logFile.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
+	logs := logged()
 	if !bytes.Contains(logs, []byte("bidder serving")) {
 		t.Fatalf("captured no logs of the run:\n%s", logs)
 	}
 	check("the logs", logs)
 }
 
-// TestSecretOnCommandLineWarns: a secret given with -set logs a warning
-// naming the key and the ways to give it instead.
-func TestSecretOnCommandLineWarns(t *testing.T) {
-	logFile, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
+// captureStderr points os.Stderr (where the logger writes) at a file until
+// the returned function, which returns what was written (or the test's end).
+func captureStderr(t *testing.T) func() []byte {
+	t.Helper()
+	f, err := os.Create(filepath.Join(t.TempDir(), "stderr"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stderr := os.Stderr
-	os.Stderr = logFile
-	defer func() { os.Stderr = stderr }()
+	os.Stderr = f
+	t.Cleanup(func() { os.Stderr = stderr })
+	return func() []byte {
+		os.Stderr = stderr
+		b, err := os.ReadFile(f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+}
+
+// TestSecretOnCommandLineWarns: a secret given with -set logs a warning
+// naming the key and the ways to give it instead.
+func TestSecretOnCommandLineWarns(t *testing.T) {
+	logged := captureStderr(t)
 	_, log, err := loadServerConfig("rtbd", []string{"-set", "bidder.token_keys=token-secret-cccccccccccc", "-set", "log.format=json"}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log.Sync()
-	os.Stderr = stderr
-	logs, _ := os.ReadFile(logFile.Name())
+	logs := logged()
 	if !bytes.Contains(logs, []byte(`"level":"warn"`)) || !bytes.Contains(logs, []byte(`"key":"bidder.token_keys"`)) ||
 		!bytes.Contains(logs, []byte("RTBD_BIDDER_TOKEN_KEYS")) {
 		t.Fatalf("no warning for a secret given with -set:\n%s", logs)

@@ -30,6 +30,18 @@ func drainServer(t *testing.T, f *fixture) string {
 	return ln.Addr().String()
 }
 
+// dial connects to addr, with a deadline for the whole exchange.
+func dial(t *testing.T, addr string) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	return c
+}
+
 // TestOversizedBodyReadable413: a body far over max_body_bytes (past
 // fasthttp's backstop), sent whole without Expect by a client that reads
 // only after writing, gets a readable 413 status line, not a reset; with
@@ -40,12 +52,7 @@ func TestOversizedBodyReadable413(t *testing.T) {
 	addr := drainServer(t, f)
 	for _, size := range []int{1 << 20, 4 << 20, 16 << 20} {
 		t.Run(fmt.Sprintf("%dMiB", size>>20), func(t *testing.T) {
-			c, err := net.Dial("tcp", addr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			c.SetDeadline(time.Now().Add(30 * time.Second))
+			c := dial(t, addr)
 			fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", PathBid, size)
 			chunk := bytes.Repeat([]byte(" "), 64<<10)
 			for sent := 0; sent < size; sent += len(chunk) {
@@ -63,12 +70,7 @@ func TestOversizedBodyReadable413(t *testing.T) {
 		})
 	}
 	t.Run("expect", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
+		c := dial(t, addr)
 		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", PathBid, 256<<10+1)
 		all, err := io.ReadAll(c) // the server closes after its answer
 		if err != nil {
@@ -79,12 +81,7 @@ func TestOversizedBodyReadable413(t *testing.T) {
 		}
 	})
 	t.Run("expect within limit", func(t *testing.T) {
-		c, err := net.Dial("tcp", addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		c.SetDeadline(time.Now().Add(30 * time.Second))
+		c := dial(t, addr)
 		fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n", PathBid)
 		line, err := bufio.NewReader(c).ReadString('\n')
 		if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
