@@ -766,6 +766,7 @@ func (c *Config) applyEnv(environ []string) error {
 func (c *Config) Validate() error {
 	var p Problems
 	p.OneOf("mode", c.Mode, ModeBidder, ModeCatalog)
+	checkNotMasked(c, &p)
 	validateSections(valueOf(c), &p)
 	if len(p.List()) == 0 {
 		return nil

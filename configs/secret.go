@@ -100,18 +100,39 @@ func (c *Config) setFromFile(key, what, file string) error {
 	return nil
 }
 
-// Masked returns a copy of c whose secret settings that have a value show
-// as Mask (each item of a list): the one way a config is shown (YAML, logs,
-// debug output). c is unchanged.
-func (c *Config) Masked() *Config {
-	m := *c
-	v := valueOf(&m)
+// checkNotMasked reports a secret whose value is Mask: a config printed by
+// `rtbd config` and loaded again.
+func checkNotMasked(c *Config, p *Problems) {
+	c.eachSecret(func(key string, v reflect.Value) {
+		masked := v.Kind() == reflect.String && v.String() == Mask
+		for i := 0; v.Kind() == reflect.Slice && i < v.Len(); i++ {
+			masked = masked || v.Index(i).String() == Mask
+		}
+		if masked {
+			p.Addf(key, "is %q, how `rtbd config` hides a secret: give the secret itself (environment or %s%s)", Mask, key, FileSuffix)
+		}
+	})
+}
+
+// eachSecret calls fn with every secret setting of c.
+func (c *Config) eachSecret(fn func(key string, v reflect.Value)) {
+	v := valueOf(c)
 	for _, key := range secretKeys() {
 		fv := v
 		for _, part := range strings.Split(key, ".") {
 			idx, _ := fieldByKey(fv.Type(), part)
 			fv = fv.Field(idx)
 		}
+		fn(key, fv)
+	}
+}
+
+// Masked returns a copy of c whose secret settings that have a value show
+// as Mask (each item of a list): the one way a config is shown (YAML, logs,
+// debug output). c is unchanged.
+func (c *Config) Masked() *Config {
+	m := *c
+	m.eachSecret(func(_ string, fv reflect.Value) {
 		switch fv.Kind() {
 		case reflect.String:
 			if fv.Len() > 0 {
@@ -126,6 +147,6 @@ func (c *Config) Masked() *Config {
 				fv.Set(masked)
 			}
 		}
-	}
+	})
 	return &m
 }

@@ -72,3 +72,25 @@ func TestSecretFile(t *testing.T) {
 		t.Errorf("seat_file (not a secret): %v, want ErrUnknownKey", err)
 	}
 }
+
+// TestMaskedDoesNotLoad: the output of YAML (secrets masked) loaded again
+// is invalid, naming each masked secret, rather than signing with "***".
+func TestMaskedDoesNotLoad(t *testing.T) {
+	c := mustDefault(t)
+	c.Bidder.TokenKeys = []string{"k1-0123456789abcdef"}
+	c.Notice.PriceKeys.Encryption, c.Notice.PriceKeys.Integrity = "ZW5j", "aW50"
+	out, err := c.YAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := load(writeFile(t, string(out)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = back.Validate()
+	for _, key := range SecretKeys() {
+		if err == nil || !strings.Contains(err.Error(), key+`: is "***"`) {
+			t.Errorf("Validate: %v, want %s reported as masked", err, key)
+		}
+	}
+}
