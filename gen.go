@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"io"
 	"strings"
 
@@ -13,15 +14,22 @@ import (
 // -users N without -demo writes demo user profiles into a bidder data
 // directory (demo.UsersMain), anything else is a plain synthetic feed
 // (ingest.GenMain).
+//
+// Its usage errors name the command: "rtbd gen: ...".
 func genMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var err error
 	switch genForm(args) {
 	case genDemo:
-		return demo.DemoMain(ctx, args, stdout, stderr)
+		err = demo.DemoMain(ctx, args, stdout, stderr)
 	case genUsers:
-		return demo.UsersMain(ctx, args, stdout, stderr)
+		err = demo.UsersMain(ctx, args, stdout, stderr)
 	default:
-		return ingest.GenMain(ctx, args, stdout, stderr)
+		err = ingest.GenMain(ctx, args, stdout, stderr)
 	}
+	if errors.Is(err, ingest.ErrUsage) || errors.Is(err, demo.ErrUsage) {
+		return cmdUsageErr("rtbd gen", err)
+	}
+	return err
 }
 
 // genUsage documents `rtbd gen`: the demo forms, then the plain feed.

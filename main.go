@@ -82,10 +82,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case configs.ModeBidder:
 		err = bidder.Run(ctx, cfg, log)
 	}
-	if err != nil {
-		log.Error("rtbd stopped with an error", zap.Error(err))
-	}
-	return exit(stderr, err)
+	return exit(stderr, err) // printed once, without a stack trace
 }
 
 // loadServerConfig parses the server flags, loads and validates the config.
@@ -122,6 +119,7 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 			}
 		}
 	}
+	var argvSecrets []string // secrets given in clear on the command line
 	for _, kv := range sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -130,6 +128,9 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 		if err := cfg.Set(k, v); err != nil {
 			return nil, nil, usageErr(fmt.Errorf("-set: %w", err))
 		}
+		if configs.IsSecret(k) && !strings.HasSuffix(k, configs.FileSuffix) {
+			argvSecrets = append(argvSecrets, k)
+		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, nil, usageErr(fmt.Errorf("invalid configuration:\n%w", err))
@@ -137,6 +138,10 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 	log, err := admin.NewLogger(cfg.Log, admin.IsTerminal(os.Stderr))
 	if err != nil {
 		return nil, nil, usageErr(err)
+	}
+	for _, k := range argvSecrets {
+		log.Warn("secret given with -set: the command line is visible to other processes and in /debug/pprof/cmdline; give it in the environment or as "+k+configs.FileSuffix,
+			zap.String("key", k), zap.String("env", configs.EnvName(k)))
 	}
 	return cfg, log, nil
 }
@@ -161,11 +166,34 @@ func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
 var errHelp = errors.New("help")
 
-type usageError struct{ err error }
+// usageError is an error in how rtbd was called (exit code 2); cmd, when
+// set, is the command it names ("rtbd gen"), and the text is err's without
+// its package's usage prefix.
+type usageError struct {
+	cmd string
+	err error
+}
 
 func (e usageError) Error() string { return e.err.Error() }
 func (e usageError) Unwrap() error { return e.err }
-func usageErr(err error) error     { return usageError{err} }
+func usageErr(err error) error     { return usageError{err: err} }
+
+// cmdUsageErr labels a usage error of a command (one that wraps a
+// package's ErrUsage, "ingest: usage: ...") with the command's name.
+func cmdUsageErr(cmd string, err error) error {
+	return usageError{cmd: cmd, err: err}
+}
+
+// message is the text of a usage error, after its command's name.
+func (e usageError) message() string {
+	msg := e.err.Error()
+	if e.cmd != "" {
+		for _, u := range []error{ingest.ErrUsage, demo.ErrUsage} {
+			msg = strings.TrimPrefix(msg, u.Error()+": ")
+		}
+	}
+	return msg
+}
 
 // exit prints err and maps it to an exit code.
 func exit(stderr io.Writer, err error) int {
@@ -173,6 +201,9 @@ func exit(stderr io.Writer, err error) int {
 	switch {
 	case err == nil, errors.Is(err, errHelp), errors.Is(err, flag.ErrHelp):
 		return exitOK
+	case errors.As(err, &ue) && ue.cmd != "":
+		fmt.Fprintf(stderr, "%s: %s\n(%s -h for usage)\n", ue.cmd, ue.message(), ue.cmd)
+		return exitUsage
 	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, demo.ErrUsage), errors.Is(err, bench.ErrUsage):
 		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
 		return exitUsage

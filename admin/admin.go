@@ -40,6 +40,10 @@ type Options struct {
 	// called on every /readyz request from the server's goroutines, so it
 	// must be fast and safe for concurrent use. nil = always ready.
 	Ready func() error
+	// NoPprof leaves /debug/pprof/ out (configs.Admin.Pprof false): its
+	// profiles and /debug/pprof/cmdline (the process's command line) are
+	// for operators only.
+	NoPprof bool
 }
 
 // Server is the admin HTTP listener every rtbd mode runs: /healthz,
@@ -82,6 +86,9 @@ func New(opts Options) *Server {
 	// Registered on this mux, not http.DefaultServeMux (importing
 	// net/http/pprof registers there too, but nothing in rtbd serves it).
 	// Index also serves the named profiles: /debug/pprof/heap, goroutine...
+	if opts.NoPprof {
+		return s
+	}
 	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
 	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
@@ -171,8 +178,19 @@ func (s *Server) Start() error {
 			s.log.Error("admin server stopped", zap.String("addr", ln.Addr().String()), zap.Error(err))
 		}
 	}(s.srv, s.served)
-	s.log.Info("admin listening", zap.String("addr", ln.Addr().String()))
+	s.log.Info("admin listening", zap.String("addr", ln.Addr().String()), zap.Bool("pprof", !s.opts.NoPprof))
+	if !isLoopback(ln.Addr()) {
+		s.log.Warn("admin listener is not on loopback: its endpoints (metrics, pprof, admin) are not authenticated; keep it on a private network",
+			zap.String("addr", ln.Addr().String()))
+	}
 	return nil
+}
+
+// isLoopback reports whether a is a loopback address (0.0.0.0 and :: are
+// every address, not loopback).
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
 }
 
 // Addr returns the address the server listens on once started (the real

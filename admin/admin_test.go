@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // client bounds every request of the tests.
@@ -415,5 +417,32 @@ func TestShutdownDrains(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("Shutdown did not return after the request finished")
+	}
+}
+
+func TestNoPprof(t *testing.T) {
+	s := start(t, Options{NoPprof: true})
+	base := "http://" + s.Addr()
+	expect(t, "GET", base+"/debug/pprof/", 404, "")
+	expect(t, "GET", base+"/debug/pprof/cmdline", 404, "")
+	expect(t, "GET", base+"/healthz", 200, "ok")
+}
+
+// TestNonLoopbackWarns: a listener on every address (not loopback) logs a
+// warning at start; one on loopback does not.
+func TestNonLoopbackWarns(t *testing.T) {
+	for _, c := range []struct {
+		addr string
+		warn bool
+	}{{"127.0.0.1:0", false}, {"0.0.0.0:0", true}} {
+		core, logs := observer.New(zap.WarnLevel)
+		s := New(Options{Addr: c.addr, Logger: zap.New(core)})
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		s.Shutdown(context.Background())
+		if got := logs.FilterMessageSnippet("not on loopback").Len() > 0; got != c.warn {
+			t.Errorf("listen %s: warned %v, want %v (%v)", c.addr, got, c.warn, logs.All())
+		}
 	}
 }

@@ -97,6 +97,13 @@ type Options struct {
 	DefaultTMax, MaxTMax, TMaxMargin, MinBudget time.Duration
 	// MaxBodyBytes bounds the body, compressed and decompressed. Default 512 KiB.
 	MaxBodyBytes int
+	// MaxDrainBytes is how much of a body over the server's backstop (see
+	// NewServer) is read and discarded after the 413, before the connection
+	// closes, so the client reads the 413 rather than a reset. Default
+	// DefaultMaxDrainBytes; negative: none, closed at once.
+	MaxDrainBytes int
+	// DrainTimeout bounds that draining. Default 5s (rtbd: bidder.read_timeout).
+	DrainTimeout time.Duration
 	// MaxInFlight bounds concurrent bid requests; the excess is shed.
 	// Default 1024.
 	MaxInFlight int
@@ -222,6 +229,10 @@ func (o *Options) ensureDefaults() error {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = rtb.DefaultMaxBodyBytes
 	}
+	if o.MaxDrainBytes == 0 {
+		o.MaxDrainBytes = DefaultMaxDrainBytes
+	}
+	def(&o.DrainTimeout, 5*time.Second)
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
@@ -321,12 +332,15 @@ func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
 // The handler enforces Options.MaxBodyBytes itself (413), on a body read in
 // full, so the SSP reliably gets its 413 on a connection in a sane state;
 // fasthttp's own MaxRequestBodySize is a backstop at 4x that (at least
-// 1 MiB), where it answers 413 and drops the connection without reading
-// the rest (the client may then see the connection close instead).
+// 1 MiB), where it answers 413 and closes the connection; on a connection
+// from Listen the close first reads and discards up to MaxDrainBytes of
+// what the client still sends (within DrainTimeout), so the client reads
+// the 413 instead of a TCP reset. A request with Expect: 100-continue that
+// declares a body over MaxBodyBytes gets 413 and no 100 Continue.
 //
 // Serve it on a listener from Listen, so that bid requests carry their
 // arrival time. Its write buffer holds a typical bid response whole: on a
-// connection that is not a *net.TCPConn (arrival's) fasthttp cannot write
+// connection that is not a *net.TCPConn (Listen's) fasthttp cannot write
 // header and body with one writev, and a response over the buffer would
 // take two writes (two TCP segments).
 func (b *Bidder) NewServer() *fasthttp.Server {
@@ -336,13 +350,15 @@ func (b *Bidder) NewServer() *fasthttp.Server {
 		ErrorHandler:       b.ErrorHandler,
 		Name:               "rtbd",
 		MaxRequestBodySize: max(4*b.opts.MaxBodyBytes, 1<<20),
+		ExpectHandler:      b.expect,
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
 }
 
 // Listen wraps a listener for the bid server so that each request's
-// arrival time is known (bidder/arrival; on Linux TCP, else ln itself).
-func Listen(ln net.Listener) net.Listener { return arrival.Listen(ln) }
+// arrival time is known (bidder/arrival; on Linux TCP) and a connection
+// closed after a 413 is drained first (see NewServer).
+func Listen(ln net.Listener) net.Listener { return drainListener{arrival.Listen(ln)} }
 
 // ErrorHandler is the fasthttp.Server.ErrorHandler to pair with Handler
 // (NewServer sets it): fasthttp calls it for requests it cannot read. A
@@ -354,6 +370,7 @@ func (b *Bidder) ErrorHandler(rc *fasthttp.RequestCtx, err error) {
 	switch {
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):
 		b.m.rejected[rejTooLarge].Inc()
+		b.drainOnClose(rc)
 		rc.Error("request body too large", fasthttp.StatusRequestEntityTooLarge)
 	case errors.As(err, &small):
 		rc.Error("request headers too large", fasthttp.StatusRequestHeaderFieldsTooLarge)

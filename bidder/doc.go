@@ -12,11 +12,11 @@
 //	                     gzip responses when accepted; x-openrtb-version: 2.6
 //	GET /event           product view pixel (?uid=&pg=&pid=&ev=view): 1x1 GIF
 //	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
-//	                     400 unsigned or tampered, 410 expired
+//	                     400 unsigned or tampered; expired: followed too
 //	GET /win, /bill      win and billing notices (?t=TOKEN&p=PRICE): with
 //	                     Options.Spend, verified, replay-checked and the
 //	                     bill charged to the spend Writer (notices.go:
-//	                     204 accepted or replay, 400 forged, expired,
+//	                     204 accepted or replay, 410 expired, 400 forged,
 //	                     over-price, bad price; 503 while shutting down);
 //	                     Options.Notices replaces that; neither: 204
 //

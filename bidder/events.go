@@ -95,10 +95,11 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 // the product is no longer served (removed, out of stock: counted as
 // "fallback") or the catalog failed (counted as "error"); 400 for a
 // missing, unsigned, tampered or non-click token, a product the token does
-// not list, or a path of another shape; 410 for an expired token; 404 when
-// there is nowhere to send the click; 503 when the catalog failed and
-// there is no click base. Version 1 tokens (the landing URL signed in the
-// token, /click?t=TOKEN) are still followed until they expire.
+// not list, or a path of another shape; 404 when there is nowhere to send
+// the click; 503 when the catalog failed and there is no click base. A
+// token past its expiry, but authentic, is followed all the same (a person
+// never sees an error for a click) and counted "expired". Version 1 tokens
+// (the landing URL signed in the token, /click?t=TOKEN) are still followed.
 func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	if !allowGet(rc) {
 		return
@@ -113,11 +114,9 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	}
 	var err error
 	ss.buf, err = b.opts.Keys.Parse(&ss.tok, t, token.KindClick, time.Now(), ss.buf[:0])
+	expired := errors.Is(err, token.ErrExpired) // authentic: followed, counted expired
 	switch {
-	case errors.Is(err, token.ErrExpired):
-		b.m.clicks[resExpired].Inc()
-		rc.SetStatusCode(fasthttp.StatusGone)
-		return
+	case expired:
 	case err != nil:
 		b.m.clicks[resInvalid].Inc()
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
@@ -148,13 +147,17 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 			}
 			return
 		}
-		if res != resOK {
+		if res != resOK && !expired {
 			b.m.clicks[res].Inc()
 			b.redirect(rc, dest)
 			return
 		}
 	}
-	b.m.clicks[resOK].Inc()
+	if expired {
+		b.m.clicks[resExpired].Inc()
+	} else {
+		b.m.clicks[resOK].Inc()
+	}
 	b.redirect(rc, dest)
 }
 

@@ -324,7 +324,7 @@ func TestClick(t *testing.T) {
 		{"unsigned url param", "url=https://evil.example.com/", 400, ""},
 		{"forged", "t=" + string(forgedB), 400, ""},
 		{"tampered", "t=" + string(tampered), 400, ""},
-		{"expired", "t=" + expired, 410, ""},
+		{"expired", "t=" + expired, 302, "https://shop.example.com/x"}, // followed, counted expired
 		{"win token", "t=" + win, 400, ""},
 		{"javascript url", "t=" + jsURL, 400, ""},
 		{"garbage", "t=" + url.QueryEscape("%%%<script>"), 400, ""},
@@ -336,6 +336,9 @@ func TestClick(t *testing.T) {
 	}
 	if got := f.counter("rtbd_bidder_clicks_total", "result", "invalid"); got != 7 {
 		t.Errorf("clicks{invalid} = %v, want 7", got)
+	}
+	if got := f.counter("rtbd_bidder_clicks_total", "result", "expired"); got != 1 {
+		t.Errorf("clicks{expired} = %v, want 1", got)
 	}
 }
 

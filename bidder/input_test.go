@@ -89,6 +89,8 @@ func TestBadInput(t *testing.T) {
 		{"two encodings", "POST", good, []string{"Content-Encoding", "gzip, gzip"}, 415},
 		{"GET", "GET", nil, nil, 405},
 		{"PUT", "PUT", good, nil, 405},
+		{"lone surrogate in id", "POST", []byte(`{"id":"x\ud800","imp":[{"id":"1","banner":{"w":300,"h":250}}]}`), nil, 200},
+		{"lone surrogate in imp.id", "POST", []byte(`{"id":"x","imp":[{"id":"\udfff","banner":{"w":300,"h":250}}]}`), nil, 200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,6 +107,9 @@ func TestBadInput(t *testing.T) {
 				}
 				if err := json.Unmarshal(r.body, &nb); err != nil || nb.NBR != 2 {
 					t.Fatalf("body %q, want a no-bid with nbr 2", r.body)
+				}
+				if bytes.Contains(r.body, []byte(`\ufffd`)) || bytes.Contains(r.body, []byte("\uFFFD")) {
+					t.Fatalf("body %q echoes a mangled id", r.body)
 				}
 			}
 			if tc.status == 405 && r.headers["Allow"] != "POST" {

@@ -34,7 +34,7 @@ import (
 //	replay       204, not charged again: the same (auction, imp, kind) was
 //	             accepted within Options.ReplayWindow
 //	forged       400: bad signature, malformed token, or a token of the other kind
-//	expired      400: the token verified but is past its expiry
+//	expired      410: the token verified but is past its expiry
 //	over_price   400: the clearing price is above the token's bid price
 //	bad_price    400: p missing, unfilled macro, not a price, or an encrypted
 //	             price that does not decrypt (or no keys to decrypt it)
@@ -137,8 +137,8 @@ func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
 }
 
 // answerNotice counts a notice's outcome and answers it: the outcome
-// header and the status (204 accepted or replay, 503 store unavailable,
-// 400 otherwise; a 405 set by notice stays).
+// header and the status (204 accepted or replay, 410 expired, 503 store
+// unavailable, 400 otherwise; a 405 set by notice stays).
 func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
 	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
@@ -147,6 +147,8 @@ func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	case outUnavailable:
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	case outExpired:
+		rc.SetStatusCode(fasthttp.StatusGone)
 	default:
 		if rc.Response.StatusCode() != fasthttp.StatusMethodNotAllowed {
 			rc.SetStatusCode(fasthttp.StatusBadRequest)

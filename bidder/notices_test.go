@@ -209,8 +209,8 @@ func TestNoticesEndToEnd(t *testing.T) {
 	}
 	// Expired: past notice_ttl (1h).
 	f.clock.Add(time.Hour + 2*time.Second)
-	if st := f.notice(b2.burl, "1"); st != 400 {
-		t.Fatalf("expired bill: status %d", st)
+	if st := f.notice(b2.burl, "1"); st != 410 {
+		t.Fatalf("expired bill: status %d, want 410", st)
 	}
 	f.clock.Add(-(time.Hour + 2*time.Second))
 	// The same token, rejected before, is accepted with a good encrypted

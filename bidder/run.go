@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -9,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -73,6 +75,8 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		TMaxMargin:      c.TMaxMargin,
 		MinBudget:       c.MinBudget,
 		MaxBodyBytes:    c.MaxBodyBytes,
+		MaxDrainBytes:   cmp.Or(c.MaxDrainBytes, -1),
+		DrainTimeout:    c.ReadTimeout,
 		MaxInFlight:     c.MaxInFlight,
 		Overload503:     c.OverloadResponse == "503",
 		AbsoluteClicks:  c.ClickLinks == "absolute",
@@ -84,6 +88,19 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		EventTimeout:    c.EventTimeout,
 		AccessLogSample: c.AccessLogSample,
 	}, ephemeral, nil
+}
+
+// ErrDataDirLocked: bidder.data_dir is held by another process (a Pebble
+// store's LOCK is taken).
+var ErrDataDirLocked = errors.New("bidder: bidder.data_dir is locked")
+
+// dataDirError wraps an error opening a store in bidder.data_dir; a store
+// locked by another process (EAGAIN on its LOCK file) says so.
+func dataDirError(dir, what string, err error) error {
+	if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("%w%s: another process holds %s (another rtbd with the same bidder.data_dir?): %w", ErrDataDirLocked, what, dir, err)
+	}
+	return fmt.Errorf("bidder: bidder.data_dir%s: %w", what, err)
 }
 
 // closableStore is a ProductStore the server opened and closes.
@@ -172,7 +189,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	s.users, err = user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
 		BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg})
 	if err != nil {
-		return nil, fmt.Errorf("bidder: bidder.data_dir: %w", err)
+		return nil, dataDirError(cfg.Bidder.DataDir, "", err)
 	}
 	s.watcher, err = campaign.NewWatcher(cfg.Bidder.Campaigns, log, reg)
 	if err != nil {
@@ -207,7 +224,8 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.http_listen %s: %w", cfg.Bidder.HTTPListen, err)
 	}
-	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready})
+	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready,
+		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	if s.remote != nil {
@@ -270,7 +288,7 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	default:
 		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "spend"), pebblestore.Options{Logger: log})
 		if err != nil {
-			return fmt.Errorf("bidder: bidder.data_dir (spend): %w", err)
+			return dataDirError(cfg.Bidder.DataDir, " (spend)", err)
 		}
 		s.spendDB, store = db, db
 	}

@@ -38,6 +38,7 @@ func TestBidderValidate(t *testing.T) {
 		{"bidder.tmax_margin", "499ms", "bidder.tmax_margin: tmax_margin (499ms) + min_budget (3ms) leaves no time"},
 		{"bidder.min_budget", "0s", "bidder.min_budget: must be > 0"},
 		{"bidder.max_body_bytes", "100", "bidder.max_body_bytes: must be >= 1024, got 100"},
+		{"bidder.max_drain_bytes", "-1", "bidder.max_drain_bytes: must be >= 0, got -1"},
 		{"bidder.max_in_flight", "0", "bidder.max_in_flight: must be >= 1, got 0"},
 		{"bidder.overload_response", "503", ""},
 		{"bidder.click_links", "absolute", ""},

@@ -113,6 +113,10 @@ type Bidder struct {
 	MinBudget time.Duration `yaml:"min_budget"`
 	// MaxBodyBytes bounds a request body, compressed and decompressed.
 	MaxBodyBytes int `yaml:"max_body_bytes"`
+	// MaxDrainBytes: after a 413 for a body far over MaxBodyBytes, how
+	// much of the rest is read and discarded (within ReadTimeout) before
+	// the connection closes, so the client reads the 413; 0 closes at once.
+	MaxDrainBytes int `yaml:"max_drain_bytes"`
 	// MaxInFlight bounds the bid requests being processed at once; more are
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
@@ -145,7 +149,7 @@ type Bidder struct {
 	GDPRVendorID int `yaml:"gdpr_vendor_id"`
 	// TokenKeys are the secrets that sign win, bill and click tokens: the
 	// first signs, all verify (rotation). Empty: a random key per process.
-	TokenKeys []string `yaml:"token_keys"`
+	TokenKeys []string `yaml:"token_keys" secret:"true"`
 	// NoticeTTL is how long win and bill tokens stay valid.
 	NoticeTTL time.Duration `yaml:"notice_ttl"`
 	// ClickTTL is how long click tokens stay valid.
@@ -218,6 +222,7 @@ func (b Bidder) Validate(p *Problems) {
 		p.Addf("tmax_margin", "tmax_margin (%s) + min_budget (%s) leaves no time within max_tmax (%s)", b.TMaxMargin, b.MinBudget, b.MaxTMax)
 	}
 	p.Range("max_body_bytes", int64(b.MaxBodyBytes), 1024, 16<<20)
+	p.Range("max_drain_bytes", int64(b.MaxDrainBytes), 0, 1<<30)
 	p.Range("max_in_flight", int64(b.MaxInFlight), 1, 1_000_000)
 	if b.AdmissionLatency < 0 || b.AdmissionLatency > 10*time.Second {
 		p.Addf("admission_latency", "must be between 0 (off) and 10s, got %s", b.AdmissionLatency)
@@ -360,9 +365,9 @@ func (n Notice) Validate(p *Problems) {
 // decimal prices only.
 type PriceKeys struct {
 	// Encryption is the encryption key (base64).
-	Encryption string `yaml:"encryption"`
+	Encryption string `yaml:"encryption" secret:"true"`
 	// Integrity is the integrity key (base64).
-	Integrity string `yaml:"integrity"`
+	Integrity string `yaml:"integrity" secret:"true"`
 }
 
 // Validate reports the problems of the price_keys subsection.
@@ -437,6 +442,8 @@ func (l Log) Validate(p *Problems) {
 type Admin struct {
 	// Listen is the host:port of the admin listener. Default 127.0.0.1:9091.
 	Listen string `yaml:"listen"`
+	// Pprof serves /debug/pprof/ on the admin listener.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Validate reports the problems of the admin section.
@@ -641,16 +648,32 @@ func (c *Config) decode(name string, data []byte) error {
 	// Check every key and value first so that all problems are reported,
 	// each with its full dotted key; the decoder would stop at the first.
 	var fe FileError
-	checkNode(&fe, name, doc.Content[0], typeOfConfig, "")
+	var files []secretFile
+	checkNode(&fe, name, doc.Content[0], typeOfConfig, "", &files)
 	if len(fe.Problems) > 0 {
 		return &fe
+	}
+	if len(files) > 0 {
+		// Decode what is left without the <key>_file entries (not fields),
+		// then read each file into its secret.
+		b, err := yaml.Marshal(&doc)
+		if err != nil {
+			return fmt.Errorf("configs: %s: %w", name, err)
+		}
+		data = b
 	}
 	strict := yaml.NewDecoder(bytes.NewReader(data))
 	strict.KnownFields(true)
 	if err := strict.Decode(c); err != nil {
 		return fmt.Errorf("configs: %s: %w", name, err)
 	}
-	return nil
+	var errs []error
+	for _, f := range files {
+		if err := c.setFromFile(f.key, fmt.Sprintf("%s:%d: %s%s", name, f.line, f.key, FileSuffix), f.file); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // FileError lists every problem of a config file (unknown keys, values of
@@ -682,6 +705,9 @@ func (e *FileError) add(kind error, format string, args ...any) {
 // unknown key wraps ErrUnknownKey, a bad value ErrInvalidValue; both errors
 // name the key, and c is unchanged then.
 func (c *Config) Set(key, value string) error {
+	if base, ok := secretFileKey(key); ok {
+		return c.setFromFile(base, key, value)
+	}
 	v, err := lookup(c, key)
 	if err != nil {
 		return err
@@ -709,6 +735,9 @@ func (c *Config) Keys() []string {
 	return keys
 }
 
+// EnvName returns the environment variable that overrides the setting key.
+func EnvName(key string) string { return envName(key) }
+
 // envName returns the environment variable that overrides the setting key:
 // "catalog.block_cache_mb" -> "RTBD_CATALOG_BLOCK_CACHE_MB".
 func envName(key string) string {
@@ -730,6 +759,15 @@ func (c *Config) applyEnv(environ []string) error {
 		return nil
 	}
 	var errs []error
+	for _, key := range SecretKeys() {
+		name := envName(key + FileSuffix)
+		if file, ok := vars[name]; ok {
+			delete(vars, name)
+			if err := c.setFromFile(key, key+FileSuffix+" (environment variable "+name+")", file); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	walkLeaves(valueOf(c), "", func(path string, fv reflect.Value) {
 		name := envName(path)
 		value, ok := vars[name]
@@ -754,6 +792,7 @@ func (c *Config) applyEnv(environ []string) error {
 func (c *Config) Validate() error {
 	var p Problems
 	p.OneOf("mode", c.Mode, ModeBidder, ModeCatalog)
+	checkNotMasked(c, &p)
 	validateSections(valueOf(c), &p)
 	if len(p.List()) == 0 {
 		return nil
@@ -773,9 +812,12 @@ func (e *ValidationError) Error() string { return strings.Join(e.Problems, "\n")
 // YAML returns the configuration as a YAML document, with the comments of
 // rtbd.yaml on each key: what `rtbd config print` shows, and a valid config
 // file to start from.
+//
+// Secret settings show as Mask (see Masked): the output is for people and
+// logs; secrets are given by environment or <key>_file.
 func (c *Config) YAML() ([]byte, error) {
 	var root yaml.Node
-	if err := root.Encode(c); err != nil {
+	if err := root.Encode(c.Masked()); err != nil {
 		return nil, fmt.Errorf("configs: encode: %w", err)
 	}
 	var defaults yaml.Node

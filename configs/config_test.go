@@ -75,7 +75,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	want := Config{
 		Mode:  ModeBidder,
 		Log:   Log{Level: "info", Format: LogFormatAuto},
-		Admin: Admin{Listen: "127.0.0.1:9091"},
+		Admin: Admin{Listen: "127.0.0.1:9091", Pprof: true},
 		Catalog: Catalog{
 			Data:                 "./data/catalog",
 			Target:               "",
@@ -578,7 +578,7 @@ func TestCheckNodeEveryKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		var fe FileError
-		checkNode(&fe, "f", doc.Content[0], reflect.TypeFor[kinds](), "")
+		checkNode(&fe, "f", doc.Content[0], reflect.TypeFor[kinds](), "", new([]secretFile))
 		return &fe
 	}
 	if fe := check("s: x\nb: true\ni: 1\nu32: 2\nf: 0.5\nd: 1s\nl: [a, b]\nt: a\nsub: {x: 3}\n"); len(fe.Problems) > 0 {

@@ -23,6 +23,15 @@
 // file, a key with no value ("target:") is an error: write "" for an empty
 // string, or remove the key to keep the default.
 //
+// # Secrets
+//
+// A setting tagged `secret:"true"` (token keys, price keys; a password or DSN
+// added later gets the tag too) is a secret: Masked, which YAML uses, shows
+// it as "***" wherever the config is shown, and it may also be given as
+// "<key>_file", the path of a file holding it (in the file, as
+// RTBD_<KEY>_FILE, or with Set), read at load without its trailing newline.
+// SecretKeys lists them.
+//
 // # Adding a section
 //
 // Everything is driven by reflection over the yaml tags, so a new section

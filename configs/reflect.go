@@ -278,7 +278,10 @@ func formatValue(v reflect.Value) string {
 // checkNode checks a YAML mapping n against the section type t before it is
 // decoded: every key must name a field, every value must decode into its
 // field's type. All problems go to fe, each with file, line and dotted key.
-func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix string) {
+//
+// A "<key>_file" entry of a secret setting is appended to files and removed
+// from n (it is no field: decoding reads the rest).
+func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix string, files *[]secretFile) {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -295,8 +298,22 @@ func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix 
 		return
 	}
 	seen := make(map[string]int)
+	kept := n.Content[:0:0]
+	defer func() { n.Content = kept }()
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
+		if base, ok := strings.CutSuffix(k.Value, FileSuffix); ok && k.Kind == yaml.ScalarNode {
+			if idx, ok := fieldByKey(t, base); ok && isSecret(t.Field(idx)) {
+				path := joinKey(prefix, base)
+				if val.Kind != yaml.ScalarNode || val.Tag == "!!null" || val.Value == "" {
+					fe.add(ErrInvalidValue, "%s:%d: %s%s: want a file path, got %s", name, val.Line, path, FileSuffix, describe(val))
+					continue
+				}
+				*files = append(*files, secretFile{key: path, file: val.Value, line: k.Line})
+				continue
+			}
+		}
+		kept = append(kept, k, val)
 		if k.Kind != yaml.ScalarNode {
 			fe.add(ErrInvalidValue, "%s:%d: %s: keys must be plain names", name, k.Line, joinKey(prefix, "?"))
 			continue
@@ -321,7 +338,7 @@ func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix 
 		}
 		ft := t.Field(idx).Type
 		if isSection(ft) {
-			checkNode(fe, name, val, ft, path)
+			checkNode(fe, name, val, ft, path, files)
 			continue
 		}
 		checkLeaf(fe, name, val, ft, path)

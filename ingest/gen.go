@@ -48,7 +48,7 @@ func GenMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	if g.out == "" || fs.NArg() > 0 {
-		return fmt.Errorf("%w: rtbd gen needs -out FILE and no arguments", ErrUsage)
+		return fmt.Errorf("%w: -out FILE is required, and no arguments", ErrUsage)
 	}
 	if err := feedgen.WriteFile(g.out, g.opts); err != nil {
 		if errors.Is(err, feedgen.ErrBadOptions) {

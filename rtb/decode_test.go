@@ -101,6 +101,9 @@ func TestDecodeRequestBad(t *testing.T) {
 		{"ext wrong type is fine but imp.ext unterminated", `{"id":"r","imp":[{"id":"1","banner":{},"ext":{"a":}}]}`, ""},
 		{"missing id", `{"imp":[{"id":"1","banner":{}}]}`, "id"},
 		{"id with control char", `{"id":"r\u0001","imp":[{"id":"1","banner":{}}]}`, "id"},
+		{"id with a lone surrogate", `{"id":"r\ud800","imp":[{"id":"1","banner":{}}]}`, "id"},
+		{"id with a lone low surrogate", `{"id":"\udc00","imp":[{"id":"1","banner":{}}]}`, "id"},
+		{"imp id with a lone surrogate", `{"id":"r","imp":[{"id":"1\ud800x","banner":{}}]}`, "imp[0].id"},
 		{"id too long", `{"id":"` + strings.Repeat("x", 300) + `","imp":[{"id":"1","banner":{}}]}`, "id"},
 		{"missing imp", `{"id":"r","site":{}}`, "imp"},
 		{"empty imp", `{"id":"r","imp":[]}`, "imp"},
@@ -311,6 +314,23 @@ func TestDecodeMatchesEncodingJSON(t *testing.T) {
 		if gotErr == nil && !reflect.DeepEqual(normImps(got), normImps(want)) {
 			t.Errorf("%s: decoded differently:\n got %+v\nwant %+v", body, got, want)
 		}
+	}
+}
+
+// TestDecodeRequestLoneSurrogateID: an id that decoding cannot keep as sent
+// (a lone surrogate becomes U+FFFD) is invalid and not echoed mangled.
+func TestDecodeRequestLoneSurrogateID(t *testing.T) {
+	var req openrtb2.BidRequest
+	err := DecodeRequest([]byte(`{"id":"abc\ud800","imp":[{"id":"1","banner":{}}]}`), &req)
+	var re *RequestError
+	if !errors.As(err, &re) || re.Field != "id" || re.NBR != NoBidInvalidRequest {
+		t.Fatalf("got %v, want an invalid id (nbr 2)", err)
+	}
+	if req.ID != "" {
+		t.Errorf("req.ID %q, want it cleared (not echoed mangled)", req.ID)
+	}
+	if err := DecodeRequest([]byte(`{"id":"\ud83d\ude00","imp":[{"id":"1","banner":{}}]}`), &req); err != nil || req.ID != "\U0001F600" {
+		t.Errorf("a surrogate pair: %v, id %q", err, req.ID)
 	}
 }
 

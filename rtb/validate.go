@@ -3,6 +3,7 @@ package rtb
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 
@@ -21,7 +22,9 @@ func Validate(req *openrtb2.BidRequest) error {
 // Validate checks the rules of OpenRTB 2.6 that rtbd relies on and returns a
 // *RequestError with NBR NoBidInvalidRequest for the first one broken:
 //
-//   - id is present, at most MaxIDBytes, without control characters;
+//   - id is present, at most MaxIDBytes, without control characters or
+//     U+FFFD (what a lone \u surrogate decodes to; the id is then cleared,
+//     not echoed mangled);
 //   - imp has 1 to MaxImps entries; each has an id (same rules as the request
 //     id, unique within the request) and at least one of banner, video,
 //     audio, native;
@@ -42,6 +45,9 @@ func (d *Decoder) Validate(req *openrtb2.BidRequest) error {
 
 func validate(req *openrtb2.BidRequest, lim *Limits) *RequestError {
 	if msg := checkID(req.ID, lim.MaxIDBytes); msg != "" {
+		if msg == msgReplacement {
+			req.ID = "" // the no-bid echoes no mangled id
+		}
 		return invalid("id", msg)
 	}
 	if len(req.Imp) == 0 {
@@ -101,7 +107,8 @@ func validate(req *openrtb2.BidRequest, lim *Limits) *RequestError {
 }
 
 // checkID returns "" when id is a usable OpenRTB id: not empty, at most max
-// bytes, no ASCII control characters (ids end up in URLs, logs and keys).
+// bytes, no ASCII control characters (ids end up in URLs, logs and keys),
+// no U+FFFD.
 func checkID(id string, max int) string {
 	if id == "" {
 		return "missing"
@@ -114,8 +121,19 @@ func checkID(id string, max int) string {
 			return "control character"
 		}
 	}
+	if strings.Contains(id, replacementChar) {
+		return msgReplacement
+	}
 	return ""
 }
+
+// replacementChar is U+FFFD, what decoding makes of a lone surrogate
+// ("\ud800"): an id holding it cannot be echoed as the exchange sent it.
+const replacementChar = "\uFFFD"
+
+// msgReplacement is checkID's answer for such an id; the request's id is
+// then cleared, so that the no-bid does not echo it mangled.
+const msgReplacement = "U+FFFD (a lone \\u surrogate or a replacement character): it cannot be echoed as sent"
 
 // duplicateImpID returns the index of the first imp whose id repeats an
 // earlier one, or -1. Quadratic up to 32 imps (no allocation), a map above.

@@ -77,7 +77,7 @@ func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	if o.Dir == "" {
-		return fmt.Errorf("%w: rtbd gen -demo needs -out DIR", ErrUsage)
+		return fmt.Errorf("%w: -demo needs -out DIR", ErrUsage)
 	}
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
