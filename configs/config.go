@@ -437,11 +437,15 @@ func (l Log) Validate(p *Problems) {
 type Admin struct {
 	// Listen is the host:port of the admin listener. Default 127.0.0.1:9091.
 	Listen string `yaml:"listen"`
+	// ReadyCatalogGrace is how long a bidder on a remote catalog may reach
+	// no catalog node before /readyz turns 503. Default 5s.
+	ReadyCatalogGrace time.Duration `yaml:"ready_catalog_grace"`
 }
 
 // Validate reports the problems of the admin section.
 func (a Admin) Validate(p *Problems) {
 	p.HostPort("listen", a.Listen)
+	p.Positive("ready_catalog_grace", a.ReadyCatalogGrace)
 }
 
 // Catalog configures the product index (embedded or served by catalog
