@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zaptest"
-
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/catalog"
 )
@@ -74,11 +72,7 @@ func TestReadyzRemoteCatalog(t *testing.T) {
 	cfg.Catalog.Target = "static:///" + addr
 	cfg.Catalog.Data = filepath.Join(t.TempDir(), "absent")
 	cfg.Admin.ReadyCatalogGrace = 200 * time.Millisecond
-	s, err := Start(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
+	s := startWithBulkUser(t, cfg)
 
 	body := readyzUntil(t, s, 200, 10*time.Second)
 	wantLines(t, body, "ready\n", "shutting_down: no", "catalog: remote, 1 nodes resolved, reachable", "campaigns: ")
@@ -111,14 +105,7 @@ func TestReadyzRedisDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Bidder.ShutdownTimeout = time.Second // the final spend flush cannot reach Redis
-	s, err := Start(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
-	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
-		t.Fatal(err)
-	}
+	s := startWithBulkUser(t, cfg)
 	body := readyzUntil(t, s, 200, 10*time.Second)
 	wantLines(t, body, "ready\n", "catalog: local", "redis: reachable")
 	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
