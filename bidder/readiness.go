@@ -40,13 +40,16 @@ func (s *Server) catalogState() (string, bool) {
 	if s.remote == nil {
 		return "local", true
 	}
-	nodes := len(s.remote.Nodes())
+	nodes := "1 node resolved"
+	if n := len(s.remote.Nodes()); n != 1 {
+		nodes = fmt.Sprintf("%d nodes resolved", n)
+	}
 	ok, since := s.remote.Reachable()
 	if ok {
-		return fmt.Sprintf("remote, %d nodes resolved, reachable", nodes), true
+		return "remote, " + nodes + ", reachable", true
 	}
 	down, grace := time.Since(since), s.cfg.Admin.ReadyCatalogGrace
-	return fmt.Sprintf("remote, %d nodes resolved, none reachable for %s (grace %s)",
+	return fmt.Sprintf("remote, %s, none reachable for %s (grace %s)",
 		nodes, down.Round(time.Millisecond), grace), down < grace
 }
 
