@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,6 +45,24 @@ type Options struct {
 	// profiles and /debug/pprof/cmdline (the process's command line) are
 	// for operators only.
 	NoPprof bool
+	// Checks are the named dependencies whose state GET /readyz lists, one
+	// line each, in this order; one that is not ready makes it 503. With
+	// none, the body is just the verdict.
+	Checks []Check
+}
+
+// Check is one named part of readiness: a dependency (the catalog, a
+// store) or a startup step.
+type Check struct {
+	// Name is the line's key in /readyz's body ("catalog", "redis").
+	Name string
+	// State describes the dependency now ("2 nodes resolved, reachable",
+	// "unreachable (ignored for readiness)") and whether it lets the
+	// process take traffic. A dependency the process serves without (fast
+	// no-bids) is listed with ready true. Called on every /readyz request
+	// from the server's goroutines: it must be fast (no more than a short,
+	// bounded probe) and safe for concurrent use.
+	State func() (state string, ready bool)
 }
 
 // Server is the admin HTTP listener every rtbd mode runs: /healthz,
@@ -119,18 +138,45 @@ func (s *Server) SetReady() {
 	s.notReady.Store(nil)
 }
 
+// readyz answers the verdict on the first line: "ready", or why not (the
+// SetNotReady reason, else the Ready error, and "not ready: " with the
+// names of the checks that are not). With Checks, the lines
+// "shutting_down: yes|no" and "name: state" per check follow.
 func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
-	if reason := s.notReady.Load(); reason != nil {
-		writeText(w, http.StatusServiceUnavailable, *reason)
-		return
-	}
-	if s.opts.Ready != nil {
+	var why []string
+	reason := s.notReady.Load()
+	if reason != nil {
+		why = append(why, *reason)
+	} else if s.opts.Ready != nil {
 		if err := s.opts.Ready(); err != nil {
-			writeText(w, http.StatusServiceUnavailable, err.Error())
-			return
+			why = append(why, err.Error())
 		}
 	}
-	writeText(w, http.StatusOK, "ready")
+	var lines strings.Builder
+	if len(s.opts.Checks) > 0 {
+		shutting := "no"
+		if reason != nil {
+			shutting = "yes"
+		}
+		fmt.Fprintf(&lines, "\nshutting_down: %s", shutting)
+		var failed []string
+		for _, c := range s.opts.Checks {
+			state, ok := c.State()
+			if !ok {
+				failed = append(failed, c.Name)
+			}
+			fmt.Fprintf(&lines, "\n%s: %s", c.Name, state)
+		}
+		if len(failed) > 0 {
+			why = append(why, "not ready: "+strings.Join(failed, ", "))
+		}
+		lines.WriteByte('\n')
+	}
+	code, verdict := http.StatusOK, "ready"
+	if len(why) > 0 {
+		code, verdict = http.StatusServiceUnavailable, strings.Join(why, "; ")
+	}
+	writeText(w, code, verdict+lines.String())
 }
 
 func writeText(w http.ResponseWriter, code int, body string) {

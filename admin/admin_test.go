@@ -446,3 +446,38 @@ func TestNonLoopbackWarns(t *testing.T) {
 		}
 	}
 }
+
+// TestReadinessChecks: /readyz lists every check's state, is 503 while one
+// is not ready (naming it) or while shutting down, and 200 when a check
+// that does not gate readiness reports a problem.
+func TestReadinessChecks(t *testing.T) {
+	var catalogOK atomic.Bool
+	catalogOK.Store(true)
+	s := start(t, Options{Checks: []Check{
+		{Name: "catalog", State: func() (string, bool) {
+			if catalogOK.Load() {
+				return "2 nodes resolved, reachable", true
+			}
+			return "none reachable", false
+		}},
+		{Name: "redis", State: func() (string, bool) { return "unreachable (ignored for readiness)", true }},
+	}})
+	url := "http://" + s.Addr() + "/readyz"
+
+	want := "ready\nshutting_down: no\ncatalog: 2 nodes resolved, reachable\nredis: unreachable (ignored for readiness)\n"
+	if body := expect(t, "GET", url, 200, ""); body != want {
+		t.Fatalf("body = %q, want %q", body, want)
+	}
+	catalogOK.Store(false)
+	want = "not ready: catalog\nshutting_down: no\ncatalog: none reachable\nredis: unreachable (ignored for readiness)\n"
+	if body := expect(t, "GET", url, 503, ""); body != want {
+		t.Fatalf("body = %q, want %q", body, want)
+	}
+	catalogOK.Store(true)
+	expect(t, "GET", url, 200, "ready\n")
+	s.SetNotReady("shutting down")
+	want = "shutting down\nshutting_down: yes\ncatalog: 2 nodes resolved, reachable\nredis: unreachable (ignored for readiness)\n"
+	if body := expect(t, "GET", url, 503, ""); body != want {
+		t.Fatalf("body = %q, want %q", body, want)
+	}
+}

@@ -4,7 +4,9 @@
 // configs.Admin.Listen, with
 //
 //	GET /healthz        200 "ok" while the process runs (liveness)
-//	GET /readyz         200 "ready", or 503 with the reason (readiness)
+//	GET /readyz         200 "ready", or 503 with the reason (readiness);
+//	                    with Options.Checks, one "name: state" line per
+//	                    dependency follows
 //	GET /metrics        Prometheus exposition of Options.Gatherer
 //	/debug/pprof/...    net/http/pprof, on this server's own mux
 //

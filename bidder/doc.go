@@ -21,8 +21,10 @@
 //	                     Options.Notices replaces that; neither: 204
 //
 // Run (the main program's bidder mode) adds the admin listener: /metrics,
-// /healthz, /readyz, POST /admin/debug/bid (Explain: why each campaign did
-// or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
+// /healthz, /readyz (one line per dependency; 503 only while shutting
+// down or with a remote catalog unreachable for longer than
+// admin.ready_catalog_grace: readiness.go), POST /admin/debug/bid
+// (Explain: why each campaign did or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
 // cap and bidding state per campaign: CampaignsHandler) and, with a remote
 // catalog, POST /admin/catalog/refresh. Start opens the spend store the
 // config chooses (spend.store: embedded Pebble in bidder.data_dir/spend,

@@ -224,7 +224,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.http_listen %s: %w", cfg.Bidder.HTTPListen, err)
 	}
-	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Ready: s.ready,
+	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Checks: s.readyChecks(),
 		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
@@ -334,16 +334,6 @@ func (s *Server) Campaigns() *campaign.Watcher { return s.watcher }
 
 // Users is the user store.
 func (s *Server) Users() *user.Store { return s.users }
-
-func (s *Server) ready() error {
-	if s.watcher.Current() == nil {
-		return errors.New("no campaigns loaded")
-	}
-	if s.remote != nil && len(s.remote.Nodes()) == 0 {
-		return errors.New("no catalog node resolved")
-	}
-	return nil
-}
 
 // refresh is POST /admin/catalog/refresh: re-resolve the remote target now.
 func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {

@@ -50,6 +50,21 @@ func testConfig(t *testing.T) *configs.Config {
 	return cfg
 }
 
+// startWithBulkUser starts the bidder of cfg, shut down at cleanup, with
+// userBulk's profile in its user store.
+func startWithBulkUser(t *testing.T, cfg *configs.Config) *Server {
+	t.Helper()
+	s, err := Start(cfg, zaptest.NewLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
@@ -190,14 +205,7 @@ func TestServerRemote(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Catalog.Target = "static:///" + addr
 	cfg.Catalog.Data = filepath.Join(t.TempDir(), "absent") // not opened with a target
-	s, err := Start(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Shutdown(context.Background())
-	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
-		t.Fatal(err)
-	}
+	s := startWithBulkUser(t, cfg)
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 500)
 	deadline := time.Now().Add(10 * time.Second)
 	for {

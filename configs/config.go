@@ -444,11 +444,15 @@ type Admin struct {
 	Listen string `yaml:"listen"`
 	// Pprof serves /debug/pprof/ on the admin listener.
 	Pprof bool `yaml:"pprof"`
+	// ReadyCatalogGrace is how long a bidder on a remote catalog may reach
+	// no catalog node before /readyz turns 503. Default 5s.
+	ReadyCatalogGrace time.Duration `yaml:"ready_catalog_grace"`
 }
 
 // Validate reports the problems of the admin section.
 func (a Admin) Validate(p *Problems) {
 	p.HostPort("listen", a.Listen)
+	p.Positive("ready_catalog_grace", a.ReadyCatalogGrace)
 }
 
 // Catalog configures the product index (embedded or served by catalog

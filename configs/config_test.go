@@ -75,7 +75,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	want := Config{
 		Mode:  ModeBidder,
 		Log:   Log{Level: "info", Format: LogFormatAuto},
-		Admin: Admin{Listen: "127.0.0.1:9091", Pprof: true},
+		Admin: Admin{Listen: "127.0.0.1:9091", Pprof: true, ReadyCatalogGrace: 5 * time.Second},
 		Catalog: Catalog{
 			Data:                 "./data/catalog",
 			Target:               "",
@@ -700,6 +700,8 @@ func TestValidateSingleSettings(t *testing.T) {
 		{"admin.listen", "localhost:0", ""},
 		{"admin.listen", "127.0.0.1:70000", "admin.listen: port must be a number 0..65535"},
 		{"admin.listen", "", "admin.listen: must be host:port"},
+		{"admin.ready_catalog_grace", "200ms", ""},
+		{"admin.ready_catalog_grace", "0s", "admin.ready_catalog_grace: must be > 0, got 0s"},
 		{"catalog.target", "static:///10.0.0.1:9090,10.0.0.2:9090", ""},
 		{"catalog.target", "dns:///catalog.internal:9090", ""},
 		{"catalog.target", "dns:///catalog.internal", ""},

@@ -134,6 +134,7 @@ type Client struct {
 	conns       []*grpc.ClientConn
 	next        atomic.Uint32
 	hub         *hub
+	reach       *reach
 	callTimeout time.Duration
 	m           *metrics
 	closed      atomic.Bool
@@ -205,6 +206,8 @@ func New(opts Options) (*Client, error) {
 		cc.Connect() // start connecting now, without waiting
 		c.conns = append(c.conns, cc)
 	}
+	c.reach = newReach(len(c.conns))
+	c.reach.watch(c.conns)
 	return c, nil
 }
 
@@ -284,6 +287,9 @@ func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
 		c.hub.close()
+		if c.reach != nil {
+			c.reach.stop()
+		}
 		var errs []error
 		for _, cc := range c.conns {
 			if err := cc.Close(); err != nil {

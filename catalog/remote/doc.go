@@ -49,6 +49,11 @@
 // shutdown, gets no new calls; a node without the health service counts as
 // healthy.
 //
+// Client.Reachable says whether any node is READY on some ClientConn now,
+// and since when none has been; it follows gRPC's connectivity state
+// (a goroutine per ClientConn waits for state changes), so it needs no
+// failed call. A bidder's /readyz turns unready on it after a grace.
+//
 // # Calls, retries and errors
 //
 // Every call carries the caller's deadline, or Options.CallTimeout (default

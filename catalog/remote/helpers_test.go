@@ -83,7 +83,14 @@ func (s testServer) GetProductMasters(ctx context.Context, req *catalogpb.Produc
 // startNode starts a node; it is stopped (hard) at test cleanup.
 func startNode(t testing.TB, name string) *testNode {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	return startNodeOn(t, name, "127.0.0.1:0")
+}
+
+// startNodeOn starts a node listening on addr (a stopped node's address
+// restarts it there).
+func startNodeOn(t testing.TB, name, addr string) *testNode {
+	t.Helper()
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
