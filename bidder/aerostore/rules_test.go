@@ -1,0 +1,82 @@
+package aerostore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	as "github.com/aerospike/aerospike-client-go/v7"
+
+	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+// writeExact adds 3 micros per Add to five campaigns through a Writer on
+// s while hook fails records, then recovers, and checks that the store
+// holds every Add exactly once: a flush retried after a partial failure
+// must not add the records that were already applied.
+func writeExact(t *testing.T, srv *aerotest.Server, s spend.Store, hook func(aerotest.RecordCall) int) {
+	t.Helper()
+	srv.SetRecordHook(hook)
+	w, err := spend.NewWriter(s, spend.Options{FlushInterval: 5 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, FlushTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2024, 5, 1, 1, 0, 0, 0, time.UTC)
+	for i := range 500 {
+		if err := w.Add(fmt.Sprintf("c%d", i%5), "", 3, at); err != nil {
+			t.Fatal(err)
+		}
+		if i%50 == 0 {
+			time.Sleep(2 * time.Millisecond) // several flushes, several failures
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := w.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Requests()[aerotest.KindRecordFault]; n == 0 {
+		t.Fatal("the hook failed no record: the test tests nothing")
+	}
+	r, err := s.Read(ctx, []string{"c0", "c1", "c2", "c3", "c4"}, "2024-05-01")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range r {
+		if x.DayMicros != 300 || x.DayImps != 100 || x.TotalMicros != 300 || x.TotalImps != 100 {
+			t.Errorf("%s: %+v, want 300 micros and 100 imps per day and in total", x.Campaign, x)
+		}
+	}
+}
+
+// TestSpendBatchPartialFailure: the second record of every batch fails
+// with 22 several times, then the server recovers; totals are exact.
+func TestSpendBatchPartialFailure(t *testing.T) {
+	srv, c := testServer(t)
+	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace})
+	writeExact(t, srv, s, aerotest.FailRecords(aerotest.ResultForbidden, 6, func(rc aerotest.RecordCall) bool { return rc.Batch && rc.Index == 1 }))
+}
+
+// TestSpendKeyBusy: a hot lifetime-total record answers KEY_BUSY several
+// times; the store retries it and the totals are exact.
+func TestSpendKeyBusy(t *testing.T) {
+	srv, c := testServer(t)
+	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace})
+	hot, _ := as.NewKey(aerotest.DefaultNamespace, aerostore.DefaultSpendSet, "c0|t")
+	var d [20]byte
+	copy(d[:], hot.Digest())
+	writeExact(t, srv, s, aerotest.FailRecords(aerotest.ResultKeyBusy, 10, func(rc aerotest.RecordCall) bool { return rc.Digest == d }))
+
+	// One flush alone survives a short KEY_BUSY burst: retried inside Flush.
+	srv.SetRecordHook(aerotest.FailRecords(aerotest.ResultKeyBusy, 2, func(rc aerotest.RecordCall) bool { return rc.Digest == d }))
+	out, err := s.Flush(context.Background(), []spend.Delta{{ID: "kb:1", Campaign: "c0", Day: "2024-05-01", Micros: 1, Imps: 1}, {ID: "kb:2", Campaign: "c1", Day: "2024-05-01", Micros: 1, Imps: 1}})
+	if err != nil {
+		t.Fatalf("Flush with a short KEY_BUSY burst: %v", err)
+	}
+	if out[0].TotalMicros != 301 || out[1].TotalMicros != 301 {
+		t.Errorf("totals %+v, want 301 micros each", out)
+	}
+}
