@@ -2,7 +2,9 @@ package aerostore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,5 +80,37 @@ func TestSpendKeyBusy(t *testing.T) {
 	}
 	if out[0].TotalMicros != 301 || out[1].TotalMicros != 301 {
 		t.Errorf("totals %+v, want 301 micros each", out)
+	}
+}
+
+// TestCheckNsupPeriod: Check fails naming nsup-period and the namespace
+// under nsup-period 0, passes otherwise, and leaves no record behind.
+func TestCheckNsupPeriod(t *testing.T) {
+	srv, err := aerotest.Start(aerotest.Options{NsupPeriodZero: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	c, err := aerostore.Connect(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	err = aerostore.NewSpendStore(c, aerostore.Options{Namespace: "test"}).Check(context.Background())
+	if !errors.Is(err, aerostore.ErrTTLRefused) || !strings.Contains(err.Error(), "nsup-period") || !strings.Contains(err.Error(), `"test"`) {
+		t.Errorf("Check under nsup-period 0 = %v, want ErrTTLRefused naming nsup-period and the namespace", err)
+	}
+	// A flush under nsup-period 0 says why too.
+	_, err = aerostore.NewSpendStore(c, aerostore.Options{Namespace: "test"}).Flush(context.Background(), []spend.Delta{{ID: "n:1", Campaign: "c", Day: "2024-05-01", Micros: 1, Imps: 1}, {ID: "n:2", Campaign: "e", Day: "2024-05-01", Micros: 1, Imps: 1}})
+	if !errors.Is(err, aerostore.ErrTTLRefused) {
+		t.Errorf("Flush under nsup-period 0 = %v, want ErrTTLRefused", err)
+	}
+
+	ok, c2 := testServer(t)
+	if err := aerostore.NewSpendStore(c2, aerostore.Options{Namespace: "test"}).Check(context.Background()); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	if n := ok.Records(); n != 0 {
+		t.Errorf("Check left %d records", n)
 	}
 }

@@ -2,6 +2,8 @@ package aerostore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -33,7 +35,7 @@ var (
 	// ErrTTLRefused is wrapped when the namespace refuses writes carrying a
 	// TTL (result code 22 FAIL_FORBIDDEN), which a server does while the
 	// namespace's nsup-period is 0, its default.
-	ErrTTLRefused = errors.New("aerostore: namespace refuses writes with a TTL (nsup-period 0?)")
+	ErrTTLRefused = errors.New("aerostore: nsup-period is 0: writes with a TTL are refused")
 )
 
 // Options configures the stores. The zero value is usable.
@@ -453,4 +455,34 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 		o.DayMicros, o.DayImps, o.TotalMicros, o.TotalImps = vals[0], vals[1], vals[2], vals[3]
 	}
 	return out, nil
+}
+
+// Check writes and deletes a probe record with a 60 s TTL in the spend set,
+// as a flush's day record does. It fails wrapping ErrTTLRefused, with a
+// message naming nsup-period and the namespace, when the namespace refuses
+// writes with a TTL (nsup-period 0, the server's default), so a bidder
+// stops at start instead of failing every flush.
+func (s *SpendStore) Check(ctx context.Context) error {
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	key, err := as.NewKey(s.opts.Namespace, s.opts.SpendSet, "probe|"+hex.EncodeToString(nonce[:]))
+	if err != nil {
+		return fmt.Errorf("aerostore: check: %w", err)
+	}
+	wp := as.NewWritePolicy(0, 60)
+	wp.TotalTimeout, wp.SocketTimeout = t, t
+	if aerr := s.c.Put(wp, key, as.BinMap{"p": 1}); aerr != nil {
+		if aerr.Matches(types.FAIL_FORBIDDEN) {
+			return fmt.Errorf("%w: namespace %q refused a write with a TTL (FAIL_FORBIDDEN): set nsup-period (e.g. 120) for it in aerospike.conf, or allow-ttl-without-nsup true", ErrTTLRefused, s.opts.Namespace)
+		}
+		return fmt.Errorf("aerostore: check namespace %q: %w", s.opts.Namespace, aerr)
+	}
+	if _, aerr := s.c.Delete(wp, key); aerr != nil {
+		return fmt.Errorf("aerostore: check namespace %q: delete probe: %w", s.opts.Namespace, aerr)
+	}
+	return nil
 }
