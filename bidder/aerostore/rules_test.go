@@ -58,7 +58,7 @@ func writeExact(t *testing.T, srv *aerotest.Server, s spend.Store, hook func(aer
 // with 22 several times, then the server recovers; totals are exact.
 func TestSpendBatchPartialFailure(t *testing.T) {
 	srv, c := testServer(t)
-	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace})
+	s := spendStore(t, c, runOptions(aerotest.DefaultNamespace), srv)
 	writeExact(t, srv, s, aerotest.FailRecords(aerotest.ResultForbidden, 6, func(rc aerotest.RecordCall) bool { return rc.Batch && rc.Index == 1 }))
 }
 
@@ -66,8 +66,9 @@ func TestSpendBatchPartialFailure(t *testing.T) {
 // times; the store retries it and the totals are exact.
 func TestSpendKeyBusy(t *testing.T) {
 	srv, c := testServer(t)
-	s := aerostore.NewSpendStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace})
-	hot, _ := as.NewKey(aerotest.DefaultNamespace, aerostore.DefaultSpendSet, "c0|t")
+	o := runOptions(aerotest.DefaultNamespace)
+	s := spendStore(t, c, o, srv)
+	hot, _ := as.NewKey(aerotest.DefaultNamespace, aerostore.DefaultSpendSet, o.KeyPrefix+"c0|t")
 	var d [20]byte
 	copy(d[:], hot.Digest())
 	writeExact(t, srv, s, aerotest.FailRecords(aerotest.ResultKeyBusy, 10, func(rc aerotest.RecordCall) bool { return rc.Digest == d }))

@@ -53,6 +53,11 @@ type Options struct {
 	Timeout time.Duration
 	// MaxViewed and MaxGroups bound RecordView like user.Options. Defaults 50 and 20.
 	MaxViewed, MaxGroups int
+	// KeyPrefix is prepended to the key of every spend and freq record
+	// (and of Check's probe). Default "". Tests on a shared cluster use the
+	// production set names with a per-run prefix, because every set a
+	// namespace has seen counts against its 4,095 sets even once emptied.
+	KeyPrefix string
 }
 
 func (o *Options) defaults() {
@@ -124,12 +129,27 @@ type SpendStore struct {
 	// applied holds, per delta id and record, the adds applied by a flush
 	// that failed on other records; a retry of the same deltas skips them.
 	applied map[appliedKey]struct{}
+
+	onKey func(*as.Key) // tests only: sees every key the store builds
 }
 
 // NewSpendStore returns a spend store on c.
 func NewSpendStore(c *as.Client, opts Options) *SpendStore {
 	opts.defaults()
 	return &SpendStore{c: c, opts: opts, applied: map[appliedKey]struct{}{}}
+}
+
+// key is the key of record k (without KeyPrefix) in set. It reports the
+// key to onKey when a test set it.
+func (s *SpendStore) key(set, k string) (*as.Key, error) {
+	key, err := as.NewKey(s.opts.Namespace, set, s.opts.KeyPrefix+k)
+	if err != nil {
+		return nil, fmt.Errorf("aerostore: key %q: %w", s.opts.KeyPrefix+k, err)
+	}
+	if s.onKey != nil {
+		s.onKey(key)
+	}
+	return key, nil
 }
 
 func (s *SpendStore) timeout(ctx context.Context) (time.Duration, error) {
@@ -203,9 +223,9 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 		if r := recs[id]; r != nil {
 			return r, nil
 		}
-		key, err := as.NewKey(s.opts.Namespace, set, k)
+		key, err := s.key(set, k)
 		if err != nil {
-			return nil, fmt.Errorf("aerostore: key %q: %w", k, err)
+			return nil, err
 		}
 		r := &rec{id: id, key: key, bins: bins, add: make([]int64, len(bins)), ttl: ttl}
 		recs[id] = r
@@ -421,9 +441,9 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 	keys := make([]*as.Key, 0, 2*len(campaigns))
 	for _, c := range campaigns {
 		for _, k := range []string{c + "|d|" + day, c + "|t"} {
-			key, err := as.NewKey(s.opts.Namespace, s.opts.SpendSet, k)
+			key, err := s.key(s.opts.SpendSet, k)
 			if err != nil {
-				return nil, fmt.Errorf("aerostore: key %q: %w", k, err)
+				return nil, err
 			}
 			keys = append(keys, key)
 		}
@@ -469,9 +489,9 @@ func (s *SpendStore) Check(ctx context.Context) error {
 	}
 	var nonce [8]byte
 	_, _ = rand.Read(nonce[:])
-	key, err := as.NewKey(s.opts.Namespace, s.opts.SpendSet, "probe|"+hex.EncodeToString(nonce[:]))
+	key, err := s.key(s.opts.SpendSet, "probe|"+hex.EncodeToString(nonce[:]))
 	if err != nil {
-		return fmt.Errorf("aerostore: check: %w", err)
+		return err
 	}
 	wp := as.NewWritePolicy(0, 60)
 	wp.TotalTimeout, wp.SocketTimeout = t, t
