@@ -3,7 +3,6 @@ package aerostore_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -15,42 +14,15 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
-// writeExact adds 3 micros per Add to five campaigns through a Writer on
-// s while hook fails records, then recovers, and checks that the store
-// holds every Add exactly once: a flush retried after a partial failure
-// must not add the records that were already applied.
+// writeExact runs addExact on s while hook fails records, then recovers:
+// a flush retried after a partial failure must not add the records that
+// were already applied.
 func writeExact(t *testing.T, srv *aerotest.Server, s spend.Store, hook func(aerotest.RecordCall) int) {
 	t.Helper()
 	srv.SetRecordHook(hook)
-	w, err := spend.NewWriter(s, spend.Options{FlushInterval: 5 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, FlushTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	at := time.Date(2024, 5, 1, 1, 0, 0, 0, time.UTC)
-	for i := range 500 {
-		if err := w.Add(fmt.Sprintf("c%d", i%5), "", 3, at); err != nil {
-			t.Fatal(err)
-		}
-		if i%50 == 0 {
-			time.Sleep(2 * time.Millisecond) // several flushes, several failures
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := w.Close(ctx); err != nil {
-		t.Fatal(err)
-	}
+	addExact(t, s, spend.Options{FlushInterval: 5 * time.Millisecond, RetryMin: time.Millisecond, RetryMax: 5 * time.Millisecond, FlushTimeout: time.Second}, 2*time.Millisecond, nil)
 	if n := srv.Requests()[aerotest.KindRecordFault]; n == 0 {
 		t.Fatal("the hook failed no record: the test tests nothing")
-	}
-	r, err := s.Read(ctx, []string{"c0", "c1", "c2", "c3", "c4"}, "2024-05-01")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, x := range r {
-		if x.DayMicros != 300 || x.DayImps != 100 || x.TotalMicros != 300 || x.TotalImps != 100 {
-			t.Errorf("%s: %+v, want 300 micros and 100 imps per day and in total", x.Campaign, x)
-		}
 	}
 }
 

@@ -202,7 +202,20 @@ func TestSpendFaults(t *testing.T) {
 		}
 	}
 	mode.Store(1)
-	w, err := spend.NewWriter(s, spend.Options{FlushInterval: 10 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, FlushTimeout: 200 * time.Millisecond})
+	// Error answers are definite (nothing applied), so no double count here.
+	addExact(t, s, spend.Options{FlushInterval: 10 * time.Millisecond, RetryMin: 5 * time.Millisecond, RetryMax: 20 * time.Millisecond, FlushTimeout: 200 * time.Millisecond}, 0, func() {
+		time.Sleep(50 * time.Millisecond) // some failed attempts
+		mode.Store(0)
+	})
+}
+
+// addExact adds 3 micros 500 times over five campaigns through a Writer
+// with o on s, pausing for pause every 50 adds (several flushes), calls then
+// (if not nil), closes the Writer and checks that the store holds
+// every Add exactly once, per day and in total.
+func addExact(t *testing.T, s spend.Store, o spend.Options, pause time.Duration, then func()) {
+	t.Helper()
+	w, err := spend.NewWriter(s, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,9 +224,13 @@ func TestSpendFaults(t *testing.T) {
 		if err := w.Add(fmt.Sprintf("c%d", i%5), "", 3, at); err != nil {
 			t.Fatal(err)
 		}
+		if pause > 0 && i%50 == 0 {
+			time.Sleep(pause)
+		}
 	}
-	time.Sleep(50 * time.Millisecond) // some failed attempts
-	mode.Store(0)
+	if then != nil {
+		then()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := w.Close(ctx); err != nil {
@@ -224,9 +241,8 @@ func TestSpendFaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, x := range r {
-		// Error answers are definite (nothing applied), so no double count here.
-		if x.DayMicros != 300 || x.DayImps != 100 {
-			t.Errorf("%s: %+v, want 300 micros, 100 imps", x.Campaign, x)
+		if x.DayMicros != 300 || x.DayImps != 100 || x.TotalMicros != 300 || x.TotalImps != 100 {
+			t.Errorf("%s: %+v, want 300 micros and 100 imps per day and in total", x.Campaign, x)
 		}
 	}
 }
