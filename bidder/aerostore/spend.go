@@ -35,7 +35,7 @@ var (
 	// ErrTTLRefused is wrapped when the namespace refuses writes carrying a
 	// TTL (result code 22 FAIL_FORBIDDEN), which a server does while the
 	// namespace's nsup-period is 0, its default.
-	ErrTTLRefused = errors.New("aerostore: nsup-period is 0: writes with a TTL are refused")
+	ErrTTLRefused = errors.New("aerostore: write with a TTL refused (FAIL_FORBIDDEN: is nsup-period 0?)")
 )
 
 // Options configures the stores. The zero value is usable.
