@@ -284,7 +284,14 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		if s.aero == nil {
 			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", ErrOptions)
 		}
-		store = aerostore.NewSpendStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace})
+		st := aerostore.NewSpendStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := st.Check(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bidder: aerospike.namespace: %w", err)
+		}
+		store = st
 	default:
 		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "spend"), pebblestore.Options{Logger: log})
 		if err != nil {

@@ -18,14 +18,27 @@
 // totals are derived from the values after the add (as if the flush's
 // deltas had been applied one after the other). Read is one BatchGet.
 //
-// Each record's operation is atomic, but a batch is not: Aerospike 7 has no
-// multi-record transactions, and this adapter does not deduplicate delta
-// ids. A flush that fails part way, or times out after reaching the server
-// (in doubt), has some records applied; the Writer retries the whole batch,
-// so those are counted twice. The store is therefore at-least-once: a retry
-// can over-count spend (erring towards underspending the budget), never
-// lose it. Writes are sent with MaxRetries 0 so that the client never adds
-// retries of its own.
+// Each record's operation is atomic, but a batch is not: Aerospike applies
+// a batch record by record (CE has no multi-record transactions), so one
+// record can fail while the others are applied. A record answering 14
+// KEY_BUSY (a hot key; definitely not applied) is sent again, alone, a few
+// times with a doubling backoff inside the same Flush. When a record still
+// fails, Flush fails, and the store remembers (in memory, per delta id and
+// record) which records of those deltas were applied: the Writer's retry
+// of the same deltas adds only to the records that are missing them, so a
+// partial failure never counts twice. What stays at-least-once is a record
+// whose outcome is unknown (a timeout or dropped connection after the
+// request reached the server: in doubt), and a retry by another process
+// after a restart: those can over-count spend (erring towards
+// underspending the budget), never lose it. Writes are sent with
+// MaxRetries 0 so that the client never adds retries of its own.
+//
+// A namespace with nsup-period 0 (the server's default) refuses every
+// write carrying a TTL with 22 FAIL_FORBIDDEN, and the day and freq
+// records carry one: SpendStore.Check, run by the bidder at start, writes
+// and deletes a probe record with a TTL and fails with ErrTTLRefused,
+// naming nsup-period and the namespace; a flush refused so wraps it too.
+// Options.KeyPrefix prefixes every spend and freq key.
 //
 // # UserStore
 //
@@ -40,8 +53,13 @@
 // the user store tests against the in-project wire-protocol TEST server
 // bidder/aerostore/aerotest over real TCP with the real v7 client, and
 // against a real cluster when RTBD_AEROSPIKE_HOSTS is set (host:port,...;
-// namespace RTBD_AEROSPIKE_NAMESPACE, default "test"). What passing against
-// aerotest proves and does not prove is in aerotest's package comment: the
-// adapter's keys, bins, policies, result handling and concurrency, not
-// cluster behaviour (migrations, failover, hot keys) or latency.
+// namespace RTBD_AEROSPIKE_NAMESPACE, default "test"). The spend tests use
+// the production set names with a per-run Options.KeyPrefix and delete
+// every record they touched when they end (a namespace counts every set it
+// has seen against its 4,095, even emptied). Tests against aerotest also
+// turn on the real server's rules (nsup-period 0, per-record failures in a
+// batch, KEY_BUSY). What passing against aerotest proves and does not
+// prove is in aerotest's package comment: the adapter's keys, bins,
+// policies, result handling and concurrency, not cluster behaviour
+// (migrations, failover, real hot-key contention) or latency.
 package aerostore

@@ -2,11 +2,14 @@ package aerostore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	as "github.com/aerospike/aerospike-client-go/v7"
@@ -25,8 +28,15 @@ const (
 	DefaultTimeout   = time.Second
 )
 
-// ErrInvalid is wrapped by errors for bad options.
-var ErrInvalid = errors.New("aerostore: invalid")
+// Sentinel errors.
+var (
+	// ErrInvalid is wrapped by errors for bad options.
+	ErrInvalid = errors.New("aerostore: invalid")
+	// ErrTTLRefused is wrapped when the namespace refuses writes carrying a
+	// TTL (result code 22 FAIL_FORBIDDEN), which a server does while the
+	// namespace's nsup-period is 0, its default.
+	ErrTTLRefused = errors.New("aerostore: write with a TTL refused (FAIL_FORBIDDEN: is nsup-period 0?)")
+)
 
 // Options configures the stores. The zero value is usable.
 type Options struct {
@@ -43,6 +53,11 @@ type Options struct {
 	Timeout time.Duration
 	// MaxViewed and MaxGroups bound RecordView like user.Options. Defaults 50 and 20.
 	MaxViewed, MaxGroups int
+	// KeyPrefix is prepended to the key of every spend and freq record
+	// (and of Check's probe). Default "". Tests on a shared cluster use the
+	// production set names with a per-run prefix, because every set a
+	// namespace has seen counts against its 4,095 sets even once emptied.
+	KeyPrefix string
 }
 
 func (o *Options) defaults() {
@@ -109,12 +124,32 @@ func Connect(hosts string, policy *as.ClientPolicy) (*as.Client, error) {
 type SpendStore struct {
 	c    *as.Client
 	opts Options
+
+	mu sync.Mutex // guards applied
+	// applied holds, per delta id and record, the adds applied by a flush
+	// that failed on other records; a retry of the same deltas skips them.
+	applied map[appliedKey]struct{}
+
+	onKey func(*as.Key) // tests only: sees every key the store builds
 }
 
 // NewSpendStore returns a spend store on c.
 func NewSpendStore(c *as.Client, opts Options) *SpendStore {
 	opts.defaults()
-	return &SpendStore{c: c, opts: opts}
+	return &SpendStore{c: c, opts: opts, applied: map[appliedKey]struct{}{}}
+}
+
+// key is the key of record k (without KeyPrefix) in set. It reports the
+// key to onKey when a test set it.
+func (s *SpendStore) key(set, k string) (*as.Key, error) {
+	key, err := as.NewKey(s.opts.Namespace, set, s.opts.KeyPrefix+k)
+	if err != nil {
+		return nil, fmt.Errorf("aerostore: key %q: %w", s.opts.KeyPrefix+k, err)
+	}
+	if s.onKey != nil {
+		s.onKey(key)
+	}
+	return key, nil
 }
 
 func (s *SpendStore) timeout(ctx context.Context) (time.Duration, error) {
@@ -148,13 +183,19 @@ func (s *SpendStore) batchPolicy(t time.Duration) *as.BatchPolicy {
 
 // rec aggregates the adds to one record of a flush.
 type rec struct {
+	id    string // set/key
 	key   *as.Key
 	bins  []string
-	add   []int64 // per bin, the sum over the flush
+	add   []int64 // per bin, the sum over the flush of what is not applied yet
 	ttl   uint32
-	after []int64 // per bin, the value after the whole batch
+	ids   []string // the deltas adding to this record in this flush
+	after []int64  // per bin, the value after the whole batch
 	op    *as.BatchWrite
 }
+
+// appliedKey names one delta's add to one record, applied by a flush that
+// failed on other records.
+type appliedKey struct{ delta, rec string }
 
 // Flush implements spend.Store (see the package comment).
 func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
@@ -164,13 +205,13 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 	if len(deltas) == 0 {
 		return []spend.Total{}, nil
 	}
-	t, err := s.timeout(ctx)
-	if err != nil {
+	if _, err := s.timeout(ctx); err != nil {
 		return nil, err
 	}
 	now := time.Now()
 	recs := map[string]*rec{}
 	var order []*rec
+	locked := true
 	// contrib[i] lists, per delta, its records and what it added to each.
 	type contrib struct {
 		r   *rec
@@ -182,14 +223,31 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 		if r := recs[id]; r != nil {
 			return r, nil
 		}
-		key, err := as.NewKey(s.opts.Namespace, set, k)
+		key, err := s.key(set, k)
 		if err != nil {
-			return nil, fmt.Errorf("aerostore: key %q: %w", k, err)
+			return nil, err
 		}
-		r := &rec{key: key, bins: bins, add: make([]int64, len(bins)), ttl: ttl}
+		r := &rec{id: id, key: key, bins: bins, add: make([]int64, len(bins)), ttl: ttl}
 		recs[id] = r
 		order = append(order, r)
 		return r, nil
+	}
+	s.mu.Lock() // held while the flush is built, not during the call
+	defer func() {
+		if locked {
+			s.mu.Unlock()
+		}
+	}()
+	// add counts v into r unless an earlier, partly failed flush of this
+	// delta already applied it to r.
+	add := func(d *spend.Delta, r *rec, v ...int64) {
+		if _, done := s.applied[appliedKey{d.ID, r.id}]; done {
+			return
+		}
+		for b := range v {
+			r.add[b] += v[b]
+		}
+		r.ids = append(r.ids, d.ID)
 	}
 	dayTTL := uint32(s.opts.DayTTL / time.Second)
 	for i := range deltas {
@@ -198,15 +256,13 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 		if err != nil {
 			return nil, err
 		}
-		r.add[0] += d.Micros
-		r.add[1] += d.Imps
+		add(d, r, d.Micros, d.Imps)
 		contribs[i] = append(contribs[i], contrib{r, []int64{d.Micros, d.Imps}})
 		r, err = get(s.opts.SpendSet, d.Campaign+"|t", []string{"m", "i"}, as.TTLDontExpire)
 		if err != nil {
 			return nil, err
 		}
-		r.add[0] += d.Micros
-		r.add[1] += d.Imps
+		add(d, r, d.Micros, d.Imps)
 		contribs[i] = append(contribs[i], contrib{r, []int64{d.Micros, d.Imps}})
 		for _, f := range d.Freq {
 			ttl := int64(math.Ceil(f.Expires.Sub(now).Seconds()))
@@ -215,41 +271,23 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 			if err != nil {
 				return nil, err
 			}
-			r.add[0] += f.Count
+			add(d, r, f.Count)
 			r.ttl = max(r.ttl, uint32(ttl))
 			contribs[i] = append(contribs[i], contrib{r, []int64{f.Count}})
 		}
 	}
-	ops := make([]as.BatchRecordIfc, len(order))
-	for j, r := range order {
-		wp := as.NewBatchWritePolicy()
-		wp.Expiration = r.ttl
-		o := make([]*as.Operation, 0, 2*len(r.bins))
-		for b, name := range r.bins {
-			o = append(o, as.AddOp(as.NewBin(name, r.add[b])))
-		}
-		for _, name := range r.bins {
-			o = append(o, as.GetBinOp(name))
-		}
-		r.op = as.NewBatchWrite(wp, r.key, o...)
-		ops[j] = r.op
+	s.mu.Unlock()
+	locked = false
+	if err := s.apply(ctx, order); err != nil {
+		return nil, err
 	}
-	if aerr := s.c.BatchOperate(s.batchPolicy(t), ops); aerr != nil {
-		return nil, fmt.Errorf("aerostore: flush: %w", aerr)
-	}
-	for _, r := range order {
-		if r.op.ResultCode != types.OK || r.op.Record == nil {
-			return nil, fmt.Errorf("aerostore: flush: record %v: result %v (in doubt %v): %w", r.key.Value(), r.op.ResultCode, r.op.InDoubt, r.op.Err)
-		}
-		r.after = make([]int64, len(r.bins))
-		for b, name := range r.bins {
-			v, err := intBin(r.op.Record.Bins, name)
-			if err != nil {
-				return nil, fmt.Errorf("aerostore: flush: record %v: %w", r.key.Value(), err)
-			}
-			r.after[b] = v
+	s.mu.Lock()
+	for i := range deltas {
+		for _, c := range contribs[i] {
+			delete(s.applied, appliedKey{deltas[i].ID, c.r.id})
 		}
 	}
+	s.mu.Unlock()
 	// Values as of each delta: the value after the batch minus what later
 	// deltas of this flush added to the same record.
 	out := make([]spend.Total, len(deltas))
@@ -277,6 +315,96 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 		}
 	}
 	return out, nil
+}
+
+// Bounds of the KEY_BUSY retry inside one Flush.
+const (
+	keyBusyRetries = 4
+	keyBusyBackoff = 2 * time.Millisecond // doubled per retry
+)
+
+// apply sends one BatchOperate for recs and fills each record's after
+// values. Records answering KEY_BUSY (definitely not applied) are sent
+// again, alone, up to keyBusyRetries times with a doubling backoff. When a
+// record still fails, the records that were applied are remembered in
+// s.applied, so the caller's retry of the same deltas adds only what is
+// missing.
+func (s *SpendStore) apply(ctx context.Context, recs []*rec) error {
+	pending := recs
+	var failed []error
+	for attempt := 0; len(pending) > 0; attempt++ {
+		t, err := s.timeout(ctx)
+		if err != nil {
+			failed = append(failed, err)
+			break
+		}
+		ops := make([]as.BatchRecordIfc, len(pending))
+		for j, r := range pending {
+			wp := as.NewBatchWritePolicy()
+			wp.Expiration = r.ttl
+			o := make([]*as.Operation, 0, 2*len(r.bins))
+			for b, name := range r.bins {
+				o = append(o, as.AddOp(as.NewBin(name, r.add[b])))
+			}
+			for _, name := range r.bins {
+				o = append(o, as.GetBinOp(name))
+			}
+			r.op = as.NewBatchWrite(wp, r.key, o...)
+			ops[j] = r.op
+		}
+		aerr := s.c.BatchOperate(s.batchPolicy(t), ops)
+		var busy []*rec
+		for _, r := range pending {
+			switch {
+			case r.op.ResultCode == types.OK && r.op.Record != nil:
+				r.after = make([]int64, len(r.bins))
+				for b, name := range r.bins {
+					v, err := intBin(r.op.Record.Bins, name)
+					if err != nil {
+						return fmt.Errorf("aerostore: flush: record %v: %w", r.key.Value(), err)
+					}
+					r.after[b] = v
+				}
+				s.mu.Lock()
+				for _, id := range r.ids {
+					s.applied[appliedKey{id, r.id}] = struct{}{}
+				}
+				s.mu.Unlock()
+			case r.op.ResultCode == types.KEY_BUSY && !r.op.InDoubt && attempt < keyBusyRetries:
+				busy = append(busy, r)
+			case r.op.ResultCode == types.FAIL_FORBIDDEN:
+				failed = append(failed, fmt.Errorf("%w: record %v: %w", ErrTTLRefused, r.key.Value(), r.op.Err))
+			default:
+				err := r.op.Err
+				if err == nil && aerr != nil {
+					err = aerr
+				}
+				failed = append(failed, fmt.Errorf("record %v: result %v (in doubt %v): %w", r.key.Value(), r.op.ResultCode, r.op.InDoubt, err))
+			}
+		}
+		pending = busy
+		if len(pending) > 0 {
+			if err := sleepCtx(ctx, keyBusyBackoff<<attempt); err != nil {
+				failed = append(failed, err)
+				break
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("aerostore: flush: %d of %d records failed (the applied ones are not added again on retry): %w", len(failed), len(recs), errors.Join(failed...))
+	}
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 func intBin(bins as.BinMap, name string) (int64, error) {
@@ -313,9 +441,9 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 	keys := make([]*as.Key, 0, 2*len(campaigns))
 	for _, c := range campaigns {
 		for _, k := range []string{c + "|d|" + day, c + "|t"} {
-			key, err := as.NewKey(s.opts.Namespace, s.opts.SpendSet, k)
+			key, err := s.key(s.opts.SpendSet, k)
 			if err != nil {
-				return nil, fmt.Errorf("aerostore: key %q: %w", k, err)
+				return nil, err
 			}
 			keys = append(keys, key)
 		}
@@ -347,4 +475,34 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 		o.DayMicros, o.DayImps, o.TotalMicros, o.TotalImps = vals[0], vals[1], vals[2], vals[3]
 	}
 	return out, nil
+}
+
+// Check writes and deletes a probe record with a 60 s TTL in the spend set,
+// as a flush's day record does. It fails wrapping ErrTTLRefused, with a
+// message naming nsup-period and the namespace, when the namespace refuses
+// writes with a TTL (nsup-period 0, the server's default), so a bidder
+// stops at start instead of failing every flush.
+func (s *SpendStore) Check(ctx context.Context) error {
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	key, err := s.key(s.opts.SpendSet, "probe|"+hex.EncodeToString(nonce[:]))
+	if err != nil {
+		return err
+	}
+	wp := as.NewWritePolicy(0, 60)
+	wp.TotalTimeout, wp.SocketTimeout = t, t
+	if aerr := s.c.Put(wp, key, as.BinMap{"p": 1}); aerr != nil {
+		if aerr.Matches(types.FAIL_FORBIDDEN) {
+			return fmt.Errorf("%w: namespace %q refused a write with a TTL (FAIL_FORBIDDEN): set nsup-period (e.g. 120) for it in aerospike.conf, or allow-ttl-without-nsup true", ErrTTLRefused, s.opts.Namespace)
+		}
+		return fmt.Errorf("aerostore: check namespace %q: %w", s.opts.Namespace, aerr)
+	}
+	if _, aerr := s.c.Delete(wp, key); aerr != nil {
+		return fmt.Errorf("aerostore: check namespace %q: delete probe: %w", s.opts.Namespace, aerr)
+	}
+	return nil
 }

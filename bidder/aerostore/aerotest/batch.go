@@ -59,6 +59,8 @@ func (s *Server) handleBatch(fields []field, ops []op) ([]byte, error) {
 		var res result
 		if e.req.unsupported {
 			res = failed(rcUnsupported)
+		} else if code := s.recordFault(&e.req, true, i); code != 0 {
+			res = failed(code)
 		} else {
 			res = s.execute(&e.req)
 		}

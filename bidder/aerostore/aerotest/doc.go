@@ -46,6 +46,13 @@
 //   - Test hooks: Records, Requests (counted by Kind*), Connections, Reset,
 //     and SetFaultHook to answer with an error code, delay, or drop the
 //     connection.
+//   - The real server's rules, each off by default: Options.NsupPeriodZero
+//     (nsup-period 0, the server's default, refuses every write with a TTL
+//     with 22 FAIL_FORBIDDEN), and SetRecordHook / FailRecords to fail
+//     chosen records with a result code (14 KEY_BUSY on a hot key, 22 ...),
+//     single-record commands or records inside a batch: as on a real server,
+//     a batch is applied record by record, so the other records of that
+//     batch are applied and each answers its own result code.
 //
 // # What it does NOT implement
 //
@@ -70,7 +77,7 @@
 // is safe under concurrency with a real connection pool, and that batches
 // return per-key results. It does not prove behaviour that depends on a real
 // cluster: partition migrations, node failover, replica reads, hot-key
-// contention (14 KEY_BUSY never happens), eviction, storage limits other than
+// contention (14 KEY_BUSY happens only when SetRecordHook injects it), eviction, storage limits other than
 // record size, server-side expiration timing (records here expire exactly at
 // their TTL by Options.Now, a real server's nsup removes them later), or
 // latency. Record.Expiration as seen by the client is computed by the client

@@ -103,7 +103,8 @@ func (s *Server) infoValue(name string) string {
 		}
 		return "ns_cluster_size=1;replication-factor=1;objects=" + strconv.Itoa(s.Records()) +
 			";default-ttl=" + strconv.Itoa(int(s.opts.DefaultTTL/time.Second)) +
-			";max-ttl=" + strconv.Itoa(maxTTLSeconds) + ";strong-consistency=false"
+			";max-ttl=" + strconv.Itoa(maxTTLSeconds) + ";nsup-period=" + s.nsupPeriod() +
+			";allow-ttl-without-nsup=false;strong-consistency=false"
 	case strings.HasPrefix(name, "truncate-namespace:"), strings.HasPrefix(name, "truncate:"):
 		return s.infoTruncate(name)
 	}
@@ -153,4 +154,12 @@ func (s *Server) infoTruncate(cmd string) string {
 		}
 	}
 	return "ok"
+}
+
+// nsupPeriod is the namespace's nsup-period in seconds as info reports it.
+func (s *Server) nsupPeriod() string {
+	if s.opts.NsupPeriodZero {
+		return "0"
+	}
+	return "120"
 }

@@ -344,7 +344,12 @@ func (s *Server) handleMsg(body []byte) ([]byte, error) {
 	if code != 0 {
 		return errorFrame(byte(code)), nil
 	}
-	res := s.execute(&req)
+	var res result
+	if code := s.recordFault(&req, false, 0); code != 0 {
+		res = failed(code)
+	} else {
+		res = s.execute(&req)
+	}
 	if res.code == rcUnsupported {
 		s.count(KindUnsupported, 1)
 	}

@@ -39,11 +39,12 @@ const (
 	KindBatchRecord = "batch_record" // one record inside a batch message
 	KindUnsupported = "unsupported"  // answered with result code 16 (scan, query, UDF, CDT, filter expression ...)
 	KindMalformed   = "malformed"    // unparseable message: answered with result code 4 or connection closed
+	KindRecordFault = "record_fault" // one record answered with the result code of SetRecordHook
 )
 
 var allKinds = [...]string{
 	KindInfo, KindRead, KindReadHeader, KindWrite, KindDelete, KindTouch, KindOperate,
-	KindBatch, KindBatchRecord, KindUnsupported, KindMalformed,
+	KindBatch, KindBatchRecord, KindUnsupported, KindMalformed, KindRecordFault,
 }
 
 func kindIndex(kind string) int {
@@ -87,6 +88,12 @@ type Options struct {
 	// bin names + bin values + 9 bytes per bin + set name. Bigger writes get result
 	// code 13 (RECORD_TOO_BIG). Default DefaultMaxRecordSize (1 MiB); negative disables the limit.
 	MaxRecordSize int
+	// NsupPeriodZero models a namespace with nsup-period 0, the real
+	// server's default: every write that would give a record an expiry (a
+	// TTL other than -1 never and -2 keep, or 0 with a DefaultTTL) is
+	// refused with result code 22 (FAIL_FORBIDDEN), and info
+	// "namespace/<ns>" reports nsup-period=0. Default false: nsup-period=120.
+	NsupPeriodZero bool
 }
 
 // Fault tells the server to misbehave for one request. The zero Fault means
@@ -143,9 +150,10 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 
-	counts [len(allKinds)]atomic.Int64
-	fault  atomic.Pointer[func(kind string) Fault]
-	tap    atomic.Pointer[func(frame []byte)] // tests only: sees each well-framed request
+	counts  [len(allKinds)]atomic.Int64
+	fault   atomic.Pointer[func(kind string) Fault]
+	recHook atomic.Pointer[func(RecordCall) int]
+	tap     atomic.Pointer[func(frame []byte)] // tests only: sees each well-framed request
 }
 
 // Start validates opts, listens on 127.0.0.1:0 and serves until Close.

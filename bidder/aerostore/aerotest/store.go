@@ -304,6 +304,9 @@ func (s *Server) write(req *recordReq, key recKey, old *record, now time.Time) r
 		}
 	}
 
+	if s.ttlForbidden(req.ttl) && len(bins) > 0 {
+		return failed(rcForbidden)
+	}
 	expireAt, code := s.expiry(req.ttl, now, old)
 	if code != rcOK {
 		return failed(code)
