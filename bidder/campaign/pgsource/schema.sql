@@ -1,0 +1,17 @@
+-- The campaigns table of campaigns.source: postgres. One row per campaign:
+--   id          the campaign id (the YAML's id: letters, digits, - _ . :)
+--   enabled     false stops the campaign at the next refresh, as deleting
+--               the row does
+--   updated_at  when the row last changed, for people and tools: rtbd reads
+--               the whole table every refresh, whatever it says
+--   spec        the campaign as a JSON object with the campaigns file's keys
+--               (see package bidder/campaign: adomain, product_group_id,
+--               status, bid_cpm, creative, targeting...); "id" may be left
+--               out, and when present must equal the row's id. Unknown keys
+--               and bad values reject the row.
+CREATE TABLE IF NOT EXISTS rtbd_campaigns (
+    id         text        PRIMARY KEY,
+    enabled    boolean     NOT NULL DEFAULT true,
+    updated_at timestamptz NOT NULL DEFAULT now(),
+    spec       jsonb       NOT NULL
+);
