@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
 )
@@ -205,4 +207,39 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	}
 	t.Fatalf("no gauge %s", name)
 	return 0
+}
+
+// TestLoad: the campaigns of a file, loaded as rows with Load, are read back
+// equal, so the file and the table are the same campaigns.
+func TestLoad(t *testing.T) {
+	set, err := campaign.LoadFile("../../testdata/campaigns.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := campaign.Specs(set.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := pgtest.Start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pgsource.Load(ctx, pg.DSN, specs); err != nil {
+		t.Fatal(err)
+	}
+	s, err := pgsource.Open(ctx, pgsource.Options{DSN: pg.DSN})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if len(s.Rejected()) != 0 || s.Current().Len() != set.Len() {
+		t.Fatalf("read back %d campaigns, rejected %v; want %d", s.Current().Len(), s.Rejected(), set.Len())
+	}
+	back, err := campaign.Specs(s.Current().All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.SortFunc(specs, func(a, b campaign.Spec) int { return strings.Compare(a.ID, b.ID) })
+	if !reflect.DeepEqual(back, specs) {
+		t.Fatalf("read back\n%+v\nwant\n%+v", back, specs)
+	}
 }
