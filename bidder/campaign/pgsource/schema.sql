@@ -15,3 +15,17 @@ CREATE TABLE IF NOT EXISTS rtbd_campaigns (
     updated_at timestamptz NOT NULL DEFAULT now(),
     spec       jsonb       NOT NULL
 );
+
+-- Every change NOTIFYs channel rtbd_campaigns, after its commit: bidders
+-- LISTENing on it read the table at once instead of at their next refresh.
+CREATE OR REPLACE FUNCTION rtbd_campaigns_notify() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM pg_notify('rtbd_campaigns', '');
+    RETURN NULL;
+END
+$$;
+DROP TRIGGER IF EXISTS rtbd_campaigns_notify ON rtbd_campaigns;
+CREATE TRIGGER rtbd_campaigns_notify
+    AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON rtbd_campaigns
+    FOR EACH STATEMENT EXECUTE FUNCTION rtbd_campaigns_notify();

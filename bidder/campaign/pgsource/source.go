@@ -19,6 +19,11 @@
 //   - a read that fails (database down) keeps the current Set, logged and
 //     counted.
 //
+// Schema's trigger NOTIFYs Channel after every change; the Source LISTENs
+// on it and reads the table at once, so a change is used within moments
+// rather than at the next interval (which still runs: notifications missed
+// while the listening connection was down are caught by it).
+//
 // Metrics, on the Registerer given: rtbd_campaign_refreshes_total{result=
 // "ok"|"failed"}, rtbd_campaigns{state="active"|"paused"} (the current Set,
 // as the file Watcher has it) and rtbd_campaigns_rejected_rows.
@@ -51,6 +56,10 @@ var Schema string
 
 // Table is the campaigns table Schema creates.
 const Table = "rtbd_campaigns"
+
+// Channel is the notification channel Schema's trigger NOTIFYs after every
+// change of Table; a Source LISTENs on it and refreshes at once.
+const Channel = "rtbd_campaigns"
 
 // Errors of Open and Refresh, wrapped with the cause.
 var (
@@ -92,7 +101,8 @@ type Source struct {
 	lastErr  string                   // last logged read error
 
 	stop      chan struct{}
-	done      chan struct{}
+	kick      chan struct{} // a notification: refresh now
+	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
 
@@ -115,7 +125,7 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 		return nil, fmt.Errorf("%w: %w", ErrConnect, err)
 	}
 	s := &Source{pool: pool, log: log, interval: o.Interval, good: map[string]campaign.Spec{},
-		stop: make(chan struct{}), done: make(chan struct{})}
+		stop: make(chan struct{}), kick: make(chan struct{}, 1)}
 	if err := s.metrics(o.Registerer); err != nil {
 		pool.Close()
 		return nil, err
@@ -125,9 +135,9 @@ func Open(ctx context.Context, o Options) (*Source, error) {
 		return nil, err
 	}
 	if s.interval > 0 {
+		s.wg.Add(2)
 		go s.loop()
-	} else {
-		close(s.done)
+		go s.listen()
 	}
 	return s, nil
 }
@@ -178,14 +188,17 @@ func (s *Source) Rejected() map[string][]string {
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
-		<-s.done
+		s.wg.Wait()
 		s.pool.Close()
 	})
 	return nil
 }
 
+// refreshTimeout bounds a background refresh.
+const refreshTimeout = 30 * time.Second
+
 func (s *Source) loop() {
-	defer close(s.done)
+	defer s.wg.Done()
 	t := time.NewTicker(s.interval)
 	defer t.Stop()
 	for {
@@ -193,9 +206,60 @@ func (s *Source) loop() {
 		case <-s.stop:
 			return
 		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), s.interval)
-			_ = s.Refresh(ctx) // logged and counted
-			cancel()
+		case <-s.kick:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), min(s.interval, refreshTimeout))
+		_ = s.Refresh(ctx) // logged and counted
+		cancel()
+	}
+}
+
+// listen LISTENs on Channel (the table's trigger NOTIFYs it at every
+// change) and kicks a refresh at each notification. The polling stays: a
+// lost connection is retried every interval, and notifications missed
+// meanwhile are caught by the next refresh.
+func (s *Source) listen() {
+	defer s.wg.Done()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.stop
+		cancel()
+	}()
+	for ctx.Err() == nil {
+		err := s.listenOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		s.log.Warn("campaign: LISTEN on the campaigns table failed; polling only until it is back",
+			zap.String("channel", Channel), zap.Error(err))
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(s.interval):
+		}
+	}
+}
+
+func (s *Source) listenOnce(ctx context.Context) error {
+	pc, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	// A connection of its own, closed after: a LISTENing connection must not
+	// go back to the pool.
+	conn := pc.Hijack()
+	defer conn.Close(context.Background()) //nolint:errcheck // closing
+	if _, err := conn.Exec(ctx, "LISTEN "+Channel); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.WaitForNotification(ctx); err != nil {
+			return err
+		}
+		select {
+		case s.kick <- struct{}{}:
+		default: // a refresh is already due
 		}
 	}
 }

@@ -243,3 +243,27 @@ func TestLoad(t *testing.T) {
 		t.Fatalf("read back\n%+v\nwant\n%+v", back, specs)
 	}
 }
+
+// TestSourceNotify: with an interval far longer than the test, a change is
+// still used, through the trigger's NOTIFY (a bounded wait).
+func TestSourceNotify(t *testing.T) {
+	pg := pgtest.Start(t)
+	pg.Exec(t, pgsource.Schema)
+	upsert(t, pg, "a", true, spec("1"))
+	s, err := pgsource.Open(context.Background(), pgsource.Options{DSN: pg.DSN, Interval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// The LISTEN may start after a first change: change until one is seen.
+	cpm := 2
+	waitFor(t, func() bool {
+		if bids(s)["a"] == int64(cpm)*1_000_000 {
+			return true
+		}
+		cpm++
+		upsert(t, pg, "a", true, spec(fmt.Sprint(cpm)))
+		time.Sleep(50 * time.Millisecond)
+		return bids(s)["a"] == int64(cpm)*1_000_000
+	})
+}
