@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"context"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,20 +21,8 @@ var cidRE = regexp.MustCompile(`"cid":"([^"]+)"`)
 // on the table's campaigns; under load, a changed row is used after a
 // refresh and a disabled row stops its campaign, and no request fails.
 func TestServerPostgresCampaigns(t *testing.T) {
-	set, err := campaign.LoadFile(filepath.Join("testdata", "campaigns.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := campaign.Specs(set.All())
-	if err != nil {
-		t.Fatal(err)
-	}
 	pg := pgtest.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := pgsource.Load(ctx, pg.DSN, specs); err != nil {
-		t.Fatal(err)
-	}
+	set, specs := pg.LoadFile(t, filepath.Join("testdata", "campaigns.yaml"))
 	cfg := testConfig(t)
 	cfg.Bidder.Campaigns = "/nonexistent/campaigns.yaml" // not read with source postgres
 	cfg.Campaigns.Source, cfg.Campaigns.Postgres.DSN = configs.CampaignsPostgres, pg.DSN

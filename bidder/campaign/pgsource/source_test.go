@@ -212,20 +212,10 @@ func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // TestLoad: the campaigns of a file, loaded as rows with Load, are read back
 // equal, so the file and the table are the same campaigns.
 func TestLoad(t *testing.T) {
-	set, err := campaign.LoadFile("../../testdata/campaigns.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs, err := campaign.Specs(set.All())
-	if err != nil {
-		t.Fatal(err)
-	}
 	pg := pgtest.Start(t)
+	set, specs := pg.LoadFile(t, "../../testdata/campaigns.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := pgsource.Load(ctx, pg.DSN, specs); err != nil {
-		t.Fatal(err)
-	}
 	s, err := pgsource.Open(ctx, pgsource.Options{DSN: pg.DSN})
 	if err != nil {
 		t.Fatal(err)

@@ -27,6 +27,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 )
 
 // Server is a running test PostgreSQL.
@@ -152,6 +155,27 @@ func (s *Server) Exec(t testing.TB, sql string, args ...any) {
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("pgtest: %s: %v", sql, err)
 	}
+}
+
+// LoadFile writes the campaigns of the campaigns file at path into s's
+// campaigns table (pgsource.Load), failing t on error, and returns them as
+// the file has them with their Specs.
+func (s *Server) LoadFile(t testing.TB, path string) (*campaign.Set, []campaign.Spec) {
+	t.Helper()
+	set, err := campaign.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	specs, err := campaign.Specs(set.All())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := pgsource.Load(ctx, s.DSN, specs); err != nil {
+		t.Fatal(err)
+	}
+	return set, specs
 }
 
 // binDir returns the directory holding initdb and postgres.
