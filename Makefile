@@ -38,11 +38,17 @@ vet:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null | grep -v '\.pb\.go$$')); \
 		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
-# Servers the tests start themselves (never as services): redis-server.
+# Servers the tests start themselves (never as services): redis-server,
+# and PostgreSQL (initdb and postgres, which Debian keeps in
+# /usr/lib/postgresql/N/bin, off PATH).
 deps:
 	@command -v redis-server >/dev/null 2>&1 || { \
 		echo "installing redis-server"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server) >/dev/null; }
+	@{ command -v pg_config >/dev/null 2>&1 && test -x "$$(pg_config --bindir)/initdb"; } || \
+		ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || { \
+		echo "installing postgresql"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql) >/dev/null; }
 
 # The OpenRTB bid request decoder (rtb/jsondec_gen.go, committed), generated
 # from the openrtb2 types in go.mod; rtb/internal/decgen's test fails when stale.

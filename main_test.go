@@ -33,10 +33,11 @@ func TestSecretsKept(t *testing.T) {
 	tokenA, tokenB := "token-secret-aaaaaaaaaaaa", "token-secret-bbbbbbbbbbbb"
 	enc := base64.URLEncoding.EncodeToString([]byte("price-encryption-secret-32-bytes"))
 	integ := base64.URLEncoding.EncodeToString([]byte("price-integrity-secret-32-bytes!"))
-	secrets := []string{tokenA, tokenB, enc, integ}
+	dsn := "postgres://rtbd:dsn-secret-eeeeeeeeeeee@db.invalid:5432/rtbd"
+	secrets := []string{tokenA, tokenB, enc, integ, "dsn-secret-eeeeeeeeeeee"}
 	for _, k := range configs.SecretKeys() { // every secret is set below
 		switch k {
-		case "bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity":
+		case "bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity", "campaigns.postgres.dsn":
 		default:
 			t.Fatalf("secret %s is not covered by this test", k)
 		}
@@ -50,6 +51,7 @@ func TestSecretsKept(t *testing.T) {
 	cfgPath := write("rtbd.yaml", "notice:\n  price_keys:\n    integrity_file: "+write("integrity", integ+"\n")+"\n")
 	t.Setenv("RTBD_BIDDER_TOKEN_KEYS", tokenA+","+tokenB)
 	t.Setenv("RTBD_NOTICE_PRICE_KEYS_ENCRYPTION_FILE", write("encryption", enc+"\n"))
+	t.Setenv("RTBD_CAMPAIGNS_POSTGRES_DSN", dsn) // set, unused with campaigns.source file
 	args := []string{"-config", cfgPath, "-data", catalogDir, "-http-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 		"-set", "bidder.data_dir=" + filepath.Join(dir, "bidder"), "-set", "bidder.campaigns=" + write("campaigns.yaml", string(campaigns)),
 		"-set", "log.format=json", "-set", "log.level=debug"}
@@ -68,7 +70,7 @@ func TestSecretsKept(t *testing.T) {
 	}
 	check("rtbd config", out.Bytes())
 	check("rtbd config's stderr", errOut.Bytes())
-	for _, want := range []string{"token_keys:\n    - '***'\n    - '***'\n", "encryption: '***'", "integrity: '***'"} {
+	for _, want := range []string{"token_keys:\n    - '***'\n    - '***'\n", "encryption: '***'", "integrity: '***'", "dsn: '***'"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("rtbd config lacks %q:\n%s", want, out.String())
 		}
@@ -80,7 +82,8 @@ func TestSecretsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Bidder.TokenKeys[1] != tokenB || cfg.Notice.PriceKeys.Encryption != enc || cfg.Notice.PriceKeys.Integrity != integ {
+	if cfg.Bidder.TokenKeys[1] != tokenB || cfg.Notice.PriceKeys.Encryption != enc || cfg.Notice.PriceKeys.Integrity != integ ||
+		cfg.Campaigns.Postgres.DSN != dsn {
 		t.Fatalf("secrets not loaded: %+v", cfg.Masked())
 	}
 	s, err := bidder.Start(cfg, log)

@@ -54,7 +54,7 @@ func (s *Server) catalogState() (string, bool) {
 }
 
 func (s *Server) campaignsState() (string, bool) {
-	c := s.watcher.Current()
+	c := s.campaigns.Current()
 	if c == nil {
 		return "none loaded", false
 	}

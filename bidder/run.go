@@ -24,6 +24,7 @@ import (
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -120,7 +121,7 @@ type Server struct {
 	products    closableStore
 	remote      *remote.Client // nil with the local index
 	users       *user.Store
-	watcher     *campaign.Watcher
+	campaigns   campaignSource
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
@@ -136,7 +137,8 @@ type Server struct {
 
 // Start opens the product store (the local index at catalog.data, or the
 // remote nodes of catalog.target), the user store (bidder.data_dir/users)
-// and the campaigns (bidder.campaigns, watched), then serves the bid
+// and the campaigns (campaigns.source: the watched file, or the PostgreSQL
+// table), then serves the bid
 // endpoint and the admin listener (/metrics, /readyz, POST
 // /admin/debug/bid, and POST /admin/catalog/refresh with a remote
 // catalog). Every failure names the setting it comes from; what was opened
@@ -191,9 +193,8 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, dataDirError(cfg.Bidder.DataDir, "", err)
 	}
-	s.watcher, err = campaign.NewWatcher(cfg.Bidder.Campaigns, log, reg)
-	if err != nil {
-		return nil, fmt.Errorf("bidder: bidder.campaigns: %w", err)
+	if s.campaigns, err = openCampaigns(cfg, log, reg); err != nil {
+		return nil, err
 	}
 	if err := s.openSpend(cfg, log, reg); err != nil {
 		return nil, err
@@ -205,7 +206,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	opts.ReplayWindow = cfg.Notice.ReplayWindow
 	opts.PriceEncryptionKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Encryption)
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
-	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.watcher
+	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.campaigns
 	opts.Logger, opts.Registerer = log, reg
 	s.gcFloor = gcfloor.Start(gcfloor.Options{Bytes: int64(cfg.Bidder.GCFloorMB) << 20, Logger: log, Registerer: reg})
 	if cfg.Bidder.AdmissionLatency > 0 {
@@ -241,8 +242,8 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		catalogDesc = "remote " + cfg.Catalog.Target
 	}
 	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("admin", s.admin.Addr()),
-		zap.String("catalog", catalogDesc), zap.String("campaigns", cfg.Bidder.Campaigns),
-		zap.Int("campaigns_loaded", s.watcher.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
+		zap.String("catalog", catalogDesc), zap.String("campaigns", campaignsDesc(cfg)),
+		zap.Int("campaigns_loaded", s.campaigns.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
 	return s, nil
 }
 
@@ -336,8 +337,48 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // AdminAddr is the admin listener's address.
 func (s *Server) AdminAddr() string { return s.admin.Addr() }
 
-// Campaigns is the campaigns watcher.
-func (s *Server) Campaigns() *campaign.Watcher { return s.watcher }
+// Campaigns is the campaign source: the file watcher, or the PostgreSQL
+// table of campaigns.source postgres.
+func (s *Server) Campaigns() CampaignSource { return s.campaigns }
+
+// campaignSource is a CampaignSource the server opened and closes.
+type campaignSource interface {
+	CampaignSource
+	Close() error
+}
+
+// openCampaigns opens the campaign source of campaigns.source: the watched
+// file (campaigns.file, else bidder.campaigns) or the PostgreSQL table at
+// campaigns.postgres.dsn, read every campaigns.refresh_interval.
+func openCampaigns(cfg *configs.Config, log *zap.Logger, reg prometheus.Registerer) (campaignSource, error) {
+	if cfg.Campaigns.Source == configs.CampaignsPostgres {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.Campaigns.RefreshInterval+10*time.Second)
+		defer cancel()
+		src, err := pgsource.Open(ctx, pgsource.Options{DSN: cfg.Campaigns.Postgres.DSN,
+			Interval: cfg.Campaigns.RefreshInterval, Logger: log, Registerer: reg})
+		if err != nil {
+			return nil, fmt.Errorf("bidder: campaigns.postgres.dsn: %w", err)
+		}
+		return src, nil
+	}
+	key := "bidder.campaigns"
+	if cfg.Campaigns.File != "" {
+		key = "campaigns.file"
+	}
+	w, err := campaign.NewWatcher(cfg.CampaignsFile(), log, reg)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: %s: %w", key, err)
+	}
+	return w, nil
+}
+
+// campaignsDesc says where the campaigns come from, for the log.
+func campaignsDesc(cfg *configs.Config) string {
+	if cfg.Campaigns.Source == configs.CampaignsPostgres {
+		return "postgres table " + pgsource.Table
+	}
+	return "file " + cfg.CampaignsFile()
+}
 
 // Users is the user store.
 func (s *Server) Users() *user.Store { return s.users }
@@ -403,8 +444,8 @@ func (s *Server) closeStores() error {
 	if s.aero != nil {
 		s.aero.Close()
 	}
-	if s.watcher != nil {
-		errs = append(errs, s.watcher.Close())
+	if s.campaigns != nil {
+		errs = append(errs, s.campaigns.Close())
 	}
 	if s.users != nil {
 		errs = append(errs, s.users.Close())

@@ -79,6 +79,54 @@ type Config struct {
 	Fraud Fraud `yaml:"fraud"`
 	// Notice configures the /win and /bill notice handler.
 	Notice Notice `yaml:"notice"`
+	// Campaigns configures where the bidder's campaigns come from.
+	Campaigns Campaigns `yaml:"campaigns"`
+}
+
+// Campaign sources (Campaigns.Source).
+const (
+	// CampaignsFile reads the campaigns file (Config.CampaignsFile).
+	CampaignsFile = "file"
+	// CampaignsPostgres reads the campaigns table of Campaigns.Postgres.DSN.
+	CampaignsPostgres = "postgres"
+)
+
+// Campaigns configures where the bidder's campaigns come from.
+type Campaigns struct {
+	// Source is CampaignsFile or CampaignsPostgres.
+	Source string `yaml:"source"`
+	// File is the campaigns file of source file; empty: bidder.campaigns
+	// (see Config.CampaignsFile).
+	File string `yaml:"file"`
+	// RefreshInterval is how often source postgres reads the whole table.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// Postgres is the database of source postgres.
+	Postgres CampaignsDB `yaml:"postgres"`
+}
+
+// CampaignsDB is the database of campaigns.source postgres.
+type CampaignsDB struct {
+	// DSN is the connection string (postgres://user:pass@host:5432/db or
+	// "host=... dbname=..."); a secret.
+	DSN string `yaml:"dsn" secret:"true"`
+}
+
+// Validate reports the problems of the campaigns section.
+func (c Campaigns) Validate(p *Problems) {
+	p.OneOf("source", c.Source, CampaignsFile, CampaignsPostgres)
+	p.Positive("refresh_interval", c.RefreshInterval)
+	if c.Source == CampaignsPostgres && strings.TrimSpace(c.Postgres.DSN) == "" {
+		p.Addf("postgres.dsn", "must be set when source is postgres (RTBD_CAMPAIGNS_POSTGRES_DSN or postgres.dsn_file)")
+	}
+}
+
+// CampaignsFile is the campaigns file of source file: campaigns.file, or
+// its alias bidder.campaigns when campaigns.file is empty.
+func (c *Config) CampaignsFile() string {
+	if c.Campaigns.File != "" {
+		return c.Campaigns.File
+	}
+	return c.Bidder.Campaigns
 }
 
 // Bidder configures the bid server (package bidder). Durations are in the
@@ -92,7 +140,8 @@ type Bidder struct {
 	// DataDir is the bidder's own data directory (the user profile store
 	// lives in DataDir/users).
 	DataDir string `yaml:"data_dir"`
-	// Campaigns is the path of the campaigns file, reloaded on change.
+	// Campaigns is the path of the campaigns file, reloaded on change: an
+	// alias of campaigns.file, used when that is empty.
 	Campaigns string `yaml:"campaigns"`
 	// Seat is the seatbid.seat of bids whose campaign names no seat.
 	Seat string `yaml:"seat"`

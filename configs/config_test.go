@@ -102,6 +102,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	// ones above.
 	want.Bidder = c.Bidder
 	want.Spend, want.Redis, want.Aerospike, want.Fraud, want.Notice = c.Spend, c.Redis, c.Aerospike, c.Fraud, c.Notice
+	want.Campaigns = c.Campaigns
 	if c.Bidder.HTTPListen != "127.0.0.1:8080" {
 		t.Errorf("bidder.http_listen default %q", c.Bidder.HTTPListen)
 	}

@@ -25,8 +25,8 @@
 //
 // # Secrets
 //
-// A setting tagged `secret:"true"` (token keys, price keys; a password or DSN
-// added later gets the tag too) is a secret: Masked, which YAML uses, shows
+// A setting tagged `secret:"true"` (token keys, price keys, the campaigns
+// database's DSN; a password added later gets the tag too) is a secret: Masked, which YAML uses, shows
 // it as "***" wherever the config is shown, and it may also be given as
 // "<key>_file", the path of a file holding it (in the file, as
 // RTBD_<KEY>_FILE, or with Set), read at load without its trailing newline.

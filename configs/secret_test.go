@@ -10,7 +10,7 @@ import (
 )
 
 func TestSecretKeys(t *testing.T) {
-	want := []string{"bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity"}
+	want := []string{"bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity", "campaigns.postgres.dsn"}
 	if got := SecretKeys(); !slices.Equal(got, want) {
 		t.Fatalf("SecretKeys() = %v, want %v", got, want)
 	}
@@ -79,6 +79,7 @@ func TestMaskedDoesNotLoad(t *testing.T) {
 	c := mustDefault(t)
 	c.Bidder.TokenKeys = []string{"k1-0123456789abcdef"}
 	c.Notice.PriceKeys.Encryption, c.Notice.PriceKeys.Integrity = "ZW5j", "aW50"
+	c.Campaigns.Postgres.DSN = "postgres://rtbd:pw@db/rtbd"
 	out, err := c.YAML()
 	if err != nil {
 		t.Fatal(err)

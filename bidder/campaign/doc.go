@@ -107,6 +107,8 @@
 // Watcher re-reads the file on change (fsnotify on its directory, debounced,
 // plus a poll), swaps in the new Set atomically when valid, and keeps the
 // old one, logging every problem, when not.
+// Package pgsource is the other source: a PostgreSQL table read whole
+// every interval, its rows decoded with DecodeSpec and compiled with Compile.
 //
 // Time zones come from the system's zoneinfo; a binary that may run without
 // it (scratch or distroless images) should import _ "time/tzdata" in main.

@@ -447,3 +447,42 @@ func lineOf(doc *yaml.Node, key string) int {
 	}
 	return line
 }
+
+// DecodeSpec decodes one campaign written as a YAML or JSON mapping (JSON
+// is YAML: a table row's jsonb document) into a Spec, with Parse's checks
+// of its keys and types: unknown keys (with a "did you mean"), duplicate
+// keys and values of the wrong kind give a *ValidationError whose problems
+// start with the key inside the campaign ("bid_cpm: ..."). Values are
+// checked by Compile, not here. name is used in errors only.
+func DecodeSpec(data []byte, name string) (s Spec, err error) {
+	p := configs.NewFileProblems(nil, maxProblems)
+	defer func() {
+		if r := recover(); r != nil {
+			msg := fmt.Sprint(r)
+			if r != errTooManyNodes { //nolint:errorlint // sentinel panic value
+				msg = "yaml: cannot parse: " + msg
+			}
+			s, err = Spec{}, &ValidationError{Name: name, Problems: append(p.List(), msg)}
+		}
+	}()
+	if len(data) > MaxFileSize {
+		p.Addf("", "larger than %d bytes", MaxFileSize)
+	} else {
+		var doc yaml.Node
+		if err := yaml.Unmarshal(data, &doc); err != nil {
+			p.Addf("", "%v", err)
+		} else if c := (&checker{}); doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || isNull(c.resolve(doc.Content[0])) {
+			p.Addf("", "empty campaign")
+		} else {
+			n := doc.Content[0]
+			c.check(p, "", n, typeOfSpec)
+			if err := n.Decode(&s); err != nil && len(p.List()) == 0 {
+				p.Addf("", "%v", err)
+			}
+		}
+	}
+	if probs := p.List(); len(probs) > 0 {
+		return Spec{}, &ValidationError{Name: name, Problems: probs}
+	}
+	return s, nil
+}

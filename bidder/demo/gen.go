@@ -11,10 +11,15 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 )
 
-func newDemoFlags(o *Options) *flag.FlagSet {
+func newDemoFlags(o *Options, toPostgres *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("rtbd gen -demo", flag.ContinueOnError)
+	fs.BoolVar(toPostgres, "campaigns-postgres", false, "also load the campaigns into the PostgreSQL database at $"+EnvCampaignsDSN+
+		" (table "+pgsource.Table+", created if absent), for campaigns.source postgres")
 	fs.Bool("demo", true, "write a complete demo environment (required for this form)")
 	fs.StringVar(&o.Dir, "out", "", "output directory; must not exist or be empty (required)")
 	fs.IntVar(&o.Products, "products", DefaultProducts, "number of products in the feed")
@@ -44,7 +49,7 @@ func newUsersFlags(u *usersFlags) *flag.FlagSet {
 // Usage documents the demo forms of `rtbd gen` (DemoMain, UsersMain).
 func Usage(w io.Writer) {
 	fmt.Fprintln(w, "rtbd gen -demo -out DIR [flags]   write a complete demo: feed, index, users, campaigns, rtbd.yaml")
-	fs := newDemoFlags(&Options{})
+	fs := newDemoFlags(&Options{}, new(bool))
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintln(w, "rtbd gen -users N -data BIDDERDATA [flags]   write N demo user profiles matching the feed of the flags")
@@ -72,9 +77,14 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 // flag.ErrHelp.
 func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o Options
-	fs := newDemoFlags(&o)
+	var toPostgres bool
+	fs := newDemoFlags(&o, &toPostgres)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
+	}
+	dsn := os.Getenv(EnvCampaignsDSN)
+	if toPostgres && dsn == "" {
+		return fmt.Errorf("%w: -campaigns-postgres needs the database's DSN in $%s", ErrUsage, EnvCampaignsDSN)
 	}
 	if o.Dir == "" {
 		return fmt.Errorf("%w: -demo needs -out DIR", ErrUsage)
@@ -98,12 +108,42 @@ func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	fmt.Fprintf(stdout, "  users      %s (demo-user-1 .. demo-user-%d)\n", r.Users, r.UserCount)
 	fmt.Fprintf(stdout, "  campaigns  %s\n", r.Campaigns)
+	if toPostgres {
+		n, err := loadCampaigns(ctx, dsn, r.Campaigns)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "  campaigns  %d in PostgreSQL table %s (run with RTBD_CAMPAIGNS_SOURCE=postgres and $%s)\n",
+			n, pgsource.Table, EnvCampaignsDSN)
+	}
 	fmt.Fprintf(stdout, "  config     %s\n", r.Config)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(stdout, "  kept as it was: %s\n", s)
 	}
 	fmt.Fprintf(stdout, "run:  rtbd -config %s\nthen: %s\n", shellQuote(r.Config), r.Curl)
 	return nil
+}
+
+// EnvCampaignsDSN holds the DSN of -campaigns-postgres: the variable the
+// bidder reads campaigns.postgres.dsn from, so the secret stays off the
+// command line.
+const EnvCampaignsDSN = "RTBD_CAMPAIGNS_POSTGRES_DSN"
+
+// loadCampaigns writes the campaigns of the file at path into the campaigns
+// table at dsn and returns how many.
+func loadCampaigns(ctx context.Context, dsn, path string) (int, error) {
+	set, err := campaign.LoadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	specs, err := campaign.Specs(set.All())
+	if err != nil {
+		return 0, err
+	}
+	if err := pgsource.Load(ctx, dsn, specs); err != nil {
+		return 0, fmt.Errorf("demo: campaigns into PostgreSQL: %w", err)
+	}
+	return len(specs), nil
 }
 
 // UsersMain is `rtbd gen -users N -data BIDDERDATA` (without -demo): it
