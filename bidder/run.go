@@ -30,7 +30,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
@@ -119,7 +118,7 @@ type Server struct {
 	gcFloor     *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
 	products    closableStore
 	remote      *remote.Client // nil with the local index
-	users       *user.Store
+	users       ProfileStore
 	watcher     *campaign.Watcher
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
@@ -135,7 +134,7 @@ type Server struct {
 }
 
 // Start opens the product store (the local index at catalog.data, or the
-// remote nodes of catalog.target), the user store (bidder.data_dir/users)
+// remote nodes of catalog.target), the user store (user.store)
 // and the campaigns (bidder.campaigns, watched), then serves the bid
 // endpoint and the admin listener (/metrics, /readyz, POST
 // /admin/debug/bid, and POST /admin/catalog/refresh with a remote
@@ -186,16 +185,14 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		}
 		s.products, s.remote = rc, rc
 	}
-	s.users, err = user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
-		BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg})
-	if err != nil {
-		return nil, dataDirError(cfg.Bidder.DataDir, "", err)
-	}
 	s.watcher, err = campaign.NewWatcher(cfg.Bidder.Campaigns, log, reg)
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.campaigns: %w", err)
 	}
 	if err := s.openSpend(cfg, log, reg); err != nil {
+		return nil, err
+	}
+	if err := s.openUsers(cfg, log, reg); err != nil {
 		return nil, err
 	}
 	opts.Spend, opts.Budgets = s.spendW, s.budgets
@@ -332,8 +329,8 @@ func (s *Server) AdminAddr() string { return s.admin.Addr() }
 // Campaigns is the campaigns watcher.
 func (s *Server) Campaigns() *campaign.Watcher { return s.watcher }
 
-// Users is the user store.
-func (s *Server) Users() *user.Store { return s.users }
+// Users is the user store (user.store).
+func (s *Server) Users() ProfileStore { return s.users }
 
 // refresh is POST /admin/catalog/refresh: re-resolve the remote target now.
 func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
