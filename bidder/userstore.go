@@ -33,27 +33,10 @@ type noClose struct{ sharedUsers }
 
 func (noClose) Close() error { return nil }
 
-// UserStoreKind resolves user.store: auto picks aerospike when
-// aerospike.hosts is set, else redis when redis.addr is set, else pebble.
-func UserStoreKind(cfg *configs.Config) string {
-	kind := cfg.User.Store
-	if kind == "" || kind == configs.UserStoreAuto {
-		switch {
-		case cfg.Aerospike.Hosts != "":
-			kind = configs.UserStoreAerospike
-		case cfg.Redis.Addr != "":
-			kind = configs.UserStoreRedis
-		default:
-			kind = configs.UserStorePebble
-		}
-	}
-	return kind
-}
-
 // openUsers opens the user store user.store names, on the Redis and
 // Aerospike clients openSpend opened.
 func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.Registerer) error {
-	kind := UserStoreKind(cfg)
+	kind := cfg.UserStoreKind()
 	u := cfg.User
 	switch kind {
 	case configs.UserStoreRedis:

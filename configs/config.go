@@ -331,6 +331,20 @@ func (u User) Validate(p *Problems) {
 	}
 }
 
+// UserStoreKind resolves user.store: auto is aerospike when
+// aerospike.hosts is set, else redis when redis.addr is set, else pebble.
+func (c *Config) UserStoreKind() string {
+	switch {
+	case c.User.Store != "" && c.User.Store != UserStoreAuto:
+		return c.User.Store
+	case c.Aerospike.Hosts != "":
+		return UserStoreAerospike
+	case c.Redis.Addr != "":
+		return UserStoreRedis
+	}
+	return UserStorePebble
+}
+
 // Redis is a Redis server shared by a fleet of bidders.
 type Redis struct {
 	// Addr is host:port; "" means no Redis.

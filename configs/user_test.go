@@ -40,3 +40,21 @@ func TestUserValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestUserStoreKind(t *testing.T) {
+	for _, tc := range []struct {
+		store, hosts, addr, want string
+	}{
+		{UserStoreAuto, "", "", UserStorePebble},
+		{UserStoreAuto, "", "127.0.0.1:6379", UserStoreRedis},
+		{UserStoreAuto, "10.0.0.1", "127.0.0.1:6379", UserStoreAerospike},
+		{UserStorePebble, "10.0.0.1", "127.0.0.1:6379", UserStorePebble},
+		{UserStoreRedis, "10.0.0.1", "", UserStoreRedis},
+	} {
+		c := mustDefault(t)
+		c.User.Store, c.Aerospike.Hosts, c.Redis.Addr = tc.store, tc.hosts, tc.addr
+		if got := c.UserStoreKind(); got != tc.want {
+			t.Errorf("store %q, aerospike.hosts %q, redis.addr %q: %q, want %q", tc.store, tc.hosts, tc.addr, got, tc.want)
+		}
+	}
+}
