@@ -25,6 +25,8 @@ func newDemoFlags(o *Options) *flag.FlagSet {
 	fs.Int64Var(&o.Seed, "seed", DefaultSeed, "seed: the same flags write the same content")
 	fs.StringVar(&o.Currency, "currency", DefaultCurrency, "ISO 4217 currency of prices, bids and the sample request")
 	fs.BoolVar(&o.SkipExisting, "skip-existing", false, "accept an existing -out and keep every output already there")
+	fs.StringVar(&o.Redis, "redis", "", "shared Redis host:port: set redis.addr in the config and load the users there")
+	fs.StringVar(&o.Aerospike, "aerospike", "", "shared Aerospike host[:port][,...]: set aerospike.hosts in the config and load the users there")
 	return fs
 }
 

@@ -47,3 +47,25 @@ func TestUsersToConfiguredRedis(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRedis: `rtbd gen -demo -redis ADDR` writes redis.addr into the
+// demo's configuration and loads the demo users into Redis.
+func TestDemoRedis(t *testing.T) {
+	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
+	dir := filepath.Join(t.TempDir(), "d")
+	out, _, err := demoMain("-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2", "-redis", r.Addr)
+	if err != nil || !strings.Contains(out, "users      redis "+r.Addr) {
+		t.Fatalf("gen -demo -redis: %v %q", err, out)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, demo.ConfigFile))
+	if err != nil || !strings.Contains(string(cfg), r.Addr) {
+		t.Fatalf("demo config lacks redis.addr %s: %v\n%s", r.Addr, err, cfg)
+	}
+	c := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer c.Close()
+	var p user.Profile
+	found, err := redisuser.New(c, redisuser.Options{}).Get(context.Background(), demo.UserID(4), &p)
+	if err != nil || !found {
+		t.Fatalf("%s in Redis: %v %v", demo.UserID(4), found, err)
+	}
+}
