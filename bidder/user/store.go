@@ -401,11 +401,8 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := CheckUID(uid); err != nil {
+	if err := CheckPut(uid, p, s.limits()); err != nil {
 		return err
-	}
-	if err := p.Validate(s.limits()); err != nil {
-		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	st, err := s.lockStripe(uid)
 	if err != nil {
@@ -415,6 +412,19 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	st.val = appendStamped(st.val[:0], p, s.opts.TTL, time.Now())
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: put: %w", err)
+	}
+	return nil
+}
+
+// CheckPut is what every store's Put checks before writing p as uid's
+// profile: CheckUID, then p.Validate with the store's limits (that error
+// names uid).
+func CheckPut(uid string, p *Profile, lim Limits) error {
+	if err := CheckUID(uid); err != nil {
+		return err
+	}
+	if err := p.Validate(lim); err != nil {
+		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	return nil
 }
@@ -469,11 +479,8 @@ func (w *BulkWriter) Put(uid string, p *Profile) error {
 	if w.closed {
 		return ErrClosed
 	}
-	if err := CheckUID(uid); err != nil {
+	if err := CheckPut(uid, p, w.s.limits()); err != nil {
 		return err
-	}
-	if err := p.Validate(w.s.limits()); err != nil {
-		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	w.key = appendKey(w.key[:0], uid)
 	w.val = appendStamped(w.val[:0], p, w.s.opts.TTL, time.Now())

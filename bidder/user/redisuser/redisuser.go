@@ -96,11 +96,8 @@ func (s *Store) Get(ctx context.Context, uid string, p *user.Profile) (bool, err
 // Put replaces uid's profile after p.Validate with the store's limits, and
 // sets its expiry.
 func (s *Store) Put(ctx context.Context, uid string, p *user.Profile) error {
-	if err := user.CheckUID(uid); err != nil {
+	if err := user.CheckPut(uid, p, s.limits()); err != nil {
 		return err
-	}
-	if err := p.Validate(s.limits()); err != nil {
-		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	if err := s.c.Set(ctx, s.key(uid), user.AppendProfile(nil, p), s.opts.TTL).Err(); err != nil {
 		return fmt.Errorf("redisuser: put: %w", err)
