@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	as "github.com/aerospike/aerospike-client-go/v7"
@@ -134,13 +133,8 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 	}
 	var p user.Profile
 	for attempt := range maxAttempts {
-		if attempt > 0 { // a conflict: back off a random while, bounded by ctx
-			d := time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond)))
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-			}
+		if err := user.ConflictBackoff(ctx, attempt); err != nil {
+			return err
 		}
 		t, err := s.timeout(ctx)
 		if err != nil {

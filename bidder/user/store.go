@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -414,6 +415,23 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 		return fmt.Errorf("user: put: %w", err)
 	}
 	return nil
+}
+
+// ConflictBackoff is the wait of a shared store's optimistic
+// read-modify-write before retry attempt (0: none): a random while that
+// grows with attempt, cut short by ctx (whose error it returns).
+func ConflictBackoff(ctx context.Context, attempt int) error {
+	if attempt <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // CheckPut is what every store's Put checks before writing p as uid's

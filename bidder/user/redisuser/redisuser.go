@@ -16,7 +16,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -145,13 +144,8 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 		return err
 	}
 	for attempt := range maxAttempts {
-		if attempt > 0 { // a conflict: back off a random while, bounded by ctx
-			d := time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond)))
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-			}
+		if err := user.ConflictBackoff(ctx, attempt); err != nil {
+			return err
 		}
 		err := s.c.Watch(ctx, apply, key)
 		if errors.Is(err, redis.TxFailedErr) {
