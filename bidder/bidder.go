@@ -37,9 +37,11 @@ type ProductStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
 
-// UserStore holds the retargeting profiles (*user.Store, the embedded
-// Pebble keyspace; Aerospike in the spend issue). Get decodes into the
-// caller's reused Profile; it must honour ctx like ProductStore.
+// UserStore holds the retargeting profiles (user.store: *user.Store, the
+// embedded Pebble keyspace; *redisuser.Store; *aerostore.UserStore; all
+// pass bidder/user/usertest). Get decodes into the caller's reused Profile
+// and never renews the profile's expiry; it must honour ctx like
+// ProductStore, since a slow store must cost a no-bid, not a stall.
 type UserStore interface {
 	Get(ctx context.Context, uid string, p *user.Profile) (found bool, err error)
 	RecordView(ctx context.Context, uid string, group, pid int64) error

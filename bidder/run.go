@@ -31,7 +31,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
@@ -120,7 +119,7 @@ type Server struct {
 	gcFloor     *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
 	products    closableStore
 	remote      *remote.Client // nil with the local index
-	users       *user.Store
+	users       ProfileStore
 	campaigns   campaignSource
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
@@ -136,9 +135,9 @@ type Server struct {
 }
 
 // Start opens the product store (the local index at catalog.data, or the
-// remote nodes of catalog.target), the user store (bidder.data_dir/users)
-// and the campaigns (campaigns.source: the watched file, or the PostgreSQL
-// table), then serves the bid
+// remote nodes of catalog.target), the user store (user.store) and the
+// campaigns (campaigns.source: the watched file, or the PostgreSQL table),
+// then serves the bid
 // endpoint and the admin listener (/metrics, /readyz, POST
 // /admin/debug/bid, and POST /admin/catalog/refresh with a remote
 // catalog). Every failure names the setting it comes from; what was opened
@@ -188,15 +187,13 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		}
 		s.products, s.remote = rc, rc
 	}
-	s.users, err = user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
-		BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg})
-	if err != nil {
-		return nil, dataDirError(cfg.Bidder.DataDir, "", err)
-	}
 	if s.campaigns, err = openCampaigns(cfg, log, reg); err != nil {
 		return nil, err
 	}
 	if err := s.openSpend(cfg, log, reg); err != nil {
+		return nil, err
+	}
+	if err := s.openUsers(cfg, log, reg); err != nil {
 		return nil, err
 	}
 	opts.Spend, opts.Budgets = s.spendW, s.budgets
@@ -380,8 +377,8 @@ func campaignsDesc(cfg *configs.Config) string {
 	return "file " + cfg.CampaignsFile()
 }
 
-// Users is the user store.
-func (s *Server) Users() *user.Store { return s.users }
+// Users is the user store (user.store).
+func (s *Server) Users() ProfileStore { return s.users }
 
 // refresh is POST /admin/catalog/refresh: re-resolve the remote target now.
 func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {

@@ -71,6 +71,8 @@ type Config struct {
 	Bidder Bidder `yaml:"bidder"`
 	// Spend configures the spend writer, budgets and the spend store choice.
 	Spend Spend `yaml:"spend"`
+	// User configures the user profile store: which store, caps and expiry.
+	User User `yaml:"user"`
 	// Redis is the shared Redis of a fleet (spend counters, fraud lists).
 	Redis Redis `yaml:"redis"`
 	// Aerospike is the shared Aerospike cluster of a fleet (spend, users).
@@ -339,6 +341,57 @@ func (s Spend) Validate(p *Problems) {
 		p.Addf("budget_fraction", "must be between 0 and 1, got %v", s.BudgetFraction)
 	}
 	p.Positive("flush_timeout", s.FlushTimeout)
+}
+
+// User store choices (user.store).
+const (
+	UserStoreAuto      = "auto"
+	UserStorePebble    = "pebble"
+	UserStoreRedis     = "redis"
+	UserStoreAerospike = "aerospike"
+)
+
+// User configures the user profile store (packages bidder/user,
+// bidder/user/redisuser, bidder/aerostore).
+type User struct {
+	// Store holds the profiles: "auto" (aerospike when aerospike.hosts is
+	// set, else redis when redis.addr is set, else the embedded Pebble
+	// store in bidder.data_dir/users), or one of "pebble", "redis",
+	// "aerospike" explicitly.
+	Store string `yaml:"store"`
+	// MaxGroups is the most product groups a profile keeps (the group viewed
+	// longest ago is dropped).
+	MaxGroups int `yaml:"max_groups"`
+	// MaxProductsPerGroup is the most viewed products kept per group (the
+	// oldest dropped).
+	MaxProductsPerGroup int `yaml:"max_products_per_group"`
+	// TTL is how long a profile lives after its last write (a /event view
+	// or a load); bid reads never renew it.
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// Validate reports the problems of the user section.
+func (u User) Validate(p *Problems) {
+	p.OneOf("store", u.Store, UserStoreAuto, UserStorePebble, UserStoreRedis, UserStoreAerospike)
+	p.Range("max_groups", int64(u.MaxGroups), 1, 1000)
+	p.Range("max_products_per_group", int64(u.MaxProductsPerGroup), 1, 10000)
+	if u.TTL < time.Second {
+		p.Addf("ttl", "must be at least 1s (Aerospike counts whole seconds), got %v", u.TTL)
+	}
+}
+
+// UserStoreKind resolves user.store: auto is aerospike when
+// aerospike.hosts is set, else redis when redis.addr is set, else pebble.
+func (c *Config) UserStoreKind() string {
+	switch {
+	case c.User.Store != "" && c.User.Store != UserStoreAuto:
+		return c.User.Store
+	case c.Aerospike.Hosts != "":
+		return UserStoreAerospike
+	case c.Redis.Addr != "":
+		return UserStoreRedis
+	}
+	return UserStorePebble
 }
 
 // Redis is a Redis server shared by a fleet of bidders.

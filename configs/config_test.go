@@ -101,7 +101,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	// Sections added later are checked by their own tests; this pins the
 	// ones above.
 	want.Bidder = c.Bidder
-	want.Spend, want.Redis, want.Aerospike, want.Fraud, want.Notice = c.Spend, c.Redis, c.Aerospike, c.Fraud, c.Notice
+	want.Spend, want.User, want.Redis, want.Aerospike, want.Fraud, want.Notice = c.Spend, c.User, c.Redis, c.Aerospike, c.Fraud, c.Notice
 	want.Campaigns = c.Campaigns
 	if c.Bidder.HTTPListen != "127.0.0.1:8080" {
 		t.Errorf("bidder.http_listen default %q", c.Bidder.HTTPListen)

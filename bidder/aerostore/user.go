@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	as "github.com/aerospike/aerospike-client-go/v7"
@@ -86,10 +85,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool,
 
 // Put replaces uid's profile after p.Validate with the store's limits.
 func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error {
-	if err := user.CheckUID(uid); err != nil {
-		return err
-	}
-	if err := p.Validate(user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: 100}); err != nil {
+	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: 100}); err != nil {
 		return err
 	}
 	t, err := s.timeout(ctx)
@@ -137,13 +133,8 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 	}
 	var p user.Profile
 	for attempt := range maxAttempts {
-		if attempt > 0 { // a conflict: back off a random while, bounded by ctx
-			d := time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond)))
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(d):
-			}
+		if err := user.ConflictBackoff(ctx, attempt); err != nil {
+			return err
 		}
 		t, err := s.timeout(ctx)
 		if err != nil {

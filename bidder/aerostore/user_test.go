@@ -13,7 +13,9 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/usertest"
 )
 
 func TestUserStore(t *testing.T) {
@@ -142,5 +144,22 @@ func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options)
 		if len(p.Viewed) != 1 || len(p.Viewed[0].IDs) != G*N {
 			t.Fatalf("concurrent views lost: %d ids, want %d", len(p.ViewedIn(5)), G*N)
 		}
+	})
+}
+
+func TestUserConformance(t *testing.T) {
+	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
+		_, c := testServer(t)
+		return aerostore.NewUserStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace,
+			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, UserTTL: lim.TTL})
+	})
+}
+
+func TestUserConformanceCluster(t *testing.T) {
+	c, ns := cluster(t)
+	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
+		o := uniqueSets(ns)
+		o.MaxGroups, o.MaxViewed, o.UserTTL = lim.MaxGroups, lim.MaxViewed, lim.TTL
+		return aerostore.NewUserStore(c, o)
 	})
 }

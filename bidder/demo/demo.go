@@ -66,6 +66,11 @@ type Options struct {
 	// is written atomically (temporary name, then rename), so a step that
 	// was interrupted is redone.
 	SkipExisting bool
+	// Redis and Aerospike, when set, are written to the configuration
+	// (redis.addr, aerospike.hosts), and the demo users are loaded into the
+	// user store that then picks (user.store auto) instead of the bidder's
+	// data directory, so the demo runs as a fleet member would.
+	Redis, Aerospike string
 }
 
 // Defaults of Options.
@@ -143,7 +148,7 @@ type Result struct {
 	Feed          string // DIR/feed.csv.gz
 	Catalog       string // DIR/catalog (catalog.data)
 	BidderData    string // DIR/bidder (bidder.data_dir)
-	Users         string // DIR/bidder/users
+	Users         string // DIR/bidder/users, or "redis ADDR" / "aerospike HOSTS" (Options.Redis, Options.Aerospike)
 	Campaigns     string // DIR/campaigns.yaml (bidder.campaigns)
 	Config        string // DIR/rtbd.yaml
 	SampleRequest string // DIR/sample-request.json
@@ -195,7 +200,7 @@ func Generate(ctx context.Context, o Options, log *zap.Logger) (*Result, error) 
 		Groups:        o.Groups,
 		UserCount:     o.Users,
 	}
-	cfg, err := configFor(r, o.Currency)
+	cfg, err := configFor(r, o)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +250,14 @@ func Generate(ctx context.Context, o Options, log *zap.Logger) (*Result, error) 
 	}
 
 	// 3. The users, written beside and renamed into place when complete.
-	if !skip(r.Users) {
+	if cfg.UserStoreKind() != configs.UserStorePebble {
+		n, where, err := LoadUsers(ctx, cfg, o, log)
+		if err != nil {
+			return nil, err
+		}
+		r.Users = where
+		log.Info("demo: users written", zap.String("store", where), zap.Int("users", n))
+	} else if !skip(r.Users) {
 		tmp := filepath.Join(dir, BidderDir, "."+UsersDir+".tmp")
 		if err := os.RemoveAll(tmp); err != nil {
 			return nil, fmt.Errorf("demo: users: %w", err)
@@ -330,7 +342,8 @@ func checkDir(dir string, skipExisting bool) error {
 // configFor returns the demo's configuration: the defaults with the demo's
 // paths and currency (bidder.currency, which needs a rate in the default
 // bidder.fx_rates unless it is USD), checked with Validate.
-func configFor(r *Result, currency string) (*configs.Config, error) {
+func configFor(r *Result, o Options) (*configs.Config, error) {
+	currency := o.Currency
 	cfg, err := configs.Default()
 	if err != nil {
 		return nil, fmt.Errorf("demo: config: %w", err)
@@ -340,6 +353,8 @@ func configFor(r *Result, currency string) (*configs.Config, error) {
 		{"bidder.data_dir", r.BidderData},
 		{"bidder.campaigns", r.Campaigns},
 		{"bidder.currency", currency},
+		{"redis.addr", o.Redis},
+		{"aerospike.hosts", o.Aerospike},
 	} {
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			return nil, fmt.Errorf("demo: config: %w", err)

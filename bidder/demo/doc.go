@@ -1,5 +1,8 @@
 // Package demo writes rtbd's demo environment (`rtbd gen -demo -out DIR`)
-// and demo user profiles (`rtbd gen -users N -data BIDDERDATA`). The
+// and demo user profiles (`rtbd gen -users N -data BIDDERDATA`, or
+// `-config FILE` for the user store a configuration names; with -demo,
+// `-redis ADDR` or `-aerospike HOSTS` load the users into that shared
+// store and write it into DIR/rtbd.yaml). The
 // command rtbd gen chooses the form (main); a plain feed is package
 // ingest's (ingest/feedgen writes every feed, the demo's too, and the
 // ingest builds the demo's index).
@@ -10,7 +13,7 @@
 //
 //	DIR/feed.csv.gz           synthetic product feed (ingest/feedgen)
 //	DIR/catalog/              its ingested product index (package catalog's layout)
-//	DIR/bidder/users/         user profiles (package bidder/user's Pebble store)
+//	DIR/bidder/users/         user profiles (package bidder/user's Pebble store; none with -redis or -aerospike)
 //	DIR/campaigns.yaml        campaigns covering every product group (bidder/campaign)
 //	DIR/rtbd.yaml             the effective configuration pointing at all of the above
 //	DIR/sample-request.json   an OpenRTB 2.6 banner request the demo bids on

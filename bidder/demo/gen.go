@@ -14,6 +14,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
+	"github.com/rtbd/rtbd/configs"
 )
 
 func newDemoFlags(o *Options, toPostgres *bool) *flag.FlagSet {
@@ -28,18 +29,22 @@ func newDemoFlags(o *Options, toPostgres *bool) *flag.FlagSet {
 	fs.Int64Var(&o.Seed, "seed", DefaultSeed, "seed: the same flags write the same content")
 	fs.StringVar(&o.Currency, "currency", DefaultCurrency, "ISO 4217 currency of prices, bids and the sample request")
 	fs.BoolVar(&o.SkipExisting, "skip-existing", false, "accept an existing -out and keep every output already there")
+	fs.StringVar(&o.Redis, "redis", "", "shared Redis host:port: set redis.addr in the config and load the users there")
+	fs.StringVar(&o.Aerospike, "aerospike", "", "shared Aerospike host[:port][,...]: set aerospike.hosts in the config and load the users there")
 	return fs
 }
 
 type usersFlags struct {
-	o    Options
-	data string
+	o      Options
+	data   string
+	config string
 }
 
 func newUsersFlags(u *usersFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("rtbd gen -users", flag.ContinueOnError)
 	fs.IntVar(&u.o.Users, "users", 0, "number of users to write: demo-user-1 .. demo-user-N (required)")
-	fs.StringVar(&u.data, "data", "", "existing bidder data directory (bidder.data_dir); profiles go to DIR/users (required)")
+	fs.StringVar(&u.data, "data", "", "existing bidder data directory (bidder.data_dir); profiles go to DIR/users (required without -config)")
+	fs.StringVar(&u.config, "config", "", "rtbd config file (with RTBD_* from the environment): write to the user store it configures (user.store, redis.addr, aerospike.hosts, user.ttl); -data overrides its bidder.data_dir")
 	fs.IntVar(&u.o.Products, "products", DefaultProducts, "products of the feed the users' products come from")
 	fs.IntVar(&u.o.Groups, "groups", DefaultGroups, "product groups of that feed")
 	fs.Int64Var(&u.o.Seed, "seed", DefaultSeed, "seed of that feed")
@@ -52,7 +57,7 @@ func Usage(w io.Writer) {
 	fs := newDemoFlags(&Options{}, new(bool))
 	fs.SetOutput(w)
 	fs.PrintDefaults()
-	fmt.Fprintln(w, "rtbd gen -users N -data BIDDERDATA [flags]   write N demo user profiles matching the feed of the flags")
+	fmt.Fprintln(w, "rtbd gen -users N -data BIDDERDATA|-config FILE [flags]   write N demo user profiles matching the feed of the flags")
 	fs = newUsersFlags(&usersFlags{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
@@ -155,6 +160,9 @@ func UsersMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
+	if u.config != "" && u.o.Users > 0 {
+		return usersToConfigured(ctx, u, stdout, stderr)
+	}
 	if u.o.Users <= 0 || u.data == "" {
 		return fmt.Errorf("%w: rtbd gen -users N needs N >= 1 and -data BIDDERDATA (or -demo -out DIR for a whole demo)", ErrUsage)
 	}
@@ -170,6 +178,30 @@ func UsersMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote %d user profiles (demo-user-1 .. demo-user-%d) to %s\n", n, n, dir)
+	return nil
+}
+
+// usersToConfigured is UsersMain with -config: the profiles go to the user
+// store the configuration names (LoadUsers).
+func usersToConfigured(ctx context.Context, u usersFlags, stdout, stderr io.Writer) error {
+	if err := u.o.validate(false); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	cfg, err := configs.Load(u.config)
+	if err != nil {
+		return fmt.Errorf("%w: -config: %w", ErrUsage, err)
+	}
+	if u.data != "" {
+		cfg.Bidder.DataDir = u.data
+	}
+	if err := cfg.Validate(); err != nil {
+		return fmt.Errorf("%w: -config %s: %w", ErrUsage, u.config, err)
+	}
+	n, where, err := LoadUsers(ctx, cfg, u.o, genLogger(stderr))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote %d user profiles (demo-user-1 .. demo-user-%d) to %s\n", n, n, where)
 	return nil
 }
 

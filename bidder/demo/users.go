@@ -172,18 +172,29 @@ func contains(s []int64, v int64) bool {
 // them). The store must not be open in another process (a running bidder).
 // It returns the number of users written.
 func WriteUsers(ctx context.Context, dir string, o Options, log *zap.Logger) (n int, err error) {
+	return writeUsersPebble(ctx, dir, o, user.Options{Logger: log})
+}
+
+// demoStock checks o and returns it with defaults, and its Stock.
+func demoStock(o Options) (Options, *Stock, error) {
 	if err := o.validate(false); err != nil {
-		return 0, err
+		return o, nil, err
 	}
 	o = o.withDefaults()
-	if log == nil {
-		log = zap.NewNop()
-	}
 	stock := NewStock(o)
 	if len(stock.nonEmpty) == 0 {
-		return 0, fmt.Errorf("%w: the feed of %d products has none in stock", ErrBadOptions, o.Products)
+		return o, nil, fmt.Errorf("%w: the feed of %d products has none in stock", ErrBadOptions, o.Products)
 	}
-	s, err := user.Open(dir, user.Options{Logger: log})
+	return o, stock, nil
+}
+
+// writeUsersPebble is WriteUsers with the store's options (caps, TTL).
+func writeUsersPebble(ctx context.Context, dir string, o Options, uo user.Options) (n int, err error) {
+	o, stock, err := demoStock(o)
+	if err != nil {
+		return 0, err
+	}
+	s, err := user.Open(dir, uo)
 	if err != nil {
 		return 0, fmt.Errorf("demo: users: %w", err)
 	}

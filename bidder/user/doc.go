@@ -36,6 +36,14 @@
 // read-modify-write under a striped mutex, so concurrent views of one user
 // are never lost.
 //
+// Expiry: with Options.TTL, every write stamps the value with its expiry
+// (a tag byte and the Unix time in nanoseconds before the profile bytes);
+// Get and RecordView treat an expired value as absent, and the Get that
+// finds it deletes it. Reads never renew a profile; values without a stamp
+// never expire. The Redis store (package redisuser) and the Aerospike one
+// (package aerostore) keep the same profiles with their stores' own expiry;
+// package usertest is the suite all three pass.
+//
 // Durability: writes use pebble.NoSync with the write-ahead log on. A write
 // is atomic and survives a process crash once the WAL has reached the
 // operating system (Pebble writes it within milliseconds); a machine crash or

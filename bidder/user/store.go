@@ -2,10 +2,13 @@ package user
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
@@ -41,6 +44,11 @@ type Options struct {
 	// MaxRecommended is the most recommended products Put accepts per
 	// group. Default 100.
 	MaxRecommended int
+	// TTL is how long a profile lives after its last write (RecordView,
+	// Put, BulkWriter.Put); a read never renews it. An expired profile reads
+	// as absent and is deleted by the read that finds it. 0: profiles never
+	// expire (config user.ttl, default 720h).
+	TTL time.Duration
 	// FS is the file system Pebble uses. nil: the operating system's
 	// (vfs.Default); tests may pass vfs.NewMem().
 	FS vfs.FS
@@ -77,6 +85,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.MaxRecommended < 0 {
 		errs = append(errs, fmt.Errorf("user: options: max recommended: must be >= 0, got %d", o.MaxRecommended))
+	}
+	if o.TTL < 0 {
+		errs = append(errs, fmt.Errorf("user: options: ttl: must be >= 0, got %v", o.TTL))
 	}
 	return errors.Join(errs...)
 }
@@ -255,14 +266,75 @@ func (s *Store) Get(ctx context.Context, uid string, p *Profile) (found bool, er
 		s.fail.Inc()
 		return false, fmt.Errorf("user: get: %w", err)
 	}
-	err = decodeProfile(v, p, &s.in) // copies out of v
-	_ = closer.Close()               // v is invalid from here on
+	body, live := unstamp(v, time.Now())
+	if live {
+		err = decodeProfile(body, p, &s.in) // copies out of v
+	}
+	_ = closer.Close() // v is invalid from here on
+	if !live {
+		s.miss.Inc()
+		s.dropExpired(uid)
+		return false, nil
+	}
 	if err != nil {
 		s.fail.Inc()
 		return false, fmt.Errorf("user: uid %q: %w", uid, err)
 	}
 	s.hit.Inc()
 	return true, nil
+}
+
+// stampTag starts a stored value that carries an expiry: stampTag, the
+// expiry in Unix nanoseconds (8 bytes, big endian), then the profile. A
+// value starting with anything else (a profile's format version) never
+// expires.
+const stampTag = 0xE7
+
+const stampLen = 9
+
+// appendStamped appends the stored value of p: stamped with now+ttl when
+// ttl > 0.
+func appendStamped(dst []byte, p *Profile, ttl time.Duration, now time.Time) []byte {
+	if ttl > 0 {
+		dst = append(dst, stampTag)
+		dst = binary.BigEndian.AppendUint64(dst, uint64(now.Add(ttl).UnixNano()))
+	}
+	return AppendProfile(dst, p)
+}
+
+// unstamp returns the profile bytes of the stored value v and whether it is
+// live at now.
+func unstamp(v []byte, now time.Time) (body []byte, live bool) {
+	if len(v) == 0 || v[0] != stampTag {
+		return v, true
+	}
+	if len(v) < stampLen {
+		return v, true // decodes as corrupt
+	}
+	exp := int64(binary.BigEndian.Uint64(v[1:stampLen]))
+	return v[stampLen:], now.UnixNano() < exp
+}
+
+// dropExpired deletes uid's profile if it is still expired once uid's
+// writes are held off (a RecordView may have renewed it meanwhile).
+// Failures are left for the next read.
+func (s *Store) dropExpired(uid string) {
+	s.mu.RUnlock() // Get holds it; lockStripe takes it again
+	defer s.mu.RLock()
+	st, err := s.lockStripe(uid)
+	if err != nil {
+		return
+	}
+	defer s.unlockStripe(st)
+	v, closer, err := s.db.Get(st.key)
+	if err != nil {
+		return
+	}
+	_, live := unstamp(v, time.Now())
+	_ = closer.Close()
+	if !live {
+		_ = s.db.Delete(st.key, pebble.NoSync)
+	}
 }
 
 // RecordView records that uid viewed product pid of group: pid moves to
@@ -292,7 +364,7 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 		return fmt.Errorf("user: uid %q: %w", uid, err)
 	}
 	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
-	st.val = AppendProfile(st.val[:0], &st.p)
+	st.val = appendStamped(st.val[:0], &st.p, s.opts.TTL, time.Now())
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: record view: %w", err)
 	}
@@ -300,7 +372,8 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	return nil
 }
 
-// load reads key into p (empty if absent). Callers hold s.mu shared.
+// load reads key into p (empty if absent or expired). Callers hold s.mu
+// shared.
 func (s *Store) load(key []byte, p *Profile) error {
 	v, closer, err := s.db.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
@@ -310,7 +383,13 @@ func (s *Store) load(key []byte, p *Profile) error {
 	if err != nil {
 		return err
 	}
-	err = decodeProfile(v, p, &s.in)
+	body, live := unstamp(v, time.Now())
+	if !live {
+		_ = closer.Close()
+		p.Reset()
+		return nil
+	}
+	err = decodeProfile(body, p, &s.in)
 	_ = closer.Close()
 	return err
 }
@@ -323,20 +402,47 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := CheckUID(uid); err != nil {
+	if err := CheckPut(uid, p, s.limits()); err != nil {
 		return err
-	}
-	if err := p.Validate(s.limits()); err != nil {
-		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	st, err := s.lockStripe(uid)
 	if err != nil {
 		return err
 	}
 	defer s.unlockStripe(st)
-	st.val = AppendProfile(st.val[:0], p)
+	st.val = appendStamped(st.val[:0], p, s.opts.TTL, time.Now())
 	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
 		return fmt.Errorf("user: put: %w", err)
+	}
+	return nil
+}
+
+// ConflictBackoff is the wait of a shared store's optimistic
+// read-modify-write before retry attempt (0: none): a random while that
+// grows with attempt, cut short by ctx (whose error it returns).
+func ConflictBackoff(ctx context.Context, attempt int) error {
+	if attempt <= 0 {
+		return nil
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(attempt) * int64(200*time.Microsecond))))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// CheckPut is what every store's Put checks before writing p as uid's
+// profile: CheckUID, then p.Validate with the store's limits (that error
+// names uid).
+func CheckPut(uid string, p *Profile, lim Limits) error {
+	if err := CheckUID(uid); err != nil {
+		return err
+	}
+	if err := p.Validate(lim); err != nil {
+		return fmt.Errorf("uid %q: %w", uid, err)
 	}
 	return nil
 }
@@ -391,14 +497,11 @@ func (w *BulkWriter) Put(uid string, p *Profile) error {
 	if w.closed {
 		return ErrClosed
 	}
-	if err := CheckUID(uid); err != nil {
+	if err := CheckPut(uid, p, w.s.limits()); err != nil {
 		return err
 	}
-	if err := p.Validate(w.s.limits()); err != nil {
-		return fmt.Errorf("uid %q: %w", uid, err)
-	}
 	w.key = appendKey(w.key[:0], uid)
-	w.val = AppendProfile(w.val[:0], p)
+	w.val = appendStamped(w.val[:0], p, w.s.opts.TTL, time.Now())
 	if err := w.b.Set(w.key, w.val, nil); err != nil {
 		return fmt.Errorf("user: bulk: %w", err)
 	}

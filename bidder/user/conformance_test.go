@@ -1,0 +1,19 @@
+package user_test
+
+import (
+	"testing"
+
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/usertest"
+)
+
+func TestConformance(t *testing.T) {
+	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
+		s, err := user.Open(t.TempDir(), user.Options{MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, TTL: lim.TTL})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}

@@ -1,0 +1,65 @@
+package bidder
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/configs"
+)
+
+// ProfileStore is the user store a Server opens (user.store): the bid
+// path's UserStore, Put to load profiles, and Close. Put and RecordView
+// renew a profile's expiry (user.ttl); Get never does.
+type ProfileStore interface {
+	UserStore
+	Put(ctx context.Context, uid string, p *user.Profile) error
+	Close() error
+}
+
+// sharedUsers is a store on a client the Server owns and closes itself.
+type sharedUsers interface {
+	UserStore
+	Put(ctx context.Context, uid string, p *user.Profile) error
+}
+
+type noClose struct{ sharedUsers }
+
+func (noClose) Close() error { return nil }
+
+// openUsers opens the user store user.store names, on the Redis and
+// Aerospike clients openSpend opened.
+func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.Registerer) error {
+	kind := cfg.UserStoreKind()
+	u := cfg.User
+	switch kind {
+	case configs.UserStoreRedis:
+		if s.rdb == nil {
+			return fmt.Errorf("%w: user.store redis needs redis.addr", ErrOptions)
+		}
+		s.users = noClose{redisuser.New(s.rdb, redisuser.Options{Prefix: cfg.Redis.Prefix,
+			TTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
+	case configs.UserStoreAerospike:
+		if s.aero == nil {
+			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrOptions)
+		}
+		s.users = noClose{aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
+			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
+	default:
+		db, err := user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
+			BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg,
+			TTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
+		if err != nil {
+			return dataDirError(cfg.Bidder.DataDir, "", err)
+		}
+		s.users = db
+	}
+	log.Info("user store", zap.String("store", kind))
+	return nil
+}
