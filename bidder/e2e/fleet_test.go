@@ -52,7 +52,7 @@ func TestFleetBudget(t *testing.T) {
 			procs[i] = startBidder(t, fmt.Sprintf("b%d", i), bidderConfig{
 				dataDir:   filepath.Join(t.TempDir(), "bidder"),
 				campaigns: camps,
-				sets: []string{"redis.addr=" + r.Addr, "spend.flush_interval=" + interval.String(),
+				sets: []string{"redis.addr=" + r.Addr, "user.store=pebble", "spend.flush_interval=" + interval.String(),
 					"spend.flush_timeout=1s"},
 			})
 		}()

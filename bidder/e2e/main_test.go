@@ -167,7 +167,7 @@ type proc struct {
 type bidderConfig struct {
 	dataDir   string
 	campaigns string   // YAML path
-	sets      []string // extra key=value
+	sets      []string // extra key=value (with redis.addr for spend and fraud, user.store=pebble keeps the demo users read from data_dir: auto would pick Redis)
 }
 
 // campaignsYAML writes a campaign file with one campaign, "money", over

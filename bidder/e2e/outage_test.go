@@ -68,7 +68,7 @@ func TestRedisOutage(t *testing.T) {
 	p := startBidder(t, "outage", bidderConfig{
 		dataDir:   filepath.Join(t.TempDir(), "bidder"),
 		campaigns: campaignsYAML(t, ""),
-		sets: []string{"redis.addr=" + rl.Addr(), "spend.flush_interval=200ms", "spend.flush_timeout=300ms",
+		sets: []string{"redis.addr=" + rl.Addr(), "user.store=pebble", "spend.flush_interval=200ms", "spend.flush_timeout=300ms",
 			"fraud.check_interval=200ms"},
 	})
 	c := newClient()

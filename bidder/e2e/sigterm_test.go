@@ -53,7 +53,7 @@ func TestSIGTERMBurst(t *testing.T) {
 		r := spendtest.StartRedis(t, spendtest.RedisOptions{})
 		rdb := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true})
 		defer rdb.Close()
-		sigtermBurst(t, filepath.Join(t.TempDir(), "bidder"), []string{"redis.addr=" + r.Addr}, func() spend.Total {
+		sigtermBurst(t, filepath.Join(t.TempDir(), "bidder"), []string{"redis.addr=" + r.Addr, "user.store=pebble"}, func() spend.Total {
 			tot, err := redisstore.New(rdb, redisstore.Options{Prefix: "rtbd:"}).Read(context.Background(), []string{"money"}, today())
 			if err != nil {
 				t.Fatal(err)
