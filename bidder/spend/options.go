@@ -74,6 +74,14 @@ type Options struct {
 	// SweepInterval is how often expired frequency entries are dropped from
 	// memory. Default 1m.
 	SweepInterval time.Duration
+	// InstanceID names this bidder in the store's records (spend.instance_id,
+	// default the host name): stable across restarts, unique in the fleet.
+	InstanceID string
+	// Confirmed, when set, is called with the Notice.Seq values (non-zero
+	// ones) of notices the store has applied or found already applied, so a
+	// journal can drop them. It is called from flusher goroutines and must
+	// not block for long.
+	Confirmed func(seqs []uint64)
 	// WriterID prefixes every Delta.ID; it must be unique per process run.
 	// Default: 12 random hex digits.
 	WriterID string

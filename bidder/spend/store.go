@@ -69,6 +69,12 @@ type Delta struct {
 	Imps int64
 	// Freq are per-user impression counts to add for this campaign.
 	Freq []FreqDelta
+	// Notices are the accepted notices whose charges Micros, Imps and Freq
+	// sum. A store applies each notice's key (Nonce, Kind) at most once,
+	// fleet-wide, atomically with the counters: a notice whose key it has
+	// already applied (a replay to another bidder, a retried flush, the
+	// journal's replay after a restart) adds nothing.
+	Notices []Notice
 }
 
 // FreqDelta adds Count impressions of one campaign to one user in one
@@ -96,6 +102,9 @@ type Total struct {
 	TotalMicros, TotalImps int64
 	// Freq are the users' counts after the add, in the order of Delta.Freq.
 	Freq []int64
+	// Duplicates is how many of the delta's Notices the store had already
+	// applied (and so did not add again).
+	Duplicates int64
 }
 
 // MaxIDLen is the longest campaign or user id the spend package accepts, in bytes.

@@ -104,6 +104,10 @@ type Token struct {
 	// click tokens carried it; rtbd now signs one click token per bid,
 	// with Products, and looks the landing URL up at click time.
 	URL string
+	// Nonce is the bid's random 128-bit value (every notice token of one
+	// bid carries the same): the impression's part of a notice's
+	// idempotency key (spend.Nonce).
+	Nonce [16]byte
 	// Products are the product ids (of Group) of a bid's creative: one
 	// click token, signed once, serves every product link of the ad (see
 	// HasProduct). At most MaxProducts. Parse reuses its capacity.
