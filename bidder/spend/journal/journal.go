@@ -1,0 +1,382 @@
+package journal
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+	"github.com/rtbd/rtbd/bidder/spend"
+)
+
+var (
+	// ErrClosed is returned by Append and Replay after Close.
+	ErrClosed = errors.New("journal: closed")
+	// ErrFull is returned by Append when Options.MaxPending records are
+	// waiting for the store's confirmation.
+	ErrFull = errors.New("journal: full")
+	// ErrCorrupt is wrapped by the errors of a record value that does not
+	// decode.
+	ErrCorrupt = errors.New("journal: corrupt record")
+)
+
+// DefaultMaxPending is Options.MaxPending's default: about 1 GB of records.
+const DefaultMaxPending = 10_000_000
+
+// seqBlock is how many sequence numbers one durable reservation covers.
+const seqBlock = 1 << 16
+
+// Keys: 'n' + Seq (8 bytes big-endian) for records; "h" for the reserved
+// sequence numbers (8 bytes big-endian: every Seq used is <= it).
+var (
+	hiKey     = []byte("h")
+	recFirst  = []byte{'n'}
+	recPastHi = []byte{'n' + 1}
+)
+
+func recKey(k *[9]byte, seq uint64) []byte {
+	k[0] = 'n'
+	binary.BigEndian.PutUint64(k[1:], seq)
+	return k[:]
+}
+
+// Options configures Open. The zero value is usable.
+type Options struct {
+	// FS is the file system; default vfs.Default. Tests use vfs.NewMem().
+	FS vfs.FS
+	// MaxPending is the most records kept waiting for the store: past it
+	// Append returns ErrFull (the notice is refused, not lost). Default
+	// DefaultMaxPending (config spend.journal_max_pending).
+	MaxPending int64
+	// Logger receives corrupt records at Replay, Confirm failures and
+	// Pebble's log lines. Default zap.NewNop().
+	Logger *zap.Logger
+	// Registerer receives the metrics; default: not registered.
+	Registerer prometheus.Registerer
+}
+
+// Journal is the local journal of accepted notices. All methods are safe
+// for concurrent use.
+type Journal struct {
+	db   *pebble.DB
+	opts Options
+	log  *zap.Logger
+
+	mu     sync.RWMutex // Close takes it exclusively; every use of db shares it
+	closed bool
+
+	next     atomic.Uint64 // the last Seq handed out
+	reserved atomic.Uint64 // every Seq <= reserved is covered by hiKey
+	resMu    sync.Mutex    // serialises reservations
+	atOpen   uint64        // Seqs <= atOpen were in the journal at Open: Replay's range
+
+	pending atomic.Int64
+	bufs    sync.Pool // *appendBuf
+
+	appendOK, appendErr, appendFull prometheus.Counter
+	corrupt, confirmErr             prometheus.Counter
+}
+
+type appendBuf struct {
+	key [9]byte
+	val []byte
+}
+
+// Open opens (creating if needed) the journal in dir and counts the
+// records left in it (Replay hands them back).
+func Open(dir string, opts Options) (*Journal, error) {
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	if opts.MaxPending <= 0 {
+		opts.MaxPending = DefaultMaxPending
+	}
+	if opts.Logger == nil {
+		opts.Logger = zap.NewNop()
+	}
+	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("journal: %s: %w", dir, err)
+	}
+	db, err := pebble.Open(dir, &pebble.Options{
+		FS:                 opts.FS,
+		FormatMajorVersion: pebble.FormatNewest,
+		Logger:             pebblelog.New(opts.Logger),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("journal: %s: %w", dir, err)
+	}
+	j := &Journal{db: db, opts: opts, log: opts.Logger}
+	j.bufs.New = func() any { return &appendBuf{val: make([]byte, 0, 128)} }
+	if err := j.scan(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("journal: %s: %w", dir, err)
+	}
+	j.metrics(opts.Registerer)
+	return j, nil
+}
+
+// scan finds the last Seq used (the reservation or the last record) and
+// counts the records.
+func (j *Journal) scan() error {
+	var last uint64
+	v, closer, err := j.db.Get(hiKey)
+	switch {
+	case err == nil:
+		if len(v) == 8 {
+			last = binary.BigEndian.Uint64(v)
+		}
+		closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		return err
+	}
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: recFirst, UpperBound: recPastHi})
+	if err != nil {
+		return err
+	}
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+		if k := it.Key(); len(k) == 9 {
+			last = max(last, binary.BigEndian.Uint64(k[1:]))
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	j.next.Store(last)
+	j.reserved.Store(last) // the next Append reserves a new block
+	j.atOpen = last
+	j.pending.Store(n)
+	return nil
+}
+
+// Append writes the notice of campaign durably (pebble.Sync: concurrent
+// Appends share their fsyncs through Pebble's commit pipeline) and sets
+// n.Seq to its sequence number, which grows across restarts. Only once it
+// returns nil may the notice be acknowledged. Errors: ErrClosed, ErrFull,
+// an error wrapping spend.ErrInvalid (an empty or too long id, negative
+// micros), or the write's error; the notice is not in the journal then.
+func (j *Journal) Append(campaign string, n *spend.Notice) error {
+	if campaign == "" || len(campaign) > maxField || len(n.User) > maxField || n.Micros < 0 {
+		j.appendErr.Inc()
+		return fmt.Errorf("%w: journal: campaign %q (%d bytes of user id, %d micros)", spend.ErrInvalid, campaign, len(n.User), n.Micros)
+	}
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		j.appendErr.Inc()
+		return ErrClosed
+	}
+	if j.pending.Add(1) > j.opts.MaxPending {
+		j.pending.Add(-1)
+		j.appendFull.Inc()
+		return fmt.Errorf("%w: %d records wait for the store", ErrFull, j.opts.MaxPending)
+	}
+	seq := j.next.Add(1)
+	if seq > j.reserved.Load() {
+		if err := j.reserve(seq); err != nil {
+			j.pending.Add(-1)
+			j.appendErr.Inc()
+			return err
+		}
+	}
+	b := j.bufs.Get().(*appendBuf)
+	b.val = appendRecord(b.val[:0], campaign, n)
+	err := j.db.Set(recKey(&b.key, seq), b.val, pebble.Sync)
+	j.bufs.Put(b)
+	if err != nil {
+		j.pending.Add(-1)
+		j.appendErr.Inc()
+		return fmt.Errorf("journal: append: %w", err)
+	}
+	j.appendOK.Inc()
+	n.Seq = seq
+	return nil
+}
+
+// reserve makes the sequence numbers up to at least seq durable in hiKey
+// before any record uses them, so a Seq is never handed out twice, even
+// after a crash that follows the deletion of every record.
+func (j *Journal) reserve(seq uint64) error {
+	j.resMu.Lock()
+	defer j.resMu.Unlock()
+	if seq <= j.reserved.Load() {
+		return nil
+	}
+	hi := max(seq, j.next.Load()) + seqBlock
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], hi)
+	if err := j.db.Set(hiKey, v[:], pebble.Sync); err != nil {
+		return fmt.Errorf("journal: reserve sequence numbers: %w", err)
+	}
+	j.reserved.Store(hi)
+	return nil
+}
+
+// Confirm deletes the records of seqs (the store has their notices). It
+// does not wait for an fsync: a deletion lost in a crash replays a notice
+// the store already has, which the store applies once. It has the type of
+// spend.Options.Confirmed; failures are logged and counted, and a call
+// after Close does nothing (the records are replayed at the next start).
+func (j *Journal) Confirm(seqs []uint64) {
+	if len(seqs) == 0 {
+		return
+	}
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return
+	}
+	b := j.db.NewBatch()
+	var k [9]byte
+	for _, s := range seqs {
+		if err := b.Delete(recKey(&k, s), nil); err != nil {
+			j.confirmFailed(err, len(seqs))
+			b.Close()
+			return
+		}
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		j.confirmFailed(err, len(seqs))
+		b.Close()
+		return
+	}
+	b.Close()
+	if j.pending.Add(-int64(len(seqs))) < 0 {
+		j.pending.Store(0) // a Seq confirmed twice
+	}
+}
+
+func (j *Journal) confirmFailed(err error, n int) {
+	j.confirmErr.Inc()
+	j.log.Warn("journal: confirm failed; the records stay and are replayed at the next start",
+		zap.Int("records", n), zap.Error(err))
+}
+
+// ConfirmAll deletes every record, durably: for when the store is known to
+// hold every notice appended (the spend Writer closed with nothing
+// unflushed, and no Append can follow).
+func (j *Journal) ConfirmAll() error {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return ErrClosed
+	}
+	if err := j.db.DeleteRange(recFirst, recPastHi, pebble.Sync); err != nil {
+		return fmt.Errorf("journal: confirm all: %w", err)
+	}
+	j.pending.Store(0)
+	return nil
+}
+
+// ReplayStats is what Replay found.
+type ReplayStats struct {
+	// Replayed is how many records were handed to fn.
+	Replayed int
+	// Corrupt are the Seqs of the records that did not decode: logged,
+	// skipped, and left in the journal.
+	Corrupt []uint64
+}
+
+// Replay hands fn, in Seq order, every record that was in the journal at
+// Open and is still there (not confirmed since), with n.Seq set. n is
+// reused: fn must not keep it. A record that does not decode is logged with
+// its Seq, counted, and skipped. An error from fn stops the replay and is
+// returned.
+func (j *Journal) Replay(fn func(campaign string, n *spend.Notice) error) (ReplayStats, error) {
+	var st ReplayStats
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return st, ErrClosed
+	}
+	var hi [9]byte
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: recFirst, UpperBound: recKey(&hi, j.atOpen+1)})
+	if err != nil {
+		return st, fmt.Errorf("journal: replay: %w", err)
+	}
+	defer it.Close()
+	var n spend.Notice
+	for ok := it.First(); ok; ok = it.Next() {
+		k := it.Key()
+		if len(k) != 9 {
+			continue
+		}
+		seq := binary.BigEndian.Uint64(k[1:])
+		v, err := it.ValueAndErr()
+		var campaign string
+		if err == nil {
+			n = spend.Notice{}
+			campaign, err = decodeRecord(v, &n)
+		}
+		if err != nil {
+			j.corrupt.Inc()
+			st.Corrupt = append(st.Corrupt, seq)
+			j.log.Error("journal: record skipped", zap.Uint64("seq", seq), zap.Error(err))
+			continue
+		}
+		n.Seq = seq
+		if err := fn(campaign, &n); err != nil {
+			return st, fmt.Errorf("journal: replay seq %d: %w", seq, err)
+		}
+		st.Replayed++
+	}
+	if err := it.Error(); err != nil {
+		return st, fmt.Errorf("journal: replay: %w", err)
+	}
+	return st, nil
+}
+
+// Pending is how many records wait for the store's confirmation.
+func (j *Journal) Pending() int64 { return j.pending.Load() }
+
+// Close closes the journal; what is left in it is replayed by the next
+// Open's Replay. Later calls do nothing.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
+	if err := j.db.Close(); err != nil {
+		return fmt.Errorf("journal: close: %w", err)
+	}
+	return nil
+}
+
+func (j *Journal) metrics(reg prometheus.Registerer) {
+	appends := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_spend_journal_appends_total",
+		Help: "Notices written to the local journal by result (ok; error: not written, the notice was refused; full: spend.journal_max_pending records wait for the store).",
+	}, []string{"result"})
+	j.appendOK, j.appendErr, j.appendFull = appends.WithLabelValues("ok"), appends.WithLabelValues("error"), appends.WithLabelValues("full")
+	corrupt := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rtbd_spend_journal_corrupt_records_total",
+		Help: "Journal records that did not decode at replay (logged with their seq and skipped).",
+	})
+	confirmErr := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rtbd_spend_journal_confirm_errors_total",
+		Help: "Failed deletions of journal records the store confirmed (they are replayed at the next start; the store applies them once).",
+	})
+	j.corrupt, j.confirmErr = corrupt, confirmErr
+	pending := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "rtbd_spend_journal_pending_records",
+		Help: "Accepted notices in the local journal not yet confirmed by the spend store.",
+	}, func() float64 { return float64(j.pending.Load()) })
+	if reg == nil {
+		return
+	}
+	for _, c := range []prometheus.Collector{appends, corrupt, confirmErr, pending} {
+		if err := reg.Register(c); err != nil {
+			j.log.Warn("journal: register metric", zap.Error(err))
+		}
+	}
+}
