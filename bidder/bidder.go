@@ -164,6 +164,14 @@ type Options struct {
 	// 50 bytes each).
 	ReplayWindow     time.Duration
 	ReplayMaxEntries int
+	// Journal, when set, makes every accepted billing notice durable
+	// before it is answered (see notices.go); *journal.Journal implements
+	// it. The bidder does not own it.
+	Journal NoticeJournal
+	// NoticeClockSkew is added to a bill token's expiry to make its
+	// notice's store expiry (spend.Notice.Expires). Default 5m
+	// (notice.clock_skew).
+	NoticeClockSkew time.Duration
 	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt
 	// Google-style encrypted clearing prices; nil: plain prices only.
 	PriceEncryptionKey, PriceIntegrityKey []byte
@@ -222,6 +230,7 @@ func (o *Options) ensureDefaults() error {
 	def(&o.ClickTTL, 720*time.Hour)
 	def(&o.EventTimeout, 50*time.Millisecond)
 	def(&o.ReplayWindow, DefaultReplayWindow)
+	def(&o.NoticeClockSkew, DefaultNoticeClockSkew)
 	if o.ReplayMaxEntries <= 0 {
 		o.ReplayMaxEntries = DefaultReplayMaxEntries
 	}

@@ -1,6 +1,8 @@
 package bidder
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"sync"
@@ -39,18 +41,31 @@ import (
 //	bad_price    400: p missing, unfilled macro, not a price, or an encrypted
 //	             price that does not decrypt (or no keys to decrypt it)
 //	bad_request  400 (405 for a method other than GET/HEAD): no t
-//	unavailable  503: accepted but the spend Writer is closed (shutdown)
+//	unavailable  503: verified but not charged: the journal could not write
+//	             it (full, disk error) or the spend Writer is closed (shutdown)
 //
 // A refused notice is never charged and never enters the replay set.
-// An accepted notice the spend Writer refuses because it is closing
-// (shutdown) is answered 503 and not remembered, so the SSP's retry to
-// another bidder charges it; that is the outcome "unavailable".
+// A verified notice the journal cannot write, or the spend Writer refuses
+// because it is closing (shutdown), is answered 503 and not remembered, so
+// the SSP's retry to another bidder charges it; that is the outcome
+// "unavailable".
 //
 // # What is charged, once
 //
-// Spend is charged on the billing notice only: /bill calls
-// spend.Writer.Add(campaign, user, charge, now), which records the spend
-// and one impression for the user's frequency count. /win is verified and
+// Spend is charged on the billing notice only. /bill builds a
+// spend.Notice: the token's nonce with kind NoticeCharge (the notice's
+// idempotency key; a token signed without a nonce gets one derived from
+// its campaign, auction, imp and issue time), the user, the charge, now,
+// and the token's expiry plus Options.NoticeClockSkew (when the store may
+// forget the key). With Options.Journal set, the notice is written to the
+// bidder's local journal with fsync before anything else (a failed write
+// is "unavailable": never acknowledged and lost); then
+// spend.Writer.AddNotice records the spend and one impression for the
+// user's frequency count, and the store applies the key once. The journal
+// drops the record once the store has it (spend.Options.Confirmed); the
+// records left at start are replayed into the Writer before the bidder
+// serves, so a SIGTERM, kill -9 or crash during a store outage loses no
+// acknowledged notice. /win is verified and
 // counted (accepted, replay, ...) but charges nothing, so a bid whose SSP
 // sends both notices is charged once. rtbd puts a burl in every bid; an SSP
 // that fires only nurl is therefore not charged (counted as wins only).
@@ -64,15 +79,18 @@ import (
 //
 // # Replays
 //
-// Replay protection is per bidder process: the set of accepted (auction,
+// This process answers a replay from memory: the set of accepted (auction,
 // imp, kind) lives in this process's memory (a 128-bit hash of each, in
 // 16 lock shards, two generations rotated every ReplayWindow, so an entry
 // is remembered for between one and two windows), bounded by
 // Options.ReplayMaxEntries (a generation that fills up rotates early, which
 // shortens the memory under a flood rather than growing without bound). A
-// replay sent to another bidder of a fleet, or after a restart, is not
-// seen; tokens expire after bidder.notice_ttl (1h by default), which bounds
-// the exposure.
+// replay sent to another bidder of a fleet, or after a restart, is not in
+// that set, but it carries the same nonce and kind: the store applies
+// each notice key once, so it is not charged again; the same holds for
+// the journal's replay at start of a notice the store already had. Tokens
+// expire after bidder.notice_ttl (1h by default), and the store keeps a
+// key until that expiry plus notice.clock_skew.
 
 // Notice outcomes, the outcome label of rtbd_notices_total.
 const (
@@ -101,7 +119,18 @@ var noticeKindNames = [numNoticeKinds]string{"win", "bill"}
 const (
 	DefaultReplayWindow     = 24 * time.Hour
 	DefaultReplayMaxEntries = 10_000_000
+	DefaultNoticeClockSkew  = 5 * time.Minute
 )
+
+// NoticeJournal makes accepted notices durable before they are answered
+// (Options.Journal; package bidder/spend/journal).
+type NoticeJournal interface {
+	// Append writes n durably and sets n.Seq; only after it returns nil may
+	// the notice be acknowledged.
+	Append(campaign string, n *spend.Notice) error
+	// Confirm drops the records of seqs.
+	Confirm(seqs []uint64)
+}
 
 type noticeMetrics struct {
 	out [numNoticeKinds][numOutcomes]prometheus.Counter
@@ -204,17 +233,55 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 			}
 		}
 	}
-	if err := b.opts.Spend.Add(tok.Campaign, tok.User, charge, now); err != nil {
-		b.replays.forget(kind, tok.Auction, tok.Imp)
-		if errors.Is(err, spend.ErrClosed) {
-			return outUnavailable
+	n := spend.Notice{Nonce: tok.Nonce, Kind: spend.NoticeCharge, User: tok.User, Micros: charge, At: now,
+		Expires: tok.Expires.Add(b.opts.NoticeClockSkew)}
+	if n.Nonce == (spend.Nonce{}) {
+		n.Nonce = derivedNonce(tok)
+	}
+	if j := b.opts.Journal; j != nil {
+		if err := j.Append(tok.Campaign, &n); err != nil {
+			b.replays.forget(kind, tok.Auction, tok.Imp)
+			return b.notCharged(err)
 		}
-		// ErrInvalid: an id the spend store cannot key (signed by us, so a
-		// configuration problem rather than an attack).
+	}
+	if err := b.opts.Spend.AddNotice(tok.Campaign, &n); err != nil {
+		b.replays.forget(kind, tok.Auction, tok.Imp)
+		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
+			b.opts.Journal.Confirm([]uint64{n.Seq})
+		}
+		return b.notCharged(err)
+	}
+	return outAccepted
+}
+
+// notCharged is the outcome of a billing notice the journal or the spend
+// Writer refused: ErrInvalid is an id the spend store cannot key (signed
+// by us, so a configuration problem rather than an attack); anything else
+// (the Writer closing, the journal full or failing to write) is
+// unavailable, so the SSP retries.
+func (b *Bidder) notCharged(err error) int {
+	if errors.Is(err, spend.ErrInvalid) {
 		b.opts.Logger.Warn("bidder: billing notice not charged", zap.Error(err))
 		return outBadRequest
 	}
-	return outAccepted
+	return outUnavailable
+}
+
+// derivedNonce is the nonce of a bill token signed without one: SHA-256 of
+// what names its impression (campaign, auction, imp, each length-prefixed,
+// and the issue time in unix seconds), so every bidder derives the same key
+// for the same token.
+func derivedNonce(tok *token.Token) spend.Nonce {
+	h := sha256.New()
+	var b [binary.MaxVarintLen64]byte
+	for _, s := range []string{tok.Campaign, tok.Auction, tok.Imp} { // length-prefixed: "a|b"+"c" is not "a"+"b|c"
+		h.Write(binary.AppendUvarint(b[:0], uint64(len(s))))
+		h.Write([]byte(s))
+	}
+	h.Write(binary.BigEndian.AppendUint64(b[:0], uint64(tok.Issued.Unix())))
+	var n spend.Nonce
+	copy(n[:], h.Sum(nil))
+	return n
 }
 
 // clearingPrice parses p: a plain decimal, else an encrypted price when

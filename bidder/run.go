@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -28,6 +29,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -125,6 +127,7 @@ type Server struct {
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
 	spendW      *spend.Writer
+	journal     *journal.Journal // accepted notices until the store has them
 	spendClosed bool // by Shutdown
 	budgets     *spend.Budgets
 	fraud       *fraud.Lists // nil without redis.addr
@@ -201,6 +204,10 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		opts.Fraud = s.fraud
 	}
 	opts.ReplayWindow = cfg.Notice.ReplayWindow
+	opts.NoticeClockSkew = cfg.Notice.ClockSkew
+	if s.journal != nil {
+		opts.Journal = s.journal
+	}
 	opts.PriceEncryptionKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Encryption)
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.campaigns
@@ -297,14 +304,26 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		}
 		s.spendDB, store = db, db
 	}
+	instance, err := instanceID(cfg)
+	if err != nil {
+		return err
+	}
+	if s.journal, err = journal.Open(cfg.JournalDir(), journal.Options{MaxPending: cfg.Spend.JournalMaxPending,
+		Logger: log, Registerer: reg}); err != nil {
+		return dataDirError(cfg.JournalDir(), " (spend.journal_dir)", err)
+	}
 	w, err := spend.NewWriter(store, spend.Options{
 		FlushInterval: cfg.Spend.FlushInterval, Flushers: cfg.Spend.Flushers,
 		ThresholdImps: cfg.Spend.ThresholdImps, BudgetFraction: cfg.Spend.BudgetFraction,
-		FlushTimeout: cfg.Spend.FlushTimeout, Logger: log, Registerer: reg})
+		FlushTimeout: cfg.Spend.FlushTimeout, InstanceID: instance, Confirmed: s.journal.Confirm,
+		Logger: log, Registerer: reg})
 	if err != nil {
 		return fmt.Errorf("bidder: spend: %w", err)
 	}
 	s.spendW = w
+	if err := replayJournal(s.journal, w, log); err != nil {
+		return fmt.Errorf("bidder: spend.journal_dir %s: %w", cfg.JournalDir(), err)
+	}
 	s.budgets = spend.NewBudgets(w, spend.BudgetOptions{})
 	if s.rdb != nil {
 		l, err := fraud.New(s.rdb, fraud.Options{Prefix: cfg.Redis.Prefix + "fraud:",
@@ -322,6 +341,43 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		}
 	}
 	log.Info("spend store", zap.String("store", kind))
+	return nil
+}
+
+// instanceID is spend.instance_id, or the host name when it is empty.
+func instanceID(cfg *configs.Config) (string, error) {
+	if cfg.Spend.InstanceID != "" {
+		return cfg.Spend.InstanceID, nil
+	}
+	h, err := os.Hostname()
+	if err != nil || !configs.ValidInstanceID(h) {
+		return "", fmt.Errorf("%w: spend.instance_id is empty and the host name %q (%v) is not 1-32 of [0-9A-Za-z._-]: set spend.instance_id", ErrOptions, h, err)
+	}
+	return h, nil
+}
+
+// replayJournal hands the spend Writer, before the bidder serves, every
+// notice the journal holds from earlier runs (accepted and not yet
+// confirmed by the store); the store applies each notice's key once, so
+// those it already has add nothing. A record the Writer refuses as invalid
+// is logged and dropped.
+func replayJournal(j *journal.Journal, w *spend.Writer, log *zap.Logger) error {
+	var invalid []uint64
+	st, err := j.Replay(func(campaign string, n *spend.Notice) error {
+		err := w.AddNotice(campaign, n)
+		if errors.Is(err, spend.ErrInvalid) {
+			log.Error("bidder: journal record refused by the spend Writer; dropped", zap.Uint64("seq", n.Seq), zap.Error(err))
+			invalid = append(invalid, n.Seq)
+			return nil
+		}
+		return err
+	})
+	j.Confirm(invalid)
+	if err != nil {
+		return err
+	}
+	log.Info("spend journal replayed", zap.Int("notices", st.Replayed), zap.Int("corrupt", len(st.Corrupt)),
+		zap.Int64("pending", j.Pending()))
 	return nil
 }
 
@@ -404,22 +460,45 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	actx, acancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer acancel()
 	aerr := s.admin.Shutdown(actx)
-	// Flush every accepted notice before the stores close (nothing lost on
-	// SIGTERM while the spend store answers).
+	// Flush every accepted notice before the stores close. What the store
+	// does not confirm in time stays in the journal for the next start:
+	// nothing accepted is lost.
 	var werr error
 	if s.spendW != nil {
 		wctx, wcancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 		werr = s.spendW.Close(wctx)
 		wcancel()
 		s.spendClosed = true
-		if werr != nil {
-			werr = fmt.Errorf("bidder: flushing spend: %w", werr)
-		}
+		werr = s.settleJournal(werr)
 	}
 	cerr := s.closeStores()
 	s.gcFloor.Stop()
 	s.log.Info("bidder stopped")
 	return errors.Join(herr, aerr, werr, cerr)
+}
+
+// settleJournal is the journal's part of a shutdown, given the spend
+// Writer's Close error: with nothing left unflushed the store has every
+// notice, so the journal is emptied; with notices unflushed (the store
+// unreachable) they stay in the journal, are replayed at the next start,
+// and the shutdown is not a failure.
+func (s *Server) settleJournal(werr error) error {
+	switch {
+	case s.journal == nil:
+	case werr == nil:
+		if err := s.journal.ConfirmAll(); err != nil {
+			s.log.Warn("bidder: emptying the spend journal; its notices are replayed at the next start (the store applies each once)", zap.Error(err))
+		}
+		return nil
+	case errors.Is(werr, spend.ErrUnflushed):
+		s.log.Warn("bidder: spend not confirmed by the store at shutdown stays in the journal and is replayed at the next start",
+			zap.String("journal", s.cfg.JournalDir()), zap.Int64("notices", s.journal.Pending()), zap.Error(werr))
+		return nil
+	}
+	if werr != nil {
+		return fmt.Errorf("bidder: flushing spend: %w", werr)
+	}
+	return nil
 }
 
 func (s *Server) closeStores() error {
@@ -431,6 +510,9 @@ func (s *Server) closeStores() error {
 	}
 	if s.fraud != nil {
 		s.fraud.Close()
+	}
+	if s.journal != nil { // after the Writer: its last confirmations
+		errs = append(errs, s.journal.Close())
 	}
 	if s.spendDB != nil {
 		errs = append(errs, s.spendDB.Close())

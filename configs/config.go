@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"time"
@@ -329,6 +330,15 @@ type Spend struct {
 	BudgetFraction float64 `yaml:"budget_fraction"`
 	// FlushTimeout bounds one store flush.
 	FlushTimeout time.Duration `yaml:"flush_timeout"`
+	// JournalDir holds the local journal of accepted notices (package
+	// bidder/spend/journal); "" is bidder.data_dir/journal.
+	JournalDir string `yaml:"journal_dir"`
+	// JournalMaxPending is the most notices the journal keeps waiting for
+	// the store; past it, billing notices are answered 503.
+	JournalMaxPending int64 `yaml:"journal_max_pending"`
+	// InstanceID names this bidder in the store's records: stable across
+	// restarts, unique in the fleet; "" is the host name.
+	InstanceID string `yaml:"instance_id"`
 }
 
 // Validate reports the problems of the spend section.
@@ -341,6 +351,36 @@ func (s Spend) Validate(p *Problems) {
 		p.Addf("budget_fraction", "must be between 0 and 1, got %v", s.BudgetFraction)
 	}
 	p.Positive("flush_timeout", s.FlushTimeout)
+	if s.JournalDir != strings.TrimSpace(s.JournalDir) {
+		p.Addf("journal_dir", "must not start or end with spaces, got %q", s.JournalDir)
+	}
+	p.Range("journal_max_pending", s.JournalMaxPending, 1, 1<<40)
+	if s.InstanceID != "" && !ValidInstanceID(s.InstanceID) {
+		p.Addf("instance_id", "must be 1-32 of [0-9A-Za-z._-], got %q", s.InstanceID)
+	}
+}
+
+// ValidInstanceID reports whether id is a valid spend.instance_id: 1-32
+// of [0-9A-Za-z._-].
+func ValidInstanceID(id string) bool {
+	if id == "" || len(id) > 32 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// JournalDir is spend.journal_dir, or bidder.data_dir/journal when unset.
+func (c *Config) JournalDir() string {
+	if c.Spend.JournalDir != "" {
+		return c.Spend.JournalDir
+	}
+	return filepath.Join(c.Bidder.DataDir, "journal")
 }
 
 // User store choices (user.store).
@@ -453,6 +493,9 @@ type Notice struct {
 	// ReplayWindow is how long a notice (auction, imp, kind) is remembered
 	// to reject a replay; per bidder process.
 	ReplayWindow time.Duration `yaml:"replay_window"`
+	// ClockSkew is added to a notice token's expiry to make the expiry of
+	// its charge-once key in the store (bidders' clocks differ).
+	ClockSkew time.Duration `yaml:"clock_skew"`
 	// PriceKeys decrypt Google-style encrypted clearing prices.
 	PriceKeys PriceKeys `yaml:"price_keys"`
 }
@@ -460,6 +503,9 @@ type Notice struct {
 // Validate reports the problems of the notice section.
 func (n Notice) Validate(p *Problems) {
 	p.Positive("replay_window", n.ReplayWindow)
+	if n.ClockSkew < 0 || n.ClockSkew > 24*time.Hour {
+		p.Addf("clock_skew", "must be between 0 and 24h, got %v", n.ClockSkew)
+	}
 }
 
 // PriceKeys are the exchange's price encryption and integrity keys, web-safe

@@ -10,7 +10,7 @@ import (
 func TestSpendSectionsDefaults(t *testing.T) {
 	c := mustDefault(t)
 	if got, want := c.Spend, (Spend{Store: SpendStoreAuto, FlushInterval: time.Second, Flushers: 4,
-		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second}); got != want {
+		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second, JournalMaxPending: 10_000_000}); got != want {
 		t.Errorf("spend defaults %+v, want %+v", got, want)
 	}
 	if got, want := c.Redis, (Redis{Prefix: "rtbd:"}); got != want {
@@ -22,7 +22,7 @@ func TestSpendSectionsDefaults(t *testing.T) {
 	if got, want := c.Fraud, (Fraud{CheckInterval: 10 * time.Second, ReloadInterval: 5 * time.Minute}); got != want {
 		t.Errorf("fraud defaults %+v, want %+v", got, want)
 	}
-	if got, want := c.Notice, (Notice{ReplayWindow: 24 * time.Hour}); got != want {
+	if got, want := c.Notice, (Notice{ReplayWindow: 24 * time.Hour, ClockSkew: 5 * time.Minute}); got != want {
 		t.Errorf("notice defaults %+v, want %+v", got, want)
 	}
 }
@@ -37,6 +37,14 @@ func TestSpendSectionsValidate(t *testing.T) {
 		{"spend.flushers", "0", "spend.flushers: must be >= 1"},
 		{"spend.budget_fraction", "1.5", "spend.budget_fraction: must be between 0 and 1"},
 		{"spend.flush_timeout", "0s", "spend.flush_timeout: must be > 0"},
+		{"spend.instance_id", "bidder-1.eu_west", ""},
+		{"spend.instance_id", "bidder 1", "spend.instance_id: must be 1-32 of [0-9A-Za-z._-]"},
+		{"spend.instance_id", "a123456789012345678901234567890123", "spend.instance_id: must be 1-32"},
+		{"spend.journal_dir", "/var/lib/rtbd/journal", ""},
+		{"spend.journal_dir", " /x", "spend.journal_dir: must not start or end with spaces"},
+		{"spend.journal_max_pending", "0", "spend.journal_max_pending: must be >= 1"},
+		{"notice.clock_skew", "0s", ""},
+		{"notice.clock_skew", "-1s", "notice.clock_skew: must be between 0 and 24h"},
 		{"user.store", "redis", ""},
 		{"user.store", "memcached", "user.store: must be one of"},
 		{"user.max_groups", "0", "user.max_groups: must be >= 1"},
