@@ -128,7 +128,7 @@ type Server struct {
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
 	spendW      *spend.Writer
 	journal     *journal.Journal // accepted notices until the store has them
-	spendClosed bool // by Shutdown
+	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
 	fraud       *fraud.Lists // nil without redis.addr
 	http        *fasthttp.Server
