@@ -17,13 +17,19 @@ import (
 
 // TestKill9DuringRedisOutage: a bidder with -redis (redis-server with AOF
 // and appendfsync always) takes bids while Redis is up, then billing
-// notices for them while redis-server is stopped, and is killed with
-// SIGKILL: what it accepted was never flushed and is in no process's
-// memory. Redis and the bidder are started again (same Redis data, same
-// bidder data dir): the bidder replays its journal, and Redis must hold
-// every accepted bill, exactly (counted: 204 answers vs Redis's
-// impressions and micros).
+// notices for them while redis-server is stopped, and is stopped: killed
+// with SIGKILL (what it accepted was never flushed and is in no process's
+// memory), or sent SIGTERM (its shutdown cannot flush: it must still exit
+// 0, the notices being in its journal). Redis and the bidder are started
+// again (same Redis data, same bidder data dir): the bidder replays its
+// journal, and Redis must hold every accepted bill, exactly (counted: 204
+// answers vs Redis's impressions and micros).
 func TestKill9DuringRedisOutage(t *testing.T) {
+	t.Run("kill9", func(t *testing.T) { stopDuringRedisOutage(t, false) })
+	t.Run("sigterm", func(t *testing.T) { stopDuringRedisOutage(t, true) })
+}
+
+func stopDuringRedisOutage(t *testing.T, sigterm bool) {
 	const bills = 400
 	r := spendtest.StartRedis(t, spendtest.RedisOptions{Persist: true})
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr, ContextTimeoutEnabled: true})
@@ -31,7 +37,8 @@ func TestKill9DuringRedisOutage(t *testing.T) {
 	cfg := bidderConfig{
 		dataDir:   filepath.Join(t.TempDir(), "bidder"),
 		campaigns: campaignsYAML(t, ""),
-		sets:      []string{"redis.addr=" + r.Addr, "user.store=pebble", "spend.flush_interval=200ms", "spend.flush_timeout=300ms"},
+		sets: []string{"redis.addr=" + r.Addr, "user.store=pebble", "spend.flush_interval=200ms", "spend.flush_timeout=300ms",
+			"bidder.shutdown_timeout=1s"},
 	}
 	p := startBidder(t, "kill9", cfg)
 	c := newClient()
@@ -65,9 +72,17 @@ func TestKill9DuringRedisOutage(t *testing.T) {
 	})
 	accepted := acc.Load()
 	m := p.metrics(t)
-	p.kill() // SIGKILL: no shutdown, no final flush
-	t.Logf("Redis stopped: %d bills sent, %d accepted (204), %d not; the bidder's journal held %v, unflushed %v micros when it was killed",
-		bills, accepted, other.Load(), m["rtbd_spend_journal_pending_records"], m["rtbd_spend_unflushed_micros"])
+	how := "killed (SIGKILL: no shutdown, no final flush)"
+	if sigterm {
+		how = "stopped (SIGTERM: the final flush fails)"
+		if err := p.terminate(); err != nil {
+			t.Errorf("bidder exit after SIGTERM with Redis stopped: %v (its notices are in the journal: a clean exit)", err)
+		}
+	} else {
+		p.kill()
+	}
+	t.Logf("Redis stopped: %d bills sent, %d accepted (204), %d not; the bidder's journal held %v, unflushed %v micros when it was %s",
+		bills, accepted, other.Load(), m["rtbd_spend_journal_pending_records"], m["rtbd_spend_unflushed_micros"], how)
 	if m["rtbd_spend_journal_pending_records"] < float64(accepted) {
 		t.Errorf("journal held %v notices, fewer than the %d accepted", m["rtbd_spend_journal_pending_records"], accepted)
 	}

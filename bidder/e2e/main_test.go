@@ -16,7 +16,8 @@
 //	TestRedisOutage        acceptance 4: Redis slow, paused, killed and
 //	                       restarted under a running bidder
 //	TestKill9DuringRedisOutage  bills accepted while Redis is stopped, then
-//	                       kill -9: the journal replays them all at restart
+//	                       kill -9 or SIGTERM: the journal replays them all
+//	                       at restart
 //
 // The whole package takes about 30-40 s (more under -race); none of it
 // asserts wall-clock micro-timings: the bounds are derived from the
