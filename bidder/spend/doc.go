@@ -58,14 +58,17 @@
 //
 // Close (on SIGTERM) flushes everything before returning, retrying until its
 // context ends; if the store stays unreachable Close says how much was not
-// confirmed (ErrUnflushed). A crash (SIGKILL, OOM) loses what was not yet
-// confirmed by the store: with a healthy store at most one FlushInterval of
-// this bidder's wins (less for campaigns that flush by threshold), plus the
-// flushes in flight. During a store outage that window grows to the whole
-// outage: the deltas are in memory only. The store then under-counts spend
-// by what was lost, so the fleet may overspend by that much: at most
-// r x (FlushInterval + FlushTimeout) per crashed bidder and campaign with a
-// healthy store. Nothing is counted twice: a retried delta keeps its id and
+// confirmed (ErrUnflushed). The Writer's buffers are in memory only; the
+// bidder's local journal (package journal) is what keeps accepted notices:
+// each is fsynced there before it is acknowledged, and dropped once
+// Options.Confirmed says the store has it. After a SIGTERM with the store
+// unreachable, or a crash (SIGKILL, OOM) at any time, the bidder replays
+// the journal into its new Writer at start, so nothing accepted is lost,
+// however long the outage. Until the replay is flushed the fleet does not
+// see that spend (with a healthy store, at most about
+// r x (FlushInterval + FlushTimeout) per crashed bidder and campaign), so
+// the fleet may overspend by that much meanwhile.
+// Nothing is counted twice: a retried delta keeps its id and
 // stores that deduplicate (Redis, Pebble) apply an id once.
 //
 // # Frequency windows
