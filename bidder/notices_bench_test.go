@@ -18,6 +18,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -43,9 +44,12 @@ func (c *countingStore) Flush(ctx context.Context, d []spend.Delta) ([]spend.Tot
 // second over loopback TCP, from a fasthttp client with 64 connections,
 // and the store writes they cause, in two modes on the same notices:
 //
-//	buffered    the real path: notices.go charges spend.Writer.Add, the
-//	            Writer flushes in batches (default options: 1s timer,
-//	            1000-impression threshold, 4 flushers)
+//	journaled   the real path: notices.go writes each notice to the local
+//	            journal (Pebble in a temp dir, fsync per commit group) and
+//	            charges spend.Writer.AddNotice, the Writer flushes in
+//	            batches (default options: 1s timer, 1000-impression
+//	            threshold, 4 flushers)
+//	buffered    the same without the journal (the path's cost before it)
 //	unbuffered  the baseline: the same handler code (Bidder.notice: token
 //	            verification, price, replay set, Writer.Add to a Writer that
 //	            never flushes during the phase), then one synchronous
@@ -66,7 +70,9 @@ func (c *countingStore) Flush(ctx context.Context, d []spend.Delta) ([]spend.Tot
 // client and server sharing its cores). Each phase also checks that the
 // store gained exactly the accepted notices. Writes are
 // counted during the timed phase only (the buffered Writer's final Close
-// flush is reported apart, as close-writes).
+// flush is reported apart, as close-writes). CPU is the process's (client
+// and server share it) per notice; server-cpu-us/notice subtracts the
+// bare-204 phase's CPU per request (the client and loopback part).
 //
 // Run: go test ./bidder -run '^$' -bench BenchmarkWinNotices -benchtime=1x
 func BenchmarkWinNotices(b *testing.B) {
@@ -105,56 +111,82 @@ type noticePhase struct {
 	elapsed          time.Duration
 	writes, deltas   int64 // during the phase
 	closeWrites      int64 // the buffered Writer's Close
+	cpu              time.Duration
 }
 
+// Modes of runNoticePhase.
+const (
+	modeJournaled = iota
+	modeBuffered
+	modeUnbuffered
+)
+
+var noticeModeNames = []string{"journaled", "buffered", "unbuffered"}
+
 func benchNotices(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, rounds int, phaseMax time.Duration) {
-	var bufRate, unbRate, bufWPS, unbWPS, bufNPW, unbNPW, speedup, reduction, bareRate []float64
+	var rate, wps, npw, cpu, serverCPU [3][]float64
+	var speedup, reduction, journalCost, bareRate []float64
 	// The loopback ceiling of this machine with this client: a server that
 	// answers 204 without looking at the request.
 	bare := loopbackServer(b, &fasthttp.Server{Handler: func(rc *fasthttp.RequestCtx) { rc.SetStatusCode(fasthttp.StatusNoContent) }})
 	for round := range rounds {
+		c0 := cpuTime()
 		bp := sendNotices(bare, urls, phaseMax)
+		bareCPU := float64(cpuTime()-c0) / float64(time.Microsecond) / float64(max(bp.accepted, 1))
 		bareRate = append(bareRate, float64(bp.accepted)/bp.elapsed.Seconds())
-		b.Logf("round %d %-10s: %d requests in %v: %.0f/s (loopback ceiling: no handler work)", round, "bare-204", bp.accepted, bp.elapsed.Round(time.Millisecond), bareRate[round])
-		for _, buffered := range []bool{true, false} {
-			p := runNoticePhase(b, set, urls, newStore, buffered, phaseMax)
-			rate := float64(p.accepted) / p.elapsed.Seconds()
-			wps := float64(p.writes) / p.elapsed.Seconds()
-			npw := float64(p.accepted) / float64(max(p.writes, 1))
-			mode := "unbuffered"
-			if buffered {
-				mode = "buffered"
-				bufRate, bufWPS, bufNPW = append(bufRate, rate), append(bufWPS, wps), append(bufNPW, npw)
-			} else {
-				unbRate, unbWPS, unbNPW = append(unbRate, rate), append(unbWPS, wps), append(unbNPW, npw)
-			}
-			b.Logf("round %d %-10s: %d notices in %v: %.0f notices/s accepted (%d failed); %d store writes (%d deltas) = %.1f writes/s, %.1f notices per write; close-writes %d",
-				round, mode, p.accepted, p.elapsed.Round(time.Millisecond), rate, p.failed, p.writes, p.deltas, wps, npw, p.closeWrites)
+		b.Logf("round %d %-10s: %d requests in %v: %.0f/s, %.1f us CPU per request (loopback ceiling: no handler work)",
+			round, "bare-204", bp.accepted, bp.elapsed.Round(time.Millisecond), bareRate[round], bareCPU)
+		for mode, name := range noticeModeNames {
+			p := runNoticePhase(b, set, urls, newStore, mode, phaseMax)
+			r := float64(p.accepted) / p.elapsed.Seconds()
+			perNotice := float64(p.cpu) / float64(time.Microsecond) / float64(max(p.accepted, 1))
+			rate[mode] = append(rate[mode], r)
+			wps[mode] = append(wps[mode], float64(p.writes)/p.elapsed.Seconds())
+			npw[mode] = append(npw[mode], float64(p.accepted)/float64(max(p.writes, 1)))
+			cpu[mode] = append(cpu[mode], perNotice)
+			serverCPU[mode] = append(serverCPU[mode], perNotice-bareCPU)
+			b.Logf("round %d %-10s: %d notices in %v: %.0f notices/s accepted (%d failed), %.1f us CPU per notice; %d store writes (%d deltas) = %.1f writes/s, %.1f notices per write; close-writes %d",
+				round, name, p.accepted, p.elapsed.Round(time.Millisecond), r, p.failed, perNotice, p.writes, p.deltas,
+				wps[mode][round], npw[mode][round], p.closeWrites)
 			if p.failed > 0 {
-				b.Errorf("%s: %d notices not answered 204", mode, p.failed)
+				b.Errorf("%s: %d notices not answered 204", name, p.failed)
 			}
 		}
-		speedup = append(speedup, bufRate[round]/unbRate[round])
-		reduction = append(reduction, bufNPW[round]/unbNPW[round])
+		speedup = append(speedup, rate[modeBuffered][round]/rate[modeUnbuffered][round])
+		reduction = append(reduction, npw[modeBuffered][round]/npw[modeUnbuffered][round])
+		journalCost = append(journalCost, rate[modeBuffered][round]/rate[modeJournaled][round])
 	}
 	reportMedians(b, []series{
-		{bufRate, "buffered-notices/s"}, {unbRate, "unbuffered-notices/s"}, {speedup, "speedup-x"},
-		{bufWPS, "buffered-writes/s"}, {unbWPS, "unbuffered-writes/s"},
-		{bufNPW, "buffered-notices/write"}, {reduction, "fewer-writes-x"}, {bareRate, "bare-204-req/s"},
+		{rate[modeJournaled], "journaled-notices/s"}, {rate[modeBuffered], "buffered-notices/s"}, {rate[modeUnbuffered], "unbuffered-notices/s"},
+		{speedup, "speedup-x"}, {journalCost, "journal-slowdown-x"},
+		{serverCPU[modeJournaled], "journaled-server-cpu-us/notice"}, {serverCPU[modeBuffered], "buffered-server-cpu-us/notice"},
+		{serverCPU[modeUnbuffered], "unbuffered-server-cpu-us/notice"},
+		{cpu[modeJournaled], "journaled-cpu-us/notice"}, {cpu[modeBuffered], "buffered-cpu-us/notice"},
+		{wps[modeBuffered], "buffered-writes/s"}, {wps[modeUnbuffered], "unbuffered-writes/s"},
+		{npw[modeBuffered], "buffered-notices/write"}, {reduction, "fewer-writes-x"}, {bareRate, "bare-204-req/s"},
 	})
 	b.ReportMetric(0, "ns/op") // the phases are fixed work, not b.N
 }
 
 // runNoticePhase starts a fresh bidder on 127.0.0.1 and sends it the
 // notices from 64 connections.
-func runNoticePhase(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, buffered bool, phaseMax time.Duration) noticePhase {
+func runNoticePhase(b *testing.B, set *campaign.Set, urls []string, newStore func() spend.Store, mode int, phaseMax time.Duration) noticePhase {
 	cs := &countingStore{Store: newStore()}
 	var w *spend.Writer
 	var err error
 	var bb *Bidder
-	if buffered {
+	var j *journal.Journal
+	buffered := mode != modeUnbuffered
+	switch mode {
+	case modeJournaled:
+		if j, err = journal.Open(filepath.Join(b.TempDir(), "journal"), journal.Options{}); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { j.Close() })
+		w, err = spend.NewWriter(cs, spend.Options{Confirmed: j.Confirm})
+	case modeBuffered:
 		w, err = spend.NewWriter(cs, spend.Options{})
-	} else {
+	default:
 		// The Writer the handler's Add goes to in the baseline: never
 		// flushes during the phase (its store is a separate Pebble, not
 		// counted).
@@ -176,6 +208,9 @@ func runNoticePhase(b *testing.B, set *campaign.Set, urls []string, newStore fun
 		o.Campaigns = staticCampaigns{set}
 		o.Keys = benchNoticeKeys(b)
 		o.Spend = w
+		if j != nil {
+			o.Journal = j
+		}
 		if !buffered {
 			o.Notices = func(rc *fasthttp.RequestCtx) { unbufferedNotice(bb, rc, cs, idPrefix, &seq) }
 		}
@@ -184,7 +219,9 @@ func runNoticePhase(b *testing.B, set *campaign.Set, urls []string, newStore fun
 	addr := loopbackServer(b, f.b.NewServer())
 	day := time.Now().UTC().Format(time.DateOnly)
 	before := readMoney(b, cs, day)
+	c0 := cpuTime()
 	p := sendNotices(addr, urls, phaseMax)
+	p.cpu = cpuTime() - c0
 	p.writes, p.deltas = cs.flushes.Load(), cs.deltas.Load()
 	if err := w.Close(context.Background()); err != nil {
 		b.Fatal(err)
