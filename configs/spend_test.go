@@ -85,3 +85,16 @@ func TestSpendSectionsValidate(t *testing.T) {
 		t.Errorf("both keys: %v", err)
 	}
 }
+
+// TestJournalDir: spend.journal_dir, or bidder.data_dir/journal when unset.
+func TestJournalDir(t *testing.T) {
+	c := mustDefault(t)
+	_ = c.Set("bidder.data_dir", "/srv/rtbd/bidder")
+	if got, want := c.JournalDir(), "/srv/rtbd/bidder/journal"; got != want {
+		t.Errorf("JournalDir %q, want %q", got, want)
+	}
+	_ = c.Set("spend.journal_dir", "/fast/journal")
+	if got := c.JournalDir(); got != "/fast/journal" {
+		t.Errorf("JournalDir %q, want spend.journal_dir", got)
+	}
+}
