@@ -51,7 +51,7 @@ func (c *countingStore) Flush(ctx context.Context, d []spend.Delta) ([]spend.Tot
 //	            threshold, 4 flushers)
 //	buffered    the same without the journal (the path's cost before it)
 //	unbuffered  the baseline: the same handler code (Bidder.notice: token
-//	            verification, price, replay set, Writer.Add to a Writer that
+//	            verification, price, replay set, Writer.AddNotice to a Writer that
 //	            never flushes during the phase), then one synchronous
 //	            Store.Flush of a one-notice delta per accepted notice, as a
 //	            bidder without a buffer would do (one INCRBY script per
