@@ -236,6 +236,8 @@ func startBidder(t testing.TB, name string, c bidderConfig) *proc {
 		"bidder.nbr_body=true",
 		"bidder.max_tmax=500ms",
 		"bidder.access_log_sample=0",
+		// SIGTERM drains at once (TestShutdownDelay sets a delay).
+		"bidder.shutdown_delay=0s",
 		// The tests measure the money path, not load shedding: the
 		// admission control is off, so that no bid request of this load
 		// is shed (nbr 507).
