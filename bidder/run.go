@@ -134,11 +134,11 @@ type Server struct {
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
-	fraud       *fraud.Lists // nil without redis.addr
-	http        *fasthttp.Server
-	ln          net.Listener
-	admin       *admin.Server
-	served      chan error
+	fraud     *fraud.Lists // nil without redis.addr
+	http      *fasthttp.Server
+	ln        net.Listener
+	admin     *admin.Server
+	served    chan error
 }
 
 // Start opens the product store (the local index at catalog.data, or the
