@@ -129,16 +129,17 @@ type Server struct {
 	spendW      *spend.Writer
 	spendClosed bool // by Shutdown
 	budgets     *spend.Budgets
+	fraud       *fraud.Lists // nil without redis.addr
+	http        *fasthttp.Server
+	ln          net.Listener
+	admin       *admin.Server
+	served      chan error
+
 	// The startup spend gate (spendgate.go).
 	gateStart time.Time
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
-	fraud     *fraud.Lists // nil without redis.addr
-	http      *fasthttp.Server
-	ln        net.Listener
-	admin     *admin.Server
-	served    chan error
 }
 
 // Start opens the product store (the local index at catalog.data, or the
