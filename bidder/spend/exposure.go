@@ -87,35 +87,45 @@ func (e *exposure) billed(at time.Time) {
 	}
 }
 
-// sums adds up the buckets within the window ending at now.
-func (e *exposure) sums(now time.Time) (bids, bills, micros int64) {
+// sums adds up the buckets within the window ending at now; older is the
+// bids of the window before the current bucket (bids old enough to have
+// been billed, with notices that take less than a bucket).
+func (e *exposure) sums(now time.Time) (bids, older, bills, micros int64) {
 	w := e.width.Load()
 	if w == 0 {
-		return 0, 0, 0
+		return 0, 0, 0, 0
 	}
 	s := now.UnixNano() / w
 	for i := range e.buckets {
 		b := &e.buckets[i]
-		if sl := b.slot.Load(); sl > s-expBuckets && sl <= s {
-			bids += b.bids.Load()
-			bills += b.bills.Load()
-			micros += b.micros.Load()
+		sl := b.slot.Load()
+		if sl <= s-expBuckets || sl > s {
+			continue
 		}
+		n := b.bids.Load()
+		bids += n
+		if sl < s {
+			older += n
+		}
+		bills += b.bills.Load()
+		micros += b.micros.Load()
 	}
-	return bids, bills, micros
+	return bids, older, bills, micros
 }
 
 // estimate is the campaign's exposure at now: its outstanding bids (bids in
 // the window minus bills in the window, at least 0) times its win rate
-// (bills per bid in the window with winRatePrior won pseudo-bids, within
-// [floor, 1]) times its average bid charge in the window.
+// (bills in the window per bid of the window's older buckets, with
+// winRatePrior won pseudo-bids, within [floor, 1]: bids of the current
+// bucket are too recent to count as lost) times its average bid charge in
+// the window.
 func (e *exposure) estimate(now time.Time, floor float64) (micros int64, outstanding int64, winRate float64) {
-	bids, bills, sum := e.sums(now)
+	bids, older, bills, sum := e.sums(now)
 	if bids <= 0 {
 		return 0, 0, 1
 	}
 	outstanding = max(bids-bills, 0)
-	winRate = min(max(float64(bills+winRatePrior)/float64(bids+winRatePrior), floor), 1)
+	winRate = min(max(float64(bills+winRatePrior)/float64(older+winRatePrior), floor), 1)
 	avg := float64(sum) / float64(bids)
 	return int64(float64(outstanding)*winRate*avg + 0.5), outstanding, winRate
 }
