@@ -76,7 +76,7 @@ func TestSpendGateStoreDown(t *testing.T) {
 	r.Kill()
 	cfg := testConfig(t)
 	for k, v := range map[string]string{"redis.addr": r.Addr, "user.store": "pebble",
-		"bidder.campaigns": gateCampaigns(t, "    daily_budget: 1000\n"),
+		"bidder.campaigns":           gateCampaigns(t, "    daily_budget: 1000\n"),
 		"spend.startup_read_timeout": "3s", "spend.flush_interval": "100ms"} {
 		if err := cfg.Set(k, v); err != nil {
 			t.Fatal(err)
