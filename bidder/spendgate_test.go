@@ -13,21 +13,12 @@ import (
 )
 
 // gateCampaigns writes the money campaign (1.5 CPM) with extra lines, and
-// "free", the same campaign without a budget at 1.0 CPM (so money wins
-// whenever it may bid), and returns the file's path.
+// "free" (testdata/free-campaign.yaml: the same without a budget at 1.0
+// CPM, so money wins whenever it may bid), and returns the file's path.
 func gateCampaigns(t *testing.T, extra string) string {
 	t.Helper()
 	y := string(readFile(t, filepath.Join("testdata", "money-campaign.yaml"))) + extra
-	y += `  - id: free
-    advertiser: Example Shop
-    adomain: [shop.example.com]
-    cat: [IAB22]
-    product_group_id: 1
-    status: active
-    bid_cpm: 1.0
-    pacing: asap
-    creative: {template: medium, sizes: ["300x250", "728x90"]}
-`
+	y += string(readFile(t, filepath.Join("testdata", "free-campaign.yaml")))
 	path := filepath.Join(t.TempDir(), "gate-campaigns.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
 		t.Fatal(err)

@@ -2,71 +2,35 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
 
-// freeCampaign is a second campaign over the same products without a
-// budget, bidding less than money (1.0 CPM), so money wins whenever it may
-// bid.
-const freeCampaign = `  - id: free
-    advertiser: Example Shop
-    adomain: [shop.example.com]
-    cat: [IAB22]
-    product_group_id: 1
-    status: active
-    bid_cpm: 1.0
-    pacing: asap
-    creative: {template: medium, sizes: ["300x250", "728x90"]}
-`
-
-// bidCIDs sends one bid request and returns the campaigns of its bids
-// (none for a no-bid).
-func bidCIDs(c *fasthttp.Client, addr string, body []byte) ([]string, error) {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://" + addr + bidder.PathBid)
-	req.Header.SetMethod(fasthttp.MethodPost)
-	req.Header.SetContentType("application/json")
-	req.Header.Set("x-openrtb-version", "2.6")
-	req.SetBody(body)
-	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil {
-		return nil, err
+// readTestdata reads a file of the bidder's testdata.
+func readTestdata(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if resp.StatusCode() == fasthttp.StatusNoContent {
-		return nil, nil
-	}
-	var br bidResponse
-	if err := json.Unmarshal(resp.Body(), &br); err != nil {
-		return nil, fmt.Errorf("bid response %d: %w: %.200s", resp.StatusCode(), err, resp.Body())
-	}
-	var cids []string
-	for _, sb := range br.SeatBid {
-		for _, b := range sb.Bid {
-			cids = append(cids, b.CID)
-		}
-	}
-	return cids, nil
+	return b
 }
 
 // TestRestartGate is acceptance item 4: Redis holds the money campaign's
 // daily total at its budget (the fleet spent it); a bidder with -redis
-// starts with money and free (no budget). For the first 2 s after it
+// starts with money and free (testdata/free-campaign.yaml: no budget). For the first 2 s after it
 // serves, bid requests are sent continuously: 0 bids for money, which is
 // spent, and bids for free in those same 2 s.
 func TestRestartGate(t *testing.T) {
@@ -78,7 +42,7 @@ func TestRestartGate(t *testing.T) {
 	if _, err := seed.Flush(context.Background(), []spend.Delta{{ID: "fleet-seed:1", Campaign: "money", Day: today(), Micros: budget, Imps: 2000}}); err != nil {
 		t.Fatal(err)
 	}
-	camps := campaignsYAML(t, "    daily_budget: 3\n"+freeCampaign)
+	camps := campaignsYAML(t, "    daily_budget: 3\n"+string(readTestdata(t, "free-campaign.yaml")))
 	p := startBidder(t, "gate", bidderConfig{
 		dataDir:   filepath.Join(t.TempDir(), "bidder"),
 		campaigns: camps,
@@ -89,15 +53,15 @@ func TestRestartGate(t *testing.T) {
 	requests := 0
 	end := time.Now().Add(2 * time.Second)
 	for i := 0; time.Now().Before(end); i++ {
-		cids, err := bidCIDs(c, p.addr, bidRequest(fmt.Sprintf("gate-%d", i), "www.news.example"))
-		if err != nil {
-			t.Fatal(err)
+		a := bid(c, p.addr, bidRequest(fmt.Sprintf("gate-%d", i), "www.news.example"))
+		if a.err != nil {
+			t.Fatal(a.err)
 		}
 		requests++
-		if len(cids) == 0 {
+		if len(a.cids) == 0 {
 			counts["no-bid"]++
 		}
-		for _, id := range cids {
+		for _, id := range a.cids {
 			counts[id]++
 		}
 	}
