@@ -137,9 +137,10 @@ type BudgetOptions struct {
 // Exposure: billing notices arrive seconds to minutes after the bid, so
 // Check also counts, as spend, this bidder's outstanding bids on the
 // campaign (bids recorded by Bid within ExposureWindow minus bills accepted
-// within it) times the campaign's recent win rate (bills per bid in the
-// window, within [WinRateFloor, 1]) times its average bid charge in the
-// window. See the package documentation for what it bounds.
+// within it) times the campaign's recent win rate (bills in the window per
+// bid older than the window's current bucket, within [WinRateFloor, 1])
+// times its average bid charge in the window. See the package
+// documentation for what it bounds and what it does not.
 //
 // Safe for concurrent use.
 type Budgets struct {
