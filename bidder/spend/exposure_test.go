@@ -143,3 +143,23 @@ func TestExposureBounded(t *testing.T) {
 		t.Errorf("after the window: outstanding %d, exposure %d, want 0", st.OutstandingBids, st.ExposureMicros)
 	}
 }
+
+// TestExposureBilledByNotice: a bill recorded by AddNotice (as by Add)
+// ends its bid's exposure.
+func TestExposureBilledByNotice(t *testing.T) {
+	w := newWriter(t, memPebble(t), spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
+	b := spend.NewBudgets(w, spend.BudgetOptions{})
+	c := spend.CampaignBudget{ID: "n", TotalMicros: 1 << 40}
+	b.Check(c, noon)
+	b.Bid(c.ID, 500, noon)
+	b.Bid(c.ID, 500, noon)
+	if st := b.Status(c, noon); st.OutstandingBids != 2 || st.ExposureMicros != 1000 {
+		t.Fatalf("two bids: outstanding %d, exposure %d; want 2, 1000", st.OutstandingBids, st.ExposureMicros)
+	}
+	if err := w.AddNotice(c.ID, &spend.Notice{Nonce: spend.Nonce{1}, Kind: spend.NoticeCharge, Micros: 400, At: noon, Expires: noon.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.Status(c, noon); st.OutstandingBids != 1 || st.ExposureMicros != 500 {
+		t.Errorf("one billed: outstanding %d, exposure %d; want 1, 500", st.OutstandingBids, st.ExposureMicros)
+	}
+}
