@@ -54,7 +54,7 @@ func TestSecretsKept(t *testing.T) {
 	t.Setenv("RTBD_CAMPAIGNS_POSTGRES_DSN", dsn) // set, unused with campaigns.source file
 	args := []string{"-config", cfgPath, "-data", catalogDir, "-http-listen", "127.0.0.1:0", "-admin-listen", "127.0.0.1:0",
 		"-set", "bidder.data_dir=" + filepath.Join(dir, "bidder"), "-set", "bidder.campaigns=" + write("campaigns.yaml", string(campaigns)),
-		"-set", "log.format=json", "-set", "log.level=debug"}
+		"-set", "log.format=json", "-set", "log.level=debug", "-set", "bidder.shutdown_delay=0s"}
 	check := func(where string, b []byte) {
 		t.Helper()
 		for _, s := range secrets {

@@ -21,7 +21,8 @@ type CampaignStatus struct {
 	FreqPeriodText string `json:"freq_period,omitempty"`
 	// Bidding (overriding spend.Status's) is false when the campaign is
 	// paused or its budget or pacing stops it; Reason says which
-	// ("paused", "daily_budget", "total_budget", "pacing"; "ok" when
+	// ("paused", "daily_budget", "total_budget", "pacing", "totals_unread":
+	// a budgeted campaign whose fleet totals are not read yet; "ok" when
 	// bidding). Flights and dayparts are not evaluated here.
 }
 

@@ -50,6 +50,9 @@ type candidate struct {
 	dealID string
 	kind   media
 	w, h   int64
+	// charge is the most one impression of the bid costs, in micros of
+	// the campaign's currency (its exposure, spend.Budgets.Bid).
+	charge int64
 }
 
 // fetched caches one product lookup within a request (several imps of one
@@ -347,7 +350,8 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 				continue
 			}
 		}
-		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h})
+		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h,
+			charge: money.PerImpression(bid)})
 	}
 	// Highest price first (insertion sort: a handful of candidates; stable,
 	// so equal prices keep the file order).
@@ -386,6 +390,9 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 				ie.campaign(cd.c.ID, "rejected", "creative: "+nbr.String(), cd.price, cd.floor, cd.dealID)
 			}
 			continue
+		}
+		if bg := b.opts.Budgets; bg != nil && ex == nil { // an Explain's bid is not sent
+			bg.Bid(cd.c.ID, cd.charge, st.now)
 		}
 		if ie != nil {
 			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)

@@ -22,15 +22,21 @@
 //
 // Run (the main program's bidder mode) adds the admin listener: /metrics,
 // /healthz, /readyz (one line per dependency; 503 only while shutting
-// down or with a remote catalog unreachable for longer than
-// admin.ready_catalog_grace: readiness.go), POST /admin/debug/bid
+// down, with a remote catalog unreachable for longer than
+// admin.ready_catalog_grace, or at start until the budgeted campaigns'
+// fleet totals are read or spend.startup_read_timeout has passed:
+// readiness.go, spendgate.go), POST /admin/debug/bid
 // (Explain: why each campaign did or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
 // cap and bidding state per campaign: CampaignsHandler) and, with a remote
 // catalog, POST /admin/catalog/refresh. Start opens the spend store the
 // config chooses (spend.store: embedded Pebble in bidder.data_dir/spend,
 // redis.addr, or aerospike.hosts), the spend Writer and Budgets, and the
-// fraud lists when redis.addr is set; Shutdown closes the Writer (final
-// flush) after the HTTP server has stopped and before the stores close.
+// fraud lists when redis.addr is set, and reads the fleet totals of the
+// budgeted campaigns before serving (Budgets pauses a budgeted campaign
+// until they are read, spend.ReasonUnread). Shutdown turns /readyz 503,
+// serves on for bidder.shutdown_delay, drains, then closes the Writer
+// (final flush) after the HTTP server has stopped and before the stores
+// close.
 //
 // # A bid request
 //
@@ -58,7 +64,8 @@
 //     (Options.Rates, rounded down), kept if at least the floor (imp's, or
 //     the deal's; money.FromFloat, rounded up to the micro) converted
 //     likewise, rounded up (nbr 506 otherwise), and, with Options.Budgets,
-//     within its budgets and pacing (nbr 501 otherwise) and under the
+//     within its budgets and pacing, counting its unbilled bids' exposure
+//     (spend.Budgets.Bid records each bid made; nbr 501 otherwise) and under the
 //     user's frequency cap (nbr 502), checked in memory from a
 //     spend.CampaignBudget cached per campaign Set; highest price first, one
 //     ProductMastersRequest for the winner (viewed ids, recommended ids,

@@ -18,11 +18,17 @@ const redisProbeTimeout = 100 * time.Millisecond
 // but never make it unready: a fleet whose shared store fails would turn
 // unready all at once and empty the load balancer's pool, while fast
 // no-bids keep every bidder in the exchanges' good standing. A startup
-// step the bidder must finish before taking traffic is one more check.
+// step the bidder must finish before taking traffic is one more check:
+// "spend", the first read of the budgeted campaigns' fleet totals (until
+// spend.startup_read_timeout; those campaigns stay paused, whatever
+// readiness says, until their totals are read).
 func (s *Server) readyChecks() []admin.Check {
 	checks := []admin.Check{
 		{Name: "catalog", State: s.catalogState},
 		{Name: "campaigns", State: s.campaignsState},
+	}
+	if s.budgets != nil {
+		checks = append(checks, admin.Check{Name: "spend", State: s.spendState})
 	}
 	if s.rdb != nil {
 		checks = append(checks, admin.Check{Name: "redis", State: s.redisState})

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -135,6 +137,12 @@ type Server struct {
 	ln          net.Listener
 	admin       *admin.Server
 	served      chan error
+
+	// The startup spend gate (spendgate.go).
+	gateStart time.Time
+	gateDone  atomic.Bool // the startup read finished or timed out
+	gateStop  chan struct{}
+	gateWG    sync.WaitGroup
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -154,6 +162,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
+			s.stopSpendGate()
 			s.closeStores()
 			s.gcFloor.Stop()
 		}
@@ -199,6 +208,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err := s.openUsers(cfg, log, reg); err != nil {
 		return nil, err
 	}
+	s.startSpendGate()
 	opts.Spend, opts.Budgets = s.spendW, s.budgets
 	if s.fraud != nil {
 		opts.Fraud = s.fraud
@@ -324,7 +334,8 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	if err := replayJournal(s.journal, w, log); err != nil {
 		return fmt.Errorf("bidder: spend.journal_dir %s: %w", cfg.JournalDir(), err)
 	}
-	s.budgets = spend.NewBudgets(w, spend.BudgetOptions{})
+	s.budgets = spend.NewBudgets(w, spend.BudgetOptions{WaitForTotals: true,
+		ExposureWindow: cfg.Spend.ExposureWindow, WinRateFloor: cfg.Spend.WinRateFloor})
 	if s.rdb != nil {
 		l, err := fraud.New(s.rdb, fraud.Options{Prefix: cfg.Redis.Prefix + "fraud:",
 			CheckInterval: cfg.Fraud.CheckInterval, ReloadInterval: cfg.Fraud.ReloadInterval,
@@ -446,11 +457,13 @@ func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"refreshed": true, "nodes": s.remote.Nodes()})
 }
 
-// Shutdown stops the server gracefully: readiness fails first, the bid
-// server stops accepting and waits for in-flight requests (up to
-// bidder.shutdown_timeout, or ctx), then the stores are closed.
+// Shutdown stops the server gracefully: readiness fails first and the
+// bidder goes on serving for bidder.shutdown_delay (or until ctx ends),
+// then the bid server stops accepting and waits for in-flight requests (up
+// to bidder.shutdown_timeout, or ctx), then the stores are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
-	s.admin.SetNotReady("shutting down")
+	s.shutdownDelay(ctx)
+	s.stopSpendGate()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 	defer cancel()
 	herr := s.http.ShutdownWithContext(sctx)

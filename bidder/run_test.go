@@ -44,6 +44,7 @@ func testConfig(t *testing.T) *configs.Config {
 	cfg.Bidder.PublicURL = "http://127.0.0.1:8080"
 	cfg.Bidder.TokenKeys = []string{string(testKey)}
 	cfg.Bidder.AccessLogSample = 1
+	cfg.Bidder.ShutdownDelay = 0 // tests that measure the delay set it
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}

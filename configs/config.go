@@ -224,6 +224,10 @@ type Bidder struct {
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// ShutdownTimeout bounds the drain of in-flight requests on shutdown.
 	ShutdownTimeout time.Duration `yaml:"shutdown_timeout"`
+	// ShutdownDelay is how long, on SIGTERM, /readyz answers 503 while the
+	// bidder still serves bids and notices, before it drains: the time the
+	// load balancer needs to stop sending it traffic. 0: drain at once.
+	ShutdownDelay time.Duration `yaml:"shutdown_delay"`
 	// UserCacheMB is the Pebble block cache of the user store, in MiB.
 	UserCacheMB int `yaml:"user_cache_mb"`
 }
@@ -300,6 +304,9 @@ func (b Bidder) Validate(p *Problems) {
 	p.Positive("write_timeout", b.WriteTimeout)
 	p.Positive("idle_timeout", b.IdleTimeout)
 	p.Positive("shutdown_timeout", b.ShutdownTimeout)
+	if b.ShutdownDelay < 0 || b.ShutdownDelay > 10*time.Minute {
+		p.Addf("shutdown_delay", "must be between 0 and 10m, got %s", b.ShutdownDelay)
+	}
 	p.Range("user_cache_mb", int64(b.UserCacheMB), 1, 65536)
 }
 
@@ -330,6 +337,15 @@ type Spend struct {
 	BudgetFraction float64 `yaml:"budget_fraction"`
 	// FlushTimeout bounds one store flush.
 	FlushTimeout time.Duration `yaml:"flush_timeout"`
+	// StartupReadTimeout is how long /readyz waits at start for the fleet
+	// totals of the budgeted campaigns (budgeted campaigns never bid before
+	// their totals are read, whatever this says).
+	StartupReadTimeout time.Duration `yaml:"startup_read_timeout"`
+	// ExposureWindow is how long an unbilled bid counts as exposure in the
+	// budget check.
+	ExposureWindow time.Duration `yaml:"exposure_window"`
+	// WinRateFloor is the lowest win rate the exposure assumes.
+	WinRateFloor float64 `yaml:"win_rate_floor"`
 	// JournalDir holds the local journal of accepted notices (package
 	// bidder/spend/journal); "" is bidder.data_dir/journal.
 	JournalDir string `yaml:"journal_dir"`
@@ -351,6 +367,11 @@ func (s Spend) Validate(p *Problems) {
 		p.Addf("budget_fraction", "must be between 0 and 1, got %v", s.BudgetFraction)
 	}
 	p.Positive("flush_timeout", s.FlushTimeout)
+	p.Positive("startup_read_timeout", s.StartupReadTimeout)
+	p.Positive("exposure_window", s.ExposureWindow)
+	if !(s.WinRateFloor > 0 && s.WinRateFloor <= 1) {
+		p.Addf("win_rate_floor", "must be > 0 and <= 1, got %v", s.WinRateFloor)
+	}
 	if s.JournalDir != strings.TrimSpace(s.JournalDir) {
 		p.Addf("journal_dir", "must not start or end with spaces, got %q", s.JournalDir)
 	}

@@ -10,7 +10,8 @@ import (
 func TestSpendSectionsDefaults(t *testing.T) {
 	c := mustDefault(t)
 	if got, want := c.Spend, (Spend{Store: SpendStoreAuto, FlushInterval: time.Second, Flushers: 4,
-		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second, JournalMaxPending: 10_000_000}); got != want {
+		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second, JournalMaxPending: 10_000_000,
+		StartupReadTimeout: 10 * time.Second, ExposureWindow: 5 * time.Minute, WinRateFloor: 0.01}); got != want {
 		t.Errorf("spend defaults %+v, want %+v", got, want)
 	}
 	if got, want := c.Redis, (Redis{Prefix: "rtbd:"}); got != want {
@@ -45,6 +46,12 @@ func TestSpendSectionsValidate(t *testing.T) {
 		{"spend.journal_max_pending", "0", "spend.journal_max_pending: must be >= 1"},
 		{"notice.clock_skew", "0s", ""},
 		{"notice.clock_skew", "-1s", "notice.clock_skew: must be between 0 and 24h"},
+		{"spend.startup_read_timeout", "0s", "spend.startup_read_timeout: must be > 0"},
+		{"spend.exposure_window", "0s", "spend.exposure_window: must be > 0"},
+		{"spend.win_rate_floor", "0", "spend.win_rate_floor: must be > 0 and <= 1"},
+		{"spend.win_rate_floor", "1", ""},
+		{"bidder.shutdown_delay", "0s", ""},
+		{"bidder.shutdown_delay", "-1s", "bidder.shutdown_delay: must be between 0 and 10m"},
 		{"user.store", "redis", ""},
 		{"user.store", "memcached", "user.store: must be one of"},
 		{"user.max_groups", "0", "user.max_groups: must be >= 1"},

@@ -3,24 +3,31 @@
 package spend_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
-// TestAllocs pins the bid path (Check, FreqOK) at zero allocations, and Add
-// at zero for a (user, campaign, window) already seen.
+// TestAllocs pins the bid path (Check, with the totals gate and exposure,
+// FreqOK, Bid) at zero allocations, and Add at zero for a (user, campaign,
+// window) already seen.
 func TestAllocs(t *testing.T) {
 	w := newWriter(t, memPebble(t), spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
-	b := spend.NewBudgets(w, spend.BudgetOptions{})
+	b := spend.NewBudgets(w, spend.BudgetOptions{WaitForTotals: true})
 	tz, _ := time.LoadLocation("America/New_York")
 	c := spend.CampaignBudget{ID: "c", Loc: tz, DailyMicros: 1 << 40, TotalMicros: 1 << 50, FreqCap: 1 << 20, FreqPeriod: time.Hour}
 	w.SetCampaigns([]spend.CampaignBudget{c})
 	now := time.Now()
 	_ = w.Add("c", "user-1", 1, now)
+	b.Bid("c", 1, now)
+	if n, err := b.ReadTotals(context.Background()); n != 0 || err != nil {
+		t.Fatalf("ReadTotals: %d unread, %v", n, err)
+	}
 	for name, f := range map[string]func(){
 		"Check":  func() { b.Check(c, now) },
+		"Bid":    func() { b.Bid("c", 1, now) },
 		"FreqOK": func() { b.FreqOK(c, "user-1", now) },
 		"Add":    func() { _ = w.Add("c", "user-1", 1, now) },
 	} {

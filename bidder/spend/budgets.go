@@ -67,9 +67,12 @@ const (
 	ReasonDailyBudget               // today's spend reached the daily budget
 	ReasonTotalBudget               // lifetime spend reached the total budget
 	ReasonPacing                    // even pacing: ahead of the spend curve, throttled
+	// ReasonUnread: a budgeted campaign whose fleet totals this bidder has
+	// not read yet (BudgetOptions.WaitForTotals), paused until it has.
+	ReasonUnread
 )
 
-var reasonNames = [...]string{"ok", "daily_budget", "total_budget", "pacing"}
+var reasonNames = [...]string{"ok", "daily_budget", "total_budget", "pacing", "totals_unread"}
 
 // String is a fixed, metric-safe name ("ok", "daily_budget", ...).
 func (r Reason) String() string {
@@ -99,6 +102,20 @@ type BudgetOptions struct {
 	// be safe for concurrent use if Check is called concurrently. Default
 	// math/rand/v2's Float64. Tests pass a seeded source.
 	Rand func() float64
+	// WaitForTotals pauses every budgeted campaign (daily or total budget)
+	// until this bidder has read its fleet totals from the store (Check
+	// answers ReasonUnread), and starts the background loop that reads
+	// them (see ReadTotals). Unbudgeted campaigns are not paused. A bidder
+	// sets it; off by default, when Check trusts local spend until the
+	// first refresh.
+	WaitForTotals bool
+	// ExposureWindow is how long one of this bidder's bids counts as
+	// outstanding while it is not billed (see Budgets: exposure). Default
+	// 5m (config spend.exposure_window); negative disables exposure.
+	ExposureWindow time.Duration
+	// WinRateFloor is the lowest win rate exposure assumes, in (0, 1].
+	// Default 0.01 (config spend.win_rate_floor).
+	WinRateFloor float64
 }
 
 // Budgets answers, on the bid path, whether a campaign may bid: budgets,
@@ -117,10 +134,19 @@ type BudgetOptions struct {
 // bound is B x FreqCap per window, and a user pinned to one bidder (the
 // usual case with sticky load balancing) gets exactly FreqCap.
 //
+// Exposure: billing notices arrive seconds to minutes after the bid, so
+// Check also counts, as spend, this bidder's outstanding bids on the
+// campaign (bids recorded by Bid within ExposureWindow minus bills accepted
+// within it) times the campaign's recent win rate (bills in the window per
+// bid older than the window's current bucket, within [WinRateFloor, 1])
+// times its average bid charge in the window. See the package
+// documentation for what it bounds and what it does not.
+//
 // Safe for concurrent use.
 type Budgets struct {
 	w    *Writer
 	opts BudgetOptions
+	wake chan struct{} // the gate loop's (WaitForTotals)
 }
 
 // NewBudgets returns the budget view of w.
@@ -134,7 +160,17 @@ func NewBudgets(w *Writer, opts BudgetOptions) *Budgets {
 	if opts.Rand == nil {
 		opts.Rand = rand.Float64
 	}
-	return &Budgets{w: w, opts: opts}
+	if opts.ExposureWindow == 0 {
+		opts.ExposureWindow = DefaultExposureWindow
+	}
+	if !(opts.WinRateFloor > 0 && opts.WinRateFloor <= 1) {
+		opts.WinRateFloor = DefaultWinRateFloor
+	}
+	b := &Budgets{w: w, opts: opts, wake: make(chan struct{}, 1)}
+	if opts.WaitForTotals {
+		b.startGate()
+	}
+	return b
 }
 
 // register returns c's state, creating it or updating its settings when
@@ -157,10 +193,12 @@ func (b *Budgets) register(c *CampaignBudget) *campState {
 
 // Check reports whether campaign c may bid at now, and if not why: the
 // total budget, the daily budget (today in c's time zone), or even pacing's
-// throttle. Spend is the last known fleet total plus this bidder's
-// unconfirmed spend (see Budgets). A campaign seen for the first time is
-// registered (its totals are read by the Writer's refresh loop within one
-// flush interval; until then only local spend is known).
+// throttle, or (WaitForTotals) fleet totals not read yet. Spend is the
+// last known fleet total plus this bidder's unconfirmed spend plus its
+// exposure (see Budgets). A campaign seen for the first time is registered
+// (its totals are read at once under WaitForTotals, else by the Writer's
+// refresh loop within one flush interval, until when only local spend is
+// known).
 func (b *Budgets) Check(c CampaignBudget, now time.Time) (ok bool, reason Reason) {
 	cs := b.register(&c)
 	ok, reason, _ = b.check(cs, &c, now, true)
@@ -173,6 +211,8 @@ func (b *Budgets) Check(c CampaignBudget, now time.Time) (ok bool, reason Reason
 		b.w.m.checkTotal.Inc()
 	case ReasonPacing:
 		b.w.m.checkPacing.Inc()
+	case ReasonUnread:
+		b.w.m.checkUnread.Inc()
 	}
 	return ok, reason
 }
@@ -184,7 +224,18 @@ func (b *Budgets) check(cs *campState, c *CampaignBudget, now time.Time, draw bo
 	t := now.In(loc)
 	y, mo, d := t.Date()
 	today := int32(y*10000 + int(mo)*100 + d)
+	if !c.budgeted() {
+		return true, ReasonNone, 1
+	}
+	if b.opts.WaitForTotals && cs.fleet.Load() == nil {
+		b.wakeGate()
+		return false, ReasonUnread, 0
+	}
 	daySpent, totalSpent := cs.spent(today)
+	if e, _, _ := cs.exp.estimate(now, b.opts.WinRateFloor); e > 0 {
+		daySpent += e
+		totalSpent += e
+	}
 	if c.TotalMicros > 0 && totalSpent >= c.TotalMicros {
 		return false, ReasonTotalBudget, 0
 	}
@@ -290,9 +341,19 @@ type Status struct {
 	Campaign string `json:"campaign"`
 	// Day is today in the campaign's time zone.
 	Day string `json:"day"`
-	// DayMicros and TotalMicros are the spend Check uses: fleet + local.
+	// DayMicros and TotalMicros are the spend: fleet + local. Check adds
+	// ExposureMicros to both.
 	DayMicros   int64 `json:"day_micros"`
 	TotalMicros int64 `json:"total_micros"`
+	// ExposureMicros is this bidder's expected charge of its outstanding
+	// bids: OutstandingBids x WinRate x their average charge (see Budgets).
+	ExposureMicros  int64   `json:"exposure_micros"`
+	OutstandingBids int64   `json:"outstanding_bids"`
+	WinRate         float64 `json:"win_rate"`
+	// TotalsRead is false until this bidder has learned the campaign's
+	// fleet totals (a read or a flush); with WaitForTotals a budgeted
+	// campaign does not bid until then (Reason "totals_unread").
+	TotalsRead bool `json:"totals_read"`
 	// Fleet* are the fleet totals as last read (FleetAt; zero if never).
 	FleetDayMicros   int64     `json:"fleet_day_micros"`
 	FleetTotalMicros int64     `json:"fleet_total_micros"`
@@ -344,7 +405,9 @@ func (b *Budgets) Status(c CampaignBudget, now time.Time) Status {
 			s.FleetDayMicros = f.dayMicros
 		}
 		s.FleetAt = time.Unix(0, f.at)
+		s.TotalsRead = true
 	}
+	s.ExposureMicros, s.OutstandingBids, s.WinRate = cs.exp.estimate(now, b.opts.WinRateFloor)
 	if dc := cs.day.Load(); dc != nil && dc.day == today {
 		s.UnflushedDayMicros = dc.micros.Load()
 	}

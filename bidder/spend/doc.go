@@ -24,7 +24,10 @@
 //     new wins accumulate beside them; Close flushes everything.
 //   - Budgets: Check (total budget, daily budget in the campaign's time
 //     zone, even or ASAP pacing) and FreqOK, from the last known fleet
-//     totals plus this bidder's unconfirmed counts. Status for the admin
+//     totals plus this bidder's unconfirmed counts plus the exposure of its
+//     unbilled bids (Bid records each bid made). With WaitForTotals a
+//     budgeted campaign is paused until its fleet totals are read
+//     (ReadTotals at start, then a background loop). Status for the admin
 //     endpoint.
 //
 // # What a bidder knows, and how stale
@@ -47,12 +50,58 @@
 // about B x budget x BudgetFraction plus the round trips. TestFleet
 // measures 1-2% with 3 bidders and BudgetFraction 0.01 (lower it for a
 // tighter bound at the cost of more flushes). Wins for bids made before the
-// stop still arrive afterwards and are charged: that part depends on the
-// SSP's auction latency, not on this package.
+// stop still arrive afterwards and are charged: exposure (below) keeps
+// each bidder's own bids within the budget, for notices that arrive within
+// ExposureWindow.
 //
 // Frequency counts: this bidder's own are exact; the fleet's count of a user
 // is learned when this bidder flushes that user (no remote read on the bid
 // path). See Budgets for the bound: at most FreqCap per bidder per window.
+//
+// # Startup
+//
+// A restarted bidder knows nothing of the fleet's spend. With
+// BudgetOptions.WaitForTotals (a bidder sets it), Check answers
+// ReasonUnread for a campaign with a daily or total budget until this
+// bidder has its fleet totals (a Store.Read or a flush has returned them):
+// the bidder registers its campaigns and calls ReadTotals before serving,
+// and a loop reads the rest in the background, right after Check first sees
+// a new budgeted campaign (a reload), then with backoff (RetryMin doubling
+// up to FlushInterval) while the store fails. Campaigns without a budget
+// are never paused. So a spent budget is never bid on again after a
+// restart; with the store unreachable, budgeted campaigns do not bid at all
+// until it answers (rtbd_spend_unread_campaigns counts them), which is the
+// price of not overspending.
+//
+// # Exposure of unbilled bids
+//
+// Billing notices arrive seconds to minutes after the bid, so the spend a
+// bidder knows lags its bids. Check adds to the spend, per campaign, this
+// bidder's exposure: its outstanding bids (bids recorded by Bid within
+// ExposureWindow, default 5m, minus the bills it accepted within it, at
+// least 0) times the campaign's recent win rate (bills in the window per
+// bid of the window older than the current bucket, with 10 won pseudo-bids
+// as a prior, so 1 until the campaign has history, bounded to
+// [WinRateFloor, 1], default floor 0.01) times the average charge of those
+// bids (the bid price per impression, which the clearing price cannot
+// exceed). Memory: 16 time buckets of counters per campaign (about 520
+// bytes), whatever the bid rate; Bid, Check and the bill's count in Add
+// are atomics, no allocation, no lock.
+//
+// What it bounds: a bidder stops once billed + expected unbilled spend
+// reaches the budget, so the bills of the bids it makes while notices are
+// in flight are within the budget (TestExposureDelayedNotices: 200 bids
+// and exactly the budget billed, where without exposure 219 bids overshoot
+// it by the 19 in flight). What it does not: bills arriving after
+// ExposureWindow (their bids have left it: raise the window for SSPs that
+// bill late); other bidders' outstanding bids (each counts its own, so the
+// fleet's overshoot bound above still applies to what they have not
+// flushed); a win rate that jumps up suddenly (it is measured over the
+// window); and it holds back budget while lost bids stay in the window:
+// a lost bid is indistinguishable from a late bill until it leaves the
+// window, so near the end of a budget a campaign bids in bursts as its
+// lost bids age out, and spends its budget later rather than overspending.
+// Counts racing with a bucket's reuse may be lost (a few per bucket).
 //
 // # Crashes and shutdown
 //

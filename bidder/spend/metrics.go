@@ -22,6 +22,7 @@ type metrics struct {
 	checkDaily    prometheus.Counter
 	checkTotal    prometheus.Counter
 	checkPacing   prometheus.Counter
+	checkUnread   prometheus.Counter
 	freqOK        prometheus.Counter
 	freqCapped    prometheus.Counter
 	collectorsReg []prometheus.Collector
@@ -38,7 +39,7 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 	}, []string{"result"})
 	checks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_spend_budget_checks_total",
-		Help: "Budgets.Check answers by result (ok, daily_budget, total_budget, pacing).",
+		Help: "Budgets.Check answers by result (ok, daily_budget, total_budget, pacing, totals_unread).",
 	}, []string{"result"})
 	freq := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_spend_freq_checks_total",
@@ -69,6 +70,10 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 		Name: "rtbd_spend_retrying_campaigns",
 		Help: "Campaigns whose last flush failed and that hold deltas waiting for a retry.",
 	}, func() float64 { return float64(w.retrying()) })
+	unread := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "rtbd_spend_unread_campaigns",
+		Help: "Budgeted campaigns paused because this bidder has not read their fleet totals yet (store unreachable since start, or a campaign just added).",
+	}, func() float64 { return float64(w.unreadCampaigns()) })
 	m := &metrics{
 		adds:         adds.WithLabelValues("ok"),
 		addsRejected: adds.WithLabelValues("rejected"),
@@ -84,10 +89,11 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 		checkDaily:   checks.WithLabelValues("daily_budget"),
 		checkTotal:   checks.WithLabelValues("total_budget"),
 		checkPacing:  checks.WithLabelValues("pacing"),
+		checkUnread:  checks.WithLabelValues("totals_unread"),
 		freqOK:       freq.WithLabelValues("ok"),
 		freqCapped:   freq.WithLabelValues("capped"),
 	}
-	m.collectorsReg = []prometheus.Collector{flushes, reads, checks, freq, adds, deltas, kicks, dur, unflushed, retrying}
+	m.collectorsReg = []prometheus.Collector{flushes, reads, checks, freq, adds, deltas, kicks, dur, unflushed, retrying, unread}
 	if reg != nil {
 		for _, c := range m.collectorsReg {
 			if err := reg.Register(c); err != nil {

@@ -84,6 +84,8 @@ type campState struct {
 	// Guarded by flushing.
 	retry    *campBatch
 	failures int
+
+	exp exposure // this bidder's outstanding bids (Budgets.Bid)
 }
 
 // dayCounter is the local unconfirmed spend of one day (the campaign's
@@ -250,6 +252,7 @@ func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) erro
 	}
 	sh.mu.Unlock()
 
+	cs.exp.billed(at)
 	pm := cs.pendMicros.Add(micros)
 	pi := cs.pendImps.Add(1)
 	w.m.adds.Inc()
@@ -707,41 +710,11 @@ func (w *Writer) refreshLoop() {
 }
 
 func (w *Writer) refresh() {
-	now := w.opts.Now()
-	stale := now.Add(-w.opts.FlushInterval * 9 / 10).UnixNano()
-	byDay := map[int32][]*campState{}
-	for _, cs := range *w.camps.Load() {
-		if !cs.active.Load() {
-			continue
-		}
-		if f := cs.fleet.Load(); f != nil && f.at > stale {
-			continue
-		}
-		d := dayOf(now, cs.location())
-		byDay[d] = append(byDay[d], cs)
-	}
-	for day, list := range byDay {
-		ids := make([]string, len(list))
-		for i, cs := range list {
-			ids[i] = cs.id
-		}
-		ctx, cancel := context.WithTimeout(w.base, w.opts.FlushTimeout)
-		totals, err := w.store.Read(ctx, ids, dayString(day))
-		cancel()
-		if err == nil && len(totals) != len(ids) {
-			err = fmt.Errorf("spend: store read returned %d totals for %d campaigns", len(totals), len(ids))
-		}
-		if err != nil {
-			w.m.readErr.Inc()
-			w.log.Warn("spend: fleet totals read failed", zap.Int("campaigns", len(ids)), zap.Error(err))
-			continue
-		}
-		w.m.readOK.Inc()
-		at := w.opts.Now().UnixNano()
-		for i, cs := range list {
-			cs.updateFleet(day, &totals[i], at)
-		}
-	}
+	stale := w.opts.Now().Add(-w.opts.FlushInterval * 9 / 10).UnixNano()
+	_, _ = w.readFleet(w.base, func(cs *campState) bool {
+		f := cs.fleet.Load()
+		return f == nil || f.at <= stale
+	}, true)
 }
 
 // sweep drops frequency entries whose window has ended and that hold
