@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
@@ -30,6 +29,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user/redisuser"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -58,34 +58,13 @@ const (
 // are the address file (its gRPC address, then its admin address), then
 // key=value settings over configs.Default().
 func catalogNodeChild(args []string) int {
-	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "catalog node child: no address file")
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	cfg, log, err := childConfig(append([]string{"mode=catalog"}, args[1:]...))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "catalog node child:", err)
-		return 2
-	}
-	defer log.Sync()
-	n, err := node.Start(cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "catalog node child:", err)
-		return 1
-	}
-	if err := writeAddrs(args[0], n.Addr(), n.AdminAddr()); err != nil {
-		fmt.Fprintln(os.Stderr, "catalog node child: address file:", err)
-		_ = n.Shutdown(context.Background())
-		return 1
-	}
-	<-ctx.Done()
-	if err := n.Shutdown(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, "catalog node child: shutdown:", err)
-		return 1
-	}
-	return 0
+	return runChild("catalog node child", args, []string{"mode=catalog"}, func(cfg *configs.Config, log *zap.Logger) (childServer, error) {
+		n, err := node.Start(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return n, nil
+	})
 }
 
 // startCatalogNode starts a catalog node child serving the shared fixture

@@ -100,31 +100,54 @@ func (panicTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 // SIGTERM/SIGINT, then shuts down gracefully (final spend flush), exactly
 // as bidder.Run does; exit 0 means Shutdown returned no error.
 func bidderChild(args []string) int {
+	return runChild("bidder child", args, nil, func(cfg *configs.Config, log *zap.Logger) (childServer, error) {
+		s, err := bidder.Start(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// childServer is what a child process serves: a bidder or a catalog node.
+type childServer interface {
+	Addr() string
+	AdminAddr() string
+	Shutdown(context.Context) error
+}
+
+// runChild is the life of a child process named what: args are the
+// address file, then key=value settings (after the settings sets) applied
+// by childConfig; start starts the server, whose addresses go to the
+// address file. It serves until SIGTERM/SIGINT, then shuts down
+// gracefully; exit 0 means Shutdown returned no error, 2 a bad
+// configuration.
+func runChild(what string, args, sets []string, start func(*configs.Config, *zap.Logger) (childServer, error)) int {
 	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "bidder child: no address file")
+		fmt.Fprintln(os.Stderr, what+": no address file")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg, log, err := childConfig(args[1:])
+	cfg, log, err := childConfig(append(sets, args[1:]...))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 2
 	}
 	defer log.Sync()
-	s, err := bidder.Start(cfg, log)
+	s, err := start(cfg, log)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 1
 	}
 	if err := writeAddrs(args[0], s.Addr(), s.AdminAddr()); err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child: address file:", err)
+		fmt.Fprintln(os.Stderr, what+": address file:", err)
 		_ = s.Shutdown(context.Background())
 		return 1
 	}
 	<-ctx.Done()
 	if err := s.Shutdown(context.Background()); err != nil {
-		log.Error("bidder child: shutdown", zap.Error(err))
+		log.Error(what+": shutdown", zap.Error(err))
 		return 1
 	}
 	return 0
