@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -631,7 +630,7 @@ func peakCharges(cs []charge, d time.Duration) int {
 }
 
 // seed brings Redis's day spend of "money" to target micros, as bills
-// charged elsewhere (one notice each, random nonces), and returns the
+// charged elsewhere (one delta, applied once by its id), and returns the
 // impressions added. exact: nothing else may charge meanwhile (else the
 // spend after it may be more than target).
 func (f *fleet) seed(t testing.TB, target int64, exact bool) int64 {
@@ -647,11 +646,6 @@ func (f *fleet) seed(t testing.TB, target int64, exact bool) int64 {
 	n := micros / chargeMicros
 	now := time.Now()
 	d := spend.Delta{ID: "fleet-seed-" + strconv.FormatInt(now.UnixNano(), 36), Campaign: "money", Day: today(), Micros: micros, Imps: n}
-	for range n {
-		var nonce spend.Nonce
-		_, _ = crand.Read(nonce[:])
-		d.Notices = append(d.Notices, spend.Notice{Nonce: nonce, Kind: spend.NoticeCharge, Micros: chargeMicros, At: now, Expires: now.Add(2 * time.Hour)})
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tot, err := f.spend.Flush(ctx, []spend.Delta{d})
