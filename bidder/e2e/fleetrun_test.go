@@ -38,8 +38,10 @@ const asCatalogNode = "BIDDER_E2E_AS_CATALOG_NODE"
 // The fleet of TestFleetEndToEnd.
 const (
 	fleetBidders = 3
-	// fleetFlush is every bidder's spend.flush_interval.
-	fleetFlush = 500 * time.Millisecond
+	// fleetFlush is every bidder's spend.flush_interval: the default,
+	// so that the overshoot bound (the charges of one flush interval) is
+	// the one a production fleet gets.
+	fleetFlush = time.Second
 	// fleetBudget is the daily budget of "money" (daily_budget 0.3), in
 	// micros: 200 charges of chargeMicros.
 	fleetBudget = 300_000
