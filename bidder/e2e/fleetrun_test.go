@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -184,7 +185,7 @@ func (o outliving) Log(a ...any)                 { o.life.Log(a...) }
 // No assert is on wall-clock timings: the flush interval bounds only the
 // spend (counted from the log), never how fast a process answered.
 func TestFleetEndToEnd(t *testing.T) {
-	f := startFleet(t)
+	f := startFleet(t, "    daily_budget: 0.3\n")
 	t.Run("views", f.views)
 	t.Run("replay", f.replay)
 	t.Run("rolling_restart", f.rollingRestart)
@@ -200,7 +201,9 @@ func TestFleetEndToEnd(t *testing.T) {
 	}
 }
 
-func startFleet(t *testing.T) *fleet {
+// startFleet starts the fleet, its campaign "money" with the extra YAML
+// lines given (budgets).
+func startFleet(t *testing.T, budget string) *fleet {
 	f := &fleet{t: t, c: newClient(), day0: today()}
 	f.redis = spendtest.StartRedis(t, spendtest.RedisOptions{Persist: true})
 	f.rdb = redis.NewClient(&redis.Options{Addr: f.redis.Addr, ContextTimeoutEnabled: true})
@@ -213,7 +216,7 @@ func startFleet(t *testing.T) *fleet {
 		t.Fatalf("redis-server appendfsync %q, want always", v)
 	}
 	f.pg = pgtest.Start(t)
-	f.camps = campaignsYAML(t, "    daily_budget: 0.3\n")
+	f.camps = campaignsYAML(t, budget)
 	f.pg.LoadFile(t, f.camps)
 
 	// The load user's profile, in the fleet's user store.
@@ -505,12 +508,17 @@ type charge struct {
 // load is the generator of the rolling restart.
 type load struct {
 	f        *fleet
+	every    time.Duration   // between two bid requests (0: 100ms)
+	lats     []time.Duration // bid answer latencies, when track is set
+	track    bool
 	stop     chan struct{}
 	done     sync.WaitGroup // the bid loop
 	notices  sync.WaitGroup
 	mu       sync.Mutex
 	charges  []charge
 	inDoubt  atomic.Int64 // notices whose answer was lost (a transport error after sending)
+	bids     atomic.Int64 // bids for money, from every bidder
+	noBids   atomic.Int64
 	failures atomic.Int64
 	firstErr atomic.Value
 	seq      atomic.Int64
@@ -525,7 +533,7 @@ func (l *load) fail(err error) {
 // nurl and burl are fired 0.5-1s later.
 func (l *load) run() {
 	defer l.done.Done()
-	tick := time.NewTicker(100 * time.Millisecond)
+	tick := time.NewTicker(cmp.Or(l.every, 100*time.Millisecond))
 	defer tick.Stop()
 	for {
 		select {
@@ -547,6 +555,11 @@ func (l *load) run() {
 // answer.
 func (l *load) bidOn(m *member) bidAnswer {
 	a := bid(l.f.c, m.p.addr, bidRequestFor(fmt.Sprintf("roll-%d", l.seq.Add(1)), "www.news.example", fleetLoadUser))
+	if l.track {
+		l.mu.Lock()
+		l.lats = append(l.lats, a.latency)
+		l.mu.Unlock()
+	}
 	switch {
 	case a.err != nil:
 		// A bidder leaving the load may close a kept-alive connection.
@@ -555,8 +568,10 @@ func (l *load) bidOn(m *member) bidAnswer {
 		}
 	case a.bid:
 		m.bids.Add(1)
+		l.bids.Add(1)
 	default:
 		m.countNoBid(a.nbr)
+		l.noBids.Add(1)
 	}
 	return a
 }

@@ -18,6 +18,8 @@
 //	TestFleetEndToEnd      the fleet: redis-server, PostgreSQL, two
 //	                       catalog nodes, three bidders (views shared,
 //	                       replays charged once, a rolling restart)
+//	TestFleetBench         the same fleet for longer, printed, no asserts
+//	                       (make bench-fleet; skipped without FLEET_BENCH)
 //
 // The whole package takes about 30-40 s (more under -race); none of it
 // asserts wall-clock micro-timings: the bounds are derived from the
