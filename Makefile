@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss fuzz vet clean
+.PHONY: bench-fleet bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -85,6 +85,13 @@ bench-rss:
 # Compare two runs: ./bin/rtbd bench compare OLD.json bench/results/latest.json
 bench: build deps
 	./$(BIN) bench all -out bench/results
+
+# The fleet of bidder/e2e's TestFleetEndToEnd (redis-server, PostgreSQL, two
+# catalog nodes, three bidders) under a steady load for FLEET_BENCH (60s),
+# the bidders restarted one after another; printed every second, no asserts.
+FLEET_BENCH ?= 60s
+bench-fleet: deps
+	FLEET_BENCH=$(FLEET_BENCH) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
 
 # Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,

@@ -18,6 +18,11 @@
 //	TestKill9DuringRedisOutage  bills accepted while Redis is stopped, then
 //	                       kill -9 or SIGTERM: the journal replays them all
 //	                       at restart
+//	TestFleetEndToEnd      the fleet: redis-server, PostgreSQL, two
+//	                       catalog nodes, three bidders (views shared,
+//	                       replays charged once, a rolling restart)
+//	TestFleetBench         the same fleet for longer, printed, no asserts
+//	                       (make bench-fleet; skipped without FLEET_BENCH)
 //
 // The whole package takes about 30-40 s (more under -race); none of it
 // asserts wall-clock micro-timings: the bounds are derived from the
@@ -72,6 +77,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(asBidder) == "1" {
 		os.Exit(bidderChild(os.Args[1:]))
 	}
+	if os.Getenv(asCatalogNode) == "1" {
+		os.Exit(catalogNodeChild(os.Args[1:]))
+	}
 	dir, err := os.MkdirTemp("", "bidder-e2e-catalog-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -97,18 +105,68 @@ func (panicTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 // SIGTERM/SIGINT, then shuts down gracefully (final spend flush), exactly
 // as bidder.Run does; exit 0 means Shutdown returned no error.
 func bidderChild(args []string) int {
+	return runChild("bidder child", args, nil, func(cfg *configs.Config, log *zap.Logger) (childServer, error) {
+		s, err := bidder.Start(cfg, log)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	})
+}
+
+// childServer is what a child process serves: a bidder or a catalog node.
+type childServer interface {
+	Addr() string
+	AdminAddr() string
+	Shutdown(context.Context) error
+}
+
+// runChild is the life of a child process named what: args are the
+// address file, then key=value settings (after the settings sets) applied
+// by childConfig; start starts the server, whose addresses go to the
+// address file. It serves until SIGTERM/SIGINT, then shuts down
+// gracefully; exit 0 means Shutdown returned no error, 2 a bad
+// configuration.
+func runChild(what string, args, sets []string, start func(*configs.Config, *zap.Logger) (childServer, error)) int {
 	if len(args) < 1 {
-		fmt.Fprintln(os.Stderr, "bidder child: no address file")
+		fmt.Fprintln(os.Stderr, what+": no address file")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	cfg, err := configs.Default()
+	cfg, log, err := childConfig(append(sets, args[1:]...))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
+		fmt.Fprintln(os.Stderr, what+":", err)
 		return 2
 	}
-	for _, kv := range args[1:] {
+	defer log.Sync()
+	s, err := start(cfg, log)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, what+":", err)
+		return 1
+	}
+	if err := writeAddrs(args[0], s.Addr(), s.AdminAddr()); err != nil {
+		fmt.Fprintln(os.Stderr, what+": address file:", err)
+		_ = s.Shutdown(context.Background())
+		return 1
+	}
+	<-ctx.Done()
+	if err := s.Shutdown(context.Background()); err != nil {
+		log.Error(what+": shutdown", zap.Error(err))
+		return 1
+	}
+	return 0
+}
+
+// childConfig is configs.Default() with the key=value settings of a
+// child's arguments applied (?key=value: only when the key exists),
+// validated, and its logger.
+func childConfig(sets []string) (*configs.Config, *zap.Logger, error) {
+	cfg, err := configs.Default()
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, kv := range sets {
 		k, v, _ := strings.Cut(kv, "=")
 		if opt, ok := strings.CutPrefix(k, "?"); ok { // only if this build has the key
 			if _, err := cfg.Get(opt); err != nil {
@@ -117,44 +175,30 @@ func bidderChild(args []string) int {
 			k = opt
 		}
 		if err := cfg.Set(k, v); err != nil {
-			fmt.Fprintln(os.Stderr, "bidder child:", err)
-			return 2
+			return nil, nil, err
 		}
 	}
 	if err := cfg.Validate(); err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
-		return 2
+		return nil, nil, err
 	}
 	log, err := admin.NewLogger(cfg.Log, false)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
-		return 2
+		return nil, nil, err
 	}
-	defer log.Sync()
-	s, err := bidder.Start(cfg, log)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bidder child:", err)
-		return 1
-	}
-	tmp := args[0] + ".tmp"
-	err = os.WriteFile(tmp, []byte(s.Addr()+"\n"+s.AdminAddr()+"\n"), 0o644)
-	if err == nil {
-		err = os.Rename(tmp, args[0])
-	}
-	if err != nil { // (a failed write or rename used to go unnoticed: the if's own err shadowed this one)
-		fmt.Fprintln(os.Stderr, "bidder child: address file:", err)
-		_ = s.Shutdown(context.Background())
-		return 1
-	}
-	<-ctx.Done()
-	if err := s.Shutdown(context.Background()); err != nil {
-		log.Error("bidder child: shutdown", zap.Error(err))
-		return 1
-	}
-	return 0
+	return cfg, log, nil
 }
 
-// proc is one bidder child process.
+// writeAddrs writes a child's address file (its listen address, then its
+// admin address) at path, atomically (a rename).
+func writeAddrs(path, addr, adminAddr string) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(addr+"\n"+adminAddr+"\n"), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// proc is one child process (a bidder or a catalog node).
 type proc struct {
 	t       testing.TB
 	name    string
@@ -199,6 +243,17 @@ func writeUser(t testing.TB, dataDir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := us.Put(context.Background(), userID, testProfile()); err != nil {
+		t.Fatal(err)
+	}
+	if err := us.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// testProfile is the profile of userID: products 1..9 of the fixture's
+// group 1 viewed, 11..29 recommended.
+func testProfile() *user.Profile {
 	p := &user.Profile{}
 	var viewed, rec []int64
 	for id := int64(1); id <= 9; id++ {
@@ -209,12 +264,7 @@ func writeUser(t testing.TB, dataDir string) {
 	}
 	p.Viewed = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: viewed}}
 	p.Recommended = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: rec}}
-	if err := us.Put(context.Background(), userID, p); err != nil {
-		t.Fatal(err)
-	}
-	if err := us.Close(); err != nil {
-		t.Fatal(err)
-	}
+	return p
 }
 
 // startBidder starts a bidder child and waits until it serves. The
@@ -247,13 +297,24 @@ func startBidder(t testing.TB, name string, c bidderConfig) *proc {
 		"?bidder.admission_latency=0",
 	}
 	args = append(args, c.sets...)
+	return spawn(t, name, asBidder, dir, args)
+}
+
+// spawn re-executes the test binary with role (an environment variable
+// set to 1) and args, whose first is the address file the child writes
+// (its listen address, then its admin address) once it serves, in the
+// directory dir; it waits for that file. The process is killed (SIGKILL)
+// at the end of the test if still running.
+func spawn(t testing.TB, name, role, dir string, args []string) *proc {
+	t.Helper()
+	addrFile := args[0]
 	p := &proc{t: t, name: name, logPath: filepath.Join(dir, "stderr.log"), done: make(chan struct{})}
 	logf, err := os.Create(p.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.cmd = exec.Command(os.Args[0], args...)
-	p.cmd.Env = append(os.Environ(), asBidder+"=1")
+	p.cmd.Env = append(os.Environ(), role+"=1")
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
 	if err := p.cmd.Start(); err != nil {
 		logf.Close()
@@ -283,12 +344,12 @@ func startBidder(t testing.TB, name string, c bidderConfig) *proc {
 		select {
 		case <-p.done:
 			p.dumpLog()
-			t.Fatalf("bidder %s exited before serving: %v", name, p.waitErr)
+			t.Fatalf("%s exited before serving: %v", name, p.waitErr)
 		default:
 		}
 		if time.Now().After(deadline) {
 			p.dumpLog()
-			t.Fatalf("bidder %s not serving within 60s", name)
+			t.Fatalf("%s not serving within 60s", name)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -299,7 +360,7 @@ func (p *proc) dumpLog() {
 	if len(b) > 8000 {
 		b = b[len(b)-8000:]
 	}
-	p.t.Logf("bidder %s stderr (tail):\n%s", p.name, b)
+	p.t.Logf("%s stderr (tail):\n%s", p.name, b)
 }
 
 func (p *proc) kill() {
@@ -345,12 +406,16 @@ func newClient() *fasthttp.Client {
 }
 
 // bidRequest is a one-imp banner request for userID on site domain.
-func bidRequest(id, domain string) []byte {
+func bidRequest(id, domain string) []byte { return bidRequestFor(id, domain, userID) }
+
+// bidRequestFor is a one-imp banner request for user uid (user.buyeruid)
+// on site domain.
+func bidRequestFor(id, domain, uid string) []byte {
 	return []byte(`{"id":"` + id + `","at":1,"tmax":500,"cur":["USD"],` +
 		`"imp":[{"id":"1","bidfloor":0.03,"banner":{"w":300,"h":250}}],` +
 		`"site":{"id":"s1","domain":"` + domain + `","page":"http://` + domain + `/p.html"},` +
 		`"device":{"ip":"203.0.113.7","ua":"Mozilla/5.0"},` +
-		`"user":{"buyeruid":"` + userID + `"}}`)
+		`"user":{"buyeruid":"` + uid + `"}}`)
 }
 
 // bidAnswer is what a bid request got.
@@ -359,6 +424,7 @@ type bidAnswer struct {
 	nbr        int  // with no bid
 	bid        bool // a bid for "money"
 	nurl, burl string
+	adm        string
 	price      float64
 	latency    time.Duration
 	err        error
@@ -373,6 +439,7 @@ type bidResponse struct {
 			Price float64 `json:"price"`
 			CID   string  `json:"cid"`
 			NURL  string  `json:"nurl"`
+			AdM   string  `json:"adm"`
 			BURL  string  `json:"burl"`
 		} `json:"bid"`
 	} `json:"seatbid"`
@@ -411,7 +478,7 @@ func bid(c *fasthttp.Client, addr string, body []byte) bidAnswer {
 		for _, b := range sb.Bid {
 			a.cids = append(a.cids, b.CID)
 			if b.CID == "money" {
-				a.bid, a.nurl, a.burl, a.price = true, b.NURL, b.BURL, b.Price
+				a.bid, a.nurl, a.burl, a.adm, a.price = true, b.NURL, b.BURL, b.AdM, b.Price
 			}
 		}
 	}
@@ -436,15 +503,23 @@ func noticeURL(u, addr, price string) (string, error) {
 // get sends one GET and returns the status (0 and the error on a
 // transport error).
 func get(c *fasthttp.Client, url string) (int, error) {
+	st, _, err := getNotice(c, url)
+	return st, err
+}
+
+// getNotice sends one GET and returns the status and the notice outcome
+// header (bidder.HeaderNoticeOutcome; 0 and the error on a transport
+// error).
+func getNotice(c *fasthttp.Client, url string) (int, string, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
 	req.SetRequestURI(url)
 	req.Header.SetMethod(fasthttp.MethodGet)
 	if err := c.DoTimeout(req, resp, 10*time.Second); err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return resp.StatusCode(), nil
+	return resp.StatusCode(), string(resp.Header.Peek(bidder.HeaderNoticeOutcome)), nil
 }
 
 // metrics scrapes the admin /metrics of p: series (name{labels} as
