@@ -2,6 +2,7 @@ package spend
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -73,8 +74,18 @@ type Delta struct {
 	// sum. A store applies each notice's key (Nonce, Kind) at most once,
 	// fleet-wide, atomically with the counters: a notice whose key it has
 	// already applied (a replay to another bidder, a retried flush, the
-	// journal's replay after a restart) adds nothing.
+	// journal's replay after a restart) adds nothing. When Notices is not
+	// empty the store adds what its new notices charge (each Micros, one
+	// impression, one count in Freq[FreqRef-1]), not the sums, and
+	// ValidateDeltas checks that the sums match.
 	Notices []Notice
+	// Origin is the Options.InstanceID of the Writer that sealed the delta,
+	// and Seq the batch sequence it sealed it with: the same for every delta
+	// of one campaign in one Flush, larger for every later batch of that
+	// campaign from that Origin, across restarts too. Stores that cannot
+	// apply a flush atomically (Aerospike) use them to guard their counters.
+	Origin string
+	Seq    int64
 }
 
 // FreqDelta adds Count impressions of one campaign to one user in one
@@ -155,8 +166,59 @@ func ValidateDeltas(deltas []Delta) error {
 				return fmt.Errorf("%w: delta %d: freq %d: bad user, count, window or expiry", ErrInvalid, i, j)
 			}
 		}
+		if err := validateNotices(d); err != nil {
+			return fmt.Errorf("%w: delta %d: %v", ErrInvalid, i, err)
+		}
 	}
 	return nil
+}
+
+// validateNotices checks that d's notices are well formed and that d's
+// Micros, Imps and Freq counts are their sums.
+func validateNotices(d *Delta) error {
+	if len(d.Notices) == 0 {
+		return nil
+	}
+	if d.Origin != "" && !ValidID(d.Origin) {
+		return fmt.Errorf("bad origin %q", d.Origin)
+	}
+	var micros int64
+	counts := make([]int64, len(d.Freq))
+	for k := range d.Notices {
+		n := &d.Notices[k]
+		switch {
+		case n.Nonce == (Nonce{}) || n.Kind == 0:
+			return fmt.Errorf("notice %d: zero nonce or kind", k)
+		case n.Micros < 0:
+			return fmt.Errorf("notice %d: negative micros", k)
+		case n.Expires.IsZero():
+			return fmt.Errorf("notice %d: no expiry", k)
+		case n.FreqRef < 0 || n.FreqRef > len(d.Freq):
+			return fmt.Errorf("notice %d: freq ref %d of %d", k, n.FreqRef, len(d.Freq))
+		}
+		micros += n.Micros
+		if n.FreqRef > 0 {
+			counts[n.FreqRef-1]++
+		}
+	}
+	if micros != d.Micros || int64(len(d.Notices)) != d.Imps {
+		return fmt.Errorf("micros %d, imps %d are not the notices' sums %d, %d", d.Micros, d.Imps, micros, len(d.Notices))
+	}
+	for j := range d.Freq {
+		if counts[j] != d.Freq[j].Count {
+			return fmt.Errorf("freq %d: count %d, notices %d", j, d.Freq[j].Count, counts[j])
+		}
+	}
+	return nil
+}
+
+// NoticeKey is the key a store keeps for a notice: the 16 nonce bytes and
+// the kind, as 34 lower-case hex digits.
+func NoticeKey(n *Notice) string {
+	var b [34]byte
+	hex.Encode(b[:32], n.Nonce[:])
+	hex.Encode(b[32:], []byte{byte(n.Kind)})
+	return string(b[:])
 }
 
 // ValidateRead checks the arguments of Store.Read as every Store must
