@@ -50,4 +50,3 @@ type Notice struct {
 // raises an earlier Notice.Expires to the time of AddNotice plus it, so
 // that the key outlives the retries of a flush across a short outage.
 const MinNoticeTTL = time.Hour
-
