@@ -179,8 +179,8 @@ func validateNotices(d *Delta) error {
 	if len(d.Notices) == 0 {
 		return nil
 	}
-	if d.Origin != "" && !ValidID(d.Origin) {
-		return fmt.Errorf("bad origin %q", d.Origin)
+	if !ValidID(d.Origin) || d.Seq <= 0 {
+		return fmt.Errorf("a delta with notices needs an origin and a positive seq, got %q, %d", d.Origin, d.Seq)
 	}
 	var micros int64
 	counts := make([]int64, len(d.Freq))

@@ -261,11 +261,7 @@ func (s *Store) noticesCmd(ctx context.Context, p redis.Pipeliner, d *spend.Delt
 	keys := make([]string, 0, 2+len(d.Freq)+len(d.Notices))
 	keys = append(keys, ck+"d:"+d.Day, ck+"t")
 	args := make([]any, 0, 3+len(d.Freq)+3*len(d.Notices))
-	origin := d.Origin
-	if origin == "" {
-		origin = "1"
-	}
-	args = append(args, len(d.Freq), dayTTL, origin)
+	args = append(args, len(d.Freq), dayTTL, d.Origin)
 	for _, f := range d.Freq {
 		keys = append(keys, fp+strconv.FormatInt(f.Window, 10)+":"+f.User)
 		args = append(args, f.Expires.Unix())
