@@ -31,15 +31,22 @@ type Store interface {
 	// delta.Freq (same order). Those totals include every bidder's flushes,
 	// which is how each bidder learns the fleet-wide spend.
 	//
-	// Atomicity: a store applies each delta completely or not at all.
-	// Idempotency: a store that can (Redis, Pebble) applies a Delta.ID at most
-	// once within DedupeWindow, so retrying a flush whose outcome is unknown
-	// (a timeout after the request was sent) never counts it twice; a store
-	// that cannot says so in its package comment (its retries may overcount,
-	// which errs on the side of underspending).
+	// Charge once: a store applies each notice of Delta.Notices (its key,
+	// Nonce and Kind) at most once, fleet-wide, with its counters'
+	// increment: in one step where the store has multi-key atomicity (a
+	// Redis script, a Pebble batch), or record by record with guards that
+	// make a retry add only what is missing (Aerospike). A notice whose key
+	// it applied before, from any bidder, adds nothing and counts in
+	// Total.Duplicates. So retrying a flush whose outcome is unknown (a
+	// timeout after the request was sent), or after some of it failed,
+	// never counts a notice twice, and nor does a replay to another bidder
+	// or after a restart, while the notice's key lives (Notice.Expires).
+	// A delta without notices (not the Writer's) is applied as it is: once
+	// per Delta.ID within DedupeWindow by the stores that can (Redis,
+	// Pebble), at least once by the others (their package comments say).
 	//
 	// On error nothing about the outcome is promised; the caller keeps the
-	// deltas and retries them unchanged (same IDs).
+	// deltas and retries them unchanged (same IDs, same content).
 	Flush(ctx context.Context, deltas []Delta) (totals []Total, err error)
 
 	// Read returns the totals of campaigns for day (YYYY-MM-DD), one per
@@ -48,10 +55,9 @@ type Store interface {
 	Read(ctx context.Context, campaigns []string, day string) ([]Total, error)
 }
 
-// DedupeWindow is how long a store that deduplicates remembers a Delta.ID.
-// The Writer retries a failed delta for at most as long as the process
-// lives, so a bidder blocked from its store for longer than this may count
-// an in-doubt delta twice.
+// DedupeWindow is how long a store that deduplicates deltas without
+// notices remembers a Delta.ID (the Writer's deltas carry notices, keyed
+// until each notice's Expires instead).
 const DedupeWindow = 24 * time.Hour
 
 // Delta is what one flush adds for one campaign and day.

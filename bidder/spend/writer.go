@@ -16,15 +16,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// Writer absorbs win notices in memory and flushes them to a Store in
-// batches (talk 2's message buffer writer): per campaign, the spend and
-// impressions of each day, and per (user, campaign, cap window) impression
-// counts. A campaign is flushed when its unflushed part passes a threshold
+// Writer absorbs accepted notices in memory and flushes them to a Store in
+// batches (talk 2's message buffer writer): per campaign and day, the
+// notices with the spend, impressions and per (user, cap window)
+// impression counts they add, which the store charges once per notice. A campaign is flushed when its unflushed part passes a threshold
 // (Options.ThresholdImps, ThresholdMicros, BudgetFraction) or when the timer
 // fires (Options.FlushInterval); at most Options.Flushers Store.Flush calls
 // run at once, fed by a buffered channel. A failed flush keeps its deltas,
 // unchanged, and retries them with exponential backoff: nothing accepted is
-// lost while the process lives. Close flushes everything.
+// lost while the process lives, and nothing is charged twice. Close
+// flushes everything.
 //
 // Every flush returns the fleet-wide totals, which the Writer keeps as the
 // campaign's last known fleet state; campaigns this bidder did not flush
