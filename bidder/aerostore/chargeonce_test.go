@@ -30,6 +30,7 @@ func TestChargeOnceBatchFailures(t *testing.T) {
 			s := spendStore(t, c, runOptions(aerotest.DefaultNamespace), srv)
 			srv.SetRecordHook(aerotest.FailRecords(code, 40, func(rc aerotest.RecordCall) bool { return rc.Batch && rc.Index == 1 }))
 			want, _ := spendtest.ChargeNotices(t, s, 600)
+			srv.SetRecordHook(nil) // recovered, for the final read
 			spendtest.CheckCharged(t, fmt.Sprintf("one record of every batch failing with %d", code), s, want, srv.Requests()[aerotest.KindRecordFault])
 		})
 	}
