@@ -18,7 +18,7 @@
 //
 // # Flush
 //
-// Flush is a read-modify-write of every touched key in one indexed batch,
+// Flush is a read-modify-write of every touched key in one batch,
 // serialised by a mutex and committed with Sync: it is atomic, durable when
 // it returns. A notice (spend.NoticeKey) whose key the store holds is a
 // duplicate and adds nothing; the others are charged and their keys set, in
@@ -29,14 +29,17 @@
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
@@ -90,11 +93,20 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	cache := pebble.NewCache(32 << 20)
+	defer cache.Unref() // the DB holds its own reference
+	po := &pebble.Options{
 		FS:                 opts.FS,
+		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebblelog.New(opts.Logger),
-	})
+	}
+	for i := range po.Levels {
+		// Every notice of a flush is looked up, and most are new: the
+		// filters answer those misses without reading blocks.
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
@@ -178,10 +190,21 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 		return nil, err
 	}
 	now := s.opts.Now()
-	b := s.db.NewIndexedBatch()
+	b := s.db.NewBatch()
 	defer b.Close()
+	// The counters written so far in this flush, read back by later
+	// deltas: a map in front of the database instead of an indexed batch,
+	// which would index every notice key too.
+	written := map[string][]byte{}
+	set := func(k, v []byte) error {
+		written[string(k)] = v
+		return b.Set(k, v, nil)
+	}
 	bget := func(k []byte) ([]byte, func() error, error) {
-		v, c, err := b.Get(k)
+		if v, ok := written[string(k)]; ok {
+			return v, func() error { return nil }, nil
+		}
+		v, c, err := s.db.Get(k)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -189,9 +212,13 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 	}
 	totals := make([]spend.Total, len(deltas))
 	idExp := binary.BigEndian.AppendUint64(nil, uint64(now.Add(spend.DedupeWindow).Unix()))
+	fresh, err := s.freshNotices(deltas)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: flush: %w", err)
+	}
 	for i := range deltas {
 		d := &deltas[i]
-		addM, addI, addF, dups, err := s.adds(b, bget, d, idExp)
+		addM, addI, addF, dups, err := s.adds(b, set, bget, d, idExp, fresh[i])
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: flush: %w", err)
 		}
@@ -205,7 +232,7 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 			if addI > 0 || addM > 0 {
 				m += uint64(addM)
 				n += uint64(addI)
-				if err := b.Set(k, pair(m, n), nil); err != nil {
+				if err := set(k, pair(m, n)); err != nil {
 					return nil, fmt.Errorf("pebblestore: flush: %w", err)
 				}
 			}
@@ -227,7 +254,7 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 			}
 			if addF[j] > 0 {
 				c += uint64(addF[j])
-				if err := b.Set(k, binary.BigEndian.AppendUint64(nil, c), nil); err != nil {
+				if err := set(k, binary.BigEndian.AppendUint64(nil, c)); err != nil {
 					return nil, fmt.Errorf("pebblestore: flush: %w", err)
 				}
 			}
@@ -252,14 +279,14 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 // adds returns what delta d adds, recording its keys into b: for a delta
 // with notices, the charges of the notices whose key is new (and how many
 // were duplicates); for one without, everything unless its id was applied.
-func (s *Store) adds(b *pebble.Batch, bget func([]byte) ([]byte, func() error, error), d *spend.Delta, idExp []byte) (micros, imps int64, freq []int64, dups int64, err error) {
+func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]byte) ([]byte, func() error, error), d *spend.Delta, idExp []byte, keys []noteKey) (micros, imps int64, freq []int64, dups int64, err error) {
 	freq = make([]int64, len(d.Freq))
 	if len(d.Notices) == 0 {
 		_, _, dup, err := get(bget, idKey(d.ID))
 		if err != nil || dup {
 			return 0, 0, freq, 0, err
 		}
-		if err := b.Set(idKey(d.ID), idExp, nil); err != nil {
+		if err := set(idKey(d.ID), idExp); err != nil {
 			return 0, 0, nil, 0, err
 		}
 		for j := range d.Freq {
@@ -269,16 +296,11 @@ func (s *Store) adds(b *pebble.Batch, bget func([]byte) ([]byte, func() error, e
 	}
 	for k := range d.Notices {
 		n := &d.Notices[k]
-		key := noticeKey(d.Campaign, n)
-		_, _, dup, err := get(bget, key)
-		if err != nil {
-			return 0, 0, nil, 0, err
-		}
-		if dup {
+		if !keys[k].fresh {
 			dups++
 			continue
 		}
-		if err := b.Set(key, binary.BigEndian.AppendUint64(nil, uint64(n.Expires.Unix())), nil); err != nil {
+		if err := b.Set(keys[k].key, binary.BigEndian.AppendUint64(nil, uint64(n.Expires.Unix())), nil); err != nil {
 			return 0, 0, nil, 0, err
 		}
 		micros += n.Micros
@@ -288,6 +310,46 @@ func (s *Store) adds(b *pebble.Batch, bget func([]byte) ([]byte, func() error, e
 		}
 	}
 	return micros, imps, freq, dups, nil
+}
+
+// noteKey is one notice of a flush: its store key and whether it is to be
+// charged (new to the store and its first copy in the flush).
+type noteKey struct {
+	key   []byte
+	fresh bool
+}
+
+// freshNotices returns, per delta, its notices' keys and whether each is
+// to be charged. One iterator seeking the keys in order costs far less
+// than a lookup per notice.
+func (s *Store) freshNotices(deltas []spend.Delta) ([][]noteKey, error) {
+	out := make([][]noteKey, len(deltas))
+	var all []*noteKey
+	for i := range deltas {
+		d := &deltas[i]
+		out[i] = make([]noteKey, len(d.Notices))
+		for k := range d.Notices {
+			out[i][k] = noteKey{key: noticeKey(d.Campaign, &d.Notices[k])}
+			all = append(all, &out[i][k])
+		}
+	}
+	if len(all) == 0 {
+		return out, nil
+	}
+	// Stable: of several copies of one notice, the first in the flush is
+	// the one charged.
+	slices.SortStableFunc(all, func(a, b *noteKey) int { return bytes.Compare(a.key, b.key) })
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: all[0].key, UpperBound: append(slices.Clone(all[len(all)-1].key), 0)})
+	if err != nil {
+		return nil, err
+	}
+	for j, n := range all {
+		if j > 0 && bytes.Equal(all[j-1].key, n.key) {
+			continue // a second copy: not fresh
+		}
+		n.fresh = !(it.SeekGE(n.key) && bytes.Equal(it.Key(), n.key))
+	}
+	return out, it.Close()
 }
 
 // sweep deletes expired frequency counts, notice keys and applied ids into b.
