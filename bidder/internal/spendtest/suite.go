@@ -376,11 +376,7 @@ func runChargeOnce(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkTotals(t, "second flush, two notices again", got, []spend.Total{{Campaign: "c", Day: day, DayMicros: 123, DayImps: 3, TotalMicros: 123, TotalImps: 3}})
-		checkFreq(t, got[0].Freq, []int64{2, 1})
-		if got[0].Duplicates != 2 {
-			t.Errorf("duplicates %d, want 2", got[0].Duplicates)
-		}
+		checkCharged(t, "second flush, two notices again", got, day, 123, 3, []int64{2, 1}, 2)
 		// The same notice twice in one delta, and in two deltas of one flush.
 		n4 := Notice("u3", 7, at)
 		got, err = s.Flush(c, []spend.Delta{NoticeDelta("c", day, "b1", next(), 0, n4, n4), NoticeDelta("c", "2024-05-02", "b1", seq, 0, n4)})
@@ -407,11 +403,7 @@ func runChargeOnce(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkTotals(t, "replay to another bidder", got, []spend.Total{{Campaign: "c", Day: day, DayMicros: 19, DayImps: 4, TotalMicros: 19, TotalImps: 4}})
-		checkFreq(t, got[0].Freq, []int64{2, 1})
-		if got[0].Duplicates != 3 {
-			t.Errorf("duplicates %d, want 3", got[0].Duplicates)
-		}
+		checkCharged(t, "replay to another bidder", got, day, 19, 4, []int64{2, 1}, 3)
 	})
 
 	t.Run("ChargeOnceRetried", func(t *testing.T) {
@@ -500,6 +492,19 @@ func runChargeOnce(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 			}
 		}
 	})
+}
+
+// checkCharged checks the one total of a flush of campaign "c" on day:
+// micros and imps per day and in total, the freq counts and duplicates.
+func checkCharged(t *testing.T, what string, got []spend.Total, day string, micros, imps int64, freq []int64, dups int64) {
+	t.Helper()
+	checkTotals(t, what, got, []spend.Total{{Campaign: "c", Day: day, DayMicros: micros, DayImps: imps, TotalMicros: micros, TotalImps: imps}})
+	if len(got) == 1 {
+		checkFreq(t, got[0].Freq, freq)
+		if got[0].Duplicates != dups {
+			t.Errorf("%s: duplicates %d, want %d", what, got[0].Duplicates, dups)
+		}
+	}
 }
 
 func checkTotals(t *testing.T, what string, got, want []spend.Total) {

@@ -96,25 +96,35 @@ func New(rdb redis.UniversalClient, opts Options) *Store {
 	return &Store{rdb: rdb, opts: opts, script: redis.NewScript(flushLua), notices: redis.NewScript(noticesLua)}
 }
 
-// flushScript applies one delta; see the package comment.
-// KEYS: id, day, total, freq keys...  ARGV: micros, imps, id ttl s, day ttl s, then count, expireat per freq key.
-const flushLua = `
-local fresh = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[3])
-local r = {}
-if fresh then
-  r[1] = redis.call('HINCRBY', KEYS[2], 'm', ARGV[1])
-  r[2] = redis.call('HINCRBY', KEYS[2], 'i', ARGV[2])
-  redis.call('EXPIRE', KEYS[2], ARGV[4])
-  r[3] = redis.call('HINCRBY', KEYS[3], 'm', ARGV[1])
-  r[4] = redis.call('HINCRBY', KEYS[3], 'i', ARGV[2])
-else
-  local d = redis.call('HMGET', KEYS[2], 'm', 'i')
-  local t = redis.call('HMGET', KEYS[3], 'm', 'i')
-  r[1] = tonumber(d[1]) or 0
-  r[2] = tonumber(d[2]) or 0
-  r[3] = tonumber(t[1]) or 0
-  r[4] = tonumber(t[2]) or 0
+// addSpendLua defines addSpend(add, day, total, m, i, ttl): when add,
+// HINCRBY m and i of the day and total hashes and EXPIRE the day's after
+// ttl seconds; in any case return day m, day i, total m, total i.
+const addSpendLua = `
+local function addSpend(add, dk, tk, m, i, ttl)
+  local r = {}
+  if add then
+    r[1] = redis.call('HINCRBY', dk, 'm', m)
+    r[2] = redis.call('HINCRBY', dk, 'i', i)
+    redis.call('EXPIRE', dk, ttl)
+    r[3] = redis.call('HINCRBY', tk, 'm', m)
+    r[4] = redis.call('HINCRBY', tk, 'i', i)
+  else
+    local d = redis.call('HMGET', dk, 'm', 'i')
+    local t = redis.call('HMGET', tk, 'm', 'i')
+    r[1] = tonumber(d[1]) or 0
+    r[2] = tonumber(d[2]) or 0
+    r[3] = tonumber(t[1]) or 0
+    r[4] = tonumber(t[2]) or 0
+  end
+  return r
 end
+`
+
+// flushLua applies one delta without notices; see the package comment.
+// KEYS: id, day, total, freq keys...  ARGV: micros, imps, id ttl s, day ttl s, then count, expireat per freq key.
+const flushLua = addSpendLua + `
+local fresh = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[3])
+local r = addSpend(fresh, KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[4])
 for j = 4, #KEYS do
   local a = 5 + (j - 4) * 2
   if fresh then
@@ -132,7 +142,7 @@ return r
 // ARGV: F, day ttl s, origin, F expireat values, then micros, freq ref
 // (1-based, 0 none) and key ttl ms per notice.
 // Returns day m, day i, total m, total i, the F freq counts, duplicates.
-const noticesLua = `
+const noticesLua = addSpendLua + `
 local F = tonumber(ARGV[1])
 local dm, di, dup = 0, 0, 0
 local fc = {}
@@ -149,22 +159,7 @@ for k = 0, #KEYS - nk do
     dup = dup + 1
   end
 end
-local r = {}
-if di > 0 then
-  local m, i = string.format('%d', dm), string.format('%d', di)
-  r[1] = redis.call('HINCRBY', KEYS[1], 'm', m)
-  r[2] = redis.call('HINCRBY', KEYS[1], 'i', i)
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
-  r[3] = redis.call('HINCRBY', KEYS[2], 'm', m)
-  r[4] = redis.call('HINCRBY', KEYS[2], 'i', i)
-else
-  local d = redis.call('HMGET', KEYS[1], 'm', 'i')
-  local t = redis.call('HMGET', KEYS[2], 'm', 'i')
-  r[1] = tonumber(d[1]) or 0
-  r[2] = tonumber(d[2]) or 0
-  r[3] = tonumber(t[1]) or 0
-  r[4] = tonumber(t[2]) or 0
-end
+local r = addSpend(di > 0, KEYS[1], KEYS[2], string.format('%d', dm), string.format('%d', di), ARGV[2])
 for j = 1, F do
   if fc[j] > 0 then
     r[#r + 1] = redis.call('INCRBY', KEYS[2 + j], fc[j])
