@@ -484,6 +484,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	imp := &req.Imp[i]
 	c := cd.c
 	a := len(st.arena)
+	st.newNonce() // shared by the bid's win, bill and click tokens
 
 	// crid: campaign-template-format, e.g. "c1-medium-300x250".
 	st.arena = append(st.arena, c.ID...)
@@ -525,6 +526,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			Kind: token.KindClick, Issued: st.now, Expires: st.now.Add(b.opts.ClickTTL),
 			Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
 			PriceMicros: cd.price, Currency: cur, Group: group, Products: st.clickIDs,
+			Nonce: st.nonce,
 		}
 		a = len(st.arena)
 		var err error
@@ -621,7 +623,7 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 	st.tok = token.Token{
 		Kind: kind, Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL),
 		Campaign: cd.c.ID, Creative: crid, Auction: st.req.ID, Imp: impID, User: uid,
-		PriceMicros: cd.price, Currency: cur,
+		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce,
 	}
 	var err error
 	if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,9 +110,40 @@ func checkResponse(t *testing.T, f *fixture, reqBody []byte, r reply, uid string
 	return &resp, out
 }
 
+// bidNonces are the nonces of every bid checkBid has seen: each bid draws
+// its own.
+var bidNonces struct {
+	sync.Mutex
+	seen map[[16]byte]string
+}
+
+// sameNonce checks that tk carries the bid's nonce: the first token seen
+// sets it (non-zero, never seen for another bid), the others must match.
+func sameNonce(t *testing.T, bidID string, nonce *[16]byte, tk *token.Token) {
+	t.Helper()
+	switch {
+	case tk.Nonce == [16]byte{}:
+		t.Errorf("bid %s: %s token without a nonce", bidID, tk.Kind)
+	case *nonce == [16]byte{}:
+		*nonce = tk.Nonce
+		bidNonces.Lock()
+		defer bidNonces.Unlock()
+		if bidNonces.seen == nil {
+			bidNonces.seen = map[[16]byte]string{}
+		}
+		if other, dup := bidNonces.seen[tk.Nonce]; dup && other != bidID {
+			t.Errorf("bids %s and %s share the nonce %x", other, bidID, tk.Nonce)
+		}
+		bidNonces.seen[tk.Nonce] = bidID
+	case *nonce != tk.Nonce:
+		t.Errorf("bid %s: %s token nonce %x, the bid's other tokens %x", bidID, tk.Kind, tk.Nonce, *nonce)
+	}
+}
+
 func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.Imp, resp *openrtb2.BidResponse, bid *openrtb2.Bid, seat, uid string) checked {
 	t.Helper()
 	c := checked{bid: *bid}
+	var nonce [16]byte // every token of the bid carries it
 	if bid.ID == "" || bid.AdID == "" || bid.CrID == "" || bid.CID == "" {
 		t.Errorf("bid id %q adid %q crid %q cid %q: all required", bid.ID, bid.AdID, bid.CrID, bid.CID)
 	}
@@ -179,6 +211,7 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			tk.User != uid || tk.Currency != resp.Cur || tk.PriceMicros != int64(math.Round(bid.Price*1e6)) {
 			t.Errorf("%s token %+v does not match the bid", n.kind, tk)
 		}
+		sameNonce(t, bid.ID, &nonce, &tk)
 		if tk.Expires.Sub(tk.Issued) != f.b.opts.NoticeTTL {
 			t.Errorf("%s token valid %s, want %s", n.kind, tk.Expires.Sub(tk.Issued), f.b.opts.NoticeTTL)
 		}
@@ -278,6 +311,7 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			t.Errorf("click token does not verify: %v", err)
 			continue
 		}
+		sameNonce(t, bid.ID, &nonce, &tk)
 		if tk.Campaign != bid.CID || tk.Auction != req.ID || tk.Imp != bid.ImpID || tk.Group == 0 || !tk.HasProduct(pid) || tk.URL != "" {
 			t.Errorf("click token %+v (product %d) does not match the bid", tk, pid)
 		}

@@ -3,7 +3,10 @@ package bidder
 import (
 	"bytes"
 	"compress/gzip"
+	crand "crypto/rand"
+	"encoding/binary"
 	"io"
+	"math/rand/v2"
 	"time"
 	"unsafe"
 
@@ -68,6 +71,12 @@ type reqState struct {
 	link link // what click URLs are built for
 
 	clickIDs []int64 // the products of the click token being signed
+
+	// rng draws the bids' nonces: seeded from crypto/rand once per state,
+	// so no two states share a stream. The nonces need to be unique, not
+	// secret (the tokens carrying them are signed).
+	rng   *rand.ChaCha8
+	nonce [16]byte // of the bid being made: every token of the bid carries it
 }
 
 // link is the bid the creative being rendered belongs to.
@@ -93,8 +102,17 @@ func newReqState(b *Bidder) *reqState {
 		out:       make([]byte, 0, 16<<10),
 		nativeImp: -1,
 	}
+	var seed [32]byte
+	_, _ = crand.Read(seed[:]) // never fails (crypto/rand's contract since Go 1.24)
+	st.rng = rand.NewChaCha8(seed)
 	st.enc.SafeAdM = st.isSafeAdM
 	return st
+}
+
+// newNonce draws the nonce of the next bid into st.nonce.
+func (st *reqState) newNonce() {
+	binary.LittleEndian.PutUint64(st.nonce[:8], st.rng.Uint64())
+	binary.LittleEndian.PutUint64(st.nonce[8:], st.rng.Uint64())
 }
 
 // isSafeAdM reports whether b's adm is one of st.safeAdM.

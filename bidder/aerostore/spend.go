@@ -6,10 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	as "github.com/aerospike/aerospike-client-go/v7"
@@ -24,6 +22,7 @@ const (
 	DefaultSpendSet  = "spend"
 	DefaultFreqSet   = "freq"
 	DefaultUserSet   = "users"
+	DefaultNoticeSet = "notice"
 	DefaultDayTTL    = 400 * 24 * time.Hour
 	DefaultTimeout   = time.Second
 )
@@ -42,8 +41,9 @@ var (
 type Options struct {
 	// Namespace holding every set. Default "rtbd" (config aerospike.namespace).
 	Namespace string
-	// SpendSet, FreqSet and UserSet name the sets. Defaults "spend", "freq", "users".
-	SpendSet, FreqSet, UserSet string
+	// SpendSet, FreqSet, UserSet and NoticeSet name the sets. Defaults
+	// "spend", "freq", "users", "notice".
+	SpendSet, FreqSet, UserSet, NoticeSet string
 	// DayTTL is the lifetime of a day's spend record. Default 400 days.
 	DayTTL time.Duration
 	// UserTTL is the lifetime of a user profile after its last write.
@@ -53,7 +53,7 @@ type Options struct {
 	Timeout time.Duration
 	// MaxViewed and MaxGroups bound RecordView like user.Options. Defaults 50 and 20.
 	MaxViewed, MaxGroups int
-	// KeyPrefix is prepended to the key of every spend and freq record
+	// KeyPrefix is prepended to the key of every spend, freq and notice record
 	// (and of Check's probe). Default "". Tests on a shared cluster use the
 	// production set names with a per-run prefix, because every set a
 	// namespace has seen counts against its 4,095 sets even once emptied.
@@ -72,6 +72,9 @@ func (o *Options) defaults() {
 	}
 	if o.UserSet == "" {
 		o.UserSet = DefaultUserSet
+	}
+	if o.NoticeSet == "" {
+		o.NoticeSet = DefaultNoticeSet
 	}
 	if o.DayTTL <= 0 {
 		o.DayTTL = DefaultDayTTL
@@ -125,18 +128,13 @@ type SpendStore struct {
 	c    *as.Client
 	opts Options
 
-	mu sync.Mutex // guards applied
-	// applied holds, per delta id and record, the adds applied by a flush
-	// that failed on other records; a retry of the same deltas skips them.
-	applied map[appliedKey]struct{}
-
 	onKey func(*as.Key) // tests only: sees every key the store builds
 }
 
 // NewSpendStore returns a spend store on c.
 func NewSpendStore(c *as.Client, opts Options) *SpendStore {
 	opts.defaults()
-	return &SpendStore{c: c, opts: opts, applied: map[appliedKey]struct{}{}}
+	return &SpendStore{c: c, opts: opts}
 }
 
 // key is the key of record k (without KeyPrefix) in set. It reports the
@@ -181,23 +179,20 @@ func (s *SpendStore) batchPolicy(t time.Duration) *as.BatchPolicy {
 	return p
 }
 
-// rec aggregates the adds to one record of a flush.
+// rec aggregates the adds to one record of a flush of deltas without
+// notices.
 type rec struct {
-	id    string // set/key
 	key   *as.Key
 	bins  []string
-	add   []int64 // per bin, the sum over the flush of what is not applied yet
+	add   []int64 // per bin, the sum over the flush
 	ttl   uint32
-	ids   []string // the deltas adding to this record in this flush
-	after []int64  // per bin, the value after the whole batch
+	after []int64 // per bin, the value after the whole batch
 	op    *as.BatchWrite
 }
 
-// appliedKey names one delta's add to one record, applied by a flush that
-// failed on other records.
-type appliedKey struct{ delta, rec string }
-
-// Flush implements spend.Store (see the package comment).
+// Flush implements spend.Store (see the package comment): the deltas with
+// notices (a Writer's) are charged once per notice, origin by origin; those
+// without are added as they are.
 func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
 	if err := spend.ValidateDeltas(deltas); err != nil {
 		return nil, err
@@ -208,90 +203,87 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 	if _, err := s.timeout(ctx); err != nil {
 		return nil, err
 	}
+	out := make([]spend.Total, len(deltas))
+	byOrigin := map[string][]int{}
+	var origins []string
+	var plain []int
+	for i := range deltas {
+		if len(deltas[i].Notices) == 0 {
+			plain = append(plain, i)
+			continue
+		}
+		o := deltas[i].Origin
+		if byOrigin[o] == nil {
+			origins = append(origins, o)
+		}
+		byOrigin[o] = append(byOrigin[o], i)
+	}
+	for _, o := range origins {
+		if err := s.flushNotices(ctx, deltas, byOrigin[o], out); err != nil {
+			return nil, err
+		}
+	}
+	if len(plain) > 0 {
+		if err := s.flushPlain(ctx, deltas, plain, out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// flushPlain adds the deltas idx (without notices) in one BatchOperate,
+// aggregated per record, and fills their totals in out.
+func (s *SpendStore) flushPlain(ctx context.Context, deltas []spend.Delta, idx []int, out []spend.Total) error {
 	now := time.Now()
 	recs := map[string]*rec{}
 	var order []*rec
-	locked := true
 	// contrib[i] lists, per delta, its records and what it added to each.
 	type contrib struct {
 		r   *rec
 		add []int64
 	}
 	contribs := make([][]contrib, len(deltas))
-	get := func(set, k string, bins []string, ttl uint32) (*rec, error) {
+	add := func(i int, set, k string, bins []string, ttl uint32, v ...int64) error {
 		id := set + "/" + k
-		if r := recs[id]; r != nil {
-			return r, nil
+		r := recs[id]
+		if r == nil {
+			key, err := s.key(set, k)
+			if err != nil {
+				return err
+			}
+			r = &rec{key: key, bins: bins, add: make([]int64, len(bins)), ttl: ttl}
+			recs[id] = r
+			order = append(order, r)
 		}
-		key, err := s.key(set, k)
-		if err != nil {
-			return nil, err
-		}
-		r := &rec{id: id, key: key, bins: bins, add: make([]int64, len(bins)), ttl: ttl}
-		recs[id] = r
-		order = append(order, r)
-		return r, nil
-	}
-	s.mu.Lock() // held while the flush is built, not during the call
-	defer func() {
-		if locked {
-			s.mu.Unlock()
-		}
-	}()
-	// add counts v into r unless an earlier, partly failed flush of this
-	// delta already applied it to r.
-	add := func(d *spend.Delta, r *rec, v ...int64) {
-		if _, done := s.applied[appliedKey{d.ID, r.id}]; done {
-			return
-		}
+		r.ttl = max(r.ttl, ttl)
 		for b := range v {
 			r.add[b] += v[b]
 		}
-		r.ids = append(r.ids, d.ID)
+		contribs[i] = append(contribs[i], contrib{r, v})
+		return nil
 	}
 	dayTTL := uint32(s.opts.DayTTL / time.Second)
-	for i := range deltas {
+	for _, i := range idx {
 		d := &deltas[i]
-		r, err := get(s.opts.SpendSet, d.Campaign+"|d|"+d.Day, []string{"m", "i"}, dayTTL)
-		if err != nil {
-			return nil, err
+		if err := add(i, s.opts.SpendSet, d.Campaign+"|d|"+d.Day, []string{"m", "i"}, dayTTL, d.Micros, d.Imps); err != nil {
+			return err
 		}
-		add(d, r, d.Micros, d.Imps)
-		contribs[i] = append(contribs[i], contrib{r, []int64{d.Micros, d.Imps}})
-		r, err = get(s.opts.SpendSet, d.Campaign+"|t", []string{"m", "i"}, as.TTLDontExpire)
-		if err != nil {
-			return nil, err
+		if err := add(i, s.opts.SpendSet, d.Campaign+"|t", []string{"m", "i"}, as.TTLDontExpire, d.Micros, d.Imps); err != nil {
+			return err
 		}
-		add(d, r, d.Micros, d.Imps)
-		contribs[i] = append(contribs[i], contrib{r, []int64{d.Micros, d.Imps}})
 		for _, f := range d.Freq {
-			ttl := int64(math.Ceil(f.Expires.Sub(now).Seconds()))
-			ttl = min(max(ttl, 1), 10*365*24*3600)
-			r, err := get(s.opts.FreqSet, d.Campaign+"|"+strconv.FormatInt(f.Window, 10)+"|"+f.User, []string{"c"}, uint32(ttl))
-			if err != nil {
-				return nil, err
+			if err := add(i, s.opts.FreqSet, d.Campaign+"|"+strconv.FormatInt(f.Window, 10)+"|"+f.User, []string{"c"}, ttlUntil(f.Expires, now), f.Count); err != nil {
+				return err
 			}
-			add(d, r, f.Count)
-			r.ttl = max(r.ttl, uint32(ttl))
-			contribs[i] = append(contribs[i], contrib{r, []int64{f.Count}})
 		}
 	}
-	s.mu.Unlock()
-	locked = false
 	if err := s.apply(ctx, order); err != nil {
-		return nil, err
+		return err
 	}
-	s.mu.Lock()
-	for i := range deltas {
-		for _, c := range contribs[i] {
-			delete(s.applied, appliedKey{deltas[i].ID, c.r.id})
-		}
-	}
-	s.mu.Unlock()
 	// Values as of each delta: the value after the batch minus what later
 	// deltas of this flush added to the same record.
-	out := make([]spend.Total, len(deltas))
-	for i := len(deltas) - 1; i >= 0; i-- {
+	for k := len(idx) - 1; k >= 0; k-- {
+		i := idx[k]
 		d := &deltas[i]
 		o := &out[i]
 		o.Campaign, o.Day = d.Campaign, d.Day
@@ -314,7 +306,7 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Bounds of the KEY_BUSY retry inside one Flush.
@@ -323,75 +315,46 @@ const (
 	keyBusyBackoff = 2 * time.Millisecond // doubled per retry
 )
 
-// apply sends one BatchOperate for recs and fills each record's after
-// values. Records answering KEY_BUSY (definitely not applied) are sent
-// again, alone, up to keyBusyRetries times with a doubling backoff. When a
-// record still fails, the records that were applied are remembered in
-// s.applied, so the caller's retry of the same deltas adds only what is
-// missing.
+// apply sends one BatchOperate for recs (retrying records that answer
+// KEY_BUSY, see operate) and fills each record's after values. When a
+// record still fails, Flush fails; the records that were applied stay
+// applied, and a retry of the same deltas adds to them again (deltas
+// without notices are at least once).
 func (s *SpendStore) apply(ctx context.Context, recs []*rec) error {
-	pending := recs
+	ops := make([]as.BatchRecordIfc, len(recs))
+	for j, r := range recs {
+		wp := as.NewBatchWritePolicy()
+		wp.Expiration = r.ttl
+		o := make([]*as.Operation, 0, 2*len(r.bins))
+		for b, name := range r.bins {
+			o = append(o, as.AddOp(as.NewBin(name, r.add[b])))
+		}
+		for _, name := range r.bins {
+			o = append(o, as.GetBinOp(name))
+		}
+		r.op = as.NewBatchWrite(wp, r.key, o...)
+		ops[j] = r.op
+	}
+	if err := s.operate(ctx, ops); err != nil {
+		return err
+	}
 	var failed []error
-	for attempt := 0; len(pending) > 0; attempt++ {
-		t, err := s.timeout(ctx)
-		if err != nil {
-			failed = append(failed, err)
-			break
+	for _, r := range recs {
+		if r.op.ResultCode != types.OK || r.op.Record == nil {
+			failed = append(failed, recordErr(&r.op.BatchRecord, r.key))
+			continue
 		}
-		ops := make([]as.BatchRecordIfc, len(pending))
-		for j, r := range pending {
-			wp := as.NewBatchWritePolicy()
-			wp.Expiration = r.ttl
-			o := make([]*as.Operation, 0, 2*len(r.bins))
-			for b, name := range r.bins {
-				o = append(o, as.AddOp(as.NewBin(name, r.add[b])))
+		r.after = make([]int64, len(r.bins))
+		for b, name := range r.bins {
+			v, err := intBin(r.op.Record.Bins, name)
+			if err != nil {
+				return fmt.Errorf("aerostore: flush: record %v: %w", r.key.Value(), err)
 			}
-			for _, name := range r.bins {
-				o = append(o, as.GetBinOp(name))
-			}
-			r.op = as.NewBatchWrite(wp, r.key, o...)
-			ops[j] = r.op
-		}
-		aerr := s.c.BatchOperate(s.batchPolicy(t), ops)
-		var busy []*rec
-		for _, r := range pending {
-			switch {
-			case r.op.ResultCode == types.OK && r.op.Record != nil:
-				r.after = make([]int64, len(r.bins))
-				for b, name := range r.bins {
-					v, err := intBin(r.op.Record.Bins, name)
-					if err != nil {
-						return fmt.Errorf("aerostore: flush: record %v: %w", r.key.Value(), err)
-					}
-					r.after[b] = v
-				}
-				s.mu.Lock()
-				for _, id := range r.ids {
-					s.applied[appliedKey{id, r.id}] = struct{}{}
-				}
-				s.mu.Unlock()
-			case r.op.ResultCode == types.KEY_BUSY && !r.op.InDoubt && attempt < keyBusyRetries:
-				busy = append(busy, r)
-			case r.op.ResultCode == types.FAIL_FORBIDDEN:
-				failed = append(failed, fmt.Errorf("%w: record %v: %w", ErrTTLRefused, r.key.Value(), r.op.Err))
-			default:
-				err := r.op.Err
-				if err == nil && aerr != nil {
-					err = aerr
-				}
-				failed = append(failed, fmt.Errorf("record %v: result %v (in doubt %v): %w", r.key.Value(), r.op.ResultCode, r.op.InDoubt, err))
-			}
-		}
-		pending = busy
-		if len(pending) > 0 {
-			if err := sleepCtx(ctx, keyBusyBackoff<<attempt); err != nil {
-				failed = append(failed, err)
-				break
-			}
+			r.after[b] = v
 		}
 	}
 	if len(failed) > 0 {
-		return fmt.Errorf("aerostore: flush: %d of %d records failed (the applied ones are not added again on retry): %w", len(failed), len(recs), errors.Join(failed...))
+		return fmt.Errorf("aerostore: flush: %d of %d records failed: %w", len(failed), len(recs), errors.Join(failed...))
 	}
 	return nil
 }

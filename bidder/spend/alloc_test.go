@@ -11,8 +11,8 @@ import (
 )
 
 // TestAllocs pins the bid path (Check, with the totals gate and exposure,
-// FreqOK, Bid) at zero allocations, and Add at zero for a (user, campaign,
-// window) already seen.
+// FreqOK, Bid) at zero allocations, and Add and AddNotice at zero for a
+// (user, campaign, window) already seen.
 func TestAllocs(t *testing.T) {
 	w := newWriter(t, memPebble(t), spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
 	b := spend.NewBudgets(w, spend.BudgetOptions{WaitForTotals: true})
@@ -25,11 +25,16 @@ func TestAllocs(t *testing.T) {
 	if n, err := b.ReadTotals(context.Background()); n != 0 || err != nil {
 		t.Fatalf("ReadTotals: %d unread, %v", n, err)
 	}
+	n := spend.Notice{Nonce: spend.Nonce{1}, Kind: spend.NoticeCharge, User: "user-1", Micros: 1, At: now, Expires: now.Add(time.Hour), Seq: 1}
 	for name, f := range map[string]func(){
 		"Check":  func() { b.Check(c, now) },
 		"Bid":    func() { b.Bid("c", 1, now) },
 		"FreqOK": func() { b.FreqOK(c, "user-1", now) },
 		"Add":    func() { _ = w.Add("c", "user-1", 1, now) },
+		"AddNotice": func() {
+			n.Nonce[0]++
+			_ = w.AddNotice("c", &n)
+		},
 	} {
 		if n := testing.AllocsPerRun(200, f); n != 0 {
 			t.Errorf("%s: %v allocations, want 0", name, n)

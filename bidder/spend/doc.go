@@ -12,16 +12,22 @@
 //     Implementations: pebblestore (embedded default, one bidder),
 //     redisstore (fleet), and bidder/aerostore (fleet, Aerospike). All pass
 //     spendtest.RunStoreSuite.
-//   - Writer: Add(campaign, user, micros, at) per accepted win notice, in
-//     memory (a per-campaign set of lock shards chosen by user hash, plus
-//     per-campaign atomics; no allocation for a user already seen). A
+//   - Writer: AddNotice(campaign, notice) per accepted notice, keyed by its
+//     bid's nonce and what it counts (Add(campaign, user, micros, at) for
+//     callers without a key draws one), in memory (a per-campaign set of
+//     lock shards chosen by user hash, plus per-campaign atomics; no
+//     allocation for a user already seen). A
 //     campaign is flushed when its unflushed part passes a threshold
 //     (ThresholdImps, ThresholdMicros, or BudgetFraction of its budget) or
 //     when the FlushInterval timer fires; at most Flushers Flush calls run
 //     at once, fed by a buffered channel, each carrying up to MaxBatch
-//     campaigns (one store round trip). A failed flush keeps its deltas
-//     unchanged (same ids) and retries them with exponential backoff while
-//     new wins accumulate beside them; Close flushes everything.
+//     campaigns (one store round trip). Each campaign's notices are sealed
+//     into one batch (a delta per day, carrying its notices, Origin and
+//     Seq); a campaign has at most one batch in the store's hands at a
+//     time. A failed flush keeps its batch unchanged (same ids, same
+//     content) and retries it with exponential backoff while new notices
+//     accumulate beside it; Close flushes everything. Once the store has a
+//     batch, Options.Confirmed gets its notices' journal Seq values.
 //   - Budgets: Check (total budget, daily budget in the campaign's time
 //     zone, even or ASAP pacing) and FreqOK, from the last known fleet
 //     totals plus this bidder's unconfirmed counts plus the exposure of its
@@ -103,6 +109,23 @@
 // lost bids age out, and spends its budget later rather than overspending.
 // Counts racing with a bucket's reuse may be lost (a few per bucket).
 //
+// # Charge once
+//
+// A notice's idempotency key is its Nonce (the bid's, from its token) and
+// its Kind. Every store applies a key at most once, fleet-wide, atomically
+// with the counters' increment (Delta.Notices; the package comments of
+// redisstore, pebblestore and aerostore say how), and returns how many of
+// a delta's notices it had already applied (Total.Duplicates, counted in
+// rtbd_spend_duplicate_notices_total). So the same notice charges once
+// whether it is retried by this bidder's flushes after an error or an
+// unknown outcome (a lost reply), replayed to another bidder, or replayed
+// by this bidder's journal after a restart. The totals a flush returns are
+// the store's, so a duplicate never inflates this bidder's view either.
+// A key lives until the notice's Expires (the token's expiry plus a clock
+// skew allowance, at least MinNoticeTTL after AddNotice); a replay after it
+// is refused by the token's own expiry. Add's notices get a key of the
+// Writer's own: their retries are charged once, a replay is not recognised.
+//
 // # Crashes and shutdown
 //
 // Close (on SIGTERM) flushes everything before returning, retrying until its
@@ -117,8 +140,9 @@
 // see that spend (with a healthy store, at most about
 // r x (FlushInterval + FlushTimeout) per crashed bidder and campaign), so
 // the fleet may overspend by that much meanwhile.
-// Nothing is counted twice: a retried delta keeps its id and
-// stores that deduplicate (Redis, Pebble) apply an id once.
+// Nothing is counted twice: the journal's replay carries the notices'
+// keys, and the store charges each key once (Charge once, above), even for
+// a flush that was in flight at the crash.
 //
 // # Frequency windows
 //

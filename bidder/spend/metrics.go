@@ -13,6 +13,7 @@ type metrics struct {
 	flushOK       prometheus.Counter
 	flushErr      prometheus.Counter
 	flushDeltas   prometheus.Counter
+	duplicates    prometheus.Counter
 	flushSeconds  prometheus.Observer
 	readOK        prometheus.Counter
 	readErr       prometheus.Counter
@@ -53,6 +54,10 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 		Name: "rtbd_spend_flush_deltas_total",
 		Help: "Deltas sent to the store (successful flushes only).",
 	})
+	dups := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rtbd_spend_duplicate_notices_total",
+		Help: "Notices the store had already charged (a replay to another bidder, after a restart, or a retried flush) and so did not charge again.",
+	})
 	kicks := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_spend_threshold_flushes_total",
 		Help: "Campaigns queued for an early flush by a threshold (queued), or left for the timer because the queue was full (queue_full).",
@@ -80,6 +85,7 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 		flushOK:      flushes.WithLabelValues("ok"),
 		flushErr:     flushes.WithLabelValues("error"),
 		flushDeltas:  deltas,
+		duplicates:   dups,
 		flushSeconds: dur,
 		readOK:       reads.WithLabelValues("ok"),
 		readErr:      reads.WithLabelValues("error"),
@@ -93,7 +99,7 @@ func newMetrics(reg prometheus.Registerer, w *Writer) *metrics {
 		freqOK:       freq.WithLabelValues("ok"),
 		freqCapped:   freq.WithLabelValues("capped"),
 	}
-	m.collectorsReg = []prometheus.Collector{flushes, reads, checks, freq, adds, deltas, kicks, dur, unflushed, retrying, unread}
+	m.collectorsReg = []prometheus.Collector{flushes, reads, checks, freq, adds, deltas, dups, kicks, dur, unflushed, retrying, unread}
 	if reg != nil {
 		for _, c := range m.collectorsReg {
 			if err := reg.Register(c); err != nil {

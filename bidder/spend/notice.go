@@ -40,12 +40,13 @@ type Notice struct {
 	// (0: not journaled). The Writer does not interpret it; it hands it back
 	// through Options.Confirmed once the store has the notice.
 	Seq uint64
+	// FreqRef is set by the Writer in Delta.Notices (callers of AddNotice
+	// leave it zero): j+1 when the notice counts one impression in the
+	// delta's Freq[j], 0 when it counts no frequency.
+	FreqRef int
 }
 
-// AddNotice records one accepted notice of campaignID, to be charged once
-// by the store whatever the retries, replays and restarts. It returns
-// ErrClosed once Close has begun and an error wrapping ErrInvalid for ids
-// or amounts Add refuses.
-func (w *Writer) AddNotice(campaignID string, n *Notice) error {
-	return w.Add(campaignID, n.User, n.Micros, n.At)
-}
+// MinNoticeTTL is the least time a store keeps a notice's key: the Writer
+// raises an earlier Notice.Expires to the time of AddNotice plus it, so
+// that the key outlives the retries of a flush across a short outage.
+const MinNoticeTTL = time.Hour

@@ -62,8 +62,8 @@ type Options struct {
 	// RetryMin and RetryMax bound the exponential backoff between retries of
 	// a failed flush (with +-20% jitter). Defaults 100ms and 10s.
 	RetryMin, RetryMax time.Duration
-	// MaxDeltaUsers is the most FreqDelta entries in one Delta; more users are
-	// sent in extra deltas. Default 1000.
+	// MaxDeltaUsers is the most notices, and so FreqDelta entries, in one
+	// Delta; more are sent in extra deltas of the same batch. Default 1000.
 	MaxDeltaUsers int
 	// FreqGrace is added to a frequency window's end to make the store
 	// expiry of its counts. Default 1h.
@@ -75,7 +75,12 @@ type Options struct {
 	// memory. Default 1m.
 	SweepInterval time.Duration
 	// InstanceID names this bidder in the store's records (spend.instance_id,
-	// default the host name): stable across restarts, unique in the fleet.
+	// default the host name): stable across restarts, unique in the fleet;
+	// two processes running at once must never share one. It is every
+	// delta's Origin. Default: "w-" + WriterID, unique per process run, so
+	// a restarted Writer does not recognise notices it left in doubt
+	// before (Aerospike then counts them as another bidder's: see
+	// aerostore).
 	InstanceID string
 	// Confirmed, when set, is called with the Notice.Seq values (non-zero
 	// ones) of notices the store has applied or found already applied, so a
@@ -139,6 +144,9 @@ func (o *Options) ensureDefaults() error {
 		}
 		o.WriterID = hex.EncodeToString(b[:])
 	}
+	if o.InstanceID == "" {
+		o.InstanceID = "w-" + o.WriterID
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -163,6 +171,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	if len(o.WriterID) > 32 || !validDeltaID(o.WriterID) {
 		problems = append(problems, fmt.Sprintf("writer id: at most 32 of [0-9A-Za-z._-], got %q", o.WriterID))
+	}
+	if !ValidID(o.InstanceID) {
+		problems = append(problems, fmt.Sprintf("instance_id: 1..%d bytes without control characters or '|', got %q", MaxIDLen, o.InstanceID))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: options: %v", ErrInvalid, problems)

@@ -2,6 +2,7 @@ package spend
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -30,15 +31,22 @@ type Store interface {
 	// delta.Freq (same order). Those totals include every bidder's flushes,
 	// which is how each bidder learns the fleet-wide spend.
 	//
-	// Atomicity: a store applies each delta completely or not at all.
-	// Idempotency: a store that can (Redis, Pebble) applies a Delta.ID at most
-	// once within DedupeWindow, so retrying a flush whose outcome is unknown
-	// (a timeout after the request was sent) never counts it twice; a store
-	// that cannot says so in its package comment (its retries may overcount,
-	// which errs on the side of underspending).
+	// Charge once: a store applies each notice of Delta.Notices (its key,
+	// Nonce and Kind) at most once, fleet-wide, with its counters'
+	// increment: in one step where the store has multi-key atomicity (a
+	// Redis script, a Pebble batch), or record by record with guards that
+	// make a retry add only what is missing (Aerospike). A notice whose key
+	// it applied before, from any bidder, adds nothing and counts in
+	// Total.Duplicates. So retrying a flush whose outcome is unknown (a
+	// timeout after the request was sent), or after some of it failed,
+	// never counts a notice twice, and nor does a replay to another bidder
+	// or after a restart, while the notice's key lives (Notice.Expires).
+	// A delta without notices (not the Writer's) is applied as it is: once
+	// per Delta.ID within DedupeWindow by the stores that can (Redis,
+	// Pebble), at least once by the others (their package comments say).
 	//
 	// On error nothing about the outcome is promised; the caller keeps the
-	// deltas and retries them unchanged (same IDs).
+	// deltas and retries them unchanged (same IDs, same content).
 	Flush(ctx context.Context, deltas []Delta) (totals []Total, err error)
 
 	// Read returns the totals of campaigns for day (YYYY-MM-DD), one per
@@ -47,10 +55,9 @@ type Store interface {
 	Read(ctx context.Context, campaigns []string, day string) ([]Total, error)
 }
 
-// DedupeWindow is how long a store that deduplicates remembers a Delta.ID.
-// The Writer retries a failed delta for at most as long as the process
-// lives, so a bidder blocked from its store for longer than this may count
-// an in-doubt delta twice.
+// DedupeWindow is how long a store that deduplicates deltas without
+// notices remembers a Delta.ID (the Writer's deltas carry notices, keyed
+// until each notice's Expires instead).
 const DedupeWindow = 24 * time.Hour
 
 // Delta is what one flush adds for one campaign and day.
@@ -73,8 +80,18 @@ type Delta struct {
 	// sum. A store applies each notice's key (Nonce, Kind) at most once,
 	// fleet-wide, atomically with the counters: a notice whose key it has
 	// already applied (a replay to another bidder, a retried flush, the
-	// journal's replay after a restart) adds nothing.
+	// journal's replay after a restart) adds nothing. When Notices is not
+	// empty the store adds what its new notices charge (each Micros, one
+	// impression, one count in Freq[FreqRef-1]), not the sums, and
+	// ValidateDeltas checks that the sums match.
 	Notices []Notice
+	// Origin is the Options.InstanceID of the Writer that sealed the delta,
+	// and Seq the batch sequence it sealed it with: the same for every delta
+	// of one campaign in one Flush, larger for every later batch of that
+	// campaign from that Origin, across restarts too. Stores that cannot
+	// apply a flush atomically (Aerospike) use them to guard their counters.
+	Origin string
+	Seq    int64
 }
 
 // FreqDelta adds Count impressions of one campaign to one user in one
@@ -155,8 +172,59 @@ func ValidateDeltas(deltas []Delta) error {
 				return fmt.Errorf("%w: delta %d: freq %d: bad user, count, window or expiry", ErrInvalid, i, j)
 			}
 		}
+		if err := validateNotices(d); err != nil {
+			return fmt.Errorf("%w: delta %d: %v", ErrInvalid, i, err)
+		}
 	}
 	return nil
+}
+
+// validateNotices checks that d's notices are well formed and that d's
+// Micros, Imps and Freq counts are their sums.
+func validateNotices(d *Delta) error {
+	if len(d.Notices) == 0 {
+		return nil
+	}
+	if !ValidID(d.Origin) || d.Seq <= 0 {
+		return fmt.Errorf("a delta with notices needs an origin and a positive seq, got %q, %d", d.Origin, d.Seq)
+	}
+	var micros int64
+	counts := make([]int64, len(d.Freq))
+	for k := range d.Notices {
+		n := &d.Notices[k]
+		switch {
+		case n.Nonce == (Nonce{}) || n.Kind == 0:
+			return fmt.Errorf("notice %d: zero nonce or kind", k)
+		case n.Micros < 0:
+			return fmt.Errorf("notice %d: negative micros", k)
+		case n.Expires.IsZero():
+			return fmt.Errorf("notice %d: no expiry", k)
+		case n.FreqRef < 0 || n.FreqRef > len(d.Freq):
+			return fmt.Errorf("notice %d: freq ref %d of %d", k, n.FreqRef, len(d.Freq))
+		}
+		micros += n.Micros
+		if n.FreqRef > 0 {
+			counts[n.FreqRef-1]++
+		}
+	}
+	if micros != d.Micros || int64(len(d.Notices)) != d.Imps {
+		return fmt.Errorf("micros %d, imps %d are not the notices' sums %d, %d", d.Micros, d.Imps, micros, len(d.Notices))
+	}
+	for j := range d.Freq {
+		if counts[j] != d.Freq[j].Count {
+			return fmt.Errorf("freq %d: count %d, notices %d", j, d.Freq[j].Count, counts[j])
+		}
+	}
+	return nil
+}
+
+// NoticeKey is the key a store keeps for a notice: the 16 nonce bytes and
+// the kind, as 34 lower-case hex digits.
+func NoticeKey(n *Notice) string {
+	var b [34]byte
+	hex.Encode(b[:32], n.Nonce[:])
+	hex.Encode(b[32:], []byte{byte(n.Kind)})
+	return string(b[:])
 }
 
 // ValidateRead checks the arguments of Store.Read as every Store must

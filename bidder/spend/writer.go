@@ -2,8 +2,11 @@ package spend
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,15 +16,16 @@ import (
 	"go.uber.org/zap"
 )
 
-// Writer absorbs win notices in memory and flushes them to a Store in
-// batches (talk 2's message buffer writer): per campaign, the spend and
-// impressions of each day, and per (user, campaign, cap window) impression
-// counts. A campaign is flushed when its unflushed part passes a threshold
+// Writer absorbs accepted notices in memory and flushes them to a Store in
+// batches (talk 2's message buffer writer): per campaign and day, the
+// notices with the spend, impressions and per (user, cap window)
+// impression counts they add, which the store charges once per notice. A campaign is flushed when its unflushed part passes a threshold
 // (Options.ThresholdImps, ThresholdMicros, BudgetFraction) or when the timer
 // fires (Options.FlushInterval); at most Options.Flushers Store.Flush calls
 // run at once, fed by a buffered channel. A failed flush keeps its deltas,
 // unchanged, and retries them with exponential backoff: nothing accepted is
-// lost while the process lives. Close flushes everything.
+// lost while the process lives, and nothing is charged twice. Close
+// flushes everything.
 //
 // Every flush returns the fleet-wide totals, which the Writer keeps as the
 // campaign's last known fleet state; campaigns this bidder did not flush
@@ -36,6 +40,10 @@ type Writer struct {
 	m     *metrics
 
 	seq atomic.Uint64
+
+	// Nonces of Add's notices: a random per-Writer prefix and a counter.
+	noncePrefix [8]byte
+	nonceSeq    atomic.Uint64
 
 	campsMu sync.Mutex // serialises inserts into camps (copy on write)
 	camps   atomic.Pointer[map[string]*campState]
@@ -84,6 +92,7 @@ type campState struct {
 	// Guarded by flushing.
 	retry    *campBatch
 	failures int
+	lastSeq  int64 // Delta.Seq of the latest batch sealed
 
 	exp exposure // this bidder's outstanding bids (Budgets.Bid)
 }
@@ -103,18 +112,23 @@ type fleetView struct {
 	at                     int64 // unix nanos, Options.Now
 }
 
-// shard holds the exact unflushed counts of the Adds whose user hashes to it.
+// shard holds the accepted notices not yet drained whose user hashes to
+// it, and those users' frequency entries.
 type shard struct {
 	mu    sync.Mutex
-	days  []dayPending
+	notes []pendNote
 	freq  map[freqKey]*freqEntry
-	dirty []*freqEntry
 	_     [32]byte // keep neighbouring shards' mutexes off one cache line
 }
 
-type dayPending struct {
-	day          int32
-	micros, imps int64
+// pendNote is one accepted notice waiting for a flush. n.User is the
+// frequency entry's copy of the user id, or empty when the notice counts
+// no frequency (e nil).
+type pendNote struct {
+	n   Notice
+	day int32
+	e   *freqEntry
+	sh  *shard
 }
 
 type freqKey struct {
@@ -131,11 +145,13 @@ type freqEntry struct {
 	pending  int64 // not sent
 	inflight int64 // sent, not confirmed (includes a failed batch waiting for its retry)
 	fleet    int64 // the store's count after this bidder's last confirmed flush
-	dirty    bool  // in its shard's dirty list
 }
 
-// campBatch is what one campaign contributes to one Flush call. A failed
-// batch is kept and retried as it is.
+// campBatch is what one campaign contributes to one Flush call: its
+// deltas (at most one per day, or more when a day has more than
+// MaxDeltaUsers notices), all with one Delta.Seq. A failed batch is kept
+// and retried as it is (same ids, same content), and a campaign has at
+// most one batch in the store's hands at a time.
 type campBatch struct {
 	cs     *campState
 	deltas []Delta
@@ -166,6 +182,9 @@ func NewWriter(store Store, opts Options) (*Writer, error) {
 		stop:  make(chan struct{}),
 		rnd:   rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x5eed)),
 	}
+	if _, err := crand.Read(w.noncePrefix[:]); err != nil {
+		return nil, fmt.Errorf("spend: nonce prefix: %w", err)
+	}
 	w.base, w.cancelBase = context.WithCancel(context.Background())
 	empty := map[string]*campState{}
 	w.camps.Store(&empty)
@@ -183,24 +202,57 @@ func NewWriter(store Store, opts Options) (*Writer, error) {
 // Options returns the options in force (defaults applied).
 func (w *Writer) Options() Options { return w.opts }
 
-// Add records one accepted win (or billing) notice: micros of spend for
-// campaignID (in the campaign's currency) and, when userID is not empty and
-// the campaign has a frequency cap, one impression for userID. at is when
-// the impression counts (normally time.Now()): it picks the campaign's day,
-// in its time zone (see SetCampaigns; UTC for a campaign never registered),
-// and the frequency window.
+// Add records one accepted win (or billing) notice without an idempotency
+// key of its own: micros of spend for campaignID (in the campaign's
+// currency) and, when userID is not empty and the campaign has a frequency
+// cap, one impression for userID. at is when the impression counts
+// (normally time.Now()): it picks the campaign's day, in its time zone (see
+// SetCampaigns; UTC for a campaign never registered), and the frequency
+// window. It is AddNotice with a nonce drawn by the Writer (unique per
+// Writer and call), so a retried flush still charges it once, but a replay
+// of the same notice is not recognised: callers that have a notice's key
+// (the notice handlers, from the token's nonce) use AddNotice.
 //
 // Add takes no store round trip and allocates only the first time a (user,
 // campaign, window) is seen; it copies the strings it keeps. It returns
 // ErrClosed once Close has begun, and an error wrapping ErrInvalid for an
 // empty or too long id or negative micros; nothing is recorded then.
 func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) error {
+	n := Notice{Kind: NoticeCharge, User: userID, Micros: micros, At: at}
+	binary.BigEndian.PutUint64(n.Nonce[:8], binary.BigEndian.Uint64(w.noncePrefix[:]))
+	binary.BigEndian.PutUint64(n.Nonce[8:], w.nonceSeq.Add(1))
+	return w.addNotice(campaignID, &n)
+}
+
+// AddNotice records one accepted notice of campaignID, to be charged once
+// by the store whatever the retries, replays and restarts: n.Micros of
+// spend and, when n.User is not empty and the campaign has a frequency cap,
+// one impression for n.User (at n.At, as Add). The notice is kept until
+// the store has it; then its non-zero Seq is handed to Options.Confirmed.
+// An Expires earlier than MinNoticeTTL from now is raised to it, so the
+// key outlives the Writer's retries of a short outage.
+//
+// Like Add it takes no store round trip, allocates only the first time a
+// (user, campaign, window) is seen and copies the strings it keeps. It
+// returns ErrClosed once Close has begun and an error wrapping ErrInvalid
+// for ids or amounts Add refuses, a zero nonce or kind; nothing is
+// recorded then.
+func (w *Writer) AddNotice(campaignID string, n *Notice) error {
+	if n.Nonce == (Nonce{}) || n.Kind == 0 {
+		w.m.addsRejected.Inc()
+		return fmt.Errorf("%w: add notice: campaign %q: zero nonce or kind", ErrInvalid, campaignID)
+	}
+	return w.addNotice(campaignID, n)
+}
+
+func (w *Writer) addNotice(campaignID string, n *Notice) error {
 	w.active.Add(1)
 	defer w.active.Add(-1)
 	if w.closed.Load() {
 		w.m.addsRejected.Inc()
 		return ErrClosed
 	}
+	userID, micros, at := n.User, n.Micros, n.At
 	if micros < 0 || !ValidID(campaignID) || (userID != "" && !ValidID(userID)) {
 		w.m.addsRejected.Inc()
 		return fmt.Errorf("%w: add: campaign %q, user %q, micros %d", ErrInvalid, campaignID, userID, micros)
@@ -230,8 +282,12 @@ func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) erro
 	} else {
 		sh = &cs.shards[cs.rr.Add(1)&cs.mask]
 	}
+	pn := pendNote{n: *n, day: day, sh: sh}
+	pn.n.User = ""
+	if minExp := w.opts.Now().Add(MinNoticeTTL); pn.n.Expires.Before(minExp) {
+		pn.n.Expires = minExp
+	}
 	sh.mu.Lock()
-	sh.addDay(day, micros)
 	if userID != "" && period > 0 {
 		win, end := windowOf(at, period)
 		k := freqKey{user: userID, window: win}
@@ -245,11 +301,9 @@ func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) erro
 			sh.freq[k] = e
 		}
 		e.pending++
-		if !e.dirty {
-			e.dirty = true
-			sh.dirty = append(sh.dirty, e)
-		}
+		pn.e, pn.n.User = e, e.key.user
 	}
+	sh.notes = append(sh.notes, pn)
 	sh.mu.Unlock()
 
 	cs.exp.billed(at)
@@ -260,17 +314,6 @@ func (w *Writer) Add(campaignID, userID string, micros int64, at time.Time) erro
 		w.kick(cs)
 	}
 	return nil
-}
-
-func (sh *shard) addDay(day int32, micros int64) {
-	for i := range sh.days {
-		if sh.days[i].day == day {
-			sh.days[i].micros += micros
-			sh.days[i].imps++
-			return
-		}
-	}
-	sh.days = append(sh.days, dayPending{day: day, micros: micros, imps: 1})
 }
 
 func (w *Writer) overThreshold(cs *campState, set *CampaignBudget, pm, pi int64) bool {
@@ -512,83 +555,77 @@ func (w *Writer) backoff(failures int) time.Duration {
 	return time.Duration(float64(d) * j)
 }
 
-// drain moves cs's unflushed counts into a new batch (pending -> in flight),
-// or returns nil when there are none.
+// drain moves cs's accepted notices into a new batch (pending -> in
+// flight), or returns nil when there are none. The batch has one delta per
+// day (more when a day has more than MaxDeltaUsers notices), each carrying
+// its notices and the frequency counts they add, all sealed with one
+// Delta.Seq: max(the previous batch's + 1, unix nanoseconds now), so Seq
+// grows per campaign and Options.InstanceID across restarts too (as long
+// as the clock does not go back by more than a restart takes).
 func (w *Writer) drain(cs *campState) *campBatch {
-	var days []dayPending
-	var refs []freqRef
+	var notes []pendNote
 	for i := range cs.shards {
 		sh := &cs.shards[i]
 		sh.mu.Lock()
-		for _, d := range sh.days {
-			days = mergeDay(days, d)
-		}
-		sh.days = sh.days[:0]
-		for _, e := range sh.dirty {
-			if e.pending > 0 {
-				refs = append(refs, freqRef{e: e, sh: sh, n: e.pending})
-				e.inflight += e.pending
-				e.pending = 0
+		for j := range sh.notes {
+			if e := sh.notes[j].e; e != nil {
+				e.pending--
+				e.inflight++
 			}
-			e.dirty = false
 		}
-		clear(sh.dirty)
-		sh.dirty = sh.dirty[:0]
+		notes = append(notes, sh.notes...)
+		clear(sh.notes)
+		sh.notes = sh.notes[:0]
 		sh.mu.Unlock()
 	}
-	if len(days) == 0 && len(refs) == 0 {
+	if len(notes) == 0 {
 		return nil
 	}
-	var sumM, sumI int64
-	for _, d := range days {
-		sumM += d.micros
-		sumI += d.imps
+	var sumM int64
+	for i := range notes {
+		sumM += notes[i].n.Micros
 	}
 	cs.pendMicros.Add(-sumM)
-	cs.pendImps.Add(-sumI)
+	cs.pendImps.Add(-int64(len(notes)))
 
+	seq := max(cs.lastSeq+1, time.Now().UnixNano())
+	cs.lastSeq = seq
+	sort.SliceStable(notes, func(i, j int) bool { return notes[i].day < notes[j].day })
 	b := &campBatch{cs: cs}
-	latest := int32(0)
-	for _, d := range days {
-		b.deltas = append(b.deltas, Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(d.day), Micros: d.micros, Imps: d.imps})
-		b.days = append(b.days, d.day)
-		b.refs = append(b.refs, nil)
-		latest = max(latest, d.day)
-	}
-	if len(b.deltas) == 0 { // cannot happen: every Add counts a day; kept for safety
-		latest = dayOf(w.opts.Now(), time.UTC)
-	}
-	// Frequency counts ride on the latest day's delta, then on extra
-	// spend-less deltas of at most MaxDeltaUsers users each.
-	cur := -1
-	for i := range b.days {
-		if b.days[i] == latest {
-			cur = i
-		}
-	}
-	for _, r := range refs {
-		if cur < 0 || len(b.deltas[cur].Freq) >= w.opts.MaxDeltaUsers {
-			b.deltas = append(b.deltas, Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(latest)})
-			b.days = append(b.days, latest)
+	var idx map[*freqEntry]int
+	for i := range notes {
+		p := &notes[i]
+		last := len(b.deltas) - 1
+		if last < 0 || b.days[last] != p.day || len(b.deltas[last].Notices) >= w.opts.MaxDeltaUsers {
+			b.deltas = append(b.deltas, Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(p.day), Origin: w.opts.InstanceID, Seq: seq})
+			b.days = append(b.days, p.day)
 			b.refs = append(b.refs, nil)
-			cur = len(b.deltas) - 1
+			last++
+			clear(idx)
 		}
-		d := &b.deltas[cur]
-		d.Freq = append(d.Freq, FreqDelta{User: r.e.key.user, Window: r.e.key.window, Count: r.n, Expires: time.Unix(r.e.expires, 0)})
-		b.refs[cur] = append(b.refs[cur], r)
+		d := &b.deltas[last]
+		d.Micros += p.n.Micros
+		d.Imps++
+		n := p.n
+		n.FreqRef = 0
+		if p.e != nil {
+			if idx == nil {
+				idx = map[*freqEntry]int{}
+			}
+			j, ok := idx[p.e]
+			if !ok {
+				j = len(d.Freq)
+				idx[p.e] = j
+				d.Freq = append(d.Freq, FreqDelta{User: p.e.key.user, Window: p.e.key.window, Expires: time.Unix(p.e.expires, 0)})
+				b.refs[last] = append(b.refs[last], freqRef{e: p.e, sh: p.sh})
+			}
+			d.Freq[j].Count++
+			b.refs[last][j].n++
+			n.FreqRef = j + 1
+		}
+		d.Notices = append(d.Notices, n)
 	}
 	return b
-}
-
-func mergeDay(days []dayPending, d dayPending) []dayPending {
-	for i := range days {
-		if days[i].day == d.day {
-			days[i].micros += d.micros
-			days[i].imps += d.imps
-			return days
-		}
-	}
-	return append(days, d)
 }
 
 func (w *Writer) nextID() string {
@@ -619,6 +656,22 @@ func (w *Writer) apply(b *campBatch, totals []Total, now time.Time) {
 				r.e.fleet = c
 			}
 			r.sh.mu.Unlock()
+		}
+		if t.Duplicates > 0 {
+			w.m.duplicates.Add(float64(t.Duplicates))
+		}
+	}
+	if w.opts.Confirmed != nil {
+		var seqs []uint64
+		for i := range b.deltas {
+			for j := range b.deltas[i].Notices {
+				if q := b.deltas[i].Notices[j].Seq; q != 0 {
+					seqs = append(seqs, q)
+				}
+			}
+		}
+		if len(seqs) > 0 {
+			w.opts.Confirmed(seqs)
 		}
 	}
 }
@@ -726,7 +779,7 @@ func (w *Writer) sweep(now time.Time) {
 			sh := &cs.shards[i]
 			sh.mu.Lock()
 			for k, e := range sh.freq {
-				if e.end <= sec && e.pending == 0 && e.inflight == 0 && !e.dirty {
+				if e.end <= sec && e.pending == 0 && e.inflight == 0 {
 					delete(sh.freq, k)
 				}
 			}

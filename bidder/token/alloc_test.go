@@ -34,6 +34,11 @@ func TestAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { buf, _ = k.Parse(&got, ctok, KindClick, click.Issued, buf) }); n != 0 {
 		t.Errorf("Parse click: %v allocs, want 0", n)
 	}
+	var nonce [16]byte
+	old := sample() // no nonce: derived
+	if n := testing.AllocsPerRun(100, func() { nonce = old.NoticeNonce() }); n != 0 || nonce == ([16]byte{}) {
+		t.Errorf("NoticeNonce: %v allocs (nonce %x), want 0", n, nonce)
+	}
 	if len(got.Products) != 15 || got.Products[14] != 100_014 {
 		t.Errorf("Parse click: products %v", got.Products)
 	}

@@ -16,13 +16,23 @@
 //
 //	payload | HMAC-SHA256(key, payload)[:16]
 //
-// where payload is: version (1 byte, 2), kind (1 byte), issued (uvarint,
+// where payload is: version (1 byte, 3), kind (1 byte), issued (uvarint,
 // unix seconds), ttl (uvarint, seconds), price (uvarint, micros), currency
 // (3 bytes, zero for none), campaign, creative, auction, imp, user, url (each
 // a uvarint length then the bytes), group, product, then the number of
-// products and each product id (uvarints). Version 1, the same without the
-// product list, is still accepted by Parse. A win token for a typical bid is
-// about 110 characters, a click token for 15 products about 190. The 128-bit truncated HMAC is
+// products and each product id (uvarints), then the bid's nonce (16 bytes).
+// Version 2, the same without the nonce, and version 1, without the
+// product list either, are still accepted by Parse (Nonce zero;
+// Token.NoticeNonce derives one). A win token for a typical bid is about
+// 130 characters, a click token for 15 products about 210.
+//
+// # Nonce
+//
+// Every token of one bid (win, bill, click) carries the same random 128-bit
+// Nonce, chosen by the bidder: with what a notice counts it is the notice's
+// idempotency key in the spend store (spend.Notice), so a notice replayed to
+// another bidder or after a restart is charged once. Uniqueness is what
+// matters, not secrecy: the token is signed. The 128-bit truncated HMAC is
 // what RFC 2104 section 5 allows; a forgery needs about 2^128 tries.
 //
 // # Keys and rotation

@@ -236,43 +236,126 @@ func TestKindString(t *testing.T) {
 	}
 }
 
-// TestVersion1 checks that click tokens of the previous format (version 1:
-// the landing URL signed in the token, no product list), handed out before
-// an upgrade, still verify until they expire.
+// older returns tok rewritten in format ver (1: no product list, no
+// nonce; 2: no nonce), re-signed with key1. tok must have no products and
+// a zero nonce.
+func older(t *testing.T, tok []byte, ver byte) string {
+	t.Helper()
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	n := len(payload) - 16
+	if payload[0] != version || !bytes.Equal(payload[n:], make([]byte, 16)) || payload[n-1] != 0 {
+		t.Fatalf("unexpected layout %x", payload)
+	}
+	payload = payload[:n] // drop the nonce: version 2
+	if ver == version1 {
+		payload = payload[:n-1] // and the product count
+	}
+	payload[0] = ver
+	return resign(payload)
+}
+
+func resign(payload []byte) string {
+	m := hmac.New(sha256.New, key1)
+	m.Write(payload)
+	return base64.RawURLEncoding.EncodeToString(append(bytes.Clone(payload), m.Sum(nil)[:MACBytes]...))
+}
+
+// TestVersion1 checks that click tokens of the first format (version 1:
+// the landing URL signed in the token, no product list, no nonce), handed
+// out before an upgrade, still verify until they expire.
 func TestVersion1(t *testing.T) {
 	k := mustKeys(t, key1)
 	want := sample()
 	want.Kind, want.URL, want.Group, want.Product = KindClick, "https://shop.example.com/item/9", 4, 9
-	// Version 1 is version 2 without the trailing product count: write
-	// version 2, drop the count byte (0), patch the version, re-sign.
 	tok, err := k.Append(nil, &want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	payload := bytes.Clone(raw[:len(raw)-MACBytes])
-	if payload[0] != version || payload[len(payload)-1] != 0 {
-		t.Fatalf("unexpected layout %x", payload)
-	}
-	payload = payload[:len(payload)-1]
-	payload[0] = version1
-	m := hmac.New(sha256.New, key1)
-	m.Write(payload)
-	v1 := base64.RawURLEncoding.EncodeToString(append(payload, m.Sum(nil)[:MACBytes]...))
+	v1 := older(t, tok, version1)
 	var got Token
 	if _, err := k.Parse(&got, []byte(v1), KindClick, want.Issued, nil); err != nil {
 		t.Fatalf("version 1 token: %v", err)
 	}
-	if got.URL != want.URL || got.Product != 9 || got.Group != 4 || len(got.Products) != 0 {
+	if got.URL != want.URL || got.Product != 9 || got.Group != 4 || len(got.Products) != 0 || got.Nonce != ([16]byte{}) {
 		t.Errorf("got %+v", got)
 	}
 	// A version 1 payload with trailing bytes (a product list) is not valid.
-	bad := append(bytes.Clone(payload), 1, 5)
-	m.Reset()
-	m.Write(bad)
-	badTok := base64.RawURLEncoding.EncodeToString(append(bad, m.Sum(nil)[:MACBytes]...))
-	if _, err := k.Parse(&got, []byte(badTok), 0, want.Issued, nil); !errors.Is(err, ErrMalformed) {
+	raw, _ := base64.RawURLEncoding.DecodeString(v1)
+	bad := append(bytes.Clone(raw[:len(raw)-MACBytes]), 1, 5)
+	if _, err := k.Parse(&got, []byte(resign(bad)), 0, want.Issued, nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("v1 with a product list: %v, want ErrMalformed", err)
+	}
+}
+
+// TestVersion2 checks that tokens of the format without a nonce (version
+// 2) still verify, with a zero Nonce, and that their NoticeNonce is the
+// derived one, the same for every token of one bid.
+func TestVersion2(t *testing.T) {
+	k := mustKeys(t, key1)
+	win := sample()
+	bill := sample()
+	bill.Kind = KindBill
+	var nonces [2][16]byte
+	for i, want := range []Token{win, bill} {
+		tok, err := k.Append(nil, &want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Token
+		if _, err := k.Parse(&got, []byte(older(t, tok, version2)), want.Kind, want.Issued, nil); err != nil {
+			t.Fatalf("version 2 token: %v", err)
+		}
+		if got.Campaign != want.Campaign || got.Nonce != ([16]byte{}) {
+			t.Errorf("got %+v", got)
+		}
+		nonces[i] = got.NoticeNonce()
+		if nonces[i] == ([16]byte{}) {
+			t.Errorf("derived nonce is zero")
+		}
+	}
+	if nonces[0] != nonces[1] {
+		t.Errorf("win and bill of one bid derive different nonces %x, %x", nonces[0], nonces[1])
+	}
+	other := sample()
+	other.Imp = "2"
+	if other.NoticeNonce() == nonces[0] {
+		t.Errorf("another imp derives the same nonce")
+	}
+	// A version 2 payload with a nonce after it is not valid.
+	tok, _ := k.Append(nil, &win)
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	payload[0] = version2
+	var got Token
+	if _, err := k.Parse(&got, []byte(resign(payload)), 0, win.Issued, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("v2 with a nonce: %v, want ErrMalformed", err)
+	}
+}
+
+// TestNonce checks that the nonce round-trips and is what NoticeNonce
+// returns, and that a truncated nonce is malformed.
+func TestNonce(t *testing.T) {
+	k := mustKeys(t, key1)
+	want := sample()
+	for i := range want.Nonce {
+		want.Nonce[i] = byte(i + 1)
+	}
+	tok, err := k.Append(nil, &want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Token
+	if _, err := k.Parse(&got, tok, KindWin, want.Issued, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got.Nonce != want.Nonce || got.NoticeNonce() != want.Nonce {
+		t.Errorf("nonce %x (notice nonce %x), want %x", got.Nonce, got.NoticeNonce(), want.Nonce)
+	}
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	short := raw[:len(raw)-MACBytes-1]
+	if _, err := k.Parse(&got, []byte(resign(short)), 0, want.Issued, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("truncated nonce: %v, want ErrMalformed", err)
 	}
 }
 

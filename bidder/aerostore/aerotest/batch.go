@@ -43,7 +43,7 @@ func (s *Server) handleBatch(fields []field, ops []op) ([]byte, error) {
 		s.count(KindUnsupported, 1)
 		return errorFrame(rcUnsupported), nil
 	}
-	code, okConn := s.faultFor(KindBatch)
+	code, okConn, dropReply := s.faultAfter(KindBatch)
 	if !okConn {
 		return nil, errDrop
 	}
@@ -76,6 +76,9 @@ func (s *Server) handleBatch(fields []field, ops []op) ([]byte, error) {
 	}
 	out = appendMsgHeader(out, info3Last, rcOK, 0, 0, 0, 0)
 	finishFrame(out, start)
+	if dropReply {
+		return nil, errDrop
+	}
 	return out, nil
 }
 

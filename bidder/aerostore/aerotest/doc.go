@@ -44,8 +44,10 @@
 //     result code 4 (PARAMETER_ERROR) and the connection stays usable. Neither
 //     stops the server.
 //   - Test hooks: Records, Requests (counted by Kind*), Connections, Reset,
-//     and SetFaultHook to answer with an error code, delay, or drop the
-//     connection.
+//     and SetFaultHook to answer with an error code, delay, drop the
+//     connection, or execute the request and then drop the connection
+//     unanswered (Fault.DropReply: an unknown outcome, as a lost reply of a
+//     real server leaves the client).
 //   - The real server's rules, each off by default: Options.NsupPeriodZero
 //     (nsup-period 0, the server's default, refuses every write with a TTL
 //     with 22 FAIL_FORBIDDEN), and SetRecordHook / FailRecords to fail

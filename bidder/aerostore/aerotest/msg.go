@@ -337,7 +337,7 @@ func (s *Server) handleMsg(body []byte) ([]byte, error) {
 	}
 	kind := req.kind()
 	s.count(kind, 1)
-	code, ok := s.faultFor(kind)
+	code, ok, dropReply := s.faultAfter(kind)
 	if !ok {
 		return nil, errDrop
 	}
@@ -352,6 +352,9 @@ func (s *Server) handleMsg(body []byte) ([]byte, error) {
 	}
 	if res.code == rcUnsupported {
 		s.count(KindUnsupported, 1)
+	}
+	if dropReply {
+		return nil, errDrop
 	}
 	out := appendProtoHeader(make([]byte, 0, 64+res.size()), protoMsg)
 	out = appendRecordResult(out, 0, &res, 0)

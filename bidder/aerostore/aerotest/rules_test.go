@@ -116,3 +116,34 @@ func TestRecordHookSingle(t *testing.T) {
 		t.Errorf("records %d, want 2", s.Records())
 	}
 }
+
+// TestDropReply: a request under Fault.DropReply is applied, and the
+// client gets no answer (an unknown outcome); batches too.
+func TestDropReply(t *testing.T) {
+	s := startServer(t, Options{})
+	c := newClient(t, s)
+	k := key(t, "test", "s", "k")
+	s.SetFaultHook(func(string) Fault { return Fault{DropReply: true} })
+	wp := as.NewWritePolicy(0, 0)
+	wp.MaxRetries = 0
+	if err := c.Put(wp, k, as.BinMap{"a": 1}); err == nil {
+		t.Fatal("Put with a dropped reply succeeded")
+	}
+	bp := as.NewBatchPolicy()
+	bp.MaxRetries = 0
+	ops := []as.BatchRecordIfc{
+		as.NewBatchWrite(nil, key(t, "test", "s", "a"), as.PutOp(as.NewBin("a", 1))),
+		as.NewBatchWrite(nil, key(t, "test", "s", "b"), as.PutOp(as.NewBin("a", 1))),
+	}
+	_ = c.BatchOperate(bp, ops)
+	if rc := ops[0].BatchRec().ResultCode; rc == types.OK {
+		t.Errorf("batch with a dropped reply answered OK")
+	}
+	s.SetFaultHook(nil)
+	if s.Records() != 3 {
+		t.Fatalf("%d records, want 3: the requests whose reply was dropped were applied", s.Records())
+	}
+	if r, err := c.Get(nil, k); err != nil || r.Bins["a"] != 1 {
+		t.Errorf("Get after a dropped reply: %v, %v", r, err)
+	}
+}

@@ -106,6 +106,11 @@ type Fault struct {
 	Delay time.Duration
 	// CloseConn closes the client's connection instead of answering.
 	CloseConn bool
+	// DropReply executes the request, then closes the client's connection
+	// without answering: the outcome is unknown to the client although the
+	// server applied it, as when a real server's reply is lost (a network
+	// failure or a client timeout after the request arrived).
+	DropReply bool
 }
 
 const (
@@ -316,9 +321,16 @@ func (s *Server) count(kind string, n int) {
 // faultFor returns the fault for kind; ok is false if the connection must be
 // closed (CloseConn, or Close during the delay).
 func (s *Server) faultFor(kind string) (code int, ok bool) {
+	code, ok, _ = s.faultAfter(kind)
+	return code, ok
+}
+
+// faultAfter is faultFor that also says whether the reply must be dropped
+// after executing the request (Fault.DropReply).
+func (s *Server) faultAfter(kind string) (code int, ok, dropReply bool) {
 	fp := s.fault.Load()
 	if fp == nil {
-		return 0, true
+		return 0, true, false
 	}
 	f := (*fp)(kind)
 	if f.Delay > 0 {
@@ -327,13 +339,13 @@ func (s *Server) faultFor(kind string) (code int, ok bool) {
 		case <-t.C:
 		case <-s.done:
 			t.Stop()
-			return 0, false
+			return 0, false, false
 		}
 	}
 	if f.CloseConn {
-		return 0, false
+		return 0, false, false
 	}
-	return f.ResultCode, true
+	return f.ResultCode, true, f.DropReply && f.ResultCode == 0
 }
 
 func (s *Server) acceptLoop() {

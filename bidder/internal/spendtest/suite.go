@@ -2,6 +2,7 @@ package spendtest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sync"
@@ -12,8 +13,10 @@ import (
 )
 
 // Capabilities says what a store under test promises beyond the interface.
+// Every store charges a notice once (the suite's ChargeOnce cases).
 type Capabilities struct {
-	// ExactlyOnce: the store applies a Delta.ID at most once (Redis, Pebble).
+	// ExactlyOnce: the store applies a Delta.ID of a delta without notices
+	// at most once (Redis, Pebble).
 	ExactlyOnce bool
 	// Peer, if set, returns another client of the same backend as s, as a
 	// second bidder would have; the suite checks that it sees s's flushes.
@@ -252,6 +255,8 @@ func RunStoreSuite(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 		})
 	}
 
+	runChargeOnce(t, newStore, caps)
+
 	t.Run("WriterExact", func(t *testing.T) {
 		s := newStore(t)
 		w, err := spend.NewWriter(s, spend.Options{FlushInterval: 20 * time.Millisecond, ThresholdImps: 50})
@@ -293,6 +298,213 @@ func RunStoreSuite(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 			}
 		}
 	})
+}
+
+var nonceSeq struct {
+	sync.Mutex
+	n uint64
+}
+
+// Notice returns a charge notice with a fresh nonce: micros for user (""
+// for none) at at, its key kept for an hour.
+func Notice(user string, micros int64, at time.Time) spend.Notice {
+	nonceSeq.Lock()
+	nonceSeq.n++
+	n := nonceSeq.n
+	nonceSeq.Unlock()
+	var nonce spend.Nonce
+	binary.BigEndian.PutUint64(nonce[:8], uint64(time.Now().UnixNano()))
+	binary.BigEndian.PutUint64(nonce[8:], n)
+	return spend.Notice{Nonce: nonce, Kind: spend.NoticeCharge, User: user, Micros: micros, At: at, Expires: time.Now().Add(time.Hour)}
+}
+
+// NoticeDelta returns the delta of campaign and day that charges notices,
+// as a Writer seals it: a fresh ID, Micros, Imps and one FreqDelta per
+// distinct user of window (FreqRef set), sealed by origin with seq.
+func NoticeDelta(campaign, day, origin string, seq int64, window int64, notices ...spend.Notice) spend.Delta {
+	d := spend.Delta{ID: ID(), Campaign: campaign, Day: day, Origin: origin, Seq: seq}
+	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	for _, n := range notices {
+		n.FreqRef = 0
+		if n.User != "" {
+			j := -1
+			for k := range d.Freq {
+				if d.Freq[k].User == n.User {
+					j = k
+				}
+			}
+			if j < 0 {
+				j = len(d.Freq)
+				d.Freq = append(d.Freq, spend.FreqDelta{User: n.User, Window: window, Expires: exp})
+			}
+			d.Freq[j].Count++
+			n.FreqRef = j + 1
+		}
+		d.Micros += n.Micros
+		d.Imps++
+		d.Notices = append(d.Notices, n)
+	}
+	return d
+}
+
+// runChargeOnce checks that every notice is charged once: in two flushes,
+// from two clients (two bidders), in a flush retried after an unknown
+// outcome, frequency counts too, and through two Writers.
+func runChargeOnce(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
+	const day = "2024-05-01"
+	at := time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
+	peer := func(t *testing.T, s spend.Store) spend.Store {
+		if caps.Peer != nil {
+			return caps.Peer(t, s)
+		}
+		return s
+	}
+	seq := time.Now().UnixNano()
+	next := func() int64 { seq++; return seq }
+
+	t.Run("ChargeOnceTwoFlushes", func(t *testing.T) {
+		s := newStore(t)
+		c := ctx(t)
+		n1, n2, n3 := Notice("u1", 100, at), Notice("u1", 20, at), Notice("u2", 3, at)
+		got, err := s.Flush(c, []spend.Delta{NoticeDelta("c", day, "b1", next(), 0, n1, n2)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTotals(t, "first flush", got, []spend.Total{{Campaign: "c", Day: day, DayMicros: 120, DayImps: 2, TotalMicros: 120, TotalImps: 2}})
+		checkFreq(t, got[0].Freq, []int64{2})
+		got, err = s.Flush(c, []spend.Delta{NoticeDelta("c", day, "b1", next(), 0, n2, n3, n1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCharged(t, "second flush, two notices again", got, day, 123, 3, []int64{2, 1}, 2)
+		// The same notice twice in one delta, and in two deltas of one flush.
+		n4 := Notice("u3", 7, at)
+		got, err = s.Flush(c, []spend.Delta{NoticeDelta("c", day, "b1", next(), 0, n4, n4), NoticeDelta("c", "2024-05-02", "b1", seq, 0, n4)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[1].TotalMicros != 130 || got[1].TotalImps != 4 || got[0].Duplicates+got[1].Duplicates != 2 {
+			t.Errorf("one notice three times in one flush: %+v, want total 130 micros, 4 imps, 2 duplicates", got)
+		}
+		if got[0].Freq[0] != 1 {
+			t.Errorf("freq of the repeated notice %v, want 1", got[0].Freq)
+		}
+	})
+
+	t.Run("ChargeOnceTwoBidders", func(t *testing.T) {
+		a := newStore(t)
+		b := peer(t, a)
+		c := ctx(t)
+		ns := []spend.Notice{Notice("u1", 5, at), Notice("u2", 6, at), Notice("", 7, at)}
+		if _, err := a.Flush(c, []spend.Delta{NoticeDelta("c", day, "b1", next(), 0, ns...)}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := b.Flush(c, []spend.Delta{NoticeDelta("c", day, "b2", next(), 0, append(ns, Notice("u1", 1, at))...)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCharged(t, "replay to another bidder", got, day, 19, 4, []int64{2, 1}, 3)
+	})
+
+	t.Run("ChargeOnceRetried", func(t *testing.T) {
+		s := newStore(t)
+		c := ctx(t)
+		d := NoticeDelta("c", day, "b1", next(), 0, Notice("u1", 11, at), Notice("u1", 12, at), Notice("u2", 13, at))
+		for i := range 3 { // a flush whose outcome was unknown, retried unchanged
+			got, err := s.Flush(c, []spend.Delta{d})
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkTotals(t, fmt.Sprintf("attempt %d", i), got, []spend.Total{{Campaign: "c", Day: day, DayMicros: 36, DayImps: 3, TotalMicros: 36, TotalImps: 3}})
+			checkFreq(t, got[0].Freq, []int64{2, 1})
+			if i > 0 && got[0].Duplicates != 3 {
+				t.Errorf("attempt %d: duplicates %d, want 3", i, got[0].Duplicates)
+			}
+		}
+		r, err := s.Read(c, []string{"c"}, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkTotals(t, "read", r, []spend.Total{{Campaign: "c", Day: day, DayMicros: 36, DayImps: 3, TotalMicros: 36, TotalImps: 3}})
+	})
+
+	t.Run("ChargeOnceWriters", func(t *testing.T) {
+		s := newStore(t)
+		p := peer(t, s)
+		var mu sync.Mutex
+		confirmed := map[uint64]int{}
+		conf := func(seqs []uint64) {
+			mu.Lock()
+			defer mu.Unlock()
+			for _, q := range seqs {
+				confirmed[q]++
+			}
+		}
+		const N = 300
+		ns := make([]spend.Notice, N)
+		var want int64
+		for i := range ns {
+			ns[i] = Notice(fmt.Sprintf("u%d", i%7), int64(i+1), at)
+			ns[i].Seq = uint64(i + 1)
+			want += int64(i + 1)
+		}
+		var ws []*spend.Writer
+		for k, st := range []spend.Store{s, p} {
+			w, err := spend.NewWriter(st, spend.Options{FlushInterval: 10 * time.Millisecond, ThresholdImps: 40, InstanceID: fmt.Sprintf("b%d", k+1), Confirmed: conf})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w.SetCampaigns([]spend.CampaignBudget{{ID: "c", FreqCap: 1000, FreqPeriod: time.Hour}})
+			ws = append(ws, w)
+		}
+		var wg sync.WaitGroup
+		for k, w := range ws {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range ns {
+					n := ns[(i+k*N/2)%N] // each Writer gets every notice, in another order
+					if err := w.AddNotice("c", &n); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		for _, w := range ws {
+			if err := w.Close(ctx(t)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r, err := s.Read(ctx(t), []string{"c"}, day)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d notices sent to both of 2 Writers: store has %d micros, %d impressions (want %d, %d)", N, r[0].TotalMicros, r[0].TotalImps, want, N)
+		checkTotals(t, "two Writers, every notice twice", r, []spend.Total{{Campaign: "c", Day: day, DayMicros: want, DayImps: N, TotalMicros: want, TotalImps: N}})
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range ns {
+			if confirmed[uint64(i+1)] != 2 {
+				t.Errorf("seq %d confirmed %d times, want 2 (once per Writer)", i+1, confirmed[uint64(i+1)])
+				break
+			}
+		}
+	})
+}
+
+// checkCharged checks the one total of a flush of campaign "c" on day:
+// micros and imps per day and in total, the freq counts and duplicates.
+func checkCharged(t *testing.T, what string, got []spend.Total, day string, micros, imps int64, freq []int64, dups int64) {
+	t.Helper()
+	checkTotals(t, what, got, []spend.Total{{Campaign: "c", Day: day, DayMicros: micros, DayImps: imps, TotalMicros: micros, TotalImps: imps}})
+	if len(got) == 1 {
+		checkFreq(t, got[0].Freq, freq)
+		if got[0].Duplicates != dups {
+			t.Errorf("%s: duplicates %d, want %d", what, got[0].Duplicates, dups)
+		}
+	}
 }
 
 func checkTotals(t *testing.T, what string, got, want []spend.Total) {

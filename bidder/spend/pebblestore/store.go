@@ -8,31 +8,38 @@
 //	"s|" + campaign + "|d|" + day   -> micros (8 bytes BE) + impressions (8 bytes BE)
 //	"s|" + campaign + "|t"          -> lifetime micros + impressions
 //	"f" + expires (8 bytes BE unix s) + campaign + "|" + window (8 BE) + user -> count (8 BE)
-//	"x|" + delta id                 -> expires (8 bytes BE unix s): applied delta ids
+//	"n|" + campaign + "|" + notice key -> expires (8 bytes BE unix s): charged notices
+//	"x|" + delta id                 -> expires (8 bytes BE unix s): applied ids
+//	                                   of deltas without notices
 //
 // Frequency keys start with their expiry so that expired counts are dropped
-// by one DeleteRange; applied ids are dropped by a scan. Both happen inside a
-// Flush at most once per Options.SweepInterval.
+// by one DeleteRange; notice keys and applied ids are dropped by a scan. Both
+// happen inside a Flush at most once per Options.SweepInterval.
 //
 // # Flush
 //
-// Flush is a read-modify-write of every touched key in one indexed batch,
+// Flush is a read-modify-write of every touched key in one batch,
 // serialised by a mutex and committed with Sync: it is atomic, durable when
-// it returns, and a delta id seen in the last spend.DedupeWindow is not
-// applied again (exactly once). The outcome is never in doubt: a context
-// that ends before the commit fails the call with nothing applied, and
-// after the commit it is ignored.
+// it returns. A notice (spend.NoticeKey) whose key the store holds is a
+// duplicate and adds nothing; the others are charged and their keys set, in
+// the same batch, kept until the notice's Expires. A delta without notices
+// is applied at most once per id within spend.DedupeWindow. The outcome is
+// never in doubt: a context that ends before the commit fails the call
+// with nothing applied, and after the commit it is ignored.
 package pebblestore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
@@ -86,11 +93,20 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
-	db, err := pebble.Open(dir, &pebble.Options{
+	cache := pebble.NewCache(32 << 20)
+	defer cache.Unref() // the DB holds its own reference
+	po := &pebble.Options{
 		FS:                 opts.FS,
+		Cache:              cache,
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebblelog.New(opts.Logger),
-	})
+	}
+	for i := range po.Levels {
+		// Every notice of a flush is looked up, and most are new: the
+		// filters answer those misses without reading blocks.
+		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
+	}
+	db, err := pebble.Open(dir, po)
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}
@@ -132,6 +148,10 @@ func freqKey(campaign string, f *spend.FreqDelta) []byte {
 
 func idKey(id string) []byte { return append([]byte("x|"), id...) }
 
+func noticeKey(campaign string, n *spend.Notice) []byte {
+	return append(append(append([]byte("n|"), campaign...), '|'), spend.NoticeKey(n)...)
+}
+
 // get reads up to two uint64s of key (zeros when missing).
 func get(g func([]byte) ([]byte, func() error, error), key []byte) (a, b uint64, found bool, err error) {
 	v, closer, err := g(key)
@@ -170,10 +190,21 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 		return nil, err
 	}
 	now := s.opts.Now()
-	b := s.db.NewIndexedBatch()
+	b := s.db.NewBatch()
 	defer b.Close()
+	// The counters written so far in this flush, read back by later
+	// deltas: a map in front of the database instead of an indexed batch,
+	// which would index every notice key too.
+	written := map[string][]byte{}
+	set := func(k, v []byte) error {
+		written[string(k)] = v
+		return b.Set(k, v, nil)
+	}
 	bget := func(k []byte) ([]byte, func() error, error) {
-		v, c, err := b.Get(k)
+		if v, ok := written[string(k)]; ok {
+			return v, func() error { return nil }, nil
+		}
+		v, c, err := s.db.Get(k)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -181,28 +212,27 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 	}
 	totals := make([]spend.Total, len(deltas))
 	idExp := binary.BigEndian.AppendUint64(nil, uint64(now.Add(spend.DedupeWindow).Unix()))
+	fresh, err := s.freshNotices(deltas)
+	if err != nil {
+		return nil, fmt.Errorf("pebblestore: flush: %w", err)
+	}
 	for i := range deltas {
 		d := &deltas[i]
-		_, _, dup, err := get(bget, idKey(d.ID))
+		addM, addI, addF, dups, err := s.adds(b, set, bget, d, idExp, fresh[i])
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: flush: %w", err)
 		}
-		if !dup {
-			if err := b.Set(idKey(d.ID), idExp, nil); err != nil {
-				return nil, fmt.Errorf("pebblestore: flush: %w", err)
-			}
-		}
 		t := &totals[i]
-		t.Campaign, t.Day = d.Campaign, d.Day
+		t.Campaign, t.Day, t.Duplicates = d.Campaign, d.Day, dups
 		for ki, k := range [2][]byte{dayKey(d.Campaign, d.Day), totalKey(d.Campaign)} {
 			m, n, _, err := get(bget, k)
 			if err != nil {
 				return nil, fmt.Errorf("pebblestore: flush: %w", err)
 			}
-			if !dup {
-				m += uint64(d.Micros)
-				n += uint64(d.Imps)
-				if err := b.Set(k, pair(m, n), nil); err != nil {
+			if addI > 0 || addM > 0 {
+				m += uint64(addM)
+				n += uint64(addI)
+				if err := set(k, pair(m, n)); err != nil {
 					return nil, fmt.Errorf("pebblestore: flush: %w", err)
 				}
 			}
@@ -222,9 +252,9 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 			if err != nil {
 				return nil, fmt.Errorf("pebblestore: flush: %w", err)
 			}
-			if !dup {
-				c += uint64(f.Count)
-				if err := b.Set(k, binary.BigEndian.AppendUint64(nil, c), nil); err != nil {
+			if addF[j] > 0 {
+				c += uint64(addF[j])
+				if err := set(k, binary.BigEndian.AppendUint64(nil, c)); err != nil {
 					return nil, fmt.Errorf("pebblestore: flush: %w", err)
 				}
 			}
@@ -246,17 +276,103 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 	return totals, nil
 }
 
-// sweep deletes expired frequency counts and applied ids into b.
+// adds returns what delta d adds, recording its keys into b: for a delta
+// with notices, the charges of the notices whose key is new (and how many
+// were duplicates); for one without, everything unless its id was applied.
+func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]byte) ([]byte, func() error, error), d *spend.Delta, idExp []byte, keys []noteKey) (micros, imps int64, freq []int64, dups int64, err error) {
+	freq = make([]int64, len(d.Freq))
+	if len(d.Notices) == 0 {
+		_, _, dup, err := get(bget, idKey(d.ID))
+		if err != nil || dup {
+			return 0, 0, freq, 0, err
+		}
+		if err := set(idKey(d.ID), idExp); err != nil {
+			return 0, 0, nil, 0, err
+		}
+		for j := range d.Freq {
+			freq[j] = d.Freq[j].Count
+		}
+		return d.Micros, d.Imps, freq, 0, nil
+	}
+	for k := range d.Notices {
+		n := &d.Notices[k]
+		if !keys[k].fresh {
+			dups++
+			continue
+		}
+		if err := b.Set(keys[k].key, binary.BigEndian.AppendUint64(nil, uint64(n.Expires.Unix())), nil); err != nil {
+			return 0, 0, nil, 0, err
+		}
+		micros += n.Micros
+		imps++
+		if n.FreqRef > 0 {
+			freq[n.FreqRef-1]++
+		}
+	}
+	return micros, imps, freq, dups, nil
+}
+
+// noteKey is one notice of a flush: its store key and whether it is to be
+// charged (new to the store and its first copy in the flush).
+type noteKey struct {
+	key   []byte
+	fresh bool
+}
+
+// freshNotices returns, per delta, its notices' keys and whether each is
+// to be charged. One iterator seeking the keys in order costs far less
+// than a lookup per notice.
+func (s *Store) freshNotices(deltas []spend.Delta) ([][]noteKey, error) {
+	out := make([][]noteKey, len(deltas))
+	var all []*noteKey
+	for i := range deltas {
+		d := &deltas[i]
+		out[i] = make([]noteKey, len(d.Notices))
+		for k := range d.Notices {
+			out[i][k] = noteKey{key: noticeKey(d.Campaign, &d.Notices[k])}
+			all = append(all, &out[i][k])
+		}
+	}
+	if len(all) == 0 {
+		return out, nil
+	}
+	// Stable: of several copies of one notice, the first in the flush is
+	// the one charged.
+	slices.SortStableFunc(all, func(a, b *noteKey) int { return bytes.Compare(a.key, b.key) })
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: all[0].key, UpperBound: append(slices.Clone(all[len(all)-1].key), 0)})
+	if err != nil {
+		return nil, err
+	}
+	for j, n := range all {
+		if j > 0 && bytes.Equal(all[j-1].key, n.key) {
+			continue // a second copy: not fresh
+		}
+		n.fresh = !(it.SeekGE(n.key) && bytes.Equal(it.Key(), n.key))
+	}
+	return out, it.Close()
+}
+
+// sweep deletes expired frequency counts, notice keys and applied ids into b.
 func (s *Store) sweep(b *pebble.Batch, now time.Time) error {
 	end := binary.BigEndian.AppendUint64([]byte{'f'}, uint64(now.Unix()))
 	if err := b.DeleteRange([]byte{'f'}, end, nil); err != nil {
 		return fmt.Errorf("pebblestore: sweep: %w", err)
 	}
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: []byte("x|"), UpperBound: []byte("x}")})
+	for _, r := range [...][2]string{{"n|", "n}"}, {"x|", "x}"}} {
+		if err := s.sweepExpired(b, []byte(r[0]), []byte(r[1]), uint64(now.Unix())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepExpired deletes into b the keys in [lo, hi) whose value, an expiry
+// in unix seconds, is not after sec.
+func (s *Store) sweepExpired(b *pebble.Batch, lo, hi []byte, sec uint64) error {
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return fmt.Errorf("pebblestore: sweep: %w", err)
 	}
-	sec := uint64(now.Unix())
 	for ok := it.First(); ok; ok = it.Next() {
 		v := it.Value()
 		if len(v) == 8 && binary.BigEndian.Uint64(v) <= sec {
