@@ -67,13 +67,15 @@ func (s *UserStore) PutMatch(ctx context.Context, key, uid string) error {
 	return nil
 }
 
-// GetMatched resolves the match entry key to rtbd's uid (appended to dst
-// and returned; nil when there is none) and reads that uid's profile into
-// p (found reports one). It costs two reads, one after the other (the
-// entry, then the profile: Aerospike CE has no server-side join of two
-// records), so a bid resolved through the match table waits about twice
-// a profile read; bids carrying user.buyeruid pay nothing. Errors: as Get's.
-func (s *UserStore) GetMatched(ctx context.Context, key string, dst []byte, p *user.Profile) ([]byte, bool, error) {
+// GetMatched resolves the match entry key to rtbd's uid, or to fallback
+// when there is none (and fallback is not ""), appends that uid to dst and
+// returns it (nil when neither), and reads its profile into p (found
+// reports one). A hit costs two reads, one after the other (the entry,
+// then the profile: Aerospike CE has no server-side join of two records),
+// so a bid resolved through the match table waits about twice a profile
+// read; a miss costs one more read (of fallback's profile). Bids carrying
+// user.buyeruid pay nothing. Errors: as Get's.
+func (s *UserStore) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
 	p.Reset()
 	if err := user.CheckUID(key); err != nil {
 		return nil, false, err
@@ -89,13 +91,16 @@ func (s *UserStore) GetMatched(ctx context.Context, key string, dst []byte, p *u
 	pol := as.NewPolicy()
 	pol.TotalTimeout, pol.SocketTimeout = t, t
 	rec, aerr := s.c.Get(pol, k, "u")
-	if aerr != nil {
-		if aerr.Matches(types.KEY_NOT_FOUND_ERROR) {
-			return nil, false, nil
-		}
+	u := ""
+	switch {
+	case aerr == nil:
+		u, _ = rec.Bins["u"].(string)
+	case !aerr.Matches(types.KEY_NOT_FOUND_ERROR):
 		return nil, false, fmt.Errorf("aerostore: get match: %w", aerr)
 	}
-	u, _ := rec.Bins["u"].(string)
+	if u == "" {
+		u = fallback
+	}
 	if u == "" {
 		return nil, false, nil
 	}

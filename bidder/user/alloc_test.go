@@ -41,7 +41,7 @@ func TestAllocs(t *testing.T) {
 	}
 	uidBuf := make([]byte, 0, MaxUIDLen)
 	check("GetMatched hit, reused Profile and uid buffer", 0, func() {
-		uid, found, err := s.GetMatched(ctx, "pbs:x-1", uidBuf, &p)
+		uid, found, err := s.GetMatched(ctx, "pbs:x-1", "", uidBuf, &p)
 		if string(uid) != "alloc-user" || !found || err != nil {
 			t.Fatal(string(uid), found, err)
 		}

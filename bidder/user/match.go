@@ -62,12 +62,13 @@ func (s *Store) PutMatch(ctx context.Context, key, uid string) error {
 	return nil
 }
 
-// GetMatched resolves the match entry key to rtbd's uid, appended to dst
-// and returned (nil when there is no live entry), and reads that uid's
-// profile into p like Get (found reports a profile). Both reads are local.
-// It allocates nothing once dst and p have room (as Get). Errors: as Get's;
-// a key that fails CheckUID is ErrInvalidUID.
-func (s *Store) GetMatched(ctx context.Context, key string, dst []byte, p *Profile) (uid []byte, found bool, err error) {
+// GetMatched resolves the match entry key to rtbd's uid, or to fallback
+// when there is no live entry (and fallback is not ""), appends that uid to
+// dst and returns it (nil when neither), and reads its profile into p like
+// Get (found reports a profile). Both reads are local. It allocates
+// nothing once dst and p have room (as Get). Errors: as Get's; a key that
+// fails CheckUID is ErrInvalidUID.
+func (s *Store) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *Profile) (uid []byte, found bool, err error) {
 	p.Reset()
 	if err := ctx.Err(); err != nil {
 		return nil, false, err
@@ -85,21 +86,22 @@ func (s *Store) GetMatched(ctx context.Context, key string, dst []byte, p *Profi
 	v, closer, err := s.db.Get(k)
 	*kp = k
 	s.keys.Put(kp)
-	if err != nil {
-		s.mu.RUnlock()
-		if errors.Is(err, pebble.ErrNotFound) {
-			return nil, false, nil
+	switch {
+	case err == nil:
+		if body, live := unstamp(v, time.Now()); live && len(v) > stampLen && v[0] == stampTag {
+			uid = append(dst[:0], body...)
 		}
+		_ = closer.Close()
+	case !errors.Is(err, pebble.ErrNotFound):
+		s.mu.RUnlock()
 		return nil, false, fmt.Errorf("user: get match: %w", err)
 	}
-	body, live := unstamp(v, time.Now())
-	if live && len(v) > stampLen && v[0] == stampTag {
-		uid = append(dst[:0], body...)
-	}
-	_ = closer.Close()
 	s.mu.RUnlock()
+	if uid == nil && fallback != "" { // none, or expired (overwritten by the next /match)
+		uid = append(dst[:0], fallback...)
+	}
 	if uid == nil {
-		return nil, false, nil // expired: overwritten by the next /match
+		return nil, false, nil
 	}
 	found, err = s.Get(ctx, unsafe.String(unsafe.SliceData(uid), len(uid)), p)
 	return uid, found, err

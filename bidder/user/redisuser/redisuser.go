@@ -96,21 +96,23 @@ func (s *Store) PutMatch(ctx context.Context, key, uid string) error {
 // keys of a fleet share one slot), as the rest of rtbd's Redis use does.
 var matchedScript = redis.NewScript(`
 local uid = redis.call('GET', KEYS[1])
-if not uid then return false end
+if not uid then uid = ARGV[2] end
+if uid == '' then return false end
 local p = redis.call('GET', ARGV[1] .. 'u:' .. uid)
 if not p then return {uid} end
 return {uid, p}
 `)
 
-// GetMatched resolves the match entry key to rtbd's uid (appended to dst
-// and returned; nil when there is none) and reads that uid's profile into p
-// (found reports one), in one round trip (a Lua script). Errors: as Get's.
-func (s *Store) GetMatched(ctx context.Context, key string, dst []byte, p *user.Profile) ([]byte, bool, error) {
+// GetMatched resolves the match entry key to rtbd's uid, or to fallback
+// when there is none (and fallback is not ""), appends that uid to dst and
+// returns it (nil when neither), and reads its profile into p (found
+// reports one), in one round trip (a Lua script). Errors: as Get's.
+func (s *Store) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
 	p.Reset()
 	if err := user.CheckUID(key); err != nil {
 		return nil, false, err
 	}
-	res, err := matchedScript.Run(ctx, s.c, []string{s.matchKey(key)}, s.opts.Prefix).Slice()
+	res, err := matchedScript.Run(ctx, s.c, []string{s.matchKey(key)}, s.opts.Prefix, fallback).Slice()
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}

@@ -39,7 +39,7 @@ type Limits struct {
 // table (/match): every store of rtbd does.
 type MatchStore interface {
 	PutMatch(ctx context.Context, key, uid string) error
-	GetMatched(ctx context.Context, key string, dst []byte, p *user.Profile) (uid []byte, found bool, err error)
+	GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) (uid []byte, found bool, err error)
 }
 
 // shortTTL is the TTL of the expiry cases: the shortest every store
@@ -164,14 +164,19 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		run := fmt.Sprintf("%x", time.Now().UnixNano())
 		key := string(user.MatchKey(nil, "pbs", []byte("x-"+run)))
 		var p user.Profile
-		uid, found, err := ms.GetMatched(ctx(t), key, nil, &p)
+		uid, found, err := ms.GetMatched(ctx(t), key, "", nil, &p)
 		if err != nil || uid != nil || found {
 			t.Fatalf("unknown key: %q %v %v", uid, found, err)
+		}
+		view(t, s, "fb-"+run, 3, 30)
+		uid, found, err = ms.GetMatched(ctx(t), key, "fb-"+run, nil, &p)
+		if err != nil || string(uid) != "fb-"+run || !found || !reflect.DeepEqual(p.ViewedIn(3), []int64{30}) {
+			t.Fatalf("unknown key with a fallback: %q %v %v %+v, want the fallback's profile", uid, found, err, p.Viewed)
 		}
 		if err := ms.PutMatch(ctx(t), key, "r1-"+run); err != nil {
 			t.Fatal(err)
 		}
-		uid, found, err = ms.GetMatched(ctx(t), key, make([]byte, 0, 64), &p)
+		uid, found, err = ms.GetMatched(ctx(t), key, "fb-"+run, make([]byte, 0, 64), &p)
 		if err != nil || string(uid) != "r1-"+run || found {
 			t.Fatalf("matched, no profile: %q %v %v, want r1-%s without a profile", uid, found, err, run)
 		}
@@ -179,18 +184,18 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		if err := ms.PutMatch(ctx(t), key, "r2-"+run); err != nil {
 			t.Fatal(err)
 		}
-		uid, found, err = ms.GetMatched(ctx(t), key, nil, &p)
+		uid, found, err = ms.GetMatched(ctx(t), key, "", nil, &p)
 		if err != nil || string(uid) != "r2-"+run || !found || !reflect.DeepEqual(p.ViewedIn(4), []int64{40}) {
 			t.Fatalf("after a new match: %q %v %v %+v", uid, found, err, p.Viewed)
 		}
 		if err := ms.PutMatch(ctx(t), key, ""); !errors.Is(err, user.ErrInvalidUID) {
 			t.Fatalf("PutMatch of an empty uid: %v, want ErrInvalidUID", err)
 		}
-		if _, _, err := ms.GetMatched(ctx(t), "", nil, &p); !errors.Is(err, user.ErrInvalidUID) {
+		if _, _, err := ms.GetMatched(ctx(t), "", "", nil, &p); !errors.Is(err, user.ErrInvalidUID) {
 			t.Fatalf("GetMatched of an empty key: %v, want ErrInvalidUID", err)
 		}
 		time.Sleep(shortTTL + shortTTL*3/2)
-		if uid, _, err := ms.GetMatched(ctx(t), key, nil, &p); err != nil || uid != nil {
+		if uid, _, err := ms.GetMatched(ctx(t), key, "", nil, &p); err != nil || uid != nil {
 			t.Fatalf("an entry 2.5 TTLs after its write: %q %v, want none", uid, err)
 		}
 	})
