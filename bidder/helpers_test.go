@@ -307,3 +307,14 @@ func bidCtx(body []byte) *fasthttp.RequestCtx {
 	rc.Request.SetBody(body)
 	return &rc
 }
+
+// signedUID returns uid signed with the fixture's keys for an hour
+// (token.Keys.AppendUID), as a server-side integration passes it.
+func (f *fixture) signedUID(uid string) string {
+	f.t.Helper()
+	s, err := f.keys.AppendUID(nil, uid, time.Now().Add(time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(s)
+}

@@ -16,7 +16,7 @@ import (
 // dst: exchange + ":" + xuid. /match writes it, the bid path reads it for a
 // request of that exchange without user.buyeruid. The key must pass
 // CheckUID (at most MaxUIDLen bytes) to be stored.
-func MatchKey(dst []byte, exchange string, xuid []byte) []byte {
+func MatchKey[T string | []byte](dst []byte, exchange string, xuid T) []byte {
 	dst = append(dst, exchange...)
 	dst = append(dst, ':')
 	return append(dst, xuid...)
