@@ -318,3 +318,11 @@ func (f *fixture) signedUID(uid string) string {
 	}
 	return string(s)
 }
+
+// withUserID returns the JSON request body with user = {"id": id} (no
+// buyeruid): the exchange's own id, as a request of an exchange that rtbd
+// matched through /match carries it.
+func withUserID(t testing.TB, body []byte, id string) []byte {
+	t.Helper()
+	return withUser(t, body, "", "user", map[string]any{"id": id})
+}
