@@ -7,14 +7,15 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/configs"
 )
 
 // DefaultExchange is the exchange of POST /openrtb2/bid (no name in the
 // path, config exchanges): it always exists.
-const DefaultExchange = "default"
+const DefaultExchange = configs.DefaultExchange
 
 // DefaultUIDMacro is the uid macro of an exchange that sets none.
-const DefaultUIDMacro = "$UID"
+const DefaultUIDMacro = configs.DefaultUIDMacro
 
 // Exchange is one exchange's settings (config exchanges.NAME).
 type Exchange struct {
@@ -73,7 +74,7 @@ func newExchangeSet(xs []Exchange) (exchangeSet, []error) {
 		if x.UIDMacro == "" {
 			x.UIDMacro = DefaultUIDMacro
 		}
-		if !validExchangeName(x.Name) {
+		if !configs.ValidExchangeName(x.Name) {
 			errs = append(errs, fmt.Errorf("exchange %q: a name is 1-32 lower-case letters, digits, '_' or '-'", x.Name))
 			continue
 		}
@@ -99,19 +100,6 @@ func (s exchangeSet) names() []string {
 	return names
 }
 
-func validExchangeName(n string) bool {
-	if n == "" || len(n) > 32 {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
-
 // redirectHosts is user.sync_redirect_hosts as a set: "https://host" for
 // every entry, and "http://host" for the entries listed with http://.
 type redirectHosts map[string]bool
@@ -120,13 +108,11 @@ func newRedirectHosts(hosts []string) (redirectHosts, []error) {
 	set := redirectHosts{}
 	var errs []error
 	for _, h := range hosts {
-		host, plain := strings.CutPrefix(h, "http://")
-		if host == "" || strings.ContainsFunc(host, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == ':' || r == '[' || r == ']')
-		}) {
-			errs = append(errs, fmt.Errorf("sync redirect host %q: want host[:port] or http://host[:port] in lower case", h))
+		if msg := configs.CheckRedirectHost(h); msg != "" {
+			errs = append(errs, fmt.Errorf("sync redirect host %q: %s", h, msg))
 			continue
 		}
+		host, plain := strings.CutPrefix(h, "http://")
 		set["https://"+host] = true
 		if plain {
 			set["http://"+host] = true
