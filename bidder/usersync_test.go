@@ -362,3 +362,27 @@ var (
 	consentAll  = tcf2([]int{1, 2, 3, 4}, []int{42}, 42, 0, 0)
 	consentNone = tcf2([]int{1}, []int{42}, 42, 0, 0)
 )
+
+// TestQueryPrivacy: the query form of the signals reaches the same
+// decision as a bid request's.
+func TestQueryPrivacy(t *testing.T) {
+	for _, tc := range []struct {
+		query, want string
+	}{
+		{"", privacyOK},
+		{"gdpr=0", privacyOK},
+		{"gdpr=1", privacyNoConsent},
+		{"gdpr=1&gdpr_consent=" + consentAll, privacyOK},
+		{"gdpr=1&gdpr_consent=" + consentNone, privacyPurposes},
+		{"gdpr=1&gdpr_consent=garbage", privacyBadConsent},
+		{"us_privacy=1YYN", privacyUSOptOut},
+		{"us_privacy=1YNN&gpp=DBABMA~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA&gpp_sid=2", privacyOK},
+	} {
+		var args fasthttp.Args
+		args.Parse(tc.query)
+		sig := querySignals(&args)
+		if got := privacyDecision(&sig, 42); got != tc.want {
+			t.Errorf("%q: %q, want %q", tc.query, got, tc.want)
+		}
+	}
+}
