@@ -67,8 +67,7 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
-	sig := querySignals(args)
-	if privacyDecision(&sig, b.opts.GDPRVendorID) != privacyOK {
+	if !b.queryAllowed(args) {
 		b.m.eventsNoWrite[noWritePrivacy].Inc()
 		b.pixelOrRedirect(rc, "")
 		return

@@ -172,3 +172,10 @@ func checkConsent(consent string, vendorID uint16) (reason string) {
 func usOptOut(s string) bool {
 	return len(s) == 4 && s[0] == '1' && (s[2] == 'Y' || s[2] == 'y')
 }
+
+// queryAllowed is privacyDecision for the signals of a query (querySignals):
+// whether /event, /usersync or /match may personalise.
+func (b *Bidder) queryAllowed(args *fasthttp.Args) bool {
+	sig := querySignals(args)
+	return privacyDecision(&sig, b.opts.GDPRVendorID) == privacyOK
+}

@@ -169,8 +169,7 @@ func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
-	sig := querySignals(args)
-	allowed := privacyDecision(&sig, b.opts.GDPRVendorID) == privacyOK
+	allowed := b.queryAllowed(args)
 	uid := ""
 	if allowed {
 		if uid = b.cookieUID(rc); uid == "" {
@@ -233,8 +232,7 @@ func (b *Bidder) serveMatch(rc *fasthttp.RequestCtx) {
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
-	sig := querySignals(args)
-	if privacyDecision(&sig, b.opts.GDPRVendorID) != privacyOK {
+	if !b.queryAllowed(args) {
 		b.m.matches[syncPrivacy].Inc()
 		b.pixelOrRedirect(rc, dest)
 		return
