@@ -64,6 +64,8 @@ func isSection(t reflect.Type) bool {
 // name (Exchanges): neither a setting nor a section of fixed keys. Its
 // entries are checked and validated like sections, as KEY.NAME; they are
 // set in files only (Keys, the environment and Set do not reach them).
+// Secret settings (secret:"true") are not supported inside one yet:
+// SecretKeys, Masked and <key>_file walk fixed sections only.
 func isSectionMap(t reflect.Type) bool {
 	return t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && isSection(t.Elem())
 }
