@@ -89,7 +89,9 @@ func newCatalogNode(name, exe, dataDir, logDir string, extra []string) *server {
 			a := []string{"-mode=catalog", "-data", dataDir,
 				"-grpc-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 				"-admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(admin)),
-				"-set", "log.level=warn", "-set", "log.format=json"}
+				"-set", "log.level=warn", "-set", "log.format=json",
+				// The pixel events name the demo users in uid=, unsigned.
+				"-set", "user.trust_query_uid=true"}
 			return append(a, extra...)
 		},
 		ready: grpcHealthy,
@@ -114,7 +116,8 @@ func grpcHealthy(ctx context.Context, s *server) error {
 }
 
 // newBidder describes `rtbd -config CFG` (bidder mode) with the given
-// extra flags (e.g. -catalog static:///...).
+// extra flags (e.g. -catalog static:///...). It trusts the uid= of /event,
+// so that the scenario's pixel events write the demo users' profiles.
 func newBidder(name, exe, config, logDir string, extra []string) *server {
 	return &server{
 		name: name, exe: exe, log: logPath(logDir, name),
@@ -123,7 +126,9 @@ func newBidder(name, exe, config, logDir string, extra []string) *server {
 				"-http-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 				"-admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(admin)),
 				"-set", "bidder.public_url=http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				"-set", "log.level=warn", "-set", "log.format=json"}
+				"-set", "log.level=warn", "-set", "log.format=json",
+				// The pixel events name the demo users in uid=, unsigned.
+				"-set", "user.trust_query_uid=true"}
 			return append(a, extra...)
 		},
 		ready: httpReady,

@@ -47,6 +47,41 @@ func TestBidAllocations(t *testing.T) {
 	}
 }
 
+// TestExchangeBidAllocations: routing to a named exchange
+// (/openrtb2/bid/{name}) and resolving user.id through the match table
+// cost no allocation over the plain bid.
+func TestExchangeBidAllocations(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Exchanges = []Exchange{{Name: "pbs"}} })
+	if err := f.users.PutMatch(t.Context(), "pbs:x-bulk", userBulk); err != nil {
+		t.Fatal(err)
+	}
+	body := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
+	h := f.b.Handler()
+	for _, tc := range []struct {
+		name string
+		body []byte
+	}{
+		{"buyeruid", withUser(t, body, userBulk)},
+		{"user.id through the match table", withUserID(t, body, "x-bulk")},
+	} {
+		rc := bidCtx(tc.body)
+		rc.Request.SetRequestURI(PathBid + "/pbs")
+		run := func() {
+			rc.Response.Reset()
+			h(rc)
+		}
+		for i := 0; i < 20; i++ {
+			run()
+		}
+		if rc.Response.StatusCode() != 200 {
+			t.Fatalf("%s: status %d: %s", tc.name, rc.Response.StatusCode(), rc.Response.Body())
+		}
+		if allocs := testing.AllocsPerRun(200, run); allocs > 19 {
+			t.Errorf("%s: %.0f allocations per bid on /openrtb2/bid/pbs, want <= 19 (the plain bid's pin)", tc.name, allocs)
+		}
+	}
+}
+
 // TestAdmissionAllocations pins the admission control's per-request work
 // (reading tmax from the raw body, judging the wait) at no allocation.
 func TestAdmissionAllocations(t *testing.T) {

@@ -129,11 +129,14 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		return rtb.NoBidNoMatchingCampaign
 	}
 	st.resp.Cur = cur
-	uid := ""
+	uid, matchable := "", false
 	if u := req.User; u != nil {
 		uid = u.BuyerUID
 		if uid == "" {
+			// user.id is the exchange's own id: resolved through the
+			// match table (/match), else taken as rtbd's uid.
 			uid = u.ID
+			matchable = uid != "" && b.matchStore != nil
 		}
 	}
 	if b.opts.Fraud != nil {
@@ -153,7 +156,21 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		m.misses[missUser].Inc()
 		return rtb.NoBidDeadline
 	}
-	found, err := b.opts.Users.Get(&st.dctx, uid, &st.profile)
+	var found bool
+	var err error
+	if matchable {
+		st.matchKey = user.MatchKey(st.matchKey[:0], b.exchanges.list[st.exchange].Name, uid)
+		matchable = len(st.matchKey) <= user.MaxUIDLen
+	}
+	if matchable {
+		var got []byte
+		got, found, err = b.matchStore.GetMatched(&st.dctx, str(st.matchKey), uid, st.uidBuf[:0], &st.profile)
+		if got != nil {
+			st.uidBuf, uid = got, str(got)
+		}
+	} else {
+		found, err = b.opts.Users.Get(&st.dctx, uid, &st.profile)
+	}
 	m.stage[stageUser].Observe(time.Since(t).Seconds())
 	if err != nil {
 		switch {

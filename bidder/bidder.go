@@ -81,8 +81,16 @@ type Options struct {
 	Products  ProductStore
 	Users     UserStore
 	Campaigns CampaignSource
-	// Keys sign the win, bill and click tokens.
+	// Keys sign the win, bill and click tokens, and verify signed uids.
 	Keys *token.Keys
+
+	// Exchanges are the exchanges served by name, at PathBid + "/" + Name
+	// (404 for any other name); DefaultExchange (PathBid) always exists
+	// and may be listed to give it settings.
+	Exchanges []Exchange
+	// UserID configures rtbd's uid cookie and the uid rules of /event,
+	// /usersync and /match.
+	UserID UserIDOptions
 
 	// PublicURL is the base of nurl, burl and click URLs
 	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
@@ -247,11 +255,23 @@ func (o *Options) ensureDefaults() error {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = 1024
 	}
+	if o.UserID.CookieName == "" {
+		o.UserID.CookieName = "rtbd_uid"
+	}
+	if o.UserID.CookieMaxAge <= 0 {
+		o.UserID.CookieMaxAge = 8760 * time.Hour
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if _, xerrs := newExchangeSet(o.Exchanges); len(xerrs) > 0 {
+		errs = append(errs, xerrs...)
+	}
+	if _, herrs := newRedirectHosts(o.UserID.SyncRedirectHosts); len(herrs) > 0 {
+		errs = append(errs, herrs...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
@@ -277,6 +297,10 @@ type Bidder struct {
 	replays *replaySet
 	budgets atomic.Pointer[budgetCache]
 
+	exchanges  exchangeSet
+	redirects  redirectHosts
+	matchStore MatchStore // Options.Users' match table; nil: none
+
 	inFlight *atomic.Int64 // also read by the rtbd_bidder_in_flight gauge
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
@@ -294,7 +318,9 @@ func New(opts Options) (*Bidder, error) {
 		return nil, err
 	}
 	inFlight := new(atomic.Int64)
-	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.Load()) })
+	xs, _ := newExchangeSet(opts.Exchanges)
+	redirects, _ := newRedirectHosts(opts.UserID.SyncRedirectHosts)
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.Load()) }, xs.names())
 	if err != nil {
 		return nil, err
 	}
@@ -302,7 +328,7 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
-	dbg, _ := newMetrics(nil, nil)
+	dbg, _ := newMetrics(nil, nil, xs.names())
 	cells := creative.NewCellCache(opts.CellCache)
 	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
@@ -324,7 +350,10 @@ func New(opts Options) (*Bidder, error) {
 		clickBase:   opts.PublicURL + PathClickBase,
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
 		exp:         int64(opts.NoticeTTL / time.Second),
+		exchanges:   xs,
+		redirects:   redirects,
 	}
+	b.matchStore, _ = opts.Users.(MatchStore)
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
 	b.notices.New = func() any { return &noticeState{buf: make([]byte, 0, 512)} }
@@ -332,7 +361,8 @@ func New(opts Options) (*Bidder, error) {
 }
 
 // Handler returns the fasthttp handler of the SSP- and browser-facing
-// routes: POST /openrtb2/bid, GET /event, GET /click, and /win and /bill
+// routes: POST /openrtb2/bid and /openrtb2/bid/{exchange}, GET /event,
+// GET /click, GET /usersync, GET /match, and /win and /bill
 // (Options.Notices). Other paths are 404.
 func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
 
@@ -395,9 +425,13 @@ func (b *Bidder) ErrorHandler(rc *fasthttp.RequestCtx, err error) {
 func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 	switch string(rc.Path()) {
 	case PathBid:
-		b.serveBid(rc)
+		b.serveBid(rc, 0)
 	case PathEvent:
 		b.serveEvent(rc)
+	case PathUserSync:
+		b.serveUserSync(rc)
+	case PathMatch:
+		b.serveMatch(rc)
 	case PathClick:
 		b.serveClick(rc)
 	case PathWin, PathBill:
@@ -417,15 +451,25 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 		rc.Response.Header.Set(HeaderNoticeOutcome, "unhandled")
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	default:
-		if bytes.HasPrefix(rc.Path(), pathClickBase) {
+		path := rc.Path()
+		if bytes.HasPrefix(path, pathClickBase) {
 			b.serveClick(rc)
 			return
+		}
+		if len(path) > len(pathBidBase) && bytes.HasPrefix(path, pathBidBase) {
+			if i, ok := b.exchanges.index[string(path[len(pathBidBase):])]; ok {
+				b.serveBid(rc, i)
+				return
+			}
 		}
 		rc.SetStatusCode(fasthttp.StatusNotFound)
 	}
 }
 
-var pathClickBase = []byte(PathClickBase)
+var (
+	pathClickBase = []byte(PathClickBase)
+	pathBidBase   = []byte(PathBid + "/")
+)
 
 var (
 	headerOpenRTB = "x-openrtb-version"
@@ -433,14 +477,15 @@ var (
 	contentJSON   = "application/json"
 )
 
-// serveBid is POST /openrtb2/bid.
+// serveBid is POST /openrtb2/bid (exchange 0, DefaultExchange) and POST
+// /openrtb2/bid/{name} (exchange ex of b.exchanges).
 //
 // Its clock starts when the request arrived, if the connection knows
 // (bidder/arrival: the kernel's receive time), else at the handler's
 // start: the deadline, the total latency and the access log count the
 // time the request waited in the socket and for the CPU, as the SSP's
 // tmax does.
-func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
+func (b *Bidder) serveBid(rc *fasthttp.RequestCtx, ex int) {
 	now := time.Now()
 	start, queued := now, time.Duration(-1)
 	if at, ok := arrival.Time(rc.Conn()); ok {
@@ -449,7 +494,7 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 		}
 	}
 	m := b.m
-	m.requests.Inc()
+	m.requests[ex].Inc()
 	rc.Response.Header.Set(headerOpenRTB, openRTBVer)
 	if !rc.IsPost() {
 		m.rejected[rejMethod].Inc()
@@ -480,6 +525,7 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx) {
 	}
 	st := b.getState()
 	defer b.putState(st)
+	st.exchange = ex
 	body, rej := b.readBody(rc, st)
 	if rej >= 0 {
 		m.rejected[rej].Inc()
@@ -601,7 +647,7 @@ func (b *Bidder) respond(rc *fasthttp.RequestCtx, st *reqState, nbr rtb.NoBidRea
 			rc.SetContentType(contentJSON)
 			rc.SetStatusCode(fasthttp.StatusOK)
 			rc.Response.SetBody(body)
-			m.bids.Add(float64(len(st.bids)))
+			m.bids[st.exchange].Add(float64(len(st.bids)))
 			m.stage[stageEncode].Observe(time.Since(t).Seconds())
 		}
 	}

@@ -10,7 +10,17 @@
 //	                     (Content-Encoding: gzip), 413 over MaxBodyBytes
 //	                     compressed or decompressed, 415 other encodings;
 //	                     gzip responses when accepted; x-openrtb-version: 2.6
-//	GET /event           product view pixel (?uid=&pg=&pid=&ev=view): 1x1 GIF
+//	POST /openrtb2/bid/{exchange}
+//	                     the same for an exchange of Options.Exchanges
+//	                     (404 for another name; /openrtb2/bid is
+//	                     DefaultExchange)
+//	GET /event           product view pixel (?pg=&pid=&ev=view[&uid=]):
+//	                     1x1 GIF; the uid is a signed uid= or the uid
+//	                     cookie; none: a cookie is set, nothing recorded
+//	GET /usersync        ?redirect=URL&gdpr=..: 302 to URL with the uid
+//	                     macro replaced by rtbd's uid (usersync.go)
+//	GET /match           ?x=EXCHANGE&xuid=ID: stores EXCHANGE:ID -> uid
+//	                     in the match table; 1x1 GIF or 302
 //	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
 //	                     400 unsigned or tampered; expired: followed too
 //	GET /win, /bill      win and billing notices (?t=TOKEN&p=PRICE): with
@@ -91,13 +101,16 @@
 //
 // # Metrics
 //
-// rtbd_bidder_requests_total, _bids_total, _nobids_total{nbr},
+// rtbd_bidder_requests_total{exchange}, _bids_total{exchange} (the
+// exchange label's values are Options.Exchanges' names), _nobids_total{nbr},
 // _rejected_total{reason}, _stage_seconds{stage=decode|user|catalog|decide|encode},
 // _request_seconds (arrival to answer, shed answers included),
 // _queue_seconds, _deadline_misses_total{stage=queue|tmax|user|catalog|decide},
 // _catalog_errors_total{kind}, _user_errors_total{kind},
 // _shed_total{reason=in_flight|queue}, _admission_queue_shed_ratio,
-// _in_flight, _events_total{result}, _clicks_total{result},
+// _in_flight, _events_total{result}, _events_unrecorded_total{reason},
+// _usersyncs_total{result}, _matches_total{result},
+// _query_uid_refused_total, _clicks_total{result},
 // _notices_unhandled_total; rtbd_notices_total{kind=win|bill,outcome=
 // accepted|replay|forged|expired|over_price|bad_price|bad_request|
 // unavailable}. Label values are fixed sets.

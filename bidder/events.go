@@ -47,24 +47,44 @@ func allowGet(rc *fasthttp.RequestCtx) bool {
 	return true
 }
 
-// serveEvent is GET /event?uid=..&pg=..&pid=..&ev=view, the product view
-// pixel: it records the view in the user store within EventTimeout and
-// answers a 1x1 GIF (200), 400 for a bad query, 503 if the store failed.
+// serveEvent is GET /event?pg=..&pid=..&ev=view[&uid=..], the product view
+// pixel: it records the view in the profile of rtbd's uid within
+// EventTimeout and answers a 1x1 GIF (200), 400 for a bad query, 503 if
+// the store failed. The uid is the query's uid= when signed with Keys (or
+// with UserIDOptions.TrustQueryUID), else the uid cookie's. Without either,
+// a new uid is set as the cookie and nothing is recorded: a browser that
+// keeps no cookies must not create a profile per hit. When the privacy
+// decision (gdpr, gdpr_consent, us_privacy of the query) says no
+// personalisation, nothing is recorded and no cookie set.
 func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 	if !allowGet(rc) {
 		return
 	}
-	uid, group, pid, _, err := user.ParseEvent(rc.QueryArgs())
+	args := rc.QueryArgs()
+	q, group, pid, err := user.ParseEventQuery(args)
 	if err != nil {
 		b.m.events[resInvalid].Inc()
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
+	if !b.queryAllowed(args) {
+		b.m.eventsNoWrite[noWritePrivacy].Inc()
+		b.pixelOrRedirect(rc, "")
+		return
+	}
 	ss := b.small.Get().(*smallState)
+	defer b.small.Put(ss)
+	uid, src, buf := b.requestUID(rc, q, ss.buf)
+	ss.buf = buf
+	if src == uidMinted {
+		b.setUIDCookie(rc, uid)
+		b.m.eventsNoWrite[noWriteNewUID].Inc()
+		b.pixelOrRedirect(rc, "")
+		return
+	}
 	ss.dctx.reset(time.Now().Add(b.opts.EventTimeout))
 	err = b.opts.Users.RecordView(&ss.dctx, uid, group, pid)
 	ss.dctx.reset(time.Time{})
-	b.small.Put(ss)
 	if err != nil {
 		if errors.Is(err, user.ErrInvalidUID) || errors.Is(err, user.ErrInvalidProfile) {
 			b.m.events[resInvalid].Inc()
@@ -76,9 +96,7 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 		return
 	}
 	b.m.events[resOK].Inc()
-	rc.SetContentType("image/gif")
-	rc.SetStatusCode(fasthttp.StatusOK)
-	rc.Response.SetBody(pixelGIF)
+	b.pixelOrRedirect(rc, "")
 }
 
 // serveClick is GET /click?t=TOKEN.PRODUCT or GET /click/TOKEN/PRODUCT

@@ -237,7 +237,7 @@ func TestNoProductsAndNoMatch(t *testing.T) {
 
 func TestEventPixel(t *testing.T) {
 	f := newFixture(t, nil)
-	r := f.do("GET", "/event?uid=new-user&pg=1&pid=42&ev=view&cb=123", nil)
+	r := f.do("GET", "/event?uid="+f.signedUID("new-user")+"&pg=1&pid=42&ev=view&cb=123", nil)
 	if r.status != 200 || r.headers["Content-Type"] != "image/gif" || len(r.body) != len(pixelGIF) {
 		t.Fatalf("status %d type %q len %d", r.status, r.headers["Content-Type"], len(r.body))
 	}
@@ -249,7 +249,7 @@ func TestEventPixel(t *testing.T) {
 	if err != nil || !found || len(p.ViewedIn(1)) != 1 || p.ViewedIn(1)[0] != 42 {
 		t.Fatalf("view not recorded: %v %v %+v", found, err, p)
 	}
-	for _, q := range []string{"", "?uid=u&pg=1&pid=x&ev=view", "?uid=u&pg=0&pid=1&ev=view", "?uid=u&pg=1&pid=1&ev=click", "?pg=1&pid=1&ev=view"} {
+	for _, q := range []string{"", "?uid=u&pg=1&pid=x&ev=view", "?uid=u&pg=0&pid=1&ev=view", "?uid=u&pg=1&pid=1&ev=click", "?pg=1&pid=1"} {
 		if r := f.do("GET", "/event"+q, nil); r.status != 400 {
 			t.Errorf("%q: status %d, want 400", q, r.status)
 		}
@@ -272,7 +272,7 @@ func TestEventTimeout(t *testing.T) {
 		o.EventTimeout = 30 * time.Millisecond
 	})
 	start := time.Now()
-	r := f.do("GET", "/event?uid=u1&pg=1&pid=1&ev=view", nil)
+	r := f.do("GET", "/event?uid="+f.signedUID("u1")+"&pg=1&pid=1&ev=view", nil)
 	if r.status != 503 || time.Since(start) >= 2*time.Second {
 		t.Errorf("status %d after %s, want 503 before the store's 2s", r.status, time.Since(start))
 	}

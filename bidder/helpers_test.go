@@ -307,3 +307,22 @@ func bidCtx(body []byte) *fasthttp.RequestCtx {
 	rc.Request.SetBody(body)
 	return &rc
 }
+
+// signedUID returns uid signed with the fixture's keys for an hour
+// (token.Keys.AppendUID), as a server-side integration passes it.
+func (f *fixture) signedUID(uid string) string {
+	f.t.Helper()
+	s, err := f.keys.AppendUID(nil, uid, time.Now().Add(time.Hour))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return string(s)
+}
+
+// withUserID returns the JSON request body with user = {"id": id} (no
+// buyeruid): the exchange's own id, as a request of an exchange that rtbd
+// matched through /match carries it.
+func withUserID(t testing.TB, body []byte, id string) []byte {
+	t.Helper()
+	return withUser(t, body, "", "user", map[string]any{"id": id})
+}

@@ -89,8 +89,8 @@ var resNames = [numResults]string{"ok", "invalid", "expired", "error", "fallback
 // pre-created (fixed sets, never request input) so that the hot path only
 // increments.
 type metrics struct {
-	requests   prometheus.Counter
-	bids       prometheus.Counter
+	requests   []prometheus.Counter // by exchange index
+	bids       []prometheus.Counter // by exchange index
 	nobids     map[rtb.NoBidReason]prometheus.Counter
 	nobidOther prometheus.Counter
 	rejected   [numRejections]prometheus.Counter
@@ -105,7 +105,31 @@ type metrics struct {
 	events     [numResults]prometheus.Counter
 	clicks     [numResults]prometheus.Counter
 	notices    prometheus.Counter
+
+	syncs, matches  [numSyncResults]prometheus.Counter
+	queryUIDRefused prometheus.Counter
+	eventsNoWrite   [numNoWrite]prometheus.Counter
 }
+
+// Results of /usersync and /match.
+const (
+	syncOK      = iota
+	syncPrivacy // the privacy decision said no: no cookie, no uid, nothing stored
+	syncInvalid // 400
+	syncError   // 503 (/match)
+	numSyncResults
+)
+
+var syncNames = [numSyncResults]string{"ok", "privacy", "invalid", "error"}
+
+// Why a valid /event wrote nothing.
+const (
+	noWriteNewUID  = iota // the uid cookie was minted in this response
+	noWritePrivacy        // the privacy decision said no
+	numNoWrite
+)
+
+var noWriteNames = [numNoWrite]string{"new_uid", "privacy"}
 
 // latencyBuckets (seconds): 50us to 250ms, dense around the 1-20 ms that
 // matter for a tmax of 100 ms.
@@ -115,13 +139,36 @@ var latencyBuckets = []float64{
 }
 
 // newMetrics returns the bidder's metrics, registered with reg (nil: none);
-// inFlight gives rtbd_bidder_in_flight.
-func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, error) {
+// inFlight gives rtbd_bidder_in_flight; exchanges are the exchange label's
+// values (the exchanges of Options, a fixed set), by index.
+func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []string) (*metrics, error) {
 	m := &metrics{nobids: make(map[rtb.NoBidReason]prometheus.Counter)}
-	requests := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_requests_total",
-		Help: "Bid requests received on /openrtb2/bid."})
-	bids := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_bids_total",
-		Help: "Bids made (one per imp at most)."})
+	requests := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_requests_total",
+		Help: "Bid requests received on /openrtb2/bid (exchange default) and /openrtb2/bid/{exchange}, by exchange."}, []string{"exchange"})
+	bids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_bids_total",
+		Help: "Bids made (one per imp at most), by exchange."}, []string{"exchange"})
+	for _, x := range exchanges {
+		m.requests = append(m.requests, requests.WithLabelValues(x))
+		m.bids = append(m.bids, bids.WithLabelValues(x))
+	}
+	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_usersyncs_total",
+		Help: "User syncs (/usersync) by result: ok, privacy (no personalisation: no cookie, empty uid), invalid (400)."}, []string{"result"})
+	matches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_matches_total",
+		Help: "Match table writes (/match) by result: ok, privacy (nothing stored), invalid (400), error (store failed: 503)."}, []string{"result"})
+	for i, n := range syncNames {
+		if i != syncError {
+			m.syncs[i] = syncs.WithLabelValues(n)
+		}
+		m.matches[i] = matches.WithLabelValues(n)
+	}
+	refused := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_query_uid_refused_total",
+		Help: "uid= query parameters of /event and /match ignored: not signed with the token keys (nor user.trust_query_uid), forged or expired; the cookie's uid is used."})
+	m.queryUIDRefused = refused
+	noWrite := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_unrecorded_total",
+		Help: "Valid /event requests that recorded nothing, by reason: new_uid (no uid cookie: one was set in this answer), privacy (no personalisation)."}, []string{"reason"})
+	for i, n := range noWriteNames {
+		m.eventsNoWrite[i] = noWrite.WithLabelValues(n)
+	}
 	nobids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_nobids_total",
 		Help: "No-bid answers by OpenRTB no-bid reason (rtb.NoBidReason.String())."}, []string{"nbr"})
 	rejected := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_rejected_total",
@@ -155,7 +202,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
-	m.requests, m.bids, m.shed, m.total, m.notices = requests, bids, shed, total, notices
+	m.shed, m.total, m.notices = shed, total, notices
 	m.shedQueue, m.queue = shedQueue, queue
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
@@ -181,7 +228,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64) (*metrics, e
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue, syncs, matches, refused, noWrite} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}

@@ -4,6 +4,7 @@ import (
 	"github.com/prebid/go-gdpr/consentconstants"
 	"github.com/prebid/go-gdpr/vendorconsent"
 	"github.com/prebid/openrtb/v20/openrtb2"
+	"github.com/valyala/fasthttp"
 )
 
 // Privacy decisions (the reason text of a privacy no-bid, for the debug
@@ -25,51 +26,104 @@ const (
 // personalised ads profile, 4 select personalised ads.
 var personalisedAdPurposes = [...]consentconstants.Purpose{1, 3, 4}
 
-// privacyCheck returns privacyOK when a retargeting bid is allowed for req,
-// else the reason (nbr 505). vendorID 0 skips the vendor checks.
-//
-// Supported: regs.coppa; regs.gdpr (2.6) or regs.ext.gdpr (2.5) with the
-// TCF v2 string in user.consent (2.6) or user.ext.consent (2.5), parsed
-// with github.com/prebid/go-gdpr; regs.us_privacy or regs.ext.us_privacy
-// (an opt-out of sale, "1-Y-", is a no-bid); device.dnt and device.lmt.
-// GDPR unknown (no gdpr field) counts as not applying. It allocates only
-// when it parses a consent string (GDPR traffic).
-func privacyCheck(req *openrtb2.BidRequest, vendorID uint16) string {
-	var regsExt []byte
-	if r := req.Regs; r != nil {
-		if r.COPPA == 1 {
-			return privacyCOPPA
-		}
-		regsExt = r.Ext
-		if usOptOut(r.USPrivacy) || (r.USPrivacy == "" && usOptOut(extString(regsExt, "us_privacy"))) {
-			return privacyUSOptOut
-		}
+// privacySignals are the privacy signals of one request: a bid request's
+// (privacyCheck reads them) or the query of /event, /usersync and /match
+// (querySignals). Strings may alias the request; the zero value is "no
+// signal" (GDPR unknown counts as not applying).
+type privacySignals struct {
+	coppa bool
+	// gdpr is 1 when GDPR applies, 0 when it does not, -1 unknown.
+	gdpr      int8
+	consent   string // TCF v2 string
+	usPrivacy string // IAB US Privacy string ("1YNN")
+	// limitTracking: device.dnt=1 or device.lmt=1.
+	limitTracking bool
+	// gpp and gppSID are the IAB GPP string and its applicable section ids
+	// (regs.gpp, regs.gpp_sid; the gpp= and gpp_sid= of the user-sync
+	// query). They are read but do not decide yet: the GPP rules join
+	// privacyDecision, before the TCF and US Privacy rules.
+	gpp, gppSID string
+}
+
+// privacyDecision is the one privacy rule of rtbd: it returns privacyOK
+// when the request may be personalised (a retargeting bid; reading,
+// setting or storing rtbd's uid; recording a view; storing a match), else
+// the reason (nbr 505 for a bid). vendorID 0 skips the vendor checks. It
+// allocates only when it parses a consent string (GDPR traffic).
+func privacyDecision(s *privacySignals, vendorID uint16) string {
+	if s.coppa {
+		return privacyCOPPA
 	}
-	if d := req.Device; d != nil && ((d.DNT != nil && *d.DNT == 1) || (d.Lmt != nil && *d.Lmt == 1)) {
+	if usOptOut(s.usPrivacy) {
+		return privacyUSOptOut
+	}
+	if s.limitTracking {
 		return privacyDNT
 	}
-	applies := false
-	if r := req.Regs; r != nil {
-		if r.GDPR != nil {
-			applies = *r.GDPR == 1
-		} else if v, ok := extInt(regsExt, "gdpr"); ok {
-			applies = v == 1
-		}
-	}
-	if !applies {
+	// GPP (s.gpp with s.gppSID) is decided here, most restrictive first,
+	// by the sections listed in gpp_sid.
+	if s.gdpr != 1 {
 		return privacyOK
 	}
-	consent := ""
-	if u := req.User; u != nil {
-		consent = u.Consent
-		if consent == "" {
-			consent = extString(u.Ext, "consent")
-		}
-	}
-	if consent == "" {
+	if s.consent == "" {
 		return privacyNoConsent
 	}
-	return checkConsent(consent, vendorID)
+	return checkConsent(s.consent, vendorID)
+}
+
+// privacyCheck returns privacyDecision for the signals of req.
+//
+// Read: regs.coppa; regs.gdpr (2.6) or regs.ext.gdpr (2.5) with the TCF
+// v2 string in user.consent (2.6) or user.ext.consent (2.5), parsed with
+// github.com/prebid/go-gdpr; regs.us_privacy or regs.ext.us_privacy (an
+// opt-out of sale, "1-Y-", is a no-bid); device.dnt and device.lmt;
+// regs.gpp and regs.gpp_sid.
+func privacyCheck(req *openrtb2.BidRequest, vendorID uint16) string {
+	s := privacySignals{gdpr: -1}
+	if r := req.Regs; r != nil {
+		s.coppa = r.COPPA == 1
+		s.usPrivacy = r.USPrivacy
+		if s.usPrivacy == "" && !s.coppa {
+			s.usPrivacy = extString(r.Ext, "us_privacy")
+		}
+		if r.GDPR != nil {
+			s.gdpr = *r.GDPR
+		} else if v, ok := extInt(r.Ext, "gdpr"); ok {
+			s.gdpr = 0
+			if v == 1 {
+				s.gdpr = 1
+			}
+		}
+		s.gpp = r.GPP
+	}
+	if d := req.Device; d != nil {
+		s.limitTracking = (d.DNT != nil && *d.DNT == 1) || (d.Lmt != nil && *d.Lmt == 1)
+	}
+	if u := req.User; u != nil && s.gdpr == 1 {
+		s.consent = u.Consent
+		if s.consent == "" {
+			s.consent = extString(u.Ext, "consent")
+		}
+	}
+	return privacyDecision(&s, vendorID)
+}
+
+// querySignals reads the privacy signals of a user-sync or pixel query:
+// gdpr (0 or 1), gdpr_consent, us_privacy, gpp and gpp_sid (Prebid
+// Server's user-sync macros). The strings alias args.
+func querySignals(args *fasthttp.Args) privacySignals {
+	s := privacySignals{gdpr: -1}
+	switch string(args.Peek("gdpr")) {
+	case "1":
+		s.gdpr = 1
+	case "0":
+		s.gdpr = 0
+	}
+	s.consent = str(args.Peek("gdpr_consent"))
+	s.usPrivacy = str(args.Peek("us_privacy"))
+	s.gpp = str(args.Peek("gpp"))
+	s.gppSID = str(args.Peek("gpp_sid"))
+	return s
 }
 
 // pubRestrictions is implemented by go-gdpr's TCF v2 consent.
@@ -117,4 +171,11 @@ func checkConsent(consent string, vendorID uint16) (reason string) {
 // opted out of sale (third character 'Y').
 func usOptOut(s string) bool {
 	return len(s) == 4 && s[0] == '1' && (s[2] == 'Y' || s[2] == 'y')
+}
+
+// queryAllowed is privacyDecision for the signals of a query (querySignals):
+// whether /event, /usersync or /match may personalise.
+func (b *Bidder) queryAllowed(args *fasthttp.Args) bool {
+	sig := querySignals(args)
+	return privacyDecision(&sig, b.opts.GDPRVendorID) == privacyOK
 }

@@ -94,6 +94,19 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 	}, ephemeral, nil
 }
 
+// userIDFromConfig maps the exchanges map and the uid settings of the user
+// section to Options.
+func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
+	var xs []Exchange
+	for _, name := range cfg.Exchanges.Names() {
+		x, _ := cfg.Exchanges.Get(name)
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro()})
+	}
+	u := cfg.User
+	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
+		TrustQueryUID: u.TrustQueryUID, SyncRedirectHosts: u.SyncRedirectHosts}
+}
+
 // ErrDataDirLocked: bidder.data_dir is held by another process (a Pebble
 // store's LOCK is taken).
 var ErrDataDirLocked = errors.New("bidder: bidder.data_dir is locked")
@@ -171,6 +184,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.Exchanges, opts.UserID = userIDFromConfig(cfg)
 	if ephemeral {
 		log.Warn("bidder.token_keys is empty: signing with a random key; win, bill and click URLs stop verifying on restart and on other bidders")
 	}

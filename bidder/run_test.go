@@ -111,7 +111,7 @@ func TestServerLocal(t *testing.T) {
 		t.Errorf("readyz %d %s", st, b)
 	}
 	st, metrics := httpDo(t, "GET", admin+"/metrics", nil)
-	for _, want := range []string{"rtbd_bidder_requests_total 1", "rtbd_bidder_bids_total 1", `rtbd_bidder_nobids_total{nbr="deadline"} 0`,
+	for _, want := range []string{`rtbd_bidder_requests_total{exchange="default"} 1`, `rtbd_bidder_bids_total{exchange="default"} 1`, `rtbd_bidder_nobids_total{nbr="deadline"} 0`,
 		`rtbd_bidder_stage_seconds_count{stage="catalog"} 1`, "rtbd_bidder_in_flight 0", "rtbd_campaign_reloads_total", "rtbd_user_lookups_total",
 		"rtbd_gc_floor_percent", "rtbd_gc_floor_live_bytes"} {
 		if st != 200 || !strings.Contains(string(metrics), want) {

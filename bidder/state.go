@@ -29,6 +29,10 @@ type reqState struct {
 	b *Bidder
 	m *metrics
 
+	exchange int    // index in b.exchanges (0: DefaultExchange)
+	matchKey []byte // user.MatchKey of a request without user.buyeruid
+	uidBuf   []byte // the uid resolved through the match table
+
 	req      openrtb2.BidRequest
 	profile  user.Profile
 	deadline time.Time
@@ -153,6 +157,7 @@ func (b *Bidder) putState(st *reqState) {
 // reset prepares st for a new request.
 func (st *reqState) reset() {
 	st.m = st.b.m
+	st.exchange = 0
 	clear(st.matched)
 	st.matched = st.matched[:0]
 	st.cands = st.cands[:0]

@@ -26,6 +26,7 @@ type ProfileStore interface {
 // sharedUsers is a store on a client the Server owns and closes itself.
 type sharedUsers interface {
 	UserStore
+	MatchStore
 	Put(ctx context.Context, uid string, p *user.Profile) error
 }
 
@@ -44,17 +45,17 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 			return fmt.Errorf("%w: user.store redis needs redis.addr", ErrOptions)
 		}
 		s.users = noClose{redisuser.New(s.rdb, redisuser.Options{Prefix: cfg.Redis.Prefix,
-			TTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
+			TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
 	case configs.UserStoreAerospike:
 		if s.aero == nil {
 			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrOptions)
 		}
 		s.users = noClose{aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
-			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
+			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)}
 	default:
 		db, err := user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
 			BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg,
-			TTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
+			TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		if err != nil {
 			return dataDirError(cfg.Bidder.DataDir, "", err)
 		}

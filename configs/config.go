@@ -84,6 +84,9 @@ type Config struct {
 	Notice Notice `yaml:"notice"`
 	// Campaigns configures where the bidder's campaigns come from.
 	Campaigns Campaigns `yaml:"campaigns"`
+	// Exchanges lists the exchanges (SSPs) this bidder serves, by name
+	// (see Exchanges). The exchange DefaultExchange always exists.
+	Exchanges Exchanges `yaml:"exchanges,omitempty"`
 }
 
 // Campaign sources (Campaigns.Source).
@@ -429,6 +432,44 @@ type User struct {
 	// TTL is how long a profile lives after its last write (a /event view
 	// or a load); bid reads never renew it.
 	TTL time.Duration `yaml:"ttl"`
+	// Cookie is rtbd's own uid cookie, read and set by /event, /usersync
+	// and /match.
+	Cookie Cookie `yaml:"cookie"`
+	// TrustQueryUID accepts an unsigned uid= in the query of /event and
+	// /match (a uid signed with bidder.token_keys is always accepted).
+	TrustQueryUID bool `yaml:"trust_query_uid"`
+	// SyncRedirectHosts are the hosts /usersync and /match may redirect
+	// to: "host" (https only) or "http://host" (http allowed too), each an
+	// exact host[:port] match after URL parsing.
+	SyncRedirectHosts []string `yaml:"sync_redirect_hosts"`
+	// MatchTTL is how long a /match entry (exchange id -> rtbd uid) lives
+	// after its last write.
+	MatchTTL time.Duration `yaml:"match_ttl"`
+}
+
+// Cookie is rtbd's uid cookie. It is always SameSite=None; Secure
+// (third-party context), HttpOnly.
+type Cookie struct {
+	// Name is the cookie's name.
+	Name string `yaml:"name"`
+	// Domain is its Domain attribute; "": the host that set it.
+	Domain string `yaml:"domain"`
+	// MaxAge is its Max-Age, renewed whenever rtbd sets it.
+	MaxAge time.Duration `yaml:"max_age"`
+}
+
+// Validate reports the problems of the cookie subsection.
+func (c Cookie) Validate(p *Problems) {
+	if !isToken(c.Name, 64) {
+		p.Addf("name", "must be 1-64 letters, digits, '_' or '-', got %q", c.Name)
+	}
+	if c.Domain != "" && (len(c.Domain) > 253 || strings.ContainsAny(c.Domain, " ;,/:\\\"'=") ||
+		strings.ContainsFunc(c.Domain, func(r rune) bool { return r < 0x20 || r >= 0x7f })) {
+		p.Addf("domain", "must be a host name (or empty), got %q", c.Domain)
+	}
+	if c.MaxAge < time.Second {
+		p.Addf("max_age", "must be at least 1s, got %v", c.MaxAge)
+	}
 }
 
 // Validate reports the problems of the user section.
@@ -439,6 +480,120 @@ func (u User) Validate(p *Problems) {
 	if u.TTL < time.Second {
 		p.Addf("ttl", "must be at least 1s (Aerospike counts whole seconds), got %v", u.TTL)
 	}
+	if u.MatchTTL < time.Second {
+		p.Addf("match_ttl", "must be at least 1s (Aerospike counts whole seconds), got %v", u.MatchTTL)
+	}
+	for i, h := range u.SyncRedirectHosts {
+		if msg := CheckRedirectHost(h); msg != "" {
+			p.Addf(fmt.Sprintf("sync_redirect_hosts[%d]", i), "%s, got %q", msg, h)
+		}
+	}
+}
+
+// CheckRedirectHost returns "" when h is an entry of
+// user.sync_redirect_hosts ("host[:port]" or "http://host[:port]": a
+// lower-case host name or IP literal, nothing else), else what is wrong.
+func CheckRedirectHost(h string) string {
+	host := strings.TrimPrefix(h, "http://")
+	switch {
+	case host == "":
+		return "must name a host"
+	case strings.ContainsFunc(host, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '.' || r == '-' || r == ':' || r == '[' || r == ']')
+	}):
+		return "must be host[:port] or http://host[:port] in lower case, without scheme (https is implied), path or userinfo"
+	}
+	return ""
+}
+
+// isToken reports whether s is 1 to max ASCII letters, digits, '_' or '-'.
+func isToken(s string, max int) bool {
+	if s == "" || len(s) > max {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// DefaultExchange is the exchange of POST /openrtb2/bid (no name in the
+// path); it exists whether or not exchanges lists it.
+const DefaultExchange = "default"
+
+// DefaultUIDMacro is the uid macro of an exchange that sets none.
+const DefaultUIDMacro = "$UID"
+
+// MaxExchanges bounds the exchanges map (each is a metric label value).
+const MaxExchanges = 64
+
+// Exchanges maps an exchange's name to its settings. A name is 1-32
+// lower-case letters, digits, '_' or '-': it is the path of
+// POST /openrtb2/bid/{name}, the x= of /match and a metric label value.
+// Entries are set in the file only (no environment variable or flag names
+// them).
+type Exchanges map[string]Exchange
+
+// Exchange is one exchange's settings.
+type Exchange struct {
+	// UIDMacro is the text /usersync replaces with rtbd's uid in the
+	// exchange's redirect URL; "": DefaultUIDMacro.
+	UIDMacro string `yaml:"uid_macro"`
+}
+
+// Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
+func (e Exchange) Macro() string {
+	if e.UIDMacro == "" {
+		return DefaultUIDMacro
+	}
+	return e.UIDMacro
+}
+
+// Validate reports the problems of one exchange's settings.
+func (e Exchange) Validate(p *Problems) {
+	if len(e.UIDMacro) > 64 || strings.ContainsFunc(e.UIDMacro, func(r rune) bool { return r <= 0x20 || r >= 0x7f }) {
+		p.Addf("uid_macro", "must be at most 64 printable ASCII characters without spaces, got %q", e.UIDMacro)
+	}
+}
+
+// Validate reports the problems of the exchanges map: its names (each
+// entry's settings validate themselves, as exchanges.NAME).
+func (x Exchanges) Validate(p *Problems) {
+	if len(x) > MaxExchanges {
+		p.Addf("", "at most %d exchanges, got %d", MaxExchanges, len(x))
+	}
+	for _, name := range sortedKeys(x) {
+		if !ValidExchangeName(name) {
+			p.Addf(name, "an exchange name must be 1-32 lower-case letters, digits, '_' or '-'")
+		}
+	}
+}
+
+// ValidExchangeName reports whether name is a valid exchange name.
+func ValidExchangeName(name string) bool {
+	return isToken(name, 32) && strings.ToLower(name) == name
+}
+
+// Names returns the exchanges' names, sorted, DefaultExchange included
+// (first).
+func (x Exchanges) Names() []string {
+	names := []string{DefaultExchange}
+	for _, n := range sortedKeys(x) {
+		if n != DefaultExchange {
+			names = append(names, n)
+		}
+	}
+	return names
+}
+
+// Get returns the settings of exchange name and whether it exists
+// (DefaultExchange always does).
+func (x Exchanges) Get(name string) (Exchange, bool) {
+	e, ok := x[name]
+	return e, ok || name == DefaultExchange
 }
 
 // UserStoreKind resolves user.store: auto is aerospike when

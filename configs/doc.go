@@ -51,6 +51,12 @@
 // File checking, the RTBD_* variables, Set, Get, Keys and YAML then work for
 // the new settings without more code.
 //
+// A map from names to a section type (Exchanges: exchanges.NAME.KEY) is a
+// map of sections: each entry's keys and values are checked like a
+// section's and validated as NAME (the map's own Validate checks the
+// names). Its entries are given in files only: Keys, the environment and Set
+// do not reach them, and YAML shows them as they are.
+//
 // # Concurrency
 //
 // A *Config is a plain value: read it from many goroutines, but do not Set it

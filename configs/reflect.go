@@ -60,6 +60,16 @@ func isSection(t reflect.Type) bool {
 	return !pt.Implements(typeOfTextUnmarshaler) && !pt.Implements(typeOfYAMLUnmarshaler)
 }
 
+// isSectionMap reports whether a field of type t is a map of sections by
+// name (Exchanges): neither a setting nor a section of fixed keys. Its
+// entries are checked and validated like sections, as KEY.NAME; they are
+// set in files only (Keys, the environment and Set do not reach them).
+// Secret settings (secret:"true") are not supported inside one yet:
+// SecretKeys, Masked and <key>_file walk fixed sections only.
+func isSectionMap(t reflect.Type) bool {
+	return t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && isSection(t.Elem())
+}
+
 // YAMLKey returns the YAML key of a struct field as yaml.v3 reads it, ""
 // if yaml.v3 skips the field.
 func YAMLKey(f reflect.StructField) string { return keyOf(f) }
@@ -105,8 +115,11 @@ func walkLeaves(v reflect.Value, prefix string, fn func(path string, v reflect.V
 			continue
 		}
 		path, fv := joinKey(prefix, key), v.Field(i)
-		if isSection(fv.Type()) {
+		switch {
+		case isSection(fv.Type()):
 			walkLeaves(fv, path, fn)
+			continue
+		case isSectionMap(fv.Type()):
 			continue
 		}
 		fn(path, fv)
@@ -120,6 +133,10 @@ func validateSections(v reflect.Value, p *Problems) {
 	for i := range t.NumField() {
 		key := keyOf(t.Field(i))
 		fv := v.Field(i)
+		if key != "" && isSectionMap(fv.Type()) {
+			validateSectionMap(fv, p.Sub(key))
+			continue
+		}
 		if key == "" || !isSection(fv.Type()) {
 			continue
 		}
@@ -130,6 +147,26 @@ func validateSections(v reflect.Value, p *Problems) {
 			val.Validate(sub)
 		}
 		validateSections(fv, sub)
+	}
+}
+
+// validateSectionMap validates a map of sections: the map itself (its
+// names) when it has a Validate method, then each entry as NAME, in name
+// order.
+func validateSectionMap(m reflect.Value, p *Problems) {
+	if val, ok := m.Interface().(validator); ok {
+		val.Validate(p)
+	}
+	keys := m.MapKeys()
+	slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range keys {
+		e := reflect.New(m.Type().Elem()).Elem()
+		e.Set(m.MapIndex(k))
+		sub := p.Sub(k.String())
+		if val, ok := e.Addr().Interface().(validator); ok {
+			val.Validate(sub)
+		}
+		validateSections(e, sub)
 	}
 }
 
@@ -341,7 +378,44 @@ func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix 
 			checkNode(fe, name, val, ft, path, files)
 			continue
 		}
+		if isSectionMap(ft) {
+			checkMapNode(fe, name, val, ft.Elem(), path, files)
+			continue
+		}
 		checkLeaf(fe, name, val, ft, path)
+	}
+}
+
+// checkMapNode checks the YAML mapping n of a map of sections (isSectionMap):
+// each entry's name must be a plain key, given once; its value is checked
+// as a section of type elem. The names themselves are checked by the map's
+// Validate.
+func checkMapNode(fe *FileError, name string, n *yaml.Node, elem reflect.Type, prefix string, files *[]secretFile) {
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	switch {
+	case n.Kind == yaml.MappingNode:
+	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
+		return
+	default:
+		fe.add(ErrInvalidValue, "%s:%d: %s: want a mapping of names to settings, got %s", name, n.Line, prefix, describe(n))
+		return
+	}
+	seen := make(map[string]int)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, val := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.Tag == "!!merge" {
+			fe.add(ErrInvalidValue, "%s:%d: %s: keys must be plain names", name, k.Line, joinKey(prefix, "?"))
+			continue
+		}
+		path := joinKey(prefix, k.Value)
+		if first, dup := seen[k.Value]; dup {
+			fe.add(ErrInvalidValue, "%s:%d: %s: duplicate key (first at line %d)", name, k.Line, path, first)
+			continue
+		}
+		seen[k.Value] = k.Line
+		checkNode(fe, name, val, elem, path, files)
 	}
 }
 
@@ -375,7 +449,7 @@ func describe(n *yaml.Node) string {
 	return "an unsupported YAML value"
 }
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

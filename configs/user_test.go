@@ -1,14 +1,16 @@
 package configs
 
 import (
+	"reflect"
 	"testing"
 	"time"
 )
 
 func TestUserDefaults(t *testing.T) {
 	c := mustDefault(t)
-	want := User{Store: UserStoreAuto, MaxGroups: 20, MaxProductsPerGroup: 50, TTL: 720 * time.Hour}
-	if c.User != want {
+	want := User{Store: UserStoreAuto, MaxGroups: 20, MaxProductsPerGroup: 50, TTL: 720 * time.Hour,
+		Cookie: Cookie{Name: "rtbd_uid", MaxAge: 8760 * time.Hour}, SyncRedirectHosts: []string{}, MatchTTL: 720 * time.Hour}
+	if !reflect.DeepEqual(c.User, want) {
 		t.Errorf("user defaults %+v, want %+v", c.User, want)
 	}
 }

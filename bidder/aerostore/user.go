@@ -23,8 +23,89 @@ const maxAttempts = 32
 // UserStore interface (Get, RecordView). Safe for concurrent use; it does
 // not own the client.
 type UserStore struct {
-	c    *as.Client
-	opts Options
+	c        *as.Client
+	opts     Options
+	matchTTL time.Duration
+}
+
+// DefaultMatchSet is the set of match entries (PutMatch): a set of its own,
+// since an entry's key could equal a uid.
+const DefaultMatchSet = "match"
+
+// WithMatchTTL sets the lifetime of match entries after their last write
+// (0: the namespace's default-ttl) and returns s. Call it before s is used.
+func (s *UserStore) WithMatchTTL(ttl time.Duration) *UserStore {
+	s.matchTTL = ttl
+	return s
+}
+
+// PutMatch stores the match entry key (user.MatchKey) -> uid: a record of
+// DefaultMatchSet keyed by key with the uid in bin "u", living the match
+// TTL (WithMatchTTL). Errors: user.ErrInvalidUID (key or uid), ctx's, or
+// the client's error.
+func (s *UserStore) PutMatch(ctx context.Context, key, uid string) error {
+	if err := user.CheckUID(key); err != nil {
+		return fmt.Errorf("match key: %w", err)
+	}
+	if err := user.CheckUID(uid); err != nil {
+		return err
+	}
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return err
+	}
+	k, aerr := as.NewKey(s.opts.Namespace, DefaultMatchSet, key)
+	if aerr != nil {
+		return fmt.Errorf("aerostore: match key: %w", aerr)
+	}
+	wp := as.NewWritePolicy(0, uint32(s.matchTTL/time.Second))
+	wp.TotalTimeout, wp.SocketTimeout = t, t
+	wp.MaxRetries = 0
+	if aerr := s.c.PutBins(wp, k, as.NewBin("u", uid)); aerr != nil {
+		return fmt.Errorf("aerostore: put match: %w", aerr)
+	}
+	return nil
+}
+
+// GetMatched resolves the match entry key to rtbd's uid, or to fallback
+// when there is none (and fallback is not ""), appends that uid to dst and
+// returns it (nil when neither), and reads its profile into p (found
+// reports one). A hit costs two reads, one after the other (the entry,
+// then the profile: Aerospike CE has no server-side join of two records),
+// so a bid resolved through the match table waits about twice a profile
+// read; a miss costs one more read (of fallback's profile). Bids carrying
+// user.buyeruid pay nothing. Errors: as Get's.
+func (s *UserStore) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
+	p.Reset()
+	if err := user.CheckUID(key); err != nil {
+		return nil, false, err
+	}
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	k, aerr := as.NewKey(s.opts.Namespace, DefaultMatchSet, key)
+	if aerr != nil {
+		return nil, false, fmt.Errorf("aerostore: match key: %w", aerr)
+	}
+	pol := as.NewPolicy()
+	pol.TotalTimeout, pol.SocketTimeout = t, t
+	rec, aerr := s.c.Get(pol, k, "u")
+	u := ""
+	switch {
+	case aerr == nil:
+		u, _ = rec.Bins["u"].(string)
+	case !aerr.Matches(types.KEY_NOT_FOUND_ERROR):
+		return nil, false, fmt.Errorf("aerostore: get match: %w", aerr)
+	}
+	if u == "" {
+		u = fallback
+	}
+	if u == "" {
+		return nil, false, nil
+	}
+	found, err := s.Get(ctx, u, p)
+	return append(dst[:0], u...), found, err
 }
 
 // NewUserStore returns a user store on c.

@@ -151,7 +151,7 @@ func TestUserConformance(t *testing.T) {
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
 		_, c := testServer(t)
 		return aerostore.NewUserStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace,
-			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, UserTTL: lim.TTL})
+			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, UserTTL: lim.TTL}).WithMatchTTL(lim.MatchTTL)
 	})
 }
 
@@ -160,6 +160,6 @@ func TestUserConformanceCluster(t *testing.T) {
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
 		o := uniqueSets(ns)
 		o.MaxGroups, o.MaxViewed, o.UserTTL = lim.MaxGroups, lim.MaxViewed, lim.TTL
-		return aerostore.NewUserStore(c, o)
+		return aerostore.NewUserStore(c, o).WithMatchTTL(lim.MatchTTL)
 	})
 }

@@ -60,7 +60,7 @@ func SampleRequest(currency string) []byte {
 // readme is DIR/README.txt.
 func readme(r *Result, o Options, listen string) []byte {
 	var b bytes.Buffer
-	pixel := strings.TrimSuffix(bidURL(listen), "/openrtb2/bid") + "/event?uid=demo-user-1&pg=1&pid=1&ev=view"
+	pixel := strings.TrimSuffix(bidURL(listen), "/openrtb2/bid") + "/event?pg=1&pid=1&ev=view"
 	fmt.Fprintf(&b, `rtbd demo environment
 =====================
 
@@ -84,8 +84,10 @@ Run the bidder
 Ask it for a bid (in another terminal)
   %s
 
-Record a product view for a user (the tracking pixel)
-  curl -s '%s'
+Record a product view for a user (the tracking pixel; the uid is rtbd's
+uid cookie, as a browser sends it; without one, rtbd sets a new uid and
+records nothing)
+  curl -s -b 'rtbd_uid=demo-user-1' '%s'
 
 More users for the same feed (with the bidder stopped: it holds the store)
   rtbd gen -users 100000 -data %s -products %d -groups %d -seed %d

@@ -2,7 +2,10 @@
 
 package token
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestAllocations pins Append and Parse at zero allocations with buffers
 // that have room (the bidder signs 3 tokens on every bid: win, bill and one
@@ -63,5 +66,17 @@ func BenchmarkParse(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		buf, _ = k.Parse(&got, tok, KindWin, tt.Issued, buf)
+	}
+}
+
+func TestSignedUIDAllocs(t *testing.T) {
+	k := mustKeys(t, []byte("0123456789abcdef0123456789abcdef"))
+	now := time.Unix(1_800_000_000, 0)
+	s, _ := k.AppendUID(nil, "user-42", now.Add(time.Hour))
+	buf := make([]byte, 0, 256)
+	if n := testing.AllocsPerRun(100, func() {
+		_, buf, _ = k.ParseUID(s, now, buf[:0])
+	}); n != 0 {
+		t.Errorf("ParseUID allocates %v times", n)
 	}
 }

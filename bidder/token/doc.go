@@ -35,6 +35,27 @@
 // matters, not secrecy: the token is signed. The 128-bit truncated HMAC is
 // what RFC 2104 section 5 allows; a forgery needs about 2^128 tries.
 //
+// # Signed uids
+//
+// A server-side integration that knows rtbd's user id for a user (it read
+// rtbd's uid cookie, or keeps a mapping of its own) passes it to /event or
+// /match as uid=SIGNED, where SIGNED is Keys.AppendUID's output:
+//
+//	base64url(0x55 'U' | uvarint(expiry, unix seconds) | uid) + HMAC-SHA256(key, same payload)[:16]
+//
+// (unpadded URL-safe base64 of the payload followed by its truncated MAC,
+// the key being the first of bidder.token_keys). rtbd takes a uid from the
+// query only so signed (unless user.trust_query_uid is true); a forged,
+// tampered or expired one is refused. In Go:
+//
+//	keys, _ := token.NewKeys([]byte(secret))
+//	signed, _ := keys.AppendUID(nil, uid, time.Now().Add(24*time.Hour))
+//	url := "https://bidder.example/event?uid=" + string(signed) + "&pg=1&pid=7&ev=view"
+//
+// In a shell: printf 'U'; printf the expiry as an unsigned LEB128 varint;
+// printf the uid; append the first 16 bytes of `openssl dgst -sha256 -hmac
+// KEY -binary` over those bytes; base64 -w0 | tr '+/' '-_' | tr -d '='.
+//
 // # Keys and rotation
 //
 // Keys holds one or more secrets (at least MinKeyBytes each). Tokens are

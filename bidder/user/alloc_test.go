@@ -36,6 +36,16 @@ func TestAllocs(t *testing.T) {
 	if !equalProfiles(&p, want) {
 		t.Fatalf("Get = %+v", p)
 	}
+	if err := s.PutMatch(ctx, "pbs:x-1", "alloc-user"); err != nil {
+		t.Fatal(err)
+	}
+	uidBuf := make([]byte, 0, MaxUIDLen)
+	check("GetMatched hit, reused Profile and uid buffer", 0, func() {
+		uid, found, err := s.GetMatched(ctx, "pbs:x-1", "", uidBuf, &p)
+		if string(uid) != "alloc-user" || !found || err != nil {
+			t.Fatal(string(uid), found, err)
+		}
+	})
 	check("Get miss", 0, func() {
 		if found, err := s.Get(ctx, "nobody", &p); found || err != nil {
 			t.Fatal(found, err)

@@ -9,7 +9,7 @@ import (
 
 func TestConformance(t *testing.T) {
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
-		s, err := user.Open(t.TempDir(), user.Options{MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, TTL: lim.TTL})
+		s, err := user.Open(t.TempDir(), user.Options{MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, TTL: lim.TTL, MatchTTL: lim.MatchTTL})
 		if err != nil {
 			t.Fatal(err)
 		}

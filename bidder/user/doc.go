@@ -52,7 +52,17 @@
 //
 // # Events
 //
-// The bidder core serves GET /event?uid=..&pg=..&pid=..&ev=view; ParseEvent
-// validates its query so that the handler maps any error (ErrInvalidEvent) to
-// a 400 in one line, and then calls Store.RecordView.
+// The bidder core serves GET /event?pg=..&pid=..&ev=view[&uid=..];
+// ParseEventQuery validates its query (the uid, optional there, is the
+// bidder's to check: a signed uid or the uid cookie) so that the handler maps
+// any error (ErrInvalidEvent) to a 400 in one line, and then calls
+// Store.RecordView. ParseEvent is the same with uid required and checked.
+//
+// # Match table
+//
+// PutMatch stores an exchange's own user id (MatchKey: "exchange:xuid") ->
+// rtbd's uid, living Options.MatchTTL; GetMatched resolves such a key (or a
+// fallback uid) and reads that uid's profile, for a bid request of that
+// exchange without user.buyeruid. Entries are Pebble keys "m" + key beside
+// the profiles' "u" + uid.
 package user

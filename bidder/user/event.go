@@ -43,6 +43,28 @@ func (e *EventError) Unwrap() []error {
 // may be reused after); ev is the EventView constant. It allocates only the
 // uid string.
 func ParseEvent(args *fasthttp.Args) (uid string, group, pid int64, ev string, err error) {
+	if !args.Has("uid") {
+		return "", 0, 0, "", &EventError{Param: "uid", Reason: "missing", uid: true}
+	}
+	q, group, pid, err := ParseEventQuery(args)
+	if err != nil {
+		return "", 0, 0, "", err
+	}
+	if q == nil {
+		return "", 0, 0, "", &EventError{Param: "uid", Reason: "missing", uid: true}
+	}
+	if err := CheckUID(q); err != nil {
+		return "", 0, 0, "", &EventError{Param: "uid", Reason: reasonOf(err), uid: true}
+	}
+	return string(q), group, pid, EventView, nil
+}
+
+// ParseEventQuery is ParseEvent with uid optional and left unchecked (the
+// bidder takes the uid from its cookie, or from a signed uid=): uid is nil
+// when absent, else it aliases args (given more than once is an error);
+// pg, pid and ev are checked as ParseEvent does. It allocates nothing on
+// success.
+func ParseEventQuery(args *fasthttp.Args) (uid []byte, group, pid int64, err error) {
 	var seen [4]int
 	var uidB, pgB, pidB, evB []byte
 	for k, v := range args.All() {
@@ -64,28 +86,31 @@ func ParseEvent(args *fasthttp.Args) (uid string, group, pid int64, ev string, e
 	for i, name := range [...]string{"uid", "pg", "pid", "ev"} {
 		switch seen[i] {
 		case 0:
-			return "", 0, 0, "", &EventError{Param: name, Reason: "missing", uid: i == 0}
+			if i == 0 {
+				continue // uid is optional here
+			}
+			return nil, 0, 0, &EventError{Param: name, Reason: "missing"}
 		case 1:
 		default:
-			return "", 0, 0, "", &EventError{Param: name, Reason: "given more than once", uid: i == 0}
+			return nil, 0, 0, &EventError{Param: name, Reason: "given more than once", uid: i == 0}
 		}
 	}
-	if err := CheckUID(uidB); err != nil {
-		return "", 0, 0, "", &EventError{Param: "uid", Reason: reasonOf(err), uid: true}
+	if seen[0] == 1 && uidB == nil {
+		uidB = []byte{} // present but empty: not absent
 	}
 	if group, err = parseID(pgB); err != nil {
-		return "", 0, 0, "", &EventError{Param: "pg", Reason: err.Error()}
+		return nil, 0, 0, &EventError{Param: "pg", Reason: err.Error()}
 	}
 	if pid, err = parseID(pidB); err != nil {
-		return "", 0, 0, "", &EventError{Param: "pid", Reason: err.Error()}
+		return nil, 0, 0, &EventError{Param: "pid", Reason: err.Error()}
 	}
 	if string(evB) != EventView {
 		if len(evB) > 32 {
 			evB = evB[:32]
 		}
-		return "", 0, 0, "", &EventError{Param: "ev", Reason: fmt.Sprintf("%q is not a known event (want %q)", evB, EventView)}
+		return nil, 0, 0, &EventError{Param: "ev", Reason: fmt.Sprintf("%q is not a known event (want %q)", evB, EventView)}
 	}
-	return string(uidB), group, pid, EventView, nil
+	return uidB, group, pid, nil
 }
 
 // reasonOf strips the sentinel prefix from a CheckUID error.

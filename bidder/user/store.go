@@ -49,6 +49,9 @@ type Options struct {
 	// as absent and is deleted by the read that finds it. 0: profiles never
 	// expire (config user.ttl, default 720h).
 	TTL time.Duration
+	// MatchTTL is how long a match entry (PutMatch) lives after its last
+	// write. 0: entries never expire (config user.match_ttl, default 720h).
+	MatchTTL time.Duration
 	// FS is the file system Pebble uses. nil: the operating system's
 	// (vfs.Default); tests may pass vfs.NewMem().
 	FS vfs.FS
@@ -88,6 +91,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.TTL < 0 {
 		errs = append(errs, fmt.Errorf("user: options: ttl: must be >= 0, got %v", o.TTL))
+	}
+	if o.MatchTTL < 0 {
+		errs = append(errs, fmt.Errorf("user: options: match ttl: must be >= 0, got %v", o.MatchTTL))
 	}
 	return errors.Join(errs...)
 }

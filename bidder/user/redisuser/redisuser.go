@@ -38,6 +38,9 @@ type Options struct {
 	Prefix string
 	// TTL is the lifetime of a profile after its last write. 0: no expiry.
 	TTL time.Duration
+	// MatchTTL is the lifetime of a match entry (PutMatch) after its last
+	// write. 0: no expiry.
+	MatchTTL time.Duration
 	// MaxViewed, MaxGroups and MaxRecommended bound profiles like
 	// user.Options. Defaults 50, 20 and 100.
 	MaxViewed, MaxGroups, MaxRecommended int
@@ -68,6 +71,72 @@ func New(c redis.UniversalClient, opts Options) *Store {
 }
 
 func (s *Store) key(uid string) string { return s.opts.Prefix + "u:" + uid }
+
+func (s *Store) matchKey(key string) string { return s.opts.Prefix + "m:" + key }
+
+// PutMatch stores the match entry key (user.MatchKey) -> uid at Prefix +
+// "m:" + key, expiring MatchTTL from now. Errors: user.ErrInvalidUID (key
+// or uid) or the client's error.
+func (s *Store) PutMatch(ctx context.Context, key, uid string) error {
+	if err := user.CheckUID(key); err != nil {
+		return fmt.Errorf("match key: %w", err)
+	}
+	if err := user.CheckUID(uid); err != nil {
+		return err
+	}
+	if err := s.c.Set(ctx, s.matchKey(key), uid, s.opts.MatchTTL).Err(); err != nil {
+		return fmt.Errorf("redisuser: put match: %w", err)
+	}
+	return nil
+}
+
+// matchedScript reads a match entry and, when there is one, the profile of
+// its uid: one round trip. The profile key is built in the script from
+// ARGV[1] (the prefix), so it needs a single Redis (or a cluster whose
+// keys of a fleet share one slot), as the rest of rtbd's Redis use does.
+var matchedScript = redis.NewScript(`
+local uid = redis.call('GET', KEYS[1])
+if not uid then uid = ARGV[2] end
+if uid == '' then return false end
+local p = redis.call('GET', ARGV[1] .. 'u:' .. uid)
+if not p then return {uid} end
+return {uid, p}
+`)
+
+// GetMatched resolves the match entry key to rtbd's uid, or to fallback
+// when there is none (and fallback is not ""), appends that uid to dst and
+// returns it (nil when neither), and reads its profile into p (found
+// reports one), in one round trip (a Lua script). Errors: as Get's.
+func (s *Store) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
+	p.Reset()
+	if err := user.CheckUID(key); err != nil {
+		return nil, false, err
+	}
+	res, err := matchedScript.Run(ctx, s.c, []string{s.matchKey(key)}, s.opts.Prefix, fallback).Slice()
+	if errors.Is(err, redis.Nil) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("redisuser: get matched: %w", err)
+	}
+	if len(res) == 0 {
+		return nil, false, nil
+	}
+	u, _ := res[0].(string)
+	if u == "" {
+		return nil, false, nil
+	}
+	uid := append(dst[:0], u...)
+	if len(res) < 2 {
+		return uid, false, nil
+	}
+	b, _ := res[1].(string)
+	if err := user.DecodeProfile([]byte(b), p); err != nil {
+		p.Reset()
+		return uid, false, fmt.Errorf("redisuser: user %q: %w", u, err)
+	}
+	return uid, true, nil
+}
 
 // Get reads uid's profile into p (reset first) and reports whether there is
 // one. It does not renew the profile's expiry. The deadline of ctx bounds

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 	var n atomic.Int64
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
 		return redisuser.New(c, redisuser.Options{Prefix: fmt.Sprintf("t%d:", n.Add(1)),
-			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, TTL: lim.TTL})
+			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, TTL: lim.TTL, MatchTTL: lim.MatchTTL})
 	})
 }
 

@@ -30,6 +30,16 @@ type Limits struct {
 	// TTL is the lifetime of a profile after its last write; 0: the
 	// suite's default of one hour.
 	TTL time.Duration
+	// MatchTTL is the lifetime of a match entry after its last write (a
+	// MatchStore's); 0: no expiry.
+	MatchTTL time.Duration
+}
+
+// MatchStore is what the suite exercises of a store that keeps the match
+// table (/match): every store of rtbd does.
+type MatchStore interface {
+	PutMatch(ctx context.Context, key, uid string) error
+	GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) (uid []byte, found bool, err error)
 }
 
 // shortTTL is the TTL of the expiry cases: the shortest every store
@@ -139,6 +149,54 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		view(t, s, "u", 2, 1) // an expired profile starts afresh
 		if p, _ := get(t, s, "u"); !reflect.DeepEqual(p.Viewed, []user.GroupIDs{{Group: 2, IDs: []int64{1}}}) {
 			t.Fatalf("after expiry and a new view: %+v", p.Viewed)
+		}
+	})
+
+	// Match table: an exchange's id resolves to rtbd's uid and its profile
+	// in one call; entries are replaced and expire. Keys are unique per run
+	// (a shared cluster's match set outlives the test).
+	t.Run("Match", func(t *testing.T) {
+		s := open(t, Limits{MaxGroups: 20, MaxViewed: 50, TTL: time.Hour, MatchTTL: shortTTL})
+		ms, ok := s.(MatchStore)
+		if !ok {
+			t.Fatalf("%T keeps no match table (PutMatch, GetMatched)", s)
+		}
+		run := fmt.Sprintf("%x", time.Now().UnixNano())
+		key := string(user.MatchKey(nil, "pbs", []byte("x-"+run)))
+		var p user.Profile
+		uid, found, err := ms.GetMatched(ctx(t), key, "", nil, &p)
+		if err != nil || uid != nil || found {
+			t.Fatalf("unknown key: %q %v %v", uid, found, err)
+		}
+		view(t, s, "fb-"+run, 3, 30)
+		uid, found, err = ms.GetMatched(ctx(t), key, "fb-"+run, nil, &p)
+		if err != nil || string(uid) != "fb-"+run || !found || !reflect.DeepEqual(p.ViewedIn(3), []int64{30}) {
+			t.Fatalf("unknown key with a fallback: %q %v %v %+v, want the fallback's profile", uid, found, err, p.Viewed)
+		}
+		if err := ms.PutMatch(ctx(t), key, "r1-"+run); err != nil {
+			t.Fatal(err)
+		}
+		uid, found, err = ms.GetMatched(ctx(t), key, "fb-"+run, make([]byte, 0, 64), &p)
+		if err != nil || string(uid) != "r1-"+run || found {
+			t.Fatalf("matched, no profile: %q %v %v, want r1-%s without a profile", uid, found, err, run)
+		}
+		view(t, s, "r2-"+run, 4, 40)
+		if err := ms.PutMatch(ctx(t), key, "r2-"+run); err != nil {
+			t.Fatal(err)
+		}
+		uid, found, err = ms.GetMatched(ctx(t), key, "", nil, &p)
+		if err != nil || string(uid) != "r2-"+run || !found || !reflect.DeepEqual(p.ViewedIn(4), []int64{40}) {
+			t.Fatalf("after a new match: %q %v %v %+v", uid, found, err, p.Viewed)
+		}
+		if err := ms.PutMatch(ctx(t), key, ""); !errors.Is(err, user.ErrInvalidUID) {
+			t.Fatalf("PutMatch of an empty uid: %v, want ErrInvalidUID", err)
+		}
+		if _, _, err := ms.GetMatched(ctx(t), "", "", nil, &p); !errors.Is(err, user.ErrInvalidUID) {
+			t.Fatalf("GetMatched of an empty key: %v, want ErrInvalidUID", err)
+		}
+		time.Sleep(shortTTL + shortTTL*3/2)
+		if uid, _, err := ms.GetMatched(ctx(t), key, "", nil, &p); err != nil || uid != nil {
+			t.Fatalf("an entry 2.5 TTLs after its write: %q %v, want none", uid, err)
 		}
 	})
 
