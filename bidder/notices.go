@@ -1,8 +1,6 @@
 package bidder
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"sync"
@@ -233,11 +231,8 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 			}
 		}
 	}
-	n := spend.Notice{Nonce: tok.Nonce, Kind: spend.NoticeCharge, User: tok.User, Micros: charge, At: now,
+	n := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge, User: tok.User, Micros: charge, At: now,
 		Expires: tok.Expires.Add(b.opts.NoticeClockSkew)}
-	if n.Nonce == (spend.Nonce{}) {
-		n.Nonce = derivedNonce(tok)
-	}
 	if j := b.opts.Journal; j != nil {
 		if err := j.Append(tok.Campaign, &n); err != nil {
 			b.replays.forget(kind, tok.Auction, tok.Imp)
@@ -265,23 +260,6 @@ func (b *Bidder) notCharged(err error) int {
 		return outBadRequest
 	}
 	return outUnavailable
-}
-
-// derivedNonce is the nonce of a bill token signed without one: SHA-256 of
-// what names its impression (campaign, auction, imp, each length-prefixed,
-// and the issue time in unix seconds), so every bidder derives the same key
-// for the same token.
-func derivedNonce(tok *token.Token) spend.Nonce {
-	h := sha256.New()
-	var b [binary.MaxVarintLen64]byte
-	for _, s := range []string{tok.Campaign, tok.Auction, tok.Imp} { // length-prefixed: "a|b"+"c" is not "a"+"b|c"
-		h.Write(binary.AppendUvarint(b[:0], uint64(len(s))))
-		h.Write([]byte(s))
-	}
-	h.Write(binary.BigEndian.AppendUint64(b[:0], uint64(tok.Issued.Unix())))
-	var n spend.Nonce
-	copy(n[:], h.Sum(nil))
-	return n
 }
 
 // clearingPrice parses p: a plain decimal, else an encrypted price when

@@ -83,10 +83,7 @@ func TestBillJournaled(t *testing.T) {
 	if _, err := mf.keys.Parse(&parsed, raw, token.KindBill, now, nil); err != nil {
 		t.Fatal(err)
 	}
-	wantNonce := parsed.Nonce
-	if wantNonce == (spend.Nonce{}) {
-		wantNonce = derivedNonce(&parsed)
-	}
+	wantNonce := spend.Nonce(parsed.NoticeNonce())
 	n := got[0]
 	if n.Nonce != wantNonce || n.Kind != spend.NoticeCharge || n.User != userBulk || n.Micros != 1250 ||
 		!n.At.Equal(now) || !n.Expires.Equal(tok.Expires.Add(7*time.Minute)) || n.Seq == 0 {
@@ -190,29 +187,5 @@ func TestJournalStoreOutage(t *testing.T) {
 	defer j.Close()
 	if j.Pending() != 0 {
 		t.Errorf("journal holds %d notices after a shutdown with everything flushed, want 0", j.Pending())
-	}
-}
-
-// TestDerivedNonce: a token without a nonce gets one that names its
-// impression: the same on every bidder, different for another auction,
-// imp, campaign or issue time.
-func TestDerivedNonce(t *testing.T) {
-	base := token.Token{Kind: token.KindBill, Issued: time.Unix(1_780_000_000, 0), Campaign: "money", Auction: "a", Imp: "1"}
-	n := derivedNonce(&base)
-	if again := base; derivedNonce(&again) != n || n == (spend.Nonce{}) {
-		t.Fatalf("derived nonce %x not stable", n)
-	}
-	for _, edit := range []func(*token.Token){
-		func(k *token.Token) { k.Auction = "b" },
-		func(k *token.Token) { k.Imp = "2" },
-		func(k *token.Token) { k.Campaign = "other" },
-		func(k *token.Token) { k.Issued = k.Issued.Add(time.Second) },
-		func(k *token.Token) { k.Auction, k.Imp = "a1", "" }, // fields are kept apart
-	} {
-		k := base
-		edit(&k)
-		if derivedNonce(&k) == n {
-			t.Errorf("token %+v has the nonce of %+v", k, base)
-		}
 	}
 }
