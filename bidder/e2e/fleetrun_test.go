@@ -258,9 +258,7 @@ func startFleet(t *testing.T, budget string) *fleet {
 	return f
 }
 
-// sets are the settings of slot's bidder. The keys with "?" exist only
-// with a later part of the fleet work: the child skips a key its build
-// does not know.
+// sets are the settings of slot's bidder.
 func (f *fleet) sets(slot int) []string {
 	return []string{
 		"redis.addr=" + f.redis.Addr, // user.store and spend.store auto: redis
@@ -273,11 +271,11 @@ func (f *fleet) sets(slot int) []string {
 		"fraud.check_interval=1s",
 		"bidder.click_links=absolute", // the products of a creative, readable in its adm
 		"bidder.shutdown_timeout=5s",
-		"?user.trust_query_uid=true", // /event?uid= from the test, a server-side integration
-		"?spend.instance_id=" + fmt.Sprintf("b%d", slot+1),
-		"?spend.journal_dir=" + filepath.Join(f.dirs[slot], "journal"),
-		"?spend.startup_read_timeout=5s",
-		"?bidder.shutdown_delay=300ms",
+		"user.trust_query_uid=true", // /event?uid= from the test, a server-side integration
+		"spend.instance_id=" + fmt.Sprintf("b%d", slot+1),
+		"spend.journal_dir=" + filepath.Join(f.dirs[slot], "journal"),
+		"spend.startup_read_timeout=5s",
+		"bidder.shutdown_delay=300ms",
 	}
 }
 
