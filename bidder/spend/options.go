@@ -12,19 +12,20 @@ import (
 
 // Defaults applied by NewWriter to zero-valued Options fields.
 const (
-	DefaultFlushInterval  = time.Second
-	DefaultFlushers       = 4
-	DefaultQueueSize      = 1024
-	DefaultMaxBatch       = 64
-	DefaultThresholdImps  = 1000
-	DefaultBudgetFraction = 0.01
-	DefaultFlushTimeout   = 2 * time.Second
-	DefaultRetryMin       = 100 * time.Millisecond
-	DefaultRetryMax       = 10 * time.Second
-	DefaultMaxDeltaUsers  = 1000
-	DefaultFreqGrace      = time.Hour
-	DefaultShards         = 8
-	DefaultSweepInterval  = time.Minute
+	DefaultFlushInterval   = time.Second
+	DefaultFlushers        = 4
+	DefaultQueueSize       = 1024
+	DefaultMaxBatch        = 64
+	DefaultThresholdImps   = 1000
+	DefaultBudgetFraction  = 0.01
+	DefaultFlushTimeout    = 2 * time.Second
+	DefaultRetryMin        = 100 * time.Millisecond
+	DefaultRetryMax        = 10 * time.Second
+	DefaultMaxDeltaUsers   = 1000
+	DefaultMaxFlushNotices = 10_000
+	DefaultFreqGrace       = time.Hour
+	DefaultShards          = 8
+	DefaultSweepInterval   = time.Minute
 )
 
 // Options configures a Writer. The zero value is usable: each field says its
@@ -65,6 +66,11 @@ type Options struct {
 	// MaxDeltaUsers is the most notices, and so FreqDelta entries, in one
 	// Delta; more are sent in extra deltas of the same batch. Default 1000.
 	MaxDeltaUsers int
+	// MaxFlushNotices is the most notices one Store.Flush call carries, over
+	// all its campaigns. A backlog (after a store outage) is flushed in calls
+	// of at most this many, each well within FlushTimeout, rather than in one
+	// call that could never finish in time. Default 10,000.
+	MaxFlushNotices int
 	// FreqGrace is added to a frequency window's end to make the store
 	// expiry of its counts. Default 1h.
 	FreqGrace time.Duration
@@ -128,6 +134,9 @@ func (o *Options) ensureDefaults() error {
 	if o.MaxDeltaUsers == 0 {
 		o.MaxDeltaUsers = DefaultMaxDeltaUsers
 	}
+	if o.MaxFlushNotices == 0 {
+		o.MaxFlushNotices = DefaultMaxFlushNotices
+	}
 	if o.FreqGrace == 0 {
 		o.FreqGrace = DefaultFreqGrace
 	}
@@ -160,7 +169,7 @@ func (o *Options) ensureDefaults() error {
 	if o.Flushers < 0 || o.Flushers > 256 {
 		problems = append(problems, fmt.Sprintf("flushers: must be 1..256, got %d", o.Flushers))
 	}
-	if o.QueueSize < 0 || o.MaxBatch < 0 || o.MaxDeltaUsers < 0 || o.Shards < 0 || o.Shards > 1024 {
+	if o.QueueSize < 0 || o.MaxBatch < 0 || o.MaxDeltaUsers < 0 || o.MaxFlushNotices < 0 || o.Shards < 0 || o.Shards > 1024 {
 		problems = append(problems, "queue_size, max_batch, max_delta_users, shards: must be > 0 (shards <= 1024)")
 	}
 	if o.FlushTimeout < 0 || o.RetryMin < 0 || o.RetryMax < o.RetryMin || o.FreqGrace < 0 || o.SweepInterval < 0 {

@@ -157,6 +157,16 @@ type campBatch struct {
 	deltas []Delta
 	days   []int32
 	refs   [][]freqRef
+	capped bool // the campaign had more notices than the batch took
+}
+
+// notices is how many notices b carries.
+func (b *campBatch) notices() int {
+	n := 0
+	for i := range b.deltas {
+		n += len(b.deltas[i].Notices)
+	}
+	return n
 }
 
 type freqRef struct {
@@ -475,21 +485,40 @@ func (w *Writer) worker() {
 // applies the result. Campaigns owned by another flusher are skipped.
 func (w *Writer) flushCampaigns(list []*campState) {
 	items := make([]*campBatch, 0, len(list))
+	room := w.opts.MaxFlushNotices // notices this call may still carry
+	var later []*campState         // campaigns left for the next call
 	for _, cs := range list {
 		cs.queued.Store(false)
+		if room <= 0 {
+			later = append(later, cs)
+			continue
+		}
 		if !cs.flushing.CompareAndSwap(false, true) {
 			continue
 		}
 		b := cs.retry
 		if b == nil {
-			b = w.drain(cs)
+			b = w.drain(cs, room)
 		}
 		if b == nil {
 			cs.flushing.Store(false)
 			continue
 		}
+		room -= b.notices()
 		items = append(items, b)
 	}
+	// A campaign left out, or drained only in part, is queued again once
+	// this call is done, so a backlog goes out in bounded calls.
+	defer func() {
+		for _, cs := range later {
+			w.kick(cs)
+		}
+		for _, b := range items {
+			if b.capped {
+				w.kick(b.cs)
+			}
+		}
+	}()
 	if len(items) == 0 {
 		return
 	}
@@ -562,20 +591,26 @@ func (w *Writer) backoff(failures int) time.Duration {
 // Delta.Seq: max(the previous batch's + 1, unix nanoseconds now), so Seq
 // grows per campaign and Options.InstanceID across restarts too (as long
 // as the clock does not go back by more than a restart takes).
-func (w *Writer) drain(cs *campState) *campBatch {
+func (w *Writer) drain(cs *campState, limit int) *campBatch {
 	var notes []pendNote
+	capped := false
 	for i := range cs.shards {
 		sh := &cs.shards[i]
 		sh.mu.Lock()
-		for j := range sh.notes {
+		k := min(len(sh.notes), limit-len(notes))
+		if k < len(sh.notes) {
+			capped = true
+		}
+		for j := range sh.notes[:k] {
 			if e := sh.notes[j].e; e != nil {
 				e.pending--
 				e.inflight++
 			}
 		}
-		notes = append(notes, sh.notes...)
-		clear(sh.notes)
-		sh.notes = sh.notes[:0]
+		notes = append(notes, sh.notes[:k]...)
+		rest := copy(sh.notes, sh.notes[k:])
+		clear(sh.notes[rest:])
+		sh.notes = sh.notes[:rest]
 		sh.mu.Unlock()
 	}
 	if len(notes) == 0 {
@@ -591,7 +626,7 @@ func (w *Writer) drain(cs *campState) *campBatch {
 	seq := max(cs.lastSeq+1, time.Now().UnixNano())
 	cs.lastSeq = seq
 	sort.SliceStable(notes, func(i, j int) bool { return notes[i].day < notes[j].day })
-	b := &campBatch{cs: cs}
+	b := &campBatch{cs: cs, capped: capped}
 	var idx map[*freqEntry]int
 	for i := range notes {
 		p := &notes[i]

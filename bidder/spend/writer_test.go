@@ -19,7 +19,7 @@ import (
 
 var noon = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)
 
-// TestAddCloseExact: 32 goroutines x 10k Adds, then Close: the store holds
+// TestAddCloseExact: 32 goroutines x 3,000 Adds, then Close: the store holds
 // exactly what was added, spend and frequency counts.
 func TestAddCloseExact(t *testing.T) {
 	store := memPebble(t)
@@ -27,7 +27,7 @@ func TestAddCloseExact(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const G, N, C = 32, 10000, 4
+	const G, N, C = 32, 3000, 4
 	w.SetCampaigns([]spend.CampaignBudget{{ID: "c0", FreqCap: 1 << 30, FreqPeriod: 24 * time.Hour}, {ID: "c1"}, {ID: "c2"}, {ID: "c3"}})
 	var wg sync.WaitGroup
 	for g := range G {
@@ -335,4 +335,55 @@ func TestCloseDuringBurst(t *testing.T) {
 		t.Errorf("refused %d, want one per goroutine", refused.Load())
 	}
 	t.Logf("%d wins accepted before Close, all in the store", accepted.Load())
+}
+
+// noticeCountingStore is a TEST wrapper around a real store that records
+// the most notices one Flush call carried.
+type noticeCountingStore struct {
+	spend.Store
+	calls, most atomic.Int64
+}
+
+func (s *noticeCountingStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
+	n := int64(0)
+	for i := range deltas {
+		n += int64(len(deltas[i].Notices))
+	}
+	s.calls.Add(1)
+	for m := s.most.Load(); n > m && !s.most.CompareAndSwap(m, n); m = s.most.Load() {
+	}
+	return s.Store.Flush(ctx, deltas)
+}
+
+// TestBacklogBoundedFlushes: a backlog of notices (accepted while nothing
+// was flushed) goes to the store in calls of at most MaxFlushNotices, and
+// the store ends with exactly the backlog.
+func TestBacklogBoundedFlushes(t *testing.T) {
+	inner := memPebble(t)
+	store := &noticeCountingStore{Store: inner}
+	const limit, campaigns, per = 700, 3, 2000
+	w, err := spend.NewWriter(store, spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1, MaxFlushNotices: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for c := range campaigns {
+		for i := range per {
+			if err := w.Add(fmt.Sprintf("b%d", c), fmt.Sprintf("u%d", i%50), 3, noon); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	closeWriter(t, w)
+	for c := range campaigns {
+		if got := readTotal(t, inner, fmt.Sprintf("b%d", c), "2024-05-01"); got.DayImps != per || got.DayMicros != 3*per {
+			t.Errorf("b%d: %+v, want %d imps, %d micros", c, got, per, 3*per)
+		}
+	}
+	t.Logf("%d notices flushed in %d calls, at most %d per call (limit %d)", campaigns*per, store.calls.Load(), store.most.Load(), limit)
+	if m := store.most.Load(); m > limit || m == 0 {
+		t.Errorf("a flush carried %d notices, want 1..%d", m, limit)
+	}
+	if c := store.calls.Load(); c < campaigns*per/limit {
+		t.Errorf("%d flush calls for %d notices, want at least %d", c, campaigns*per, campaigns*per/limit)
+	}
 }
