@@ -32,7 +32,13 @@ func TestMain(m *testing.M) {
 // testServer starts an aerotest server and a real v7 client on it.
 func testServer(t testing.TB) (*aerotest.Server, *as.Client) {
 	t.Helper()
-	srv, err := aerotest.Start(aerotest.Options{})
+	return testServerWith(t, aerotest.Options{})
+}
+
+// testServerWith starts an aerotest server with opts and a real v7 client on it.
+func testServerWith(t testing.TB, opts aerotest.Options) (*aerotest.Server, *as.Client) {
+	t.Helper()
+	srv, err := aerotest.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +72,6 @@ func cluster(t *testing.T) (*as.Client, string) {
 		ns = "test"
 	}
 	return c, ns
-}
-
-// uniqueSets gives each user store its own sets on a shared cluster.
-func uniqueSets(ns string) aerostore.Options {
-	n := fmt.Sprintf("%x%d", time.Now().UnixNano()%0xffffff, setSeq.Add(1))
-	return aerostore.Options{Namespace: ns, SpendSet: "sp" + n, FreqSet: "fq" + n, UserSet: "us" + n}
 }
 
 func TestSpendSuite(t *testing.T) {
