@@ -118,13 +118,17 @@ func runOptions(ns string) aerostore.Options {
 func spendStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.Server) *aerostore.SpendStore {
 	t.Helper()
 	s := aerostore.NewSpendStore(c, o)
+	aerostore.SetKeyHook(s, deleteAtCleanup(t, c, srv))
+	return s
+}
+
+// deleteAtCleanup returns a key hook that remembers every key it sees and
+// deletes their records when t ends; with srv, it then checks that the
+// server holds no record.
+func deleteAtCleanup(t *testing.T, c *as.Client, srv *aerotest.Server) func(*as.Key) {
+	t.Helper()
 	var mu sync.Mutex
 	keys := map[string]*as.Key{}
-	aerostore.SetKeyHook(s, func(k *as.Key) {
-		mu.Lock()
-		keys[string(k.Digest())] = k
-		mu.Unlock()
-	})
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -139,7 +143,11 @@ func spendStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.S
 			}
 		}
 	})
-	return s
+	return func(k *as.Key) {
+		mu.Lock()
+		keys[string(k.Digest())] = k
+		mu.Unlock()
+	}
 }
 
 // TestSpendRecords checks the records and TTLs the package comment promises.

@@ -44,27 +44,7 @@ func TestUserStoreCluster(t *testing.T) {
 func userStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.Server) *aerostore.UserStore {
 	t.Helper()
 	s := aerostore.NewUserStore(c, o)
-	var mu sync.Mutex
-	keys := map[string]*as.Key{}
-	aerostore.SetUserKeyHook(s, func(k *as.Key) {
-		mu.Lock()
-		keys[string(k.Digest())] = k
-		mu.Unlock()
-	})
-	t.Cleanup(func() {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, k := range keys {
-			if _, err := c.Delete(nil, k); err != nil {
-				t.Errorf("delete %v: %v", k, err)
-			}
-		}
-		if srv != nil {
-			if n := srv.Records(); n != 0 {
-				t.Errorf("%d records left after deleting the store's keys", n)
-			}
-		}
-	})
+	aerostore.SetUserKeyHook(s, deleteAtCleanup(t, c, srv))
 	return s
 }
 
