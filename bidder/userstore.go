@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
@@ -50,8 +51,15 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		if s.aero == nil {
 			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrOptions)
 		}
-		s.users = noClose{aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
-			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)}
+		st := aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
+			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := st.Check(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("bidder: aerospike.namespace (user.store aerospike): %w", err)
+		}
+		s.users = noClose{st}
 	default:
 		db, err := user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), user.Options{
 			BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg,

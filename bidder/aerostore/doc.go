@@ -104,7 +104,9 @@
 // writes and deletes a probe record with a TTL and fails with
 // ErrTTLRefused, naming nsup-period and the namespace; a flush refused so
 // wraps it too. Options.KeyPrefix prefixes every spend, freq and notice
-// key.
+// key. A write refused with 4 PARAMETER_ERROR names its causes for a
+// well-formed write: the namespace already holds its 4,095 sets without
+// this one, or the TTL is above its max-ttl.
 //
 // # UserStore
 //
@@ -112,6 +114,11 @@
 // RecordView is a read-modify-write guarded by the record generation
 // (EXPECT_GEN_EQUAL, or CREATE_ONLY for a new user), retried on a conflict,
 // so concurrent views of one user from many bidders are never lost.
+// Options.KeyPrefix prefixes every user and match key. UserStore.Check,
+// run by the bidder at start when user.store is aerospike, writes and
+// deletes a probe record with the user TTL (and one with the match TTL)
+// and fails like SpendStore.Check; every write the namespace refuses for
+// its TTL wraps ErrTTLRefused, naming nsup-period and the namespace.
 //
 // # Tests
 //
@@ -119,12 +126,12 @@
 // the user store tests against the in-project wire-protocol TEST server
 // bidder/aerostore/aerotest over real TCP with the real v7 client, and
 // against a real cluster when RTBD_AEROSPIKE_HOSTS is set (host:port,...;
-// namespace RTBD_AEROSPIKE_NAMESPACE, default "test"). The spend tests use
-// the production set names with a per-run Options.KeyPrefix and delete
+// namespace RTBD_AEROSPIKE_NAMESPACE, default "test"). The spend and user
+// tests use the production set names with a per-run Options.KeyPrefix and delete
 // every record they touched when they end (a namespace counts every set it
 // has seen against its 4,095, even emptied). Tests against aerotest also
-// turn on the real server's rules (nsup-period 0, per-record failures in a
-// batch, KEY_BUSY) and lose the replies of applied requests
+// turn on the real server's rules (nsup-period 0, the set limit,
+// per-record failures in a batch, KEY_BUSY) and lose the replies of applied requests
 // (aerotest.Fault.DropReply). What passing against aerotest proves and does not
 // prove is in aerotest's package comment: the adapter's keys, bins,
 // policies, result handling and concurrency, not cluster behaviour

@@ -549,14 +549,18 @@ func (s *SpendStore) operate(ctx context.Context, ops []as.BatchRecordIfc) error
 	return nil
 }
 
-// recordErr describes a failed record, wrapping ErrTTLRefused for 22.
+// recordErr describes a failed record, wrapping ErrTTLRefused for 22 and
+// naming the set limit and max-ttl for 4.
 func recordErr(r *as.BatchRecord, key *as.Key) error {
 	if r.ResultCode == types.FAIL_FORBIDDEN {
 		return fmt.Errorf("%w: record %v: %w", ErrTTLRefused, key.Value(), r.Err)
 	}
 	var err error = r.Err
-	if r.Err == nil {
+	switch {
+	case r.Err == nil:
 		err = fmt.Errorf("result %v", r.ResultCode)
+	case r.ResultCode == types.PARAMETER_ERROR:
+		err = writeErr(key.Namespace(), key.SetName(), r.Err)
 	}
 	return fmt.Errorf("record %v: result %v (in doubt %v): %w", key.Value(), r.ResultCode, r.InDoubt, err)
 }

@@ -53,8 +53,8 @@ type Options struct {
 	Timeout time.Duration
 	// MaxViewed and MaxGroups bound RecordView like user.Options. Defaults 50 and 20.
 	MaxViewed, MaxGroups int
-	// KeyPrefix is prepended to the key of every spend, freq and notice record
-	// (and of Check's probe). Default "". Tests on a shared cluster use the
+	// KeyPrefix is prepended to the key of every spend, freq, notice, user
+	// and match record (and of the Check probes). Default "". Tests on a shared cluster use the
 	// production set names with a per-run prefix, because every set a
 	// namespace has seen counts against its 4,095 sets even once emptied.
 	KeyPrefix string
@@ -459,13 +459,38 @@ func (s *SpendStore) Check(ctx context.Context) error {
 	wp := as.NewWritePolicy(0, 60)
 	wp.TotalTimeout, wp.SocketTimeout = t, t
 	if aerr := s.c.Put(wp, key, as.BinMap{"p": 1}); aerr != nil {
-		if aerr.Matches(types.FAIL_FORBIDDEN) {
-			return fmt.Errorf("%w: namespace %q refused a write with a TTL (FAIL_FORBIDDEN): set nsup-period (e.g. 120) for it in aerospike.conf, or allow-ttl-without-nsup true", ErrTTLRefused, s.opts.Namespace)
-		}
-		return fmt.Errorf("aerostore: check namespace %q: %w", s.opts.Namespace, aerr)
+		return checkErr(s.opts.Namespace, s.opts.SpendSet, aerr)
 	}
 	if _, aerr := s.c.Delete(wp, key); aerr != nil {
 		return fmt.Errorf("aerostore: check namespace %q: delete probe: %w", s.opts.Namespace, aerr)
 	}
 	return nil
+}
+
+// checkErr is the error of a Check whose probe write to set was refused.
+func checkErr(ns, set string, aerr as.Error) error {
+	if aerr.Matches(types.FAIL_FORBIDDEN) {
+		return ttlRefused(ns, aerr)
+	}
+	return fmt.Errorf("aerostore: check namespace %q: %w", ns, writeErr(ns, set, aerr))
+}
+
+// ttlRefused is the error of a write with a TTL that namespace ns refused
+// with FAIL_FORBIDDEN.
+func ttlRefused(ns string, aerr as.Error) error {
+	return fmt.Errorf("%w: namespace %q refused a write with a TTL (FAIL_FORBIDDEN): set nsup-period (e.g. 120) for it in aerospike.conf, or allow-ttl-without-nsup true: %w", ErrTTLRefused, ns, aerr)
+}
+
+// writeErr explains a refused write to set: FAIL_FORBIDDEN wraps
+// ErrTTLRefused (nsup-period 0), and PARAMETER_ERROR names its two causes
+// for a well-formed write, the namespace's set limit and its max-ttl.
+// Other errors are returned as they are.
+func writeErr(ns, set string, aerr as.Error) error {
+	switch {
+	case aerr.Matches(types.FAIL_FORBIDDEN):
+		return ttlRefused(ns, aerr)
+	case aerr.Matches(types.PARAMETER_ERROR):
+		return fmt.Errorf("%w (PARAMETER_ERROR on a write to set %q of namespace %q: does the namespace already hold its 4,095 sets without this one, or is the TTL above its max-ttl?)", aerr, set, ns)
+	}
+	return aerr
 }

@@ -32,7 +32,13 @@ func TestMain(m *testing.M) {
 // testServer starts an aerotest server and a real v7 client on it.
 func testServer(t testing.TB) (*aerotest.Server, *as.Client) {
 	t.Helper()
-	srv, err := aerotest.Start(aerotest.Options{})
+	return testServerWith(t, aerotest.Options{})
+}
+
+// testServerWith starts an aerotest server with opts and a real v7 client on it.
+func testServerWith(t testing.TB, opts aerotest.Options) (*aerotest.Server, *as.Client) {
+	t.Helper()
+	srv, err := aerotest.Start(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,12 +72,6 @@ func cluster(t *testing.T) (*as.Client, string) {
 		ns = "test"
 	}
 	return c, ns
-}
-
-// uniqueSets gives each user store its own sets on a shared cluster.
-func uniqueSets(ns string) aerostore.Options {
-	n := fmt.Sprintf("%x%d", time.Now().UnixNano()%0xffffff, setSeq.Add(1))
-	return aerostore.Options{Namespace: ns, SpendSet: "sp" + n, FreqSet: "fq" + n, UserSet: "us" + n}
 }
 
 func TestSpendSuite(t *testing.T) {
@@ -118,13 +118,17 @@ func runOptions(ns string) aerostore.Options {
 func spendStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.Server) *aerostore.SpendStore {
 	t.Helper()
 	s := aerostore.NewSpendStore(c, o)
+	aerostore.SetKeyHook(s, deleteAtCleanup(t, c, srv))
+	return s
+}
+
+// deleteAtCleanup returns a key hook that remembers every key it sees and
+// deletes their records when t ends; with srv, it then checks that the
+// server holds no record.
+func deleteAtCleanup(t *testing.T, c *as.Client, srv *aerotest.Server) func(*as.Key) {
+	t.Helper()
 	var mu sync.Mutex
 	keys := map[string]*as.Key{}
-	aerostore.SetKeyHook(s, func(k *as.Key) {
-		mu.Lock()
-		keys[string(k.Digest())] = k
-		mu.Unlock()
-	})
 	t.Cleanup(func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -139,7 +143,11 @@ func spendStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.S
 			}
 		}
 	})
-	return s
+	return func(k *as.Key) {
+		mu.Lock()
+		keys[string(k.Digest())] = k
+		mu.Unlock()
+	}
 }
 
 // TestSpendRecords checks the records and TTLs the package comment promises.

@@ -2,6 +2,8 @@ package aerostore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"time"
@@ -26,6 +28,8 @@ type UserStore struct {
 	c        *as.Client
 	opts     Options
 	matchTTL time.Duration
+
+	onKey func(*as.Key) // tests only: sees every key the store builds
 }
 
 // DefaultMatchSet is the set of match entries (PutMatch): a set of its own,
@@ -54,15 +58,15 @@ func (s *UserStore) PutMatch(ctx context.Context, key, uid string) error {
 	if err != nil {
 		return err
 	}
-	k, aerr := as.NewKey(s.opts.Namespace, DefaultMatchSet, key)
-	if aerr != nil {
-		return fmt.Errorf("aerostore: match key: %w", aerr)
+	k, err := s.matchKey(key)
+	if err != nil {
+		return err
 	}
 	wp := as.NewWritePolicy(0, uint32(s.matchTTL/time.Second))
 	wp.TotalTimeout, wp.SocketTimeout = t, t
 	wp.MaxRetries = 0
 	if aerr := s.c.PutBins(wp, k, as.NewBin("u", uid)); aerr != nil {
-		return fmt.Errorf("aerostore: put match: %w", aerr)
+		return fmt.Errorf("aerostore: put match: %w", writeErr(s.opts.Namespace, DefaultMatchSet, aerr))
 	}
 	return nil
 }
@@ -84,9 +88,9 @@ func (s *UserStore) GetMatched(ctx context.Context, key, fallback string, dst []
 	if err != nil {
 		return nil, false, err
 	}
-	k, aerr := as.NewKey(s.opts.Namespace, DefaultMatchSet, key)
-	if aerr != nil {
-		return nil, false, fmt.Errorf("aerostore: match key: %w", aerr)
+	k, err := s.matchKey(key)
+	if err != nil {
+		return nil, false, err
 	}
 	pol := as.NewPolicy()
 	pol.TotalTimeout, pol.SocketTimeout = t, t
@@ -114,12 +118,67 @@ func NewUserStore(c *as.Client, opts Options) *UserStore {
 	return &UserStore{c: c, opts: opts}
 }
 
+// key is the key of uid's profile (Options.KeyPrefix + uid).
 func (s *UserStore) key(uid string) (*as.Key, error) {
-	k, err := as.NewKey(s.opts.Namespace, s.opts.UserSet, uid)
+	k, err := as.NewKey(s.opts.Namespace, s.opts.UserSet, s.opts.KeyPrefix+uid)
 	if err != nil {
 		return nil, fmt.Errorf("aerostore: user key: %w", err)
 	}
+	if s.onKey != nil {
+		s.onKey(k)
+	}
 	return k, nil
+}
+
+// matchKey is the key of match entry key (Options.KeyPrefix + key).
+func (s *UserStore) matchKey(key string) (*as.Key, error) {
+	k, err := as.NewKey(s.opts.Namespace, DefaultMatchSet, s.opts.KeyPrefix+key)
+	if err != nil {
+		return nil, fmt.Errorf("aerostore: match key: %w", err)
+	}
+	if s.onKey != nil {
+		s.onKey(k)
+	}
+	return k, nil
+}
+
+// Check writes and deletes a probe record in the user set with the TTL a
+// profile write carries (UserTTL; 0 the namespace's default-ttl) and, when
+// the match TTL differs, another in the match set with that one. It fails
+// wrapping ErrTTLRefused, with a message naming nsup-period and the
+// namespace, when the namespace refuses writes with a TTL (nsup-period 0,
+// the server's default), so a bidder stops at start instead of failing
+// every profile write.
+func (s *UserStore) Check(ctx context.Context) error {
+	if err := s.probe(ctx, s.opts.UserSet, s.opts.UserTTL); err != nil {
+		return err
+	}
+	if s.matchTTL != s.opts.UserTTL {
+		return s.probe(ctx, DefaultMatchSet, s.matchTTL)
+	}
+	return nil
+}
+
+func (s *UserStore) probe(ctx context.Context, set string, ttl time.Duration) error {
+	t, err := s.timeout(ctx)
+	if err != nil {
+		return err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	key, aerr := as.NewKey(s.opts.Namespace, set, s.opts.KeyPrefix+"probe|"+hex.EncodeToString(nonce[:]))
+	if aerr != nil {
+		return fmt.Errorf("aerostore: check key: %w", aerr)
+	}
+	wp := as.NewWritePolicy(0, uint32(ttl/time.Second))
+	wp.TotalTimeout, wp.SocketTimeout = t, t
+	if aerr := s.c.Put(wp, key, as.BinMap{"p": 1}); aerr != nil {
+		return checkErr(s.opts.Namespace, set, aerr)
+	}
+	if _, aerr := s.c.Delete(wp, key); aerr != nil {
+		return fmt.Errorf("aerostore: check namespace %q: delete probe: %w", s.opts.Namespace, aerr)
+	}
+	return nil
 }
 
 func (s *UserStore) timeout(ctx context.Context) (time.Duration, error) {
@@ -179,7 +238,7 @@ func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error 
 	}
 	wp := s.writePolicy(t)
 	if aerr := s.c.PutBins(wp, k, as.NewBin("p", user.AppendProfile(nil, p))); aerr != nil {
-		return fmt.Errorf("aerostore: put user: %w", aerr)
+		return fmt.Errorf("aerostore: put user: %w", writeErr(s.opts.Namespace, s.opts.UserSet, aerr))
 	}
 	return nil
 }
@@ -250,7 +309,7 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 		if aerr.Matches(types.GENERATION_ERROR, types.KEY_EXISTS_ERROR) {
 			continue // someone else wrote first: read again
 		}
-		return fmt.Errorf("aerostore: record view: %w", aerr)
+		return fmt.Errorf("aerostore: record view: %w", writeErr(s.opts.Namespace, s.opts.UserSet, aerr))
 	}
 	return ErrConflict
 }

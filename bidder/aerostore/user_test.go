@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	as "github.com/aerospike/aerospike-client-go/v7"
+	"github.com/aerospike/aerospike-client-go/v7/types"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/rtbd/rtbd/bidder/aerostore"
@@ -20,19 +22,30 @@ import (
 
 func TestUserStore(t *testing.T) {
 	runUserTests(t, func(t *testing.T, o aerostore.Options) (*aerostore.UserStore, *as.Client) {
-		_, c := testServer(t)
-		o.Namespace = "test"
-		return aerostore.NewUserStore(c, o), c
+		srv, c := testServer(t)
+		ro := runOptions("test")
+		o.Namespace, o.KeyPrefix = ro.Namespace, ro.KeyPrefix
+		return userStore(t, c, o, srv), c
 	})
 }
 
 func TestUserStoreCluster(t *testing.T) {
 	c, ns := cluster(t)
 	runUserTests(t, func(t *testing.T, o aerostore.Options) (*aerostore.UserStore, *as.Client) {
-		u := uniqueSets(ns)
-		o.Namespace, o.UserSet = u.Namespace, u.UserSet
-		return aerostore.NewUserStore(c, o), c
+		ro := runOptions(ns)
+		o.Namespace, o.KeyPrefix = ro.Namespace, ro.KeyPrefix
+		return userStore(t, c, o, nil), c
 	})
+}
+
+// userStore returns a user store on c (production set names, o's key
+// prefix) whose records are deleted when t ends; with srv, it then checks
+// that the server holds no record.
+func userStore(t *testing.T, c *as.Client, o aerostore.Options, srv *aerotest.Server) *aerostore.UserStore {
+	t.Helper()
+	s := aerostore.NewUserStore(c, o)
+	aerostore.SetUserKeyHook(s, deleteAtCleanup(t, c, srv))
+	return s
 }
 
 func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options) (*aerostore.UserStore, *as.Client)) {
@@ -76,13 +89,14 @@ func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options)
 	})
 	t.Run("Corrupt", func(t *testing.T) {
 		s, c := newStore(t, aerostore.Options{})
-		key, err := as.NewKey(s.Options().Namespace, s.Options().UserSet, "broken")
+		key, err := as.NewKey(s.Options().Namespace, s.Options().UserSet, s.Options().KeyPrefix+"broken")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := c.PutBins(nil, key, as.NewBin("p", []byte{0xff, 0x01})); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _, _ = c.Delete(nil, key) })
 		var p user.Profile
 		if _, err := s.Get(ctx(t), "broken", &p); !errors.Is(err, user.ErrCorrupt) {
 			t.Errorf("Get of a corrupt profile: %v, want ErrCorrupt", err)
@@ -149,17 +163,101 @@ func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options)
 
 func TestUserConformance(t *testing.T) {
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
-		_, c := testServer(t)
-		return aerostore.NewUserStore(c, aerostore.Options{Namespace: aerotest.DefaultNamespace,
-			MaxGroups: lim.MaxGroups, MaxViewed: lim.MaxViewed, UserTTL: lim.TTL}).WithMatchTTL(lim.MatchTTL)
+		srv, c := testServer(t)
+		o := runOptions(aerotest.DefaultNamespace)
+		o.MaxGroups, o.MaxViewed, o.UserTTL = lim.MaxGroups, lim.MaxViewed, lim.TTL
+		return userStore(t, c, o, srv).WithMatchTTL(lim.MatchTTL)
 	})
 }
 
 func TestUserConformanceCluster(t *testing.T) {
 	c, ns := cluster(t)
 	usertest.Run(t, func(t *testing.T, lim usertest.Limits) usertest.Store {
-		o := uniqueSets(ns)
+		o := runOptions(ns)
 		o.MaxGroups, o.MaxViewed, o.UserTTL = lim.MaxGroups, lim.MaxViewed, lim.TTL
-		return aerostore.NewUserStore(c, o).WithMatchTTL(lim.MatchTTL)
+		return userStore(t, c, o, nil).WithMatchTTL(lim.MatchTTL)
 	})
+}
+
+// TestUserStoreNsupPeriod: under nsup-period 0 a user store with a TTL
+// fails Check and every write wrapping ErrTTLRefused, naming nsup-period
+// and the namespace; without a TTL it passes; Check leaves no record.
+func TestUserStoreNsupPeriod(t *testing.T) {
+	srv, c := testServerWith(t, aerotest.Options{NsupPeriodZero: true})
+	ctx := context.Background()
+	want := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, aerostore.ErrTTLRefused) || !strings.Contains(err.Error(), "nsup-period") || !strings.Contains(err.Error(), `"test"`) {
+			t.Errorf("%s under nsup-period 0 = %v, want ErrTTLRefused naming nsup-period and the namespace", what, err)
+		}
+	}
+	s := aerostore.NewUserStore(c, aerostore.Options{Namespace: "test", UserTTL: time.Hour})
+	want("Check", s.Check(ctx))
+	want("Put", s.Put(ctx, "u", &user.Profile{Segments: []string{"a"}}))
+	want("RecordView", s.RecordView(ctx, "u", 1, 1))
+	m := aerostore.NewUserStore(c, aerostore.Options{Namespace: "test"}).WithMatchTTL(time.Hour)
+	want("Check (match TTL)", m.Check(ctx))
+	want("PutMatch", m.PutMatch(ctx, "k", "u"))
+	if err := aerostore.NewUserStore(c, aerostore.Options{Namespace: "test"}).Check(ctx); err != nil {
+		t.Errorf("Check without a TTL: %v", err)
+	}
+	if n := srv.Records(); n != 0 {
+		t.Errorf("%d records stored", n)
+	}
+
+	ok, c2 := testServer(t)
+	if err := aerostore.NewUserStore(c2, aerostore.Options{Namespace: "test", UserTTL: time.Hour}).WithMatchTTL(time.Minute).Check(ctx); err != nil {
+		t.Errorf("Check: %v", err)
+	}
+	if n := ok.Records(); n != 0 {
+		t.Errorf("Check left %d records", n)
+	}
+}
+
+// TestUserStoreSetLimit: a write to a set the full namespace does not hold
+// fails with PARAMETER_ERROR and an error naming the set limit.
+func TestUserStoreSetLimit(t *testing.T) {
+	_, c := testServerWith(t, aerotest.Options{MaxSets: 1})
+	k, err := as.NewKey("test", "other", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.PutBins(nil, k, as.NewBin("x", 1)); err != nil {
+		t.Fatal(err)
+	}
+	s := aerostore.NewUserStore(c, aerostore.Options{Namespace: "test"})
+	for what, err := range map[string]error{
+		"Check":      s.Check(context.Background()),
+		"Put":        s.Put(context.Background(), "u", &user.Profile{Segments: []string{"a"}}),
+		"RecordView": s.RecordView(context.Background(), "u", 1, 1),
+		"PutMatch":   s.PutMatch(context.Background(), "k", "u"),
+	} {
+		var ae as.Error
+		if !errors.As(err, &ae) || !ae.Matches(types.PARAMETER_ERROR) || !strings.Contains(err.Error(), "4,095 sets") {
+			t.Errorf("%s in a namespace without room for a set: %v, want PARAMETER_ERROR naming the set limit", what, err)
+		}
+	}
+}
+
+// TestUserStoreCheckCluster: Check with a user TTL fails naming
+// nsup-period exactly when the cluster's namespace has nsup-period 0
+// (without allow-ttl-without-nsup), and passes otherwise.
+func TestUserStoreCheckCluster(t *testing.T) {
+	c, ns := cluster(t)
+	info, err := c.GetNodes()[0].RequestInfo(as.NewInfoPolicy(), "namespace/"+ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := ";" + info["namespace/"+ns] + ";"
+	refuses := strings.Contains(conf, ";nsup-period=0;") && !strings.Contains(conf, ";allow-ttl-without-nsup=true;")
+	o := runOptions(ns)
+	o.UserTTL = time.Hour
+	checkErr := aerostore.NewUserStore(c, o).Check(context.Background())
+	switch {
+	case refuses && (!errors.Is(checkErr, aerostore.ErrTTLRefused) || !strings.Contains(checkErr.Error(), "nsup-period")):
+		t.Errorf("Check on %q (nsup-period 0) = %v, want ErrTTLRefused naming nsup-period", ns, checkErr)
+	case !refuses && checkErr != nil:
+		t.Errorf("Check on %q: %v", ns, checkErr)
+	}
+	t.Logf("Check on namespace %q: %v", ns, checkErr)
 }

@@ -27,7 +27,7 @@
 //     EXPECT_GEN_GT (checked only when the record exists, like the server);
 //     generations start at 1 and wrap from 65535 to 1; RespondPerEachOp.
 //   - Expiration: a write's TTL in seconds (0 = Options.DefaultTTL, -1 never,
-//     -2 keep the current one; above 10 years is refused with 22) is judged by
+//     -2 keep the current one; above 10 years is refused with 4 PARAMETER_ERROR) is judged by
 //     Options.Now, so a fake clock expires records without sleeping.
 //   - Batch: both v7 batch layouts, BATCH_INDEX_WITH_SET (BatchGet,
 //     BatchGetOperate, BatchGetHeader, BatchExists, BatchGetComplex) and
@@ -38,7 +38,10 @@
 //     client's msgpack bytes and returned unchanged. A null value deletes a bin;
 //     a record left without bins is deleted.
 //   - Limits like a default server: bin names up to 15 bytes (21), set names
-//     up to 63, records up to Options.MaxRecordSize (13, default 1 MiB).
+//     up to 63, records up to Options.MaxRecordSize (13, default 1 MiB), and
+//     at most Options.MaxSets sets per namespace (default 4,095): a write
+//     that would create a record in one more set gets 4 PARAMETER_ERROR; a
+//     set counts once it has held a record, even emptied.
 //   - Bad input: a frame with a wrong proto version/type or an oversized length
 //     closes that connection; a well-framed but unparseable message gets
 //     result code 4 (PARAMETER_ERROR) and the connection stays usable. Neither

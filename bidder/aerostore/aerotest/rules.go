@@ -9,6 +9,7 @@ import (
 const (
 	ResultKeyBusy   = 14 // KEY_BUSY: too many concurrent commands on one record (a hot key)
 	ResultForbidden = 22 // FAIL_FORBIDDEN: for example a TTL write under nsup-period 0
+	ResultParameter = 4  // PARAMETER_ERROR: for example a TTL above max-ttl, or a set beyond the namespace's 4,095
 )
 
 // RecordCall describes one record command about to execute: a
@@ -93,5 +94,27 @@ func (s *Server) ttlForbidden(ttl uint32) bool {
 	case 0:
 		return s.opts.DefaultTTL > 0
 	}
+	return true
+}
+
+// setAllowed reports whether a record may be stored in set, adding set to
+// the namespace's sets: no once the namespace holds Options.MaxSets sets
+// and set is not one of them. The null set ("") is not counted. Called
+// with s.mu held.
+func (s *Server) setAllowed(set string) bool {
+	if set == "" {
+		return true
+	}
+	if _, ok := s.sets[set]; ok {
+		return true
+	}
+	limit := s.opts.MaxSets
+	if limit == 0 {
+		limit = DefaultMaxSets
+	}
+	if len(s.sets) >= limit {
+		return false
+	}
+	s.sets[set] = struct{}{}
 	return true
 }

@@ -147,3 +147,55 @@ func TestDropReply(t *testing.T) {
 		t.Errorf("Get after a dropped reply: %v, %v", r, err)
 	}
 }
+
+// TestMaxTTL: a TTL above the namespace's max-ttl (10 years) is refused
+// with 4 PARAMETER_ERROR and stores nothing; 10 years is accepted.
+func TestMaxTTL(t *testing.T) {
+	s := startServer(t, Options{})
+	c := newClient(t, s)
+	k := key(t, "test", "s", "k")
+	wantCode(t, c.Put(as.NewWritePolicy(0, maxTTLSeconds+1), k, as.BinMap{"a": 1}), types.PARAMETER_ERROR)
+	if s.Records() != 0 {
+		t.Fatalf("a refused write stored %d records", s.Records())
+	}
+	if err := c.Put(as.NewWritePolicy(0, maxTTLSeconds), k, as.BinMap{"a": 1}); err != nil {
+		t.Errorf("Put with a 10-year TTL: %v", err)
+	}
+}
+
+// TestMaxSets: once the namespace holds MaxSets sets a write creating a
+// record in another set is refused with 4 PARAMETER_ERROR, even after the
+// sets' records are deleted; the sets it holds stay writable; Reset
+// forgets them.
+func TestMaxSets(t *testing.T) {
+	s := startServer(t, Options{MaxSets: 2})
+	c := newClient(t, s)
+	for _, set := range []string{"a", "b"} {
+		if err := c.Put(nil, key(t, "test", set, "k"), as.BinMap{"x": 1}); err != nil {
+			t.Fatalf("Put in set %s: %v", set, err)
+		}
+	}
+	wantCode(t, c.Put(nil, key(t, "test", "c", "k"), as.BinMap{"x": 1}), types.PARAMETER_ERROR)
+	for _, set := range []string{"a", "b"} {
+		if _, err := c.Delete(nil, key(t, "test", set, "k")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCode(t, c.Put(nil, key(t, "test", "c", "k"), as.BinMap{"x": 1}), types.PARAMETER_ERROR)
+	if s.Records() != 0 {
+		t.Fatalf("a refused write stored %d records", s.Records())
+	}
+	if err := c.Put(nil, key(t, "test", "a", "k2"), as.BinMap{"x": 1}); err != nil {
+		t.Errorf("Put in a set the namespace holds: %v", err)
+	}
+	if err := c.Put(nil, key(t, "test", "", "k"), as.BinMap{"x": 1}); err != nil {
+		t.Errorf("Put in the null set: %v", err)
+	}
+	s.Reset()
+	if err := c.Put(nil, key(t, "test", "c", "k"), as.BinMap{"x": 1}); err != nil {
+		t.Errorf("Put in a new set after Reset: %v", err)
+	}
+	if _, err := Start(Options{MaxSets: -1}); err == nil {
+		t.Error("Start with MaxSets -1 succeeded")
+	}
+}

@@ -94,7 +94,16 @@ type Options struct {
 	// refused with result code 22 (FAIL_FORBIDDEN), and info
 	// "namespace/<ns>" reports nsup-period=0. Default false: nsup-period=120.
 	NsupPeriodZero bool
+	// MaxSets is the number of sets the namespace can hold, as a real
+	// server's 4,095: a write that would create a record in one more set is
+	// refused with result code 4 (PARAMETER_ERROR). A set counts once it has
+	// held a record, even after its records are deleted (Reset forgets the
+	// sets). Default DefaultMaxSets; tests lower it to reach the limit.
+	MaxSets int
 }
+
+// DefaultMaxSets is a real namespace's set limit.
+const DefaultMaxSets = 4095
 
 // Fault tells the server to misbehave for one request. The zero Fault means
 // answer normally.
@@ -144,8 +153,9 @@ type Server struct {
 	bitmapB64 string
 	done      chan struct{}
 
-	mu      sync.Mutex // guards records
+	mu      sync.Mutex // guards records and sets
 	records map[recKey]*record
+	sets    map[string]struct{} // every set that has held a record
 
 	connMu sync.Mutex // guards conns and closed
 	conns  map[net.Conn]struct{}
@@ -200,6 +210,7 @@ func Start(opts Options) (*Server, error) {
 		bitmapB64: base64.StdEncoding.EncodeToString(bitmap),
 		done:      make(chan struct{}),
 		records:   make(map[recKey]*record),
+		sets:      make(map[string]struct{}),
 		conns:     make(map[net.Conn]struct{}),
 	}
 	s.wg.Add(1)
@@ -218,6 +229,9 @@ func (o *Options) validate() error {
 	}
 	if strings.ContainsAny(o.ClusterName, "\t\n") {
 		problems = append(problems, fmt.Sprintf("cluster_name: must not contain tabs or newlines, got %q", o.ClusterName))
+	}
+	if o.MaxSets < 0 {
+		problems = append(problems, fmt.Sprintf("max_sets: must be >= 0, got %d", o.MaxSets))
 	}
 	if o.DefaultTTL < 0 || o.DefaultTTL > maxTTLSeconds*time.Second {
 		problems = append(problems, fmt.Sprintf("default_ttl: must be 0..10 years, got %s", o.DefaultTTL))
@@ -274,10 +288,11 @@ func (s *Server) Records() int {
 	return len(s.records)
 }
 
-// Reset deletes every record. Request counters are kept.
+// Reset deletes every record and forgets the sets. Request counters are kept.
 func (s *Server) Reset() {
 	s.mu.Lock()
 	clear(s.records)
+	clear(s.sets)
 	s.mu.Unlock()
 }
 

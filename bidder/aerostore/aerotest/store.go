@@ -323,6 +323,9 @@ func (s *Server) write(req *recordReq, key recKey, old *record, now time.Time) r
 	if s.opts.MaxRecordSize > 0 && recordSize(req.set, bins) > s.opts.MaxRecordSize {
 		return failed(rcRecordTooBig)
 	}
+	if !s.setAllowed(req.set) {
+		return failed(rcParameter)
+	}
 	rec := &record{bins: bins, gen: 1, expireAt: expireAt, lastUpdate: now, userKey: bytes.Clone(req.userKey)}
 	if exists {
 		rec.gen = old.gen + 1
@@ -395,7 +398,7 @@ func (s *Server) expiry(ttl uint32, now time.Time, old *record) (time.Time, byte
 		return def, rcOK
 	}
 	if ttl > maxTTLSeconds {
-		return time.Time{}, rcForbidden
+		return time.Time{}, rcParameter
 	}
 	return now.Add(time.Duration(ttl) * time.Second), rcOK
 }
