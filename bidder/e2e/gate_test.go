@@ -28,7 +28,7 @@ func readTestdata(t testing.TB, name string) []byte {
 	return b
 }
 
-// TestRestartGate is acceptance item 4: Redis holds the money campaign's
+// TestRestartGate: Redis holds the money campaign's
 // daily total at its budget (the fleet spent it); a bidder with -redis
 // starts with money and free (testdata/free-campaign.yaml: no budget). For the first 2 s after it
 // serves, bid requests are sent continuously: 0 bids for money, which is

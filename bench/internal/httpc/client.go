@@ -1,6 +1,6 @@
 // Package httpc is the load generator's HTTP/1.1 client.
 //
-// The harness must cost less than what it measures (issue 6: under half a
+// The harness must cost less than what it measures (under half a
 // core at 20,000 requests/s). With fasthttp's HostClient, the generator
 // cost as much as a bare fasthttp client loop, about half of it in the
 // client's own code (request and response header objects, pools, two
