@@ -14,19 +14,7 @@ func TestBidAllocationsWithBudgets(t *testing.T) {
 	f := newMoneyFixture(t, moneyCampaigns(t, "    daily_budget: 1000\n    total_budget: 5000\n    frequency_cap: {impressions: 1000000, period: 24h}\n"),
 		func(o *Options) { o.Fraud = fraudList{domain: "blocked.example"} })
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	rc := bidCtx(body)
-	h := f.b.Handler()
-	run := func() {
-		rc.Response.Reset()
-		h(rc)
-	}
-	for i := 0; i < 20; i++ {
-		run()
-	}
-	if rc.Response.StatusCode() != 200 {
-		t.Fatalf("status %d: %.300s", rc.Response.StatusCode(), rc.Response.Body())
-	}
-	allocs := testing.AllocsPerRun(200, run)
+	allocs := bidAllocs(t, f.b.Handler(), bidCtx(body), "one bid with budgets")
 	t.Logf("one bid with budgets, frequency cap and fraud checks: %.0f allocations", allocs)
 	if allocs > 20 {
 		t.Errorf("%.0f allocations per bid, want <= 20 (as without the checks)", allocs)
