@@ -40,8 +40,8 @@ var serverFlags = []struct{ name, key, usage string }{
 	{"http-listen", "bidder.http_listen", "bid server listen address (bidder mode)"},
 	{"admin-listen", "admin.listen", "admin listener: /healthz /readyz /metrics /debug/pprof"},
 	{"catalog", "catalog.target", "remote catalog target (static:///h:p,h:p | dns:///name:port | file:///path); empty = embedded index"},
-	{"redis", "redis.addr", "shared Redis host:port (spend counters, fraud lists); empty = embedded Pebble spend store"},
-	{"aerospike", "aerospike.hosts", "shared Aerospike host[:port],... (spend counters); empty = embedded Pebble spend store"},
+	{"redis", "redis.addr", "shared Redis host:port (user profiles, spend, frequency, notice keys, fraud lists); empty = embedded Pebble stores"},
+	{"aerospike", "aerospike.hosts", "shared Aerospike host[:port],... (user profiles, spend, frequency, notice keys); empty = embedded Pebble stores"},
 }
 
 func main() {

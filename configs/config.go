@@ -74,7 +74,8 @@ type Config struct {
 	Spend Spend `yaml:"spend"`
 	// User configures the user profile store: which store, caps and expiry.
 	User User `yaml:"user"`
-	// Redis is the shared Redis of a fleet (spend counters, fraud lists).
+	// Redis is the shared Redis of a fleet (user profiles, spend, frequency,
+	// notice keys, fraud lists).
 	Redis Redis `yaml:"redis"`
 	// Aerospike is the shared Aerospike cluster of a fleet (spend, users).
 	Aerospike Aerospike `yaml:"aerospike"`
