@@ -283,17 +283,28 @@ func dayFraction(now time.Time, y int, mo time.Month, d int, loc *time.Location)
 
 // spent is today's and the lifetime spend as this bidder knows them.
 func (cs *campState) spent(today int32) (day, total int64) {
-	if f := cs.fleet.Load(); f != nil {
-		total = f.totalMicros
-		if f.day == today {
-			day = f.dayMicros
+	// A confirmed flush updates the fleet view, then takes its counts out
+	// of the unconfirmed ones. Reading the unconfirmed counts between two
+	// loads of the same fleet view pairs them consistently: a flush that
+	// lands in between changes the view, and the read is taken again.
+	for {
+		f := cs.fleet.Load()
+		uTotal, uDay := cs.unflTotal.Load(), int64(0)
+		if dc := cs.day.Load(); dc != nil && dc.day == today {
+			uDay = dc.micros.Load()
 		}
+		if cs.fleet.Load() != f {
+			continue
+		}
+		day, total = uDay, uTotal
+		if f != nil {
+			total += f.totalMicros
+			if f.day == today {
+				day += f.dayMicros
+			}
+		}
+		return day, total
 	}
-	total += cs.unflTotal.Load()
-	if dc := cs.day.Load(); dc != nil && dc.day == today {
-		day += dc.micros.Load()
-	}
-	return day, total
 }
 
 // FreqOK reports whether userID may see campaign c once more at now: its
