@@ -13,6 +13,7 @@ package rtb
 //	502 frequency capped            506 below floor
 //	503 no products                 507 overloaded
 //	                                508 deadline (tmax would be missed)
+//	                                509 insecure (a secure imp and no https base)
 type NoBidReason int
 
 // OpenRTB 2.x / 2.6 no-bid reason codes.
@@ -48,6 +49,7 @@ const (
 	NoBidBelowFloor         NoBidReason = 506 // the best bid is below imp.bidfloor
 	NoBidOverloaded         NoBidReason = 507 // load shedding
 	NoBidDeadline           NoBidReason = 508 // the request's deadline (tmax) would be missed
+	NoBidInsecure           NoBidReason = 509 // a secure imp (imp.secure=1) and no https base (bidder.secure_public_url)
 )
 
 // String returns the metric label of r: a snake_case name from a fixed set,
@@ -108,6 +110,8 @@ func (r NoBidReason) String() string {
 		return "overloaded"
 	case NoBidDeadline:
 		return "deadline"
+	case NoBidInsecure:
+		return "insecure"
 	}
 	return "other"
 }
@@ -122,6 +126,6 @@ func NoBidReasons() []NoBidReason {
 		NoBidAdsTxtViolation, NoBidAdsCertUnavailable, NoBidAdsCertViolation,
 		NoBidInsufficientAuctionTime, NoBidIncompleteSupplyChain, NoBidBlockedSupplyChainNode,
 		NoBidNoMatchingCampaign, NoBidBudgetExhausted, NoBidFrequencyCapped, NoBidNoProducts,
-		NoBidUnsupportedImpType, NoBidPrivacy, NoBidBelowFloor, NoBidOverloaded, NoBidDeadline,
+		NoBidUnsupportedImpType, NoBidPrivacy, NoBidBelowFloor, NoBidOverloaded, NoBidDeadline, NoBidInsecure,
 	}
 }

@@ -25,9 +25,14 @@ const (
 	KindWin   Kind = 1 // nurl: /win
 	KindBill  Kind = 2 // burl: /bill
 	KindClick Kind = 3 // click URL: /click
+	KindLoss  Kind = 4 // lurl: /loss
+	KindImp   Kind = 5 // the creative's own impression tracker: /imp
 )
 
-// String returns "win", "bill", "click" or "unknown": a fixed set, usable as
+// maxKind is the highest kind a token may carry.
+const maxKind = KindImp
+
+// String returns "win", "bill", "click", "loss", "imp" or "unknown": a fixed set, usable as
 // a metric label.
 func (k Kind) String() string {
 	switch k {
@@ -37,6 +42,10 @@ func (k Kind) String() string {
 		return "bill"
 	case KindClick:
 		return "click"
+	case KindLoss:
+		return "loss"
+	case KindImp:
+		return "imp"
 	}
 	return "unknown"
 }
@@ -56,12 +65,19 @@ const (
 )
 
 // version is the format Append writes. Parse also reads version 1 (no
-// product list) and version 2 (no nonce), so tokens handed out before an
-// upgrade keep working until they expire.
+// product list), version 2 (no nonce) and version 3 (no flags), so tokens
+// handed out before an upgrade keep working until they expire.
 const (
 	version1 = 1
 	version2 = 2
-	version  = 3
+	version3 = 3
+	version  = 4
+)
+
+// Flag bits of a version 4 token.
+const (
+	flagTest  = 1 << 0
+	flagsMask = flagTest // the bits Parse accepts
 )
 
 // Errors of Parse and NewKeys. Compare with errors.Is.
@@ -109,6 +125,10 @@ type Token struct {
 	// bid carries the same): the impression's part of a notice's
 	// idempotency key (spend.Nonce).
 	Nonce [16]byte
+	// Test marks a token of a test bid (the request had test: 1): its
+	// notices are verified and counted but never charge spend or
+	// frequency.
+	Test bool
 	// Products are the product ids (of Group) of a bid's creative: one
 	// click token, signed once, serves every product link of the ad (see
 	// HasProduct). At most MaxProducts. Parse reuses its capacity.
@@ -198,6 +218,11 @@ func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
 		dst = binary.AppendUvarint(dst, uint64(id))
 	}
 	dst = append(dst, t.Nonce[:]...)
+	flags := byte(0)
+	if t.Test {
+		flags |= flagTest
+	}
+	dst = append(dst, flags)
 	e := len(dst)
 	dst = k.mac(0, dst, dst[start:e])[:e+MACBytes] // payload | mac, truncated
 	e += MACBytes
@@ -207,7 +232,7 @@ func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
 }
 
 func checkFields(t *Token) error {
-	if t.Kind < KindWin || t.Kind > KindClick {
+	if t.Kind < KindWin || t.Kind > maxKind {
 		return fmt.Errorf("%w: kind %d", ErrField, t.Kind)
 	}
 	if t.PriceMicros < 0 || t.Group < 0 || t.Product < 0 {
@@ -301,7 +326,7 @@ func decodePayload(t *Token, p []byte) error {
 	}
 	ver := p[0]
 	t.Kind = Kind(p[1])
-	if t.Kind < KindWin || t.Kind > KindClick {
+	if t.Kind < KindWin || t.Kind > maxKind {
 		return ErrMalformed
 	}
 	p = p[2:]
@@ -351,11 +376,18 @@ func decodePayload(t *Token, p []byte) error {
 			t.Products, p = append(t.Products, int64(id)), p[n:]
 		}
 	}
-	if ver >= version {
+	if ver >= version3 {
 		if len(p) < len(t.Nonce) {
 			return ErrMalformed
 		}
 		p = p[copy(t.Nonce[:], p):]
+	}
+	if ver >= version {
+		if len(p) < 1 || p[0]&^flagsMask != 0 {
+			return ErrMalformed
+		}
+		t.Test = p[0]&flagTest != 0
+		p = p[1:]
 	}
 	if len(p) != 0 {
 		return ErrMalformed

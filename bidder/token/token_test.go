@@ -229,7 +229,7 @@ func TestKeyAndFieldErrors(t *testing.T) {
 }
 
 func TestKindString(t *testing.T) {
-	for k, want := range map[Kind]string{KindWin: "win", KindBill: "bill", KindClick: "click", 0: "unknown", 77: "unknown"} {
+	for k, want := range map[Kind]string{KindWin: "win", KindBill: "bill", KindClick: "click", KindLoss: "loss", KindImp: "imp", 0: "unknown", 77: "unknown"} {
 		if k.String() != want {
 			t.Errorf("%d: %q", k, k.String())
 		}
@@ -237,12 +237,20 @@ func TestKindString(t *testing.T) {
 }
 
 // older returns tok rewritten in format ver (1: no product list, no
-// nonce; 2: no nonce), re-signed with key1. tok must have no products and
-// a zero nonce.
+// nonce; 2: no nonce; 3: no flags), re-signed with key1. tok must have no
+// products, a zero nonce and no flags.
 func older(t *testing.T, tok []byte, ver byte) string {
 	t.Helper()
 	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
 	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	if payload[len(payload)-1] != 0 {
+		t.Fatalf("unexpected flags %x", payload)
+	}
+	payload = payload[:len(payload)-1] // drop the flags: version 3
+	if ver == version3 {
+		payload[0] = ver
+		return resign(payload)
+	}
 	n := len(payload) - 16
 	if payload[0] != version || !bytes.Equal(payload[n:], make([]byte, 16)) || payload[n-1] != 0 {
 		t.Fatalf("unexpected layout %x", payload)
@@ -365,5 +373,36 @@ func TestHasProduct(t *testing.T) {
 		if tk.HasProduct(id) != want {
 			t.Errorf("HasProduct(%d) = %v", id, !want)
 		}
+	}
+}
+
+// TestTestFlag checks that the test bit round-trips, that a version 3
+// token (no flags) parses as not a test, and that unknown flag bits are
+// refused.
+func TestTestFlag(t *testing.T) {
+	k, _ := NewKeys(key1)
+	now := time.Unix(1700000000, 0)
+	for _, test := range []bool{false, true} {
+		tok, err := k.Append(nil, &Token{Kind: KindImp, Issued: now, Expires: now.Add(time.Hour), Campaign: "c", Test: test})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Token
+		if _, err := k.Parse(&got, tok, KindImp, now, nil); err != nil || got.Test != test {
+			t.Fatalf("test=%v: got %v, %v", test, got.Test, err)
+		}
+		if !test {
+			if _, err := k.Parse(&got, []byte(older(t, tok, version3)), KindImp, now, nil); err != nil || got.Test {
+				t.Fatalf("version 3: got %v, %v", got.Test, err)
+			}
+		}
+	}
+	tok, _ := k.Append(nil, &Token{Kind: KindLoss, Issued: now, Expires: now.Add(time.Hour)})
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	payload[len(payload)-1] = 0x80
+	var got Token
+	if _, err := k.Parse(&got, []byte(resign(payload)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("unknown flag: %v", err)
 	}
 }
