@@ -228,7 +228,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 }
 
 // anyServable reports whether some imp of req could get an ad: a banner
-// or native imp, or a video imp when a campaign has a VAST template. It
+// or native imp, or a video imp that a campaign's VAST template fits. It
 // saves the user lookup for requests that are video or audio only.
 func anyServable(set *campaign.Set, req *openrtb2.BidRequest) bool {
 	video := false
@@ -241,8 +241,13 @@ func anyServable(set *campaign.Set, req *openrtb2.BidRequest) bool {
 	}
 	if video {
 		for _, c := range set.All() {
-			if c.Creative.VAST != "" {
-				return true
+			if c.Creative.VAST == "" {
+				continue
+			}
+			for i := range req.Imp {
+				if c.VideoFits(req.Imp[i].Video) {
+					return true
+				}
 			}
 		}
 	}
@@ -270,7 +275,9 @@ func (b *Bidder) responseCurrency(req *openrtb2.BidRequest) string {
 }
 
 // chooseMedia returns what c serves on imp: a banner of the first imp
-// size c has, else native, else video from the campaign's VAST template.
+// size c has, else native, else video from the campaign's VAST template
+// when what it declares fits imp.video (the bid's w/h: imp.video.w/h, else
+// the template's declared size).
 func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp) (media, int64, int64) {
 	if w, h, ok := c.BannerSize(imp); ok {
 		return mediaBanner, w, h
@@ -278,8 +285,9 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp) (media, int64, int64) 
 	if imp.Native != nil && c.Creative.Native {
 		return mediaNative, 0, 0
 	}
-	if imp.Video != nil && c.Creative.VAST != "" {
-		return mediaVideo, 0, 0
+	if c.VideoFits(imp.Video) {
+		w, h := c.VideoSize(imp.Video)
+		return mediaVideo, w, h
 	}
 	return mediaNone, 0, 0
 }
@@ -570,7 +578,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			st.arena = st.arena[:a]
 			return rtb.NoBidInvalidRequest
 		}
-		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st}
+		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resize}
 		var err error
 		if st.arena, err = creative.AppendNative(st.arena, &st.nat); err != nil {
 			st.arena = st.arena[:a]

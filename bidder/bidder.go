@@ -95,6 +95,10 @@ type Options struct {
 	// PublicURL is the base of nurl, burl and click URLs
 	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
 	PublicURL string
+	// ImageResizeURL is an optional image resize service's URL template
+	// (creative.ParseResizeURL: {w}, {h}, {url}) that serves native image
+	// sizes the catalog lacks; "" serves the product images as they are.
+	ImageResizeURL string
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
 	// Currency of bids (bidresponse.cur). Default "USD".
@@ -216,6 +220,11 @@ func (o *Options) ensureDefaults() error {
 	if !creative.IsHTTPURL(o.PublicURL) || strings.ContainsAny(o.PublicURL, "?#\"'<>&") {
 		errs = append(errs, fmt.Errorf("PublicURL %q: want http(s)://host[:port][/path]", o.PublicURL))
 	}
+	if o.ImageResizeURL != "" {
+		if _, err := creative.ParseResizeURL(o.ImageResizeURL); err != nil {
+			errs = append(errs, fmt.Errorf("ImageResizeURL: %w", err))
+		}
+	}
 	if o.Seat == "" {
 		o.Seat = "rtbd"
 	}
@@ -309,6 +318,8 @@ type Bidder struct {
 	clickBase                          string // PublicURL + "/click/"
 	bidIDPrefix                        string // random per process
 	exp                                int64  // bid.exp, seconds
+
+	resize *creative.ResizeURL // Options.ImageResizeURL; nil: none
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -354,6 +365,9 @@ func New(opts Options) (*Bidder, error) {
 		redirects:   redirects,
 	}
 	b.matchStore, _ = opts.Users.(MatchStore)
+	if opts.ImageResizeURL != "" {
+		b.resize, _ = creative.ParseResizeURL(opts.ImageResizeURL) // checked by ensureDefaults
+	}
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
 	b.notices.New = func() any { return &noticeState{buf: make([]byte, 0, 512)} }

@@ -150,6 +150,11 @@ type Bidder struct {
 	// Campaigns is the path of the campaigns file, reloaded on change: an
 	// alias of campaigns.file, used when that is empty.
 	Campaigns string `yaml:"campaigns"`
+	// ImageResizeURL is an optional image resize service's URL template,
+	// such as https://img.example/resize?w={w}&h={h}&u={url}: it serves the
+	// native image sizes the catalog lacks ({url} is the product image's
+	// URL, percent-encoded). Empty: product images as they are.
+	ImageResizeURL string `yaml:"image_resize_url"`
 	// Seat is the seatbid.seat of bids whose campaign names no seat.
 	Seat string `yaml:"seat"`
 	// Currency is the ISO 4217 code bids are made in (bidresponse.cur).
@@ -244,6 +249,9 @@ func (b Bidder) Validate(p *Problems) {
 	}
 	p.NonEmpty("data_dir", b.DataDir)
 	p.NonEmpty("campaigns", b.Campaigns)
+	if msg := checkResizeURL(b.ImageResizeURL); msg != "" {
+		p.Addf("image_resize_url", "%s, got %q", msg, b.ImageResizeURL)
+	}
 	if b.Seat == "" || len(b.Seat) > 64 || strings.ContainsAny(b.Seat, "\"\\\x00\n\r\t") {
 		p.Addf("seat", "must be 1-64 characters without quotes, backslashes or control characters, got %q", b.Seat)
 	}
@@ -1191,4 +1199,28 @@ func copyComments(to, from *yaml.Node) {
 			break
 		}
 	}
+}
+
+// checkResizeURL returns "" if u is empty or an image resize URL template:
+// an absolute http(s) URL with {w} and {h}, {url} once, no other braces,
+// and no spaces, quotes, backslashes, < > or non-ASCII characters (the
+// rules of the bidder's creative.ParseResizeURL), else what is wrong.
+func checkResizeURL(u string) string {
+	if u == "" {
+		return ""
+	}
+	if msg := checkPublicURL(strings.SplitN(u, "?", 2)[0]); msg != "" && !strings.HasPrefix(msg, "must have no query") {
+		return msg
+	}
+	if strings.ContainsAny(u, "\"'<>\\` ") || strings.ContainsFunc(u, func(r rune) bool { return r < 0x20 || r >= 0x7f }) {
+		return "must have no spaces, quotes, backslashes, < > or control or non-ASCII characters"
+	}
+	rest := strings.NewReplacer("{w}", "", "{h}", "", "{url}", "").Replace(u)
+	if strings.ContainsAny(rest, "{}") {
+		return "only {w}, {h} and {url} may be in braces"
+	}
+	if !strings.Contains(u, "{w}") || !strings.Contains(u, "{h}") || strings.Count(u, "{url}") != 1 {
+		return "must have {w} and {h}, and {url} once"
+	}
+	return ""
 }

@@ -167,6 +167,10 @@ type Creative struct {
 	// Attr are the creative attributes the ads have (bid.attr); an imp whose
 	// battr lists one of them is not matched. Usually empty.
 	Attr []adcom1.CreativeAttribute
+	// Video is what the VAST template declares of its ad (mimes,
+	// protocols, duration, plcmt, size); the zero value declares nothing
+	// and the template bids on every video imp. See VideoMismatch.
+	Video Video
 }
 
 // Quantities returns how many products the template shows, as the

@@ -403,6 +403,9 @@ func creative(p *configs.Problems, cs *CreativeSpec) Creative {
 		}
 		c.Attr = append(c.Attr, adcom1.CreativeAttribute(v))
 	}
+	if cs.Video != nil {
+		c.Video = video(p.Sub("video"), cs.Video, c.VAST != "")
+	}
 	if len(c.Sizes) == 0 && !c.Native && c.VAST == "" {
 		p.Addf("", "serves nothing: give sizes, native: true or vast")
 	}

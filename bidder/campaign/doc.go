@@ -80,6 +80,7 @@
 //	      sizes: ["300x250", "728x90", "320x50"]
 //	      native: true                   # serves OpenRTB Native 1.2
 //	      vast: <VAST version="4.0"></VAST>  # optional VAST template: serves video
+//	      video: {mimes: [video/mp4], protocols: [7], duration: 15, plcmt: [1, 2], size: 640x360}  # optional: what the vast ad is
 //	      click_base: https://shop-example.com/lp  # optional landing base URL
 //	      attr: [1]                      # optional bid.attr (creative attributes), checked against battr
 //	    deals: [AB-Agency1-0001]         # pmp deal ids the campaign bids on

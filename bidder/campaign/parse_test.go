@@ -113,6 +113,8 @@ func TestParseFullExample(t *testing.T) {
 			VAST:      `<VAST version="4.0"></VAST>`,
 			ClickBase: "https://shop-example.com/lp",
 			Attr:      []adcom1.CreativeAttribute{1},
+			Video: Video{Mimes: []string{"video/mp4"}, Protocols: []adcom1.MediaCreativeSubtype{7}, Duration: 15,
+				Plcmt: []adcom1.VideoPlcmtSubtype{1, 2}, W: 640, H: 360},
 		},
 		Deals:  []string{"AB-Agency1-0001"},
 		Seat:   "Agency1",

@@ -497,7 +497,8 @@ func hasAnyID(list []int32, ids []int32) bool {
 //   - status active; Start <= now < End; now in a daypart (in TimeZone);
 //   - the imp accepts what it serves: a banner size (imp.banner.format[], or
 //     imp.banner.w/h) in Creative.Sizes, or a native imp and Creative.Native,
-//     or a video imp and Creative.VAST; Creative.Attr not in the imp's battr;
+//     or a video imp and Creative.VAST whose declared Creative.Video fits
+//     it (VideoMismatch); Creative.Attr not in the imp's battr;
 //   - deals: with imp.pmp.private_auction=1, or DealsOnly, one of Deals is
 //     in imp.pmp.deals and admits the campaign (see MatchDeal);
 //   - site traffic: site.domain (else the host of site.page), or a parent
@@ -596,7 +597,15 @@ func (v *view) media(c *Campaign) string {
 	if imp.Banner != nil {
 		_, _, ok = c.BannerSize(imp)
 	}
-	ok = ok || imp.Native != nil && c.Creative.Native || imp.Video != nil && c.Creative.VAST != ""
+	ok = ok || imp.Native != nil && c.Creative.Native
+	videoWhy := "" // the VAST template's declared video does not fit the imp's
+	if !ok && imp.Video != nil && c.Creative.VAST != "" {
+		videoWhy = c.VideoMismatch(imp.Video)
+		ok = videoWhy == ""
+	}
+	if !ok && videoWhy != "" {
+		return videoWhy
+	}
 	if !ok {
 		switch {
 		case imp.Banner != nil && imp.Native == nil && imp.Video == nil:

@@ -91,6 +91,8 @@ type CreativeSpec struct {
 	VAST      string   `yaml:"vast,omitempty"`
 	ClickBase string   `yaml:"click_base,omitempty"`
 	Attr      []int    `yaml:"attr,flow,omitempty"`
+	// Video describes the VAST template's ad (needs VAST).
+	Video *VideoSpec `yaml:"video,omitempty"`
 }
 
 // Decimal is an amount of currency units as written, such as "1.25" (at
@@ -239,6 +241,7 @@ func specOf(c *Campaign) Spec {
 	for _, a := range cr.Attr {
 		y.Creative.Attr = append(y.Creative.Attr, int(a))
 	}
+	y.Creative.Video = videoSpecOf(&cr.Video)
 	return y
 }
 

@@ -347,8 +347,13 @@ func TestNative(t *testing.T) {
 		if _, ok := byID[7]; ok {
 			t.Errorf("rating asset filled")
 		}
-		if len(resp.Assets) != 9 {
-			t.Errorf("%d assets, want 9: %s", len(resp.Assets), out)
+		// The optional 50x50 icon is left out: the 300x300 product
+		// image is no icon (and there is no resize service).
+		if _, ok := byID[3]; ok {
+			t.Errorf("icon asset filled with the main image")
+		}
+		if len(resp.Assets) != 8 {
+			t.Errorf("%d assets, want 8: %s", len(resp.Assets), out)
 		}
 		a := resp.Assets[byID[1]]
 		if a.Title == nil || a.Title.Text != string([]rune(p.Title)[:20]) || a.Required != 1 {

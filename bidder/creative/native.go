@@ -20,8 +20,8 @@ var (
 	// read (not JSON, too deep or too large, no assets, wrong types).
 	ErrNativeRequest = errors.New("creative: invalid native request")
 	// ErrUnfillable: the native request requires an asset rtbd cannot
-	// provide (video, logo, rating...), or an image larger than the
-	// product's, or there is no product.
+	// provide (video, logo, rating...), or an image the product's does not
+	// fit (and no resize service serves), or there is no product.
 	ErrUnfillable = errors.New("creative: required native asset cannot be filled")
 )
 
@@ -142,6 +142,9 @@ type Native struct {
 	CTA string
 	// Links gives the click URL of the product (the native link).
 	Links Linker
+	// Resize, when set, serves image sizes the catalog lacks (see
+	// appendImage); nil: the product images as they are.
+	Resize *ResizeURL
 }
 
 // AppendNative appends the Native 1.2 response JSON for n to dst. On error
@@ -216,26 +219,7 @@ func appendAsset(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native) ([]
 		dst = appendJSON(dst, truncateRunes(p.Title, a.Title.Len))
 		return append(dst, `}}`...), true
 	case a.Img != nil:
-		if a.Img.Type != native1.ImageAssetTypeMain && a.Img.Type != native1.ImageAssetTypeIcon && a.Img.Type != 0 {
-			return dst, false // logos and exchange-specific types: none in the catalog
-		}
-		if !IsHTTPURL(p.ImageUrl) {
-			return dst, false
-		}
-		if (a.Img.WMin > 0 && p.Width > 0 && int64(p.Width) < a.Img.WMin) ||
-			(a.Img.HMin > 0 && p.Height > 0 && int64(p.Height) < a.Img.HMin) {
-			return dst, false
-		}
-		dst = head(dst)
-		dst = append(dst, `,"img":{"url":`...)
-		dst = appendJSON(dst, p.ImageUrl)
-		if p.Width > 0 && p.Height > 0 {
-			dst = append(dst, `,"w":`...)
-			dst = strconv.AppendInt(dst, int64(p.Width), 10)
-			dst = append(dst, `,"h":`...)
-			dst = strconv.AppendInt(dst, int64(p.Height), 10)
-		}
-		return append(dst, `}}`...), true
+		return appendImage(dst, a, p, n, head)
 	case a.Data != nil:
 		var scratch [64]byte
 		var v string
