@@ -221,16 +221,3 @@ func TestVideoSize(t *testing.T) {
 		t.Errorf("nothing declared: %dx%d, want 0x0", w, h)
 	}
 }
-
-func TestVideoMatchAllocs(t *testing.T) {
-	c := videoCampaign()
-	v := &openrtb2.Video{MIMEs: []string{"application/javascript", "video/mp4"}, Protocols: []adcom1.MediaCreativeSubtype{2, 7},
-		MinDuration: 5, MaxDuration: 30, Placement: 1}
-	if n := testing.AllocsPerRun(100, func() {
-		if !c.VideoFits(v) {
-			panic("no fit")
-		}
-	}); n != 0 {
-		t.Fatalf("VideoFits: %v allocations", n)
-	}
-}
