@@ -57,8 +57,9 @@
 //  2. Body: decompressed into a pooled buffer with a hard cap (a gzip bomb
 //     stops at MaxBodyBytes+1 bytes), decoded and validated by package rtb
 //     (nbr 2 on any problem).
-//  3. Deadline: min(tmax or DefaultTMax, MaxTMax) - TMaxMargin; less than
-//     MinBudget is an immediate no-bid (nbr 508). The user and catalog
+//  3. Deadline: T - min(TMaxMargin, TMaxMarginRatio x T), T = min(tmax or
+//     DefaultTMax, MaxTMax); less than MinBudget is an immediate no-bid
+//     (nbr 508). The user and catalog
 //     lookups run under a pooled context with that deadline; a lookup past
 //     it makes the answer a no-bid (nbr 508), counted as a deadline miss.
 //  4. Privacy: regs.coppa, GDPR without TCF v2 consent for purposes 1, 3
