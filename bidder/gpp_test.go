@@ -2,12 +2,15 @@ package bidder
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
+	gpp "github.com/prebid/go-gpp"
+	"github.com/prebid/go-gpp/util"
 	"github.com/prebid/openrtb/v20/openrtb2"
 )
 
@@ -37,6 +40,62 @@ func gppFixtures(t testing.TB) map[string]gppFixture {
 		m[f.Name] = f
 	}
 	return m
+}
+
+// goGPPSectionIDs is go-gpp's reading of a header's section ids, or nil
+// when it does not parse or lists ids gppSectionIDs refuses by design
+// (more than maxGPPSections, an id from 6765 on: a Fibonacci integer of
+// over 20 bits).
+func goGPPSectionIDs(header string) []int {
+	if len(header) < 2 || header[0] != 'D' {
+		return nil
+	}
+	bs, err := util.NewBitStreamFromBase64(header)
+	if err != nil {
+		return nil
+	}
+	bs.SetPosition(6)
+	if _, err := bs.ReadByte6(); err != nil {
+		return nil
+	}
+	r, err := bs.ReadFibonacciRange()
+	if err != nil {
+		return nil
+	}
+	var ids []int
+	for _, e := range r.Range {
+		if e.EndID < e.StartID || e.EndID >= 6765 || int(e.EndID-e.StartID)+len(ids) >= maxGPPSections {
+			return nil
+		}
+		for id := int(e.StartID); id <= int(e.EndID); id++ {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// TestGPPSectionIDs: the header reader gives go-gpp's section ids for
+// every fixture whose header parses (gpp.Parse, safe on these).
+func TestGPPSectionIDs(t *testing.T) {
+	for _, f := range gppFixtures(t) {
+		header, _, _ := strings.Cut(f.GPP, "~")
+		var ids [maxGPPSections]int
+		n, ok := gppSectionIDs(header, &ids)
+		c, errs := gpp.Parse(f.GPP)
+		if !ok {
+			if len(c.SectionTypes) != 0 {
+				t.Errorf("%s: header refused, go-gpp reads %v", f.Name, c.SectionTypes)
+			}
+			continue
+		}
+		if len(errs) != 0 && len(c.SectionTypes) == 0 {
+			t.Errorf("%s: go-gpp refuses the header (%v), read as %v", f.Name, errs, ids[:n])
+			continue
+		}
+		if fmt.Sprint(ids[:n]) != fmt.Sprint(c.SectionTypes) {
+			t.Errorf("%s: ids %v, go-gpp %v", f.Name, ids[:n], c.SectionTypes)
+		}
+	}
 }
 
 // TestPrivacyGPP: each GPP string of testdata/gpp.json, with the sections
@@ -174,4 +233,64 @@ func TestPrivacyGPPEndToEnd(t *testing.T) {
 	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "privacy"); got != 2 {
 		t.Errorf("nobids{privacy} = %v, want 2", got)
 	}
+}
+
+// knownPrivacyReasons are every answer privacyDecision may give.
+var knownPrivacyReasons = map[string]bool{
+	privacyOK: true, privacyCOPPA: true, privacyNoConsent: true, privacyBadConsent: true,
+	privacyPurposes: true, privacyVendor: true, privacyPubRestricted: true, privacyUSOptOut: true,
+	privacyDNT: true, privacyBadGPP: true, privacyGPPSection: true, privacyGPPOptOut: true,
+	privacyGPC: true, privacyGPPProvider: true, privacyGPPChild: true, privacyGPPConsent: true,
+}
+
+// FuzzPrivacyGPP drives the GPP path of the privacy decision with any
+// string and listed sections: it answers one of the known reasons; with
+// nothing listed the string changes nothing; listing one more section
+// never turns a no into a yes (the most restrictive signal wins). Seeds:
+// testdata/gpp.json.
+func FuzzPrivacyGPP(f *testing.F) {
+	for _, fx := range gppFixtures(f) {
+		for _, sid := range []uint8{2, 6, 7, 8, 9, 10, 11, 12} {
+			f.Add(fx.GPP, sid, uint8(6), "")
+		}
+	}
+	f.Add("DBABMA~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA", uint8(2), uint8(7), "CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA")
+	f.Fuzz(func(t *testing.T, gpp string, sid1, sid2 uint8, consent string) {
+		const vendor = 32
+		// The header reader agrees with go-gpp's (kept short: go-gpp's
+		// Fibonacci decoding is exponential in a long integer).
+		if header, _, _ := strings.Cut(gpp, "~"); len(header) <= 8 {
+			var ids [maxGPPSections]int
+			n, ok := gppSectionIDs(header, &ids)
+			if want := goGPPSectionIDs(header); ok && fmt.Sprint(ids[:n]) != fmt.Sprint(want) ||
+				!ok && len(want) != 0 {
+				t.Fatalf("header %q: ids %v (%v), go-gpp %v", header, ids[:n], ok, want)
+			}
+		}
+		decide := func(sid string) string {
+			s := privacySignals{gdpr: -1, consent: consent, gpp: gpp, gppSID: sid}
+			got := privacyDecision(&s, vendor)
+			if !knownPrivacyReasons[got] {
+				t.Fatalf("gpp %q sid %q: unknown answer %q", gpp, sid, got)
+			}
+			return got
+		}
+		none := decide("")
+		noGPP := privacySignals{gdpr: -1, consent: consent}
+		if want := privacyDecision(&noGPP, vendor); none != want {
+			t.Fatalf("gpp %q listed nowhere: %q, without it %q", gpp, none, want)
+		}
+		one := decide(strconv.Itoa(int(sid1)))
+		both := decide(strconv.Itoa(int(sid1)) + "," + strconv.Itoa(int(sid2)))
+		if one != privacyOK && both == privacyOK {
+			t.Fatalf("gpp %q: sid %d says %q, adding sid %d says yes", gpp, sid1, one, sid2)
+		}
+		// The 2.6 form of the same list decides the same.
+		s := privacySignals{gdpr: -1, consent: consent, gpp: gpp, gppSIDs: []int8{int8(sid1), int8(sid2)}}
+		if sid1 < 128 && sid2 < 128 {
+			if got := privacyDecision(&s, vendor); got != both {
+				t.Fatalf("gpp %q: regs.gpp_sid [%d %d] says %q, the query form %q", gpp, sid1, sid2, got, both)
+			}
+		}
+	})
 }
