@@ -64,7 +64,9 @@
 //     it makes the answer a no-bid (nbr 508), counted as a deadline miss.
 //  4. Privacy: regs.coppa, GDPR without TCF v2 consent for purposes 1, 3
 //     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
-//     privacy opt-out, device.dnt/lmt: no bid (nbr 505). See privacyCheck.
+//     privacy opt-out, device.dnt/lmt, a GPP section listed in
+//     regs.gpp_sid that says no (or does not parse): no bid (nbr 505). See
+//     privacyCheck.
 //  5. Fraud (Options.Fraud, when Redis is configured): site domain, app
 //     bundle, device IP, IFA and user against the in-memory block lists;
 //     a hit is a no-bid with the list's nbr (7, 4 or 5).
