@@ -10,6 +10,7 @@ require (
 	github.com/goccy/go-json v0.10.5
 	github.com/jackc/pgx/v5 v5.7.6
 	github.com/prebid/go-gdpr v1.12.0
+	github.com/prebid/go-gpp v0.2.0
 	github.com/prebid/openrtb/v20 v20.3.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

@@ -109,6 +109,11 @@ type Options struct {
 	// default 500ms; TMaxMargin is subtracted, default 20ms; MinBudget is the
 	// least budget worth bidding with, default 3ms.
 	DefaultTMax, MaxTMax, TMaxMargin, MinBudget time.Duration
+	// TMaxMarginRatio caps TMaxMargin at this fraction of the deadline
+	// before the margin (min(tmax or DefaultTMax, MaxTMax)): the margin is
+	// the smaller of the two. 0 (the default) or less: TMaxMargin alone.
+	// At most 0.9.
+	TMaxMarginRatio float64
 	// MaxBodyBytes bounds the body, compressed and decompressed. Default 512 KiB.
 	MaxBodyBytes int
 	// MaxDrainBytes is how much of a body over the server's backstop (see
@@ -243,6 +248,9 @@ func (o *Options) ensureDefaults() error {
 	def(&o.MaxTMax, 500*time.Millisecond)
 	def(&o.TMaxMargin, 20*time.Millisecond)
 	def(&o.MinBudget, 3*time.Millisecond)
+	if o.TMaxMarginRatio > 0.9 || o.TMaxMarginRatio != o.TMaxMarginRatio {
+		errs = append(errs, fmt.Errorf("TMaxMarginRatio %v: want 0 to 0.9", o.TMaxMarginRatio))
+	}
 	def(&o.NoticeTTL, time.Hour)
 	def(&o.ClickTTL, 720*time.Hour)
 	def(&o.EventTimeout, 50*time.Millisecond)
@@ -588,13 +596,32 @@ func (b *Bidder) shed(rc *fasthttp.RequestCtx, start time.Time) {
 }
 
 // budget is a request's time to answer, counted from its arrival:
-// min(tmax, or DefaultTMax when tmax <= 0, MaxTMax) - TMaxMargin.
+// d - margin(d), d = min(tmax, or DefaultTMax when tmax <= 0, MaxTMax).
+// The admission control and the deadline both use it.
 func (b *Bidder) budget(tmaxMs int64) time.Duration {
-	budget := b.opts.DefaultTMax
+	d := b.tmax(tmaxMs)
+	return d - b.margin(d)
+}
+
+// tmax is a request's deadline before the margin: min(tmax, or
+// DefaultTMax when tmax <= 0, MaxTMax).
+func (b *Bidder) tmax(tmaxMs int64) time.Duration {
+	d := b.opts.DefaultTMax
 	if tmaxMs > 0 {
-		budget = time.Duration(tmaxMs) * time.Millisecond
+		d = time.Duration(tmaxMs) * time.Millisecond
 	}
-	return min(budget, b.opts.MaxTMax) - b.opts.TMaxMargin
+	return min(d, b.opts.MaxTMax)
+}
+
+// margin is the time kept back from a deadline d (min(tmax, MaxTMax))
+// for the network back to the exchange: TMaxMargin, or TMaxMarginRatio
+// of d when that is smaller.
+func (b *Bidder) margin(d time.Duration) time.Duration {
+	m := b.opts.TMaxMargin
+	if r := b.opts.TMaxMarginRatio; r > 0 {
+		m = min(m, time.Duration(float64(d)*r))
+	}
+	return m
 }
 
 // peekTMax reads the top-level tmax of a bid request's body before it is
@@ -631,7 +658,7 @@ func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason
 	}
 	st.dctx.reset(st.deadline)
 	if ex != nil {
-		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.opts.TMaxMargin)
+		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.margin(b.tmax(st.req.TMax)))
 	}
 	return b.auction(st, b.opts.Now(), ex)
 }

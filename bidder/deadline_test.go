@@ -82,6 +82,63 @@ func TestDeadlineTMaxTooSmall(t *testing.T) {
 	}
 }
 
+// TestDeadlineMarginRatio: with TMaxMarginRatio the margin shrinks with a
+// short tmax, so a 20ms tmax (4ms margin at 0.2) is bid on; with the ratio
+// off the fixed 20ms margin leaves nothing and it is a no-bid at once.
+func TestDeadlineMarginRatio(t *testing.T) {
+	ms := time.Millisecond
+	for _, tc := range []struct {
+		ratio       float64
+		tmax        int64
+		want, wantM time.Duration
+	}{
+		{0.2, 20, 16 * ms, 4 * ms},
+		{0.2, 0, 80 * ms, 20 * ms},       // default tmax 100ms: 20ms is the smaller
+		{0.2, 60, 48 * ms, 12 * ms},      // 0.2 x 60ms
+		{0.2, 100000, 480 * ms, 20 * ms}, // capped at max_tmax 500ms
+		{0.5, 30, 15 * ms, 15 * ms},
+		{0, 20, 0, 20 * ms},
+		{0, 60, 40 * ms, 20 * ms},
+	} {
+		b := &Bidder{opts: Options{DefaultTMax: 100 * ms, MaxTMax: 500 * ms, TMaxMargin: 20 * ms, TMaxMarginRatio: tc.ratio}}
+		if got := b.budget(tc.tmax); got != tc.want {
+			t.Errorf("ratio %v tmax %dms: budget %s, want %s", tc.ratio, tc.tmax, got, tc.want)
+		}
+		if got := b.margin(b.tmax(tc.tmax)); got != tc.wantM {
+			t.Errorf("ratio %v tmax %dms: margin %s, want %s", tc.ratio, tc.tmax, got, tc.wantM)
+		}
+	}
+
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 20)
+	t.Run("ratio 0.2", func(t *testing.T) {
+		f := newFixture(t, func(o *Options) { o.TMaxMarginRatio = 0.2 })
+		// 16ms is plenty for an in-memory auction, but the machine may be
+		// busy: a bid in any of three tries shows the margin let it through.
+		bids := 0
+		for range 3 {
+			if r := f.bid(body); r.status == 200 {
+				bids++
+				break
+			}
+		}
+		if bids == 0 {
+			t.Error("tmax 20ms with tmax_margin_ratio 0.2: no bid in three tries")
+		}
+		if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "tmax"); got != 0 {
+			t.Errorf("deadline_misses{tmax} = %v, want 0: the 4ms margin leaves 16ms", got)
+		}
+	})
+	t.Run("ratio 0", func(t *testing.T) {
+		f := newFixture(t, nil)
+		if r := f.bid(body); r.status != 204 {
+			t.Errorf("tmax 20ms with the ratio off: status %d, want 204 (the 20ms margin leaves nothing)", r.status)
+		}
+		if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "tmax"); got != 1 {
+			t.Errorf("deadline_misses{tmax} = %v, want 1", got)
+		}
+	})
+}
+
 // slowUsers is a TEST WRAPPER around the real user store that delays Get
 // (honouring ctx).
 type slowUsers struct {

@@ -57,13 +57,16 @@
 //  2. Body: decompressed into a pooled buffer with a hard cap (a gzip bomb
 //     stops at MaxBodyBytes+1 bytes), decoded and validated by package rtb
 //     (nbr 2 on any problem).
-//  3. Deadline: min(tmax or DefaultTMax, MaxTMax) - TMaxMargin; less than
-//     MinBudget is an immediate no-bid (nbr 508). The user and catalog
+//  3. Deadline: T - min(TMaxMargin, TMaxMarginRatio x T), T = min(tmax or
+//     DefaultTMax, MaxTMax); less than MinBudget is an immediate no-bid
+//     (nbr 508). The user and catalog
 //     lookups run under a pooled context with that deadline; a lookup past
 //     it makes the answer a no-bid (nbr 508), counted as a deadline miss.
 //  4. Privacy: regs.coppa, GDPR without TCF v2 consent for purposes 1, 3
 //     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
-//     privacy opt-out, device.dnt/lmt: no bid (nbr 505). See privacyCheck.
+//     privacy opt-out, device.dnt/lmt, a GPP section listed in
+//     regs.gpp_sid that says no (or does not parse): no bid (nbr 505). See
+//     privacyCheck.
 //  5. Fraud (Options.Fraud, when Redis is configured): site domain, app
 //     bundle, device IP, IFA and user against the in-memory block lists;
 //     a hit is a no-bid with the list's nbr (7, 4 or 5).

@@ -78,6 +78,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		DefaultTMax:     c.DefaultTMax,
 		MaxTMax:         c.MaxTMax,
 		TMaxMargin:      c.TMaxMargin,
+		TMaxMarginRatio: c.TMaxMarginRatio,
 		MinBudget:       c.MinBudget,
 		MaxBodyBytes:    c.MaxBodyBytes,
 		MaxDrainBytes:   cmp.Or(c.MaxDrainBytes, -1),

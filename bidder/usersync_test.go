@@ -376,7 +376,10 @@ func TestQueryPrivacy(t *testing.T) {
 		{"gdpr=1&gdpr_consent=" + consentNone, privacyPurposes},
 		{"gdpr=1&gdpr_consent=garbage", privacyBadConsent},
 		{"us_privacy=1YYN", privacyUSOptOut},
-		{"us_privacy=1YNN&gpp=DBABMA~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA&gpp_sid=2", privacyOK},
+		// GPP section 2 listed: GDPR applies, and its TC string consents to nothing.
+		{"us_privacy=1YNN&gpp=DBABMA~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA&gpp_sid=2", privacyPurposes},
+		{"gpp=DBACNY~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA~1YNN&gpp_sid=6", privacyOK},
+		{"gpp=DBACNY~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA~1YNN&gpp_sid=2,6", privacyPurposes},
 	} {
 		var args fasthttp.Args
 		args.Parse(tc.query)

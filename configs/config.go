@@ -169,6 +169,11 @@ type Bidder struct {
 	// TMaxMargin is subtracted from the deadline for the network back to
 	// the SSP.
 	TMaxMargin time.Duration `yaml:"tmax_margin"`
+	// TMaxMarginRatio caps the margin at this fraction of the deadline
+	// (min(tmax or default_tmax, max_tmax)), so a short tmax keeps most of
+	// its time: the margin is min(tmax_margin, ratio x tmax). 0 turns the
+	// cap off (the margin is tmax_margin whatever the tmax); 0 to 0.9.
+	TMaxMarginRatio float64 `yaml:"tmax_margin_ratio"`
 	// MinBudget is the least time left after the margin worth starting a
 	// bid; less is an immediate no-bid (nbr 508).
 	MinBudget time.Duration `yaml:"min_budget"`
@@ -285,6 +290,9 @@ func (b Bidder) Validate(p *Problems) {
 	p.Positive("default_tmax", b.DefaultTMax)
 	p.Positive("max_tmax", b.MaxTMax)
 	p.Positive("tmax_margin", b.TMaxMargin)
+	if !(b.TMaxMarginRatio >= 0 && b.TMaxMarginRatio <= 0.9) {
+		p.Addf("tmax_margin_ratio", "must be between 0 (off) and 0.9, got %v", b.TMaxMarginRatio)
+	}
 	p.Positive("min_budget", b.MinBudget)
 	if b.MaxTMax > 0 && b.TMaxMargin+b.MinBudget > b.MaxTMax {
 		p.Addf("tmax_margin", "tmax_margin (%s) + min_budget (%s) leaves no time within max_tmax (%s)", b.TMaxMargin, b.MinBudget, b.MaxTMax)
