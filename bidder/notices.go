@@ -100,18 +100,47 @@ const (
 	outBadPrice
 	outBadRequest
 	outUnavailable
+	outEstimated
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable"}
+var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable",
+	"estimated_price"}
 
 const (
 	noticeWin = iota
 	noticeBill
+	noticeImp
 	numNoticeKinds
 )
 
-var noticeKindNames = [numNoticeKinds]string{"win", "bill"}
+var noticeKindNames = [numNoticeKinds]string{"win", "bill", "imp"}
+
+// noticeTokenKinds are the token kinds of /win, /bill and /imp.
+var noticeTokenKinds = [numNoticeKinds]token.Kind{token.KindWin, token.KindBill, token.KindImp}
+
+// chargeKey is the replay set's kind for "this impression was charged",
+// shared by every notice kind (see charges).
+const chargeKey = numNoticeKinds
+
+// charges reports whether a notice of kind charges a bid of billing mode
+// m: /bill always (the exchange says the impression is billable), /win
+// with BillingNurl, /imp with BillingRender.
+func charges(kind int, m token.Billing) bool {
+	switch kind {
+	case noticeBill:
+		return true
+	case noticeWin:
+		return m == token.BillingNurl
+	case noticeImp:
+		return m == token.BillingRender
+	}
+	return false
+}
+
+// auctionPriceMacro is the OpenRTB price macro, left as it is by an SSP or
+// a renderer that does not fill it.
+const auctionPriceMacro = "${AUCTION_PRICE}"
 
 // Defaults of the notice options.
 const (
@@ -136,7 +165,7 @@ type noticeMetrics struct {
 
 func newNoticeMetrics(reg prometheus.Registerer) (*noticeMetrics, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_notices_total",
-		Help: "Win (/win) and billing (/bill) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable."},
+		Help: "Win (/win), billing (/bill) and impression (/imp) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable, estimated_price."},
 		[]string{"kind", "outcome"})
 	m := &noticeMetrics{}
 	for k, kn := range noticeKindNames {
@@ -158,7 +187,8 @@ type noticeState struct {
 	buf []byte
 }
 
-// serveNotice is GET /win (kind noticeWin) and GET /bill (noticeBill).
+// serveNotice is GET /win (kind noticeWin), GET /bill (noticeBill) and
+// GET /imp (noticeImp).
 func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
 	b.answerNotice(rc, kind, b.notice(rc, kind))
 }
@@ -170,7 +200,7 @@ func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
 	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
 	switch out {
-	case outAccepted, outReplay:
+	case outAccepted, outReplay, outEstimated:
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	case outUnavailable:
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -194,10 +224,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if len(t) == 0 {
 		return outBadRequest
 	}
-	want := token.KindWin
-	if kind == noticeBill {
-		want = token.KindBill
-	}
+	want := noticeTokenKinds[kind]
 	ns := b.notices.Get().(*noticeState)
 	defer b.notices.Put(ns)
 	now := b.opts.Now()
@@ -210,7 +237,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		return outForged
 	}
 	tok := &ns.tok
-	price, ok := b.clearingPrice(args.Peek("p"))
+	price, estimated, ok := b.clearingPrice(args.Peek("p"), tok)
 	if !ok {
 		return outBadPrice
 	}
@@ -220,8 +247,15 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
 		return outReplay
 	}
-	if kind != noticeBill {
-		return outAccepted
+	accepted := outAccepted
+	if estimated {
+		accepted = outEstimated
+	}
+	if !charges(kind, tok.Billing) {
+		return accepted
+	}
+	if !b.replays.firstTime(chargeKey, tok.Auction, tok.Imp, now) {
+		return outReplay // charged already, through another of its notices
 	}
 	charge := money.PerImpression(price)
 	if set := b.opts.Campaigns.Current(); set != nil && tok.Currency != "" {
@@ -236,17 +270,19 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if j := b.opts.Journal; j != nil {
 		if err := j.Append(tok.Campaign, &n); err != nil {
 			b.replays.forget(kind, tok.Auction, tok.Imp)
+			b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 			return b.notCharged(err)
 		}
 	}
 	if err := b.opts.Spend.AddNotice(tok.Campaign, &n); err != nil {
 		b.replays.forget(kind, tok.Auction, tok.Imp)
+		b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
 			b.opts.Journal.Confirm([]uint64{n.Seq})
 		}
 		return b.notCharged(err)
 	}
-	return outAccepted
+	return accepted
 }
 
 // notCharged is the outcome of a billing notice the journal or the spend
@@ -263,19 +299,29 @@ func (b *Bidder) notCharged(err error) int {
 }
 
 // clearingPrice parses p: a plain decimal, else an encrypted price when
-// keys are configured.
-func (b *Bidder) clearingPrice(p []byte) (int64, bool) {
-	if len(p) == 0 {
-		return 0, false
+// keys are configured (the token's exchange's, else Options'). A p that
+// is missing or still the price macro is the token's bid price
+// (estimated).
+func (b *Bidder) clearingPrice(p []byte, tok *token.Token) (price int64, estimated, ok bool) {
+	if len(p) == 0 || string(p) == auctionPriceMacro {
+		return tok.PriceMicros, true, true
 	}
 	if v, err := money.Parse(p); err == nil {
-		return v, true
+		return v, false, true
 	}
-	if len(b.opts.PriceEncryptionKey) == 0 {
-		return 0, false
+	enc, integ := b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey
+	name := tok.Exchange
+	if name == "" {
+		name = DefaultExchange
 	}
-	v, err := rtb.DecryptPrice(b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey, str(p))
-	return v, err == nil
+	if i, found := b.exchanges.index[name]; found && len(b.exchanges.list[i].PriceEncryptionKey) > 0 {
+		enc, integ = b.exchanges.list[i].PriceEncryptionKey, b.exchanges.list[i].PriceIntegrityKey
+	}
+	if len(enc) == 0 {
+		return 0, false, false
+	}
+	v, err := rtb.DecryptPrice(enc, integ, str(p))
+	return v, false, err == nil
 }
 
 // replaySet remembers accepted notices (see the notice documentation):

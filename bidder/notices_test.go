@@ -196,8 +196,9 @@ func TestNoticesEndToEnd(t *testing.T) {
 	}
 
 	b2 := f.bidOnce(userBulk, 0)
-	// Bad prices: unfilled macro, garbage, negative, a bad encrypted one.
-	for _, p := range []string{"", "${AUCTION_PRICE}", "abc", "-1", rtb.EncryptPrice(priceEncKey, priceEncKey, make([]byte, 16), 1000)} {
+	// Bad prices: garbage, negative, a bad encrypted one. (A missing or
+	// unfilled price is the bid price: TestEstimatedPrice.)
+	for _, p := range []string{"abc", "-1", rtb.EncryptPrice(priceEncKey, priceEncKey, make([]byte, 16), 1000)} {
 		path := strings.Replace(b2.burl, "${AUCTION_PRICE}", p, 1)
 		if st := f.do(fasthttp.MethodGet, path, nil).status; st != 400 {
 			t.Fatalf("bill with p=%q: status %d", p, st)
@@ -226,7 +227,7 @@ func TestNoticesEndToEnd(t *testing.T) {
 	}{
 		{"win", "accepted", 1}, {"win", "replay", 1},
 		{"bill", "accepted", 2}, {"bill", "replay", 1},
-		{"bill", "forged", 2}, {"bill", "bad_request", 1}, {"bill", "bad_price", 5},
+		{"bill", "forged", 2}, {"bill", "bad_request", 1}, {"bill", "bad_price", 3},
 		{"bill", "over_price", 1}, {"bill", "expired", 1},
 	} {
 		if got := f.notices(c.kind, c.outcome); got != c.want {
