@@ -247,12 +247,8 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
 		return outReplay
 	}
-	accepted := outAccepted
-	if estimated {
-		accepted = outEstimated
-	}
 	if !charges(kind, tok.Billing) {
-		return accepted
+		return outAccepted
 	}
 	if !b.replays.firstTime(chargeKey, tok.Auction, tok.Imp, now) {
 		return outReplay // charged already, through another of its notices
@@ -282,7 +278,10 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		}
 		return b.notCharged(err)
 	}
-	return accepted
+	if estimated {
+		return outEstimated
+	}
+	return outAccepted
 }
 
 // notCharged is the outcome of a billing notice the journal or the spend
