@@ -17,30 +17,41 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// Win and billing notices (GET /win, GET /bill), served by the Bidder
-// itself when Options.Spend is set (and Options.Notices is nil).
+// Win, billing and impression notices (GET /win, GET /bill, GET /imp),
+// served by the Bidder itself when Options.Spend is set (and
+// Options.Notices is nil).
 //
-// A notice carries t, the signed token the bid put in its nurl/burl
-// (token.KindWin for /win, token.KindBill for /bill), and p, the clearing
+// A notice carries t, the signed token the bid put in its nurl, burl or
+// creative (token.KindWin for /win, token.KindBill for /bill, token.KindImp
+// for /imp, the creative's own impression tracker), and p, the clearing
 // price the SSP substituted for ${AUCTION_PRICE}: a plain decimal CPM
 // ("1.25", money.Parse) or, when it is not one and price keys are
-// configured (Options.PriceEncryptionKey/PriceIntegrityKey), a
-// Google-style encrypted price (rtb.DecryptPrice). Either way the price is
-// CPM in micros of the bid currency (the token's Currency).
+// configured, a Google-style encrypted price (rtb.DecryptPrice) decrypted
+// with the keys of the token's exchange (Exchange.PriceEncryptionKey/
+// PriceIntegrityKey), else Options.PriceEncryptionKey/PriceIntegrityKey.
+// Either way the price is CPM in micros of the bid currency (the token's
+// Currency). A p that is missing or still the literal ${AUCTION_PRICE}
+// (a renderer firing a tracker knows no price) is the token's bid price,
+// an estimate: the highest the clearing price can be.
 //
-// Answers and outcomes (rtbd_notices_total{kind, outcome}):
+// Answers and outcomes (rtbd_notices_total{kind, outcome}, kind win, bill
+// or imp):
 //
-//	accepted     204; a /bill charges spend (see below)
-//	replay       204, not charged again: the same (auction, imp, kind) was
-//	             accepted within Options.ReplayWindow
-//	forged       400: bad signature, malformed token, or a token of the other kind
-//	expired      410: the token verified but is past its expiry
-//	over_price   400: the clearing price is above the token's bid price
-//	bad_price    400: p missing, unfilled macro, not a price, or an encrypted
-//	             price that does not decrypt (or no keys to decrypt it)
-//	bad_request  400 (405 for a method other than GET/HEAD): no t
-//	unavailable  503: verified but not charged: the journal could not write
-//	             it (full, disk error) or the spend Writer is closed (shutdown)
+//	accepted        204; charges spend when its kind charges (see below)
+//	estimated_price 204, charged at the token's bid price: p was missing
+//	                or the unfilled macro
+//	replay          204, not charged again: the same (auction, imp, kind)
+//	                was accepted within Options.ReplayWindow, or the
+//	                impression was charged already through another of the
+//	                bid's notices
+//	forged          400: bad signature, malformed token, or a token of another kind
+//	expired         410: the token verified but is past its expiry
+//	over_price      400: the clearing price is above the token's bid price
+//	bad_price       400: p not a price, or an encrypted price that does not
+//	                decrypt (or no keys to decrypt it)
+//	bad_request     400 (405 for a method other than GET/HEAD): no t
+//	unavailable     503: verified but not charged: the journal could not write
+//	                it (full, disk error) or the spend Writer is closed (shutdown)
 //
 // A refused notice is never charged and never enters the replay set.
 // A verified notice the journal cannot write, or the spend Writer refuses
@@ -48,10 +59,33 @@ import (
 // the SSP's retry to another bidder charges it; that is the outcome
 // "unavailable".
 //
+// # Who bills
+//
+// Every token of a bid carries its exchange's billing mode
+// (Exchange.Billing, token.Billing, config exchanges.NAME.billing) and,
+// for an exchange other than DefaultExchange, the exchange's name (for
+// its price keys), both signed. The mode decides which notices charge:
+//
+//	burl (default)  /bill
+//	nurl            /win and /bill, for exchanges that never fire burl
+//	render          /imp and /bill: the creative's own tracker (native
+//	                eventtrackers or imptrackers, VAST <Impression>, the
+//	                banner pixel) charges when the ad renders
+//
+// /bill always charges: the exchange says the impression is billable. A
+// notice of a kind that does not charge is verified and counted (accepted,
+// replay, ...) and charges nothing. Every charging notice of a bid
+// shares one charge-once key, the bid's nonce with spend.NoticeCharge, so
+// the impression is charged once whichever of its notices arrive, in any
+// order, at any bidder of the fleet: the first one charged sets the price
+// (an /imp without p: the bid price, estimated_price), and later ones never
+// adjust it. Within one process such a later notice answers replay (the
+// replay set remembers each charged (auction, imp)); at another bidder it
+// is accepted and the store applies the key once.
+//
 // # What is charged, once
 //
-// Spend is charged on the billing notice only. /bill builds a
-// spend.Notice: the token's nonce with kind NoticeCharge (the notice's
+// A charging notice builds a spend.Notice: the token's nonce with kind NoticeCharge (the notice's
 // idempotency key; a token signed without a nonce gets one derived from
 // its campaign, auction, imp and issue time), the user, the charge, now,
 // and the token's expiry plus Options.NoticeClockSkew (when the store may
@@ -63,10 +97,7 @@ import (
 // drops the record once the store has it (spend.Options.Confirmed); the
 // records left at start are replayed into the Writer before the bidder
 // serves, so a SIGTERM, kill -9 or crash during a store outage loses no
-// acknowledged notice. /win is verified and
-// counted (accepted, replay, ...) but charges nothing, so a bid whose SSP
-// sends both notices is charged once. rtbd puts a burl in every bid; an SSP
-// that fires only nurl is therefore not charged (counted as wins only).
+// acknowledged notice.
 //
 // Units: p and the token's bid price are CPM (price per thousand
 // impressions) in micros; one notice is one impression, so the charge is
