@@ -70,10 +70,11 @@ const (
 	PathImp = "/imp"
 )
 
-// HeaderNoticeOutcome is the response header of /win and /bill naming the
-// notice's outcome: one of rtbd_notices_total's outcome labels (accepted,
-// replay, forged, expired, over_price, bad_price, bad_request,
-// unavailable), or "unhandled" when the bidder has no spend writer. It
+// HeaderNoticeOutcome is the response header of /win, /bill and /imp
+// naming the notice's outcome: one of rtbd_notices_total's outcome labels
+// (accepted, estimated_price, replay, forged, expired, over_price,
+// bad_price, bad_request, unavailable), or "unhandled" when the bidder has
+// no spend writer. It
 // tells an operator with curl, and the bench harness, what a 204 meant.
 const HeaderNoticeOutcome = "X-Rtbd-Notice"
 

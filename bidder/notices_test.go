@@ -358,7 +358,7 @@ func TestReplaySet(t *testing.T) {
 	}
 }
 
-// FuzzNotice drives /win and /bill with arbitrary queries, seeded with real
+// FuzzNotice drives /win, /bill and /imp with arbitrary queries, seeded with real
 // notice URLs (valid tokens with plain and encrypted prices, tampered
 // ones): never a panic nor a 5xx; a 204 only for an authentic token (the
 // fuzzer cannot forge one), and the campaign's spend only grows by what an
@@ -382,13 +382,16 @@ func FuzzNotice(f *testing.F) {
 		o.PriceEncryptionKey, o.PriceIntegrityKey = priceEncKey, priceIntKey
 	})
 	now := time.Now()
-	for i, kind := range []token.Kind{token.KindWin, token.KindBill} {
+	for i, kind := range []token.Kind{token.KindWin, token.KindBill, token.KindImp, token.KindImp} {
 		tok, err := fx.keys.Append(nil, &token.Token{Kind: kind, Issued: now, Expires: now.Add(time.Hour),
-			Campaign: "money", Creative: "c", Auction: "a" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD"})
+			Campaign: "money", Creative: "c", Auction: "a" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD",
+			Billing: token.Billing(i % 3), Exchange: []string{"", "", "", "nowhere"}[i]})
 		if err != nil {
 			f.Fatal(err)
 		}
-		path := []string{PathWin, PathBill}[i]
+		path := []string{PathWin, PathBill, PathImp, PathImp}[i]
+		f.Add(path + "?t=" + string(tok))
+		f.Add(path + "?t=" + string(tok) + "&p=${AUCTION_PRICE}")
 		f.Add(path + "?t=" + string(tok) + "&p=1.2")
 		f.Add(path + "?t=" + string(tok) + "&p=" + rtb.EncryptPrice(priceEncKey, priceIntKey, make([]byte, 16), 1_400_000))
 		f.Add(path + "?t=" + string(tok) + "&p=9")
