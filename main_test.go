@@ -34,10 +34,13 @@ func TestSecretsKept(t *testing.T) {
 	enc := base64.URLEncoding.EncodeToString([]byte("price-encryption-secret-32-bytes"))
 	integ := base64.URLEncoding.EncodeToString([]byte("price-integrity-secret-32-bytes!"))
 	dsn := "postgres://rtbd:dsn-secret-eeeeeeeeeeee@db.invalid:5432/rtbd"
-	secrets := []string{tokenA, tokenB, enc, integ, "dsn-secret-eeeeeeeeeeee"}
+	xenc := base64.URLEncoding.EncodeToString([]byte("exchange-encryption-secret-32byt"))
+	xinteg := base64.URLEncoding.EncodeToString([]byte("exchange-integrity-secret-32byte"))
+	secrets := []string{tokenA, tokenB, enc, integ, "dsn-secret-eeeeeeeeeeee", xenc, xinteg}
 	for _, k := range configs.SecretKeys() { // every secret is set below
 		switch k {
-		case "bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity", "campaigns.postgres.dsn":
+		case "bidder.token_keys", "notice.price_keys.encryption", "notice.price_keys.integrity", "campaigns.postgres.dsn",
+			"exchanges.*.price_keys.encryption", "exchanges.*.price_keys.integrity":
 		default:
 			t.Fatalf("secret %s is not covered by this test", k)
 		}
@@ -48,7 +51,8 @@ func TestSecretsKept(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfgPath := write("rtbd.yaml", "notice:\n  price_keys:\n    integrity_file: "+write("integrity", integ+"\n")+"\n")
+	cfgPath := write("rtbd.yaml", "notice:\n  price_keys:\n    integrity_file: "+write("integrity", integ+"\n")+"\n"+
+		"exchanges:\n  pbs:\n    price_keys:\n      encryption_file: "+write("xencryption", xenc+"\n")+"\n      integrity: "+xinteg+"\n")
 	t.Setenv("RTBD_BIDDER_TOKEN_KEYS", tokenA+","+tokenB)
 	t.Setenv("RTBD_NOTICE_PRICE_KEYS_ENCRYPTION_FILE", write("encryption", enc+"\n"))
 	t.Setenv("RTBD_CAMPAIGNS_POSTGRES_DSN", dsn) // set, unused with campaigns.source file
@@ -83,7 +87,7 @@ func TestSecretsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.Bidder.TokenKeys[1] != tokenB || cfg.Notice.PriceKeys.Encryption != enc || cfg.Notice.PriceKeys.Integrity != integ ||
-		cfg.Campaigns.Postgres.DSN != dsn {
+		cfg.Campaigns.Postgres.DSN != dsn || cfg.Exchanges["pbs"].PriceKeys.Encryption != xenc || cfg.Exchanges["pbs"].PriceKeys.Integrity != xinteg {
 		t.Fatalf("secrets not loaded: %+v", cfg.Masked())
 	}
 	s, err := bidder.Start(cfg, log)

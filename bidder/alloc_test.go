@@ -4,10 +4,13 @@ package bidder
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/token"
 )
 
 // bidAllocs warms h on rc (pools, caches, buffers), checks that rc is
@@ -98,5 +101,28 @@ func TestAdmissionAllocations(t *testing.T) {
 	}
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per admission decision, want 0", allocs)
+	}
+}
+
+// TestBillingTrackerAllocations: a banner with its /imp impression pixel,
+// to an exchange whose tokens carry its name and billing mode, costs no
+// allocation over the plain bid.
+func TestBillingTrackerAllocations(t *testing.T) {
+	f := newFixture(t, func(o *Options) {
+		o.Exchanges = []Exchange{{Name: "render", Billing: token.BillingRender}}
+		o.BannerImpPixel = true
+	})
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	h := f.b.Handler()
+	for _, path := range []string{PathBid, PathBid + "/render"} {
+		rc := bidCtx(body)
+		rc.Request.SetRequestURI(path)
+		allocs := bidAllocs(t, h, rc, path)
+		if !strings.Contains(string(rc.Response.Body()), PathImp+"?t=") {
+			t.Fatalf("%s: no impression pixel in %.300s", path, rc.Response.Body())
+		}
+		if allocs > 19 {
+			t.Errorf("%s: %.0f allocations per bid with an impression pixel, want <= 19 (the plain bid's pin)", path, allocs)
+		}
 	}
 }

@@ -562,11 +562,22 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		st.link.tok = st.arena[a:len(st.arena):len(st.arena)]
 		st.tok = token.Token{}
 	}
+	// The creative's own impression tracker (/imp): native and video
+	// always, banners with the pixel option or when the render bills.
+	x := &b.exchanges.list[st.exchange]
+	impURL := ""
+	if cd.kind != mediaBanner || b.opts.BannerImpPixel || x.Billing == token.BillingRender {
+		var ok bool
+		if impURL, ok = b.noticeURL(st, b.impPrefix, token.KindImp, cd, crid, imp.ID, uid, cur); !ok {
+			return rtb.NoBidTechnicalError
+		}
+	}
 	a = len(st.arena)
 	var mtype openrtb2.MarkupType
 	switch cd.kind {
 	case mediaBanner:
 		st.banner = creativeBanner(st, cd, products)
+		st.banner.ImpURL = impURL
 		st.arena = creative.AppendBanner(st.arena, &st.banner)
 		mtype = openrtb2.MarkupBanner
 	case mediaNative:
@@ -578,7 +589,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			st.arena = st.arena[:a]
 			return rtb.NoBidInvalidRequest
 		}
-		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resize}
+		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resize, ImpURL: impURL}
 		var err error
 		if st.arena, err = creative.AppendNative(st.arena, &st.nat); err != nil {
 			st.arena = st.arena[:a]
@@ -586,7 +597,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		}
 		mtype = openrtb2.MarkupNative
 	case mediaVideo:
-		st.vast = creative.VAST{Template: c.Creative.VAST, Products: products, Advertiser: c.Advertiser, Links: st}
+		st.vast = creative.VAST{Template: c.Creative.VAST, Products: products, Advertiser: c.Advertiser, Links: st, ImpURL: impURL}
 		st.arena = creative.AppendVAST(st.arena, &st.vast)
 		mtype = openrtb2.MarkupVideo
 	}
@@ -641,14 +652,19 @@ func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) 
 }
 
 // noticeURL appends prefix + a signed token + "&p=${AUCTION_PRICE}" to the
-// arena and returns it.
+// arena and returns it. The token carries the exchange's billing mode and,
+// for an exchange other than DefaultExchange, its name.
 func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *candidate, crid, impID, uid, cur string) (string, bool) {
 	a := len(st.arena)
 	st.arena = append(st.arena, prefix...)
+	x := &b.exchanges.list[st.exchange]
 	st.tok = token.Token{
 		Kind: kind, Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL),
 		Campaign: cd.c.ID, Creative: crid, Auction: st.req.ID, Imp: impID, User: uid,
-		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce,
+		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce, Billing: x.Billing,
+	}
+	if st.exchange != 0 {
+		st.tok.Exchange = x.Name
 	}
 	var err error
 	if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {

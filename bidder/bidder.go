@@ -65,12 +65,16 @@ const (
 	PathClickBase = PathClick + "/"
 	PathWin       = "/win"
 	PathBill      = "/bill"
+	// PathImp is the creative's own impression tracker (native
+	// eventtrackers/imptrackers, VAST <Impression>, the banner pixel).
+	PathImp = "/imp"
 )
 
-// HeaderNoticeOutcome is the response header of /win and /bill naming the
-// notice's outcome: one of rtbd_notices_total's outcome labels (accepted,
-// replay, forged, expired, over_price, bad_price, bad_request,
-// unavailable), or "unhandled" when the bidder has no spend writer. It
+// HeaderNoticeOutcome is the response header of /win, /bill and /imp
+// naming the notice's outcome: one of rtbd_notices_total's outcome labels
+// (accepted, estimated_price, replay, forged, expired, over_price,
+// bad_price, bad_request, unavailable), or "unhandled" when the bidder has
+// no spend writer. It
 // tells an operator with curl, and the bench harness, what a 204 meant.
 const HeaderNoticeOutcome = "X-Rtbd-Notice"
 
@@ -144,6 +148,10 @@ type Options struct {
 	// each product link is relative to it (the product id): the token is
 	// about 200 characters, so that is most of the markup of a big banner.
 	AbsoluteClicks bool
+	// BannerImpPixel puts a 1x1 /imp impression pixel in every banner;
+	// banners to an exchange whose Billing is token.BillingRender carry
+	// it regardless. Native and video ads always carry their /imp tracker.
+	BannerImpPixel bool
 	// NoticeTTL is the validity of win/bill tokens (default 1h), ClickTTL of
 	// click tokens (default 720h).
 	NoticeTTL, ClickTTL time.Duration
@@ -323,6 +331,7 @@ type Bidder struct {
 	logSeq   atomic.Uint64
 
 	winPrefix, billPrefix, clickPrefix string // PublicURL + "/win?t=" ...
+	impPrefix                          string // PublicURL + "/imp?t="
 	clickBase                          string // PublicURL + "/click/"
 	bidIDPrefix                        string // random per process
 	exp                                int64  // bid.exp, seconds
@@ -365,6 +374,7 @@ func New(opts Options) (*Bidder, error) {
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
 		winPrefix:   opts.PublicURL + PathWin + "?t=",
 		billPrefix:  opts.PublicURL + PathBill + "?t=",
+		impPrefix:   opts.PublicURL + PathImp + "?t=",
 		clickPrefix: opts.PublicURL + PathClick + "?t=",
 		clickBase:   opts.PublicURL + PathClickBase,
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
@@ -456,15 +466,18 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 		b.serveMatch(rc)
 	case PathClick:
 		b.serveClick(rc)
-	case PathWin, PathBill:
+	case PathWin, PathBill, PathImp:
 		if b.opts.Notices != nil {
 			b.opts.Notices(rc)
 			return
 		}
 		if b.opts.Spend != nil {
 			kind := noticeWin
-			if string(rc.Path()) == PathBill {
+			switch string(rc.Path()) {
+			case PathBill:
 				kind = noticeBill
+			case PathImp:
+				kind = noticeImp
 			}
 			b.serveNotice(rc, kind)
 			return

@@ -23,12 +23,14 @@
 //	                     in the match table; 1x1 GIF or 302
 //	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
 //	                     400 unsigned or tampered; expired: followed too
-//	GET /win, /bill      win and billing notices (?t=TOKEN&p=PRICE): with
-//	                     Options.Spend, verified, replay-checked and the
-//	                     bill charged to the spend Writer (notices.go:
-//	                     204 accepted or replay, 410 expired, 400 forged,
-//	                     over-price, bad price; 503 while shutting down);
-//	                     Options.Notices replaces that; neither: 204
+//	GET /win, /bill,     win, billing and impression notices
+//	    /imp             (?t=TOKEN&p=PRICE): with Options.Spend, verified,
+//	                     replay-checked and, per the exchange's billing
+//	                     mode, charged once to the spend Writer (notices.go:
+//	                     204 accepted, estimated_price or replay, 410
+//	                     expired, 400 forged, over-price, bad price; 503
+//	                     while shutting down); Options.Notices replaces
+//	                     that; neither: 204
 //
 // Run (the main program's bidder mode) adds the admin listener: /metrics,
 // /healthz, /readyz (one line per dependency; 503 only while shutting

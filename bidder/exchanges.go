@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -26,6 +27,12 @@ type Exchange struct {
 	// UIDMacro is the text /usersync replaces with rtbd's uid in a
 	// redirect URL. Default DefaultUIDMacro.
 	UIDMacro string
+	// Billing is which notices of the exchange's bids charge (see
+	// notices.go). Default token.BillingBurl.
+	Billing token.Billing
+	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt the
+	// exchange's encrypted clearing prices; nil: Options'.
+	PriceEncryptionKey, PriceIntegrityKey []byte
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and
@@ -73,6 +80,14 @@ func newExchangeSet(xs []Exchange) (exchangeSet, []error) {
 	for _, x := range xs {
 		if x.UIDMacro == "" {
 			x.UIDMacro = DefaultUIDMacro
+		}
+		if (len(x.PriceEncryptionKey) == 0) != (len(x.PriceIntegrityKey) == 0) {
+			errs = append(errs, fmt.Errorf("exchange %q: PriceEncryptionKey and PriceIntegrityKey go together", x.Name))
+			continue
+		}
+		if x.Billing.String() == "unknown" {
+			errs = append(errs, fmt.Errorf("exchange %q: billing %d", x.Name, x.Billing))
+			continue
 		}
 		if !configs.ValidExchangeName(x.Name) {
 			errs = append(errs, fmt.Errorf("exchange %q: a name is 1-32 lower-case letters, digits, '_' or '-'", x.Name))

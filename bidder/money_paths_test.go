@@ -11,6 +11,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb/money"
 	"github.com/rtbd/rtbd/rtb/money/moneytest"
 )
@@ -63,8 +64,15 @@ func TestMoneyPaths(t *testing.T) {
 			t.Errorf("%s: negative budget: %q", name, problems)
 		}
 
-		// Notice price (p= of /win and /bill).
-		if v, ok := f.b.clearingPrice([]byte(a.Text)); ok != textOK || v != a.Micros {
+		// Notice price (p= of /win, /bill and /imp); none: the bid price.
+		bidTok := token.Token{PriceMicros: 7}
+		v, estimated, ok := f.b.clearingPrice([]byte(a.Text), &bidTok)
+		switch {
+		case a.Text == "":
+			if !ok || !estimated || v != 7 {
+				t.Errorf("%s: notice price = %d, %v, %v; want the bid price 7, estimated", name, v, estimated, ok)
+			}
+		case ok != textOK || v != a.Micros || estimated:
 			t.Errorf("%s: notice price = %d, %v; want %d, %v", name, v, ok, a.Micros, textOK)
 		}
 

@@ -17,30 +17,41 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// Win and billing notices (GET /win, GET /bill), served by the Bidder
-// itself when Options.Spend is set (and Options.Notices is nil).
+// Win, billing and impression notices (GET /win, GET /bill, GET /imp),
+// served by the Bidder itself when Options.Spend is set (and
+// Options.Notices is nil).
 //
-// A notice carries t, the signed token the bid put in its nurl/burl
-// (token.KindWin for /win, token.KindBill for /bill), and p, the clearing
+// A notice carries t, the signed token the bid put in its nurl, burl or
+// creative (token.KindWin for /win, token.KindBill for /bill, token.KindImp
+// for /imp, the creative's own impression tracker), and p, the clearing
 // price the SSP substituted for ${AUCTION_PRICE}: a plain decimal CPM
 // ("1.25", money.Parse) or, when it is not one and price keys are
-// configured (Options.PriceEncryptionKey/PriceIntegrityKey), a
-// Google-style encrypted price (rtb.DecryptPrice). Either way the price is
-// CPM in micros of the bid currency (the token's Currency).
+// configured, a Google-style encrypted price (rtb.DecryptPrice) decrypted
+// with the keys of the token's exchange (Exchange.PriceEncryptionKey/
+// PriceIntegrityKey), else Options.PriceEncryptionKey/PriceIntegrityKey.
+// Either way the price is CPM in micros of the bid currency (the token's
+// Currency). A p that is missing or still the literal ${AUCTION_PRICE}
+// (a renderer firing a tracker knows no price) is the token's bid price,
+// an estimate: the highest the clearing price can be.
 //
-// Answers and outcomes (rtbd_notices_total{kind, outcome}):
+// Answers and outcomes (rtbd_notices_total{kind, outcome}, kind win, bill
+// or imp):
 //
-//	accepted     204; a /bill charges spend (see below)
-//	replay       204, not charged again: the same (auction, imp, kind) was
-//	             accepted within Options.ReplayWindow
-//	forged       400: bad signature, malformed token, or a token of the other kind
-//	expired      410: the token verified but is past its expiry
-//	over_price   400: the clearing price is above the token's bid price
-//	bad_price    400: p missing, unfilled macro, not a price, or an encrypted
-//	             price that does not decrypt (or no keys to decrypt it)
-//	bad_request  400 (405 for a method other than GET/HEAD): no t
-//	unavailable  503: verified but not charged: the journal could not write
-//	             it (full, disk error) or the spend Writer is closed (shutdown)
+//	accepted        204; charges spend when its kind charges (see below)
+//	estimated_price 204, charged at the token's bid price: p was missing
+//	                or the unfilled macro
+//	replay          204, not charged again: the same (auction, imp, kind)
+//	                was accepted within Options.ReplayWindow, or the
+//	                impression was charged already through another of the
+//	                bid's notices
+//	forged          400: bad signature, malformed token, or a token of another kind
+//	expired         410: the token verified but is past its expiry
+//	over_price      400: the clearing price is above the token's bid price
+//	bad_price       400: p not a price, or an encrypted price that does not
+//	                decrypt (or no keys to decrypt it)
+//	bad_request     400 (405 for a method other than GET/HEAD): no t
+//	unavailable     503: verified but not charged: the journal could not write
+//	                it (full, disk error) or the spend Writer is closed (shutdown)
 //
 // A refused notice is never charged and never enters the replay set.
 // A verified notice the journal cannot write, or the spend Writer refuses
@@ -48,10 +59,33 @@ import (
 // the SSP's retry to another bidder charges it; that is the outcome
 // "unavailable".
 //
+// # Who bills
+//
+// Every token of a bid carries its exchange's billing mode
+// (Exchange.Billing, token.Billing, config exchanges.NAME.billing) and,
+// for an exchange other than DefaultExchange, the exchange's name (for
+// its price keys), both signed. The mode decides which notices charge:
+//
+//	burl (default)  /bill
+//	nurl            /win and /bill, for exchanges that never fire burl
+//	render          /imp and /bill: the creative's own tracker (native
+//	                eventtrackers or imptrackers, VAST <Impression>, the
+//	                banner pixel) charges when the ad renders
+//
+// /bill always charges: the exchange says the impression is billable. A
+// notice of a kind that does not charge is verified and counted (accepted,
+// replay, ...) and charges nothing. Every charging notice of a bid
+// shares one charge-once key, the bid's nonce with spend.NoticeCharge, so
+// the impression is charged once whichever of its notices arrive, in any
+// order, at any bidder of the fleet: the first one charged sets the price
+// (an /imp without p: the bid price, estimated_price), and later ones never
+// adjust it. Within one process such a later notice answers replay (the
+// replay set remembers each charged (auction, imp)); at another bidder it
+// is accepted and the store applies the key once.
+//
 // # What is charged, once
 //
-// Spend is charged on the billing notice only. /bill builds a
-// spend.Notice: the token's nonce with kind NoticeCharge (the notice's
+// A charging notice builds a spend.Notice: the token's nonce with kind NoticeCharge (the notice's
 // idempotency key; a token signed without a nonce gets one derived from
 // its campaign, auction, imp and issue time), the user, the charge, now,
 // and the token's expiry plus Options.NoticeClockSkew (when the store may
@@ -63,10 +97,7 @@ import (
 // drops the record once the store has it (spend.Options.Confirmed); the
 // records left at start are replayed into the Writer before the bidder
 // serves, so a SIGTERM, kill -9 or crash during a store outage loses no
-// acknowledged notice. /win is verified and
-// counted (accepted, replay, ...) but charges nothing, so a bid whose SSP
-// sends both notices is charged once. rtbd puts a burl in every bid; an SSP
-// that fires only nurl is therefore not charged (counted as wins only).
+// acknowledged notice.
 //
 // Units: p and the token's bid price are CPM (price per thousand
 // impressions) in micros; one notice is one impression, so the charge is
@@ -100,18 +131,47 @@ const (
 	outBadPrice
 	outBadRequest
 	outUnavailable
+	outEstimated
 	numOutcomes
 )
 
-var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable"}
+var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable",
+	"estimated_price"}
 
 const (
 	noticeWin = iota
 	noticeBill
+	noticeImp
 	numNoticeKinds
 )
 
-var noticeKindNames = [numNoticeKinds]string{"win", "bill"}
+var noticeKindNames = [numNoticeKinds]string{"win", "bill", "imp"}
+
+// noticeTokenKinds are the token kinds of /win, /bill and /imp.
+var noticeTokenKinds = [numNoticeKinds]token.Kind{token.KindWin, token.KindBill, token.KindImp}
+
+// chargeKey is the replay set's kind for "this impression was charged",
+// shared by every notice kind (see charges).
+const chargeKey = numNoticeKinds
+
+// charges reports whether a notice of kind charges a bid of billing mode
+// m: /bill always (the exchange says the impression is billable), /win
+// with BillingNurl, /imp with BillingRender.
+func charges(kind int, m token.Billing) bool {
+	switch kind {
+	case noticeBill:
+		return true
+	case noticeWin:
+		return m == token.BillingNurl
+	case noticeImp:
+		return m == token.BillingRender
+	}
+	return false
+}
+
+// auctionPriceMacro is the OpenRTB price macro, left as it is by an SSP or
+// a renderer that does not fill it.
+const auctionPriceMacro = "${AUCTION_PRICE}"
 
 // Defaults of the notice options.
 const (
@@ -136,7 +196,7 @@ type noticeMetrics struct {
 
 func newNoticeMetrics(reg prometheus.Registerer) (*noticeMetrics, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_notices_total",
-		Help: "Win (/win) and billing (/bill) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable."},
+		Help: "Win (/win), billing (/bill) and impression (/imp) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable, estimated_price."},
 		[]string{"kind", "outcome"})
 	m := &noticeMetrics{}
 	for k, kn := range noticeKindNames {
@@ -158,7 +218,8 @@ type noticeState struct {
 	buf []byte
 }
 
-// serveNotice is GET /win (kind noticeWin) and GET /bill (noticeBill).
+// serveNotice is GET /win (kind noticeWin), GET /bill (noticeBill) and
+// GET /imp (noticeImp).
 func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
 	b.answerNotice(rc, kind, b.notice(rc, kind))
 }
@@ -170,7 +231,7 @@ func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
 	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
 	switch out {
-	case outAccepted, outReplay:
+	case outAccepted, outReplay, outEstimated:
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	case outUnavailable:
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -194,10 +255,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if len(t) == 0 {
 		return outBadRequest
 	}
-	want := token.KindWin
-	if kind == noticeBill {
-		want = token.KindBill
-	}
+	want := noticeTokenKinds[kind]
 	ns := b.notices.Get().(*noticeState)
 	defer b.notices.Put(ns)
 	now := b.opts.Now()
@@ -210,7 +268,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		return outForged
 	}
 	tok := &ns.tok
-	price, ok := b.clearingPrice(args.Peek("p"))
+	price, estimated, ok := b.clearingPrice(args.Peek("p"), tok)
 	if !ok {
 		return outBadPrice
 	}
@@ -220,8 +278,11 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
 		return outReplay
 	}
-	if kind != noticeBill {
+	if !charges(kind, tok.Billing) {
 		return outAccepted
+	}
+	if !b.replays.firstTime(chargeKey, tok.Auction, tok.Imp, now) {
+		return outReplay // charged already, through another of its notices
 	}
 	charge := money.PerImpression(price)
 	if set := b.opts.Campaigns.Current(); set != nil && tok.Currency != "" {
@@ -236,15 +297,20 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if j := b.opts.Journal; j != nil {
 		if err := j.Append(tok.Campaign, &n); err != nil {
 			b.replays.forget(kind, tok.Auction, tok.Imp)
+			b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 			return b.notCharged(err)
 		}
 	}
 	if err := b.opts.Spend.AddNotice(tok.Campaign, &n); err != nil {
 		b.replays.forget(kind, tok.Auction, tok.Imp)
+		b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
 			b.opts.Journal.Confirm([]uint64{n.Seq})
 		}
 		return b.notCharged(err)
+	}
+	if estimated {
+		return outEstimated
 	}
 	return outAccepted
 }
@@ -263,19 +329,29 @@ func (b *Bidder) notCharged(err error) int {
 }
 
 // clearingPrice parses p: a plain decimal, else an encrypted price when
-// keys are configured.
-func (b *Bidder) clearingPrice(p []byte) (int64, bool) {
-	if len(p) == 0 {
-		return 0, false
+// keys are configured (the token's exchange's, else Options'). A p that
+// is missing or still the price macro is the token's bid price
+// (estimated).
+func (b *Bidder) clearingPrice(p []byte, tok *token.Token) (price int64, estimated, ok bool) {
+	if len(p) == 0 || string(p) == auctionPriceMacro {
+		return tok.PriceMicros, true, true
 	}
 	if v, err := money.Parse(p); err == nil {
-		return v, true
+		return v, false, true
 	}
-	if len(b.opts.PriceEncryptionKey) == 0 {
-		return 0, false
+	enc, integ := b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey
+	name := tok.Exchange
+	if name == "" {
+		name = DefaultExchange
 	}
-	v, err := rtb.DecryptPrice(b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey, str(p))
-	return v, err == nil
+	if i, found := b.exchanges.index[name]; found && len(b.exchanges.list[i].PriceEncryptionKey) > 0 {
+		enc, integ = b.exchanges.list[i].PriceEncryptionKey, b.exchanges.list[i].PriceIntegrityKey
+	}
+	if len(enc) == 0 {
+		return 0, false, false
+	}
+	v, err := rtb.DecryptPrice(enc, integ, str(p))
+	return v, false, err == nil
 }
 
 // replaySet remembers accepted notices (see the notice documentation):

@@ -288,7 +288,7 @@ func unbufferedNotice(b *Bidder, rc *fasthttp.RequestCtx, store spend.Store, idP
 		var tok token.Token
 		if _, err := b.opts.Keys.Parse(&tok, rc.QueryArgs().Peek("t"), token.KindBill, b.opts.Now(), nil); err != nil {
 			out = outForged
-		} else if price, ok := b.clearingPrice(rc.QueryArgs().Peek("p")); !ok {
+		} else if price, _, ok := b.clearingPrice(rc.QueryArgs().Peek("p"), &tok); !ok {
 			out = outBadPrice
 		} else {
 			d := []spend.Delta{{ID: idPrefix + strconv.FormatInt(seq.Add(1), 36), Campaign: tok.Campaign,

@@ -196,8 +196,9 @@ func TestNoticesEndToEnd(t *testing.T) {
 	}
 
 	b2 := f.bidOnce(userBulk, 0)
-	// Bad prices: unfilled macro, garbage, negative, a bad encrypted one.
-	for _, p := range []string{"", "${AUCTION_PRICE}", "abc", "-1", rtb.EncryptPrice(priceEncKey, priceEncKey, make([]byte, 16), 1000)} {
+	// Bad prices: garbage, negative, a bad encrypted one. (A missing or
+	// unfilled price is the bid price: TestEstimatedPrice.)
+	for _, p := range []string{"abc", "-1", rtb.EncryptPrice(priceEncKey, priceEncKey, make([]byte, 16), 1000)} {
 		path := strings.Replace(b2.burl, "${AUCTION_PRICE}", p, 1)
 		if st := f.do(fasthttp.MethodGet, path, nil).status; st != 400 {
 			t.Fatalf("bill with p=%q: status %d", p, st)
@@ -226,7 +227,7 @@ func TestNoticesEndToEnd(t *testing.T) {
 	}{
 		{"win", "accepted", 1}, {"win", "replay", 1},
 		{"bill", "accepted", 2}, {"bill", "replay", 1},
-		{"bill", "forged", 2}, {"bill", "bad_request", 1}, {"bill", "bad_price", 5},
+		{"bill", "forged", 2}, {"bill", "bad_request", 1}, {"bill", "bad_price", 3},
 		{"bill", "over_price", 1}, {"bill", "expired", 1},
 	} {
 		if got := f.notices(c.kind, c.outcome); got != c.want {
@@ -357,7 +358,7 @@ func TestReplaySet(t *testing.T) {
 	}
 }
 
-// FuzzNotice drives /win and /bill with arbitrary queries, seeded with real
+// FuzzNotice drives /win, /bill and /imp with arbitrary queries, seeded with real
 // notice URLs (valid tokens with plain and encrypted prices, tampered
 // ones): never a panic nor a 5xx; a 204 only for an authentic token (the
 // fuzzer cannot forge one), and the campaign's spend only grows by what an
@@ -381,13 +382,16 @@ func FuzzNotice(f *testing.F) {
 		o.PriceEncryptionKey, o.PriceIntegrityKey = priceEncKey, priceIntKey
 	})
 	now := time.Now()
-	for i, kind := range []token.Kind{token.KindWin, token.KindBill} {
+	for i, kind := range []token.Kind{token.KindWin, token.KindBill, token.KindImp, token.KindImp} {
 		tok, err := fx.keys.Append(nil, &token.Token{Kind: kind, Issued: now, Expires: now.Add(time.Hour),
-			Campaign: "money", Creative: "c", Auction: "a" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD"})
+			Campaign: "money", Creative: "c", Auction: "a" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD",
+			Billing: token.Billing(i % 3), Exchange: []string{"", "", "", "nowhere"}[i]})
 		if err != nil {
 			f.Fatal(err)
 		}
-		path := []string{PathWin, PathBill}[i]
+		path := []string{PathWin, PathBill, PathImp, PathImp}[i]
+		f.Add(path + "?t=" + string(tok))
+		f.Add(path + "?t=" + string(tok) + "&p=${AUCTION_PRICE}")
 		f.Add(path + "?t=" + string(tok) + "&p=1.2")
 		f.Add(path + "?t=" + string(tok) + "&p=" + rtb.EncryptPrice(priceEncKey, priceIntKey, make([]byte, 16), 1_400_000))
 		f.Add(path + "?t=" + string(tok) + "&p=9")

@@ -86,6 +86,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		MaxInFlight:     c.MaxInFlight,
 		Overload503:     c.OverloadResponse == "503",
 		AbsoluteClicks:  c.ClickLinks == "absolute",
+		BannerImpPixel:  c.BannerImpPixel,
 		NBRBody:         c.NBRBody,
 		GzipMinBytes:    c.GzipMinBytes,
 		GDPRVendorID:    uint16(vendor),
@@ -102,7 +103,10 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 	var xs []Exchange
 	for _, name := range cfg.Exchanges.Names() {
 		x, _ := cfg.Exchanges.Get(name)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro()})
+		billing, _ := token.ParseBilling(x.Billing) // validated
+		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
+		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,

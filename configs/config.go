@@ -225,6 +225,10 @@ type Bidder struct {
 	// or "absolute" (a full /click URL per product, for SSPs that rewrite
 	// or wrap the links in a creative).
 	ClickLinks string `yaml:"click_links"`
+	// BannerImpPixel puts a 1x1 impression pixel (the bid's /imp URL) in
+	// every banner's markup; banners to an exchange with billing render
+	// carry it whatever this says.
+	BannerImpPixel bool `yaml:"banner_imp_pixel"`
 	// EventTimeout bounds the store write of a /event pixel and the catalog
 	// lookup of a /click.
 	EventTimeout time.Duration `yaml:"event_timeout"`
@@ -559,6 +563,14 @@ type Exchange struct {
 	// UIDMacro is the text /usersync replaces with rtbd's uid in the
 	// exchange's redirect URL; "": DefaultUIDMacro.
 	UIDMacro string `yaml:"uid_macro"`
+	// Billing says which notice charges a bid's impression: "burl" (the
+	// billing notice, /bill), "nurl" (the win notice, /win, as well, for
+	// exchanges that never fire burl) or "render" (the creative's own
+	// impression tracker, /imp, as well); "": burl.
+	Billing string `yaml:"billing"`
+	// PriceKeys decrypt the exchange's encrypted clearing prices; empty:
+	// notice.price_keys.
+	PriceKeys PriceKeys `yaml:"price_keys"`
 }
 
 // Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
@@ -573,6 +585,9 @@ func (e Exchange) Macro() string {
 func (e Exchange) Validate(p *Problems) {
 	if len(e.UIDMacro) > 64 || strings.ContainsFunc(e.UIDMacro, func(r rune) bool { return r <= 0x20 || r >= 0x7f }) {
 		p.Addf("uid_macro", "must be at most 64 printable ASCII characters without spaces, got %q", e.UIDMacro)
+	}
+	if e.Billing != "" {
+		p.OneOf("billing", e.Billing, "burl", "nurl", "render")
 	}
 }
 
@@ -1105,6 +1120,9 @@ func (c *Config) applyEnv(environ []string) error {
 	}
 	var errs []error
 	for _, key := range SecretKeys() {
+		if strings.Contains(key, AnyName) {
+			continue // inside a map of sections: set in the file only
+		}
 		name := envName(key + FileSuffix)
 		if file, ok := vars[name]; ok {
 			delete(vars, name)

@@ -53,14 +53,14 @@ func TestExchangesFileErrors(t *testing.T) {
 exchanges:
   pbs:
     uid_macro: $UID
-    billing: burl
+    bills: burl
   gam:
     uid_macro: [a]
 `), nil)
 	if !errors.Is(err, ErrUnknownKey) || !errors.Is(err, ErrInvalidValue) {
 		t.Fatalf("err = %v, want an unknown key and an invalid value", err)
 	}
-	for _, w := range []string{`unknown key "exchanges.pbs.billing"`, "exchanges.gam.uid_macro: invalid value"} {
+	for _, w := range []string{`unknown key "exchanges.pbs.bills"`, "exchanges.gam.uid_macro: invalid value"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%v lacks %q", err, w)
 		}

@@ -63,9 +63,10 @@ func isSection(t reflect.Type) bool {
 // isSectionMap reports whether a field of type t is a map of sections by
 // name (Exchanges): neither a setting nor a section of fixed keys. Its
 // entries are checked and validated like sections, as KEY.NAME; they are
-// set in files only (Keys, the environment and Set do not reach them).
-// Secret settings (secret:"true") are not supported inside one yet:
-// SecretKeys, Masked and <key>_file walk fixed sections only.
+// set in files only (Keys, the environment and Set do not reach them, but
+// for a secret's "<key>_file", which Set takes too). Secret settings inside
+// one are masked by Masked, listed by SecretKeys with "*" for the name,
+// and may be given as "<key>_file" in the file.
 func isSectionMap(t reflect.Type) bool {
 	return t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && isSection(t.Elem())
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -27,8 +28,13 @@ var ErrSecretFile = errors.New("configs: secret file")
 func isSecret(f reflect.StructField) bool { return f.Tag.Get("secret") == "true" }
 
 // SecretKeys returns the dotted keys of the secret settings, in
-// declaration order.
+// declaration order. A secret inside a map of sections (exchanges) is
+// listed with "*" for the entry's name: "exchanges.*.price_keys.encryption".
 func SecretKeys() []string { return secretKeys() }
+
+// AnyName is the path segment of SecretKeys that stands for the name of an
+// entry of a map of sections.
+const AnyName = "*"
 
 var secretKeys = sync.OnceValue(func() []string {
 	var keys []string
@@ -41,6 +47,8 @@ var secretKeys = sync.OnceValue(func() []string {
 			case key == "":
 			case isSection(f.Type):
 				walk(f.Type, joinKey(prefix, key))
+			case isSectionMap(f.Type):
+				walk(f.Type.Elem(), joinKey(joinKey(prefix, key), AnyName))
 			case isSecret(f):
 				keys = append(keys, joinKey(prefix, key))
 			}
@@ -50,16 +58,28 @@ var secretKeys = sync.OnceValue(func() []string {
 	return keys
 })
 
-// IsSecret reports whether key (dotted, or its <key>_file form) is a
-// secret setting.
-func IsSecret(key string) bool {
-	key = strings.TrimSuffix(key, FileSuffix)
-	for _, k := range secretKeys() {
-		if k == key {
+// matchKey reports whether key is the secret key pattern k (AnyName
+// matching one segment, a name).
+func matchKey(k, key string) bool {
+	for {
+		kp, krest, kmore := strings.Cut(k, ".")
+		p, rest, more := strings.Cut(key, ".")
+		if kp != p && (kp != AnyName || p == "") || kmore != more {
+			return false
+		}
+		if !more {
 			return true
 		}
+		k, key = krest, rest
 	}
-	return false
+}
+
+// IsSecret reports whether key (dotted, or its <key>_file form) is a
+// secret setting; a key inside a map of sections names its entry
+// ("exchanges.pbs.price_keys.encryption").
+func IsSecret(key string) bool {
+	_, ok := secretFileKey(strings.TrimSuffix(key, FileSuffix) + FileSuffix)
+	return ok
 }
 
 // secretFileKey returns the secret setting that key, "<secret>_file", names.
@@ -69,7 +89,7 @@ func secretFileKey(key string) (string, bool) {
 		return "", false
 	}
 	for _, k := range secretKeys() {
-		if k == base {
+		if matchKey(k, base) {
 			return base, true
 		}
 	}
@@ -83,27 +103,65 @@ type secretFile struct {
 }
 
 // setFromFile sets the secret key to the content of file, less its trailing
-// newline; what names the setting in errors.
+// newline; what names the setting in errors. A key inside a map of
+// sections sets that entry (made if missing).
 func (c *Config) setFromFile(key, what, file string) error {
 	b, err := os.ReadFile(file)
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrSecretFile, what, err)
 	}
-	v, err := lookup(c, key)
-	if err != nil {
-		return err
-	}
 	value := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-	if why := setString(v, value); why != "" {
+	var why string
+	found := setPath(valueOf(c), strings.Split(key, "."), func(v reflect.Value) { why = setString(v, value) })
+	if !found {
+		return fmt.Errorf("%w %q", ErrUnknownKey, key)
+	}
+	if why != "" {
 		return fmt.Errorf("%w for %s: content of %s (%s)", ErrInvalidValue, what, file, why)
 	}
 	return nil
 }
 
+// setPath calls set with the setting at parts below the struct value v
+// (addressable), walking into maps of sections (an entry is copied, set
+// and stored back); false if parts name no setting.
+func setPath(v reflect.Value, parts []string, set func(reflect.Value)) bool {
+	idx, ok := fieldByKey(v.Type(), parts[0])
+	if !ok {
+		return false
+	}
+	fv := v.Field(idx)
+	switch {
+	case len(parts) == 1:
+		if isSection(fv.Type()) || isSectionMap(fv.Type()) {
+			return false
+		}
+		set(fv)
+		return true
+	case isSection(fv.Type()):
+		return setPath(fv, parts[1:], set)
+	case isSectionMap(fv.Type()) && len(parts) > 2:
+		name := reflect.ValueOf(parts[1]).Convert(fv.Type().Key())
+		e := reflect.New(fv.Type().Elem()).Elem()
+		if old := fv.MapIndex(name); old.IsValid() {
+			e.Set(old)
+		}
+		if !setPath(e, parts[2:], set) {
+			return false
+		}
+		if fv.IsNil() {
+			fv.Set(reflect.MakeMap(fv.Type()))
+		}
+		fv.SetMapIndex(name, e)
+		return true
+	}
+	return false
+}
+
 // checkNotMasked reports a secret whose value is Mask: a config printed by
 // `rtbd config` and loaded again.
 func checkNotMasked(c *Config, p *Problems) {
-	c.eachSecret(func(key string, v reflect.Value) {
+	c.eachSecret(false, func(key string, v reflect.Value) {
 		masked := v.Kind() == reflect.String && v.String() == Mask
 		for i := 0; v.Kind() == reflect.Slice && i < v.Len(); i++ {
 			masked = masked || v.Index(i).String() == Mask
@@ -114,16 +172,45 @@ func checkNotMasked(c *Config, p *Problems) {
 	})
 }
 
-// eachSecret calls fn with every secret setting of c.
-func (c *Config) eachSecret(fn func(key string, v reflect.Value)) {
-	v := valueOf(c)
-	for _, key := range secretKeys() {
-		fv := v
-		for _, part := range strings.Split(key, ".") {
-			idx, _ := fieldByKey(fv.Type(), part)
-			fv = fv.Field(idx)
+// eachSecret calls fn with every secret setting of c, with its dotted key
+// (an entry of a map of sections by its name). fn may change the value: an
+// entry of a map is walked as a copy and stored back, into a new map when
+// clone is set (so that a shallow copy of a Config leaves the original's
+// maps alone).
+func (c *Config) eachSecret(clone bool, fn func(key string, v reflect.Value)) {
+	walkSecrets(valueOf(c), "", clone, fn)
+}
+
+func walkSecrets(v reflect.Value, prefix string, clone bool, fn func(key string, v reflect.Value)) {
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		key := keyOf(f)
+		fv := v.Field(i)
+		switch {
+		case key == "":
+		case isSection(f.Type):
+			walkSecrets(fv, joinKey(prefix, key), clone, fn)
+		case isSectionMap(f.Type):
+			if fv.Len() == 0 {
+				continue
+			}
+			m := fv
+			if clone {
+				m = reflect.MakeMapWithSize(f.Type, fv.Len())
+			}
+			keys := fv.MapKeys()
+			slices.SortFunc(keys, func(a, b reflect.Value) int { return strings.Compare(a.String(), b.String()) })
+			for _, name := range keys {
+				e := reflect.New(f.Type.Elem()).Elem()
+				e.Set(fv.MapIndex(name))
+				walkSecrets(e, joinKey(joinKey(prefix, key), name.String()), clone, fn)
+				m.SetMapIndex(name, e)
+			}
+			fv.Set(m)
+		case isSecret(f):
+			fn(joinKey(prefix, key), fv)
 		}
-		fn(key, fv)
 	}
 }
 
@@ -132,7 +219,7 @@ func (c *Config) eachSecret(fn func(key string, v reflect.Value)) {
 // debug output). c is unchanged.
 func (c *Config) Masked() *Config {
 	m := *c
-	m.eachSecret(func(_ string, fv reflect.Value) {
+	m.eachSecret(true, func(_ string, fv reflect.Value) {
 		switch fv.Kind() {
 		case reflect.String:
 			if fv.Len() > 0 {

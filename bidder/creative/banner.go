@@ -45,6 +45,9 @@ type Banner struct {
 	// banners (see CellCache for the products it suits). The markup is
 	// the same with or without it.
 	Cells *CellCache
+	// ImpURL, when set, is the ad's impression tracker (rtbd's /imp URL):
+	// the banner carries it as a 1x1 image, attribute-escaped.
+	ImpURL string
 }
 
 // Layout is the arrangement of products in a banner.
@@ -199,7 +202,13 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 		dst = append(dst, ` &#183; `...)
 		dst = appendHTML(dst, b.Advertiser)
 	}
-	return append(dst, `</span></body></html>`...)
+	dst = append(dst, `</span>`...)
+	if b.ImpURL != "" {
+		dst = append(dst, `<img src='`...)
+		dst = appendHTML(dst, b.ImpURL)
+		dst = append(dst, `' width=1 height=1 alt='' style='position:absolute;left:0;bottom:0;border:0'>`...)
+	}
+	return append(dst, `</body></html>`...)
 }
 
 func appendPx(dst []byte, v int) []byte {

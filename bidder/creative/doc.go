@@ -50,6 +50,14 @@
 // {{ADVERTISER}} become the first product's values, XML-escaped. Video is
 // only ever served from such a template.
 //
+// # Impression trackers
+//
+// With an ImpURL (rtbd's /imp), every format carries it: a native response
+// as a Native 1.2 event tracker (event 1, method 1) when the request lists
+// eventtrackers, else as a Native 1.1 imptrackers entry; a VAST document
+// as an <Impression> (CDATA) before the template's first <Impression>, or
+// where one belongs when it has none; a banner as a 1x1 image.
+//
 // # Allocations and concurrency
 //
 // The Append functions write into the caller's buffer and allocate nothing

@@ -145,7 +145,17 @@ type Native struct {
 	// Resize, when set, serves image sizes the catalog lacks (see
 	// appendImage); nil: the product images as they are.
 	Resize *ResizeURL
+	// ImpURL, when set, is the ad's impression tracker (rtbd's /imp URL,
+	// URL-safe): a Native 1.2 event tracker (event 1, method 1: an image
+	// pixel) when the request lists eventtrackers, else a Native 1.1
+	// imptrackers entry.
+	ImpURL string
 }
+
+// EventTrackers reports whether the native request lists eventtrackers
+// (Native 1.2): the response's impression tracker is then an event
+// tracker, else an imptrackers entry.
+func (nr *NativeRequest) EventTrackers() bool { return len(nr.Request.EventTrackers) > 0 }
 
 // AppendNative appends the Native 1.2 response JSON for n to dst. On error
 // (ErrUnfillable) dst is returned unchanged.
@@ -192,7 +202,19 @@ func AppendNative(dst []byte, n *Native) ([]byte, error) {
 	} else {
 		dst = appendJSON(dst, p.LandingUrl)
 	}
-	dst = append(dst, `}}`...)
+	dst = append(dst, '}')
+	if n.ImpURL != "" {
+		if n.Request.EventTrackers() {
+			dst = append(dst, `,"eventtrackers":[{"event":1,"method":1,"url":`...)
+			dst = appendJSON(dst, n.ImpURL)
+			dst = append(dst, `}]`...)
+		} else {
+			dst = append(dst, `,"imptrackers":[`...)
+			dst = appendJSON(dst, n.ImpURL)
+			dst = append(dst, ']')
+		}
+	}
+	dst = append(dst, '}')
 	if n.Request.Wrapped {
 		dst = append(dst, '}')
 	}

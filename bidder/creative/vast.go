@@ -14,6 +14,12 @@ type VAST struct {
 	Products   []*catalogpb.Product
 	Advertiser string
 	Links      Linker
+	// ImpURL, when set, is the ad's impression tracker (rtbd's /imp URL):
+	// AppendVAST adds an <Impression> with it, before the template's first
+	// <Impression> (beside the template's own), else after its
+	// </AdTitle>, </AdSystem> or <InLine>/<Wrapper> start tag, the first
+	// found.
+	ImpURL string
 }
 
 // AppendVAST appends v.Template with its placeholders replaced, each value
@@ -30,6 +36,54 @@ func AppendVAST(dst []byte, v *VAST) []byte {
 		}
 	}
 	t := v.Template
+	if v.ImpURL != "" {
+		if at := impressionAt(t); at >= 0 {
+			dst = appendVASTText(dst, t[:at], p, v)
+			dst = append(dst, `<Impression><![CDATA[`...)
+			dst = appendCDATA(dst, v.ImpURL)
+			dst = append(dst, `]]></Impression>`...)
+			t = t[at:]
+		}
+	}
+	return appendVASTText(dst, t, p, v)
+}
+
+// impressionAt returns where in the template t rtbd's <Impression> goes
+// (see VAST.ImpURL), -1 if t has no place for one (not an ad).
+func impressionAt(t string) int {
+	if i := strings.Index(t, "<Impression"); i >= 0 {
+		return i
+	}
+	for _, end := range [...]string{"</AdTitle>", "</AdSystem>"} {
+		if i := strings.Index(t, end); i >= 0 {
+			return i + len(end)
+		}
+	}
+	for _, start := range [...]string{"<InLine", "<Wrapper"} {
+		if i := strings.Index(t, start); i >= 0 {
+			if j := strings.IndexByte(t[i:], '>'); j >= 0 {
+				return i + j + 1
+			}
+		}
+	}
+	return -1
+}
+
+// appendCDATA appends s for a CDATA section: "]]>" is split across two.
+func appendCDATA(dst []byte, s string) []byte {
+	for {
+		i := strings.Index(s, "]]>")
+		if i < 0 {
+			return append(dst, s...)
+		}
+		dst = append(dst, s[:i+2]...)
+		dst = append(dst, "]]><![CDATA["...)
+		s = s[i+2:]
+	}
+}
+
+// appendVASTText appends template text t with its placeholders replaced.
+func appendVASTText(dst []byte, t string, p *catalogpb.Product, v *VAST) []byte {
 	for {
 		i := strings.Index(t, "{{")
 		if i < 0 {

@@ -16,12 +16,16 @@
 //
 //	payload | HMAC-SHA256(key, payload)[:16]
 //
-// where payload is: version (1 byte, 3), kind (1 byte), issued (uvarint,
+// where payload is: version (1 byte, 4), kind (1 byte), issued (uvarint,
 // unix seconds), ttl (uvarint, seconds), price (uvarint, micros), currency
 // (3 bytes, zero for none), campaign, creative, auction, imp, user, url (each
 // a uvarint length then the bytes), group, product, then the number of
-// products and each product id (uvarints), then the bid's nonce (16 bytes).
-// Version 2, the same without the nonce, and version 1, without the
+// products and each product id (uvarints), then the bid's nonce (16 bytes),
+// then a flags byte: bit 0 the test bid, bits 1-2 the bid's Billing mode
+// (0 burl, 1 nurl, 2 render), bit 3 set when the exchange's name follows
+// (a uvarint length, then the bytes; absent for the default exchange).
+// Version 3 is the same without the flags byte (not a test, billing burl,
+// the default exchange). Version 2, the same without the nonce, and version 1, without the
 // product list either, are still accepted by Parse (Nonce zero;
 // Token.NoticeNonce derives one). A win token for a typical bid is about
 // 130 characters, a click token for 15 products about 210.

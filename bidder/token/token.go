@@ -76,9 +76,61 @@ const (
 
 // Flag bits of a version 4 token.
 const (
-	flagTest  = 1 << 0
-	flagsMask = flagTest // the bits Parse accepts
+	flagTest = 1 << 0
+	// flagBilling (2 bits) is the bid's Billing mode.
+	flagBillingShift = 1
+	flagBilling      = 3 << flagBillingShift
+	// flagExchange: the exchange's name follows the flags byte (a uvarint
+	// length, then the bytes).
+	flagExchange = 1 << 3
+	flagsMask    = flagTest | flagBilling | flagExchange // the bits Parse accepts
 )
+
+// Billing says which notice of a bid charges its impression (config
+// exchanges.NAME.billing). The zero value is BillingBurl, so a token
+// without billing bits (version 3 and older, or signed before the flag)
+// bills on burl.
+type Billing byte
+
+// Billing modes.
+const (
+	// BillingBurl: the billing notice (burl, /bill) charges.
+	BillingBurl Billing = 0
+	// BillingNurl: the win notice (nurl, /win) charges too, for exchanges
+	// that never fire burl.
+	BillingNurl Billing = 1
+	// BillingRender: the creative's own impression tracker (/imp) charges
+	// too.
+	BillingRender Billing = 2
+	maxBilling            = BillingRender
+)
+
+// String returns "burl", "nurl", "render" or "unknown".
+func (b Billing) String() string {
+	switch b {
+	case BillingBurl:
+		return "burl"
+	case BillingNurl:
+		return "nurl"
+	case BillingRender:
+		return "render"
+	}
+	return "unknown"
+}
+
+// ParseBilling returns the Billing named s ("burl", "nurl" or "render");
+// "" is BillingBurl.
+func ParseBilling(s string) (Billing, bool) {
+	switch s {
+	case "", "burl":
+		return BillingBurl, true
+	case "nurl":
+		return BillingNurl, true
+	case "render":
+		return BillingRender, true
+	}
+	return 0, false
+}
 
 // Errors of Parse and NewKeys. Compare with errors.Is.
 var (
@@ -129,6 +181,14 @@ type Token struct {
 	// notices are verified and counted but never charge spend or
 	// frequency.
 	Test bool
+	// Billing is the bid's billing mode: which notices charge (flag bits
+	// 1-2 of a version 4 token).
+	Billing Billing
+	// Exchange is the name of the exchange the bid was made to ("" for
+	// the default exchange): its settings (price keys) apply to the bid's
+	// notices. At most MaxFieldBytes; carried after the flags byte when
+	// not empty.
+	Exchange string
 	// Products are the product ids (of Group) of a bid's creative: one
 	// click token, signed once, serves every product link of the ad (see
 	// HasProduct). At most MaxProducts. Parse reuses its capacity.
@@ -222,7 +282,15 @@ func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
 	if t.Test {
 		flags |= flagTest
 	}
+	flags |= byte(t.Billing) << flagBillingShift
+	if t.Exchange != "" {
+		flags |= flagExchange
+	}
 	dst = append(dst, flags)
+	if t.Exchange != "" {
+		dst = binary.AppendUvarint(dst, uint64(len(t.Exchange)))
+		dst = append(dst, t.Exchange...)
+	}
 	e := len(dst)
 	dst = k.mac(0, dst, dst[start:e])[:e+MACBytes] // payload | mac, truncated
 	e += MACBytes
@@ -249,7 +317,10 @@ func checkFields(t *Token) error {
 	if t.Currency != "" && !money.IsCode(t.Currency) {
 		return fmt.Errorf("%w: currency %q", ErrField, t.Currency)
 	}
-	for _, s := range [...]string{t.Campaign, t.Creative, t.Auction, t.Imp, t.User, t.URL} {
+	if t.Billing > maxBilling {
+		return fmt.Errorf("%w: billing %d", ErrField, t.Billing)
+	}
+	for _, s := range [...]string{t.Campaign, t.Creative, t.Auction, t.Imp, t.User, t.URL, t.Exchange} {
 		if len(s) > MaxFieldBytes {
 			return fmt.Errorf("%w: a field has %d bytes, more than %d", ErrField, len(s), MaxFieldBytes)
 		}
@@ -387,7 +458,19 @@ func decodePayload(t *Token, p []byte) error {
 			return ErrMalformed
 		}
 		t.Test = p[0]&flagTest != 0
+		t.Billing = Billing((p[0] & flagBilling) >> flagBillingShift)
+		if t.Billing > maxBilling {
+			return ErrMalformed
+		}
+		hasExchange := p[0]&flagExchange != 0
 		p = p[1:]
+		if hasExchange {
+			l, n := binary.Uvarint(p)
+			if n <= 0 || l == 0 || l > MaxFieldBytes || l > uint64(len(p)-n) {
+				return ErrMalformed
+			}
+			t.Exchange, p = str(p[n:n+int(l)]), p[n+int(l):]
+		}
 	}
 	if len(p) != 0 {
 		return ErrMalformed

@@ -406,3 +406,60 @@ func TestTestFlag(t *testing.T) {
 		t.Fatalf("unknown flag: %v", err)
 	}
 }
+
+// TestBillingAndExchange checks that the billing mode and the exchange
+// name round-trip, that a token without them (version 3, or the default
+// exchange) parses as billing burl with no exchange, and that a billing
+// value out of range is refused by Append and by Parse.
+func TestBillingAndExchange(t *testing.T) {
+	k, _ := NewKeys(key1)
+	now := time.Unix(1700000000, 0)
+	for _, c := range []struct {
+		billing  Billing
+		exchange string
+		test     bool
+	}{
+		{BillingBurl, "", false}, {BillingNurl, "", true}, {BillingRender, "pbs", false}, {BillingBurl, "x-1", true},
+	} {
+		tok, err := k.Append(nil, &Token{Kind: KindImp, Issued: now, Expires: now.Add(time.Hour), Campaign: "c",
+			Billing: c.billing, Exchange: c.exchange, Test: c.test})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got Token
+		if _, err := k.Parse(&got, tok, KindImp, now, nil); err != nil || got.Billing != c.billing ||
+			got.Exchange != c.exchange || got.Test != c.test || got.Campaign != "c" {
+			t.Fatalf("%+v: got %+v, %v", c, got, err)
+		}
+		if c.billing == BillingBurl && c.exchange == "" && !c.test {
+			if _, err := k.Parse(&got, []byte(older(t, tok, version3)), KindImp, now, nil); err != nil ||
+				got.Billing != BillingBurl || got.Exchange != "" {
+				t.Fatalf("version 3: got %+v, %v", got, err)
+			}
+		}
+	}
+	if _, err := k.Append(nil, &Token{Kind: KindWin, Issued: now, Expires: now, Billing: 3}); !errors.Is(err, ErrField) {
+		t.Fatalf("billing 3: %v, want ErrField", err)
+	}
+	tok, _ := k.Append(nil, &Token{Kind: KindWin, Issued: now, Expires: now.Add(time.Hour)})
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	var got Token
+	for _, flags := range []byte{flagBilling, flagExchange} { // billing 3; an exchange flag with no name
+		payload[len(payload)-1] = flags
+		if _, err := k.Parse(&got, []byte(resign(payload)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("flags %#x: %v, want ErrMalformed", flags, err)
+		}
+	}
+	for _, s := range []string{"burl", "nurl", "render"} {
+		if b, ok := ParseBilling(s); !ok || b.String() != s {
+			t.Errorf("ParseBilling(%q) = %v, %v", s, b, ok)
+		}
+	}
+	if b, ok := ParseBilling(""); !ok || b != BillingBurl {
+		t.Errorf(`ParseBilling("") = %v, %v`, b, ok)
+	}
+	if _, ok := ParseBilling("imp"); ok {
+		t.Error(`ParseBilling("imp") accepted`)
+	}
+}
