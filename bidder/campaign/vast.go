@@ -19,9 +19,6 @@ import (
 // It runs when campaigns load, not per request.
 func PlainHTTPInVAST(t string) bool {
 	const scheme = "http://"
-	if !containsFold(t, scheme) {
-		return false
-	}
 	d := xml.NewDecoder(strings.NewReader(t))
 	for {
 		tok, err := d.Token()
@@ -29,7 +26,7 @@ func PlainHTTPInVAST(t string) bool {
 			return false
 		}
 		if err != nil {
-			return true // not XML we can read: judge the raw text (it has http://)
+			return containsFold(t, scheme) // not XML we can read: judge the raw text
 		}
 		switch tk := tok.(type) {
 		case xml.CharData:
