@@ -460,3 +460,26 @@ func TestSecureBaseOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestSecureExplain: the debug endpoint says why a secure imp got no bid
+// and why a campaign's VAST template was not served on one.
+func TestSecureExplain(t *testing.T) {
+	banner := withSecure(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, 1)
+	ex := secureFixture(t, "").b.Explain(banner)
+	if ex.NBR != int(rtb.NoBidInsecure) || len(ex.Imps) != 1 || !strings.Contains(ex.Imps[0].Note, "secure_public_url") {
+		t.Errorf("no https base explained as nbr %d, imps %+v", ex.NBR, ex.Imps)
+	}
+	video := withSecure(t, readFile(t, filepath.Join(specDir, "request-4-video.json")), userBulk, 1)
+	ex = secureFixture(t, secureBase).b.Explain(video)
+	found := false
+	for _, imp := range ex.Imps {
+		for _, c := range imp.Campaigns {
+			if c.ID == "video-http" {
+				found = c.Decision == "rejected" && strings.Contains(c.Reason, "http URLs")
+			}
+		}
+	}
+	if ex.Decision != "bid" || !found {
+		t.Errorf("secure video explained as %+v", ex)
+	}
+}
