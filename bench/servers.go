@@ -126,6 +126,10 @@ func newBidder(name, exe, config, logDir string, extra []string) *server {
 				"-http-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 				"-admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(admin)),
 				"-set", "bidder.public_url=http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+				// The workload's imps are secure, as Prebid Server's are: an
+				// https base for their URLs (win notices replay only the
+				// path and query, so nothing dials it).
+				"-set", "bidder.secure_public_url=https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 				"-set", "log.level=warn", "-set", "log.format=json",
 				// The pixel events name the demo users in uid=, unsigned.
 				"-set", "user.trust_query_uid=true"}

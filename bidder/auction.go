@@ -73,6 +73,8 @@ func reasonRank(r rtb.NoBidReason) float64 {
 	switch r {
 	case rtb.NoBidTechnicalError:
 		return 6
+	case rtb.NoBidInsecure:
+		return 5.5
 	case rtb.NoBidBelowFloor:
 		return 5
 	case rtb.NoBidNoProducts:
@@ -277,15 +279,16 @@ func (b *Bidder) responseCurrency(req *openrtb2.BidRequest) string {
 // chooseMedia returns what c serves on imp: a banner of the first imp
 // size c has, else native, else video from the campaign's VAST template
 // when what it declares fits imp.video (the bid's w/h: imp.video.w/h, else
-// the template's declared size).
-func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp) (media, int64, int64) {
+// the template's declared size); on a secure imp only a template without
+// http URLs.
+func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, int64, int64) {
 	if w, h, ok := c.BannerSize(imp); ok {
 		return mediaBanner, w, h
 	}
 	if imp.Native != nil && c.Creative.Native {
 		return mediaNative, 0, 0
 	}
-	if c.VideoFits(imp.Video) {
+	if c.VideoFits(imp.Video) && !(secure && c.Creative.VASTPlainHTTP) {
 		w, h := c.VideoSize(imp.Video)
 		return mediaVideo, w, h
 	}
@@ -313,6 +316,18 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		ie.done(rtb.NoBidNoMatchingCampaign, "no campaign matches")
 		return rtb.NoBidNoMatchingCampaign, 0
 	}
+	// A secure imp (imp.secure=1) gets only https: rtbd's URLs from the
+	// secure base, products whose image is https, VAST templates without
+	// http URLs.
+	secure := imp.Secure != nil && *imp.Secure == 1
+	st.urls = &b.urls
+	if secure {
+		if !b.secureURLs.ok {
+			ie.done(rtb.NoBidInsecure, "secure imp and no https base: set bidder.secure_public_url")
+			return rtb.NoBidInsecure, 0
+		}
+		st.urls = &b.secureURLs
+	}
 	reason := rtb.NoBidNoMatchingCampaign
 	impFloor, impFloorCur := money.FromFloat(imp.BidFloor), imp.BidFloorCur
 	rates := &b.opts.Rates
@@ -326,10 +341,16 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 			}
 			continue
 		}
-		kind, w, h := chooseMedia(c, imp)
+		kind, w, h := chooseMedia(c, imp, secure)
 		if kind == mediaNone {
 			reason = worse(reason, rtb.NoBidUnsupportedImpType)
-			ie.campaign(c.ID, "rejected", "no creative for this imp", 0, 0, "")
+			if ie != nil {
+				why := "no creative for this imp"
+				if secure && imp.Video != nil && c.Creative.VASTPlainHTTP {
+					why = "secure imp and the VAST template has http URLs"
+				}
+				ie.campaign(c.ID, "rejected", why, 0, 0, "")
+			}
 			continue
 		}
 		bid := c.BidMicros(req, st.now)
@@ -409,7 +430,14 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 			}
 			continue
 		}
-		if nbr := b.addBid(st, i, cd, products, cur, uid); nbr != bidMade {
+		if secure {
+			if products = st.httpsOnly(products); len(products) == 0 {
+				reason = worse(reason, rtb.NoBidNoProducts)
+				ie.campaign(cd.c.ID, "rejected", "secure imp and no product with an https image", cd.price, cd.floor, cd.dealID)
+				continue
+			}
+		}
+		if nbr := b.addBid(st, i, cd, products, cur, uid, secure); nbr != bidMade {
 			reason = worse(reason, nbr)
 			if ie != nil {
 				ie.campaign(cd.c.ID, "rejected", "creative: "+nbr.String(), cd.price, cd.floor, cd.dealID)
@@ -484,6 +512,30 @@ func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product
 	return st.products[start:], bidMade
 }
 
+// httpsOnly returns the products of ps a secure creative may show: all but
+// those whose image URL is plain http (a product without a usable image
+// URL shows none, so it stays). It filters into st.secure, reused by the
+// request's imps; ps itself is returned when it has nothing to drop.
+func (st *reqState) httpsOnly(ps []*catalogpb.Product) []*catalogpb.Product {
+	drop := false
+	for _, p := range ps {
+		if p != nil && creative.PlainHTTP(p.ImageUrl) {
+			drop = true
+			break
+		}
+	}
+	if !drop {
+		return ps
+	}
+	st.secure = st.secure[:0]
+	for _, p := range ps {
+		if p != nil && !creative.PlainHTTP(p.ImageUrl) {
+			st.secure = append(st.secure, p)
+		}
+	}
+	return st.secure
+}
+
 func containsProduct(ps []*catalogpb.Product, id int64) bool {
 	for _, p := range ps {
 		if p.ProductId == id {
@@ -504,7 +556,9 @@ func str(b []byte) string {
 }
 
 // addBid renders the creative and adds the bid of candidate cd on imp i.
-func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, cur, uid string) rtb.NoBidReason {
+// Its URLs start with st.urls (secure: products and template already
+// checked for https).
+func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, cur, uid string, secure bool) rtb.NoBidReason {
 	req := &st.req
 	imp := &req.Imp[i]
 	c := cd.c
@@ -568,7 +622,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	impURL := ""
 	if cd.kind != mediaBanner || b.opts.BannerImpPixel || x.Billing == token.BillingRender {
 		var ok bool
-		if impURL, ok = b.noticeURL(st, b.impPrefix, token.KindImp, cd, crid, imp.ID, uid, cur); !ok {
+		if impURL, ok = b.noticeURL(st, st.urls.imp, token.KindImp, cd, crid, imp.ID, uid, cur); !ok {
 			return rtb.NoBidTechnicalError
 		}
 	}
@@ -589,7 +643,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			st.arena = st.arena[:a]
 			return rtb.NoBidInvalidRequest
 		}
-		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resize, ImpURL: impURL}
+		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resizeFor(secure), ImpURL: impURL}
 		var err error
 		if st.arena, err = creative.AppendNative(st.arena, &st.nat); err != nil {
 			st.arena = st.arena[:a]
@@ -597,7 +651,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		}
 		mtype = openrtb2.MarkupNative
 	case mediaVideo:
-		st.vast = creative.VAST{Template: c.Creative.VAST, Products: products, Advertiser: c.Advertiser, Links: st, ImpURL: impURL}
+		st.vast = creative.VAST{Template: c.Creative.VAST, Products: products, Advertiser: c.Advertiser, Links: st, ImpURL: impURL, Secure: secure}
 		st.arena = creative.AppendVAST(st.arena, &st.vast)
 		mtype = openrtb2.MarkupVideo
 	}
@@ -611,11 +665,11 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	st.arena = strconv.AppendUint(st.arena, b.bidSeq.Add(1), 36)
 	bidID := str(st.arena[a:])
 
-	nurl, ok := b.noticeURL(st, b.winPrefix, token.KindWin, cd, crid, imp.ID, uid, cur)
+	nurl, ok := b.noticeURL(st, st.urls.win, token.KindWin, cd, crid, imp.ID, uid, cur)
 	if !ok {
 		return rtb.NoBidTechnicalError
 	}
-	burl, ok := b.noticeURL(st, b.billPrefix, token.KindBill, cd, crid, imp.ID, uid, cur)
+	burl, ok := b.noticeURL(st, st.urls.bill, token.KindBill, cd, crid, imp.ID, uid, cur)
 	if !ok {
 		return rtb.NoBidTechnicalError
 	}
@@ -683,19 +737,20 @@ func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 	if !st.linked(p) {
 		return dst
 	}
-	dst = append(dst, st.b.clickPrefix...)
+	dst = append(dst, st.urls.click...)
 	dst = append(dst, st.link.tok...)
 	dst = append(dst, clickSep)
 	return strconv.AppendInt(dst, p.ProductId, 10)
 }
 
-// AppendClickBase implements creative.BaseLinker: PublicURL/click/TOKEN/,
-// the bid's click token once per banner, unless Options.AbsoluteClicks.
+// AppendClickBase implements creative.BaseLinker: PublicURL/click/TOKEN/
+// (SecurePublicURL on a secure imp), the bid's click token once per
+// banner, unless Options.AbsoluteClicks.
 func (st *reqState) AppendClickBase(dst []byte) []byte {
 	if st.b.opts.AbsoluteClicks || st.link.c == nil || len(st.link.tok) == 0 {
 		return dst
 	}
-	dst = append(dst, st.b.clickBase...)
+	dst = append(dst, st.urls.clickBase...)
 	dst = append(dst, st.link.tok...)
 	return append(dst, '/')
 }
@@ -809,4 +864,13 @@ func (b *Bidder) buildResponse(st *reqState) {
 		off += n
 	}
 	st.resp.SeatBid = st.seatbids
+}
+
+// resizeFor is the image resize service for an imp: none on a secure imp
+// when the service's URL is not https (its images would load over http).
+func (b *Bidder) resizeFor(secure bool) *creative.ResizeURL {
+	if secure && !creative.IsHTTPSURL(b.opts.ImageResizeURL) {
+		return nil
+	}
+	return b.resize
 }

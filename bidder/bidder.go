@@ -103,6 +103,10 @@ type Options struct {
 	// (creative.ParseResizeURL: {w}, {h}, {url}) that serves native image
 	// sizes the catalog lacks; "" serves the product images as they are.
 	ImageResizeURL string
+	// SecurePublicURL is that base for secure imps (imp.secure=1):
+	// https://host[:port], may equal PublicURL. Default: PublicURL when it
+	// is https; else none, and a secure imp is a no-bid (nbr 509).
+	SecurePublicURL string
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
 	// Currency of bids (bidresponse.cur). Default "USD".
@@ -238,6 +242,13 @@ func (o *Options) ensureDefaults() error {
 			errs = append(errs, fmt.Errorf("ImageResizeURL: %w", err))
 		}
 	}
+	o.SecurePublicURL = strings.TrimRight(o.SecurePublicURL, "/")
+	if o.SecurePublicURL == "" && creative.IsHTTPSURL(o.PublicURL) {
+		o.SecurePublicURL = o.PublicURL
+	}
+	if o.SecurePublicURL != "" && (!creative.IsHTTPSURL(o.SecurePublicURL) || strings.ContainsAny(o.SecurePublicURL, "?#\"'<>&")) {
+		errs = append(errs, fmt.Errorf("SecurePublicURL %q: want https://host[:port][/path]", o.SecurePublicURL))
+	}
 	if o.Seat == "" {
 		o.Seat = "rtbd"
 	}
@@ -330,13 +341,33 @@ type Bidder struct {
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
 
-	winPrefix, billPrefix, clickPrefix string // PublicURL + "/win?t=" ...
-	impPrefix                          string // PublicURL + "/imp?t="
-	clickBase                          string // PublicURL + "/click/"
-	bidIDPrefix                        string // random per process
-	exp                                int64  // bid.exp, seconds
+	// urls are the prefixes of the URLs bids carry: from PublicURL, and
+	// for secure imps from SecurePublicURL (secureURLs.ok false: none).
+	urls, secureURLs publicURLs
+	bidIDPrefix      string // random per process
+	exp              int64  // bid.exp, seconds
 
 	resize *creative.ResizeURL // Options.ImageResizeURL; nil: none
+}
+
+// publicURLs are the prefixes of rtbd's URLs in a bid, built once from
+// one public base. A URL rtbd writes into a bid starts with one of them,
+// or with base: on a secure imp those of Bidder.secureURLs.
+type publicURLs struct {
+	ok               bool   // a base is configured
+	base             string // PublicURL or SecurePublicURL
+	win, bill, click string // base + "/win?t=", "/bill?t=", "/click?t="
+	imp              string // base + "/imp?t="
+	clickBase        string // base + "/click/"
+}
+
+func newPublicURLs(base string) publicURLs {
+	if base == "" {
+		return publicURLs{}
+	}
+	return publicURLs{ok: true, base: base,
+		win: base + PathWin + "?t=", bill: base + PathBill + "?t=", click: base + PathClick + "?t=",
+		imp: base + PathImp + "?t=", clickBase: base + PathClickBase}
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -372,11 +403,8 @@ func New(opts Options) (*Bidder, error) {
 		cells:       cells,
 		replays:     newReplaySet(opts.ReplayWindow, opts.ReplayMaxEntries),
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
-		winPrefix:   opts.PublicURL + PathWin + "?t=",
-		billPrefix:  opts.PublicURL + PathBill + "?t=",
-		impPrefix:   opts.PublicURL + PathImp + "?t=",
-		clickPrefix: opts.PublicURL + PathClick + "?t=",
-		clickBase:   opts.PublicURL + PathClickBase,
+		urls:        newPublicURLs(opts.PublicURL),
+		secureURLs:  newPublicURLs(opts.SecurePublicURL),
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
 		exp:         int64(opts.NoticeTTL / time.Second),
 		exchanges:   xs,

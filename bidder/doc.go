@@ -89,9 +89,14 @@
 //  7. Creative (package creative): an HTML banner sized to the chosen
 //     format, Native 1.2 markup, or VAST from the campaign's template
 //     (video without one: nbr 504); links through signed /click URLs.
+//     On a secure imp (imp.secure=1) every URL is https: rtbd's from
+//     SecurePublicURL (none: nbr 509), products with an http image left
+//     out, VAST templates with http URLs not served (see
+//     campaign.PlainHTTPInVAST).
 //  8. Response: id echoed, seatbid per seat, cur; each bid with impid,
 //     price, adid, crid, cid, adomain, cat, w/h, dealid, mtype, exp, and
-//     nurl/burl = PublicURL/win?t=TOKEN&p=${AUCTION_PRICE} (and /bill)
+//     nurl/burl = PublicURL/win?t=TOKEN&p=${AUCTION_PRICE} (and /bill;
+//     SecurePublicURL on a secure imp)
 //     whose signed token (package token) carries campaign, creative,
 //     auction, imp, user, price and currency for the spend package.
 //

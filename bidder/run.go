@@ -28,6 +28,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
+	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -40,6 +41,12 @@ import (
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb/money"
 )
+
+// secureImpsRefused reports whether c leaves no https base for secure
+// imps: an http public_url and no secure_public_url.
+func secureImpsRefused(c configs.Bidder) bool {
+	return c.SecurePublicURL == "" && !creative.IsHTTPSURL(c.PublicURL)
+}
 
 // optionsFromConfig maps the bidder section of the configuration to
 // Options (without the stores, Logger and Registerer): rates parsed, token
@@ -72,6 +79,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		Keys:            keys,
 		PublicURL:       c.PublicURL,
 		ImageResizeURL:  c.ImageResizeURL,
+		SecurePublicURL: c.SecurePublicURL,
 		Seat:            c.Seat,
 		Currency:        c.Currency,
 		Rates:           rates,
@@ -193,6 +201,10 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	opts.Exchanges, opts.UserID = userIDFromConfig(cfg)
 	if ephemeral {
 		log.Warn("bidder.token_keys is empty: signing with a random key; win, bill and click URLs stop verifying on restart and on other bidders")
+	}
+	if secureImpsRefused(cfg.Bidder) {
+		log.Warn("bidder.public_url is http and bidder.secure_public_url is unset: secure imps (imp.secure=1, every imp from Prebid Server) get no bid (nbr 509)",
+			zap.String("public_url", cfg.Bidder.PublicURL))
 	}
 	if cfg.Catalog.Target == "" {
 		local, err := catalog.OpenLocal(cfg.Catalog.Data, catalog.LocalOptionsFromConfig(cfg.Catalog, log, reg))

@@ -190,13 +190,25 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			t.Errorf("w/h %dx%d not among the imp's sizes %v", bid.W, bid.H, sizes)
 		}
 	}
+	// rtbd's URLs start with the public base, on a secure imp the https
+	// one; nothing the bid makes a browser load or call is plain http.
+	base := f.b.opts.PublicURL
+	if imp.Secure != nil && *imp.Secure == 1 {
+		base = f.b.opts.SecurePublicURL
+		if !strings.HasPrefix(base, "https://") {
+			t.Errorf("a bid on a secure imp with the public base %q", base)
+		}
+		for _, u := range plainHTTP(t, bid) {
+			t.Errorf("secure imp %s: bid %s has a plain http URL: %s", imp.ID, bid.ID, u)
+		}
+	}
 	// nurl and burl: the macro and a token that verifies.
 	for _, n := range []struct {
 		u    string
 		path string
 		kind token.Kind
 	}{{bid.NURL, PathWin, token.KindWin}, {bid.BURL, PathBill, token.KindBill}} {
-		prefix := f.b.opts.PublicURL + n.path + "?t="
+		prefix := base + n.path + "?t="
 		if !strings.HasPrefix(n.u, prefix) || !strings.HasSuffix(n.u, "&p=${AUCTION_PRICE}") {
 			t.Errorf("%s URL %q: want %s...&p=${AUCTION_PRICE}", n.kind, n.u, prefix)
 			continue
@@ -284,8 +296,8 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			c.clicks = append(c.clicks, nr.Link.URL)
 		}
 	}
-	clickPrefix := f.b.opts.PublicURL + PathClick + "?t="
-	clickBase := f.b.opts.PublicURL + PathClickBase
+	clickPrefix := base + PathClick + "?t="
+	clickBase := base + PathClickBase
 	for _, cl := range c.clicks {
 		// t=TOKEN.PRODUCT or /click/TOKEN/PRODUCT: the bid's click
 		// token, signed once, lists the creative's products; the link
@@ -435,7 +447,9 @@ func TestVideoWithVAST(t *testing.T) {
 
 // TestPrebidCorpus: every request of shared/openrtb/prebid-corpus gets 200
 // or 204, never another status; as is (unknown users) and with a sample
-// user (bids where a campaign fits), each 200 a valid bid response.
+// user (bids where a campaign fits), each 200 a valid bid response. It
+// runs with an https public_url, and with an http one beside an https
+// secure_public_url (Prebid Server's imps are secure): the same bids.
 func TestPrebidCorpus(t *testing.T) {
 	dir := "/work/shared/openrtb/prebid-corpus"
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
@@ -447,42 +461,56 @@ func TestPrebidCorpus(t *testing.T) {
 	if len(files) == 0 {
 		t.Fatal("no corpus at all")
 	}
-	f := newFixture(t, func(o *Options) { o.NBRBody = true })
-	bids, nobids := 0, map[int]int{}
-	for _, file := range files {
-		raw := readFile(t, file)
-		for _, uid := range []string{"", userBulk} {
-			body := raw
-			if uid != "" {
-				body = withUser(t, raw, uid)
+	counts := map[string]int{}
+	bases := []struct{ name, public, secure string }{
+		{"https public_url", "https://bid.example.com", ""},
+		{"http public_url, https secure_public_url", plainBase, secureBase},
+	}
+	for _, base := range bases {
+		f := newFixture(t, func(o *Options) { o.NBRBody = true; o.PublicURL, o.SecurePublicURL = base.public, base.secure })
+		bids, nobids := 0, map[int]int{}
+		for _, file := range files {
+			raw := readFile(t, file)
+			for _, uid := range []string{"", userBulk} {
+				body := raw
+				if uid != "" {
+					body = withUser(t, raw, uid)
+				}
+				r := f.bid(body)
+				if r.status != 200 {
+					t.Errorf("%s (user %q): status %d %s", filepath.Base(file), uid, r.status, r.body)
+					continue
+				}
+				var probe struct {
+					NBR     *int `json:"nbr"`
+					SeatBid []any
+				}
+				if err := json.Unmarshal(r.body, &probe); err != nil {
+					t.Errorf("%s: body %s: %v", filepath.Base(file), r.body, err)
+					continue
+				}
+				if probe.NBR != nil {
+					nobids[*probe.NBR]++
+					continue
+				}
+				bids++
+				t.Run(filepath.Base(file), func(t *testing.T) { checkResponse(t, f, body, r, uid) })
 			}
-			r := f.bid(body)
-			if r.status != 200 {
-				t.Errorf("%s (user %q): status %d %s", filepath.Base(file), uid, r.status, r.body)
-				continue
-			}
-			var probe struct {
-				NBR     *int `json:"nbr"`
-				SeatBid []any
-			}
-			if err := json.Unmarshal(r.body, &probe); err != nil {
-				t.Errorf("%s: body %s: %v", filepath.Base(file), r.body, err)
-				continue
-			}
-			if probe.NBR != nil {
-				nobids[*probe.NBR]++
-				continue
-			}
-			bids++
-			t.Run(filepath.Base(file), func(t *testing.T) { checkResponse(t, f, body, r, uid) })
+		}
+		t.Logf("%s: %d corpus requests x 2: %d bid responses, no-bids by nbr %v", base.name, len(files), bids, nobids)
+		counts[base.name] = bids
+		if bids == 0 {
+			t.Error("no corpus request got a bid with a sample user")
+		}
+		if nobids[int(rtb.NoBidTechnicalError)] > 0 {
+			t.Errorf("%d technical errors", nobids[int(rtb.NoBidTechnicalError)])
+		}
+		if nobids[int(rtb.NoBidInsecure)] > 0 {
+			t.Errorf("%d no-bids 509 with an https base", nobids[int(rtb.NoBidInsecure)])
 		}
 	}
-	t.Logf("%d corpus requests x 2: %d bid responses, no-bids by nbr %v", len(files), bids, nobids)
-	if bids == 0 {
-		t.Error("no corpus request got a bid with a sample user")
-	}
-	if nobids[int(rtb.NoBidTechnicalError)] > 0 {
-		t.Errorf("%d technical errors", nobids[int(rtb.NoBidTechnicalError)])
+	if a, b := counts[bases[0].name], counts[bases[1].name]; a != b {
+		t.Errorf("%d bid responses with an https public_url, %d with a separate secure_public_url: want the same", a, b)
 	}
 }
 

@@ -73,6 +73,11 @@ type reqState struct {
 
 	tok  token.Token
 	link link // what click URLs are built for
+	// urls: the URL prefixes of the imp being bid on (&b.urls, or
+	// &b.secureURLs on a secure imp).
+	urls *publicURLs
+	// secure holds the products a secure creative may show (httpsOnly).
+	secure []*catalogpb.Product
 
 	clickIDs []int64 // the products of the click token being signed
 
@@ -102,6 +107,7 @@ func newReqState(b *Bidder) *reqState {
 	st := &reqState{
 		b: b, m: b.m,
 		pm:        &catalogpb.ProductMastersRequest{},
+		urls:      &b.urls,
 		arena:     make([]byte, 0, 16<<10),
 		out:       make([]byte, 0, 16<<10),
 		nativeImp: -1,
@@ -182,6 +188,12 @@ func (st *reqState) reset() {
 	st.nativeImp, st.nativeErr = -1, nil
 	st.banner, st.nat, st.vast = creative.Banner{}, creative.Native{}, creative.VAST{}
 	st.link = link{}
+	st.urls = &st.b.urls
+	clear(st.secure)
+	st.secure = st.secure[:0]
+	if cap(st.secure) > maxKeptSlice {
+		st.secure = nil
+	}
 	st.deadline = time.Time{}
 	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
 	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0

@@ -144,6 +144,11 @@ type Bidder struct {
 	// PublicURL is the scheme://host[:port] at which SSPs and browsers reach
 	// this bidder: the base of the nurl, burl and click URLs in bids.
 	PublicURL string `yaml:"public_url"`
+	// SecurePublicURL is the https:// base of rtbd's URLs in bids on
+	// secure imps (imp.secure=1); it may equal PublicURL. Empty: an https
+	// PublicURL serves secure imps too, an http one makes them a no-bid
+	// (nbr 509).
+	SecurePublicURL string `yaml:"secure_public_url"`
 	// DataDir is the bidder's own data directory (the user profile store
 	// lives in DataDir/users).
 	DataDir string `yaml:"data_dir"`
@@ -255,6 +260,13 @@ func (b Bidder) Validate(p *Problems) {
 	p.HostPort("http_listen", b.HTTPListen)
 	if msg := checkPublicURL(b.PublicURL); msg != "" {
 		p.Addf("public_url", "%s, got %q", msg, b.PublicURL)
+	}
+	if b.SecurePublicURL != "" {
+		if msg := checkPublicURL(b.SecurePublicURL); msg != "" {
+			p.Addf("secure_public_url", "%s, got %q", msg, b.SecurePublicURL)
+		} else if !strings.HasPrefix(b.SecurePublicURL, "https://") {
+			p.Addf("secure_public_url", "must start with https:// (or be empty), got %q", b.SecurePublicURL)
+		}
 	}
 	p.NonEmpty("data_dir", b.DataDir)
 	p.NonEmpty("campaigns", b.Campaigns)

@@ -161,6 +161,11 @@ type Creative struct {
 	Native bool
 	// VAST is an optional VAST template; empty means no video.
 	VAST string
+	// VASTPlainHTTP: the VAST template has an http:// URL (a MediaFile, a
+	// tracker, a resource: anything but XML namespace and schema location
+	// attributes), so it is not served on secure imps (imp.secure=1). Set
+	// when the campaigns load (see PlainHTTPInVAST).
+	VASTPlainHTTP bool
 	// ClickBase is an optional absolute http(s) URL the landing pages are
 	// built on (the bidder defines its use); empty = the products' own URLs.
 	ClickBase string

@@ -386,6 +386,7 @@ func creative(p *configs.Problems, cs *CreativeSpec) Creative {
 	})
 	if strings.TrimSpace(cs.VAST) != "" {
 		c.VAST = cs.VAST
+		c.VASTPlainHTTP = PlainHTTPInVAST(cs.VAST)
 		if !strings.Contains(strings.ToUpper(cs.VAST), "<VAST") {
 			p.Addf("vast", "is not a VAST document (no <VAST element)")
 		}

@@ -48,7 +48,8 @@
 // AppendVAST fills a campaign's VAST template: the placeholders
 // {{CLICK_URL}}, {{IMAGE_URL}}, {{LANDING_URL}}, {{TITLE}}, {{PRICE}} and
 // {{ADVERTISER}} become the first product's values, XML-escaped. Video is
-// only ever served from such a template.
+// only ever served from such a template. For a secure imp (VAST.Secure),
+// {{LANDING_URL}} of an http landing page is the click URL instead.
 //
 // # Impression trackers
 //

@@ -82,6 +82,18 @@ func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 	return append(dst, s[start:]...)
 }
 
+// IsHTTPSURL reports whether u is an IsHTTPURL with the https scheme (in
+// any case): the only URLs a creative on a secure imp loads.
+func IsHTTPSURL(u string) bool {
+	return len(u) > 8 && equalFold(u[:8], "https://") && IsHTTPURL(u)
+}
+
+// PlainHTTP reports whether u is an IsHTTPURL with the http scheme: a URL
+// a creative on a secure imp must not load.
+func PlainHTTP(u string) bool {
+	return len(u) > 7 && equalFold(u[:7], "http://") && IsHTTPURL(u)
+}
+
 // IsHTTPURL reports whether u is an absolute http or https URL (scheme in
 // any case) with a host and without whitespace or control characters: the
 // only URLs a creative links to or loads.

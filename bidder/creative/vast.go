@@ -20,13 +20,20 @@ type VAST struct {
 	// </AdTitle>, </AdSystem> or <InLine>/<Wrapper> start tag, the first
 	// found.
 	ImpURL string
+	// Secure: the ad is for a secure imp. {{LANDING_URL}} is then the
+	// Linker's click URL (rtbd's https /click, which redirects to the
+	// landing page) unless the landing URL is https itself. The caller
+	// passes only products whose image is https (or absent), and a
+	// template without http URLs (see campaign.Creative.VASTPlainHTTP).
+	Secure bool
 }
 
 // AppendVAST appends v.Template with its placeholders replaced, each value
 // XML-escaped: {{CLICK_URL}} (the Linker's URL), {{LANDING_URL}},
 // {{IMAGE_URL}}, {{TITLE}}, {{PRICE}} (sale price if any), {{ADVERTISER}}.
 // Other text, OpenRTB macros such as ${AUCTION_PRICE} included, is copied
-// as is. With no product the placeholders become empty.
+// as is. With no product the placeholders become empty. See VAST.Secure
+// for secure imps.
 func AppendVAST(dst []byte, v *VAST) []byte {
 	var p *catalogpb.Product
 	for _, q := range v.Products {
@@ -102,7 +109,7 @@ func appendVASTText(dst []byte, t string, p *catalogpb.Product, v *VAST) []byte 
 			dst = appendXML(dst, v.Advertiser)
 		case p == nil:
 			known = name == "CLICK_URL" || name == "LANDING_URL" || name == "IMAGE_URL" || name == "TITLE" || name == "PRICE"
-		case name == "CLICK_URL":
+		case name == "CLICK_URL", name == "LANDING_URL" && v.Secure && !IsHTTPSURL(p.LandingUrl) && v.Links != nil:
 			if v.Links != nil {
 				mark := len(dst)
 				dst = v.Links.AppendClickURL(dst, p)
@@ -112,11 +119,11 @@ func appendVASTText(dst []byte, t string, p *catalogpb.Product, v *VAST) []byte 
 				dst = appendXML(dst, p.LandingUrl)
 			}
 		case name == "LANDING_URL":
-			if IsHTTPURL(p.LandingUrl) {
+			if IsHTTPURL(p.LandingUrl) && (!v.Secure || IsHTTPSURL(p.LandingUrl)) {
 				dst = appendXML(dst, p.LandingUrl)
 			}
 		case name == "IMAGE_URL":
-			if IsHTTPURL(p.ImageUrl) {
+			if IsHTTPURL(p.ImageUrl) && (!v.Secure || IsHTTPSURL(p.ImageUrl)) {
 				dst = appendXML(dst, p.ImageUrl)
 			}
 		case name == "TITLE":

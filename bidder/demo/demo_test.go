@@ -197,7 +197,8 @@ func TestGenerate(t *testing.T) {
 	}
 	if req.User == nil || req.User.BuyerUID != "demo-user-1" || req.TMax != 100 || req.Device == nil ||
 		req.Device.Geo == nil || req.Device.Geo.Country != "USA" || req.Site == nil ||
-		len(req.Imp) != 1 || req.Imp[0].Banner == nil || *req.Imp[0].Banner.W != 300 || *req.Imp[0].Banner.H != 250 {
+		len(req.Imp) != 1 || req.Imp[0].Banner == nil || *req.Imp[0].Banner.W != 300 || *req.Imp[0].Banner.H != 250 ||
+		req.Imp[0].Secure == nil || *req.Imp[0].Secure != 0 { // the demo serves plain http: a secure imp is nbr 509
 		t.Fatalf("sample request: %s", body)
 	}
 	s, err = user.Open(r.Users, user.Options{})

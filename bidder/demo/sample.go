@@ -11,6 +11,9 @@ import (
 // demo-user-1 (user.buyeruid and user.id), tmax 100 ms, prices in currency.
 // The demo campaigns cover every group, size, country and device type, and
 // demo-user-1 has viewed in-stock products, so the demo bidder bids on it.
+// Its imp is not secure ("secure": 0): the demo serves plain http on
+// loopback (bidder.public_url http://127.0.0.1:8080, no
+// secure_public_url), and a secure imp would get no bid (nbr 509).
 func SampleRequest(currency string) []byte {
 	if currency == "" {
 		currency = DefaultCurrency
@@ -29,7 +32,7 @@ func SampleRequest(currency string) []byte {
       },
       "bidfloor": 0.01,
       "bidfloorcur": %q,
-      "secure": 1
+      "secure": 0
     }
   ],
   "site": {
