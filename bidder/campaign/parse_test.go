@@ -234,7 +234,7 @@ func TestParseInvalid(t *testing.T) {
 		{"bad date", edit("    status:", "    start: 2026-13-01\n    status:"), []string{`campaigns[0].start: "2026-13-01" is not an RFC 3339 time`}},
 		{"unknown time zone", edit("    status:", "    time_zone: Mars/Olympus\n    status:"), []string{`campaigns[0].time_zone: unknown time zone "Mars/Olympus"`}},
 		{"local time zone", edit("    status:", "    time_zone: Local\n    status:"), []string{`campaigns[0].time_zone: unknown time zone`}},
-		{"bad currency", edit("    status:", "    currency: usd\n    status:"), []string{`campaigns[0].currency: "usd" is not an ISO 4217 code`}},
+		{"bad currency", edit("    status:", "    currency: usx\n    status:"), []string{`campaigns[0].currency: "usx" is not an ISO 4217 code`}},
 		{"bad pacing", edit("    status:", "    pacing: fast\n    status:"), []string{`campaigns[0].pacing: "fast" is not one of even, asap`}},
 		{"bad strategy type", edit("    status:", "    strategy: {type: smart}\n    status:"), []string{`campaigns[0].strategy.type: "smart" is not one of fixed, multiplier`}},
 		{"multipliers with fixed", edit("    status:", "    strategy: {device_type: {pc: 2}}\n    status:"), []string{"campaigns[0].strategy.type: multipliers are given but type is fixed"}},
