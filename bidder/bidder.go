@@ -97,9 +97,11 @@ type Options struct {
 	PublicURL string
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
-	// Currency of bids (bidresponse.cur). Default "USD".
+	// Currency of bids (bidresponse.cur), an ISO 4217 code in any case
+	// (written in upper case). Default "USD".
 	Currency string
-	// Rates convert campaign bids and floors. Default: USD only.
+	// Rates convert campaign bids and floors, and charges into campaign
+	// currencies. Default: USD only. SetRates replaces them.
 	Rates money.Rates
 	// DefaultTMax (no tmax in the request) default 100ms; MaxTMax caps tmax,
 	// default 500ms; TMaxMargin is subtracted, default 20ms; MinBudget is the
@@ -222,6 +224,9 @@ func (o *Options) ensureDefaults() error {
 	if o.Currency == "" {
 		o.Currency = "USD"
 	}
+	if code, ok := money.Code(o.Currency); ok {
+		o.Currency = code // any case in, upper case in responses and tokens
+	}
 	if !o.Rates.Known(o.Currency) {
 		errs = append(errs, fmt.Errorf("Currency %q has no rate", o.Currency))
 	}
@@ -309,6 +314,9 @@ type Bidder struct {
 	clickBase                          string // PublicURL + "/click/"
 	bidIDPrefix                        string // random per process
 	exp                                int64  // bid.exp, seconds
+
+	fx  atomic.Pointer[money.Rates] // rtbd's own rates: Options.Rates, then SetRates
+	fxm *fxMetrics
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -353,6 +361,11 @@ func New(opts Options) (*Bidder, error) {
 		exchanges:   xs,
 		redirects:   redirects,
 	}
+	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
+	rates := opts.Rates
+	b.fx.Store(&rates)
 	b.matchStore, _ = opts.Users.(MatchStore)
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
