@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestBidderValidate checks each rule of Bidder.Validate: one bad setting
@@ -81,5 +83,31 @@ func TestBidderOverloadDefaults(t *testing.T) {
 	}
 	if c.Bidder.AdmissionLatency <= 0 || c.Bidder.AdmissionInterval <= 0 {
 		t.Errorf("bidder.admission_latency %v, admission_interval %v: want the admission control on", c.Bidder.AdmissionLatency, c.Bidder.AdmissionInterval)
+	}
+}
+
+// TestBidderFXFile: with bidder.fx_file set, its refresh interval and
+// maximum age must be positive, and bidder.currency may take its rate
+// from the file (checked when the file loads).
+func TestBidderFXFile(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Bidder.FXFile = "/srv/rtbd/latest.json"
+	c.Bidder.Currency = "sek" // in no fx_rates entry
+	if err := c.Validate(); err != nil {
+		t.Errorf("fx_file with a currency only the file may have: %v", err)
+	}
+	c.Bidder.FXRefreshInterval, c.Bidder.FXMaxAge = 0, -time.Hour
+	err = c.Validate()
+	for _, want := range []string{"bidder.fx_refresh_interval: must be > 0", "bidder.fx_max_age: must be > 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+	c.Bidder.FXFile = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "bidder.currency: SEK has no rate in fx_rates") {
+		t.Errorf("without fx_file: %v, want bidder.currency: SEK has no rate", err)
 	}
 }
