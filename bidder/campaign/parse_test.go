@@ -523,3 +523,15 @@ func TestCompile(t *testing.T) {
 		t.Fatalf("Compile: %v %v", s, err)
 	}
 }
+
+// TestParseCurrencyAnyCase: a campaign's currency is read in any case and
+// kept in upper case (the form tokens and responses carry).
+func TestParseCurrencyAnyCase(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(valid, "    status:", "    currency: eur\n    status:", 1)), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.All()[0]; c.Currency != "EUR" {
+		t.Errorf("currency %q, want EUR", c.Currency)
+	}
+}
