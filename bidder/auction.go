@@ -123,7 +123,8 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		}
 		return rtb.NoBidUnsupportedImpType
 	}
-	cur := b.responseCurrency(req)
+	st.fxOwn = b.rates()
+	cur := b.responseCurrency(req, st.fxOwn)
 	if cur == "" {
 		if ex != nil {
 			ex.note("none of the request's currencies %v has a rate in bidder.fx_rates", req.Cur)
@@ -204,6 +205,9 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	ex.setUser(uid, true, "")
 	ex.setProfile(&st.profile)
+	if result, present := st.fxReq.read(req.Ext); present && ex == nil {
+		b.fxm.requestRates[result].Inc()
+	}
 
 	td := time.Now()
 	catalogTime := time.Duration(0)
@@ -256,21 +260,43 @@ func anyServable(set *campaign.Set, req *openrtb2.BidRequest) bool {
 	return false
 }
 
-// responseCurrency is Options.Currency if the request allows it (cur empty
-// or listing it), else the first currency the request lists that has a
-// rate; "" if none has.
-func (b *Bidder) responseCurrency(req *openrtb2.BidRequest) string {
+// responseCurrency is the currency to bid in, codes matched in any case
+// and returned in upper case: Options.Currency when the request lists no
+// cur; else the floor currency (the bidfloorcur of the first imp with a
+// floor) when cur lists it and rates has it, so the exchange compares the
+// bid with its floor unconverted; else Options.Currency when cur lists it;
+// else the first currency cur lists that rates has; "" if none has.
+func (b *Bidder) responseCurrency(req *openrtb2.BidRequest, rates *money.Rates) string {
 	if len(req.Cur) == 0 {
 		return b.opts.Currency
 	}
-	for _, c := range req.Cur {
-		if c == b.opts.Currency {
-			return c
+	if fc := floorCurrency(req); fc != "" && rates.Known(fc) {
+		for _, c := range req.Cur {
+			if code, _ := money.Code(c); code == fc {
+				return fc
+			}
 		}
 	}
 	for _, c := range req.Cur {
-		if money.IsCode(c) && b.opts.Rates.Known(c) {
-			return c
+		if code, _ := money.Code(c); code == b.opts.Currency {
+			return code
+		}
+	}
+	for _, c := range req.Cur {
+		if code, ok := money.Code(c); ok && rates.Known(code) {
+			return code
+		}
+	}
+	return ""
+}
+
+// floorCurrency is the upper-case bidfloorcur of the first imp of req
+// with a floor, "" if none has one or its code is not ISO 4217.
+func floorCurrency(req *openrtb2.BidRequest) string {
+	for i := range req.Imp {
+		if imp := &req.Imp[i]; imp.BidFloor > 0 {
+			code, _ := money.Code(imp.BidFloorCur)
+			return code
 		}
 	}
 	return ""
@@ -330,7 +356,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 	}
 	reason := rtb.NoBidNoMatchingCampaign
 	impFloor, impFloorCur := money.FromFloat(imp.BidFloor), imp.BidFloorCur
-	rates := &b.opts.Rates
+	rates := st.fxOwn
 	st.cands = st.cands[:0]
 	for _, c := range st.matched {
 		g := c.ProductGroupID
@@ -368,11 +394,15 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		} else if dealFloor > 0 {
 			floor, floorCur = dealFloor, dealCur
 		}
-		f, ok := rates.ConvertUp(floor, floorCur, cur)
+		f, ok := st.fxReq.convertFloor(rates, floor, floorCur, cur)
 		if !ok {
 			reason = worse(reason, rtb.NoBidBelowFloor)
 			if ie != nil {
-				ie.campaign(c.ID, "rejected", "floor currency "+floorCur+" has no rate in bidder.fx_rates", price, 0, dealID)
+				why := "floor currency " + floorCur + " has no rate in bidder.fx_rates"
+				if st.fxReq.custom && !st.fxReq.usePBS {
+					why = "floor currency " + floorCur + " has no rate to " + cur + " in the request's ext.prebid.currency.rates (usepbsrates: false)"
+				}
+				ie.campaign(c.ID, "rejected", why, price, 0, dealID)
 			}
 			continue
 		}

@@ -109,9 +109,11 @@ type Options struct {
 	SecurePublicURL string
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
-	// Currency of bids (bidresponse.cur). Default "USD".
+	// Currency of bids (bidresponse.cur), an ISO 4217 code in any case
+	// (written in upper case). Default "USD".
 	Currency string
-	// Rates convert campaign bids and floors. Default: USD only.
+	// Rates convert campaign bids and floors, and charges into campaign
+	// currencies. Default: USD only. SetRates replaces them.
 	Rates money.Rates
 	// DefaultTMax (no tmax in the request) default 100ms; MaxTMax caps tmax,
 	// default 500ms; TMaxMargin is subtracted, default 20ms; MinBudget is the
@@ -255,6 +257,9 @@ func (o *Options) ensureDefaults() error {
 	if o.Currency == "" {
 		o.Currency = "USD"
 	}
+	if code, ok := money.Code(o.Currency); ok {
+		o.Currency = code // any case in, upper case in responses and tokens
+	}
 	if !o.Rates.Known(o.Currency) {
 		errs = append(errs, fmt.Errorf("Currency %q has no rate", o.Currency))
 	}
@@ -348,6 +353,9 @@ type Bidder struct {
 	exp              int64  // bid.exp, seconds
 
 	resize *creative.ResizeURL // Options.ImageResizeURL; nil: none
+
+	fx  atomic.Pointer[money.Rates] // rtbd's own rates: Options.Rates, then SetRates
+	fxm *fxMetrics
 }
 
 // publicURLs are the prefixes of rtbd's URLs in a bid, built once from
@@ -410,6 +418,11 @@ func New(opts Options) (*Bidder, error) {
 		exchanges:   xs,
 		redirects:   redirects,
 	}
+	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
+	rates := opts.Rates
+	b.fx.Store(&rates)
 	b.matchStore, _ = opts.Users.(MatchStore)
 	if opts.ImageResizeURL != "" {
 		b.resize, _ = creative.ParseResizeURL(opts.ImageResizeURL) // checked by ensureDefaults

@@ -76,9 +76,11 @@
 //  6. Per imp, at most one bid: the campaigns campaign.Set.Match admits,
 //     those with products of their group in the user's profile, priced
 //     with Campaign.BidMicros and converted to the response currency
-//     (Options.Rates, rounded down), kept if at least the floor (imp's, or
-//     the deal's; money.FromFloat, rounded up to the micro) converted
-//     likewise, rounded up (nbr 506 otherwise), and, with Options.Budgets,
+//     (Options.Rates or SetRates', rounded down), kept if at least the
+//     floor (imp's, or the deal's; money.FromFloat, rounded up to the
+//     micro) converted with the request's ext.prebid.currency.rates, then
+//     (unless usepbsrates is false) the bidder's rates, rounded up (nbr
+//     506 otherwise), and, with Options.Budgets,
 //     within its budgets and pacing, counting its unbilled bids' exposure
 //     (spend.Budgets.Bid records each bid made; nbr 501 otherwise) and under the
 //     user's frequency cap (nbr 502), checked in memory from a

@@ -142,3 +142,55 @@ func extString(ext []byte, key string) string {
 	}
 	return unsafe.String(unsafe.SliceData(inner), len(inner))
 }
+
+// extMembers iterates over the members of a JSON object (an OpenRTB ext
+// or a value inside one) without allocating: keys are the raw bytes
+// between the quotes (escapes not undone), values raw JSON. Iteration
+// stops at the object's end or at the first syntax error.
+type extMembers struct {
+	b     []byte
+	i     int
+	first bool
+}
+
+// newExtMembers starts an iteration over obj; one that is not an object
+// has no members.
+func newExtMembers(obj []byte) extMembers {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return extMembers{i: len(obj)}
+	}
+	return extMembers{b: obj, i: i + 1, first: true}
+}
+
+// next returns the next member; ok is false at the end.
+func (m *extMembers) next() (key, val []byte, ok bool) {
+	b := m.b
+	i := skipSpace(b, m.i)
+	m.i = len(b) // stays at the end on any return below but the last
+	if !m.first {
+		if i >= len(b) || b[i] != ',' {
+			return nil, nil, false
+		}
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] != '"' {
+		return nil, nil, false
+	}
+	kEnd := skipString(b, i)
+	if kEnd < 0 {
+		return nil, nil, false
+	}
+	key = b[i+1 : kEnd-1]
+	i = skipSpace(b, kEnd)
+	if i >= len(b) || b[i] != ':' {
+		return nil, nil, false
+	}
+	i = skipSpace(b, i+1)
+	vEnd := skipValue(b, i)
+	if vEnd < 0 {
+		return nil, nil, false
+	}
+	m.i, m.first = vEnd, false
+	return key, b[i:vEnd], true
+}

@@ -104,7 +104,8 @@ import (
 // CPM/1000 micros, rounded half up to a whole micro (p 1.5 = 1,500,000
 // micros CPM charges 1,500 micros = 0.0015 of the currency). When the
 // campaign's currency (its budgets) differs from the bid currency, the
-// charge is converted with Options.Rates.
+// charge is converted with the bidder's rates (Options.Rates, or what
+// SetRates last set).
 //
 // # Replays
 //
@@ -287,7 +288,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	charge := money.PerImpression(price)
 	if set := b.opts.Campaigns.Current(); set != nil && tok.Currency != "" {
 		if c, found := set.Get(tok.Campaign); found && c.Currency != "" && c.Currency != tok.Currency {
-			if v, ok := b.opts.Rates.Convert(charge, tok.Currency, c.Currency); ok {
+			if v, ok := b.rates().Convert(charge, tok.Currency, c.Currency); ok {
 				charge = v
 			}
 		}

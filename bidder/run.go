@@ -160,6 +160,7 @@ type Server struct {
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
 	fraud       *fraud.Lists // nil without redis.addr
+	fx          *fxFile      // nil without bidder.fx_file
 	http        *fasthttp.Server
 	ln          net.Listener
 	admin       *admin.Server
@@ -189,6 +190,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
+			s.fx.close()
 			s.stopSpendGate()
 			s.closeStores()
 			s.gcFloor.Stop()
@@ -199,6 +201,11 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 		return nil, err
 	}
 	opts.Exchanges, opts.UserID = userIDFromConfig(cfg)
+	if cfg.Bidder.FXFile != "" {
+		if s.fx, opts.Rates, err = newFXFile(cfg.Bidder, opts.Rates, log, reg); err != nil {
+			return nil, err
+		}
+	}
 	if ephemeral {
 		log.Warn("bidder.token_keys is empty: signing with a random key; win, bill and click URLs stop verifying on restart and on other bidders")
 	}
@@ -261,6 +268,9 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	}
 	if s.Bidder, err = New(opts); err != nil {
 		return nil, err
+	}
+	if s.fx != nil {
+		s.fx.start(s.Bidder)
 	}
 	s.http = s.Bidder.NewServer()
 	s.http.ReadTimeout = cfg.Bidder.ReadTimeout
@@ -516,6 +526,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.spendClosed = true
 		werr = s.settleJournal(werr)
 	}
+	s.fx.close()
 	cerr := s.closeStores()
 	s.gcFloor.Stop()
 	s.log.Info("bidder stopped")

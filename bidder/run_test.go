@@ -244,6 +244,7 @@ func TestStartErrorsNameTheKey(t *testing.T) {
 		{func(c *configs.Config) { c.Bidder.Campaigns = "/nonexistent/campaigns.yaml" }, "bidder.campaigns"},
 		{func(c *configs.Config) { c.Bidder.HTTPListen = "256.0.0.1:1" }, "bidder.http_listen"},
 		{func(c *configs.Config) { c.Bidder.FXRates = []string{"JPY"} }, "fx"},
+		{func(c *configs.Config) { c.Bidder.FXFile = "/nonexistent/latest.json" }, "bidder.fx_file"},
 	} {
 		cfg := testConfig(t)
 		tc.edit(cfg)

@@ -68,10 +68,7 @@ func checkResponse(t *testing.T, f *fixture, reqBody []byte, r reply, uid string
 	if resp.ID != req.ID {
 		t.Errorf("id %q, want the request's %q", resp.ID, req.ID)
 	}
-	wantCur := "USD"
-	if len(req.Cur) > 0 && !slices.Contains(req.Cur, "USD") {
-		wantCur = req.Cur[0]
-	}
+	wantCur := wantCurrency(f, &req)
 	if resp.Cur != wantCur {
 		t.Errorf("cur %q, want %q", resp.Cur, wantCur)
 	}
@@ -170,7 +167,7 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 	} else if imp.PMP != nil && imp.PMP.PrivateAuction == 1 {
 		t.Errorf("private auction imp, bid without dealid")
 	}
-	floorMicros, ok := f.b.opts.Rates.ConvertUp(int64(math.Round(floor*1e6)), floorCur, resp.Cur)
+	floorMicros, ok := convertFloor(f, req, int64(math.Round(floor*1e6)), floorCur, resp.Cur)
 	if !ok {
 		t.Errorf("floor currency %q unknown", floorCur)
 	}

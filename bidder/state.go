@@ -19,6 +19,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/rtb"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // reqState is everything one bid request needs, pooled and reused so that
@@ -86,6 +87,9 @@ type reqState struct {
 	// secret (the tokens carrying them are signed).
 	rng   *rand.ChaCha8
 	nonce [16]byte // of the bid being made: every token of the bid carries it
+
+	fxOwn *money.Rates // rtbd's rates for this request (Bidder.rates)
+	fxReq requestRates // the request's own (ext.prebid.currency)
 }
 
 // link is the bid the creative being rendered belongs to.
@@ -197,6 +201,8 @@ func (st *reqState) reset() {
 	st.deadline = time.Time{}
 	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
 	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
+	st.fxOwn = nil
+	st.fxReq.reset()
 }
 
 // readBody returns the request body, decompressed if gzip-encoded, or the

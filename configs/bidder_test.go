@@ -1,7 +1,9 @@
 package configs
 
 import (
+	"strings"
 	"testing"
+	"time"
 )
 
 // TestBidderValidate checks each rule of Bidder.Validate: one bad setting
@@ -24,18 +26,21 @@ func TestBidderValidate(t *testing.T) {
 		{"bidder.seat", "", "bidder.seat: must be 1-64 characters"},
 		{"bidder.seat", `a"b`, "bidder.seat: must be 1-64 characters"},
 		{"bidder.currency", "JPY", ""},
-		{"bidder.currency", "usd", "bidder.currency: must be a 3-letter ISO 4217 code"},
+		{"bidder.currency", "usd", ""},
+		{"bidder.currency", "chf", "bidder.currency: CHF has no rate in fx_rates"},
 		{"bidder.currency", "CHF", "bidder.currency: CHF has no rate in fx_rates"},
 		{"bidder.currency", "XAU", "bidder.currency: must be a 3-letter ISO 4217 code"},
 		{"bidder.fx_rates", "JPY=0.0067, EUR=1.08", ""},
 		{"bidder.fx_rates", "", ""},
 		{"bidder.fx_rates", "JPY:0.0067", "bidder.fx_rates[0]: want CUR=rate"},
-		{"bidder.fx_rates", "EUR=1.1,jpy=0.0067", "bidder.fx_rates[1]: currency must be a 3-letter upper-case code"},
+		{"bidder.fx_rates", "EUR=1.1,jpy=0.0067", ""},
+		{"bidder.fx_rates", "EUR=1.1,eur=1.2", "bidder.fx_rates[1]: EUR listed twice"},
+		{"bidder.fx_rates", "EUR=1.1,jpz=0.0067", "bidder.fx_rates[1]: currency must be a 3-letter code from ISO 4217"},
 		{"bidder.fx_rates", "JPY=0", "bidder.fx_rates[0]: rate must be a number > 0"},
 		{"bidder.fx_rates", "JPY=-1", "bidder.fx_rates[0]: rate must be a number > 0"},
 		{"bidder.fx_rates", "JPY=NaN", "bidder.fx_rates[0]: rate must be a number > 0"},
 		{"bidder.fx_rates", "JPY=2e9", "bidder.fx_rates[0]: rate must be a number > 0"},
-		{"bidder.fx_rates", "XAU=2000", "bidder.fx_rates[0]: currency must be a 3-letter upper-case code"},
+		{"bidder.fx_rates", "XAU=2000", "bidder.fx_rates[0]: currency must be a 3-letter code from ISO 4217"},
 		{"bidder.fx_rates", "USD=1", "bidder.fx_rates[0]: USD is the base"},
 		{"bidder.fx_rates", "JPY=1,JPY=2", "bidder.fx_rates[1]: JPY listed twice"},
 		{"bidder.default_tmax", "0s", "bidder.default_tmax: must be > 0"},
@@ -88,5 +93,31 @@ func TestBidderOverloadDefaults(t *testing.T) {
 	}
 	if c.Bidder.AdmissionLatency <= 0 || c.Bidder.AdmissionInterval <= 0 {
 		t.Errorf("bidder.admission_latency %v, admission_interval %v: want the admission control on", c.Bidder.AdmissionLatency, c.Bidder.AdmissionInterval)
+	}
+}
+
+// TestBidderFXFile: with bidder.fx_file set, its refresh interval and
+// maximum age must be positive, and bidder.currency may take its rate
+// from the file (checked when the file loads).
+func TestBidderFXFile(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Bidder.FXFile = "/srv/rtbd/latest.json"
+	c.Bidder.Currency = "sek" // in no fx_rates entry
+	if err := c.Validate(); err != nil {
+		t.Errorf("fx_file with a currency only the file may have: %v", err)
+	}
+	c.Bidder.FXRefreshInterval, c.Bidder.FXMaxAge = 0, -time.Hour
+	err = c.Validate()
+	for _, want := range []string{"bidder.fx_refresh_interval: must be > 0", "bidder.fx_max_age: must be > 0"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want %q", err, want)
+		}
+	}
+	c.Bidder.FXFile = ""
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "bidder.currency: SEK has no rate in fx_rates") {
+		t.Errorf("without fx_file: %v, want bidder.currency: SEK has no rate", err)
 	}
 }

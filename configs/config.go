@@ -167,6 +167,17 @@ type Bidder struct {
 	// FXRates are "CUR=rate" entries, rate = USD per one unit of CUR
 	// ("JPY=0.0067"); USD is 1. Used to convert bids and floors.
 	FXRates []string `yaml:"fx_rates"`
+	// FXFile is the path of a currency file in Prebid's format
+	// ({"dataAsOf":"2026-12-01","conversions":{"USD":{"EUR":0.92}}}); its
+	// rates replace those of FXRates for the currencies it converts to
+	// USD. "" is none.
+	FXFile string `yaml:"fx_file"`
+	// FXRefreshInterval is how often FXFile is read again (a failed read
+	// keeps the last good rates).
+	FXRefreshInterval time.Duration `yaml:"fx_refresh_interval"`
+	// FXMaxAge: FXFile rates older than this (by dataAsOf) are used with a
+	// warning.
+	FXMaxAge time.Duration `yaml:"fx_max_age"`
 	// DefaultTMax is the deadline assumed when a request has no tmax.
 	DefaultTMax time.Duration `yaml:"default_tmax"`
 	// MaxTMax caps a request's tmax.
@@ -276,32 +287,37 @@ func (b Bidder) Validate(p *Problems) {
 	if b.Seat == "" || len(b.Seat) > 64 || strings.ContainsAny(b.Seat, "\"\\\x00\n\r\t") {
 		p.Addf("seat", "must be 1-64 characters without quotes, backslashes or control characters, got %q", b.Seat)
 	}
-	if !money.IsCode(b.Currency) {
-		p.Addf("currency", "must be a 3-letter ISO 4217 code in upper case, got %q", b.Currency)
+	currency, currencyOK := money.Code(b.Currency)
+	if !currencyOK {
+		p.Addf("currency", "must be a 3-letter ISO 4217 code (any case), got %q", b.Currency)
 	}
 	rates := map[string]bool{"USD": true}
 	for i, kv := range b.FXRates {
 		key := fmt.Sprintf("fx_rates[%d]", i)
 		cur, rate, _ := strings.Cut(kv, "=")
 		cur, rate = strings.TrimSpace(cur), strings.TrimSpace(rate)
-		_, _, err := money.ParseRate(kv)
+		code, _, err := money.ParseRate(kv)
 		switch {
 		case errors.Is(err, money.ErrRateSyntax):
 			p.Addf(key, "want CUR=rate (USD per unit, e.g. JPY=0.0067), got %q", kv)
 		case errors.Is(err, money.ErrRateCode):
-			p.Addf(key, "currency must be a 3-letter upper-case code from ISO 4217, got %q", cur)
+			p.Addf(key, "currency must be a 3-letter code from ISO 4217 (any case), got %q", cur)
 		case errors.Is(err, money.ErrRateValue):
 			p.Addf(key, "rate must be a number > 0 and <= 1e9, got %q", rate)
 		case errors.Is(err, money.ErrRateUSD):
 			p.Addf(key, "USD is the base (rate 1) and cannot be set")
-		case rates[cur]:
-			p.Addf(key, "%s listed twice", cur)
+		case rates[code]:
+			p.Addf(key, "%s listed twice", code)
 		default:
-			rates[cur] = true
+			rates[code] = true
 		}
 	}
-	if money.IsCode(b.Currency) && !rates[b.Currency] {
-		p.Addf("currency", "%s has no rate in fx_rates", b.Currency)
+	if currencyOK && !rates[currency] && b.FXFile == "" { // else checked when the file loads
+		p.Addf("currency", "%s has no rate in fx_rates", currency)
+	}
+	if b.FXFile != "" {
+		p.Positive("fx_refresh_interval", b.FXRefreshInterval)
+		p.Positive("fx_max_age", b.FXMaxAge)
 	}
 	p.Positive("default_tmax", b.DefaultTMax)
 	p.Positive("max_tmax", b.MaxTMax)

@@ -105,7 +105,9 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	c.Currency = strings.TrimSpace(s.Currency)
 	if c.Currency == "" {
 		c.Currency = "USD"
-	} else if !money.IsCode(c.Currency) {
+	} else if code, ok := money.Code(c.Currency); ok {
+		c.Currency = code // any case in the file, upper case from here on
+	} else {
 		p.Addf("currency", "%q is not an ISO 4217 code such as USD", c.Currency)
 	}
 	if v, ok := micros(p, "bid_cpm", s.BidCPM); !ok {

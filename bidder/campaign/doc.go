@@ -50,7 +50,7 @@
 //	    start: 2026-07-01                # RFC 3339 or YYYY-MM-DD (midnight in time_zone); optional
 //	    end: 2026-08-31                  # a date includes that whole day; optional
 //	    time_zone: Asia/Tokyo            # IANA; for flight dates, dayparts, hour multipliers; default UTC
-//	    currency: JPY                    # ISO 4217; default USD
+//	    currency: JPY                    # ISO 4217, any case; default USD
 //	    bid_cpm: 180.5                   # CPM in currency units, up to 6 decimals (exact)
 //	    strategy:
 //	      type: multiplier               # fixed (default) | multiplier

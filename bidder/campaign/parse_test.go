@@ -236,7 +236,7 @@ func TestParseInvalid(t *testing.T) {
 		{"bad date", edit("    status:", "    start: 2026-13-01\n    status:"), []string{`campaigns[0].start: "2026-13-01" is not an RFC 3339 time`}},
 		{"unknown time zone", edit("    status:", "    time_zone: Mars/Olympus\n    status:"), []string{`campaigns[0].time_zone: unknown time zone "Mars/Olympus"`}},
 		{"local time zone", edit("    status:", "    time_zone: Local\n    status:"), []string{`campaigns[0].time_zone: unknown time zone`}},
-		{"bad currency", edit("    status:", "    currency: usd\n    status:"), []string{`campaigns[0].currency: "usd" is not an ISO 4217 code`}},
+		{"bad currency", edit("    status:", "    currency: usx\n    status:"), []string{`campaigns[0].currency: "usx" is not an ISO 4217 code`}},
 		{"bad pacing", edit("    status:", "    pacing: fast\n    status:"), []string{`campaigns[0].pacing: "fast" is not one of even, asap`}},
 		{"bad strategy type", edit("    status:", "    strategy: {type: smart}\n    status:"), []string{`campaigns[0].strategy.type: "smart" is not one of fixed, multiplier`}},
 		{"multipliers with fixed", edit("    status:", "    strategy: {device_type: {pc: 2}}\n    status:"), []string{"campaigns[0].strategy.type: multipliers are given but type is fixed"}},
@@ -523,5 +523,17 @@ func TestCompile(t *testing.T) {
 	s, err := Compile("rows", []Spec{spec(3)})
 	if err != nil || s.Len() != 1 || s.All()[0].ADomain[0] != "shop.com" || s.All()[0].BidCPMMicros != 1_500_000 {
 		t.Fatalf("Compile: %v %v", s, err)
+	}
+}
+
+// TestParseCurrencyAnyCase: a campaign's currency is read in any case and
+// kept in upper case (the form tokens and responses carry).
+func TestParseCurrencyAnyCase(t *testing.T) {
+	s, err := Parse([]byte(strings.Replace(valid, "    status:", "    currency: eur\n    status:", 1)), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.All()[0]; c.Currency != "EUR" {
+		t.Errorf("currency %q, want EUR", c.Currency)
 	}
 }

@@ -10,6 +10,9 @@ func TestAllocations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pairs Pairs
+	_ = pairs.Add("USD", "SEK", 10.2)
+	_ = pairs.Add("USD", "NOK", 10.4)
 	buf := make([]byte, 0, 64)
 	b := []byte("19.99")
 	var sink int64
@@ -27,6 +30,14 @@ func TestAllocations(t *testing.T) {
 		"Convert": func() {
 			v, _ := r.Convert(1_000_000, "jpy", "USD")
 			w, _ := r.ConvertUp(1_000_000, "EUR", "JPY")
+			sink += v + w
+		},
+		"Pairs": func() {
+			pairs.Reset()
+			_ = pairs.Add("usd", "SEK", 10.2)
+			_ = pairs.Add("USD", "nok", 10.4)
+			v, _ := pairs.ConvertUp(1_000_000, "nok", "SEK")
+			w, _ := pairs.Convert(1_000_000, "SEK", "usd")
 			sink += v + w
 		},
 	} {

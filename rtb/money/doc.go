@@ -42,10 +42,17 @@
 // upper-case form; IsCode is the strict check for configuration, campaigns
 // and signed tokens (upper case, in the list). Rates converts between
 // currencies given US dollar rates; see Rates.Convert for its rounding.
+// Pairs holds pairwise rates as Prebid writes them (a bid request's
+// ext.prebid.currency.rates, a currency file's conversions) and looks a
+// pair up direct, inverse, then through one intermediate currency, as
+// Prebid Server does; ParseFXFile reads Prebid's currency file, and
+// Rates.WithPairs turns its rates into US dollar rates.
 //
 // # Hot path
 //
 // Parse, ParseSigned, Append, AppendDisplay, FromFloat, Float, Scale,
 // PerImpression, Code, IsCode, Rates.Known, Rates.Convert and
-// Rates.ConvertUp make no allocation and are safe for concurrent use.
+// Rates.ConvertUp make no allocation and are safe for concurrent use;
+// Pairs.Add (within the memory a reused Pairs has), Pairs.Rate,
+// Pairs.Convert and Pairs.ConvertUp make no allocation either.
 package money

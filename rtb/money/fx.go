@@ -14,8 +14,8 @@ var (
 	ErrRates = errors.New("money: invalid fx rates")
 	// ErrRateSyntax: an entry is not CUR=rate.
 	ErrRateSyntax = errors.New("money: fx rate: want CUR=rate")
-	// ErrRateCode: the currency of an entry is not IsCode.
-	ErrRateCode = errors.New("money: fx rate: not an upper-case ISO 4217 code")
+	// ErrRateCode: the currency of an entry is not an ISO 4217 code (Code).
+	ErrRateCode = errors.New("money: fx rate: not an ISO 4217 code")
 	// ErrRateValue: the rate is not a number in (0, 1e9].
 	ErrRateValue = errors.New("money: fx rate: rate must be a number > 0 and <= 1e9")
 	// ErrRateUSD: an entry sets USD, the base (rate 1).
@@ -26,24 +26,26 @@ var (
 const maxRate = 1e9
 
 // ParseRate parses one rate entry "CUR=rate" ("JPY=0.0067": one yen is
-// 0.0067 US dollars), spaces around either side ignored. cur is IsCode and
-// not USD; usdPer is in (0, 1e9]. Errors: ErrRateSyntax, ErrRateCode,
-// ErrRateValue, ErrRateUSD.
+// 0.0067 US dollars), spaces around either side ignored, the code in any
+// case ("jpy=0.0067"). cur is the canonical (upper-case) code, not USD;
+// usdPer is in (0, 1e9]. Errors: ErrRateSyntax, ErrRateCode, ErrRateValue,
+// ErrRateUSD.
 func ParseRate(entry string) (cur string, usdPer float64, err error) {
 	c, rate, ok := strings.Cut(entry, "=")
 	c, rate = strings.TrimSpace(c), strings.TrimSpace(rate)
 	f, ferr := strconv.ParseFloat(rate, 64)
+	code, known := Code(c)
 	switch {
 	case !ok:
 		return "", 0, ErrRateSyntax
-	case !IsCode(c):
+	case !known:
 		return "", 0, ErrRateCode
 	case ferr != nil || !(f > 0) || f > maxRate:
 		return "", 0, ErrRateValue
-	case c == "USD":
+	case code == "USD":
 		return "", 0, ErrRateUSD
 	}
-	return c, f, nil
+	return code, f, nil
 }
 
 // Rates converts between currencies: each rate is the US dollars one unit

@@ -227,7 +227,7 @@ func TestRates(t *testing.T) {
 		t.Error("Known")
 	}
 	for entry, want := range map[string]error{
-		"JPY": ErrRateSyntax, "JPY:0.0067": ErrRateSyntax, "jpy=0.0067": ErrRateCode, "XAU=2000": ErrRateCode,
+		"JPY": ErrRateSyntax, "JPY:0.0067": ErrRateSyntax, "jpz=0.0067": ErrRateCode, "XAU=2000": ErrRateCode,
 		"JPY=0": ErrRateValue, "JPY=-1": ErrRateValue, "JPY=NaN": ErrRateValue, "JPY=Inf": ErrRateValue,
 		"JPY=2e9": ErrRateValue, "JPY=x": ErrRateValue, "USD=1": ErrRateUSD,
 	} {
