@@ -65,6 +65,7 @@ const (
 	PathClickBase = PathClick + "/"
 	PathWin       = "/win"
 	PathBill      = "/bill"
+	PathLoss      = "/loss"
 )
 
 // HeaderNoticeOutcome is the response header of /win and /bill naming the
@@ -306,6 +307,8 @@ type Bidder struct {
 	logSeq   atomic.Uint64
 
 	winPrefix, billPrefix, clickPrefix string // PublicURL + "/win?t=" ...
+	lossPrefix                         string // PublicURL + "/loss?t="
+	lm                                 *lossMetrics
 	clickBase                          string // PublicURL + "/click/"
 	bidIDPrefix                        string // random per process
 	exp                                int64  // bid.exp, seconds
@@ -328,6 +331,10 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
+	lm, err := newLossMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	dbg, _ := newMetrics(nil, nil, xs.names())
 	cells := creative.NewCellCache(opts.CellCache)
 	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
@@ -346,6 +353,7 @@ func New(opts Options) (*Bidder, error) {
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
 		winPrefix:   opts.PublicURL + PathWin + "?t=",
 		billPrefix:  opts.PublicURL + PathBill + "?t=",
+		lossPrefix:  opts.PublicURL + PathLoss + "?t=",
 		clickPrefix: opts.PublicURL + PathClick + "?t=",
 		clickBase:   opts.PublicURL + PathClickBase,
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
@@ -353,6 +361,7 @@ func New(opts Options) (*Bidder, error) {
 		exchanges:   xs,
 		redirects:   redirects,
 	}
+	b.lm = lm
 	b.matchStore, _ = opts.Users.(MatchStore)
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
@@ -434,6 +443,8 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 		b.serveMatch(rc)
 	case PathClick:
 		b.serveClick(rc)
+	case PathLoss:
+		b.serveLoss(rc)
 	case PathWin, PathBill:
 		if b.opts.Notices != nil {
 			b.opts.Notices(rc)
