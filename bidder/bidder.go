@@ -68,10 +68,10 @@ const (
 	PathLoss      = "/loss"
 )
 
-// HeaderNoticeOutcome is the response header of /win and /bill naming the
+// HeaderNoticeOutcome is the response header of /win, /bill and /loss naming the
 // notice's outcome: one of rtbd_notices_total's outcome labels (accepted,
 // replay, forged, expired, over_price, bad_price, bad_request,
-// unavailable), or "unhandled" when the bidder has no spend writer. It
+// unavailable, test), or "unhandled" when the bidder has no spend writer. It
 // tells an operator with curl, and the bench harness, what a 204 meant.
 const HeaderNoticeOutcome = "X-Rtbd-Notice"
 
