@@ -141,8 +141,9 @@ func (w *Writer) Counts(campaignID string) Counts {
 	return c
 }
 
-// drainCounts moves cs's pending counters into a delta of the campaign's
-// current day, or reports false when there are none.
+// drainCounts moves cs's pending counters into a delta (without notices,
+// micros or impressions), or reports false when there are none. Its Total
+// from the store is used for the counters only (apply).
 func (w *Writer) drainCounts(cs *campState) (Delta, int32, bool) {
 	if cs.counts.any.Load() == 0 {
 		return Delta{}, 0, false
@@ -157,7 +158,14 @@ func (w *Writer) drainCounts(cs *campState) (Delta, int32, bool) {
 	if sum == 0 {
 		return Delta{}, 0, false
 	}
-	day := dayOf(w.opts.Now(), cs.location())
+	// The campaign's latest day seen (the counters are lifetime only; the
+	// day just makes a valid delta), else today.
+	var day int32
+	if dc := cs.day.Load(); dc != nil {
+		day = dc.day
+	} else {
+		day = dayOf(w.opts.Now(), cs.location())
+	}
 	return Delta{ID: w.nextID(), Campaign: cs.id, Day: dayString(day), Origin: w.opts.InstanceID, Counts: &c}, day, true
 }
 

@@ -683,8 +683,13 @@ func (w *Writer) apply(b *campBatch, totals []Total, now time.Time) {
 	for i := range b.deltas {
 		d := &b.deltas[i]
 		t := &totals[i]
+		if d.Counts != nil {
+			// Counts only (see drainCounts): its day's spend says nothing new.
+			cs.confirmCounts(d)
+			cs.mergeFleetCounts(&t.Counts)
+			continue
+		}
 		cs.updateFleet(b.days[i], t, now.UnixNano())
-		cs.confirmCounts(d)
 		cs.unflTotal.Add(-d.Micros)
 		if dc := cs.day.Load(); dc != nil && dc.day == b.days[i] {
 			dc.micros.Add(-d.Micros)
