@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // CampaignStatus is one campaign of GET /admin/campaigns: the spend
@@ -24,6 +25,36 @@ type CampaignStatus struct {
 	// ("paused", "daily_budget", "total_budget", "pacing", "totals_unread":
 	// a budgeted campaign whose fleet totals are not read yet; "ok" when
 	// bidding). Flights and dayparts are not evaluated here.
+
+	// Bids, Wins and Losses are the campaign's lifetime auction outcomes,
+	// fleet-wide as last learned (a flush or a read, at most about one
+	// flush interval old) plus this bidder's not yet flushed: bids made
+	// (test bids excluded), bids won (the first accepted win or billing
+	// notice of a bid) and accepted loss notices; LossReasons splits
+	// Losses by reason label (rtbd_loss_total's; reasons with a count
+	// only). BidWinRate is Wins / Bids (0 before the first bid). Without
+	// Options.Spend all are zero.
+	Bids        int64            `json:"bids"`
+	Wins        int64            `json:"wins"`
+	Losses      int64            `json:"losses"`
+	LossReasons map[string]int64 `json:"loss_reasons,omitempty"`
+	BidWinRate  float64          `json:"bid_win_rate"`
+}
+
+// setOutcomes fills the outcome fields of cs from c.
+func (cs *CampaignStatus) setOutcomes(c *spend.Counts) {
+	cs.Bids, cs.Wins, cs.Losses = c[spend.CountBids], c[spend.CountWins], c.Losses()
+	if cs.Bids > 0 {
+		cs.BidWinRate = float64(cs.Wins) / float64(cs.Bids)
+	}
+	for r := range rtb.NumLossReasons {
+		if n := c[spend.CountLosses+r]; n > 0 {
+			if cs.LossReasons == nil {
+				cs.LossReasons = map[string]int64{}
+			}
+			cs.LossReasons[rtb.LossReason(r).String()] = n
+		}
+	}
 }
 
 // CampaignsHandler serves GET /admin/campaigns (the admin listener): a
@@ -47,6 +78,10 @@ func (b *Bidder) CampaignsHandler() http.Handler {
 			}
 			if c.Status != "" && c.Status != "active" {
 				cs.Bidding, cs.Reason = false, "paused"
+			}
+			if w := b.opts.Spend; w != nil {
+				counts := w.Counts(c.ID)
+				cs.setOutcomes(&counts)
 			}
 			out = append(out, cs)
 		}

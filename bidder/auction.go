@@ -413,7 +413,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		}
 		if bg := b.opts.Budgets; bg != nil {
 			cb := b.budgetOf(set, c)
-			if ok, why := bg.Check(*cb, st.now); !ok {
+			if ok, why := budgetCheck(bg, cb, req.Test == 1, st.now); !ok {
 				reason = worse(reason, rtb.NoBidBudgetExhausted)
 				if ie != nil {
 					ie.campaign(c.ID, "rejected", "budget: "+why.String(), price, f, dealID)
@@ -474,7 +474,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 			}
 			continue
 		}
-		if bg := b.opts.Budgets; bg != nil && ex == nil { // an Explain's bid is not sent
+		if bg := b.opts.Budgets; bg != nil && ex == nil && st.req.Test != 1 { // an Explain's bid is not sent; a test bid is never billed
 			bg.Bid(cd.c.ID, cd.charge, st.now)
 		}
 		if ie != nil {
@@ -635,7 +635,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			Kind: token.KindClick, Issued: st.now, Expires: st.now.Add(b.opts.ClickTTL),
 			Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
 			PriceMicros: cd.price, Currency: cur, Group: group, Products: st.clickIDs,
-			Nonce: st.nonce,
+			Nonce: st.nonce, Test: req.Test == 1,
 		}
 		a = len(st.arena)
 		var err error
@@ -703,6 +703,10 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	if !ok {
 		return rtb.NoBidTechnicalError
 	}
+	lurl, ok := b.lossURL(st, cd, crid, imp.ID, uid, cur)
+	if !ok {
+		return rtb.NoBidTechnicalError
+	}
 	seat := c.Seat
 	if seat == "" {
 		seat = b.opts.Seat
@@ -713,6 +717,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		Price:   money.Float(cd.price),
 		NURL:    nurl,
 		BURL:    burl,
+		LURL:    lurl,
 		AdM:     adm,
 		AdID:    c.ID,
 		ADomain: c.ADomain,
@@ -745,7 +750,7 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 	st.tok = token.Token{
 		Kind: kind, Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL),
 		Campaign: cd.c.ID, Creative: crid, Auction: st.req.ID, Imp: impID, User: uid,
-		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce, Billing: x.Billing,
+		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce, Billing: x.Billing, Test: st.req.Test == 1,
 	}
 	if st.exchange != 0 {
 		st.tok.Exchange = x.Name
@@ -756,6 +761,21 @@ func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *can
 		return "", false
 	}
 	st.arena = append(st.arena, "&p=${AUCTION_PRICE}"...)
+	return str(st.arena[a:]), true
+}
+
+// lossURL appends the bid's lurl to the arena and returns it:
+// PublicURL/loss?t=TOKEN&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}, TOKEN a
+// token.KindLoss token of the bid (see serveLoss).
+func (b *Bidder) lossURL(st *reqState, cd *candidate, crid, impID, uid, cur string) (string, bool) {
+	u, ok := b.noticeURL(st, st.urls.loss, token.KindLoss, cd, crid, impID, uid, cur)
+	if !ok {
+		return "", false
+	}
+	// noticeURL ended it with the price macro: the loss notice's macros instead.
+	a := len(st.arena) - len(u)
+	st.arena = st.arena[:len(st.arena)-len("&p=${AUCTION_PRICE}")]
+	st.arena = append(st.arena, "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"...)
 	return str(st.arena[a:]), true
 }
 

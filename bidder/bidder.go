@@ -68,13 +68,15 @@ const (
 	// PathImp is the creative's own impression tracker (native
 	// eventtrackers/imptrackers, VAST <Impression>, the banner pixel).
 	PathImp = "/imp"
+	// PathLoss is the loss notice (lurl).
+	PathLoss = "/loss"
 )
 
-// HeaderNoticeOutcome is the response header of /win, /bill and /imp
-// naming the notice's outcome: one of rtbd_notices_total's outcome labels
-// (accepted, estimated_price, replay, forged, expired, over_price,
-// bad_price, bad_request, unavailable), or "unhandled" when the bidder has
-// no spend writer. It
+// HeaderNoticeOutcome is the response header of /win, /bill, /imp and
+// /loss naming the notice's outcome: one of rtbd_notices_total's outcome
+// labels (accepted, estimated_price, replay, forged, expired, over_price,
+// bad_price, bad_request, unavailable, test), or "unhandled" when the
+// bidder has no spend writer. It
 // tells an operator with curl, and the bench harness, what a 204 meant.
 const HeaderNoticeOutcome = "X-Rtbd-Notice"
 
@@ -356,6 +358,8 @@ type Bidder struct {
 
 	fx  atomic.Pointer[money.Rates] // rtbd's own rates: Options.Rates, then SetRates
 	fxm *fxMetrics
+
+	lm *lossMetrics
 }
 
 // publicURLs are the prefixes of rtbd's URLs in a bid, built once from
@@ -365,7 +369,7 @@ type publicURLs struct {
 	ok               bool   // a base is configured
 	base             string // PublicURL or SecurePublicURL
 	win, bill, click string // base + "/win?t=", "/bill?t=", "/click?t="
-	imp              string // base + "/imp?t="
+	imp, loss        string // base + "/imp?t=", "/loss?t="
 	clickBase        string // base + "/click/"
 }
 
@@ -375,7 +379,7 @@ func newPublicURLs(base string) publicURLs {
 	}
 	return publicURLs{ok: true, base: base,
 		win: base + PathWin + "?t=", bill: base + PathBill + "?t=", click: base + PathClick + "?t=",
-		imp: base + PathImp + "?t=", clickBase: base + PathClickBase}
+		imp: base + PathImp + "?t=", loss: base + PathLoss + "?t=", clickBase: base + PathClickBase}
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -392,6 +396,10 @@ func New(opts Options) (*Bidder, error) {
 		return nil, err
 	}
 	nm, err := newNoticeMetrics(opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
+	lm, err := newLossMetrics(opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
@@ -423,6 +431,7 @@ func New(opts Options) (*Bidder, error) {
 	}
 	rates := opts.Rates
 	b.fx.Store(&rates)
+	b.lm = lm
 	b.matchStore, _ = opts.Users.(MatchStore)
 	if opts.ImageResizeURL != "" {
 		b.resize, _ = creative.ParseResizeURL(opts.ImageResizeURL) // checked by ensureDefaults
@@ -507,6 +516,8 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 		b.serveMatch(rc)
 	case PathClick:
 		b.serveClick(rc)
+	case PathLoss:
+		b.serveLoss(rc)
 	case PathWin, PathBill, PathImp:
 		if b.opts.Notices != nil {
 			b.opts.Notices(rc)

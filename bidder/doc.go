@@ -31,6 +31,9 @@
 //	                     expired, 400 forged, over-price, bad price; 503
 //	                     while shutting down); Options.Notices replaces
 //	                     that; neither: 204
+//	GET /loss            loss notices (?t=TOKEN&r=REASON&m=MIN): verified,
+//	                     replay-checked, counted by OpenRTB loss reason
+//	                     (loss.go); a test bid's notices: outcome test
 //
 // Run (the main program's bidder mode) adds the admin listener: /metrics,
 // /healthz, /readyz (one line per dependency; 503 only while shutting
@@ -97,8 +100,9 @@
 //     campaign.PlainHTTPInVAST).
 //  8. Response: id echoed, seatbid per seat, cur; each bid with impid,
 //     price, adid, crid, cid, adomain, cat, w/h, dealid, mtype, exp, and
-//     nurl/burl = PublicURL/win?t=TOKEN&p=${AUCTION_PRICE} (and /bill;
-//     SecurePublicURL on a secure imp)
+//     nurl/burl = PublicURL/win?t=TOKEN&p=${AUCTION_PRICE} (and /bill),
+//     lurl = PublicURL/loss?t=TOKEN&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}
+//     (SecurePublicURL on a secure imp),
 //     whose signed token (package token) carries campaign, creative,
 //     auction, imp, user, price and currency for the spend package.
 //

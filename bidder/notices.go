@@ -5,6 +5,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -52,6 +53,10 @@ import (
 //	bad_request     400 (405 for a method other than GET/HEAD): no t
 //	unavailable     503: verified but not charged: the journal could not write
 //	                it (full, disk error) or the spend Writer is closed (shutdown)
+//	test            204: the notice of a test bid (the request had test: 1;
+//	                the token's Test bit): verified (forged, expired, over_price
+//	                and bad_price still apply), never charged, never counted in
+//	                frequency, wins or the replay set
 //
 // A refused notice is never charged and never enters the replay set.
 // A verified notice the journal cannot write, or the spend Writer refuses
@@ -122,6 +127,15 @@ import (
 // expire after bidder.notice_ttl (1h by default), and the store keeps a
 // key until that expiry plus notice.clock_skew.
 
+// # Wins
+//
+// The first accepted win or billing notice of a bid (by its nonce, in the
+// replay set below) counts one win of its campaign (spend.CountWins,
+// flushed with the spend): a bid whose SSP fires both notices, or only one
+// of them, is one win. Win rate in /admin/campaigns is wins per bid
+// (spend.CountBids, counted as bids are made). A bid whose two notices go
+// to two bidders of a fleet counts a win on each.
+
 // Notice outcomes, the outcome label of rtbd_notices_total.
 const (
 	outAccepted = iota
@@ -133,27 +147,34 @@ const (
 	outBadRequest
 	outUnavailable
 	outEstimated
+	outTest
 	numOutcomes
 )
 
 var outcomeNames = [numOutcomes]string{"accepted", "replay", "forged", "expired", "over_price", "bad_price", "bad_request", "unavailable",
-	"estimated_price"}
+	"estimated_price", "test"}
 
 const (
 	noticeWin = iota
 	noticeBill
 	noticeImp
+	noticeLoss
 	numNoticeKinds
 )
 
-var noticeKindNames = [numNoticeKinds]string{"win", "bill", "imp"}
+var noticeKindNames = [numNoticeKinds]string{"win", "bill", "imp", "loss"}
 
-// noticeTokenKinds are the token kinds of /win, /bill and /imp.
-var noticeTokenKinds = [numNoticeKinds]token.Kind{token.KindWin, token.KindBill, token.KindImp}
+// noticeTokenKinds are the token kinds of /win, /bill, /imp and /loss.
+var noticeTokenKinds = [numNoticeKinds]token.Kind{token.KindWin, token.KindBill, token.KindImp, token.KindLoss}
 
 // chargeKey is the replay set's kind for "this impression was charged",
 // shared by every notice kind (see charges).
 const chargeKey = numNoticeKinds
+
+// replayWon is the replay set's kind for "this bid was won" (keyed by the
+// bid's nonce): the first accepted win, billing or impression notice of a
+// bid counts one win (spend.CountWins), whichever comes, once per process.
+const replayWon = numNoticeKinds + 1
 
 // charges reports whether a notice of kind charges a bid of billing mode
 // m: /bill always (the exchange says the impression is billable), /win
@@ -197,7 +218,7 @@ type noticeMetrics struct {
 
 func newNoticeMetrics(reg prometheus.Registerer) (*noticeMetrics, error) {
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_notices_total",
-		Help: "Win (/win), billing (/bill) and impression (/imp) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable, estimated_price."},
+		Help: "Win (/win), billing (/bill), impression (/imp) and loss (/loss) notices by outcome: accepted, replay, forged, expired, over_price, bad_price, bad_request, unavailable, estimated_price, test."},
 		[]string{"kind", "outcome"})
 	m := &noticeMetrics{}
 	for k, kn := range noticeKindNames {
@@ -232,7 +253,7 @@ func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
 	rc.Response.Header.Set(HeaderNoticeOutcome, outcomeNames[out])
 	switch out {
-	case outAccepted, outReplay, outEstimated:
+	case outAccepted, outReplay, outEstimated, outTest:
 		rc.SetStatusCode(fasthttp.StatusNoContent)
 	case outUnavailable:
 		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
@@ -276,9 +297,13 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if price > tok.PriceMicros {
 		return outOverPrice
 	}
+	if tok.Test {
+		return outTest // a test bid's notice: verified, never charged nor counted
+	}
 	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
 		return outReplay
 	}
+	b.countWin(tok, now)
 	if !charges(kind, tok.Billing) {
 		return outAccepted
 	}
@@ -469,4 +494,25 @@ func (b *Bidder) buildBudgets(set *campaign.Set) *budgetCache {
 	}
 	b.budgets.Store(bc)
 	return bc
+}
+
+// budgetCheck is bg.Check, except for a test request (test: 1), which is
+// never billed: it skips budgets and pacing, so it bids even for a campaign
+// out of budget.
+func budgetCheck(bg *spend.Budgets, cb *spend.CampaignBudget, test bool, now time.Time) (bool, spend.Reason) {
+	if test {
+		return true, spend.ReasonNone
+	}
+	return bg.Check(*cb, now)
+}
+
+// countWin counts tok's bid as won, once per bid in this process.
+func (b *Bidder) countWin(tok *token.Token, now time.Time) {
+	if b.opts.Spend == nil {
+		return
+	}
+	nonce := tok.NoticeNonce()
+	if b.replays.firstTime(replayWon, unsafe.String(&nonce[0], len(nonce)), "", now) {
+		_ = b.opts.Spend.Count(tok.Campaign, spend.CountWins)
+	}
 }

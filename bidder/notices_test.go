@@ -397,7 +397,20 @@ func FuzzNotice(f *testing.F) {
 		f.Add(path + "?t=" + string(tok) + "&p=9")
 		f.Add(path + "?p=1&t=" + string(tok[:len(tok)-1]))
 	}
+	for i, test := range []bool{false, true} {
+		tok, err := fx.keys.Append(nil, &token.Token{Kind: token.KindLoss, Issued: now, Expires: now.Add(time.Hour),
+			Campaign: "money", Creative: "c", Auction: "l" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD", Test: test})
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(PathLoss + "?t=" + string(tok) + "&r=102&m=1.6")
+		f.Add(PathLoss + "?t=" + string(tok) + "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}")
+		bill, _ := fx.keys.Append(nil, &token.Token{Kind: token.KindBill, Issued: now, Expires: now.Add(time.Hour),
+			Campaign: "money", Auction: "t" + strconv.Itoa(i), Imp: "1", User: userBulk, PriceMicros: 1_500_000, Currency: "USD", Test: true})
+		f.Add(PathBill + "?t=" + string(bill) + "&p=1")
+	}
 	f.Add("/bill?t=&p=")
+	f.Add("/loss?t=&r=99999999999999999999")
 	f.Add("/win?t=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&p=${AUCTION_PRICE}")
 	h := fx.b.Handler()
 	cb := spend.FromCampaign(mustGetF(f, set, "money"))

@@ -225,6 +225,21 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 			t.Errorf("%s token valid %s, want %s", n.kind, tk.Expires.Sub(tk.Issued), f.b.opts.NoticeTTL)
 		}
 	}
+	// lurl: the loss macros and a loss token of the same bid; the test bit
+	// as the request's.
+	if prefix, suffix := f.b.opts.PublicURL+PathLoss+"?t=", "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"; !strings.HasPrefix(bid.LURL, prefix) || !strings.HasSuffix(bid.LURL, suffix) {
+		t.Errorf("lurl %q: want %s...%s", bid.LURL, prefix, suffix)
+	} else {
+		var tk token.Token
+		if _, err := f.keys.Parse(&tk, []byte(strings.TrimSuffix(strings.TrimPrefix(bid.LURL, prefix), suffix)), token.KindLoss, time.Now(), nil); err != nil {
+			t.Errorf("loss token does not verify: %v", err)
+		} else {
+			if tk.Campaign != bid.CID || tk.Auction != req.ID || tk.Imp != bid.ImpID || tk.Test != (req.Test == 1) {
+				t.Errorf("loss token %+v does not match the bid", tk)
+			}
+			sameNonce(t, bid.ID, &nonce, &tk)
+		}
+	}
 	if seat == "" {
 		t.Error("no seat")
 	}

@@ -8,6 +8,8 @@
 //	set "spend",  key CAMPAIGN|d|DAY        bins m (micros), i (impressions), a guard bin per
 //	                                         origin; TTL Options.DayTTL
 //	set "spend",  key CAMPAIGN|t            bins m, i, guards: lifetime totals; never expires
+//	set "spend",  key CAMPAIGN|o            a bin per outcome counter (spend.CountName: b, w,
+//	                                         l102, ...): lifetime; never expires
 //	set "freq",   key CAMPAIGN|WINDOW|USER  bin c (count), guards; TTL until the FreqDelta's expiry
 //	set "notice", key CAMPAIGN|NOTICEKEY    bins o (origin), sd, st, sf (stamps); TTL until the
 //	                                         Notice's Expires
@@ -96,7 +98,10 @@
 // whose time zone changes between a crash and the replay (the replay's day
 // record is another one). Deltas without notices (not a Writer's) are
 // added as they are, aggregated per record: after a partial failure their
-// retry adds the applied records again (at least once).
+// retry adds the applied records again (at least once). A Writer's outcome
+// counters (spend.Delta.Counts) travel in such deltas, so a flush retried
+// after a partial failure or an unknown outcome may count them twice: they
+// are statistics (win rate, losses), never money.
 //
 // A namespace with nsup-period 0 (the server's default) refuses every
 // write carrying a TTL with 22 FAIL_FORBIDDEN, and the day, freq and

@@ -276,6 +276,11 @@ func (s *SpendStore) flushPlain(ctx context.Context, deltas []spend.Delta, idx [
 				return err
 			}
 		}
+		if d.Counts != nil {
+			if err := add(i, s.opts.SpendSet, d.Campaign+"|o", countBins, as.TTLDontExpire, d.Counts[:]...); err != nil {
+				return err
+			}
+		}
 	}
 	if err := s.apply(ctx, order); err != nil {
 		return err
@@ -296,8 +301,10 @@ func (s *SpendStore) flushPlain(ctx context.Context, deltas []spend.Delta, idx [
 				o.DayMicros, o.DayImps = c.r.after[0], c.r.after[1]
 			case k == 1:
 				o.TotalMicros, o.TotalImps = c.r.after[0], c.r.after[1]
-			default:
+			case k-2 < len(d.Freq):
 				o.Freq[k-2] = c.r.after[0]
+			default: // the counts record
+				copy(o.Counts[:], c.r.after)
 			}
 		}
 		for _, c := range contribs[i] {
@@ -401,9 +408,9 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]*as.Key, 0, 2*len(campaigns))
+	keys := make([]*as.Key, 0, 3*len(campaigns))
 	for _, c := range campaigns {
-		for _, k := range []string{c + "|d|" + day, c + "|t"} {
+		for _, k := range []string{c + "|d|" + day, c + "|t", c + "|o"} {
 			key, err := s.key(s.opts.SpendSet, k)
 			if err != nil {
 				return nil, err
@@ -413,7 +420,7 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 	}
 	p := s.batchPolicy(t)
 	p.MaxRetries = 2 // reads are safe to retry
-	recsOut, aerr := s.c.BatchGet(p, keys, "m", "i")
+	recsOut, aerr := s.c.BatchGet(p, keys, readBins...)
 	if aerr != nil && !aerr.Matches(types.KEY_NOT_FOUND_ERROR) {
 		return nil, fmt.Errorf("aerostore: read: %w", aerr)
 	}
@@ -424,7 +431,7 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 		o := &out[i]
 		o.Campaign, o.Day = c, day
 		var vals [4]int64
-		for j, r := range recsOut[2*i : 2*i+2] {
+		for j, r := range recsOut[3*i : 3*i+2] {
 			if r == nil {
 				continue
 			}
@@ -436,9 +443,32 @@ func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) (
 			vals[2*j], vals[2*j+1] = m, n
 		}
 		o.DayMicros, o.DayImps, o.TotalMicros, o.TotalImps = vals[0], vals[1], vals[2], vals[3]
+		if r := recsOut[3*i+2]; r != nil {
+			for b, name := range countBins {
+				v, err := intBin(r.Bins, name)
+				if err != nil {
+					return nil, fmt.Errorf("aerostore: read %q: %w", c, err)
+				}
+				o.Counts[b] = v
+			}
+		}
 	}
 	return out, nil
 }
+
+// countBins are the bins of a campaign's counts record ("CAMPAIGN|o"):
+// its outcome counters (spend.CountName, at most 15 bytes each).
+var countBins = func() []string {
+	b := make([]string, spend.NumCounts)
+	for i := range b {
+		b[i] = spend.CountName(i)
+	}
+	return b
+}()
+
+// readBins are the bins Read asks for: m and i of the day and total
+// records, the counters of the counts record.
+var readBins = append([]string{"m", "i"}, countBins...)
 
 // Check writes and deletes a probe record with a 60 s TTL in the spend set,
 // as a flush's day record does. It fails wrapping ErrTTLRefused, with a

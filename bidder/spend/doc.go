@@ -28,6 +28,11 @@
 //     content) and retries it with exponential backoff while new notices
 //     accumulate beside it; Close flushes everything. Once the store has a
 //     batch, Options.Confirmed gets its notices' journal Seq values.
+//   - Outcome counters (Writer.Count, Counts; bids counted by Budgets.Bid):
+//     per campaign bids, wins and losses by OpenRTB loss reason, atomics in
+//     memory flushed with the campaign's spend as a delta without notices
+//     (Delta.Counts), which the store adds to the campaign's lifetime
+//     counters: no store write per count.
 //   - Budgets: Check (total budget, daily budget in the campaign's time
 //     zone, even or ASAP pacing) and FreqOK, from the last known fleet
 //     totals plus this bidder's unconfirmed counts plus the exposure of its

@@ -134,12 +134,15 @@ func (e *exposure) estimate(now time.Time, floor float64) (micros int64, outstan
 // micros (the bid's price per impression, in the campaign's currency):
 // until it is billed or leaves the exposure window, Check counts it as
 // exposure (see Budgets). Call it for a bid Check allowed; a campaign
-// Check has never seen is ignored. No allocation.
+// Check has never seen is ignored. It also counts the bid in the
+// campaign's CountBids (flushed with its spend). No allocation.
 func (b *Budgets) Bid(campaignID string, charge int64, now time.Time) {
-	if b.opts.ExposureWindow <= 0 {
+	cs := b.w.lookup(campaignID)
+	if cs == nil {
 		return
 	}
-	if cs := b.w.lookup(campaignID); cs != nil {
+	cs.count(CountBids)
+	if b.opts.ExposureWindow > 0 {
 		cs.exp.bid(now, charge, b.opts.ExposureWindow)
 	}
 }

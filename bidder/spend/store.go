@@ -92,6 +92,11 @@ type Delta struct {
 	// apply a flush atomically (Aerospike) use them to guard their counters.
 	Origin string
 	Seq    int64
+	// Counts, when not nil, are outcome counters (bids, wins, losses by
+	// reason; see Counts) to add to the campaign's lifetime counters. Only
+	// on a delta without notices, so it is applied like one: once per ID
+	// (Redis, Pebble), at least once (Aerospike).
+	Counts *Counts
 }
 
 // FreqDelta adds Count impressions of one campaign to one user in one
@@ -122,6 +127,10 @@ type Total struct {
 	// Duplicates is how many of the delta's Notices the store had already
 	// applied (and so did not add again).
 	Duplicates int64
+	// Counts are the campaign's lifetime outcome counters after the add
+	// (a delta with Counts) or as read (Read); zero after a delta without
+	// Counts.
+	Counts Counts
 }
 
 // MaxIDLen is the longest campaign or user id the spend package accepts, in bytes.
@@ -171,6 +180,9 @@ func ValidateDeltas(deltas []Delta) error {
 			if !ValidID(f.User) || f.Count <= 0 || f.Window < 0 || f.Expires.IsZero() {
 				return fmt.Errorf("%w: delta %d: freq %d: bad user, count, window or expiry", ErrInvalid, i, j)
 			}
+		}
+		if err := validateCounts(d); err != nil {
+			return fmt.Errorf("%w: delta %d: %v", ErrInvalid, i, err)
 		}
 		if err := validateNotices(d); err != nil {
 			return fmt.Errorf("%w: delta %d: %v", ErrInvalid, i, err)

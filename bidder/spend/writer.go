@@ -95,6 +95,8 @@ type campState struct {
 	lastSeq  int64 // Delta.Seq of the latest batch sealed
 
 	exp exposure // this bidder's outstanding bids (Budgets.Bid)
+
+	counts campCounts // outcome counters (Writer.Count)
 }
 
 // dayCounter is the local unconfirmed spend of one day (the campaign's
@@ -613,7 +615,8 @@ func (w *Writer) drain(cs *campState, limit int) *campBatch {
 		sh.notes = sh.notes[:rest]
 		sh.mu.Unlock()
 	}
-	if len(notes) == 0 {
+	cd, cday, hasCounts := w.drainCounts(cs)
+	if len(notes) == 0 && !hasCounts {
 		return nil
 	}
 	var sumM int64
@@ -660,6 +663,12 @@ func (w *Writer) drain(cs *campState, limit int) *campBatch {
 		}
 		d.Notices = append(d.Notices, n)
 	}
+	if hasCounts {
+		cd.Seq = seq
+		b.deltas = append(b.deltas, cd)
+		b.days = append(b.days, cday)
+		b.refs = append(b.refs, nil)
+	}
 	return b
 }
 
@@ -674,6 +683,12 @@ func (w *Writer) apply(b *campBatch, totals []Total, now time.Time) {
 	for i := range b.deltas {
 		d := &b.deltas[i]
 		t := &totals[i]
+		if d.Counts != nil {
+			// Counts only (see drainCounts): its day's spend says nothing new.
+			cs.confirmCounts(d)
+			cs.mergeFleetCounts(&t.Counts)
+			continue
+		}
 		cs.updateFleet(b.days[i], t, now.UnixNano())
 		cs.unflTotal.Add(-d.Micros)
 		if dc := cs.day.Load(); dc != nil && dc.day == b.days[i] {
@@ -714,6 +729,7 @@ func (w *Writer) apply(b *campBatch, totals []Total, now time.Time) {
 // updateFleet merges totals of day into the fleet view: counters only grow,
 // so the larger value wins (flushes may return out of order).
 func (cs *campState) updateFleet(day int32, t *Total, at int64) {
+	cs.mergeFleetCounts(&t.Counts)
 	for {
 		old := cs.fleet.Load()
 		n := &fleetView{day: day, dayMicros: t.DayMicros, dayImps: t.DayImps, totalMicros: t.TotalMicros, totalImps: t.TotalImps, at: at}
@@ -761,7 +777,7 @@ func (w *Writer) timerLoop() {
 func (w *Writer) enqueueReady(done <-chan struct{}) bool {
 	now := w.opts.Now().UnixNano()
 	for _, cs := range *w.camps.Load() {
-		if cs.pendImps.Load() == 0 && !cs.hasRetry.Load() {
+		if cs.pendImps.Load() == 0 && cs.counts.any.Load() == 0 && !cs.hasRetry.Load() {
 			continue
 		}
 		if cs.retryAt.Load() > now || cs.queued.Swap(true) {
@@ -888,7 +904,7 @@ func (w *Writer) close(ctx context.Context) error {
 // earliest retry time (unix nanos, 0 if none).
 func (w *Writer) pending() (n int, next int64) {
 	for _, cs := range *w.camps.Load() {
-		if cs.pendImps.Load() == 0 && !cs.hasRetry.Load() {
+		if cs.pendImps.Load() == 0 && cs.counts.any.Load() == 0 && !cs.hasRetry.Load() {
 			continue
 		}
 		n++

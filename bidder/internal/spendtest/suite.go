@@ -256,6 +256,7 @@ func RunStoreSuite(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 	}
 
 	runChargeOnce(t, newStore, caps)
+	runCounts(t, newStore, caps)
 
 	t.Run("WriterExact", func(t *testing.T) {
 		s := newStore(t)

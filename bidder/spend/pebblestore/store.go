@@ -7,6 +7,9 @@
 //
 //	"s|" + campaign + "|d|" + day   -> micros (8 bytes BE) + impressions (8 bytes BE)
 //	"s|" + campaign + "|t"          -> lifetime micros + impressions
+//	"o|" + campaign                 -> lifetime outcome counters: per counter,
+//	                                   uvarint name length, name
+//	                                   (spend.CountName), uvarint value
 //	"f" + expires (8 bytes BE unix s) + campaign + "|" + window (8 BE) + user -> count (8 BE)
 //	"n|" + campaign + "|" + notice key -> expires (8 bytes BE unix s): charged notices
 //	"x|" + delta id                 -> expires (8 bytes BE unix s): applied ids
@@ -148,6 +151,56 @@ func freqKey(campaign string, f *spend.FreqDelta) []byte {
 
 func idKey(id string) []byte { return append([]byte("x|"), id...) }
 
+func countsKey(campaign string) []byte { return append([]byte("o|"), campaign...) }
+
+// encodeCounts is the value of a counts key.
+func encodeCounts(c *spend.Counts) []byte {
+	var v []byte
+	for i, n := range c {
+		name := spend.CountName(i)
+		v = binary.AppendUvarint(v, uint64(len(name)))
+		v = append(v, name...)
+		v = binary.AppendUvarint(v, uint64(n))
+	}
+	return v
+}
+
+// decodeCounts reads a counts value into c; names it does not know are skipped.
+func decodeCounts(v []byte, c *spend.Counts) error {
+	for len(v) > 0 {
+		l, n := binary.Uvarint(v)
+		if n <= 0 || uint64(len(v)-n) < l {
+			return errors.New("pebblestore: corrupt counters")
+		}
+		name := string(v[n : n+int(l)])
+		v = v[n+int(l):]
+		x, n := binary.Uvarint(v)
+		if n <= 0 {
+			return errors.New("pebblestore: corrupt counters")
+		}
+		v = v[n:]
+		if i := spend.CountIndex(name); i >= 0 {
+			c[i] = int64(x)
+		}
+	}
+	return nil
+}
+
+// readCounts returns the counters of campaign.
+func readCounts(g func([]byte) ([]byte, func() error, error), campaign string) (spend.Counts, error) {
+	var c spend.Counts
+	v, closer, err := g(countsKey(campaign))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return c, nil
+	}
+	if err != nil {
+		return c, err
+	}
+	err = decodeCounts(v, &c)
+	_ = closer()
+	return c, err
+}
+
 func noticeKey(campaign string, n *spend.Notice) []byte {
 	return append(append(append([]byte("n|"), campaign...), '|'), spend.NoticeKey(n)...)
 }
@@ -218,12 +271,25 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 	}
 	for i := range deltas {
 		d := &deltas[i]
-		addM, addI, addF, dups, err := s.adds(b, set, bget, d, idExp, fresh[i])
+		addM, addI, addF, dups, applied, err := s.adds(b, set, bget, d, idExp, fresh[i])
 		if err != nil {
 			return nil, fmt.Errorf("pebblestore: flush: %w", err)
 		}
 		t := &totals[i]
 		t.Campaign, t.Day, t.Duplicates = d.Campaign, d.Day, dups
+		if d.Counts != nil {
+			if t.Counts, err = readCounts(bget, d.Campaign); err != nil {
+				return nil, fmt.Errorf("pebblestore: flush: %w", err)
+			}
+			if applied {
+				for c, v := range d.Counts {
+					t.Counts[c] += v
+				}
+				if err := set(countsKey(d.Campaign), encodeCounts(&t.Counts)); err != nil {
+					return nil, fmt.Errorf("pebblestore: flush: %w", err)
+				}
+			}
+		}
 		for ki, k := range [2][]byte{dayKey(d.Campaign, d.Day), totalKey(d.Campaign)} {
 			m, n, _, err := get(bget, k)
 			if err != nil {
@@ -278,21 +344,22 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 
 // adds returns what delta d adds, recording its keys into b: for a delta
 // with notices, the charges of the notices whose key is new (and how many
-// were duplicates); for one without, everything unless its id was applied.
-func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]byte) ([]byte, func() error, error), d *spend.Delta, idExp []byte, keys []noteKey) (micros, imps int64, freq []int64, dups int64, err error) {
+// were duplicates); for one without, everything unless its id was applied
+// (applied says whether it is, and so whether its Counts are to be added).
+func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]byte) ([]byte, func() error, error), d *spend.Delta, idExp []byte, keys []noteKey) (micros, imps int64, freq []int64, dups int64, applied bool, err error) {
 	freq = make([]int64, len(d.Freq))
 	if len(d.Notices) == 0 {
 		_, _, dup, err := get(bget, idKey(d.ID))
 		if err != nil || dup {
-			return 0, 0, freq, 0, err
+			return 0, 0, freq, 0, false, err
 		}
 		if err := set(idKey(d.ID), idExp); err != nil {
-			return 0, 0, nil, 0, err
+			return 0, 0, nil, 0, false, err
 		}
 		for j := range d.Freq {
 			freq[j] = d.Freq[j].Count
 		}
-		return d.Micros, d.Imps, freq, 0, nil
+		return d.Micros, d.Imps, freq, 0, true, nil
 	}
 	for k := range d.Notices {
 		n := &d.Notices[k]
@@ -301,7 +368,7 @@ func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]b
 			continue
 		}
 		if err := b.Set(keys[k].key, binary.BigEndian.AppendUint64(nil, uint64(n.Expires.Unix())), nil); err != nil {
-			return 0, 0, nil, 0, err
+			return 0, 0, nil, 0, false, err
 		}
 		micros += n.Micros
 		imps++
@@ -309,7 +376,7 @@ func (s *Store) adds(b *pebble.Batch, set func(k, v []byte) error, bget func([]b
 			freq[n.FreqRef-1]++
 		}
 	}
-	return micros, imps, freq, dups, nil
+	return micros, imps, freq, dups, true, nil
 }
 
 // noteKey is one notice of a flush: its store key and whether it is to be
@@ -420,6 +487,9 @@ func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spe
 			return nil, fmt.Errorf("pebblestore: read: %w", err)
 		}
 		out[i] = spend.Total{Campaign: c, Day: day, DayMicros: int64(dm), DayImps: int64(di), TotalMicros: int64(tm), TotalImps: int64(ti)}
+		if out[i].Counts, err = readCounts(dbget, c); err != nil {
+			return nil, fmt.Errorf("pebblestore: read: %w", err)
+		}
 	}
 	return out, nil
 }

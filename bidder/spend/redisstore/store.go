@@ -4,7 +4,9 @@
 // # Keys (Prefix default "rtbd:")
 //
 //	{P}spend:{C}:d:DAY      hash m (micros), i (impressions); expires after DayTTL
-//	{P}spend:{C}:t          hash m, i: the campaign's lifetime totals; no expiry
+//	{P}spend:{C}:t          hash m, i: the campaign's lifetime totals, and
+//	                        its outcome counters (spend.CountName: b, w,
+//	                        l102, ...); no expiry
 //	{P}freq:{C}:WINDOW:USER integer count; EXPIREAT the FreqDelta's expiry
 //	{P}n:{C}:KEY            the Delta.Origin that charged notice KEY
 //	                        (spend.NoticeKey: nonce and kind); expires at
@@ -121,7 +123,9 @@ end
 `
 
 // flushLua applies one delta without notices; see the package comment.
-// KEYS: id, day, total, freq keys...  ARGV: micros, imps, id ttl s, day ttl s, then count, expireat per freq key.
+// KEYS: id, day, total, freq keys...  ARGV: micros, imps, id ttl s, day ttl s, then count, expireat per freq key,
+// then name, value per outcome counter (spend.Delta.Counts) to add to the total hash.
+// Returns day m, day i, total m, total i, the freq counts, the counters.
 const flushLua = addSpendLua + `
 local fresh = redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[3])
 local r = addSpend(fresh, KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[4])
@@ -132,6 +136,13 @@ for j = 4, #KEYS do
     redis.call('EXPIREAT', KEYS[j], ARGV[a + 1])
   else
     r[#r + 1] = tonumber(redis.call('GET', KEYS[j])) or 0
+  end
+end
+for a = 5 + (#KEYS - 3) * 2, #ARGV, 2 do
+  if fresh then
+    r[#r + 1] = redis.call('HINCRBY', KEYS[3], ARGV[a], ARGV[a + 1])
+  else
+    r[#r + 1] = tonumber(redis.call('HGET', KEYS[3], ARGV[a])) or 0
   end
 end
 return r
@@ -205,6 +216,11 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 					keys = append(keys, fp+strconv.FormatInt(f.Window, 10)+":"+f.User)
 					args = append(args, f.Count, f.Expires.Unix())
 				}
+				if d.Counts != nil {
+					for c, v := range d.Counts {
+						args = append(args, spend.CountName(c), v)
+					}
+				}
 				cmds = append(cmds, s.script.EvalSha(ctx, p, keys, args...))
 			}
 			return nil
@@ -234,6 +250,9 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 		if len(d.Notices) > 0 {
 			want++
 		}
+		if d.Counts != nil {
+			want += spend.NumCounts
+		}
 		if len(v) != want {
 			return nil, fmt.Errorf("redisstore: flush: delta %d: script returned %d values, want %d", i, len(v), want)
 		}
@@ -243,6 +262,9 @@ func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total,
 		}
 		if len(d.Notices) > 0 {
 			out[i].Duplicates = v[len(v)-1]
+		}
+		if d.Counts != nil {
+			copy(out[i].Counts[:], v[4+len(d.Freq):])
 		}
 	}
 	return out, nil
@@ -292,7 +314,7 @@ func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spe
 	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, c := range campaigns {
 			ck := s.campaignKey(c)
-			cmds = append(cmds, p.HMGet(ctx, ck+"d:"+day, "m", "i"), p.HMGet(ctx, ck+"t", "m", "i"))
+			cmds = append(cmds, p.HMGet(ctx, ck+"d:"+day, "m", "i"), p.HMGet(ctx, ck+"t", totalFields...))
 		}
 		return nil
 	})
@@ -300,34 +322,47 @@ func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spe
 		return nil, fmt.Errorf("redisstore: read: %w", err)
 	}
 	for i, c := range campaigns {
-		dm, di, err1 := pair(cmds[2*i])
-		tm, ti, err2 := pair(cmds[2*i+1])
+		var d [2]int64
+		var t [2 + spend.NumCounts]int64
+		err1 := ints(cmds[2*i], d[:])
+		err2 := ints(cmds[2*i+1], t[:])
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("redisstore: read %q: %w", c, err)
 		}
-		out[i] = spend.Total{Campaign: c, Day: day, DayMicros: dm, DayImps: di, TotalMicros: tm, TotalImps: ti}
+		out[i] = spend.Total{Campaign: c, Day: day, DayMicros: d[0], DayImps: d[1], TotalMicros: t[0], TotalImps: t[1]}
+		copy(out[i].Counts[:], t[2:])
 	}
 	return out, nil
 }
 
-func pair(cmd *redis.SliceCmd) (a, b int64, err error) {
+// totalFields are the fields Read reads of a total hash: m, i, then the
+// outcome counters.
+var totalFields = func() []string {
+	f := []string{"m", "i"}
+	for c := range spend.NumCounts {
+		f = append(f, spend.CountName(c))
+	}
+	return f
+}()
+
+// ints parses the integers of an HMGET answer into out (a missing field is 0).
+func ints(cmd *redis.SliceCmd, out []int64) error {
 	v, err := cmd.Result()
 	if err != nil {
-		return 0, 0, err
+		return err
 	}
-	var out [2]int64
-	for i := 0; i < 2 && i < len(v); i++ {
+	for i := 0; i < len(out) && i < len(v); i++ {
 		switch x := v[i].(type) {
 		case nil:
 		case string:
 			n, err := strconv.ParseInt(x, 10, 64)
 			if err != nil {
-				return 0, 0, fmt.Errorf("not an integer: %q", x)
+				return fmt.Errorf("not an integer: %q", x)
 			}
 			out[i] = n
 		default:
-			return 0, 0, fmt.Errorf("unexpected %T", x)
+			return fmt.Errorf("unexpected %T", x)
 		}
 	}
-	return out[0], out[1], nil
+	return nil
 }

@@ -1,0 +1,124 @@
+package bidder
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/rtb"
+)
+
+// Loss notices (GET /loss), served by the Bidder itself (with or without
+// Options.Spend).
+//
+// Every bid carries an lurl:
+//
+//	PublicURL/loss?t=TOKEN&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}
+//
+// TOKEN is a token.KindLoss token of the bid (the same nonce as its win and
+// billing tokens). The exchange fires it when the bid lost, with r the
+// OpenRTB 2.6 loss reason code and m the price that would have won (m is
+// accepted and not used). Answers, counted in
+// rtbd_notices_total{kind="loss", outcome}:
+//
+//	accepted     204; counted in rtbd_loss_total{reason} and, with
+//	             Options.Spend, in the campaign's loss counters
+//	replay       204, not counted again: this process accepted the bid's
+//	             loss notice within Options.ReplayWindow
+//	test         204, not counted: the loss of a test bid
+//	forged       400: bad signature, malformed token, or a token of another kind
+//	expired      410: the token verified but is past its expiry
+//	bad_request  400 (405 for a method other than GET/HEAD): no t
+//
+// The reason label is rtb.LossReason's: one per code of the specification
+// (lost_to_higher_bid for 102, below_auction_floor for 100, ...),
+// exchange_specific for 500 and up, and other for anything else: an
+// unknown code, none, or the unfilled macro.
+//
+// # Counted in memory, flushed with the spend
+//
+// Losses are about ten times the wins, so a loss is never a store write of
+// its own: spend.Writer.Count adds one to the campaign's counter for the
+// reason (an atomic), and the Writer flushes the counters with the
+// campaign's spend (spend.Delta.Counts); the store sums them over the
+// fleet. /admin/campaigns shows them (with bids, wins and the win rate).
+// Counters not yet flushed are lost by a crash (they are not journaled).
+//
+// # Replays
+//
+// A replayed loss notice counts once per process: the bid's nonce is
+// remembered in the replay set of /win and /bill (its own kind), for
+// between one and two Options.ReplayWindow, bounded by
+// Options.ReplayMaxEntries like the other notices. It is not keyed in the
+// store, so the same loss notice sent to k bidders of a fleet counts at
+// most k times (once per bidder within its window); exchanges fire an lurl
+// once, to the host in it, so that is a bound on retries, not the common
+// case.
+
+// lossMetrics is rtbd_loss_total by reason.
+type lossMetrics struct {
+	reasons [rtb.NumLossReasons]prometheus.Counter
+}
+
+func newLossMetrics(reg prometheus.Registerer) (*lossMetrics, error) {
+	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_loss_total",
+		Help: "Accepted loss notices (/loss) by OpenRTB 2.6 loss reason (lost_to_higher_bid, below_auction_floor, ..., exchange_specific for 500+, other)."},
+		[]string{"reason"})
+	m := &lossMetrics{}
+	for r := range rtb.NumLossReasons {
+		m.reasons[r] = vec.WithLabelValues(rtb.LossReason(r).String())
+	}
+	if reg != nil {
+		if err := reg.Register(vec); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// serveLoss is GET /loss.
+func (b *Bidder) serveLoss(rc *fasthttp.RequestCtx) {
+	b.answerNotice(rc, noticeLoss, b.loss(rc))
+}
+
+func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
+	if !rc.IsGet() && !rc.IsHead() {
+		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return outBadRequest
+	}
+	args := rc.QueryArgs()
+	t := args.Peek("t")
+	if len(t) == 0 {
+		return outBadRequest
+	}
+	ns := b.notices.Get().(*noticeState)
+	defer b.notices.Put(ns)
+	now := b.opts.Now()
+	var err error
+	ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, token.KindLoss, now, ns.buf[:0])
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return outExpired
+	case err != nil:
+		return outForged
+	}
+	tok := &ns.tok
+	if tok.Test {
+		return outTest
+	}
+	nonce := tok.NoticeNonce()
+	if !b.replays.firstTime(noticeLoss, unsafe.String(&nonce[0], len(nonce)), "", now) {
+		return outReplay
+	}
+	reason := rtb.ParseLossReason(args.Peek("r"))
+	b.lm.reasons[reason].Inc()
+	if w := b.opts.Spend; w != nil {
+		_ = w.Count(tok.Campaign, spend.CountLosses+int(reason)) // closing: a statistic, not money
+	}
+	return outAccepted
+}
