@@ -77,8 +77,8 @@ func (b *Bidder) allowed(rc *fasthttp.RequestCtx, endpoint int) bool {
 		return true
 	}
 	b.limits.limited[endpoint].Inc()
+	rc.Error("rate limited", fasthttp.StatusTooManyRequests) // resets the headers
 	rc.Response.Header.Set(fasthttp.HeaderRetryAfter, "1")
-	rc.Error("rate limited", fasthttp.StatusTooManyRequests)
 	return false
 }
 
