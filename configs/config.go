@@ -253,7 +253,7 @@ type RateLimits struct {
 	UserSync RateLimit `yaml:"usersync"`
 	Match    RateLimit `yaml:"match"`
 	// Sources is how many source addresses the limits remember (a fixed
-	// table, about 32 bytes a source and endpoint); when it is full, the
+	// table, about 25 bytes a source and endpoint); when it is full, the
 	// source seen least recently is forgotten.
 	Sources int `yaml:"sources"`
 	// TrustedProxies are the addresses or CIDR prefixes of proxies (a
