@@ -67,14 +67,13 @@ func (c *drainConn) Read(b []byte) (int, error) {
 func (c *drainConn) LastArrival() (time.Time, bool) { return arrival.Time(c.Conn) }
 
 func (c *drainConn) Close() error {
-	if !c.read.Load() {
+	if c.read.CompareAndSwap(false, true) {
 		select {
 		case rejectDrains <- struct{}{}:
+			c.timeout.Store(int64(rejectDrainTimeout))
+			c.drain.Store(rejectDrainBytes)
 			go func() {
 				defer func() { <-rejectDrains }()
-				c.drain.Store(rejectDrainBytes)
-				c.timeout.Store(int64(rejectDrainTimeout))
-				c.read.Store(true)
 				c.Close()
 			}()
 			return nil
