@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: bench-fleet bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss fuzz vet clean
+.PHONY: bench-fleet bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -71,6 +71,15 @@ bench-catalog:
 # bare fasthttp client loop in the same run (5 runs of 2 s).
 bench-generator:
 	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkGeneratorCost$$' -benchtime 5x ./bench/
+
+# A bidder process under connections (bidder.max_conns at its default,
+# 10,000): memory per idle connection, then 20,000 connection attempts
+# (10,000 held, the rest 503 and closed) while the held ones bid. Once with
+# rtbd's settings, once with fasthttp's default idle buffers for comparison.
+# Needs ulimit -n of at least 10,100.
+bench-conns:
+	$(GO) test -count=1 -timeout 10m -run '^$$' -bench '^BenchmarkConns$$' -benchtime 1x ./bidder/ | grep '^CONNS'
+	BIDDER_BENCH_REDUCE_MEMORY=0 RTBD_BENCH_CONN_ATTEMPTS=10000 $(GO) test -count=1 -timeout 10m -run '^$$' -bench '^BenchmarkConns$$' -benchtime 1x ./bidder/ | grep '^CONNS'
 
 # Catalog node RSS over 1M and 10M products (builds them in /tmp once).
 bench-rss:

@@ -132,7 +132,10 @@ func newBidder(name, exe, config, logDir string, extra []string) *server {
 				"-set", "bidder.secure_public_url=https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
 				"-set", "log.level=warn", "-set", "log.format=json",
 				// The pixel events name the demo users in uid=, unsigned.
-				"-set", "user.trust_query_uid=true"}
+				"-set", "user.trust_query_uid=true",
+				// The harness is one source speaking for every demo user:
+				// no per-source limit on its pixel events.
+				"-set", "bidder.rate_limits.event.rate=0"}
 			return append(a, extra...)
 		},
 		ready: httpReady,

@@ -174,6 +174,11 @@ func runChild(mode string) int {
 		f := newFixture(t, nil)
 		reg = f.reg
 		srv := f.b.NewServer()
+		// BIDDER_BENCH_REDUCE_MEMORY=0 keeps idle connections' buffers
+		// (fasthttp's default), to compare (BenchmarkConns).
+		if os.Getenv("BIDDER_BENCH_REDUCE_MEMORY") == "0" {
+			srv.ReduceMemoryUsage = false
+		}
 		serve = func() error { return srv.Serve(Listen(ln)) } // as rtbd serves it
 	case "node":
 		local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})

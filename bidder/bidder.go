@@ -215,6 +215,12 @@ type Options struct {
 	// Now is the clock of campaign flights, dayparts and tokens (tests);
 	// nil is time.Now. Deadlines always use the real clock.
 	Now func() time.Time
+	// MaxConns bounds the connections a server from NewServer holds (see
+	// NewServer). Default DefaultMaxConns.
+	MaxConns int
+	// RateLimits bound /event, /usersync and /match per source. The zero
+	// value limits nothing.
+	RateLimits RateLimitOptions
 }
 
 // ErrOptions is wrapped by New's errors.
@@ -307,6 +313,9 @@ func (o *Options) ensureDefaults() error {
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
 	if o.Now == nil {
 		o.Now = time.Now
 	}
@@ -360,6 +369,9 @@ type Bidder struct {
 	fxm *fxMetrics
 
 	lm *lossMetrics
+
+	srv    atomic.Pointer[fasthttp.Server] // the latest NewServer's, for the connection metrics
+	limits rateLimits
 }
 
 // publicURLs are the prefixes of rtbd's URLs in a bid, built once from
@@ -408,6 +420,10 @@ func New(opts Options) (*Bidder, error) {
 	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
+	limits, err := newRateLimits(opts.RateLimits, opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bidder{
@@ -425,6 +441,10 @@ func New(opts Options) (*Bidder, error) {
 		exp:         int64(opts.NoticeTTL / time.Second),
 		exchanges:   xs,
 		redirects:   redirects,
+		limits:      limits,
+	}
+	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
@@ -466,8 +486,13 @@ func (b *Bidder) Handler() fasthttp.RequestHandler { return b.serveHTTP }
 // connection that is not a *net.TCPConn (Listen's) fasthttp cannot write
 // header and body with one writev, and a response over the buffer would
 // take two writes (two TCP segments).
+//
+// It holds at most Options.MaxConns connections (idle keep-alive ones
+// included); one more is answered 503 and closed, counted in
+// rtbd_bidder_conns_rejected_total. An idle connection hands its buffers
+// back until its next request (fasthttp's ReduceMemoryUsage; see conns.go).
 func (b *Bidder) NewServer() *fasthttp.Server {
-	return &fasthttp.Server{
+	s := &fasthttp.Server{
 		WriteBufferSize:    16 << 10,
 		Handler:            b.Handler(),
 		ErrorHandler:       b.ErrorHandler,
@@ -476,6 +501,8 @@ func (b *Bidder) NewServer() *fasthttp.Server {
 		ExpectHandler:      b.expect,
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
+	b.limitConns(s)
+	return s
 }
 
 // Listen wraps a listener for the bid server so that each request's
@@ -509,11 +536,17 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 	case PathBid:
 		b.serveBid(rc, 0)
 	case PathEvent:
-		b.serveEvent(rc)
+		if b.allowed(rc, limitEvent) {
+			b.serveEvent(rc)
+		}
 	case PathUserSync:
-		b.serveUserSync(rc)
+		if b.allowed(rc, limitUserSync) {
+			b.serveUserSync(rc)
+		}
 	case PathMatch:
-		b.serveMatch(rc)
+		if b.allowed(rc, limitMatch) {
+			b.serveMatch(rc)
+		}
 	case PathClick:
 		b.serveClick(rc)
 	case PathLoss:

@@ -33,16 +33,53 @@ func (l drainListener) Accept() (net.Conn, error) {
 // discards up to drain bytes within timeout (until the client closes
 // first), then closes: closing a socket with unread data sends a TCP reset,
 // and a client still writing its body would lose the 413 it was sent.
+//
+// A connection closed before anything read it is one the server refused
+// (bidder.max_conns: fasthttp wrote its 503 in the accept loop): it too is
+// half-closed and drained, for up to rejectDrainTimeout and
+// rejectDrainBytes, by one of at most maxRejectDrains goroutines (beyond
+// those it is closed at once), so the client reads the 503 and the
+// connection's end rather than a reset for the request it already sent.
 type drainConn struct {
 	net.Conn
 	drain   atomic.Int64
 	timeout atomic.Int64 // ns
+	read    atomic.Bool  // Read was called
+}
+
+// Bounds of the drain of a refused connection (see drainConn).
+const (
+	maxRejectDrains    = 256
+	rejectDrainBytes   = 64 << 10
+	rejectDrainTimeout = time.Second
+)
+
+var rejectDrains = make(chan struct{}, maxRejectDrains)
+
+func (c *drainConn) Read(b []byte) (int, error) {
+	if !c.read.Load() {
+		c.read.Store(true)
+	}
+	return c.Conn.Read(b)
 }
 
 // LastArrival passes arrival's stamps through (arrival.Time).
 func (c *drainConn) LastArrival() (time.Time, bool) { return arrival.Time(c.Conn) }
 
 func (c *drainConn) Close() error {
+	if c.read.CompareAndSwap(false, true) {
+		select {
+		case rejectDrains <- struct{}{}:
+			c.timeout.Store(int64(rejectDrainTimeout))
+			c.drain.Store(rejectDrainBytes)
+			go func() {
+				defer func() { <-rejectDrains }()
+				c.Close()
+			}()
+			return nil
+		default:
+		}
+	}
 	if n := c.drain.Swap(0); n > 0 {
 		if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 			_ = cw.CloseWrite()

@@ -102,6 +102,8 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		ClickTTL:        c.ClickTTL,
 		EventTimeout:    c.EventTimeout,
 		AccessLogSample: c.AccessLogSample,
+		MaxConns:        c.MaxConns,
+		RateLimits:      rateLimitsFromConfig(c.RateLimits),
 	}, ephemeral, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -264,6 +265,65 @@ type Bidder struct {
 	ShutdownDelay time.Duration `yaml:"shutdown_delay"`
 	// UserCacheMB is the Pebble block cache of the user store, in MiB.
 	UserCacheMB int `yaml:"user_cache_mb"`
+	// MaxConns bounds the connections the SSP- and browser-facing server
+	// holds open (idle keep-alive ones included); a connection beyond it
+	// is answered 503 and closed.
+	MaxConns int `yaml:"max_conns"`
+	// RateLimits bound /event, /usersync and /match per source address.
+	RateLimits RateLimits `yaml:"rate_limits"`
+}
+
+// RateLimits are the per-source limits of the endpoints that write the
+// user store: a source over its endpoint's limit is answered 429, and
+// nothing is written.
+type RateLimits struct {
+	// Event, UserSync and Match are the limits of /event, /usersync and
+	// /match, each counted on its own.
+	Event    RateLimit `yaml:"event"`
+	UserSync RateLimit `yaml:"usersync"`
+	Match    RateLimit `yaml:"match"`
+	// Sources is how many source addresses the limits remember (a fixed
+	// table, about 25 bytes a source and endpoint); when it is full, the
+	// source seen least recently is forgotten.
+	Sources int `yaml:"sources"`
+	// TrustedProxies are the addresses or CIDR prefixes of proxies (a
+	// load balancer) whose X-Forwarded-For names the source: the
+	// rightmost address in it that is not itself a trusted proxy. Empty:
+	// X-Forwarded-For is ignored and the source is the peer address.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+}
+
+// Validate reports the problems of the rate_limits subsection.
+func (r RateLimits) Validate(p *Problems) {
+	p.Range("sources", int64(r.Sources), 1024, 1<<24)
+	for i, s := range r.TrustedProxies {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			if _, err := netip.ParseAddr(s); err != nil {
+				p.Addf(fmt.Sprintf("trusted_proxies[%d]", i), "want an IP address or a CIDR prefix (10.0.0.0/8), got %q", s)
+			}
+		}
+	}
+}
+
+// RateLimit is a token bucket per source: Rate requests a second on
+// average, Burst at once.
+type RateLimit struct {
+	// Rate is the requests a second one source may make on average; 0:
+	// no limit.
+	Rate float64 `yaml:"rate"`
+	// Burst is how many requests one source may make at once (the
+	// bucket's size).
+	Burst int `yaml:"burst"`
+}
+
+// Validate reports the problems of one endpoint's limit.
+func (r RateLimit) Validate(p *Problems) {
+	if !(r.Rate >= 0 && r.Rate <= 1e6) {
+		p.Addf("rate", "must be between 0 (no limit) and 1e6 requests a second, got %v", r.Rate)
+	}
+	if r.Rate > 0 {
+		p.Range("burst", int64(r.Burst), 1, 1e6)
+	}
 }
 
 // Validate reports the problems of the bidder section.
@@ -360,6 +420,7 @@ func (b Bidder) Validate(p *Problems) {
 		p.Addf("shutdown_delay", "must be between 0 and 10m, got %s", b.ShutdownDelay)
 	}
 	p.Range("user_cache_mb", int64(b.UserCacheMB), 1, 65536)
+	p.Range("max_conns", int64(b.MaxConns), 1, 1<<20)
 }
 
 // Spend store choices (spend.store).

@@ -22,7 +22,9 @@ import (
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -378,8 +380,9 @@ func grep(s, sub string) string {
 // for 1000 products a call (answers of a few hundred KiB), over an index of
 // RTBD_HOSTILE_PRODUCTS products (default 20,000). A second client's calls
 // run meanwhile. It reports the node's VmRSS before, during and after the
-// attack (and VmHWM), its Go heap in use and goroutines, the hostile calls
-// held and refused, and the second client's failed calls; one measurement
+// attack, and after a forced garbage collection (and VmHWM), its Go heap
+// in use and goroutines, the hostile calls held and refused, and the
+// second client's failed calls (by gRPC code) and slowest; one measurement
 // whatever b.N. The settle pauses are fixed: this is a measurement, not a
 // test.
 func BenchmarkNodeHostileClient(b *testing.B) {
@@ -422,13 +425,21 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	defer conn.Close()
 	cl := catalogpb.NewCatalogClient(conn)
 	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: 1000}.Requests(64, 5)
+	// goodCalls makes n calls with a deadline of 1s each; errs counts the
+	// failed ones by gRPC code, slowest is the longest call.
+	var errs map[codes.Code]int
+	var slowest time.Duration
 	goodCalls := func(n int) (failed int, answer int) {
+		errs, slowest = map[codes.Code]int{}, 0
 		for i := 0; i < n; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			start := time.Now()
 			r, err := cl.GetProductMasters(ctx, reqs[i%len(reqs)])
+			slowest = max(slowest, time.Since(start))
 			cancel()
 			if err != nil {
 				failed++
+				errs[status.Code(err)]++
 			} else {
 				answer = proto.Size(r)
 			}
@@ -452,6 +463,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 		bad = append(bad, s)
 	}
 	failed, answer := goodCalls(100)
+	goodErrs, goodSlowest := errs, slowest
 	time.Sleep(2 * time.Second)
 	rssDuring, _ := rss()
 	heapDuring := heap()
@@ -466,8 +478,23 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	rssAfter, hwm := rss()
 	gAfter, heapAfter := goroutines(), heap()
-	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s goroutines before=%s after=%s",
-		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, heapBefore, heapDuring, heapAfter, gBefore, gAfter)
+	// A node with nothing to do runs no garbage collection: ask for one
+	// (pprof's heap profile with gc=1, on the admin listener) to tell the
+	// memory still held from the garbage not yet collected.
+	// Twice: sync.Pool's caches outlive one collection.
+	gc := "no pprof"
+	for range 2 {
+		if resp, err := http.Get("http://" + admin + "/debug/pprof/heap?gc=1&debug=1"); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			gc = resp.Status
+		}
+	}
+	time.Sleep(time.Second)
+	rssGC, _ := rss()
+	heapGC := heap()
+	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 %v good-slowest=%v VmRSS before=%d kB during=%d kB after=%d kB after-gc=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s after-gc=%s (gc: %s) goroutines before=%s after=%s",
+		conns, calls, answer, held, refused, failed, goodErrs, goodSlowest.Round(time.Millisecond), rssBefore>>10, rssDuring>>10, rssAfter>>10, rssGC>>10, hwm>>10, heapBefore, heapDuring, heapAfter, heapGC, gc, gBefore, gAfter)
 	b.Log(line)
 	fmt.Println(line)
 	b.ReportMetric(float64(rssDuring), "VmRSS-during-bytes")
