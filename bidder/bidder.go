@@ -20,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/internal/demoimg"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -95,6 +96,9 @@ type Options struct {
 	// PublicURL is the base of nurl, burl and click URLs
 	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
 	PublicURL string
+	// DemoImages serves the demo catalog's images (package
+	// bidder/internal/demoimg) at demoimg.PathPrefix.
+	DemoImages bool
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
 	// Currency of bids (bidresponse.cur). Default "USD".
@@ -456,6 +460,10 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 			b.serveClick(rc)
 			return
 		}
+		if b.opts.DemoImages && bytes.HasPrefix(path, pathDemoImages) {
+			serveDemoImage(rc)
+			return
+		}
 		if len(path) > len(pathBidBase) && bytes.HasPrefix(path, pathBidBase) {
 			if i, ok := b.exchanges.index[string(path[len(pathBidBase):])]; ok {
 				b.serveBid(rc, i)
@@ -467,8 +475,9 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 }
 
 var (
-	pathClickBase = []byte(PathClickBase)
-	pathBidBase   = []byte(PathBid + "/")
+	pathDemoImages = []byte(demoimg.PathPrefix)
+	pathClickBase  = []byte(PathClickBase)
+	pathBidBase    = []byte(PathBid + "/")
 )
 
 var (

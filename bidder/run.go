@@ -71,6 +71,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 	return Options{
 		Keys:            keys,
 		PublicURL:       c.PublicURL,
+		DemoImages:      c.DemoImages,
 		Seat:            c.Seat,
 		Currency:        c.Currency,
 		Rates:           rates,

@@ -147,6 +147,10 @@ type Bidder struct {
 	// DataDir is the bidder's own data directory (the user profile store
 	// lives in DataDir/users).
 	DataDir string `yaml:"data_dir"`
+	// DemoImages serves the demo catalog's product images (GET
+	// /demo/img/<group>/<id>.svg), which `rtbd gen -demo` points its feed
+	// at, so the demo's ads render with no network. Off outside the demo.
+	DemoImages bool `yaml:"demo_images"`
 	// Campaigns is the path of the campaigns file, reloaded on change: an
 	// alias of campaigns.file, used when that is empty.
 	Campaigns string `yaml:"campaigns"`
