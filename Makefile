@@ -16,17 +16,17 @@ build:
 # campaigns, rtbd.yaml), and serve it with the bidder on its embedded
 # defaults (local index, embedded user store).
 run: build
-	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -out $(DEMO); fi
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
 	@echo
 	@echo "bidder starting on 127.0.0.1:8080 (admin 127.0.0.1:9091). In another terminal:"
 	@echo "  curl -s -H 'Content-Type: application/json' --data @$(DEMO)/sample-request.json http://127.0.0.1:8080/openrtb2/bid"
 	@echo
-	./$(BIN) -config $(DEMO)/rtbd.yaml
+	@./$(BIN) -config $(DEMO)/rtbd.yaml
 
-# A catalog node over the demo index (gRPC on 127.0.0.1:9090, admin 9092).
+# A catalog node over the demo index (gRPC on 127.0.0.1:9090, admin 127.0.0.1:9092).
 run-catalog: build
-	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -out $(DEMO); fi
-	./$(BIN) -config $(DEMO)/rtbd.yaml -mode=catalog -admin-listen 127.0.0.1:9092
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
+	@./$(BIN) -config $(DEMO)/rtbd.yaml -mode=catalog
 
 # Every test, on a fresh Debian machine with Go: installs what tests need.
 test: deps vet

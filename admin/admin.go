@@ -28,7 +28,7 @@ var (
 // Options configures a Server. Every field but Addr has a usable zero
 // value.
 type Options struct {
-	// Addr is the host:port to listen on (configs.Admin.Listen), required.
+	// Addr is the host:port to listen on (configs.Config.AdminListen), required.
 	// Port 0 picks a free port; Server.Addr tells which.
 	Addr string
 	// Logger receives the errors of the HTTP server. nil = no logging.

@@ -1,7 +1,7 @@
 // Package admin is the operations surface of an rtbd process: the process
 // logger (NewLogger, from the config's log section) and a small net/http
 // server (not the bid hot path) that every server mode runs on
-// configs.Admin.Listen, with
+// configs.Config.AdminListen, with
 //
 //	GET /healthz        200 "ok" while the process runs (liveness)
 //	GET /readyz         200 "ready", or 503 with the reason (readiness);
@@ -13,7 +13,7 @@
 // plus the endpoints a mode adds with Server.Handle (POST
 // /admin/catalog/refresh, GET /admin/campaigns...). Use:
 //
-//	srv := admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log,
+//	srv := admin.New(admin.Options{Addr: cfg.AdminListen(), Logger: log,
 //		Gatherer: reg, Ready: store.Ready})
 //	srv.Handle("POST /admin/catalog/refresh", refreshHandler)
 //	if err := srv.Start(); err != nil { return err } // bad/busy address

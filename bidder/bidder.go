@@ -20,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/internal/demoimg"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -101,14 +102,18 @@ type Options struct {
 	// PublicURL is the base of nurl, burl and click URLs
 	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
 	PublicURL string
+	// SecurePublicURL is the base of those URLs for secure imps
+	// (imp.secure=1): https://host[:port], may equal PublicURL. Default:
+	// PublicURL when it is https; else none, and a secure imp is a no-bid
+	// (nbr 509).
+	SecurePublicURL string
 	// ImageResizeURL is an optional image resize service's URL template
 	// (creative.ParseResizeURL: {w}, {h}, {url}) that serves native image
 	// sizes the catalog lacks; "" serves the product images as they are.
 	ImageResizeURL string
-	// SecurePublicURL is that base for secure imps (imp.secure=1):
-	// https://host[:port], may equal PublicURL. Default: PublicURL when it
-	// is https; else none, and a secure imp is a no-bid (nbr 509).
-	SecurePublicURL string
+	// DemoImages serves the demo catalog's images (package
+	// bidder/internal/demoimg) at demoimg.PathPrefix.
+	DemoImages bool
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
 	// Currency of bids (bidresponse.cur), an ISO 4217 code in any case
@@ -576,6 +581,10 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 			b.serveClick(rc)
 			return
 		}
+		if b.opts.DemoImages && bytes.HasPrefix(path, pathDemoImages) {
+			serveDemoImage(rc)
+			return
+		}
 		if len(path) > len(pathBidBase) && bytes.HasPrefix(path, pathBidBase) {
 			if i, ok := b.exchanges.index[string(path[len(pathBidBase):])]; ok {
 				b.serveBid(rc, i)
@@ -587,8 +596,9 @@ func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 }
 
 var (
-	pathClickBase = []byte(PathClickBase)
-	pathBidBase   = []byte(PathBid + "/")
+	pathDemoImages = []byte(demoimg.PathPrefix)
+	pathClickBase  = []byte(PathClickBase)
+	pathBidBase    = []byte(PathBid + "/")
 )
 
 var (

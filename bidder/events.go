@@ -11,6 +11,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/internal/demoimg"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -237,4 +238,23 @@ func (b *Bidder) redirect(rc *fasthttp.RequestCtx, dest string) {
 	rc.Response.Header.Set(fasthttp.HeaderLocation, dest)
 	rc.Response.Header.Set("Referrer-Policy", "no-referrer-when-downgrade")
 	rc.SetStatusCode(fasthttp.StatusFound)
+}
+
+// serveDemoImage answers GET/HEAD demoimg.PathPrefix + "<group>/<id>.svg"
+// (Options.DemoImages): the demo product's generated picture, 404 for any
+// other path under the prefix.
+func serveDemoImage(rc *fasthttp.RequestCtx) {
+	if !rc.IsGet() && !rc.IsHead() {
+		rc.Response.Header.Set("Allow", "GET, HEAD")
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return
+	}
+	group, id, ok := demoimg.Parse(rc.Path())
+	if !ok {
+		rc.SetStatusCode(fasthttp.StatusNotFound)
+		return
+	}
+	rc.SetContentType(demoimg.ContentType)
+	rc.Response.Header.Set("Cache-Control", "public, max-age=86400")
+	rc.SetBody(demoimg.Append(rc.Response.Body()[:0], group, id))
 }

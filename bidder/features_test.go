@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -485,5 +486,29 @@ func TestClickProducts(t *testing.T) {
 		if got := tc.f.counter("rtbd_bidder_clicks_total", "result", tc.result); got != before+1 {
 			t.Errorf("%s: clicks{result=%s} %v -> %v, want +1", tc.name, tc.result, before, got)
 		}
+	}
+}
+
+// TestDemoImages: with Options.DemoImages the bidder serves the demo
+// catalog's generated pictures; without it, or for a path that names no
+// product, 404.
+func TestDemoImages(t *testing.T) {
+	off := newFixture(t, nil)
+	if r := off.do("GET", "/demo/img/1/42.svg", nil); r.status != 404 {
+		t.Errorf("off: status %d", r.status)
+	}
+	f := newFixture(t, func(o *Options) { o.DemoImages = true })
+	r := f.do("GET", "/demo/img/1/42.svg", nil)
+	if r.status != 200 || r.headers["Content-Type"] != "image/svg+xml" || !bytes.HasPrefix(r.body, []byte("<svg ")) ||
+		!bytes.Contains(r.body, []byte(">#42<")) {
+		t.Fatalf("status %d type %q body %.80s", r.status, r.headers["Content-Type"], r.body)
+	}
+	for _, p := range []string{"/demo/img/1/42.jpg", "/demo/img/x/42.svg", "/demo/img/"} {
+		if r := f.do("GET", p, nil); r.status != 404 {
+			t.Errorf("%s: status %d", p, r.status)
+		}
+	}
+	if r := f.do("POST", "/demo/img/1/42.svg", nil); r.status != 405 {
+		t.Errorf("POST: status %d", r.status)
 	}
 }

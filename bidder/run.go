@@ -80,6 +80,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		PublicURL:       c.PublicURL,
 		ImageResizeURL:  c.ImageResizeURL,
 		SecurePublicURL: c.SecurePublicURL,
+		DemoImages:      c.DemoImages,
 		Seat:            c.Seat,
 		Currency:        c.Currency,
 		Rates:           rates,
@@ -283,7 +284,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.http_listen %s: %w", cfg.Bidder.HTTPListen, err)
 	}
-	s.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, Checks: s.readyChecks(),
+	s.admin = admin.New(admin.Options{Addr: cfg.AdminListen(), Logger: log, Gatherer: reg, Checks: s.readyChecks(),
 		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())

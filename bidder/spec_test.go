@@ -40,7 +40,7 @@ type checked struct {
 }
 
 // checkResponse validates a 200 bid response against its request, field by
-// field (the list of issue 4), and returns the bids.
+// field, and returns the bids.
 func checkResponse(t *testing.T, f *fixture, reqBody []byte, r reply, uid string) (*openrtb2.BidResponse, []checked) {
 	t.Helper()
 	if r.status != 200 {

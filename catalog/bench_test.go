@@ -235,7 +235,7 @@ func BenchmarkRemote15(b *testing.B) {
 	for _, tg := range targets {
 		rewarm(tg.name)
 		b.Run("serial/"+tg.name, func(b *testing.B) {
-			// Each call is timed too: ns/op is the mean, which this VM's
+			// Each call is timed too: ns/op is the mean, which a shared host's
 			// rare slow wake-ups (a tail of several ms) pull far above the
 			// typical call; p50-us is the median call, the figure the
 			// issue's "+100 us median" and "empty call 42 us median" speak

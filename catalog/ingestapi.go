@@ -31,6 +31,12 @@ import (
 // and writes a new OPTIONS file; it removes its obsolete copies, which only
 // unlinks names in the new directory.) base is never opened writable.
 // The caller must hold the data directory's lock (LockDir).
+//
+// Pebble's own DB.Checkpoint makes the same kind of copy, but needs base
+// open, and base may only be opened read-only (its readers share it), which
+// Checkpoint does not support: a read-only open writes no OPTIONS file, and
+// Checkpoint fails on the missing OPTIONS-000000 (pebble v2.1.7). The copy
+// is therefore made from the files.
 func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 	if log == nil {
 		log = zap.NewNop()

@@ -153,6 +153,10 @@ type Bidder struct {
 	// DataDir is the bidder's own data directory (the user profile store
 	// lives in DataDir/users).
 	DataDir string `yaml:"data_dir"`
+	// DemoImages serves the demo catalog's product images (GET
+	// /demo/img/<group>/<id>.svg), which `rtbd gen -demo` points its feed
+	// at, so the demo's ads render with no network. Off outside the demo.
+	DemoImages bool `yaml:"demo_images"`
 	// Campaigns is the path of the campaigns file, reloaded on change: an
 	// alias of campaigns.file, used when that is empty.
 	Campaigns string `yaml:"campaigns"`
@@ -885,7 +889,10 @@ func (l Log) Validate(p *Problems) {
 // Admin configures the admin HTTP listener (health, readiness, metrics,
 // pprof, mode-specific admin endpoints).
 type Admin struct {
-	// Listen is the host:port of the admin listener. Default 127.0.0.1:9091.
+	// Listen is the host:port of the admin listener; empty: the mode's
+	// default (DefaultBidderAdminListen, DefaultCatalogAdminListen), so a
+	// bidder and a catalog node with default settings run on one host.
+	// Config.AdminListen resolves it.
 	Listen string `yaml:"listen"`
 	// Pprof serves /debug/pprof/ on the admin listener.
 	Pprof bool `yaml:"pprof"`
@@ -894,9 +901,28 @@ type Admin struct {
 	ReadyCatalogGrace time.Duration `yaml:"ready_catalog_grace"`
 }
 
+// Default admin listeners, per mode.
+const (
+	DefaultBidderAdminListen  = "127.0.0.1:9091"
+	DefaultCatalogAdminListen = "127.0.0.1:9092"
+)
+
+// AdminListen is admin.listen, or the default of c.Mode when it is empty.
+func (c *Config) AdminListen() string {
+	switch {
+	case c.Admin.Listen != "":
+		return c.Admin.Listen
+	case c.Mode == ModeCatalog:
+		return DefaultCatalogAdminListen
+	}
+	return DefaultBidderAdminListen
+}
+
 // Validate reports the problems of the admin section.
 func (a Admin) Validate(p *Problems) {
-	p.HostPort("listen", a.Listen)
+	if a.Listen != "" {
+		p.HostPort("listen", a.Listen)
+	}
 	p.Positive("ready_catalog_grace", a.ReadyCatalogGrace)
 }
 

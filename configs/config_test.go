@@ -75,7 +75,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	want := Config{
 		Mode:  ModeBidder,
 		Log:   Log{Level: "info", Format: LogFormatAuto},
-		Admin: Admin{Listen: "127.0.0.1:9091", Pprof: true, ReadyCatalogGrace: 5 * time.Second},
+		Admin: Admin{Listen: "", Pprof: true, ReadyCatalogGrace: 5 * time.Second},
 		Catalog: Catalog{
 			Data:                 "./data/catalog",
 			Target:               "",
@@ -700,7 +700,7 @@ func TestValidateSingleSettings(t *testing.T) {
 		{"admin.listen", "[::1]:9091", ""},
 		{"admin.listen", "localhost:0", ""},
 		{"admin.listen", "127.0.0.1:70000", "admin.listen: port must be a number 0..65535"},
-		{"admin.listen", "", "admin.listen: must be host:port"},
+		{"admin.listen", "", ""}, // empty: the mode's default
 		{"admin.ready_catalog_grace", "200ms", ""},
 		{"admin.ready_catalog_grace", "0s", "admin.ready_catalog_grace: must be > 0, got 0s"},
 		{"catalog.target", "static:///10.0.0.1:9090,10.0.0.2:9090", ""},
@@ -800,5 +800,26 @@ func TestYAMLRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip:\n got %+v\nwant %+v", back, c)
+	}
+}
+
+// TestAdminListenPerMode checks that an empty admin.listen resolves to a
+// different default per mode (a bidder and a catalog node on one host do
+// not clash) and that a set one is kept.
+func TestAdminListenPerMode(t *testing.T) {
+	c, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.AdminListen(); got != DefaultBidderAdminListen {
+		t.Errorf("bidder: %q", got)
+	}
+	c.Mode = ModeCatalog
+	if got := c.AdminListen(); got != DefaultCatalogAdminListen || got == DefaultBidderAdminListen {
+		t.Errorf("catalog: %q", got)
+	}
+	c.Admin.Listen = "127.0.0.1:7000"
+	if got := c.AdminListen(); got != "127.0.0.1:7000" {
+		t.Errorf("set: %q", got)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// TestCrashSafety (acceptance 1): a real ingest process is killed with
+// TestCrashSafety: a real ingest process is killed with
 // SIGKILL while parsing, while writing tables, just before the switch and
 // just after it. After each kill the live version serves every product it
 // served before (the new ones after the switch), opens cleanly, and a

@@ -142,7 +142,7 @@ func badFeed(t *testing.T, good int, extra bool) (string, map[int64]string, feed
 	return path, want, opts
 }
 
-// TestBadInput (acceptance 3): good and bad rows mixed; the bad ones are in
+// TestBadInput: good and bad rows mixed; the bad ones are in
 // the reject file with their line, field and reason, and counted; 8 rejects
 // in 800 rows is exactly the 1% limit and publishes; one more aborts with
 // the live version untouched.
@@ -269,7 +269,7 @@ func TestRejectFileUnwritable(t *testing.T) {
 	}
 }
 
-// TestDelta (acceptance 5, small): upserts of existing products, new
+// TestDelta (small): upserts of existing products, new
 // products and deletes, from three files, applied to a copy of the live
 // version; a reader checking a set of ids sees all of the delta or none.
 func TestDelta(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/rtbd/rtbd/configs"
 )
 
-// TestLiveSwitchUnderLoad (acceptance 2): a catalog node (asked over gRPC)
+// TestLiveSwitchUnderLoad: a catalog node (asked over gRPC)
 // and a local index serve continuous lookups from several goroutines while
 // a full ingest replaces the catalog with one whose titles end in " v2".
 // No lookup fails or comes back incomplete, and once both have switched

@@ -13,7 +13,7 @@ import (
 	"github.com/rtbd/rtbd/bench"
 )
 
-// TestCompareSeesCatalogDelay is acceptance 5: `rtbd bench compare` on two
+// TestCompareSeesCatalogDelay: `rtbd bench compare` on two
 // runs of the same build does not call the median a regression, and on a run
 // whose catalog path has an artificial 1 ms delay
 // (StoreOptions.TestOnlyCatalogDelay) reports the regression. The

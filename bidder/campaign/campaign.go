@@ -55,7 +55,7 @@ type Campaign struct {
 	// the next midnight).
 	Start, End time.Time
 	// TimeZone is the zone of dayparting, hour multipliers and flight dates
-	// (and of daily budgets, in the spend issue). Never nil after Parse (UTC
+	// (and of daily budgets). Never nil after Parse (UTC
 	// by default).
 	TimeZone *time.Location
 	// Currency is the ISO 4217 code of the bid and budgets (default "USD").

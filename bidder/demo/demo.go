@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/internal/demoimg"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"
@@ -221,7 +222,10 @@ func Generate(ctx context.Context, o Options, log *zap.Logger) (*Result, error) 
 
 	// 1. The feed.
 	if !skip(r.Feed) {
-		if err := feedgen.WriteFile(r.Feed, o.feedOptions()); err != nil {
+		fo := o.feedOptions()
+		fo.ImageBase = strings.TrimSuffix(cfg.Bidder.PublicURL, "/") + demoimg.PathPrefix
+		fo.ImageExt = demoimg.Ext
+		if err := feedgen.WriteFile(r.Feed, fo); err != nil {
 			return nil, fmt.Errorf("demo: feed: %w", err)
 		}
 		log.Info("demo: feed written", zap.String("path", r.Feed), zap.Int("products", o.Products))
@@ -352,6 +356,7 @@ func configFor(r *Result, o Options) (*configs.Config, error) {
 		{"catalog.data", r.Catalog},
 		{"bidder.data_dir", r.BidderData},
 		{"bidder.campaigns", r.Campaigns},
+		{"bidder.demo_images", "true"},
 		{"bidder.currency", currency},
 		{"redis.addr", o.Redis},
 		{"aerospike.hosts", o.Aerospike},

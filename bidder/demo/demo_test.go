@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -106,6 +107,10 @@ func TestGenerate(t *testing.T) {
 			if p.ProductId != ids[k] || p.ProductGroupId != g || !p.InStock {
 				t.Fatalf("%s %s group %d: got product %d (group %d, in stock %v), want %d", uid, what, g, p.ProductId, p.ProductGroupId, p.InStock, ids[k])
 			}
+			// The demo bidder serves every product's image itself.
+			if want := fmt.Sprintf("http://127.0.0.1:8080/demo/img/%d/%d.svg", g, p.ProductId); p.ImageUrl != want {
+				t.Fatalf("%s %s: image %q, want %q", uid, what, p.ImageUrl, want)
+			}
 		}
 	}
 	s, err := user.Open(r.Users, user.Options{})
@@ -174,6 +179,9 @@ func TestGenerate(t *testing.T) {
 	}
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	if !cfg.Bidder.DemoImages {
+		t.Error("bidder.demo_images is off: the demo's images would not load")
 	}
 	if cfg.Catalog.Data != r.Catalog || cfg.Bidder.DataDir != r.BidderData || cfg.Bidder.Campaigns != r.Campaigns {
 		t.Errorf("config points at %q %q %q", cfg.Catalog.Data, cfg.Bidder.DataDir, cfg.Bidder.Campaigns)

@@ -17,8 +17,9 @@ import (
 	"github.com/rtbd/rtbd/configs"
 )
 
-func newDemoFlags(o *Options, toPostgres *bool) *flag.FlagSet {
+func newDemoFlags(o *Options, toPostgres, hint *bool) *flag.FlagSet {
 	fs := flag.NewFlagSet("rtbd gen -demo", flag.ContinueOnError)
+	fs.BoolVar(hint, "hint", true, "print the commands that start the demo bidder and send it a bid request")
 	fs.BoolVar(toPostgres, "campaigns-postgres", false, "also load the campaigns into the PostgreSQL database at $"+EnvCampaignsDSN+
 		" (table "+pgsource.Table+", created if absent), for campaigns.source postgres")
 	fs.Bool("demo", true, "write a complete demo environment (required for this form)")
@@ -54,7 +55,7 @@ func newUsersFlags(u *usersFlags) *flag.FlagSet {
 // Usage documents the demo forms of `rtbd gen` (DemoMain, UsersMain).
 func Usage(w io.Writer) {
 	fmt.Fprintln(w, "rtbd gen -demo -out DIR [flags]   write a complete demo: feed, index, users, campaigns, rtbd.yaml")
-	fs := newDemoFlags(&Options{}, new(bool))
+	fs := newDemoFlags(&Options{}, new(bool), new(bool))
 	fs.SetOutput(w)
 	fs.PrintDefaults()
 	fmt.Fprintln(w, "rtbd gen -users N -data BIDDERDATA|-config FILE [flags]   write N demo user profiles matching the feed of the flags")
@@ -82,8 +83,8 @@ func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 // flag.ErrHelp.
 func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o Options
-	var toPostgres bool
-	fs := newDemoFlags(&o, &toPostgres)
+	var toPostgres, hint bool
+	fs := newDemoFlags(&o, &toPostgres, &hint)
 	if err := parse(fs, args, stderr); err != nil {
 		return err
 	}
@@ -125,7 +126,9 @@ func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, s := range r.Skipped {
 		fmt.Fprintf(stdout, "  kept as it was: %s\n", s)
 	}
-	fmt.Fprintf(stdout, "run:  rtbd -config %s\nthen: %s\n", shellQuote(r.Config), r.Curl)
+	if hint {
+		fmt.Fprintf(stdout, "run:  rtbd -config %s\nthen: %s\n", shellQuote(r.Config), r.Curl)
+	}
 	return nil
 }
 

@@ -17,7 +17,7 @@ import (
 	"github.com/rtbd/rtbd/rtb"
 )
 
-// TestFleetBudget is acceptance item 2: three bidder processes share one
+// TestFleetBudget: three bidder processes share one
 // redis-server; the campaign "money" has a small daily budget. Four SSP
 // workers per bidder bid, then call the nurl and the burl of each bid (the
 // clearing price filled in), as fast as the bidders answer, until every

@@ -1,5 +1,5 @@
-// Package e2e holds the process-level acceptance tests of the money path
-// (issue 5): bidder processes, a real redis-server and the real Pebble
+// Package e2e holds the process-level acceptance tests of the money path:
+// bidder processes, a real redis-server and the real Pebble
 // spend store, driven over HTTP on 127.0.0.1 as an SSP would (bid request,
 // then the nurl and burl of the bid response with ${AUCTION_PRICE} filled).
 //
@@ -10,10 +10,10 @@
 //
 // Tests:
 //
-//	TestFleetBudget        acceptance 2: three bidder processes, one Redis
-//	TestSIGTERMBurst       acceptance 3: SIGTERM during a burst of billing
+//	TestFleetBudget        three bidder processes, one Redis
+//	TestSIGTERMBurst       SIGTERM during a burst of billing
 //	                       notices, Pebble and Redis, then restart
-//	TestRedisOutage        acceptance 4: Redis slow, paused, killed and
+//	TestRedisOutage        Redis slow, paused, killed and
 //	                       restarted under a running bidder
 //	TestKill9DuringRedisOutage  bills accepted while Redis is stopped, then
 //	                       kill -9 or SIGTERM: the journal replays them all

@@ -27,7 +27,7 @@ type phaseStats struct {
 	firstProblem      string
 }
 
-// TestRedisOutage is acceptance item 4. One bidder process uses a
+// TestRedisOutage: one bidder process uses a
 // redis-server (AOF on, so a restart keeps the data) through a TCP relay
 // the test controls. The fraud lists block www.blocked.example. Load runs
 // through five phases: healthy; Redis slow (every relayed chunk delayed

@@ -20,7 +20,7 @@ import (
 	"github.com/rtbd/rtbd/rtb"
 )
 
-// TestSIGTERMBurst is acceptance item 3, once with the embedded Pebble
+// TestSIGTERMBurst runs once with the embedded Pebble
 // spend store and once with Redis: a bidder with a long flush interval
 // (5s, so what it accepted is still in memory) takes a burst of billing
 // notices from 16 SSP connections (each from a real bid response); SIGTERM

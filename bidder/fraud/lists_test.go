@@ -158,7 +158,7 @@ func TestRefresh(t *testing.T) {
 	spendtest.WaitFor(t, 5*time.Second, "the periodic reload", func() bool { b, _ := l2.Check("", "", "", "", "quiet-add"); return b })
 }
 
-// TestRedisDownSlowRestart (acceptance 4): the lists in use survive Redis
+// TestRedisDownSlowRestart: the lists in use survive Redis
 // being killed, frozen and restarted; Check keeps answering from memory;
 // errors are counted; syncing resumes when Redis is back.
 func TestRedisDownSlowRestart(t *testing.T) {

@@ -277,7 +277,7 @@ func TestDayInCampaignZone(t *testing.T) {
 	}
 }
 
-// TestCloseDuringBurst (the building block of acceptance 3): Close is
+// TestCloseDuringBurst (the building block of TestSIGTERMBurst): Close is
 // called while 8 goroutines are adding; every Add that returned nil is in
 // the store after it is closed and opened again, and every later Add was
 // refused with ErrClosed.

@@ -158,7 +158,7 @@ var (
 type Token struct {
 	Kind Kind
 	// Issued and Expires are whole seconds (the token stores unix seconds
-	// and a TTL); the zero Issued means "now" to Append.
+	// and a TTL); a zero Issued means "now" to Append.
 	Issued, Expires time.Time
 	// Campaign and Creative are rtbd's ids of the ad; Auction is the bid
 	// request id; Imp the imp id; User the user id the bid was for.

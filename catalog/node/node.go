@@ -68,7 +68,7 @@ func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
 	var ln net.Listener = lim
 	n := &Node{cfg: cfg, log: log, local: local, ln: ln, served: make(chan error, 1), health: h,
 		grpcStop: g.Stop, grpcGraceful: g.GracefulStop}
-	n.admin = admin.New(admin.Options{Addr: cfg.Admin.Listen, Logger: log, Gatherer: reg, NoPprof: !cfg.Admin.Pprof})
+	n.admin = admin.New(admin.Options{Addr: cfg.AdminListen(), Logger: log, Gatherer: reg, NoPprof: !cfg.Admin.Pprof})
 	if err := n.admin.Start(); err != nil {
 		ln.Close()
 		local.Close()

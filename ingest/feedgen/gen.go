@@ -50,7 +50,18 @@ type Options struct {
 	// feed differs in title only. At most 200 bytes of text, no control
 	// characters, no trailing white space.
 	TitleSuffix string
+	// ImageBase and ImageExt frame every image URL:
+	// ImageBase + "<group>/<id>" + ImageExt. "": DefaultImageBase and
+	// DefaultImageExt. ImageBase is an http or https URL ending in "/",
+	// without characters that CSV or JSON would quote.
+	ImageBase, ImageExt string
 }
+
+// Default image URL frame: a shop's image host that does not exist.
+const (
+	DefaultImageBase = "https://img.example-shop.com/p/"
+	DefaultImageExt  = ".jpg"
+)
 
 // withDefaults returns o with zero values replaced by defaults.
 func (o Options) withDefaults() Options {
@@ -67,7 +78,24 @@ func (o Options) withDefaults() Options {
 	if o.StartID == 0 {
 		o.StartID = 1
 	}
+	if o.ImageBase == "" {
+		o.ImageBase = DefaultImageBase
+	}
+	if o.ImageExt == "" {
+		o.ImageExt = DefaultImageExt
+	}
 	return o
+}
+
+// plainURLText reports whether s needs no quoting in a CSV field or a JSON
+// string: printable ASCII without '"', ',', '\\' or a space.
+func plainURLText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Validate returns every problem with o (after defaults), each naming its
@@ -94,6 +122,13 @@ func (o Options) Validate() error {
 		bad("start_id: must be >= 0, got %d", o.StartID)
 	} else if o.Products > 0 && o.StartID > math.MaxInt64-int64(o.Products)+1 {
 		bad("start_id: %d + %d products overflows int64", o.StartID, o.Products)
+	}
+	if !(strings.HasPrefix(o.ImageBase, "https://") || strings.HasPrefix(o.ImageBase, "http://")) ||
+		!strings.HasSuffix(o.ImageBase, "/") || !plainURLText(o.ImageBase) {
+		bad("image_base: must be an http(s) URL ending in / without spaces, quotes, commas or backslashes, got %q", o.ImageBase)
+	}
+	if !plainURLText(o.ImageExt) || strings.Contains(o.ImageExt, "/") {
+		bad("image_ext: must be plain text without / (e.g. .jpg), got %q", o.ImageExt)
 	}
 	if o.PriceSalt < 0 || o.PriceSalt > 1<<60 {
 		bad("price_salt: must be 0 .. 2^60 micros, got %d", o.PriceSalt)
@@ -230,12 +265,12 @@ func appendLower(dst []byte, s string) []byte {
 	return dst
 }
 
-func (s *spec) appendImageURL(dst []byte) []byte {
-	dst = append(dst, "https://img.example-shop.com/p/"...)
+func (s *spec) appendImageURL(dst []byte, o *Options) []byte {
+	dst = append(dst, o.ImageBase...)
 	dst = strconv.AppendInt(dst, s.group, 10)
 	dst = append(dst, '/')
 	dst = strconv.AppendInt(dst, s.id, 10)
-	return append(dst, ".jpg"...)
+	return append(dst, o.ImageExt...)
 }
 
 func (s *spec) appendLandingURL(dst []byte) []byte {
@@ -261,7 +296,7 @@ func Product(i int, opts Options) catalogpb.Product {
 		ProductGroupId:  s.group,
 		Title:           string(s.appendTitle(nil, o.TitleSuffix)),
 		Description:     string(s.appendDescription(nil)),
-		ImageUrl:        string(s.appendImageURL(nil)),
+		ImageUrl:        string(s.appendImageURL(nil, &o)),
 		Width:           sz[0],
 		Height:          sz[1],
 		LandingUrl:      string(s.appendLandingURL(nil)),
@@ -338,7 +373,7 @@ func appendCSVRow(buf, scratch []byte, s *spec, o *Options) ([]byte, []byte) {
 	scratch = s.appendDescription(scratch[:0])
 	buf = appendCSVField(buf, scratch)
 	buf = append(buf, ',')
-	buf = s.appendImageURL(buf)
+	buf = s.appendImageURL(buf, o)
 	buf = append(buf, ',')
 	buf = strconv.AppendInt(buf, int64(sz[0]), 10)
 	buf = append(buf, ',')
@@ -405,7 +440,7 @@ func appendJSONRow(buf, scratch []byte, s *spec, o *Options) ([]byte, []byte) {
 	scratch = s.appendDescription(scratch[:0])
 	buf = appendJSONString(buf, scratch)
 	buf = append(buf, `,"image_url":"`...)
-	buf = s.appendImageURL(buf)
+	buf = s.appendImageURL(buf, o)
 	buf = append(buf, `","width":`...)
 	buf = strconv.AppendInt(buf, int64(sz[0]), 10)
 	buf = append(buf, `,"height":`...)

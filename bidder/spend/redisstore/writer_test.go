@@ -15,7 +15,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
 
-// TestWriterRedisOutage (acceptance 4): Redis is killed, restarted, then
+// TestWriterRedisOutage: Redis is killed, restarted, then
 // frozen (slow) and resumed while wins keep coming. Add never waits on
 // Redis, Budgets keeps answering, flush errors are counted, flushes resume
 // once Redis is back, and the store ends up with every accepted win.
