@@ -227,7 +227,7 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 	}
 	// lurl: the loss macros and a loss token of the same bid; the test bit
 	// as the request's.
-	if prefix, suffix := f.b.opts.PublicURL+PathLoss+"?t=", "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"; !strings.HasPrefix(bid.LURL, prefix) || !strings.HasSuffix(bid.LURL, suffix) {
+	if prefix, suffix := base+PathLoss+"?t=", "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"; !strings.HasPrefix(bid.LURL, prefix) || !strings.HasSuffix(bid.LURL, suffix) {
 		t.Errorf("lurl %q: want %s...%s", bid.LURL, prefix, suffix)
 	} else {
 		var tk token.Token
