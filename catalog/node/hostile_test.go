@@ -415,6 +415,16 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	}
 	goroutines := func() string { return metric("go_goroutines") }
 	heap := func() string { return metric("go_memstats_heap_inuse_bytes") }
+	// The node's work on the hostile calls: products it encoded and time
+	// its handler took (refused calls included).
+	encoded := func() float64 {
+		v, _ := strconv.ParseFloat(metric(`rtbd_catalog_server_products_returned_total{list="product1"}`), 64)
+		return v
+	}
+	handlerSeconds := func() float64 {
+		v, _ := strconv.ParseFloat(metric("rtbd_catalog_server_request_seconds_sum"), 64)
+		return v
+	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
@@ -422,6 +432,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	defer conn.Close()
 	cl := catalogpb.NewCatalogClient(conn)
 	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: 1000}.Requests(64, 5)
+	goodProducts := 0 // product1s the good client received
 	goodCalls := func(n int) (failed int, answer int) {
 		for i := 0; i < n; i++ {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -431,6 +442,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 				failed++
 			} else {
 				answer = proto.Size(r)
+				goodProducts += len(r.Product1S)
 			}
 		}
 		return failed, answer
@@ -441,6 +453,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(time.Second)
 	rssBefore, _ := rss()
 	gBefore, heapBefore := goroutines(), heap()
+	encBefore, secBefore, goodBefore := encoded(), handlerSeconds(), goodProducts
 
 	var bad []*stallingConn
 	for i := 0; i < conns; i++ {
@@ -455,6 +468,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	rssDuring, _ := rss()
 	heapDuring := heap()
+	enc, sec := encoded()-encBefore-float64(goodProducts-goodBefore), handlerSeconds()-secBefore
 	refused := 0
 	for _, s := range bad {
 		refused += len(s.statuses())
@@ -466,8 +480,8 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	rssAfter, hwm := rss()
 	gAfter, heapAfter := goroutines(), heap()
-	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s goroutines before=%s after=%s",
-		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, heapBefore, heapDuring, heapAfter, gBefore, gAfter)
+	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 VmRSS before=%d kB during=%d kB after=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s goroutines before=%s after=%s encoded-products=%.0f handler-seconds=%.2f",
+		conns, calls, answer, held, refused, failed, rssBefore>>10, rssDuring>>10, rssAfter>>10, hwm>>10, heapBefore, heapDuring, heapAfter, gBefore, gAfter, enc, sec)
 	b.Log(line)
 	fmt.Println(line)
 	b.ReportMetric(float64(rssDuring), "VmRSS-during-bytes")
