@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,6 +47,9 @@ type Server struct {
 	// maxCallTime is the deadline of a call whose client gave none; 0: none.
 	maxCallTime time.Duration
 	unread      UnreadBudget // nil: no bound
+	// perProduct is the encoded bytes per product of the latest answer
+	// with products (see estimate).
+	perProduct atomic.Int64
 }
 
 // UnreadBudget bounds the bytes of answers a connection holds that its
@@ -66,9 +70,10 @@ type ServerOptions struct {
 	MaxCallTime time.Duration
 	// Unread, when set, bounds the answers each connection holds unread
 	// (catalog.max_conn_unread_bytes): a call whose answer does not fit is
-	// RESOURCE_EXHAUSTED (ErrUnreadAnswers) at once, holding nothing. It
-	// covers the answers of a WireStore (those of a catalog node); answers
-	// of at most mem.BufferPoolingThreshold bytes are not counted
+	// RESOURCE_EXHAUSTED (ErrUnreadAnswers) at once, holding nothing (one
+	// whose expected answer does not fit, before its lookup). It covers the
+	// answers of a WireStore (those of a catalog node); answers of at most
+	// mem.BufferPoolingThreshold bytes are not counted
 	// (max_concurrent_streams bounds them).
 	Unread UnreadBudget
 }
@@ -98,13 +103,39 @@ func (s *Server) GetProductMasters(ctx context.Context, req *catalogpb.ProductMa
 
 // getWire answers req as encoded bytes (a *wireResponse, which rawCodec
 // sends as is). Same statuses, metrics and logs as GetProductMasters.
+//
+// With an UnreadBudget, the call first reserves the size its answer is
+// expected to have (see estimate) and is refused before any lookup or
+// encoding if its connection cannot hold that: a client that reads
+// nothing costs the node its budget and no work beyond it. Once encoded,
+// the reservation becomes the answer's actual size.
 func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersRequest) (any, error) {
 	start := time.Now()
+	var held int
+	var release func()
+	if s.unread != nil {
+		if est := s.estimate(req); !mem.IsBelowBufferPoolingThreshold(est) {
+			r, ok := s.unread.Reserve(ctx, est)
+			if !ok {
+				return nil, s.done(fmt.Errorf("%w: about %d bytes more refused", ErrUnreadAnswers, est), start, [2]int{})
+			}
+			held, release = est, r
+		}
+	}
 	scratch := wireScratch.Get().(*[]byte)
 	b, counts, err := s.wire.AppendProductMasters(ctx, req, (*scratch)[:0])
 	if cap(b) <= 1<<20 { // keep no huge one-off buffer
 		*scratch = b[:0]
 		defer wireScratch.Put(scratch)
+	}
+	if n := counts[0] + counts[1]; s.unread != nil && err == nil && n > 0 {
+		if v := int64(len(b) / n); s.perProduct.Load() != v {
+			s.perProduct.Store(v)
+		}
+	}
+	if release != nil && (err != nil || len(b) != held) {
+		release()
+		release = nil
 	}
 	if errors.Is(err, ErrInvalidUTF8) {
 		// A product proto cannot marshal: answer the way the proto path
@@ -115,25 +146,47 @@ func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersReque
 	// A buffer over the pooling threshold goes back to the pool (and so
 	// to the budget) once gRPC has written it or dropped its stream.
 	if err == nil && s.unread != nil && !mem.IsBelowBufferPoolingThreshold(len(b)) {
-		release, ok := s.unread.Reserve(ctx, len(b))
-		if !ok {
-			err = fmt.Errorf("%w: %d bytes more refused", ErrUnreadAnswers, len(b))
-		} else {
+		if release == nil {
+			var ok bool
+			if release, ok = s.unread.Reserve(ctx, len(b)); !ok {
+				err = fmt.Errorf("%w: %d bytes more refused", ErrUnreadAnswers, len(b))
+			}
+		}
+		if err == nil {
 			pool = releasingPool{BufferPool: pool, release: release}
 		}
 	}
+	if err = s.done(err, start, counts); err != nil {
+		return nil, err
+	}
+	out := pool.Get(len(b))
+	copy(*out, b)
+	return &wireResponse{buf: mem.NewBuffer(out, pool)}, nil
+}
+
+// done counts and logs a wire call's outcome and returns its status.
+func (s *Server) done(err error, start time.Time, counts [2]int) error {
 	err = toStatus(err)
 	code := status.Code(err)
 	s.m.observe(code, time.Since(start), counts[0], counts[1])
 	if code == codes.Internal || code == codes.DataLoss {
 		s.log.Error("catalog lookup failed", zap.Error(err))
 	}
-	if err != nil {
-		return nil, err
+	return err
+}
+
+// estimate is the size req's answer is expected to have: the products it
+// may return (its ids, at most its quantities) at the bytes per product of
+// the latest answer; 0 until the server has answered with products.
+func (s *Server) estimate(req *catalogpb.ProductMastersRequest) int {
+	n := 0
+	if q := int(req.Product1QuantityAtMost); q > 0 {
+		n += min(q, len(req.Product1Ids))
 	}
-	out := pool.Get(len(b))
-	copy(*out, b)
-	return &wireResponse{buf: mem.NewBuffer(out, pool)}, nil
+	if q := int(req.Product2QuantityAtMost); q > 0 {
+		n += min(q, len(req.Product2Ids))
+	}
+	return n * int(s.perProduct.Load())
 }
 
 // releasingPool gives an answer's bytes back to its connection's

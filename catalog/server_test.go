@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +226,80 @@ func TestServerInterceptorKeepsWirePath(t *testing.T) {
 	}
 	if calls != 1 || wire != 1 {
 		t.Fatalf("interceptor saw %d calls, %d of them on the wire path; want 1 and 1", calls, wire)
+	}
+}
+
+// countingWire counts the answers its WireStore encodes.
+type countingWire struct {
+	catalog.WireStore
+	appends atomic.Int64
+}
+
+func (c *countingWire) AppendProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest, dst []byte) ([]byte, [2]int, error) {
+	c.appends.Add(1)
+	return c.WireStore.AppendProductMasters(ctx, req, dst)
+}
+
+// switchBudget is an UnreadBudget that refuses every reservation while
+// full is set, and tracks the bytes reserved and not released.
+type switchBudget struct {
+	full     atomic.Bool
+	reserved atomic.Int64
+}
+
+func (b *switchBudget) Reserve(_ context.Context, n int) (func(), bool) {
+	if b.full.Load() {
+		return nil, false
+	}
+	b.reserved.Add(int64(n))
+	var once sync.Once
+	return func() { once.Do(func() { b.reserved.Add(-int64(n)) }) }, true
+}
+
+// A call on a connection whose unread budget cannot take its expected
+// answer is RESOURCE_EXHAUSTED before the store looks anything up; every
+// reservation is given back once the answers are written.
+func TestServerRefusesBeforeLookupWhenUnreadFull(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{})
+	store := &countingWire{WireStore: l}
+	budget := &switchBudget{}
+	srv := catalog.NewServer(store, catalog.ServerOptions{Unread: budget})
+	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	cl := catalogtest.Client(t, lis.Addr().String())
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200, Product1Ids: make([]int64, 200)}
+	for i := range req.Product1Ids {
+		req.Product1Ids[i] = int64(i + 1)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := cl.GetProductMasters(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := proto.Size(resp); n < 4<<10 {
+		t.Fatalf("answer of %d bytes: too small to be counted against the budget", n)
+	}
+	budget.full.Store(true)
+	if _, err := cl.GetProductMasters(ctx, req); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("call with the budget full: %v, want RESOURCE_EXHAUSTED", err)
+	}
+	if n := store.appends.Load(); n != 1 {
+		t.Errorf("store encoded %d answers, want 1: the refused call was looked up", n)
+	}
+	budget.full.Store(false)
+	if _, err := cl.GetProductMasters(ctx, req); err != nil {
+		t.Fatalf("call with the budget free again: %v", err)
+	}
+	for end := time.Now().Add(10 * time.Second); budget.reserved.Load() != 0 && time.Now().Before(end); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := budget.reserved.Load(); n != 0 {
+		t.Errorf("%d bytes still reserved after every answer was read", n)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -191,11 +192,18 @@ func waitFor(cond func() bool) bool {
 	return cond()
 }
 
+// A client that opens connections and calls it never reads costs the node
+// no more than its limits, and a well-behaved client is answered meanwhile.
+func TestNodeHostileClient(t *testing.T) {
+	t.Run("limits", testHostileLimits)
+	t.Run("unread answers", testHostileUnreadAnswers)
+}
+
 // A client that opens connections and calls it never reads gets no more
 // than catalog.max_conns connections and catalog.max_concurrent_streams
 // calls on each; a well-behaved client's calls are answered meanwhile, and
 // once the hostile client is gone the node is back to its goroutines.
-func TestNodeHostileClient(t *testing.T) {
+func testHostileLimits(t *testing.T) {
 	const maxConns, maxStreams, badConns = 4, 8, 3
 	n, cl := startFixtureNode(t, func(c *configs.Catalog) { c.MaxConns, c.MaxConcurrentStreams = maxConns, maxStreams })
 	req := bulkRequest()
@@ -282,6 +290,169 @@ func TestNodeHostileClient(t *testing.T) {
 		t.Fatalf("goroutines %d after the hostile client left, baseline %d:\n%s", now, baseline, buf[:runtime.Stack(buf, true)])
 	}
 	if err := goodCall(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// One client holds 40 connections with 100 calls each that it never
+// reads, every call asking for 1000 products (answers of some hundred
+// KiB): the node, in this process, stays under 300 MiB of VmRSS, a second
+// client's calls on their own connection all meet their deadline, and
+// once the first client is gone the node is back to its goroutines and,
+// after a GC, to its Go heap in use. The calls the node refuses cost it no
+// lookup: it encodes the answers it holds and at most one more per
+// connection.
+func testHostileUnreadAnswers(t *testing.T) {
+	const conns, calls, products, ids, goodCalls = 40, 100, 20_000, 1000, 100
+	const maxRSS, heapMargin = 300 << 20, 16 << 20
+	dir := t.TempDir()
+	catalogtest.BuildSynthetic(t, dir, products, 1)
+	cfg := testConfig(t, dir)
+	cfg.Catalog.MaxConns = max(cfg.Catalog.MaxConns, conns+1)
+	n, err := node.Start(cfg, zap.NewNop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
+	conn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	cl := catalogpb.NewCatalogClient(conn)
+	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: ids}.Requests(64, 5)
+	var size, goodProducts int
+	goodCall := func(req *catalogpb.ProductMastersRequest) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r, err := cl.GetProductMasters(ctx, req)
+		if err == nil && len(r.Product1S) == 0 {
+			err = errors.New("empty answer")
+		}
+		if err == nil {
+			size = proto.Size(r)
+			goodProducts += len(r.Product1S)
+		}
+		return err
+	}
+	for _, req := range reqs {
+		if err := goodCall(req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if budget := cfg.Catalog.MaxConnUnreadBytes; size*calls < 4*budget {
+		t.Fatalf("answers of %d bytes are too small to exceed catalog.max_conn_unread_bytes %d", size, budget)
+	}
+	self, err := procfs.NewProc(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	vmRSS := func() uint64 {
+		st, err := self.NewStatus()
+		if err != nil {
+			t.Error(err)
+			return 0
+		}
+		return st.VmRSS
+	}
+	heapInuse := func() uint64 {
+		runtime.GC()
+		runtime.GC() // and what sync.Pools kept through the first
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapInuse
+	}
+	// served counts the calls the node has answered, whatever the status;
+	// encoded the product1s it has encoded answers with.
+	counter := func(prefix string) int {
+		total := 0
+		for _, l := range strings.Split(metrics(t, n.AdminAddr()), "\n") {
+			if strings.HasPrefix(l, prefix) {
+				if f := strings.Fields(l); len(f) == 2 {
+					v, _ := strconv.ParseFloat(f[1], 64)
+					total += int(v)
+				}
+			}
+		}
+		return total
+	}
+	served := func() int { return counter("rtbd_catalog_server_requests_total{") }
+	encoded := func() int { return counter(`rtbd_catalog_server_products_returned_total{list="product1"}`) }
+	goroutines, heap, servedBefore := runtime.NumGoroutine(), heapInuse(), served()
+	encodedBefore, goodBefore := encoded(), goodProducts
+
+	var peak atomic.Uint64
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			if r := vmRSS(); r > peak.Load() {
+				peak.Store(r)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	var bad []*stallingConn
+	for i := 0; i < conns; i++ {
+		s := dialStalling(t, n.Addr())
+		defer s.c.Close()
+		for j := 0; j < calls; j++ {
+			s.call(t, reqs[(i+j)%len(reqs)])
+		}
+		bad = append(bad, s)
+	}
+	for i := 0; i < goodCalls; i++ {
+		if err := goodCall(reqs[i%len(reqs)]); err != nil {
+			t.Errorf("well-behaved call %d during the attack: %v", i, err)
+		}
+	}
+	// Every hostile call is either held or refused: the node is done
+	// with all of them.
+	var got int
+	if !waitFor(func() bool { got = served() - servedBefore; return got >= conns*calls+goodCalls }) {
+		t.Errorf("the node answered %d calls, want %d", got, conns*calls+goodCalls)
+	}
+	close(stop)
+	<-sampled
+	if r := max(peak.Load(), vmRSS()); r >= maxRSS && !raceEnabled {
+		t.Errorf("VmRSS %d MiB during the attack, want under %d MiB", r>>20, maxRSS>>20)
+	} else {
+		t.Logf("VmRSS at most %d MiB during the attack", r>>20)
+	}
+	refused := 0
+	for _, s := range bad {
+		for id, st := range s.statuses() {
+			if st != "8" {
+				t.Errorf("stream %d: grpc-status %s, want 8 (RESOURCE_EXHAUSTED)", id, st)
+			}
+			refused++
+		}
+	}
+	held := conns*calls - refused
+	hostileEncoded := encoded() - encodedBefore - (goodProducts - goodBefore)
+	t.Logf("hostile calls held %d, refused %d; answers of %d bytes; products encoded for them %d", held, refused, size, hostileEncoded)
+	if hostileEncoded > (held+conns)*ids {
+		t.Errorf("the node encoded %d products for %d held hostile calls of at most %d: refused calls cost it lookups", hostileEncoded, held, ids)
+	}
+
+	for _, s := range bad {
+		s.c.Close()
+	}
+	var now int
+	if !waitFor(func() bool { now = runtime.NumGoroutine(); return now <= goroutines+2 }) {
+		buf := make([]byte, 1<<20)
+		t.Fatalf("goroutines %d after the hostile client left, baseline %d:\n%s", now, goroutines, buf[:runtime.Stack(buf, true)])
+	}
+	var h uint64
+	if !waitFor(func() bool { h = heapInuse(); return h <= heap+heapMargin }) {
+		t.Errorf("Go heap in use %d MiB after the hostile client left, baseline %d MiB", h>>20, heap>>20)
+	}
+	t.Logf("Go heap in use after GC: %d MiB before the attack, %d MiB after; goroutines %d, %d", heap>>20, h>>20, goroutines, now)
+	if err := goodCall(reqs[0]); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -418,6 +589,16 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	}
 	goroutines := func() string { return metric("go_goroutines") }
 	heap := func() string { return metric("go_memstats_heap_inuse_bytes") }
+	// The node's work on the hostile calls: products it encoded and time
+	// its handler took (refused calls included).
+	encoded := func() float64 {
+		v, _ := strconv.ParseFloat(metric(`rtbd_catalog_server_products_returned_total{list="product1"}`), 64)
+		return v
+	}
+	handlerSeconds := func() float64 {
+		v, _ := strconv.ParseFloat(metric("rtbd_catalog_server_request_seconds_sum"), 64)
+		return v
+	}
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		b.Fatal(err)
@@ -429,6 +610,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	// failed ones by gRPC code, slowest is the longest call.
 	var errs map[codes.Code]int
 	var slowest time.Duration
+	goodProducts := 0 // product1s the good client received
 	goodCalls := func(n int) (failed int, answer int) {
 		errs, slowest = map[codes.Code]int{}, 0
 		for i := 0; i < n; i++ {
@@ -442,6 +624,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 				errs[status.Code(err)]++
 			} else {
 				answer = proto.Size(r)
+				goodProducts += len(r.Product1S)
 			}
 		}
 		return failed, answer
@@ -452,6 +635,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(time.Second)
 	rssBefore, _ := rss()
 	gBefore, heapBefore := goroutines(), heap()
+	encBefore, secBefore, goodBefore := encoded(), handlerSeconds(), goodProducts
 
 	var bad []*stallingConn
 	for i := 0; i < conns; i++ {
@@ -467,6 +651,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(2 * time.Second)
 	rssDuring, _ := rss()
 	heapDuring := heap()
+	enc, sec := encoded()-encBefore-float64(goodProducts-goodBefore), handlerSeconds()-secBefore
 	refused := 0
 	for _, s := range bad {
 		refused += len(s.statuses())
@@ -493,8 +678,8 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	time.Sleep(time.Second)
 	rssGC, _ := rss()
 	heapGC := heap()
-	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 %v good-slowest=%v VmRSS before=%d kB during=%d kB after=%d kB after-gc=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s after-gc=%s (gc: %s) goroutines before=%s after=%s",
-		conns, calls, answer, held, refused, failed, goodErrs, goodSlowest.Round(time.Millisecond), rssBefore>>10, rssDuring>>10, rssAfter>>10, rssGC>>10, hwm>>10, heapBefore, heapDuring, heapAfter, heapGC, gc, gBefore, gAfter)
+	line := fmt.Sprintf("HOSTILE conns=%d calls=%d answer=%d bytes held=%d refused=%d good-failed=%d/100 %v good-slowest=%v VmRSS before=%d kB during=%d kB after=%d kB after-gc=%d kB VmHWM=%d kB heap-inuse before=%s during=%s after=%s after-gc=%s (gc: %s) goroutines before=%s after=%s encoded-products=%.0f handler-seconds=%.2f",
+		conns, calls, answer, held, refused, failed, goodErrs, goodSlowest.Round(time.Millisecond), rssBefore>>10, rssDuring>>10, rssAfter>>10, rssGC>>10, hwm>>10, heapBefore, heapDuring, heapAfter, heapGC, gc, gBefore, gAfter, enc, sec)
 	b.Log(line)
 	fmt.Println(line)
 	b.ReportMetric(float64(rssDuring), "VmRSS-during-bytes")
