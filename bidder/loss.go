@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"errors"
 	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -86,27 +85,13 @@ func (b *Bidder) serveLoss(rc *fasthttp.RequestCtx) {
 }
 
 func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
-	if !rc.IsGet() && !rc.IsHead() {
-		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		return outBadRequest
-	}
-	args := rc.QueryArgs()
-	t := args.Peek("t")
-	if len(t) == 0 {
-		return outBadRequest
-	}
 	ns := b.notices.Get().(*noticeState)
 	defer b.notices.Put(ns)
 	now := b.opts.Now()
-	var err error
-	ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, token.KindLoss, now, ns.buf[:0])
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return outExpired
-	case err != nil:
-		return outForged
+	if out, ok := b.readNotice(rc, token.KindLoss, ns, now); !ok {
+		return out
 	}
+	args := rc.QueryArgs()
 	tok := &ns.tok
 	if tok.Test {
 		return outTest

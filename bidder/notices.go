@@ -248,6 +248,30 @@ func (b *Bidder) serveNotice(rc *fasthttp.RequestCtx, kind int) {
 
 // answerNotice counts a notice's outcome and answers it: the outcome
 // header and the status (204 accepted or replay, 410 expired, 503 store
+// readNotice checks a notice request's method and verifies its token (t)
+// of kind want into ns.tok; ok false: out is the outcome to answer
+// (bad_request, expired, forged).
+func (b *Bidder) readNotice(rc *fasthttp.RequestCtx, want token.Kind, ns *noticeState, now time.Time) (out int, ok bool) {
+	if !rc.IsGet() && !rc.IsHead() {
+		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
+		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
+		return outBadRequest, false
+	}
+	t := rc.QueryArgs().Peek("t")
+	if len(t) == 0 {
+		return outBadRequest, false
+	}
+	var err error
+	ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, want, now, ns.buf[:0])
+	switch {
+	case errors.Is(err, token.ErrExpired):
+		return outExpired, false
+	case err != nil: // ErrMalformed, ErrSignature, ErrKind
+		return outForged, false
+	}
+	return 0, true
+}
+
 // unavailable, 400 otherwise; a 405 set by notice stays).
 func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 	b.nm.out[kind][out].Inc()
@@ -267,28 +291,13 @@ func (b *Bidder) answerNotice(rc *fasthttp.RequestCtx, kind, out int) {
 }
 
 func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
-	if !rc.IsGet() && !rc.IsHead() {
-		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		return outBadRequest
-	}
-	args := rc.QueryArgs()
-	t := args.Peek("t")
-	if len(t) == 0 {
-		return outBadRequest
-	}
-	want := noticeTokenKinds[kind]
 	ns := b.notices.Get().(*noticeState)
 	defer b.notices.Put(ns)
 	now := b.opts.Now()
-	var err error
-	ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, want, now, ns.buf[:0])
-	switch {
-	case errors.Is(err, token.ErrExpired):
-		return outExpired
-	case err != nil: // ErrMalformed, ErrSignature, ErrKind
-		return outForged
+	if out, ok := b.readNotice(rc, noticeTokenKinds[kind], ns, now); !ok {
+		return out
 	}
+	args := rc.QueryArgs()
 	tok := &ns.tok
 	price, estimated, ok := b.clearingPrice(args.Peek("p"), tok)
 	if !ok {
