@@ -20,6 +20,7 @@ import (
 
 	"github.com/rtbd/rtbd/bench/internal/cpuset"
 	"github.com/rtbd/rtbd/bench/internal/proc"
+	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
 // Bidder topologies.
@@ -504,7 +505,10 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 		return dir, nil
 	}
 	args := []string{"gen", "-demo", "-out", dir, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
-		"-users", strconv.Itoa(o.Users), "-skip-existing"}
+		"-users", strconv.Itoa(o.Users), "-skip-existing",
+		// The workload's imps are secure, as Prebid Server's are: https
+		// product images (feedgen's shop host; nothing loads them).
+		"-image-base", feedgen.DefaultImageBase}
 	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
 	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
 	if err != nil {

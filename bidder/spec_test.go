@@ -461,10 +461,16 @@ func TestVideoWithVAST(t *testing.T) {
 // or 204, never another status; as is (unknown users) and with a sample
 // user (bids where a campaign fits), each 200 a valid bid response. It
 // runs with an https public_url, and with an http one beside an https
-// secure_public_url (Prebid Server's imps are secure): the same bids.
+// secure_public_url (Prebid Server's imps are secure): the same bids. With
+// an image resize service as well (what a host whose native requests ask
+// image sizes the catalog lacks runs), at least corpusBids bids.
 func TestPrebidCorpus(t *testing.T) {
+	// corpusBids is what the full corpus got before native images had to
+	// fit their assets: with a resize service, no fewer.
+	const corpusBids = 145
 	dir := "/work/shared/openrtb/prebid-corpus"
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
+	full := len(files) > 0
 	if len(files) == 0 {
 		dir = "../rtb/testdata/corpus"
 		files, _ = filepath.Glob(filepath.Join(dir, "*.json"))
@@ -474,12 +480,16 @@ func TestPrebidCorpus(t *testing.T) {
 		t.Fatal("no corpus at all")
 	}
 	counts := map[string]int{}
-	bases := []struct{ name, public, secure string }{
-		{"https public_url", "https://bid.example.com", ""},
-		{"http public_url, https secure_public_url", plainBase, secureBase},
+	bases := []struct{ name, public, secure, resize string }{
+		{"https public_url", "https://bid.example.com", "", ""},
+		{"http public_url, https secure_public_url", plainBase, secureBase, ""},
+		{"https public_url, an image resize service", "https://bid.example.com", "", "https://rs.example/r?w={w}&h={h}&u={url}"},
 	}
 	for _, base := range bases {
-		f := newFixture(t, func(o *Options) { o.NBRBody = true; o.PublicURL, o.SecurePublicURL = base.public, base.secure })
+		f := newFixture(t, func(o *Options) {
+			o.NBRBody = true
+			o.PublicURL, o.SecurePublicURL, o.ImageResizeURL = base.public, base.secure, base.resize
+		})
 		bids, nobids := 0, map[int]int{}
 		for _, file := range files {
 			raw := readFile(t, file)
@@ -523,6 +533,9 @@ func TestPrebidCorpus(t *testing.T) {
 	}
 	if a, b := counts[bases[0].name], counts[bases[1].name]; a != b {
 		t.Errorf("%d bid responses with an https public_url, %d with a separate secure_public_url: want the same", a, b)
+	}
+	if a, r := counts[bases[0].name], counts[bases[2].name]; r < a || (full && r < corpusBids) {
+		t.Errorf("%d bid responses with an image resize service, %d without: want at least as many, and %d on the full corpus", r, a, corpusBids)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"go.uber.org/zap"
@@ -72,6 +73,13 @@ type Options struct {
 	// user store that then picks (user.store auto) instead of the bidder's
 	// data directory, so the demo runs as a fleet member would.
 	Redis, Aerospike string
+	// ImageBase, when set, frames the products' image URLs as
+	// ImageBase + "<group>/<id>.jpg" (feedgen's form), and the demo bidder
+	// serves no pictures; "": the demo bidder's own pictures (plain http on
+	// loopback: no product of the demo then fits a secure imp). An https
+	// ImageBase makes the products eligible for secure imps, as a load
+	// test of Prebid Server traffic needs.
+	ImageBase string
 }
 
 // Defaults of Options.
@@ -225,6 +233,9 @@ func Generate(ctx context.Context, o Options, log *zap.Logger) (*Result, error) 
 		fo := o.feedOptions()
 		fo.ImageBase = strings.TrimSuffix(cfg.Bidder.PublicURL, "/") + demoimg.PathPrefix
 		fo.ImageExt = demoimg.Ext
+		if o.ImageBase != "" {
+			fo.ImageBase, fo.ImageExt = o.ImageBase, ""
+		}
 		if err := feedgen.WriteFile(r.Feed, fo); err != nil {
 			return nil, fmt.Errorf("demo: feed: %w", err)
 		}
@@ -356,7 +367,7 @@ func configFor(r *Result, o Options) (*configs.Config, error) {
 		{"catalog.data", r.Catalog},
 		{"bidder.data_dir", r.BidderData},
 		{"bidder.campaigns", r.Campaigns},
-		{"bidder.demo_images", "true"},
+		{"bidder.demo_images", strconv.FormatBool(o.ImageBase == "")},
 		{"bidder.currency", currency},
 		{"redis.addr", o.Redis},
 		{"aerospike.hosts", o.Aerospike},

@@ -399,3 +399,33 @@ func TestUserProfileSmallStock(t *testing.T) {
 		}
 	}
 }
+
+// TestGenerateImageBase: with Options.ImageBase the products' images are
+// ImageBase + "<group>/<id>.jpg" and the demo bidder serves no pictures.
+func TestGenerateImageBase(t *testing.T) {
+	o := demo.Options{Products: 50, Groups: 2, Users: 3, Seed: 7, ImageBase: "https://img.example/p/"}
+	o.Dir = filepath.Join(t.TempDir(), "demo")
+	r := generate(t, o)
+	idx, err := catalog.OpenLocal(r.Catalog, catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idx.Close()
+	resp, err := idx.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{
+		ProductGroupId: 1, Product1QuantityAtMost: 50, Product1Ids: []int64{1, 3, 5, 7}})
+	if err != nil || len(resp.GetProduct1S()) == 0 {
+		t.Fatalf("%v %v", resp, err)
+	}
+	for _, p := range resp.GetProduct1S() {
+		if want := fmt.Sprintf("https://img.example/p/1/%d.jpg", p.ProductId); p.ImageUrl != want {
+			t.Errorf("image %q, want %q", p.ImageUrl, want)
+		}
+	}
+	cfg, err := configs.Load(r.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Bidder.DemoImages {
+		t.Error("bidder.demo_images is on with an image base of its own")
+	}
+}

@@ -31,6 +31,7 @@ func newDemoFlags(o *Options, toPostgres, hint *bool) *flag.FlagSet {
 	fs.StringVar(&o.Currency, "currency", DefaultCurrency, "ISO 4217 currency of prices, bids and the sample request")
 	fs.BoolVar(&o.SkipExisting, "skip-existing", false, "accept an existing -out and keep every output already there")
 	fs.StringVar(&o.Redis, "redis", "", "shared Redis host:port: set redis.addr in the config and load the users there")
+	fs.StringVar(&o.ImageBase, "image-base", "", "product image URLs: URL<group>/<id>.jpg (an https URL makes the demo's products fit secure imps); empty: pictures the demo bidder serves itself")
 	fs.StringVar(&o.Aerospike, "aerospike", "", "shared Aerospike host[:port][,...]: set aerospike.hosts in the config and load the users there")
 	return fs
 }
