@@ -1061,13 +1061,7 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	}
 	cancel()
 	sum.Notices.StoreKeys = storeKeys
-	// Charged more than once: impressions beyond the distinct notice keys,
-	// or micros beyond one charge per impression.
-	sum.Notices.DoubleCharged = max(0, sum.Notices.StoreImps-storeKeys)
-	if want := sum.Notices.StoreImps * soakChargeMicros; sum.Notices.StoreMicros != want {
-		sum.Notices.MicrosMismatch = sum.Notices.StoreMicros - want
-	}
-	sum.Notices.ChargedNotAccepted = max(0, storeKeys-int64(len(keys)))
+	sum.Notices.account()
 	f.logf("reconciled: %d bills accepted (%d distinct), %d lost, %d double-charged; store %d impressions, %d notice keys, %d micros",
 		sum.Notices.Accepted, sum.Notices.Distinct, sum.Notices.Lost, sum.Notices.DoubleCharged, sum.Notices.StoreImps, storeKeys, sum.Notices.StoreMicros)
 }

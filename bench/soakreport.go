@@ -70,11 +70,13 @@ type SoakNotices struct {
 	SameImpression int64 `json:"same_impression,omitempty"`
 	Unparsed       int64 `json:"unparsed,omitempty"`
 	// Lost: accepted, and no charge-once key in the store 30 s after the
-	// load ended. LostKeys: the first 20 of their keys.
+	// load ended (or fewer impressions in the store's totals than distinct
+	// bills accepted). LostKeys: the first 20 of the missing keys.
 	Lost     int64    `json:"lost"`
 	LostKeys []string `json:"lost_keys,omitempty"`
 	// DoubleCharged: impressions the store counted beyond its notice keys
-	// (one key per impression charged). MicrosMismatch: store micros less
+	// (one key per impression charged), or beyond the distinct bills the
+	// harness sent (accepted or given up). MicrosMismatch: store micros less
 	// one charge (0.50 CPM = 500 micros) per impression.
 	DoubleCharged  int64 `json:"double_charged"`
 	MicrosMismatch int64 `json:"micros_mismatch"`
@@ -100,6 +102,19 @@ type SoakNotices struct {
 	LatencyP50Ms float64 `json:"latency_p50_ms"`
 	LatencyP99Ms float64 `json:"latency_p99_ms"`
 	LatencyMaxMs float64 `json:"latency_max_ms"`
+}
+
+// account derives DoubleCharged, MicrosMismatch and ChargedNotAccepted
+// from the counts, and raises Lost (the keys found missing) to the
+// distinct bills the store's totals lack.
+func (n *SoakNotices) account() {
+	// Charged more than once: impressions beyond the distinct notice keys
+	// (the store adds one only with a new key), or beyond the distinct
+	// bills the harness sent.
+	n.DoubleCharged = max(0, n.StoreImps-n.StoreKeys, n.StoreImps-(n.Distinct+n.GaveUp))
+	n.MicrosMismatch = n.StoreMicros - n.StoreImps*soakChargeMicros
+	n.ChargedNotAccepted = max(0, n.StoreKeys-n.Distinct)
+	n.Lost = max(n.Lost, n.Distinct-n.StoreImps)
 }
 
 // SoakAnomaly is one error or late answer.
