@@ -392,11 +392,18 @@ func rssChart(s *SoakSummary) string {
 	var ss []series
 	maxT, maxY := 1.0, 0.0
 	for i, r := range s.RSS {
+		// One line per process incarnation: a restart is a gap.
 		se := series{name: r.Name, color: colorOf(i)}
+		pid := 0
 		for _, x := range r.Samples {
 			if x.AtSec < 0 {
 				continue
 			}
+			if pid != 0 && x.PID != pid {
+				ss = append(ss, se)
+				se = series{name: r.Name, color: colorOf(i), more: true}
+			}
+			pid = x.PID
 			v := float64(x.RSSBytes) / (1 << 20)
 			se.pts = append(se.pts, [2]float64{x.AtSec, v})
 			maxT, maxY = max(maxT, x.AtSec), max(maxY, v)
