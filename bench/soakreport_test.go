@@ -139,3 +139,59 @@ func TestSoakNoticesAccount(t *testing.T) {
 		}
 	}
 }
+
+func TestSoakSchedule(t *testing.T) {
+	f := &soakFleet{o: SoakOptions{Duration: 10 * time.Minute}.withDefaults()}
+	env := soakEnv{skipped: map[string]string{FaultDiskSlow: "no io controller"}}
+	sum := &SoakSummary{}
+	sched := f.schedule(env, sum)
+	if len(sum.Skipped) != 1 || sum.Skipped[0].Kind != FaultDiskSlow {
+		t.Errorf("skipped %+v, want disk-slow only", sum.Skipped)
+	}
+	count := map[string]int{}
+	targets := map[string]map[int]bool{}
+	last := time.Duration(0)
+	for _, fl := range sched {
+		count[fl.kind]++
+		if targets[fl.kind] == nil {
+			targets[fl.kind] = map[int]bool{}
+		}
+		targets[fl.kind][fl.target] = true
+		if fl.at <= last || fl.at >= f.o.Duration {
+			t.Errorf("fault %s at %v: want after %v and within %v", fl.kind, fl.at, last, f.o.Duration)
+		}
+		last = fl.at
+	}
+	for _, k := range SoakFaultKinds {
+		want := 2
+		if k == FaultDiskSlow {
+			want = 0
+		}
+		if count[k] != want {
+			t.Errorf("%s scheduled %d times, want %d", k, count[k], want)
+		}
+	}
+	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut} {
+		if len(targets[k]) != 2 {
+			t.Errorf("%s hits %v, want both nodes or bidders once each", k, targets[k])
+		}
+	}
+}
+
+func TestSoakNoticePath(t *testing.T) {
+	body := []byte(`{"seatbid":[{"bid":[{"nurl":"http://127.0.0.1:1/win?t=AbC-_9\u0026p=${AUCTION_PRICE}","burl":"http://127.0.0.1:1/bill?t=XyZ\u0026p=${AUCTION_PRICE}","adm":"<a href=\"http://127.0.0.1:1/click?t=Tok-_1.42\">"}]}]}`)
+	nurl, ok := noticePath(body, nurlKey, "/win?")
+	if !ok || nurl != "/win?t=AbC-_9&p="+soakPrice {
+		t.Errorf("nurl %q %v", nurl, ok)
+	}
+	burl, ok := noticePath(body, burlKey, "/bill?")
+	if !ok || burl != "/bill?t=XyZ&p="+soakPrice {
+		t.Errorf("burl %q %v", burl, ok)
+	}
+	if m := clickLink.Find(body); string(m) != "/click?t=Tok-_1.42" {
+		t.Errorf("click link %q", m)
+	}
+	if _, ok := noticePath([]byte(`{"id":"x"}`), burlKey, "/bill?"); ok {
+		t.Error("a no-bid body gave a burl")
+	}
+}
