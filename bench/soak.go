@@ -356,7 +356,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	rep.UpdateRows()
 	sum.RSS = sampler.rss
 	sum.StealSeconds = sampler.stealSeconds()
-	f.reconcile(ctx, sum)
+	// An interrupted run still reconciles what it sent (bounded: 30 s).
+	f.reconcile(context.WithoutCancel(ctx), sum)
 	f.attribute(sum, sampler, rs)
 	sum.judgeRSS(o.RSSWarmup, f.measured)
 	sum.verdict(o, rs)
