@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: bench-fleet bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns fuzz vet clean
+.PHONY: bench-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -101,6 +101,14 @@ bench: build deps
 FLEET_BENCH ?= 60s
 bench-fleet: deps
 	FLEET_BENCH=$(FLEET_BENCH) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
+
+# Fault-injection soak (bench/README.md): two bidders sharing redis-server
+# (AOF, appendfsync always) and two catalog nodes under bids, notices,
+# events and clicks for SOAK_DURATION (10m), every fault twice; root for
+# the network namespaces and the tmpfs. Writes bench/results/soak/latest.*.
+SOAK_DURATION ?= 10m
+bench-soak: build deps
+	./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
 
 # Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,

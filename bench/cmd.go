@@ -38,6 +38,12 @@ func Usage(w io.Writer) {
                               with -catalog pointing to -nodes catalog nodes, separate
                               processes on loopback from one demo; bids, win notices and
                               pixel events together
+  rtbd bench soak [flags]     fault-injection soak (make bench-soak): 2 bidders sharing
+                              redis-server (AOF, appendfsync always) and 2 catalog nodes,
+                              bids, notices, events and clicks at fixed rates while catalog
+                              nodes, redis-server and bidders are killed (-9, SIGTERM), a node
+                              is cut off and ingest meets a full and a slow disk; reconciles
+                              every accepted notice with the store; flags: rtbd bench soak -h
   rtbd bench all [flags]      the standard comparison (make bench): store level, then
                               bidder level, in one report; flags: -duration -warmup -weights
                               -store-rate -bidder-rate -nodes -products -groups -out -work
@@ -142,10 +148,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return compareMain(args[1:], stdout, stderr)
 	case "all":
 		return allMain(ctx, args[1:], stdout, stderr)
+	case "soak":
+		return soakMain(ctx, args[1:], stdout, stderr)
 	case "render":
 		return renderMain(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, all or compare)", ErrUsage, args[0])
+	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, all or compare)", ErrUsage, args[0])
 }
 
 // common holds the flags every scenario has.
@@ -592,4 +600,57 @@ func gitRev() string {
 		rev += "-dirty"
 	}
 	return rev
+}
+
+func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c common
+	var o SoakOptions
+	var faults string
+	var bidderSets, nodeSets multiFlag
+	fs := flag.NewFlagSet("rtbd bench soak", flag.ContinueOnError)
+	fs.DurationVar(&o.Duration, "duration", 10*time.Minute, "measured time; the faults are spread over it")
+	fs.DurationVar(&o.Warmup, "warmup", 30*time.Second, "load before the measured phase (no faults, not counted)")
+	fs.Float64Var(&o.Rate, "rate", 100, "bid requests/s")
+	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/5)")
+	fs.Float64Var(&o.ClickRate, "click-rate", 0, "clicks/s (default rate/20)")
+	fs.Float64Var(&o.WinRatio, "win-ratio", 0.5, "share of bids whose nurl and burl are sent")
+	fs.Float64Var(&o.ReplayRatio, "replay-ratio", 0.05, "share of accepted bills sent again to the other bidder")
+	fs.DurationVar(&o.NoticeDelay, "notice-delay", 500*time.Millisecond, "notices are sent this to twice this after the bid")
+	fs.DurationVar(&o.Tmax, "tmax", 100*time.Millisecond, "bid deadline: answers past it are late")
+	fs.DurationVar(&o.Timeout, "timeout", time.Second, "hard per-request deadline")
+	fs.IntVar(&o.Rounds, "rounds", 2, "times each fault runs")
+	fs.StringVar(&faults, "faults", "", "fault kinds (default all): "+strings.Join(SoakFaultKinds, ","))
+	fs.DurationVar(&o.FaultGrace, "fault-grace", 5*time.Second, "errors this long after a fault's recovery are still its")
+	fs.DurationVar(&o.Outage, "outage", 3*time.Second, "how long a killed node or redis-server stays down")
+	fs.StringVar(&o.Netns, "netns", "auto", "network namespaces for the catalog nodes: auto, on, off (SIGSTOP instead)")
+	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
+	fs.IntVar(&o.Products, "products", 20_000, "demo products")
+	fs.IntVar(&o.Groups, "groups", 8, "demo product groups")
+	fs.IntVar(&o.Users, "users", 1000, "demo users")
+	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
+	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Uint64Var(&o.Seed, "seed", 1, "request stream seed")
+	fs.StringVar(&c.out, "out", "", "output directory for latest.{txt,json,html}")
+	fs.StringVar(&c.title, "title", "", "report title")
+	fs.BoolVar(&c.quiet, "q", false, "no report text on stdout")
+	fs.StringVar(&o.WorkDir, "work", "", "directory for the children's logs and data (kept)")
+	fs.StringVar(&o.Exe, "rtbd", "", "rtbd binary (default: this executable)")
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return err
+	}
+	if faults != "" {
+		o.Faults = splitList(faults)
+	}
+	o.Log = stderr
+	o.BidderArgs = bidderSets.setArgs()
+	o.NodeArgs = nodeSets.setArgs()
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	err := c.runAndWrite("soak", stdout, stderr, func() (*Report, error) { return RunSoak(ctx, o) })
+	if err != nil && errors.Is(err, context.Canceled) {
+		return fmt.Errorf("bench: interrupted: %w", err)
+	}
+	return err
 }

@@ -27,6 +27,13 @@
 //     bids' nurls and pixel events, together (RunMixed). Options: overload
 //     at twice the highest sustainable rate, a catalog node killed and
 //     restarted mid-run.
+//   - RunSoak (rtbd bench soak): the fault-injection soak. Two bidders
+//     sharing redis-server (AOF, appendfsync always) and two catalog nodes
+//     (in network namespaces when root) under bids, notices, pixel events
+//     and clicks at fixed rates while faults run on a schedule (kill -9 and
+//     SIGTERM, a node cut off, ingest on a full and a slow disk); the
+//     report's SoakSummary reconciles every accepted billing notice with
+//     the store and attributes every error and late answer.
 //   - rtbd bench compare A.json B.json: Compare with its verdicts.
 //
 // A scenario's Report carries a Table (BuildTable): the talk's columns
@@ -97,7 +104,8 @@
 //	  "results": [Result, ...],
 //	  "rows": [Row, ...],                   // one per result, same order
 //	  "searches": [MaxRateResult, ...],     // optional
-//	  "tables": [Table, ...]                // optional (scenarios)
+//	  "tables": [Table, ...],               // optional (scenarios)
+//	  "soak": SoakSummary                   // optional (rtbd bench soak)
 //	}
 //
 // Wake (bench/internal/wakeup.Result, see WakeupFloor): {"from_cpu", "to_cpu",
@@ -188,6 +196,15 @@
 // "server_cpu_sec" and "server_rss_mb" (watched children, summed; -1 n/a),
 // "ratio_avg", "ratio_p50", "ratio_p99", "ratio_rate" (this / baseline;
 // absent for baseline rows)}]}.
+//
+// SoakSummary: {"checks": [{"name", "pass", "detail"}], "environment",
+// "faults": [{"kind", "target", "label", "start_sec", "end_sec", "detail",
+// "error"}], "skipped": [{"kind", "why"}], "notices" (SoakNotices:
+// "accepted", "distinct", "lost", "double_charged", "store_imps",
+// "store_micros", "store_keys", ...), "bid_requests", "bids_late",
+// "anomalies": [{"kind", "outcome", "cause", "count"}], "unattributed",
+// "steal_seconds", "rss": [{"name", "samples": [{"at_sec", "rss_bytes",
+// "pid"}]}], "rss_checks"}; times in seconds since the measured phase began.
 //
 // MaxRateResult: {"target", "objective" (text), "p99_ms", "max_rate",
 // "bracketed", "steps": [{"rate", "pass", "reason", "requests",

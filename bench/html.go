@@ -40,6 +40,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		Targets         []targetView
 		Tables          []tableView
 		HasTimeline     bool
+		Soak            *SoakSummary
+		SoakRSS         template.HTML
+		SoakOutcomes    func(map[string]int64) string
 		FmtMs           func(float64) string
 		FmtRate         func(float64) string
 		UsMs            func(int64) string
@@ -56,6 +59,9 @@ func WriteHTML(w io.Writer, r *Report) error {
 		PercentileLabel: func(p float64) string {
 			return strconv.FormatFloat(p, 'f', -1, 64)
 		},
+	}
+	if r.Soak != nil {
+		v.Soak, v.SoakRSS, v.SoakOutcomes = r.Soak, template.HTML(rssChart(r.Soak)), fmtOutcomes
 	}
 	v.Meta = []kv{
 		{"created", r.Created.Format("2006-01-02 15:04:05 MST")},
@@ -235,6 +241,34 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 </style></head><body>
 <h1>rtbd bench report{{if .R.Title}}: {{.R.Title}}{{end}}</h1>
 <table>{{range .Meta}}<tr><th class="l">{{.K}}</th><td class="l">{{.V}}</td></tr>{{end}}</table>
+{{with .Soak}}<h2 id="soak">Fault-injection soak</h2>
+<table>{{range .Checks}}<tr><th class="l">{{if .Pass}}PASS{{else}}<span style="color:#c00">FAIL</span>{{end}}</th><td class="l">{{.Name}}</td><td class="l">{{.Detail}}</td></tr>{{end}}</table>
+{{range .Environment}}<p class="note">{{.}}</p>{{end}}
+{{$.SoakRSS}}
+<h3>Faults</h3>
+<table><tr><th>start s</th><th>end s</th><th class="l">fault</th><th class="l">detail</th></tr>
+{{range .Faults}}<tr><td>{{printf "%.1f" .StartSec}}</td><td>{{printf "%.1f" .EndSec}}</td><td class="l">{{.Label}}</td><td class="l">{{if .Error}}<b>ERROR {{.Error}}</b>; {{end}}{{.Detail}}</td></tr>
+{{end}}</table>
+{{range .Skipped}}<p class="note">skipped {{.Kind}}: {{.Why}}</p>{{end}}
+<h3>Billing notices against the store</h3>
+<table>
+<tr><th class="l">accepted</th><td class="l">{{.Notices.Accepted}} ({{.Notices.Distinct}} distinct impressions)</td></tr>
+<tr><th class="l">lost</th><td class="l">{{.Notices.Lost}}</td></tr>
+<tr><th class="l">double-charged</th><td class="l">{{.Notices.DoubleCharged}} (micros mismatch {{.Notices.MicrosMismatch}})</td></tr>
+<tr><th class="l">store</th><td class="l">{{.Notices.StoreImps}} impressions, {{.Notices.StoreMicros}} micros, {{.Notices.StoreKeys}} charge-once keys</td></tr>
+<tr><th class="l">outcomes</th><td class="l">{{call $.SoakOutcomes .Notices.BillOutcomes}}; retries {{.Notices.Retries}}, gave up {{.Notices.GaveUp}}</td></tr>
+<tr><th class="l">replays</th><td class="l">{{.Notices.ReplaysSent}} to the other bidder: {{call $.SoakOutcomes .Notices.ReplayOutcomes}}</td></tr>
+</table>
+<h3>Errors and late answers by cause</h3>
+<p class="note">{{.BidRequests}} bid requests, {{.BidsLate}} past tmax; {{.StealSeconds}} seconds with host steal &gt;= 5%.</p>
+<table><tr><th class="l">kind</th><th class="l">outcome</th><th class="l">cause</th><th>count</th></tr>
+{{range .Anomalies}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Outcome}}</td><td class="l">{{.Cause}}</td><td>{{.Count}}</td></tr>
+{{end}}</table>
+<h3>RSS per process incarnation (after its warm-up)</h3>
+<table><tr><th class="l">process</th><th>pid</th><th>from s</th><th>to s</th><th>first MiB</th><th>last MiB</th><th>min</th><th>max</th><th>growth %</th><th class="l">verdict</th></tr>
+{{range .RSSChecks}}<tr><td class="l">{{.Name}}</td><td>{{.PID}}</td><td>{{printf "%.0f" .FromSec}}</td><td>{{printf "%.0f" .ToSec}}</td><td>{{printf "%.1f" .FirstMiB}}</td><td>{{printf "%.1f" .LastMiB}}</td><td>{{printf "%.1f" .MinMiB}}</td><td>{{printf "%.1f" .MaxMiB}}</td><td>{{printf "%+.1f" .GrowthPct}}</td><td class="l">{{if .Judged}}{{if .Flat}}flat{{else}}NOT FLAT{{end}}{{else}}-{{end}} {{.Note}}</td></tr>
+{{end}}</table>
+{{end}}
 {{range $ti, $t := .Tables}}<h2{{if eq $ti 0}} id="tables"{{end}}>{{.Title}}</h2>
 <div class="wide"><table><tr>{{range $i, $h := .Header}}<th{{if lt $i 2}} class="l"{{end}}>{{$h}}</th>{{end}}</tr>
 {{range .Rows}}<tr>{{range $i, $c := .}}<td{{if lt $i 2}} class="l"{{end}}>{{$c}}</td>{{end}}</tr>

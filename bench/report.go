@@ -47,6 +47,8 @@ type Report struct {
 	// Tables are comparison tables built by a scenario (BuildTable):
 	// the talk's columns, ours, and ratios to a baseline row. Optional.
 	Tables []Table `json:"tables,omitempty"`
+	// Soak is the fault-injection soak's findings (rtbd bench soak).
+	Soak *SoakSummary `json:"soak,omitempty"`
 }
 
 // WakeupFloor is what the host makes any request and answer between two

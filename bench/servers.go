@@ -31,10 +31,17 @@ type server struct {
 	prefix []string // a command that runs exe (e.g. taskset -c 1)
 	port   int      // main port (gRPC, HTTP, redis)
 	admin  int      // admin port, 0 if none
+	host   string   // the address it listens on; "" = 127.0.0.1
 }
 
-// Addr is 127.0.0.1:port.
-func (s *server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+// Addr is host:port (127.0.0.1 unless host is set).
+func (s *server) Addr() string {
+	h := s.host
+	if h == "" {
+		h = "127.0.0.1"
+	}
+	return net.JoinHostPort(h, strconv.Itoa(s.port))
+}
 
 // start starts the server on free ports (fresh ones unless keepPorts and
 // ports were chosen before: a restart reuses them), retrying when a port

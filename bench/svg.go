@@ -27,6 +27,9 @@ type series struct {
 	color  string
 	dashed bool
 	pts    [][2]float64
+	// more continues the series before it (same name and colour, one
+	// legend entry): a line with a gap.
+	more bool
 }
 
 type tick struct {
@@ -129,14 +132,20 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 	}
 	// legend, on a white box so it stays readable over the lines
 	lx, ly := padLeft+10, padTop+14
-	maxName := 0
+	maxName, entries := 0, 0
 	for _, s := range ss {
-		maxName = max(maxName, len([]rune(s.name)))
+		if !s.more {
+			maxName = max(maxName, len([]rune(s.name)))
+			entries++
+		}
 	}
-	if len(ss) > 0 {
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" class="legendbox"/>`, lx-4, ly-12, 34+7*maxName, 16*len(ss)+2)
+	if entries > 0 {
+		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%d" height="%d" class="legendbox"/>`, lx-4, ly-12, 34+7*maxName, 16*entries+2)
 	}
 	for _, s := range ss {
+		if s.more {
+			continue
+		}
 		dash := ""
 		if s.dashed {
 			dash = ` stroke-dasharray="5 3"`

@@ -50,6 +50,9 @@ func WriteText(w io.Writer, r *Report) error {
 	for _, n := range r.Notes {
 		ew.printf("note: %s\n", n)
 	}
+	if r.Soak != nil {
+		writeSoak(ew, r.Soak)
+	}
 	if len(r.Rows) > 0 {
 		ew.printf("\nComparison\n")
 		writeRows(ew, r.Rows)

@@ -1,0 +1,1210 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/rtbd/rtbd/bench/internal/httpc"
+	"github.com/rtbd/rtbd/bench/internal/proc"
+	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/token"
+)
+
+// SoakOptions configure RunSoak. Zero values take the defaults noted.
+type SoakOptions struct {
+	// Duration of the measured phase (faults happen in it). Default 10m.
+	Duration time.Duration
+	// Warmup before it (load, no faults, not counted). Default 30s.
+	Warmup time.Duration
+	// Rate of bid requests, req/s (split over the bidders). Default 100.
+	Rate float64
+	// EventRate and ClickRate: pixel events (/event) and clicks (/click of
+	// answered bids' product links), req/s. Defaults Rate/5 and Rate/20.
+	EventRate, ClickRate float64
+	// WinRatio is the share of bids answered with a bid whose nurl and
+	// then burl are sent, NoticeDelay to 2 x NoticeDelay later, each to a
+	// bidder chosen then. Default 0.5 (NoticeDelay 500ms).
+	WinRatio    float64
+	NoticeDelay time.Duration
+	// ReplayRatio is the share of accepted billing notices sent a second
+	// time, to the other bidder, a few seconds later (an exchange's
+	// retry): they must not be charged twice. Default 0.05.
+	ReplayRatio float64
+	// Tmax is the bids' deadline (answers past it are counted late);
+	// Timeout the hard per-request deadline. Defaults 100ms, 1s.
+	Tmax, Timeout time.Duration
+	// Rounds is how many times each fault runs, spread evenly over
+	// Duration. Default 2.
+	Rounds int
+	// Faults limits the faults to these kinds (SoakFaultKinds); empty: all.
+	Faults []string
+	// FaultGrace is how long after a fault's recovery an error or late
+	// answer is still attributed to it. Default 5s.
+	FaultGrace time.Duration
+	// Outage is how long a killed catalog node or redis-server stays down
+	// and a cut-off node cut off. Default 3s (cut: 5s).
+	Outage time.Duration
+	// Netns: "auto" (network namespaces when root and ip(8) exist), "on"
+	// (required) or "off" (catalog nodes on loopback; the network cut is
+	// a stopped process, SIGSTOP/SIGCONT).
+	Netns string
+	// RSSWarmup is how long after a process starts its RSS is not judged.
+	// Default 60s (a third of Duration when that is shorter).
+	RSSWarmup time.Duration
+	// Products, Groups, Users of the demo. Defaults 20,000, 8, 1,000.
+	Products, Groups, Users int
+	// Exe is the rtbd binary ("": this executable); RedisServer the
+	// redis-server binary (default DefaultRedisServer).
+	Exe, RedisServer string
+	// BidderArgs and NodeArgs are extra flags of the bidders and nodes.
+	BidderArgs, NodeArgs []string
+	// WorkDir keeps the children's logs and data. "": a temporary one.
+	WorkDir string
+	// Seed of the request streams.
+	Seed uint64
+	// Log receives progress lines. nil: none.
+	Log io.Writer
+}
+
+// Fault kinds of the soak, in schedule order.
+const (
+	FaultNodeKill   = "node-kill"   // kill -9 of a catalog node, restarted after Outage
+	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
+	FaultBidderKill = "bidder-kill" // kill -9 of a bidder, restarted at once on its data dir
+	FaultBidderTerm = "bidder-term" // SIGTERM of a bidder (exit 0 expected), restarted
+	FaultNodeCut    = "node-cut"    // a catalog node cut off from the network (netns link down, or SIGSTOP)
+	FaultDiskFull   = "disk-full"   // an ingest into the served catalog on a full tmpfs (exit 1, live version kept)
+	FaultDiskSlow   = "disk-slow"   // an ingest under cgroup v2 io.max (a slow disk)
+)
+
+// SoakFaultKinds are every fault kind, in schedule order.
+var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut, FaultDiskFull, FaultDiskSlow}
+
+func (o SoakOptions) withDefaults() SoakOptions {
+	if o.Duration == 0 {
+		o.Duration = 10 * time.Minute
+	}
+	if o.Warmup == 0 {
+		o.Warmup = 30 * time.Second
+	}
+	if o.Rate == 0 {
+		o.Rate = 100
+	}
+	if o.EventRate == 0 {
+		o.EventRate = o.Rate / 5
+	}
+	if o.ClickRate == 0 {
+		o.ClickRate = o.Rate / 20
+	}
+	if o.WinRatio == 0 {
+		o.WinRatio = 0.5
+	}
+	if o.NoticeDelay == 0 {
+		o.NoticeDelay = 500 * time.Millisecond
+	}
+	if o.ReplayRatio == 0 {
+		o.ReplayRatio = 0.05
+	}
+	if o.Tmax == 0 {
+		o.Tmax = 100 * time.Millisecond
+	}
+	if o.Timeout == 0 {
+		o.Timeout = time.Second
+	}
+	if o.Rounds == 0 {
+		o.Rounds = 2
+	}
+	if len(o.Faults) == 0 {
+		o.Faults = SoakFaultKinds
+	}
+	if o.FaultGrace == 0 {
+		o.FaultGrace = 5 * time.Second
+	}
+	if o.Outage == 0 {
+		o.Outage = 3 * time.Second
+	}
+	if o.Netns == "" {
+		o.Netns = "auto"
+	}
+	if o.RSSWarmup == 0 {
+		o.RSSWarmup = min(60*time.Second, o.Duration/3)
+	}
+	if o.Products == 0 {
+		o.Products = 20_000
+	}
+	if o.Groups == 0 {
+		o.Groups = 8
+	}
+	if o.Users == 0 {
+		o.Users = 1000
+	}
+	if o.RedisServer == "" {
+		o.RedisServer = DefaultRedisServer
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	return o
+}
+
+// Validate reports every problem of o (after defaults).
+func (o SoakOptions) Validate() error {
+	o = o.withDefaults()
+	var p problems
+	if o.Duration < 10*time.Second {
+		p.addf("duration: must be >= 10s, got %v", o.Duration)
+	}
+	if o.Warmup < 0 {
+		p.addf("warmup: must be >= 0")
+	}
+	if o.Rate <= 0 || o.EventRate < 0 || o.ClickRate < 0 {
+		p.addf("rate, event-rate, click-rate: want rate > 0 and the others >= 0")
+	}
+	if o.WinRatio < 0 || o.WinRatio > 1 || o.ReplayRatio < 0 || o.ReplayRatio > 1 {
+		p.addf("win-ratio, replay-ratio: must be 0..1")
+	}
+	if o.Rounds < 1 {
+		p.addf("rounds: must be >= 1, got %d", o.Rounds)
+	}
+	for _, f := range o.Faults {
+		if !slices.Contains(SoakFaultKinds, f) {
+			p.addf("faults: unknown %q (want %s)", f, strings.Join(SoakFaultKinds, ","))
+		}
+	}
+	switch o.Netns {
+	case "auto", "on", "off":
+	default:
+		p.addf("netns: want auto, on or off, got %q", o.Netns)
+	}
+	if o.Products < o.Groups || o.Groups < 1 || o.Users < 1 {
+		p.addf("products, groups, users: want products >= groups >= 1 and users >= 1")
+	}
+	return p.err()
+}
+
+// soakBidder is one bidder slot of the soak fleet: its current process
+// (restarted on the same ports and data dir), and whether the harness's
+// balancer sends it traffic (its /readyz, polled).
+type soakBidder struct {
+	name   string
+	mu     sync.Mutex // guards srv's process during a restart
+	srv    *server
+	up     atomic.Bool
+	client *httpc.Client
+	starts int
+}
+
+// soakNode is one catalog node slot: its process and, with network
+// namespaces, the namespace it runs in and its end of the veth pair.
+type soakNode struct {
+	name   string
+	srv    *server
+	ns     string // network namespace ("" = loopback)
+	nsLink string // the node's end of the veth pair
+}
+
+// soakFleet is what RunSoak started.
+type soakFleet struct {
+	o        SoakOptions
+	exe      string
+	work     string
+	demo     string
+	catalog  string // the catalog data dir the nodes serve
+	tmpfs    bool   // catalog is a size-limited tmpfs
+	redis    *server
+	nodes    []*soakNode
+	bidders  []*soakBidder
+	keys     *token.Keys
+	keyText  string
+	rdb      *redis.Client
+	logf     func(string, ...any)
+	measured time.Time // start of the measured phase
+
+	// pids holds each process slot's current pid (name -> int), set
+	// after every start: the sampler reads it while faults restart them.
+	pids sync.Map
+
+	rec       anomalyLog
+	notices   noticeBook
+	harvest   harvestRing
+	pendingWG sync.WaitGroup
+	stopping  atomic.Bool
+}
+
+// RunSoak runs the fault-injection soak: a fleet of redis-server (AOF,
+// appendfsync always), two catalog nodes and two bidders sharing them,
+// under bids, notices, pixel events and clicks at fixed rates for
+// Duration, while faults run on a schedule (SoakFaultKinds, each Rounds
+// times). The report reconciles every accepted billing notice against the
+// store, attributes every error and late answer to a fault window or a
+// second of host steal, and checks every process's RSS (Report.Soak).
+// Processes, namespaces and mounts it made are removed before it returns.
+func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	o = o.withDefaults()
+	f := &soakFleet{o: o, logf: func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: soak: "+format+"\n", args...) }}
+	var cleanups []func()
+	defer func() {
+		for i := len(cleanups) - 1; i >= 0; i-- {
+			cleanups[i]()
+		}
+	}()
+	if f.exe, err = executable(o.Exe); err != nil {
+		return nil, err
+	}
+	work, cleanWork, err := makeWorkDir(o.WorkDir)
+	if err != nil {
+		return nil, err
+	}
+	cleanups = append(cleanups, cleanWork)
+	if f.work, err = filepath.Abs(work); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	sum := &SoakSummary{}
+	env := probeSoakEnv(o)
+	sum.Environment = env.notes
+	stop, err := f.start(ctx, env, sum)
+	cleanups = append(cleanups, stop)
+	if err != nil {
+		return nil, err
+	}
+
+	meta := Meta{Title: "fault-injection soak: 2 bidders, 2 catalog nodes, redis-server (AOF, appendfsync always)", Config: map[string]string{
+		"scenario":     "soak",
+		"duration":     o.Duration.String(),
+		"warmup":       o.Warmup.String(),
+		"bid_rate":     fmtRate(o.Rate),
+		"event_rate":   fmtRate(o.EventRate),
+		"click_rate":   fmtRate(o.ClickRate),
+		"win_ratio":    strconv.FormatFloat(o.WinRatio, 'g', -1, 64),
+		"replay_ratio": strconv.FormatFloat(o.ReplayRatio, 'g', -1, 64),
+		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay),
+		"tmax":         o.Tmax.String(),
+		"timeout":      o.Timeout.String(),
+		"rounds":       strconv.Itoa(o.Rounds),
+		"faults":       strings.Join(o.Faults, ","),
+		"fault_grace":  o.FaultGrace.String(),
+		"outage":       o.Outage.String(),
+		"netns":        strconv.FormatBool(env.netns),
+		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
+		"demo":         fmt.Sprintf("%d products, %d groups, %d users", o.Products, o.Groups, o.Users),
+	}}
+	rep = NewReport(meta)
+	rep.Soak = sum
+
+	// The sampler: RSS of every process and the host's steal, each second,
+	// from the start of the warmup.
+	sampler := newSoakSampler(f)
+	samplerDone := make(chan struct{})
+	samplerCtx, stopSampler := context.WithCancel(ctx)
+	go func() { defer close(samplerDone); sampler.run(samplerCtx) }()
+	pollCtx, stopPoll := context.WithCancel(ctx)
+	var pollWG sync.WaitGroup
+	for _, b := range f.bidders {
+		pollWG.Go(func() { f.pollReady(pollCtx, b) })
+	}
+
+	f.measured = time.Now().Add(o.Warmup)
+	sched := f.schedule(env, sum)
+	schedCtx, stopSched := context.WithCancel(ctx)
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); f.runFaults(schedCtx, sched, sum) }()
+
+	loads := f.loads()
+	f.logf("load: bids %s req/s, pixel events %s req/s, clicks %s req/s, nurl+burl for %.0f%% of bids %v-%v later (%.0f%% of accepted bills replayed to the other bidder); %v after %v warmup; %d faults scheduled",
+		fmtRate(o.Rate), fmtRate(o.EventRate), fmtRate(o.ClickRate), 100*o.WinRatio, o.NoticeDelay, 2*o.NoticeDelay, 100*o.ReplayRatio, o.Duration, o.Warmup, len(sched))
+	rs, runErr := RunMixed(ctx, loads, MixedOptions{Duration: o.Duration, Warmup: o.Warmup})
+	stopSched()
+	<-schedDone
+	f.stopping.Store(true)
+	f.pendingWG.Wait() // notices scheduled and their retries
+	stopPoll()
+	pollWG.Wait()
+	stopSampler()
+	<-samplerDone
+
+	var events []Event
+	for _, fl := range sum.Faults {
+		events = append(events, Event{AtSec: fl.StartSec, What: fl.Label})
+	}
+	for _, r := range rs {
+		r.Events = events
+		rep.Results = append(rep.Results, r)
+	}
+	rep.UpdateRows()
+	sum.RSS = sampler.rss
+	sum.StealSeconds = sampler.stealSeconds()
+	// An interrupted run still reconciles what it sent (bounded: 30 s).
+	f.reconcile(context.WithoutCancel(ctx), sum)
+	f.attribute(sum, sampler, rs)
+	sum.judgeRSS(o.RSSWarmup, f.measured)
+	sum.verdict(o, rs)
+	if runErr != nil {
+		return rep, runErr
+	}
+	return rep, nil
+}
+
+// soakEnv is what the machine allows.
+type soakEnv struct {
+	root, netns, tmpfs bool
+	ioMax              string // the cgroup v2 directory with the io controller ("" = none)
+	notes              []string
+	skipped            map[string]string // fault kind -> why it cannot run
+}
+
+func probeSoakEnv(o SoakOptions) soakEnv {
+	e := soakEnv{root: os.Geteuid() == 0, skipped: map[string]string{}}
+	_, ipErr := execLookPath("ip")
+	switch {
+	case o.Netns == "off":
+		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): -netns off")
+	case !e.root:
+		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): network namespaces need root")
+	case ipErr != nil:
+		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): no ip(8) (apt-get install iproute2)")
+	default:
+		e.netns = true
+		e.notes = append(e.notes, "network cut: the catalog nodes run in network namespaces of their own, reached over veth pairs; the node's end of the pair is set down (packets dropped, a black hole) and up again")
+	}
+	if e.root {
+		e.tmpfs = true
+	}
+	if e.root && slices.Contains(o.Faults, FaultDiskFull) {
+		e.notes = append(e.notes, "full disk: the catalog data dir the nodes serve is a tmpfs with about 1 MiB free; an ingest of the feed into it must fail (exit 1) and leave the live version serving")
+	} else if !e.root {
+		e.skipped[FaultDiskFull] = "needs root (mount -t tmpfs -o size=...)"
+	}
+	if slices.Contains(o.Faults, FaultDiskSlow) {
+		e.ioMax, e.skipped[FaultDiskSlow] = cgroupIOMax(e.root)
+	}
+	if e.skipped[FaultDiskSlow] == "" {
+		delete(e.skipped, FaultDiskSlow)
+	}
+	if e.ioMax != "" && slices.Contains(o.Faults, FaultDiskSlow) {
+		e.notes = append(e.notes, "slow disk: an ingest into a copy of the catalog on the work dir's disk, in a cgroup v2 with io.max wbps=1MiB/s rbps=1MiB/s")
+	}
+	return e
+}
+
+// start writes the demo and starts the fleet; the returned function stops
+// everything (also after an error).
+func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (func(), error) {
+	o := f.o
+	var stops []func()
+	stop := func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}
+	// redis-server first: the demo loads its users there.
+	redisDir := filepath.Join(f.work, "redis")
+	if err := os.MkdirAll(redisDir, 0o755); err != nil {
+		return stop, fmt.Errorf("bench: %w", err)
+	}
+	f.redis = newRedisServerAOF(o.RedisServer, redisDir, f.work)
+	f.logf("starting redis-server (appendonly yes, appendfsync always) in %s", redisDir)
+	if err := f.redis.start(ctx, false); err != nil {
+		return stop, err
+	}
+	f.pids.Store("redis-server", f.redis.PID())
+	stops = append(stops, func() { f.redis.stop(10 * time.Second) })
+	f.rdb = redis.NewClient(&redis.Options{Addr: f.redis.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	stops = append(stops, func() { f.rdb.Close() })
+
+	f.demo = filepath.Join(f.work, "demo")
+	args := []string{"gen", "-demo", "-out", f.demo, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
+		"-users", strconv.Itoa(o.Users), "-redis", f.redis.Addr()}
+	f.logf("writing the demo, users into redis-server: %s %s", f.exe, strings.Join(args, " "))
+	if err := runToEnd(ctx, "rtbd gen -demo", f.exe, args, logPath(f.work, "gen-demo"), 10*time.Minute); err != nil {
+		return stop, err
+	}
+
+	// The catalog the nodes serve: on a tmpfs with about 1 MiB free when
+	// allowed (the full-disk fault), else the demo's.
+	f.catalog = filepath.Join(f.demo, "catalog")
+	if env.tmpfs && slices.Contains(o.Faults, FaultDiskFull) {
+		dir, undo, err := tmpfsCatalog(f.catalog, filepath.Join(f.work, "catalog-tmpfs"))
+		if err != nil {
+			env.skipped[FaultDiskFull] = err.Error() // a map: the schedule sees it
+		} else {
+			stops = append(stops, undo)
+			f.catalog, f.tmpfs = dir, true
+		}
+	}
+
+	// Catalog nodes.
+	subnet := 1 + os.Getpid()%250
+	for i := 1; i <= 2; i++ {
+		n := &soakNode{name: fmt.Sprintf("node%d", i)}
+		host := ""
+		if env.netns {
+			ns, link, addr, undo, err := makeNetns(subnet, i)
+			if undo != nil {
+				stops = append(stops, undo)
+			}
+			if err != nil {
+				return stop, err
+			}
+			n.ns, n.nsLink, host = ns, link, addr
+		}
+		n.srv = newSoakNode(n.name, f.exe, f.catalog, f.work, host, n.ns, o.NodeArgs)
+		f.logf("starting catalog %s%s", n.name, map[bool]string{true: " in network namespace " + n.ns, false: ""}[n.ns != ""])
+		if err := n.srv.start(ctx, false); err != nil {
+			return stop, err
+		}
+		f.pids.Store(n.name, n.srv.PID())
+		stops = append(stops, func() { n.srv.stop(15 * time.Second) })
+		f.nodes = append(f.nodes, n)
+	}
+	target := "static:///" + f.nodes[0].srv.Addr() + "," + f.nodes[1].srv.Addr()
+
+	// One token key for the fleet (and the harness, which reads the
+	// nonce of every accepted bill).
+	var key [24]byte
+	_, _ = crand.Read(key[:])
+	f.keyText = hex.EncodeToString(key[:])
+	keys, err := token.NewKeys([]byte(f.keyText))
+	if err != nil {
+		return stop, fmt.Errorf("bench: %w", err)
+	}
+	f.keys = keys
+	cfg := filepath.Join(f.demo, "rtbd.yaml")
+	for i := 1; i <= 2; i++ {
+		name := fmt.Sprintf("bidder%d", i)
+		dataDir := filepath.Join(f.work, name)
+		if err := os.MkdirAll(dataDir, 0o755); err != nil {
+			return stop, fmt.Errorf("bench: %w", err)
+		}
+		extra := []string{"-catalog", target, "-redis", f.redis.Addr(),
+			"-set", "bidder.data_dir=" + dataDir,
+			"-set", "spend.instance_id=" + name,
+			"-set", "bidder.click_links=absolute",
+			"-set", "bidder.shutdown_delay=1s",
+			"-set", "bidder.shutdown_timeout=5s",
+		}
+		srv := newBidder(name, f.exe, cfg, f.work, append(extra, o.BidderArgs...))
+		srv.env = []string{"RTBD_BIDDER_TOKEN_KEYS=" + f.keyText}
+		f.logf("starting %s with -catalog %s", name, target)
+		if err := srv.start(ctx, false); err != nil {
+			return stop, err
+		}
+		c, err := httpc.New(httpc.Options{Addrs: []string{srv.Addr()}, MaxConns: 512, MaxIdle: 5 * time.Second})
+		if err != nil {
+			return stop, fmt.Errorf("bench: %w", err)
+		}
+		f.pids.Store(name, srv.PID())
+		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
+		b.up.Store(true)
+		stops = append(stops, func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.srv.stop(15 * time.Second)
+		})
+		f.bidders = append(f.bidders, b)
+	}
+	return stop, nil
+}
+
+// newRedisServerAOF describes redis-server on loopback with AOF and
+// appendfsync always (every acknowledged write on disk), RDB off.
+func newRedisServerAOF(exe, dir, logDir string) *server {
+	s := newRedisServer(exe, dir, logDir)
+	s.args = func(port, _ int) []string {
+		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
+			"--appendfsync", "always", "--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
+	}
+	return s
+}
+
+// newSoakNode describes a catalog node listening on host (a namespace's
+// address, or loopback), run in network namespace ns when set.
+func newSoakNode(name, exe, dataDir, logDir, host, ns string, extra []string) *server {
+	s := newCatalogNode(name, exe, dataDir, logDir, extra)
+	if host != "" {
+		s.host = host
+		s.args = func(port, admin int) []string {
+			a := []string{"-mode=catalog", "-data", dataDir,
+				"-grpc-listen", net.JoinHostPort(host, strconv.Itoa(port)),
+				"-admin-listen", net.JoinHostPort(host, strconv.Itoa(admin)),
+				"-set", "log.level=warn", "-set", "log.format=json"}
+			return append(a, extra...)
+		}
+	}
+	if ns != "" {
+		s.prefix = []string{"ip", "netns", "exec", ns}
+	}
+	return s
+}
+
+// runToEnd runs a command to its end (bounded by limit) and returns its
+// failure with the tail of its output.
+func runToEnd(ctx context.Context, name, exe string, args []string, log string, limit time.Duration) error {
+	c, err := startChild(name, exe, args, log)
+	if err != nil {
+		return err
+	}
+	select {
+	case <-c.exited:
+	case <-ctx.Done():
+		c.kill()
+		return ctx.Err()
+	case <-time.After(limit):
+		c.kill()
+		return c.failure("did not finish in " + limit.String())
+	}
+	if c.err != nil {
+		return c.failure("failed")
+	}
+	return nil
+}
+
+// pick returns a bidder the balancer sends traffic to (nil: none is up).
+func (f *soakFleet) pick(rng *rand.Rand, not *soakBidder) *soakBidder {
+	var up [2]*soakBidder
+	n := 0
+	for _, b := range f.bidders {
+		if b.up.Load() && b != not {
+			up[n] = b
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	return up[rng.IntN(n)]
+}
+
+// pollReady is the balancer's health check: every 200 ms, a bidder whose
+// /readyz does not answer 200 within 300 ms gets no new traffic until it
+// does.
+func (f *soakFleet) pollReady(ctx context.Context, b *soakBidder) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		// A restart keeps the ports: admin never changes.
+		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		err := httpReady(pctx, b.srv)
+		cancel()
+		b.up.Store(err == nil)
+	}
+}
+
+// soakTarget is one kind of request of the soak's load, through the
+// balancer; it logs every error and every answer past Tmax with its time
+// and bidder.
+type soakTarget struct {
+	name, kind string
+	f          *soakFleet
+	method     string
+	uri        func(w *Worker, dst []byte) ([]byte, bool) // false: nothing to send yet
+	body       func(w *Worker, dst []byte) []byte
+	check      func(status int, resp *httpc.Response) Outcome
+	tmax       time.Duration
+}
+
+func (t *soakTarget) Name() string { return t.name }
+
+func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
+	s, _ := w.State.(*httpScratch)
+	if s == nil {
+		s = &httpScratch{req: httpc.Request{Method: t.method}}
+		w.State = s
+	}
+	intended := w.Deadline.Add(-t.f.o.Timeout)
+	var ok bool
+	s.req.URI, ok = t.uri(w, s.req.URI[:0])
+	if !ok {
+		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
+		return ErrOther
+	}
+	s.req.Body, s.req.ContentType = nil, ""
+	if t.body != nil {
+		w.Buf = t.body(w, w.Buf[:0])
+		s.req.Body, s.req.ContentType = w.Buf, "application/json"
+	}
+	b := t.f.pick(w.Rand, nil)
+	if b == nil {
+		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
+		return ErrConn
+	}
+	if err := b.client.Do(&s.req, w.Deadline, &s.resp); err != nil {
+		out := ClassifyError(err)
+		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, err.Error())
+		return out
+	}
+	out := t.check(s.resp.Status, &s.resp)
+	if out.IsError() {
+		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.Status))
+	} else if t.tmax > 0 {
+		if lat := time.Since(intended); lat > t.tmax {
+			t.f.rec.add(t.f.measured, t.kind, "late", b.name, lat.Round(time.Millisecond).String())
+		}
+	}
+	return out
+}
+
+// loads are the bid, pixel event and click loads of RunMixed (notices
+// follow the bids, scheduled by the bid target).
+func (f *soakFleet) loads() []Load {
+	o := f.o
+	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
+	opts := func(rate float64, seed uint64) OpenLoopOptions {
+		return OpenLoopOptions{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}
+	}
+	bids := &soakTarget{name: "soak bids", kind: "bid", f: f, method: "POST", tmax: o.Tmax,
+		uri: func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },
+		body: func(w *Worker, dst []byte) []byte {
+			return wls[w.Rand.IntN(len(wls))].body(w, dst)
+		},
+	}
+	bids.check = func(status int, resp *httpc.Response) Outcome {
+		if status == 200 {
+			f.harvestBid(resp.Body)
+		}
+		return ClassifyHTTPStatus(status, nil)
+	}
+	events := eventProducts(o.Products, o.Groups, o.Seed)
+	ev := &soakTarget{name: "soak events", kind: "event", f: f, method: "GET",
+		uri: func(w *Worker, dst []byte) ([]byte, bool) {
+			p := events[w.Rand.IntN(len(events))]
+			return fmt.Appendf(dst, "/event?uid=demo-user-%d&pg=%d&pid=%d&ev=view", 1+w.Rand.IntN(o.Users), p[0], p[1]), true
+		},
+		check: func(status int, _ *httpc.Response) Outcome { return ClassifyHTTPStatus(status, nil) },
+	}
+	click := &soakTarget{name: "soak clicks", kind: "click", f: f, method: "GET",
+		uri: func(w *Worker, dst []byte) ([]byte, bool) { return f.harvest.pick(w.Rand, dst) },
+		check: func(status int, _ *httpc.Response) Outcome {
+			if status == 302 || status == 303 || status == 307 {
+				return OK // the redirect to the landing page
+			}
+			return ClassifyHTTPStatus(status, nil)
+		},
+	}
+	ls := []Load{{Target: bids, Options: opts(o.Rate, 0)}}
+	if o.EventRate > 0 {
+		ls = append(ls, Load{Target: ev, Options: opts(o.EventRate, 1)})
+	}
+	if o.ClickRate > 0 {
+		ls = append(ls, Load{Target: click, Options: opts(o.ClickRate, 2)})
+	}
+	return ls
+}
+
+var (
+	burlKey   = []byte(`"burl":"`)
+	clickLink = regexp.MustCompile(`/click\?t=[A-Za-z0-9_\-]+\.[0-9]+`)
+)
+
+// harvestBid keeps a bid's click links and, for WinRatio of the bids,
+// schedules its nurl and burl.
+func (f *soakFleet) harvestBid(body []byte) {
+	if m := clickLink.Find(body); m != nil {
+		f.harvest.add(m)
+	}
+	if f.stopping.Load() || rand.Float64() >= f.o.WinRatio {
+		return
+	}
+	nurl, ok1 := noticePath(body, nurlKey, "/win?")
+	burl, ok2 := noticePath(body, burlKey, "/bill?")
+	if !ok1 || !ok2 {
+		return
+	}
+	delay := f.o.NoticeDelay + rand.N(f.o.NoticeDelay+1)
+	f.pendingWG.Add(1)
+	time.AfterFunc(delay, func() {
+		defer f.pendingWG.Done()
+		f.sendNotices(nurl, burl)
+	})
+}
+
+// noticePath is the path and query of the notice URL after key in a bid
+// response, unescaped, with the price macro filled (0.50 CPM).
+func noticePath(body, key []byte, path string) (string, bool) {
+	i := bytes.Index(body, key)
+	if i < 0 {
+		return "", false
+	}
+	rest := body[i+len(key):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return "", false
+	}
+	u := rest[:j]
+	k := bytes.Index(u, []byte(path))
+	if k < 0 {
+		return "", false
+	}
+	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
+	u = bytes.ReplaceAll(u, priceMacro, []byte(soakPrice))
+	return string(u), true
+}
+
+// soakPrice is the clearing price every notice reports (CPM), and
+// soakChargeMicros the charge of one billed impression in micros.
+const (
+	soakPrice        = "0.50"
+	soakChargeMicros = 500
+)
+
+// sendNotices sends a bid's nurl, then its burl, as an exchange does:
+// each to a bidder the balancer picks, retried (another bidder, after a
+// pause) while refused, answered 503 or lost in transit, for up to 20 s.
+func (f *soakFleet) sendNotices(nurl, burl string) {
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
+	if _, _, ok := f.sendNotice(rng, "win", nurl, nil); !ok {
+		return
+	}
+	out, by, ok := f.sendNotice(rng, "bill", burl, nil)
+	f.notices.bill(burl, out, ok)
+	if !ok || out != "accepted" || rng.Float64() >= f.o.ReplayRatio || f.stopping.Load() {
+		return
+	}
+	f.pendingWG.Add(1)
+	time.AfterFunc(2*time.Second, func() {
+		defer f.pendingWG.Done()
+		rout, _, rok := f.sendNotice(rng, "bill-replay", burl, by)
+		f.notices.replay(rout, rok)
+	})
+}
+
+// sendNotice sends one notice; ok when a bidder answered it (204 with its
+// outcome, or a refusal); out is the X-Rtbd-Notice outcome.
+func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBidder) (out string, by *soakBidder, ok bool) {
+	req := httpc.Request{Method: "GET", URI: []byte(path)}
+	var resp httpc.Response
+	deadline := time.Now().Add(20 * time.Second)
+	for attempt := 0; time.Now().Before(deadline); attempt++ {
+		if attempt > 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		b := f.pick(rng, avoid)
+		if b == nil && avoid != nil {
+			b = f.pick(rng, nil)
+		}
+		if b == nil {
+			continue
+		}
+		t0 := time.Now()
+		err := b.client.Do(&req, t0.Add(f.o.Timeout), &resp)
+		if err != nil {
+			f.rec.add(f.measured, kind, ClassifyError(err).String(), b.name, err.Error())
+			f.notices.retry()
+			continue
+		}
+		f.notices.latency(time.Since(t0))
+		if resp.Status == 503 || resp.Status >= 500 {
+			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+string(resp.Header(noticeHeader)))
+			f.notices.retry()
+			continue
+		}
+		o := string(resp.Header(noticeHeader))
+		if resp.Status != 204 {
+			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+o)
+			return "refused " + strconv.Itoa(resp.Status) + " " + o, b, true
+		}
+		return o, b, true
+	}
+	f.rec.add(f.measured, kind, "gave_up", "", "no bidder took it within 20 s")
+	return "", nil, false
+}
+
+// noticeHeader is bidder.HeaderNoticeOutcome.
+const noticeHeader = "X-Rtbd-Notice"
+
+// noticeBook counts the billing notices and keeps the accepted ones for
+// the reconciliation. Safe for concurrent use.
+type noticeBook struct {
+	mu             sync.Mutex
+	accepted       []string // burl paths answered 204 accepted or replay
+	outcomes       map[string]int64
+	replays        map[string]int64
+	retries        int64
+	gaveUp         int64
+	lats           []time.Duration
+	replaysSent    int64
+	replaysGaveUp  int64
+	acceptedOrigin int64
+}
+
+func (n *noticeBook) bill(path, out string, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.outcomes == nil {
+		n.outcomes = map[string]int64{}
+	}
+	if !ok {
+		n.gaveUp++
+		return
+	}
+	n.outcomes[out]++
+	if out == "accepted" || out == "replay" {
+		n.accepted = append(n.accepted, path)
+	}
+}
+
+func (n *noticeBook) replay(out string, ok bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.replays == nil {
+		n.replays = map[string]int64{}
+	}
+	n.replaysSent++
+	if !ok {
+		n.replaysGaveUp++
+		return
+	}
+	n.replays[out]++
+}
+
+func (n *noticeBook) retry() {
+	n.mu.Lock()
+	n.retries++
+	n.mu.Unlock()
+}
+
+func (n *noticeBook) latency(d time.Duration) {
+	n.mu.Lock()
+	n.lats = append(n.lats, d)
+	n.mu.Unlock()
+}
+
+// harvestRing keeps recent click links of answered bids. Safe for
+// concurrent use.
+type harvestRing struct {
+	mu   sync.Mutex
+	buf  [][]byte
+	next int
+}
+
+func (r *harvestRing) add(u []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) < nurlRingSize {
+		r.buf = append(r.buf, bytes.Clone(u))
+		return
+	}
+	r.buf[r.next] = append(r.buf[r.next][:0], u...)
+	r.next = (r.next + 1) % nurlRingSize
+}
+
+func (r *harvestRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) == 0 {
+		return dst, false
+	}
+	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
+}
+
+// anomalyLog is every error and late answer of the run, with its time.
+// Safe for concurrent use.
+type anomalyLog struct {
+	mu  sync.Mutex
+	all []SoakAnomaly
+}
+
+func (l *anomalyLog) add(measured time.Time, kind, outcome, bidder, detail string) {
+	a := SoakAnomaly{AtSec: time.Since(measured).Seconds(), Kind: kind, Outcome: outcome, Bidder: bidder, Detail: detail}
+	l.mu.Lock()
+	l.all = append(l.all, a)
+	l.mu.Unlock()
+}
+
+// reconcile checks every accepted billing notice against the store: its
+// charge-once key must be there (else it is lost), and the store's
+// impressions must equal the distinct notices charged (more is a double
+// charge).
+func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
+	f.notices.mu.Lock()
+	accepted := slices.Clone(f.notices.accepted)
+	sum.Notices.BillOutcomes = f.notices.outcomes
+	sum.Notices.ReplayOutcomes = f.notices.replays
+	sum.Notices.Retries = f.notices.retries
+	sum.Notices.GaveUp = f.notices.gaveUp
+	sum.Notices.ReplaysSent = f.notices.replaysSent
+	sum.Notices.ReplaysGaveUp = f.notices.replaysGaveUp
+	lats := slices.Clone(f.notices.lats)
+	f.notices.mu.Unlock()
+	slices.Sort(lats)
+	if n := len(lats); n > 0 {
+		sum.Notices.LatencyP50Ms = lats[n/2].Seconds() * 1000
+		sum.Notices.LatencyP99Ms = lats[n*99/100].Seconds() * 1000
+		sum.Notices.LatencyMaxMs = lats[n-1].Seconds() * 1000
+	}
+	sum.Notices.Accepted = int64(len(accepted))
+
+	keys := map[string]string{} // notice key -> campaign
+	campaigns := map[string]bool{}
+	var tok token.Token
+	var buf []byte
+	for _, p := range accepted {
+		i := strings.Index(p, "t=")
+		if i < 0 {
+			sum.Notices.Unparsed++
+			continue
+		}
+		t := p[i+2:]
+		if j := strings.IndexByte(t, '&'); j >= 0 {
+			t = t[:j]
+		}
+		var err error
+		buf, err = f.keys.Parse(&tok, []byte(t), token.KindBill, time.Now(), buf)
+		if err != nil {
+			sum.Notices.Unparsed++
+			continue
+		}
+		n := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge}
+		k := "rtbd:n:{" + tok.Campaign + "}:" + spend.NoticeKey(&n)
+		if _, dup := keys[k]; dup {
+			sum.Notices.SameImpression++
+		}
+		keys[k] = strings.Clone(tok.Campaign)
+		campaigns[keys[k]] = true
+	}
+	sum.Notices.Distinct = int64(len(keys))
+
+	// The bidders flush within spend.flush_interval (journaled notices of
+	// a restarted one when it replays): wait up to 30 s for every key.
+	missing := func() []string {
+		var out []string
+		names := make([]string, 0, len(keys))
+		for k := range keys {
+			names = append(names, k)
+		}
+		for i := 0; i < len(names); i += 500 {
+			batch := names[i:min(i+500, len(names))]
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			pipe := f.rdb.Pipeline()
+			cmds := make([]*redis.IntCmd, len(batch))
+			for j, k := range batch {
+				cmds[j] = pipe.Exists(cctx, k)
+			}
+			_, err := pipe.Exec(cctx)
+			cancel()
+			for j, c := range cmds {
+				if err != nil || c.Val() == 0 {
+					out = append(out, batch[j])
+				}
+			}
+		}
+		return out
+	}
+	var lost []string
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		lost = missing()
+		if len(lost) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	sum.Notices.Lost = int64(len(lost))
+	for _, k := range lost[:min(len(lost), 20)] {
+		sum.Notices.LostKeys = append(sum.Notices.LostKeys, k)
+	}
+
+	// The store's impressions and micros over every campaign billed.
+	st := redisstore.New(f.rdb, redisstore.Options{})
+	names := make([]string, 0, len(campaigns))
+	for c := range campaigns {
+		names = append(names, c)
+	}
+	slices.Sort(names)
+	if len(names) > 0 {
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		tots, err := st.Read(cctx, names, time.Now().UTC().Format(time.DateOnly))
+		cancel()
+		if err != nil {
+			sum.Notices.StoreError = err.Error()
+		}
+		for _, t := range tots {
+			sum.Notices.StoreImps += t.TotalImps
+			sum.Notices.StoreMicros += t.TotalMicros
+		}
+	}
+	// Every notice key in the store (the harness's accepted ones, and any
+	// charged whose answer was lost in transit and then retried: the same
+	// key) is one impression.
+	var storeKeys int64
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	iter := f.rdb.Scan(cctx, 0, "rtbd:n:*", 1000).Iterator()
+	for iter.Next(cctx) {
+		storeKeys++
+	}
+	if err := iter.Err(); err != nil && sum.Notices.StoreError == "" {
+		sum.Notices.StoreError = err.Error()
+	}
+	cancel()
+	sum.Notices.StoreKeys = storeKeys
+	sum.Notices.account()
+	f.logf("reconciled: %d bills accepted (%d distinct), %d lost, %d double-charged; store %d impressions, %d notice keys, %d micros",
+		sum.Notices.Accepted, sum.Notices.Distinct, sum.Notices.Lost, sum.Notices.DoubleCharged, sum.Notices.StoreImps, storeKeys, sum.Notices.StoreMicros)
+}
+
+// soakSampler reads every process's RSS and the host's steal once a
+// second.
+type soakSampler struct {
+	f     *soakFleet
+	rss   []SoakRSS
+	steal map[int]float64 // second since the measured start -> steal %
+	t0    time.Time
+}
+
+func newSoakSampler(f *soakFleet) *soakSampler {
+	s := &soakSampler{f: f, steal: map[int]float64{}}
+	s.rss = append(s.rss, SoakRSS{Name: "redis-server"})
+	for _, n := range f.nodes {
+		s.rss = append(s.rss, SoakRSS{Name: n.name})
+	}
+	for _, b := range f.bidders {
+		s.rss = append(s.rss, SoakRSS{Name: b.name})
+	}
+	return s
+}
+
+func (s *soakSampler) pids() []int {
+	out := make([]int, len(s.rss))
+	for i, r := range s.rss {
+		if v, ok := s.f.pids.Load(r.Name); ok {
+			out[i] = v.(int)
+		}
+	}
+	return out
+}
+
+func (s *soakSampler) run(ctx context.Context) {
+	prev, _ := proc.HostCPUs()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		at := time.Since(s.f.measured).Seconds()
+		for i, pid := range s.pids() {
+			if pid == 0 {
+				continue
+			}
+			st, err := proc.ReadStatus(pid)
+			if err != nil {
+				continue
+			}
+			s.rss[i].Samples = append(s.rss[i].Samples, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes, PID: pid})
+		}
+		cur, err := proc.HostCPUs()
+		if err == nil && len(prev) > 0 {
+			var d proc.CPUTimes
+			for _, c := range cur {
+				d = d.Add(c.Sub(cpuOf(prev, c.CPU)))
+			}
+			// The second that just ended.
+			s.steal[int(at-1+1e-9)] = share(-1, d).StealPct
+		}
+		prev = cur
+	}
+}
+
+func (s *soakSampler) stealSeconds() int {
+	n := 0
+	for sec, v := range s.steal {
+		if sec >= 0 && v >= StealWarnPct {
+			n++
+		}
+	}
+	return n
+}
+
+// pid is the server's current process id, 0 when it is not running.
+func (s *server) pid() int {
+	if s.child == nil || s.exitedNow() {
+		return 0
+	}
+	return s.PID()
+}
+
+// attribute puts every error and late answer of the measured phase in the
+// fault window it fell in, else a second with host steal >= 5%, else
+// "unattributed".
+func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
+	f.rec.mu.Lock()
+	all := slices.Clone(f.rec.all)
+	f.rec.mu.Unlock()
+	grace := f.o.FaultGrace.Seconds()
+	counts := map[[3]string]int64{}
+	for _, a := range all {
+		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {
+			continue // warmup, or notices after the load ended
+		}
+		cause := ""
+		for _, fl := range sum.Faults {
+			if a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+grace {
+				cause = fl.Label
+				break
+			}
+		}
+		if cause == "" {
+			sec := int(a.AtSec)
+			if s.steal[sec] >= StealWarnPct || s.steal[sec-1] >= StealWarnPct {
+				cause = fmt.Sprintf("host steal >= %d%%", StealWarnPct)
+			}
+		}
+		if cause == "" {
+			cause = "unattributed"
+			if len(sum.Unattributed) < 50 {
+				sum.Unattributed = append(sum.Unattributed, a)
+			}
+		}
+		counts[[3]string{a.Kind, a.Outcome, cause}]++
+	}
+	for k, n := range counts {
+		sum.Anomalies = append(sum.Anomalies, SoakAnomalyCount{Kind: k[0], Outcome: k[1], Cause: k[2], Count: n})
+	}
+	slices.SortFunc(sum.Anomalies, func(a, b SoakAnomalyCount) int {
+		return cmpStrings(a.Kind+"\x00"+a.Outcome+"\x00"+a.Cause, b.Kind+"\x00"+b.Outcome+"\x00"+b.Cause)
+	})
+	if len(rs) > 0 {
+		sum.BidRequests = rs[0].Requests
+		sum.BidsLate = rs[0].DeadlineMisses
+	}
+}
+
+func cmpStrings(a, b string) int { return strings.Compare(a, b) }
+
+// errSkipped marks a fault the machine cannot run.
+var errSkipped = errors.New("skipped")
+
+// signalOf sends sig to the server's current process.
+func signalOf(s *server, sig syscall.Signal) error {
+	if s.child == nil || s.exitedNow() {
+		return fmt.Errorf("%s: not running", s.name)
+	}
+	return s.cmd.Process.Signal(sig)
+}

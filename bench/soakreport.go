@@ -1,0 +1,422 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SoakSummary is what the fault-injection soak (RunSoak) found, beside
+// the load's Results (their Events are the faults). Times are seconds
+// since the start of the measured phase.
+type SoakSummary struct {
+	// Checks are the soak's verdicts, each with what it measured.
+	Checks []SoakCheck `json:"checks"`
+	// Environment says how the faults were made on this machine.
+	Environment []string      `json:"environment,omitempty"`
+	Faults      []SoakFault   `json:"faults"`
+	Skipped     []SoakSkipped `json:"skipped,omitempty"`
+	Notices     SoakNotices   `json:"notices"`
+	// BidRequests and BidsLate (answers past tmax) of the measured phase.
+	BidRequests int64 `json:"bid_requests"`
+	BidsLate    int64 `json:"bids_late"`
+	// Anomalies count every error and late answer by request kind,
+	// outcome and cause: the fault window it fell in (the fault's start
+	// to its recovery plus the fault grace), a second in which the host
+	// stole >= 5% of the CPUs, or "unattributed".
+	Anomalies []SoakAnomalyCount `json:"anomalies"`
+	// Unattributed are the first 50 anomalies with no cause, in full.
+	Unattributed []SoakAnomaly `json:"unattributed,omitempty"`
+	// StealSeconds counts the seconds of the run with host steal >= 5%.
+	StealSeconds int `json:"steal_seconds"`
+	// RSS is every process's resident set, once a second; RSSChecks
+	// judge each process incarnation after its warm-up.
+	RSS       []SoakRSS      `json:"rss"`
+	RSSChecks []SoakRSSCheck `json:"rss_checks"`
+}
+
+// SoakCheck is one verdict of the soak.
+type SoakCheck struct {
+	Name   string `json:"name"`
+	Pass   bool   `json:"pass"`
+	Detail string `json:"detail"`
+}
+
+// SoakFault is one fault as it ran.
+type SoakFault struct {
+	Kind     string  `json:"kind"`
+	Target   string  `json:"target"`
+	Label    string  `json:"label"`
+	StartSec float64 `json:"start_sec"`
+	EndSec   float64 `json:"end_sec"` // recovered (restarted and ready, link up, ingest ended)
+	Detail   string  `json:"detail,omitempty"`
+	Error    string  `json:"error,omitempty"`
+}
+
+// SoakSkipped is a fault kind this machine could not run.
+type SoakSkipped struct {
+	Kind string `json:"kind"`
+	Why  string `json:"why"`
+}
+
+// SoakNotices reconciles the billing notices with the store.
+type SoakNotices struct {
+	// Accepted burls (204 accepted or replay) and the distinct impressions
+	// among them; Unparsed: tokens the harness could not read.
+	Accepted       int64 `json:"accepted"`
+	Distinct       int64 `json:"distinct"`
+	SameImpression int64 `json:"same_impression,omitempty"`
+	Unparsed       int64 `json:"unparsed,omitempty"`
+	// Lost: accepted, and no charge-once key in the store 30 s after the
+	// load ended (or fewer impressions in the store's totals than distinct
+	// bills accepted). LostKeys: the first 20 of the missing keys.
+	Lost     int64    `json:"lost"`
+	LostKeys []string `json:"lost_keys,omitempty"`
+	// DoubleCharged: impressions the store counted beyond its notice keys
+	// (one key per impression charged), or beyond the distinct bills the
+	// harness sent (accepted or given up). MicrosMismatch: store micros less
+	// one charge (0.50 CPM = 500 micros) per impression.
+	DoubleCharged  int64 `json:"double_charged"`
+	MicrosMismatch int64 `json:"micros_mismatch"`
+	// The store's totals over the campaigns billed, and its notice keys;
+	// ChargedNotAccepted: keys of notices whose answer the harness never
+	// got (lost in transit, then retried elsewhere: still one charge).
+	StoreImps          int64  `json:"store_imps"`
+	StoreMicros        int64  `json:"store_micros"`
+	StoreKeys          int64  `json:"store_keys"`
+	ChargedNotAccepted int64  `json:"charged_not_accepted"`
+	StoreError         string `json:"store_error,omitempty"`
+	// BillOutcomes by X-Rtbd-Notice (or "refused CODE outcome");
+	// Retries: attempts re-sent after a transport error or a 5xx; GaveUp:
+	// bills no bidder took within 20 s.
+	BillOutcomes map[string]int64 `json:"bill_outcomes"`
+	Retries      int64            `json:"retries"`
+	GaveUp       int64            `json:"gave_up"`
+	// Replays of accepted bills to the other bidder, and their outcomes.
+	ReplaysSent    int64            `json:"replays_sent"`
+	ReplaysGaveUp  int64            `json:"replays_gave_up,omitempty"`
+	ReplayOutcomes map[string]int64 `json:"replay_outcomes,omitempty"`
+	// Latency of the notice attempts answered, ms.
+	LatencyP50Ms float64 `json:"latency_p50_ms"`
+	LatencyP99Ms float64 `json:"latency_p99_ms"`
+	LatencyMaxMs float64 `json:"latency_max_ms"`
+}
+
+// account derives DoubleCharged, MicrosMismatch and ChargedNotAccepted
+// from the counts, and raises Lost (the keys found missing) to the
+// distinct bills the store's totals lack.
+func (n *SoakNotices) account() {
+	// Charged more than once: impressions beyond the distinct notice keys
+	// (the store adds one only with a new key), or beyond the distinct
+	// bills the harness sent.
+	n.DoubleCharged = max(0, n.StoreImps-n.StoreKeys, n.StoreImps-(n.Distinct+n.GaveUp))
+	n.MicrosMismatch = n.StoreMicros - n.StoreImps*soakChargeMicros
+	n.ChargedNotAccepted = max(0, n.StoreKeys-n.Distinct)
+	n.Lost = max(n.Lost, n.Distinct-n.StoreImps)
+}
+
+// SoakAnomaly is one error or late answer.
+type SoakAnomaly struct {
+	AtSec   float64 `json:"at_sec"`
+	Kind    string  `json:"kind"`    // bid, event, click, win, bill, bill-replay
+	Outcome string  `json:"outcome"` // late, timeout, conn, status_4xx, status_5xx, other, ...
+	Bidder  string  `json:"bidder,omitempty"`
+	Detail  string  `json:"detail,omitempty"`
+}
+
+// SoakAnomalyCount counts anomalies of one kind, outcome and cause.
+type SoakAnomalyCount struct {
+	Kind    string `json:"kind"`
+	Outcome string `json:"outcome"`
+	Cause   string `json:"cause"`
+	Count   int64  `json:"count"`
+}
+
+// SoakRSS is one process slot's RSS samples (a restart shows as a new pid).
+type SoakRSS struct {
+	Name    string          `json:"name"`
+	Samples []SoakRSSSample `json:"samples"`
+}
+
+// SoakRSSSample is one reading.
+type SoakRSSSample struct {
+	AtSec    float64 `json:"at_sec"`
+	RSSBytes int64   `json:"rss_bytes"`
+	PID      int     `json:"pid"`
+}
+
+// SoakRSSCheck judges one process incarnation: after its warm-up, the
+// median RSS of its last fifth against that of its first fifth.
+type SoakRSSCheck struct {
+	Name      string  `json:"name"`
+	PID       int     `json:"pid"`
+	FromSec   float64 `json:"from_sec"`
+	ToSec     float64 `json:"to_sec"`
+	FirstMiB  float64 `json:"first_mib"`
+	LastMiB   float64 `json:"last_mib"`
+	MinMiB    float64 `json:"min_mib"`
+	MaxMiB    float64 `json:"max_mib"`
+	GrowthPct float64 `json:"growth_pct"`
+	// Judged is false for an incarnation with less than 60 s after its
+	// warm-up (too short to tell); Flat: growth within 10%.
+	Judged bool   `json:"judged"`
+	Flat   bool   `json:"flat"`
+	Note   string `json:"note,omitempty"`
+}
+
+// judgeRSS splits each slot's samples by pid and judges every
+// incarnation after warmup (from its first sample, or from the measured
+// start for the first one).
+func (s *SoakSummary) judgeRSS(warmup time.Duration, _ time.Time) {
+	for _, r := range s.RSS {
+		var runs [][]SoakRSSSample
+		for i, x := range r.Samples {
+			if i == 0 || x.PID != r.Samples[i-1].PID {
+				runs = append(runs, nil)
+			}
+			runs[len(runs)-1] = append(runs[len(runs)-1], x)
+		}
+		for _, run := range runs {
+			from := run[0].AtSec + warmup.Seconds()
+			var xs []SoakRSSSample
+			for _, x := range run {
+				if x.AtSec >= from {
+					xs = append(xs, x)
+				}
+			}
+			c := SoakRSSCheck{Name: r.Name, PID: run[0].PID, FromSec: from, ToSec: run[len(run)-1].AtSec}
+			if len(xs) < 60 {
+				c.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(xs))
+				s.RSSChecks = append(s.RSSChecks, c)
+				continue
+			}
+			fifth := max(len(xs)/5, 5)
+			c.FirstMiB = medianMiB(xs[:fifth])
+			c.LastMiB = medianMiB(xs[len(xs)-fifth:])
+			c.MinMiB, c.MaxMiB = math.Inf(1), 0
+			for _, x := range xs {
+				m := float64(x.RSSBytes) / (1 << 20)
+				c.MinMiB, c.MaxMiB = min(c.MinMiB, m), max(c.MaxMiB, m)
+			}
+			c.GrowthPct = 100 * (c.LastMiB - c.FirstMiB) / c.FirstMiB
+			c.Judged, c.Flat = true, c.GrowthPct <= 10
+			if r.Name == "redis-server" {
+				c.Note = "holds the run's data (a charge-once key per billed impression, profiles): grows with it"
+			}
+			s.RSSChecks = append(s.RSSChecks, c)
+		}
+	}
+}
+
+func medianMiB(xs []SoakRSSSample) float64 {
+	v := make([]int64, len(xs))
+	for i, x := range xs {
+		v[i] = x.RSSBytes
+	}
+	slices.Sort(v)
+	return float64(v[len(v)/2]) / (1 << 20)
+}
+
+// verdict fills Checks.
+func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
+	// Each fault at least Rounds times, without a harness error.
+	ran := map[string]int{}
+	failed := map[string][]string{}
+	for _, f := range s.Faults {
+		if f.Error == "" {
+			ran[f.Kind]++
+		} else {
+			failed[f.Kind] = append(failed[f.Kind], f.Label+": "+f.Error)
+		}
+	}
+	var parts []string
+	pass := true
+	for _, k := range o.Faults {
+		skipped := slices.ContainsFunc(s.Skipped, func(x SoakSkipped) bool { return x.Kind == k })
+		switch {
+		case skipped:
+			parts = append(parts, k+" skipped")
+		case ran[k] >= o.Rounds && len(failed[k]) == 0:
+			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
+		default:
+			pass = false
+			parts = append(parts, fmt.Sprintf("%s x%d of %d (failed: %s)", k, ran[k], o.Rounds, strings.Join(failed[k], "; ")))
+		}
+	}
+	s.Checks = append(s.Checks, SoakCheck{Name: "faults", Pass: pass, Detail: strings.Join(parts, ", ")})
+
+	n := s.Notices
+	s.Checks = append(s.Checks,
+		SoakCheck{Name: "no notice lost", Pass: n.Lost == 0 && n.Unparsed == 0 && n.StoreError == "" && n.Accepted > 0,
+			Detail: fmt.Sprintf("%d bills accepted (%d distinct impressions), %d without their charge in the store%s", n.Accepted, n.Distinct, n.Lost, errSuffix(n.StoreError))},
+		SoakCheck{Name: "no notice double-charged", Pass: n.DoubleCharged == 0 && n.MicrosMismatch == 0 && n.StoreError == "",
+			Detail: fmt.Sprintf("store: %d impressions, %d micros for %d charge-once keys (%d replays sent to the other bidder: %s); %d impressions and %d micros over one charge each",
+				n.StoreImps, n.StoreMicros, n.StoreKeys, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes), n.DoubleCharged, n.MicrosMismatch)})
+
+	var late, lateUnattr, errs, errsUnattr int64
+	for _, a := range s.Anomalies {
+		isBidLate := a.Kind == "bid" && a.Outcome == "late"
+		switch {
+		case isBidLate:
+			late += a.Count
+			if a.Cause == "unattributed" {
+				lateUnattr += a.Count
+			}
+		default:
+			errs += a.Count
+			if a.Cause == "unattributed" {
+				errsUnattr += a.Count
+			}
+		}
+	}
+	ratio := 0.0
+	if s.BidRequests > 0 {
+		ratio = float64(s.BidsLate) / float64(s.BidRequests)
+	}
+	s.Checks = append(s.Checks,
+		SoakCheck{Name: "bids past tmax <= 0.01%", Pass: ratio <= 0.0001,
+			Detail: fmt.Sprintf("%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)},
+		SoakCheck{Name: "every late answer attributed", Pass: lateUnattr == 0,
+			Detail: fmt.Sprintf("%d late bid answers logged, %d in no fault window and no second of host steal >= %d%% (%d such seconds)", late, lateUnattr, StealWarnPct, s.StealSeconds)},
+		SoakCheck{Name: "every error attributed", Pass: errsUnattr == 0,
+			Detail: fmt.Sprintf("%d errors (every kind of request), %d in no fault window and no second of host steal", errs, errsUnattr)})
+
+	var judged, flat int
+	var bad []string
+	for _, c := range s.RSSChecks {
+		if !c.Judged || c.Name == "redis-server" {
+			continue
+		}
+		judged++
+		if c.Flat {
+			flat++
+		} else {
+			bad = append(bad, fmt.Sprintf("%s pid %d %+.1f%% (%.1f -> %.1f MiB)", c.Name, c.PID, c.GrowthPct, c.FirstMiB, c.LastMiB))
+		}
+	}
+	detail := fmt.Sprintf("%d of %d rtbd process incarnations judged flat (last fifth's median RSS within +10%% of the first fifth's after the warm-up)", flat, judged)
+	if len(bad) > 0 {
+		detail += "; not flat: " + strings.Join(bad, ", ")
+	}
+	s.Checks = append(s.Checks, SoakCheck{Name: "RSS flat within 10%", Pass: judged > 0 && len(bad) == 0, Detail: detail})
+	_ = rs
+}
+
+func errSuffix(e string) string {
+	if e == "" {
+		return ""
+	}
+	return "; store error: " + e
+}
+
+func fmtOutcomes(m map[string]int64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// writeSoak is the soak section of the text report.
+func writeSoak(ew *errWriter, s *SoakSummary) {
+	ew.printf("\nFault-injection soak\n")
+	for _, c := range s.Checks {
+		v := "PASS"
+		if !c.Pass {
+			v = "FAIL"
+		}
+		ew.printf("  %s  %s: %s\n", v, c.Name, c.Detail)
+	}
+	for _, e := range s.Environment {
+		ew.printf("  env: %s\n", e)
+	}
+	for _, k := range s.Skipped {
+		ew.printf("  skipped %s: %s\n", k.Kind, k.Why)
+	}
+	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
+	tw := ew.tab()
+	fmt.Fprintf(tw, "  start\tend\tfault\tdetail\n")
+	for _, f := range s.Faults {
+		d := f.Detail
+		if f.Error != "" {
+			d = "ERROR " + f.Error + "; " + d
+		}
+		fmt.Fprintf(tw, "  %.1f\t%.1f\t%s\t%s\n", f.StartSec, f.EndSec, f.Label, d)
+	}
+	ew.flush(tw)
+	n := s.Notices
+	ew.printf("\nBilling notices: %d accepted (%d distinct impressions), lost %d, double-charged %d, micros mismatch %d\n",
+		n.Accepted, n.Distinct, n.Lost, n.DoubleCharged, n.MicrosMismatch)
+	ew.printf("  outcomes: %s; retries %d; gave up %d; replays to the other bidder %d (%s)\n", fmtOutcomes(n.BillOutcomes), n.Retries, n.GaveUp, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes))
+	ew.printf("  store: %d impressions, %d micros, %d charge-once keys (%d charged whose answer the harness did not get)\n", n.StoreImps, n.StoreMicros, n.StoreKeys, n.ChargedNotAccepted)
+	ew.printf("  notice latency: p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs)
+	for _, k := range n.LostKeys {
+		ew.printf("  lost: %s\n", k)
+	}
+	ew.printf("\nErrors and late answers by cause (%d bid requests, %d past tmax; %d seconds with host steal >= %d%%)\n", s.BidRequests, s.BidsLate, s.StealSeconds, StealWarnPct)
+	tw = ew.tab()
+	fmt.Fprintf(tw, "  kind\toutcome\tcause\tcount\n")
+	for _, a := range s.Anomalies {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\n", a.Kind, a.Outcome, a.Cause, a.Count)
+	}
+	ew.flush(tw)
+	for _, a := range s.Unattributed[:min(len(s.Unattributed), 10)] {
+		ew.printf("  unattributed: t=%.2f s %s %s %s %s\n", a.AtSec, a.Kind, a.Outcome, a.Bidder, a.Detail)
+	}
+	ew.printf("\nRSS per process incarnation (after its warm-up)\n")
+	tw = ew.tab()
+	fmt.Fprintf(tw, "  process\tpid\tfrom s\tto s\tfirst MiB\tlast MiB\tmin\tmax\tgrowth\tverdict\n")
+	for _, c := range s.RSSChecks {
+		v := "-"
+		if c.Judged {
+			v = map[bool]string{true: "flat", false: "NOT FLAT"}[c.Flat]
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%.0f\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f%%\t%s %s\n", c.Name, c.PID, c.FromSec, c.ToSec, c.FirstMiB, c.LastMiB, c.MinMiB, c.MaxMiB, c.GrowthPct, v, c.Note)
+	}
+	ew.flush(tw)
+}
+
+// rssChart plots every process's RSS (MiB) over the run, with the faults
+// as marks.
+func rssChart(s *SoakSummary) string {
+	var ss []series
+	maxT, maxY := 1.0, 0.0
+	for i, r := range s.RSS {
+		// One line per process incarnation: a restart is a gap.
+		se := series{name: r.Name, color: colorOf(i)}
+		pid := 0
+		for _, x := range r.Samples {
+			if x.AtSec < 0 {
+				continue
+			}
+			if pid != 0 && x.PID != pid {
+				ss = append(ss, se)
+				se = series{name: r.Name, color: colorOf(i), more: true}
+			}
+			pid = x.PID
+			v := float64(x.RSSBytes) / (1 << 20)
+			se.pts = append(se.pts, [2]float64{x.AtSec, v})
+			maxT, maxY = max(maxT, x.AtSec), max(maxY, v)
+		}
+		ss = append(ss, se)
+	}
+	var marks []mark
+	for _, f := range s.Faults {
+		marks = append(marks, mark{x: f.StartSec, label: f.Label})
+	}
+	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
+	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
+	return lineChart("RSS of every process (MiB, once a second; a restart starts a new process)",
+		axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
+		axis{label: "RSS MiB", min: y0, max: y1, ticks: yt}, ss, marks...)
+}

@@ -1,0 +1,197 @@
+package bench
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rssRun is n samples of pid from at, RSS growing from base MiB by grow
+// MiB in all.
+func rssRun(pid int, at float64, n int, base, grow float64) []SoakRSSSample {
+	out := make([]SoakRSSSample, n)
+	for i := range out {
+		mib := base + grow*float64(i)/float64(n-1)
+		out[i] = SoakRSSSample{AtSec: at + float64(i), RSSBytes: int64(mib * (1 << 20)), PID: pid}
+	}
+	return out
+}
+
+func TestSoakJudgeRSS(t *testing.T) {
+	s := &SoakSummary{RSS: []SoakRSS{
+		{Name: "bidder1", Samples: append(rssRun(10, 0, 200, 60, 3), rssRun(11, 200, 30, 50, 40)...)}, // flat; then too short
+		{Name: "node1", Samples: rssRun(20, 0, 200, 50, 25)},                                          // +50%
+	}}
+	s.judgeRSS(20*time.Second, time.Time{})
+	if len(s.RSSChecks) != 3 {
+		t.Fatalf("checks %+v, want one per incarnation (3)", s.RSSChecks)
+	}
+	b1, b1b, n1 := s.RSSChecks[0], s.RSSChecks[1], s.RSSChecks[2]
+	if !b1.Judged || !b1.Flat || b1.GrowthPct > 10 {
+		t.Errorf("bidder1 pid 10 growing 3 MiB of 60: %+v, want judged flat", b1)
+	}
+	if b1b.Judged {
+		t.Errorf("bidder1 pid 11 with 10 s after its warm-up: %+v, want not judged", b1b)
+	}
+	if !n1.Judged || n1.Flat || n1.GrowthPct < 30 {
+		t.Errorf("node1 growing 25 MiB of 50: %+v, want judged not flat", n1)
+	}
+}
+
+func TestSoakVerdict(t *testing.T) {
+	o := SoakOptions{Faults: []string{FaultNodeKill, FaultDiskSlow}}.withDefaults()
+	s := &SoakSummary{
+		Faults: []SoakFault{
+			{Kind: FaultNodeKill, Label: "node1 kill -9", StartSec: 10, EndSec: 13},
+			{Kind: FaultNodeKill, Label: "node2 kill -9", StartSec: 40, EndSec: 43, Error: "restart: boom"},
+		},
+		Skipped:     []SoakSkipped{{Kind: FaultDiskSlow, Why: "no io controller"}},
+		Notices:     SoakNotices{Accepted: 100, Distinct: 100, StoreImps: 101, StoreKeys: 100, StoreMicros: 101 * soakChargeMicros},
+		BidRequests: 100_000, BidsLate: 5,
+		Anomalies: []SoakAnomalyCount{
+			{Kind: "bid", Outcome: "late", Cause: "node1 kill -9", Count: 4},
+			{Kind: "bid", Outcome: "late", Cause: "unattributed", Count: 1},
+		},
+	}
+	s.Notices.account()
+	s.verdict(o, nil)
+	got := map[string]SoakCheck{}
+	for _, c := range s.Checks {
+		got[c.Name] = c
+	}
+	for name, pass := range map[string]bool{
+		"faults":                       false, // the second node kill failed
+		"no notice lost":               true,  // every key there
+		"no notice double-charged":     false, // one impression more than keys
+		"bids past tmax <= 0.01%":      true,  // 5 of 100,000
+		"every late answer attributed": false,
+		"every error attributed":       true,
+		"RSS flat within 10%":          false, // nothing judged
+	} {
+		c, ok := got[name]
+		if !ok {
+			t.Errorf("no check %q in %+v", name, s.Checks)
+			continue
+		}
+		if c.Pass != pass {
+			t.Errorf("check %q: pass %v, want %v (%s)", name, c.Pass, pass, c.Detail)
+		}
+	}
+	if !strings.Contains(got["faults"].Detail, "disk-slow skipped") {
+		t.Errorf("faults detail %q does not say disk-slow was skipped", got["faults"].Detail)
+	}
+}
+
+func TestSoakReportRenders(t *testing.T) {
+	r := sampleReport()
+	r.Soak = &SoakSummary{
+		Checks:  []SoakCheck{{Name: "no notice lost", Pass: true, Detail: "7 bills accepted"}},
+		Faults:  []SoakFault{{Kind: FaultRedisKill, Label: "redis <kill> -9", StartSec: 2, EndSec: 5, Detail: "restarted"}},
+		Notices: SoakNotices{Accepted: 7, Distinct: 7, BillOutcomes: map[string]int64{"accepted": 7}},
+		RSS:     []SoakRSS{{Name: "bidder1", Samples: rssRun(1, 0, 10, 50, 1)}},
+	}
+	var txt, htm, js bytes.Buffer
+	if err := WriteText(&txt, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteHTML(&htm, r); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&js, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Fault-injection soak", "PASS  no notice lost", "redis <kill> -9", "accepted 7"} {
+		if !strings.Contains(txt.String(), want) {
+			t.Errorf("text report lacks %q", want)
+		}
+	}
+	for _, want := range []string{`id="soak"`, "RSS of every process", "redis &lt;kill&gt; -9"} {
+		if !strings.Contains(htm.String(), want) {
+			t.Errorf("html report lacks %q", want)
+		}
+	}
+	back, err := ReadReport(&js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Soak == nil || back.Soak.Notices.Accepted != 7 || len(back.Soak.RSS[0].Samples) != 10 {
+		t.Errorf("JSON round trip lost the soak: %+v", back.Soak)
+	}
+}
+
+func TestSoakNoticesAccount(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		n            SoakNotices
+		lost, double int64
+	}{
+		{"exact", SoakNotices{Distinct: 50, StoreImps: 50, StoreKeys: 50, StoreMicros: 50 * soakChargeMicros}, 0, 0},
+		{"totals short of the bills", SoakNotices{Distinct: 50, StoreImps: 48, StoreKeys: 50, StoreMicros: 48 * soakChargeMicros}, 2, 0},
+		{"a key missing", SoakNotices{Distinct: 50, Lost: 1, StoreImps: 50, StoreKeys: 50, StoreMicros: 50 * soakChargeMicros}, 1, 0},
+		{"charged beyond the keys", SoakNotices{Distinct: 50, StoreImps: 52, StoreKeys: 50, StoreMicros: 52 * soakChargeMicros}, 0, 2},
+		{"a given-up bill charged once", SoakNotices{Distinct: 50, GaveUp: 1, StoreImps: 51, StoreKeys: 51, StoreMicros: 51 * soakChargeMicros}, 0, 0},
+	} {
+		n := c.n
+		n.account()
+		if n.Lost != c.lost || n.DoubleCharged != c.double || n.MicrosMismatch != 0 {
+			t.Errorf("%s: lost %d, double %d, micros mismatch %d; want %d, %d, 0", c.name, n.Lost, n.DoubleCharged, n.MicrosMismatch, c.lost, c.double)
+		}
+	}
+}
+
+func TestSoakSchedule(t *testing.T) {
+	f := &soakFleet{o: SoakOptions{Duration: 10 * time.Minute}.withDefaults()}
+	env := soakEnv{skipped: map[string]string{FaultDiskSlow: "no io controller"}}
+	sum := &SoakSummary{}
+	sched := f.schedule(env, sum)
+	if len(sum.Skipped) != 1 || sum.Skipped[0].Kind != FaultDiskSlow {
+		t.Errorf("skipped %+v, want disk-slow only", sum.Skipped)
+	}
+	count := map[string]int{}
+	targets := map[string]map[int]bool{}
+	last := time.Duration(0)
+	for _, fl := range sched {
+		count[fl.kind]++
+		if targets[fl.kind] == nil {
+			targets[fl.kind] = map[int]bool{}
+		}
+		targets[fl.kind][fl.target] = true
+		if fl.at <= last || fl.at >= f.o.Duration {
+			t.Errorf("fault %s at %v: want after %v and within %v", fl.kind, fl.at, last, f.o.Duration)
+		}
+		last = fl.at
+	}
+	for _, k := range SoakFaultKinds {
+		want := 2
+		if k == FaultDiskSlow {
+			want = 0
+		}
+		if count[k] != want {
+			t.Errorf("%s scheduled %d times, want %d", k, count[k], want)
+		}
+	}
+	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut} {
+		if len(targets[k]) != 2 {
+			t.Errorf("%s hits %v, want both nodes or bidders once each", k, targets[k])
+		}
+	}
+}
+
+func TestSoakNoticePath(t *testing.T) {
+	body := []byte(`{"seatbid":[{"bid":[{"nurl":"http://127.0.0.1:1/win?t=AbC-_9\u0026p=${AUCTION_PRICE}","burl":"http://127.0.0.1:1/bill?t=XyZ\u0026p=${AUCTION_PRICE}","adm":"<a href=\"http://127.0.0.1:1/click?t=Tok-_1.42\">"}]}]}`)
+	nurl, ok := noticePath(body, nurlKey, "/win?")
+	if !ok || nurl != "/win?t=AbC-_9&p="+soakPrice {
+		t.Errorf("nurl %q %v", nurl, ok)
+	}
+	burl, ok := noticePath(body, burlKey, "/bill?")
+	if !ok || burl != "/bill?t=XyZ&p="+soakPrice {
+		t.Errorf("burl %q %v", burl, ok)
+	}
+	if m := clickLink.Find(body); string(m) != "/click?t=Tok-_1.42" {
+		t.Errorf("click link %q", m)
+	}
+	if _, ok := noticePath([]byte(`{"id":"x"}`), burlKey, "/bill?"); ok {
+		t.Error("a no-bid body gave a burl")
+	}
+}
