@@ -28,6 +28,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
 // SoakOptions configure RunSoak. Zero values take the defaults noted.
@@ -436,7 +437,8 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 
 	f.demo = filepath.Join(f.work, "demo")
 	args := []string{"gen", "-demo", "-out", f.demo, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
-		"-users", strconv.Itoa(o.Users), "-redis", f.redis.Addr()}
+		"-users", strconv.Itoa(o.Users), "-redis", f.redis.Addr(),
+		"-image-base", feedgen.DefaultImageBase} // https images: the workload's imps are secure
 	f.logf("writing the demo, users into redis-server: %s %s", f.exe, strings.Join(args, " "))
 	if err := runToEnd(ctx, "rtbd gen -demo", f.exe, args, logPath(f.work, "gen-demo"), 10*time.Minute); err != nil {
 		return stop, err
