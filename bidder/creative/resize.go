@@ -72,18 +72,7 @@ func ParseResizeURL(s string) (*ResizeURL, error) {
 
 // Append appends the URL of src resized to w x h.
 func (r *ResizeURL) Append(dst []byte, w, h int64, src string) []byte {
-	for i, hole := range r.holes {
-		dst = append(dst, r.lits[i]...)
-		switch hole {
-		case 'w':
-			dst = strconv.AppendInt(dst, w, 10)
-		case 'h':
-			dst = strconv.AppendInt(dst, h, 10)
-		default:
-			dst = appendPercent(dst, src)
-		}
-	}
-	return append(dst, r.lits[len(r.holes)]...)
+	return r.appendURL(dst, w, h, src, false)
 }
 
 // appendJSON appends the URL of src resized to w x h as a JSON string
@@ -91,16 +80,22 @@ func (r *ResizeURL) Append(dst []byte, w, h int64, src string) []byte {
 // has no other character to escape, and a percent-encoded src none).
 func (r *ResizeURL) appendJSON(dst []byte, w, h int64, src string) []byte {
 	dst = append(dst, '"')
+	return append(r.appendURL(dst, w, h, src, true), '"')
+}
+
+// appendURL is Append, with the template's & written as \u0026 when json.
+func (r *ResizeURL) appendURL(dst []byte, w, h int64, src string, json bool) []byte {
 	lit := func(dst []byte, s string) []byte {
-		for {
+		for json {
 			i := strings.IndexByte(s, '&')
 			if i < 0 {
-				return append(dst, s...)
+				break
 			}
 			dst = append(dst, s[:i]...)
 			dst = append(dst, `\u0026`...)
 			s = s[i+1:]
 		}
+		return append(dst, s...)
 	}
 	for i, hole := range r.holes {
 		dst = lit(dst, r.lits[i])
@@ -113,8 +108,7 @@ func (r *ResizeURL) appendJSON(dst []byte, w, h int64, src string) []byte {
 			dst = appendPercent(dst, src)
 		}
 	}
-	dst = lit(dst, r.lits[len(r.holes)])
-	return append(dst, '"')
+	return lit(dst, r.lits[len(r.holes)])
 }
 
 // appendPercent appends s with every byte but the URL-unreserved ones
