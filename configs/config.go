@@ -950,6 +950,14 @@ type Catalog struct {
 	ConnsPerNode int `yaml:"conns_per_node"`
 	// CallTimeout is the deadline of a call whose context has none.
 	CallTimeout time.Duration `yaml:"call_timeout"`
+	// NearCacheBytes bounds, in bytes, the remote client's near cache of
+	// catalog products (absences included); 0 turns it off.
+	NearCacheBytes int64 `yaml:"near_cache_bytes"`
+	// NearCacheGrace is how long near-cache entries of an older index
+	// version are still served once the client has seen a newer one.
+	NearCacheGrace time.Duration `yaml:"near_cache_grace"`
+	// NearCacheMaxAge is the longest any near-cache entry is served.
+	NearCacheMaxAge time.Duration `yaml:"near_cache_max_age"`
 	// WatchInterval is how often a serving process checks Data for a newly
 	// published index version.
 	WatchInterval time.Duration `yaml:"watch_interval"`
@@ -996,6 +1004,12 @@ func (c Catalog) Validate(p *Problems) {
 	p.Positive("refresh_interval", c.RefreshInterval)
 	p.Range("conns_per_node", int64(c.ConnsPerNode), 1, 64)
 	p.Positive("call_timeout", c.CallTimeout)
+	p.Range("near_cache_bytes", c.NearCacheBytes, 0, 1<<40)
+	p.Positive("near_cache_grace", c.NearCacheGrace)
+	p.Positive("near_cache_max_age", c.NearCacheMaxAge)
+	if c.NearCacheGrace > 0 && c.NearCacheMaxAge > 0 && c.NearCacheGrace > c.NearCacheMaxAge {
+		p.Addf("near_cache_grace", "must be at most near_cache_max_age (%s), got %s", c.NearCacheMaxAge, c.NearCacheGrace)
+	}
 	p.Positive("watch_interval", c.WatchInterval)
 	p.Positive("graceful_timeout", c.GracefulTimeout)
 	p.Range("max_concurrent_streams", int64(c.MaxConcurrentStreams), 1, 1<<20)

@@ -27,6 +27,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// IndexVersion identifies the index a node serves. content_hash depends on
+// the products alone (an order-independent hash of every key and value), so
+// nodes that ingested the same feed agree on it; generation rises with every
+// publish on a data directory, rollback included, and orders versions.
+type IndexVersion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Generation    uint64                 `protobuf:"varint,1,opt,name=generation,proto3" json:"generation,omitempty"`
+	ContentHash   uint64                 `protobuf:"fixed64,2,opt,name=content_hash,json=contentHash,proto3" json:"content_hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *IndexVersion) Reset() {
+	*x = IndexVersion{}
+	mi := &file_catalog_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IndexVersion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IndexVersion) ProtoMessage() {}
+
+func (x *IndexVersion) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IndexVersion.ProtoReflect.Descriptor instead.
+func (*IndexVersion) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *IndexVersion) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *IndexVersion) GetContentHash() uint64 {
+	if x != nil {
+		return x.ContentHash
+	}
+	return 0
+}
+
 type ProductMastersRequest struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	ProductGroupId         int64                  `protobuf:"varint,1,opt,name=product_group_id,json=productGroupId,proto3" json:"product_group_id,omitempty"`
@@ -40,7 +96,7 @@ type ProductMastersRequest struct {
 
 func (x *ProductMastersRequest) Reset() {
 	*x = ProductMastersRequest{}
-	mi := &file_catalog_proto_msgTypes[0]
+	mi := &file_catalog_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -52,7 +108,7 @@ func (x *ProductMastersRequest) String() string {
 func (*ProductMastersRequest) ProtoMessage() {}
 
 func (x *ProductMastersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[0]
+	mi := &file_catalog_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -65,7 +121,7 @@ func (x *ProductMastersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProductMastersRequest.ProtoReflect.Descriptor instead.
 func (*ProductMastersRequest) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{0}
+	return file_catalog_proto_rawDescGZIP(), []int{1}
 }
 
 func (x *ProductMastersRequest) GetProductGroupId() int64 {
@@ -104,16 +160,18 @@ func (x *ProductMastersRequest) GetProduct2Ids() []int64 {
 }
 
 type ProductMastersResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Product1S     []*Product             `protobuf:"bytes,1,rep,name=product1s,proto3" json:"product1s,omitempty"`
-	Product2S     []*Product             `protobuf:"bytes,2,rep,name=product2s,proto3" json:"product2s,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Product1S []*Product             `protobuf:"bytes,1,rep,name=product1s,proto3" json:"product1s,omitempty"`
+	Product2S []*Product             `protobuf:"bytes,2,rep,name=product2s,proto3" json:"product2s,omitempty"`
+	// version is the index version that answered.
+	Version       *IndexVersion `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ProductMastersResponse) Reset() {
 	*x = ProductMastersResponse{}
-	mi := &file_catalog_proto_msgTypes[1]
+	mi := &file_catalog_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -125,7 +183,7 @@ func (x *ProductMastersResponse) String() string {
 func (*ProductMastersResponse) ProtoMessage() {}
 
 func (x *ProductMastersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[1]
+	mi := &file_catalog_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -138,7 +196,7 @@ func (x *ProductMastersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProductMastersResponse.ProtoReflect.Descriptor instead.
 func (*ProductMastersResponse) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{1}
+	return file_catalog_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ProductMastersResponse) GetProduct1S() []*Product {
@@ -151,6 +209,336 @@ func (x *ProductMastersResponse) GetProduct1S() []*Product {
 func (x *ProductMastersResponse) GetProduct2S() []*Product {
 	if x != nil {
 		return x.Product2S
+	}
+	return nil
+}
+
+func (x *ProductMastersResponse) GetVersion() *IndexVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+type ProductsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*ProductKeys         `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProductsRequest) Reset() {
+	*x = ProductsRequest{}
+	mi := &file_catalog_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProductsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProductsRequest) ProtoMessage() {}
+
+func (x *ProductsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProductsRequest.ProtoReflect.Descriptor instead.
+func (*ProductsRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ProductsRequest) GetGroups() []*ProductKeys {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+// ProductKeys names products of one group.
+type ProductKeys struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProductGroupId int64                  `protobuf:"varint,1,opt,name=product_group_id,json=productGroupId,proto3" json:"product_group_id,omitempty"`
+	ProductIds     []int64                `protobuf:"varint,2,rep,packed,name=product_ids,json=productIds,proto3" json:"product_ids,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ProductKeys) Reset() {
+	*x = ProductKeys{}
+	mi := &file_catalog_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProductKeys) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProductKeys) ProtoMessage() {}
+
+func (x *ProductKeys) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProductKeys.ProtoReflect.Descriptor instead.
+func (*ProductKeys) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *ProductKeys) GetProductGroupId() int64 {
+	if x != nil {
+		return x.ProductGroupId
+	}
+	return 0
+}
+
+func (x *ProductKeys) GetProductIds() []int64 {
+	if x != nil {
+		return x.ProductIds
+	}
+	return nil
+}
+
+type ProductsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// records: one per id asked, group by group, in the order asked.
+	Records []*Record `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
+	// version is the index version the records were read from.
+	Version       *IndexVersion `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProductsResponse) Reset() {
+	*x = ProductsResponse{}
+	mi := &file_catalog_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProductsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProductsResponse) ProtoMessage() {}
+
+func (x *ProductsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProductsResponse.ProtoReflect.Descriptor instead.
+func (*ProductsResponse) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *ProductsResponse) GetRecords() []*Record {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+func (x *ProductsResponse) GetVersion() *IndexVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+// Record is one product as the index stores it.
+type Record struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProductGroupId int64                  `protobuf:"varint,1,opt,name=product_group_id,json=productGroupId,proto3" json:"product_group_id,omitempty"`
+	ProductId      int64                  `protobuf:"varint,2,opt,name=product_id,json=productId,proto3" json:"product_id,omitempty"`
+	// value is the index's value encoding of the product (catalog.DecodeValue
+	// decodes it); empty when the node has no such product in that group.
+	Value         []byte `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Record) Reset() {
+	*x = Record{}
+	mi := &file_catalog_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Record) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Record) ProtoMessage() {}
+
+func (x *Record) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Record.ProtoReflect.Descriptor instead.
+func (*Record) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Record) GetProductGroupId() int64 {
+	if x != nil {
+		return x.ProductGroupId
+	}
+	return 0
+}
+
+func (x *Record) GetProductId() int64 {
+	if x != nil {
+		return x.ProductId
+	}
+	return 0
+}
+
+func (x *Record) GetValue() []byte {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+type ChangesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Since         *IndexVersion          `protobuf:"bytes,1,opt,name=since,proto3" json:"since,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangesRequest) Reset() {
+	*x = ChangesRequest{}
+	mi := &file_catalog_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangesRequest) ProtoMessage() {}
+
+func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangesRequest.ProtoReflect.Descriptor instead.
+func (*ChangesRequest) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *ChangesRequest) GetSince() *IndexVersion {
+	if x != nil {
+		return x.Since
+	}
+	return nil
+}
+
+type ChangesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// version is the node's current version.
+	Version *IndexVersion `protobuf:"bytes,1,opt,name=version,proto3" json:"version,omitempty"`
+	// full: the node cannot list the changes since that version; treat every
+	// product as changed.
+	Full bool `protobuf:"varint,2,opt,name=full,proto3" json:"full,omitempty"`
+	// changed lists the products upserted or deleted since that version
+	// (empty when full, or when since is the current version).
+	Changed       []*ProductKeys `protobuf:"bytes,3,rep,name=changed,proto3" json:"changed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChangesResponse) Reset() {
+	*x = ChangesResponse{}
+	mi := &file_catalog_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChangesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChangesResponse) ProtoMessage() {}
+
+func (x *ChangesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChangesResponse.ProtoReflect.Descriptor instead.
+func (*ChangesResponse) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *ChangesResponse) GetVersion() *IndexVersion {
+	if x != nil {
+		return x.Version
+	}
+	return nil
+}
+
+func (x *ChangesResponse) GetFull() bool {
+	if x != nil {
+		return x.Full
+	}
+	return false
+}
+
+func (x *ChangesResponse) GetChanged() []*ProductKeys {
+	if x != nil {
+		return x.Changed
 	}
 	return nil
 }
@@ -186,7 +574,7 @@ type Product struct {
 
 func (x *Product) Reset() {
 	*x = Product{}
-	mi := &file_catalog_proto_msgTypes[2]
+	mi := &file_catalog_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +586,7 @@ func (x *Product) String() string {
 func (*Product) ProtoMessage() {}
 
 func (x *Product) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[2]
+	mi := &file_catalog_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +599,7 @@ func (x *Product) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Product.ProtoReflect.Descriptor instead.
 func (*Product) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{2}
+	return file_catalog_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Product) GetProductId() int64 {
@@ -323,16 +711,42 @@ var File_catalog_proto protoreflect.FileDescriptor
 
 const file_catalog_proto_rawDesc = "" +
 	"\n" +
-	"\rcatalog.proto\x12\x0frtbd.catalog.v1\"\xfd\x01\n" +
+	"\rcatalog.proto\x12\x0frtbd.catalog.v1\"Q\n" +
+	"\fIndexVersion\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x01 \x01(\x04R\n" +
+	"generation\x12!\n" +
+	"\fcontent_hash\x18\x02 \x01(\x06R\vcontentHash\"\xfd\x01\n" +
 	"\x15ProductMastersRequest\x12(\n" +
 	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x129\n" +
 	"\x19product1_quantity_at_most\x18\x02 \x01(\x05R\x16product1QuantityAtMost\x12!\n" +
 	"\fproduct1_ids\x18\x03 \x03(\x03R\vproduct1Ids\x129\n" +
 	"\x19product2_quantity_at_most\x18\x04 \x01(\x05R\x16product2QuantityAtMost\x12!\n" +
-	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\"\x88\x01\n" +
+	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\"\xc1\x01\n" +
 	"\x16ProductMastersResponse\x126\n" +
 	"\tproduct1s\x18\x01 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct1s\x126\n" +
-	"\tproduct2s\x18\x02 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct2s\"\xcd\x03\n" +
+	"\tproduct2s\x18\x02 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct2s\x127\n" +
+	"\aversion\x18\x03 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\aversion\"G\n" +
+	"\x0fProductsRequest\x124\n" +
+	"\x06groups\x18\x01 \x03(\v2\x1c.rtbd.catalog.v1.ProductKeysR\x06groups\"X\n" +
+	"\vProductKeys\x12(\n" +
+	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x12\x1f\n" +
+	"\vproduct_ids\x18\x02 \x03(\x03R\n" +
+	"productIds\"~\n" +
+	"\x10ProductsResponse\x121\n" +
+	"\arecords\x18\x01 \x03(\v2\x17.rtbd.catalog.v1.RecordR\arecords\x127\n" +
+	"\aversion\x18\x02 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\aversion\"g\n" +
+	"\x06Record\x12(\n" +
+	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x12\x1d\n" +
+	"\n" +
+	"product_id\x18\x02 \x01(\x03R\tproductId\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\fR\x05value\"E\n" +
+	"\x0eChangesRequest\x123\n" +
+	"\x05since\x18\x01 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\x05since\"\x96\x01\n" +
+	"\x0fChangesResponse\x127\n" +
+	"\aversion\x18\x01 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\aversion\x12\x12\n" +
+	"\x04full\x18\x02 \x01(\bR\x04full\x126\n" +
+	"\achanged\x18\x03 \x03(\v2\x1c.rtbd.catalog.v1.ProductKeysR\achanged\"\xcd\x03\n" +
 	"\aProduct\x12\x1d\n" +
 	"\n" +
 	"product_id\x18\x01 \x01(\x03R\tproductId\x12(\n" +
@@ -352,9 +766,12 @@ const file_catalog_proto_rawDesc = "" +
 	"\n" +
 	"updated_at\x18\r \x01(\x03R\tupdatedAt\x12*\n" +
 	"\x11sale_price_micros\x18\x0e \x01(\x03R\x0fsalePriceMicros\x12 \n" +
-	"\vdescription\x18\x0f \x01(\tR\vdescription2o\n" +
+	"\vdescription\x18\x0f \x01(\tR\vdescription2\x94\x02\n" +
 	"\aCatalog\x12d\n" +
-	"\x11GetProductMasters\x12&.rtbd.catalog.v1.ProductMastersRequest\x1a'.rtbd.catalog.v1.ProductMastersResponseB(Z&github.com/rtbd/rtbd/catalog/catalogpbb\x06proto3"
+	"\x11GetProductMasters\x12&.rtbd.catalog.v1.ProductMastersRequest\x1a'.rtbd.catalog.v1.ProductMastersResponse\x12R\n" +
+	"\vGetProducts\x12 .rtbd.catalog.v1.ProductsRequest\x1a!.rtbd.catalog.v1.ProductsResponse\x12O\n" +
+	"\n" +
+	"GetChanges\x12\x1f.rtbd.catalog.v1.ChangesRequest\x1a .rtbd.catalog.v1.ChangesResponseB(Z&github.com/rtbd/rtbd/catalog/catalogpbb\x06proto3"
 
 var (
 	file_catalog_proto_rawDescOnce sync.Once
@@ -368,22 +785,40 @@ func file_catalog_proto_rawDescGZIP() []byte {
 	return file_catalog_proto_rawDescData
 }
 
-var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_catalog_proto_goTypes = []any{
-	(*ProductMastersRequest)(nil),  // 0: rtbd.catalog.v1.ProductMastersRequest
-	(*ProductMastersResponse)(nil), // 1: rtbd.catalog.v1.ProductMastersResponse
-	(*Product)(nil),                // 2: rtbd.catalog.v1.Product
+	(*IndexVersion)(nil),           // 0: rtbd.catalog.v1.IndexVersion
+	(*ProductMastersRequest)(nil),  // 1: rtbd.catalog.v1.ProductMastersRequest
+	(*ProductMastersResponse)(nil), // 2: rtbd.catalog.v1.ProductMastersResponse
+	(*ProductsRequest)(nil),        // 3: rtbd.catalog.v1.ProductsRequest
+	(*ProductKeys)(nil),            // 4: rtbd.catalog.v1.ProductKeys
+	(*ProductsResponse)(nil),       // 5: rtbd.catalog.v1.ProductsResponse
+	(*Record)(nil),                 // 6: rtbd.catalog.v1.Record
+	(*ChangesRequest)(nil),         // 7: rtbd.catalog.v1.ChangesRequest
+	(*ChangesResponse)(nil),        // 8: rtbd.catalog.v1.ChangesResponse
+	(*Product)(nil),                // 9: rtbd.catalog.v1.Product
 }
 var file_catalog_proto_depIdxs = []int32{
-	2, // 0: rtbd.catalog.v1.ProductMastersResponse.product1s:type_name -> rtbd.catalog.v1.Product
-	2, // 1: rtbd.catalog.v1.ProductMastersResponse.product2s:type_name -> rtbd.catalog.v1.Product
-	0, // 2: rtbd.catalog.v1.Catalog.GetProductMasters:input_type -> rtbd.catalog.v1.ProductMastersRequest
-	1, // 3: rtbd.catalog.v1.Catalog.GetProductMasters:output_type -> rtbd.catalog.v1.ProductMastersResponse
-	3, // [3:4] is the sub-list for method output_type
-	2, // [2:3] is the sub-list for method input_type
-	2, // [2:2] is the sub-list for extension type_name
-	2, // [2:2] is the sub-list for extension extendee
-	0, // [0:2] is the sub-list for field type_name
+	9,  // 0: rtbd.catalog.v1.ProductMastersResponse.product1s:type_name -> rtbd.catalog.v1.Product
+	9,  // 1: rtbd.catalog.v1.ProductMastersResponse.product2s:type_name -> rtbd.catalog.v1.Product
+	0,  // 2: rtbd.catalog.v1.ProductMastersResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
+	4,  // 3: rtbd.catalog.v1.ProductsRequest.groups:type_name -> rtbd.catalog.v1.ProductKeys
+	6,  // 4: rtbd.catalog.v1.ProductsResponse.records:type_name -> rtbd.catalog.v1.Record
+	0,  // 5: rtbd.catalog.v1.ProductsResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
+	0,  // 6: rtbd.catalog.v1.ChangesRequest.since:type_name -> rtbd.catalog.v1.IndexVersion
+	0,  // 7: rtbd.catalog.v1.ChangesResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
+	4,  // 8: rtbd.catalog.v1.ChangesResponse.changed:type_name -> rtbd.catalog.v1.ProductKeys
+	1,  // 9: rtbd.catalog.v1.Catalog.GetProductMasters:input_type -> rtbd.catalog.v1.ProductMastersRequest
+	3,  // 10: rtbd.catalog.v1.Catalog.GetProducts:input_type -> rtbd.catalog.v1.ProductsRequest
+	7,  // 11: rtbd.catalog.v1.Catalog.GetChanges:input_type -> rtbd.catalog.v1.ChangesRequest
+	2,  // 12: rtbd.catalog.v1.Catalog.GetProductMasters:output_type -> rtbd.catalog.v1.ProductMastersResponse
+	5,  // 13: rtbd.catalog.v1.Catalog.GetProducts:output_type -> rtbd.catalog.v1.ProductsResponse
+	8,  // 14: rtbd.catalog.v1.Catalog.GetChanges:output_type -> rtbd.catalog.v1.ChangesResponse
+	12, // [12:15] is the sub-list for method output_type
+	9,  // [9:12] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_catalog_proto_init() }
@@ -397,7 +832,7 @@ func file_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_catalog_proto_rawDesc), len(file_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -26,6 +26,8 @@ const _ = grpc.SupportPackageIsVersion9
 
 const (
 	Catalog_GetProductMasters_FullMethodName = "/rtbd.catalog.v1.Catalog/GetProductMasters"
+	Catalog_GetProducts_FullMethodName       = "/rtbd.catalog.v1.Catalog/GetProducts"
+	Catalog_GetChanges_FullMethodName        = "/rtbd.catalog.v1.Catalog/GetChanges"
 )
 
 // CatalogClient is the client API for Catalog service.
@@ -40,6 +42,19 @@ type CatalogClient interface {
 	// More ids than the node's limit, or product_group_id <= 0, is
 	// INVALID_ARGUMENT. An unknown group gives empty lists.
 	GetProductMasters(ctx context.Context, in *ProductMastersRequest, opts ...grpc.CallOption) (*ProductMastersResponse, error)
+	// GetProducts returns the index's own records of the ids asked for, one
+	// Record per id in the order asked, an empty value for an id the node does
+	// not hold in that group. It is for a client that keeps a near cache and
+	// applies GetProductMasters' semantics itself (the bidder's remote store,
+	// catalog/remote): the node decodes and re-encodes nothing. More ids in all
+	// than the node's limit, a product_group_id <= 0 or an id <= 0 is
+	// INVALID_ARGUMENT.
+	GetProducts(ctx context.Context, in *ProductsRequest, opts ...grpc.CallOption) (*ProductsResponse, error)
+	// GetChanges returns the products that changed between version since and
+	// the node's current version, when the node can tell (a chain of deltas);
+	// otherwise full is true and the client treats every product as changed
+	// (a full snapshot, a rollback, a version the node never had).
+	GetChanges(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (*ChangesResponse, error)
 }
 
 type catalogClient struct {
@@ -60,6 +75,26 @@ func (c *catalogClient) GetProductMasters(ctx context.Context, in *ProductMaster
 	return out, nil
 }
 
+func (c *catalogClient) GetProducts(ctx context.Context, in *ProductsRequest, opts ...grpc.CallOption) (*ProductsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProductsResponse)
+	err := c.cc.Invoke(ctx, Catalog_GetProducts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *catalogClient) GetChanges(ctx context.Context, in *ChangesRequest, opts ...grpc.CallOption) (*ChangesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangesResponse)
+	err := c.cc.Invoke(ctx, Catalog_GetChanges_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // CatalogServer is the server API for Catalog service.
 // All implementations must embed UnimplementedCatalogServer
 // for forward compatibility.
@@ -72,6 +107,19 @@ type CatalogServer interface {
 	// More ids than the node's limit, or product_group_id <= 0, is
 	// INVALID_ARGUMENT. An unknown group gives empty lists.
 	GetProductMasters(context.Context, *ProductMastersRequest) (*ProductMastersResponse, error)
+	// GetProducts returns the index's own records of the ids asked for, one
+	// Record per id in the order asked, an empty value for an id the node does
+	// not hold in that group. It is for a client that keeps a near cache and
+	// applies GetProductMasters' semantics itself (the bidder's remote store,
+	// catalog/remote): the node decodes and re-encodes nothing. More ids in all
+	// than the node's limit, a product_group_id <= 0 or an id <= 0 is
+	// INVALID_ARGUMENT.
+	GetProducts(context.Context, *ProductsRequest) (*ProductsResponse, error)
+	// GetChanges returns the products that changed between version since and
+	// the node's current version, when the node can tell (a chain of deltas);
+	// otherwise full is true and the client treats every product as changed
+	// (a full snapshot, a rollback, a version the node never had).
+	GetChanges(context.Context, *ChangesRequest) (*ChangesResponse, error)
 	mustEmbedUnimplementedCatalogServer()
 }
 
@@ -84,6 +132,12 @@ type UnimplementedCatalogServer struct{}
 
 func (UnimplementedCatalogServer) GetProductMasters(context.Context, *ProductMastersRequest) (*ProductMastersResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetProductMasters not implemented")
+}
+func (UnimplementedCatalogServer) GetProducts(context.Context, *ProductsRequest) (*ProductsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetProducts not implemented")
+}
+func (UnimplementedCatalogServer) GetChanges(context.Context, *ChangesRequest) (*ChangesResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetChanges not implemented")
 }
 func (UnimplementedCatalogServer) mustEmbedUnimplementedCatalogServer() {}
 func (UnimplementedCatalogServer) testEmbeddedByValue()                 {}
@@ -124,6 +178,42 @@ func _Catalog_GetProductMasters_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Catalog_GetProducts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProductsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServer).GetProducts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Catalog_GetProducts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServer).GetProducts(ctx, req.(*ProductsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Catalog_GetChanges_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ChangesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(CatalogServer).GetChanges(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Catalog_GetChanges_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(CatalogServer).GetChanges(ctx, req.(*ChangesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Catalog_ServiceDesc is the grpc.ServiceDesc for Catalog service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -134,6 +224,14 @@ var Catalog_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetProductMasters",
 			Handler:    _Catalog_GetProductMasters_Handler,
+		},
+		{
+			MethodName: "GetProducts",
+			Handler:    _Catalog_GetProducts_Handler,
+		},
+		{
+			MethodName: "GetChanges",
+			Handler:    _Catalog_GetChanges_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
