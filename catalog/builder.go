@@ -1,11 +1,14 @@
 package catalog
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -29,6 +32,21 @@ type Builder struct {
 	dels      int64
 	ssts      int
 	log       *zap.Logger
+
+	// A delta's base version and a snapshot of it (the builder's DB as
+	// opened), from which the delta's changes and content hash are
+	// computed at Seal/Finish.
+	base string
+	snap *pebble.Snapshot
+	// touched: keys a delta wrote (Put, Delete, its tables), unsorted,
+	// until there are too many to keep (overflow: the content hash is then
+	// computed by a scan and the chain of changes starts afresh).
+	tmu      sync.Mutex
+	touched  []ProductKey
+	overflow bool
+	// The version's identity, once sealed.
+	hash    uint64
+	changed int
 }
 
 // batchBytes is the size at which Put commits its batch.
@@ -77,6 +95,9 @@ func (b *Builder) Put(p *catalogpb.Product) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	b.puts++
+	if b.base != "" {
+		b.touch([]ProductKey{{p.ProductGroupId, p.ProductId}})
+	}
 	return b.maybeCommit()
 }
 
@@ -87,6 +108,9 @@ func (b *Builder) Delete(group, id int64) error {
 		return fmt.Errorf("catalog: %w", err)
 	}
 	b.dels++
+	if b.base != "" {
+		b.touch([]ProductKey{{group, id}})
+	}
 	return b.maybeCommit()
 }
 
@@ -144,6 +168,13 @@ func (b *Builder) closeVersion(compact bool) error {
 			return fmt.Errorf("catalog: compacting %s: %w", b.name, err)
 		}
 	}
+	if err := b.writeMeta(); err != nil {
+		return err
+	}
+	if b.snap != nil {
+		b.snap.Close()
+		b.snap = nil
+	}
 	err := b.db.Close()
 	b.db = nil
 	if err != nil {
@@ -163,6 +194,10 @@ func (b *Builder) Abort() {
 }
 
 func (b *Builder) release() {
+	if b.snap != nil {
+		b.snap.Close()
+		b.snap = nil
+	}
 	if b.batch != nil {
 		b.batch.Close()
 		b.batch = nil
@@ -181,3 +216,119 @@ func contextBackground() context.Context { return context.Background() }
 
 // Counts returns the puts and deletes written so far.
 func (b *Builder) Counts() (puts, deletes int64) { return b.puts, b.dels }
+
+// ContentHash is the sealed version's content hash (see HashRecord);
+// valid after Seal or Finish.
+func (b *Builder) ContentHash() uint64 { return b.hash }
+
+// ChangedKeys is how many products a sealed delta changed against its base
+// (values that differ, inserts, removals); 0 for a full snapshot, -1 for a
+// delta that wrote too many keys to list (its chain of changes starts
+// afresh, as a full snapshot's does). Valid after Seal or Finish.
+func (b *Builder) ChangedKeys() int { return b.changed }
+
+// touch records keys a delta wrote. The list is compacted when it grows
+// past twice the chain bound and dropped (overflow) if still over it.
+func (b *Builder) touch(keys []ProductKey) {
+	b.tmu.Lock()
+	defer b.tmu.Unlock()
+	if b.overflow {
+		return
+	}
+	b.touched = append(b.touched, keys...)
+	if len(b.touched) > 2*maxChainKeys {
+		slices.SortFunc(b.touched, keyCmp)
+		b.touched = slices.Compact(b.touched)
+		if len(b.touched) > maxChainKeys {
+			b.touched, b.overflow = nil, true
+		}
+	}
+}
+
+// writeMeta computes the version's content hash and chain of changes and
+// writes them into its directory (META, CHANGES). A full snapshot's hash
+// is one scan of what was written; a delta's is its base's, minus the
+// shares of the base's records it replaced or removed, plus its own
+// records' (only the keys it wrote are read, in both versions).
+func (b *Builder) writeMeta() error {
+	if b.base == "" {
+		h, err := scanHash(b.db)
+		if err != nil {
+			return err
+		}
+		b.hash, b.changed = h, 0
+		return writeVersionMeta(b.Path(), h, nil)
+	}
+	basePath := VersionPath(b.dir, b.base)
+	baseHash, ok, err := readContentHash(basePath)
+	if err != nil || !ok {
+		if err != nil {
+			b.log.Warn("delta base has an unreadable META; hashing it", zap.String("base", b.base), zap.Error(err))
+		}
+		if baseHash, err = scanHash(b.snap); err != nil {
+			return err
+		}
+	}
+	if b.overflow {
+		h, err := scanHash(b.db)
+		if err != nil {
+			return err
+		}
+		b.hash, b.changed = h, -1
+		return writeVersionMeta(b.Path(), h, nil)
+	}
+	slices.SortFunc(b.touched, keyCmp)
+	keys := slices.Compact(b.touched)
+	b.touched = nil
+	oldIt, err := b.snap.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer oldIt.Close()
+	newIt, err := b.db.NewIter(nil)
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer newIt.Close()
+	var key [KeyLen]byte
+	get := func(it *pebble.Iterator) ([]byte, bool, error) {
+		if it.SeekGE(key[:]) && bytes.Equal(it.Key(), key[:]) {
+			v, err := it.ValueAndErr()
+			return v, err == nil, err
+		}
+		return nil, false, it.Error()
+	}
+	hash := baseHash
+	changed := keys[:0] // keys is ours: filter in place
+	for _, k := range keys {
+		putKey(&key, k.Group, k.ID)
+		ov, oldOK, err := get(oldIt)
+		if err != nil {
+			return fmt.Errorf("catalog: reading the base of %s: %w", b.name, err)
+		}
+		nv, newOK, err := get(newIt)
+		if err != nil {
+			return fmt.Errorf("catalog: reading %s: %w", b.name, err)
+		}
+		if oldOK == newOK && bytes.Equal(ov, nv) {
+			continue
+		}
+		if oldOK {
+			hash -= HashRecord(key[:], ov)
+		}
+		if newOK {
+			hash += HashRecord(key[:], nv)
+		}
+		changed = append(changed, k)
+	}
+	chain, err := readChain(basePath, baseHash)
+	if err != nil {
+		b.log.Warn("delta base's chain of changes unreadable; starting a new one", zap.String("base", b.base), zap.Error(err))
+		chain = nil
+	}
+	if len(changed) > 0 {
+		chain = append(chain, changeStep{from: baseHash, to: hash, keys: slices.Clip(changed)})
+	}
+	b.hash, b.changed = hash, len(changed)
+	return writeVersionMeta(b.Path(), hash, boundChain(chain, maxChainKeys))
+}

@@ -74,6 +74,8 @@ func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 			continue
 		case n == readersFile, n == buildingFile, n == "LOCK", strings.HasPrefix(n, "staging-"), strings.HasPrefix(n, deltaSSTPrefix):
 			continue // locks of base's readers, builder and Pebble; leftover NewSST files
+		case n == metaFile, n == changesFile:
+			continue // base's identity: the delta writes its own
 		case strings.HasSuffix(n, ".sst"), strings.HasSuffix(n, ".blob"):
 			if err := os.Link(filepath.Join(src, n), filepath.Join(path, n)); err != nil {
 				return fail(fmt.Errorf("catalog: delta base: %w", err))
@@ -98,7 +100,8 @@ func NewDeltaBuilder(dir, base string, log *zap.Logger) (*Builder, error) {
 	if err != nil {
 		return fail(fmt.Errorf("catalog: opening the copy of %s: %w", base, err))
 	}
-	return &Builder{dir: dir, name: name, db: db, batch: db.NewBatch(), marker: marker, log: log}, nil
+	return &Builder{dir: dir, name: name, db: db, batch: db.NewBatch(), marker: marker, log: log,
+		base: base, snap: db.NewSnapshot()}, nil
 }
 
 func copyFile(from, to string) error {
@@ -132,6 +135,7 @@ func (s *SST) Set(key, value []byte) error {
 	}
 	s.last = append(s.last[:0], key...)
 	s.n++
+	s.touch(key)
 	return nil
 }
 
@@ -158,7 +162,22 @@ func (s *SST) Delete(key []byte) error {
 	}
 	s.last = append(s.last[:0], key...)
 	s.n++
+	s.touch(key)
 	return nil
+}
+
+// touch records a delta table's key for the builder (Builder.touch), a
+// few thousand at a time: tables are written concurrently.
+func (s *SST) touch(key []byte) {
+	if s.b == nil || s.b.base == "" {
+		return
+	}
+	g, id, _ := ParseKey(key)
+	s.touched = append(s.touched, ProductKey{g, id})
+	if len(s.touched) >= 4096 {
+		s.b.touch(s.touched)
+		s.touched = s.touched[:0]
+	}
 }
 
 var errNotProductKey = errors.New("catalog: sst: not a product key")

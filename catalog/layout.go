@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -41,24 +42,50 @@ func validVersionName(name string) bool {
 // ReadPointer returns the version named by DIR/CURRENT (or PREVIOUS).
 // A missing file is ErrNoVersion.
 func ReadPointer(dir, file string) (string, error) {
-	b, err := os.ReadFile(filepath.Join(dir, file))
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("%w: %s", ErrNoVersion, filepath.Join(dir, file))
-	}
-	if err != nil {
-		return "", fmt.Errorf("catalog: reading %s: %w", filepath.Join(dir, file), err)
-	}
-	name := strings.TrimSpace(string(b))
-	if !validVersionName(name) {
-		return "", fmt.Errorf("%w: %s names %q, not a version", ErrCorrupt, filepath.Join(dir, file), name)
-	}
-	return name, nil
+	name, _, err := readPointer(dir, file)
+	return name, err
 }
 
-// writePointer atomically makes DIR/file name version: it writes a temporary
-// file, fsyncs it, renames it over file and fsyncs the directory, so a crash
-// leaves either the old or the new pointer, never a torn one.
-func writePointer(dir, file, name string) error {
+// ReadCurrent returns the live version's name and generation (DIR/CURRENT).
+// A CURRENT without a generation line (written before generations
+// existed) is generation 0. A missing file is ErrNoVersion.
+func ReadCurrent(dir string) (name string, generation uint64, err error) {
+	return readPointer(dir, CurrentFile)
+}
+
+// readPointer parses a pointer file: the version name on the first line,
+// then optionally "generation N".
+func readPointer(dir, file string) (string, uint64, error) {
+	path := filepath.Join(dir, file)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", 0, fmt.Errorf("%w: %s", ErrNoVersion, path)
+	}
+	if err != nil {
+		return "", 0, fmt.Errorf("catalog: reading %s: %w", path, err)
+	}
+	first, rest, _ := strings.Cut(strings.TrimSpace(string(b)), "\n")
+	name := strings.TrimSpace(first)
+	if !validVersionName(name) {
+		return "", 0, fmt.Errorf("%w: %s names %q, not a version", ErrCorrupt, path, name)
+	}
+	var gen uint64
+	if rest = strings.TrimSpace(rest); rest != "" {
+		v, ok := strings.CutPrefix(rest, "generation ")
+		g, perr := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if !ok || perr != nil {
+			return "", 0, fmt.Errorf("%w: %s: bad second line %q, want \"generation N\"", ErrCorrupt, path, rest)
+		}
+		gen = g
+	}
+	return name, gen, nil
+}
+
+// writePointer atomically makes DIR/file name version, with generation gen
+// (0: none written): it writes a temporary file, fsyncs it, renames it over
+// file and fsyncs the directory, so a crash leaves either the old or the
+// new pointer, never a torn one.
+func writePointer(dir, file, name string, gen uint64) error {
 	if !validVersionName(name) {
 		return fmt.Errorf("catalog: bad version name %q", name)
 	}
@@ -67,7 +94,11 @@ func writePointer(dir, file, name string) error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
-	if _, err = f.WriteString(name + "\n"); err == nil {
+	text := name + "\n"
+	if gen > 0 {
+		text += "generation " + strconv.FormatUint(gen, 10) + "\n"
+	}
+	if _, err = f.WriteString(text); err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -96,7 +127,8 @@ func syncDir(dir string) error {
 }
 
 // Publish makes version name the live one: the old CURRENT becomes PREVIOUS
-// (the rollback target), then CURRENT is switched atomically. Versions that
+// (the rollback target), then CURRENT is switched atomically, with the
+// directory's generation one more than the old CURRENT's. Versions that
 // are neither CURRENT nor PREVIOUS are then removed if no process reads them.
 // The caller must hold the data directory's lock (LockDir): the two pointer
 // writes are not one step, and the lock keeps sweeps out of the gap.
@@ -104,16 +136,16 @@ func Publish(dir, name string) error {
 	if _, err := os.Stat(VersionPath(dir, name)); err != nil {
 		return fmt.Errorf("catalog: publish %s: %w", name, err)
 	}
-	old, err := ReadPointer(dir, CurrentFile)
+	old, gen, err := ReadCurrent(dir)
 	switch {
 	case err == nil && old != name:
-		if err := writePointer(dir, PreviousFile, old); err != nil {
+		if err := writePointer(dir, PreviousFile, old, 0); err != nil {
 			return err
 		}
 	case err != nil && !errors.Is(err, ErrNoVersion):
 		return err
 	}
-	if err := writePointer(dir, CurrentFile, name); err != nil {
+	if err := writePointer(dir, CurrentFile, name, gen+1); err != nil {
 		return err
 	}
 	_, _ = RemoveUnusedVersions(dir)
@@ -121,10 +153,11 @@ func Publish(dir, name string) error {
 }
 
 // Rollback makes PREVIOUS the live version again and the current one
-// PREVIOUS, so a second rollback undoes the first. The caller must hold the
+// PREVIOUS, so a second rollback undoes the first. Like Publish, it raises
+// the generation in CURRENT by one. The caller must hold the
 // data directory's lock (LockDir), as for Publish.
 func Rollback(dir string) (from, to string, err error) {
-	cur, err := ReadPointer(dir, CurrentFile)
+	cur, gen, err := ReadCurrent(dir)
 	if err != nil {
 		return "", "", err
 	}
@@ -135,10 +168,10 @@ func Rollback(dir string) (from, to string, err error) {
 	if _, err := os.Stat(VersionPath(dir, prev)); err != nil {
 		return "", "", fmt.Errorf("catalog: previous version %s is gone: %w", prev, err)
 	}
-	if err := writePointer(dir, PreviousFile, cur); err != nil {
+	if err := writePointer(dir, PreviousFile, cur, 0); err != nil {
 		return "", "", err
 	}
-	if err := writePointer(dir, CurrentFile, prev); err != nil {
+	if err := writePointer(dir, CurrentFile, prev, gen+1); err != nil {
 		return "", "", err
 	}
 	return cur, prev, nil

@@ -98,6 +98,14 @@ type version struct {
 	wire    bool // LocalOptions.WireCache
 	readers *fileLock
 	refs    atomic.Int64
+	// hash is the version's content hash; iv its IndexVersion with the
+	// generation CURRENT gives it now (a re-publish of the same version
+	// changes only that), shared by every answer.
+	hash uint64
+	iv   atomic.Pointer[catalogpb.IndexVersion]
+	// chain of deltas, read from CHANGES at the first Changes call.
+	chainOnce sync.Once
+	chain     []changeStep
 	// retired is called once after the last reference is dropped (set by
 	// Reload before it drops the Local's own reference; nil on the current
 	// version, so Close does not trigger it).
@@ -132,12 +140,12 @@ func (v *version) release() {
 func OpenLocal(dir string, opts LocalOptions) (*Local, error) {
 	opts.ensureDefaults()
 	l := &Local{dir: dir, opts: opts, cache: pebble.NewCache(opts.BlockCacheBytes)}
-	name, err := ReadPointer(dir, CurrentFile)
+	name, gen, err := ReadCurrent(dir)
 	if err != nil {
 		l.cache.Unref()
 		return nil, fmt.Errorf("catalog: data dir %s: %w", dir, err)
 	}
-	v, err := l.open(name)
+	v, err := l.open(name, gen)
 	if err != nil {
 		l.cache.Unref()
 		return nil, err
@@ -152,7 +160,7 @@ func OpenLocal(dir string, opts LocalOptions) (*Local, error) {
 	return l, nil
 }
 
-func (l *Local) open(name string) (*version, error) {
+func (l *Local) open(name string, gen uint64) (*version, error) {
 	rl, err := lockShared(readersLockPath(l.dir, name))
 	if err != nil {
 		return nil, fmt.Errorf("catalog: index version %s: %w", VersionPath(l.dir, name), err)
@@ -163,8 +171,77 @@ func (l *Local) open(name string) (*version, error) {
 		return nil, err
 	}
 	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache}
+	if v.hash, err = l.contentHash(name, db); err != nil {
+		db.Close()
+		rl.Close()
+		return nil, err
+	}
+	v.setGeneration(gen)
 	v.refs.Store(1)
 	return v, nil
+}
+
+// contentHash is the content hash of version name from its META file or,
+// for a version built without one, from a scan of db (once per open; the
+// version directory is not written).
+func (l *Local) contentHash(name string, db *pebble.DB) (uint64, error) {
+	h, ok, err := readContentHash(VersionPath(l.dir, name))
+	if ok {
+		return h, nil
+	}
+	if err != nil {
+		l.opts.Logger.Warn("catalog version META unreadable; hashing the version", zap.String("version", name), zap.Error(err))
+	}
+	start := time.Now()
+	if h, err = scanHash(db); err != nil {
+		return 0, fmt.Errorf("%w: %s: %w", ErrCorrupt, VersionPath(l.dir, name), err)
+	}
+	l.opts.Logger.Info("catalog version without META hashed", zap.String("version", name),
+		zap.Duration("took", time.Since(start)))
+	return h, nil
+}
+
+func (v *version) setGeneration(gen uint64) {
+	v.iv.Store(&catalogpb.IndexVersion{Generation: gen, ContentHash: v.hash})
+}
+
+func (v *version) indexVersion() IndexVersion {
+	p := v.iv.Load()
+	return IndexVersion{Generation: p.Generation, ContentHash: p.ContentHash}
+}
+
+// IndexVersion is the version serving now (zero once closed).
+func (l *Local) IndexVersion() IndexVersion {
+	if v := l.cur.Load(); v != nil {
+		return v.indexVersion()
+	}
+	return IndexVersion{}
+}
+
+// Changes reports what changed between the version whose content hash is
+// since.ContentHash and the one serving now: nothing if they hold the same
+// products; the keys the deltas between them changed, if the serving
+// version's chain of deltas starts a step at since; else Full. Keys may be
+// shared with the store and must not be modified.
+func (l *Local) Changes(since IndexVersion) (Changes, error) {
+	v, err := l.acquire()
+	if err != nil {
+		return Changes{}, err
+	}
+	defer v.release()
+	c := Changes{Version: v.indexVersion()}
+	if since.ContentHash == c.Version.ContentHash {
+		return c, nil
+	}
+	v.chainOnce.Do(func() {
+		chain, err := readChain(VersionPath(l.dir, v.name), v.hash)
+		if err != nil {
+			l.opts.Logger.Warn("catalog version's chain of changes unreadable; answering full", zap.String("version", v.name), zap.Error(err))
+		}
+		v.chain = chain
+	})
+	c.Keys, c.Full = changesSince(v.chain, v.hash, since.ContentHash)
+	return c, nil
 }
 
 // Version is the name of the version serving now.
@@ -186,15 +263,18 @@ func (l *Local) Reload() (switched bool, err error) {
 	if l.closed {
 		return false, ErrClosed
 	}
-	name, err := ReadPointer(l.dir, CurrentFile)
+	name, gen, err := ReadCurrent(l.dir)
 	if err != nil {
 		return false, err
 	}
 	old := l.cur.Load()
 	if old != nil && old.name == name {
+		if old.iv.Load().Generation != gen { // the same version published again
+			old.setGeneration(gen)
+		}
 		return false, nil
 	}
-	v, err := l.open(name)
+	v, err := l.open(name, gen)
 	if err != nil {
 		return false, err
 	}
@@ -359,6 +439,7 @@ func (l *Local) GetProductMasters(ctx context.Context, req *catalogpb.ProductMas
 		return nil, err
 	}
 	resp.Product2S = products(ents)
+	resp.Version = v.iv.Load()
 	return resp, nil
 }
 
@@ -412,7 +493,7 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		}
 		counts[li] = len(ents)
 	}
-	return dst, counts, nil
+	return appendIndexVersion(dst, 3, v.iv.Load()), counts, nil
 }
 
 // lookup is one request's reads of one version and group. Ids the hot

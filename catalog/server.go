@@ -50,6 +50,25 @@ type Server struct {
 	// perProduct is the encoded bytes per product of the latest answer
 	// with products (see estimate).
 	perProduct atomic.Int64
+	// records: store, if it serves GetProducts and GetChanges.
+	records RecordStore
+	// perRecord is the encoded bytes per record of the latest GetProducts
+	// answer with records (its estimate).
+	perRecord       atomic.Int64
+	maxChangesBytes int
+	mm              *methodMetrics
+}
+
+// RecordStore is a store that also serves its stored records and the
+// changes between its versions (Local does): the server's GetProducts and
+// GetChanges. A server over a store that is not one answers them
+// UNIMPLEMENTED.
+type RecordStore interface {
+	// AppendProducts appends the encoding of the ProductsResponse for req
+	// to dst, with the number of records and of records with a value.
+	AppendProducts(ctx context.Context, req *catalogpb.ProductsRequest, dst []byte) ([]byte, int, int, error)
+	// Changes answers GetChanges for a client at version since.
+	Changes(since IndexVersion) (Changes, error)
 }
 
 // UnreadBudget bounds the bytes of answers a connection holds that its
@@ -76,6 +95,10 @@ type ServerOptions struct {
 	// mem.BufferPoolingThreshold bytes are not counted
 	// (max_concurrent_streams bounds them).
 	Unread UnreadBudget
+	// MaxChangesBytes bounds a GetChanges answer: changes whose encoding
+	// is larger are answered full (the client drops what it cached) rather
+	// than sent. Default 2 MiB, within the transport's 4 MiB answers.
+	MaxChangesBytes int
 }
 
 // NewServer returns the Catalog service for store.
@@ -84,8 +107,13 @@ func NewServer(store Store, opts ServerOptions) *Server {
 		opts.Logger = zap.NewNop()
 	}
 	w, _ := store.(WireStore)
+	r, _ := store.(RecordStore)
+	if opts.MaxChangesBytes <= 0 {
+		opts.MaxChangesBytes = 2 << 20
+	}
 	return &Server{store: store, wire: w, log: opts.Logger, m: newServerMetrics(opts.Registerer, opts.Logger),
-		maxCallTime: opts.MaxCallTime, unread: opts.Unread}
+		maxCallTime: opts.MaxCallTime, unread: opts.Unread, records: r, maxChangesBytes: opts.MaxChangesBytes,
+		mm: newMethodMetrics(opts.Registerer, opts.Logger)}
 }
 
 // GetProductMasters implements catalogpb.CatalogServer.
@@ -244,6 +272,12 @@ func (s *Server) Register(g *grpc.Server) {
 	desc.Methods = []grpc.MethodDesc{{
 		MethodName: "GetProductMasters",
 		Handler:    getProductMastersHandler,
+	}, {
+		MethodName: "GetProducts",
+		Handler:    getProductsHandler,
+	}, {
+		MethodName: "GetChanges",
+		Handler:    getChangesHandler,
 	}}
 	g.RegisterService(&desc, s)
 }

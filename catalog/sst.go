@@ -22,6 +22,8 @@ type SST struct {
 	key, val []byte
 	last     []byte
 	n        int64
+	b        *Builder
+	touched  []ProductKey // a delta's keys not yet handed to b
 }
 
 // NewSST creates the next table file in the builder's staging area.
@@ -38,7 +40,7 @@ func (b *Builder) newSST(prefix string, level int) (*SST, error) {
 	}
 	o := pebbleOptions(b.log)
 	wo := o.MakeWriterOptions(level, b.db.TableFormat())
-	return &SST{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo)}, nil
+	return &SST{path: path, w: sstable.NewWriter(objstorageprovider.NewFileWritable(f), wo), b: b}, nil
 }
 
 // Add appends p; its (group, id) must sort after the previous product's.
@@ -53,6 +55,7 @@ func (s *SST) Add(p *catalogpb.Product) error {
 	}
 	s.last = append(s.last[:0], s.key...)
 	s.n++
+	s.touch(s.key)
 	return nil
 }
 
@@ -62,6 +65,10 @@ func (s *SST) Len() int64 { return s.n }
 // Finish closes the table and returns its path (empty if it holds nothing,
 // in which case the file is removed).
 func (s *SST) Finish() (string, error) {
+	if len(s.touched) > 0 {
+		s.b.touch(s.touched)
+		s.touched = nil
+	}
 	if err := s.w.Close(); err != nil {
 		return "", fmt.Errorf("catalog: sst: %w", err)
 	}
