@@ -30,3 +30,11 @@ func GroupBounds(group int64) (lower, upper []byte) {
 // IsWireResponse reports whether v is an answer of the WireStore path (the
 // encoded bytes the server sends as they are).
 func IsWireResponse(v any) bool { _, ok := v.(*wireResponse); return ok }
+
+// SetMaxChainKeys lowers the bound of a version's chain of changes and
+// returns the restore.
+func SetMaxChainKeys(n int) (restore func()) {
+	old := maxChainKeys
+	maxChainKeys = n
+	return func() { maxChainKeys = old }
+}

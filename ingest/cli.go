@@ -123,7 +123,8 @@ func rollback(dir string, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("ingest: rollback: %w", err)
 	}
-	fmt.Fprintf(stdout, "rolled back %s: CURRENT %s -> %s (PREVIOUS is now %s; -rollback again to undo)\n", dir, from, to, from)
+	_, gen, _ := catalog.ReadCurrent(dir)
+	fmt.Fprintf(stdout, "rolled back %s: CURRENT %s -> %s, generation %d (PREVIOUS is now %s; -rollback again to undo)\n", dir, from, to, gen, from)
 	return nil
 }
 
@@ -171,6 +172,14 @@ func printSummary(w io.Writer, s *Summary, published bool) {
 			approx = " (estimate: the version is layered by deltas)"
 		}
 		fmt.Fprintf(w, "  products      %d in the new version%s\n", s.Products, approx)
+		fmt.Fprintf(w, "  index version generation %d, content hash %016x", s.Generation, s.ContentHash)
+		switch {
+		case s.Mode == "delta" && s.ChangedKeys >= 0:
+			fmt.Fprintf(w, ", %d products changed", s.ChangedKeys)
+		case s.Mode == "delta":
+			fmt.Fprintf(w, ", too many changes to list (clients refetch everything)")
+		}
+		fmt.Fprintln(w)
 	}
 	fmt.Fprintf(w, "  elapsed       %s (parse+sort %s, write %s, publish %s), %.0f rows/s, %.1f MB/s",
 		s.Elapsed.Round(time.Millisecond), s.ParseTime.Round(time.Millisecond),

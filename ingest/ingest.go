@@ -214,6 +214,13 @@ type Summary struct {
 	// Unchanged: a delta without a valid row; nothing was published and
 	// Version is the live version.
 	Unchanged bool
+	// The published version's identity (catalog.IndexVersion): the data
+	// directory's generation and the content hash; ChangedKeys, for a
+	// delta, the products whose stored value it changed (-1: too many to
+	// list; see catalog.Builder.ChangedKeys).
+	Generation  uint64
+	ContentHash uint64
+	ChangedKeys int
 
 	Elapsed, ParseTime, WriteTime, PublishTime time.Duration
 	// CPU time (user + system) of the whole process during the run, and
@@ -361,9 +368,14 @@ func Run(ctx context.Context, opts Options, feeds []string, stdin io.Reader) (*S
 	if err := j.rej.close(); err != nil {
 		j.log.Warn("reject file", zap.Error(err)) // the version is published: report, do not fail
 	}
+	sum.ContentHash, sum.ChangedKeys = j.b.ContentHash(), j.b.ChangedKeys()
+	if _, gen, err := catalog.ReadCurrent(opts.Data); err == nil {
+		sum.Generation = gen
+	}
 	j.log.Info("ingest done", zap.String("version", sum.Version), zap.Int64("rows", sum.RowsRead),
 		zap.Int64("accepted", sum.Accepted), zap.Int64("rejected", sum.RejectedTotal),
 		zap.Int64("duplicates", sum.Duplicates), zap.Int64("products", sum.Products),
+		zap.Uint64("generation", sum.Generation), zap.String("content_hash", fmt.Sprintf("%016x", sum.ContentHash)),
 		zap.Duration("elapsed", sum.Elapsed))
 	return sum, nil
 }
