@@ -40,6 +40,7 @@ type recordsScratch struct {
 	order []int32
 	vals  []byte
 	offs  [][2]int32 // per id of a group: its value in vals, or {-1, -1}
+	key   [KeyLen]byte
 }
 
 var recordsPool = sync.Pool{New: func() any { return new(recordsScratch) }}
@@ -64,7 +65,7 @@ func (l *Local) AppendProducts(ctx context.Context, req *catalogpb.ProductsReque
 	defer v.release()
 	sc := recordsPool.Get().(*recordsScratch)
 	defer recordsPool.Put(sc)
-	var key [KeyLen]byte
+	key := &sc.key // in the pooled scratch: a local would escape to the heap through SeekGE
 	it, err := v.db.NewIter(nil)
 	if err != nil {
 		return dst, 0, 0, fmt.Errorf("catalog: %w", err)
@@ -94,7 +95,7 @@ func (l *Local) AppendProducts(ctx context.Context, req *catalogpb.ProductsReque
 				sc.offs[k] = sc.offs[sc.order[j-1]]
 				continue
 			}
-			putKey(&key, g, ids[k])
+			putKey(key, g, ids[k])
 			sc.offs[k] = [2]int32{-1, -1}
 			if it.SeekGE(key[:]) && string(it.Key()) == string(key[:]) {
 				val, err := it.ValueAndErr()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -491,3 +495,93 @@ func serve(t *testing.T, g *grpc.Server) string {
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
+
+// budget is an UnreadBudget that grants or refuses every reservation and
+// counts the bytes it holds.
+type budget struct {
+	ok   bool
+	held atomic.Int64
+	asks atomic.Int64
+}
+
+func (b *budget) Reserve(_ context.Context, n int) (func(), bool) {
+	b.asks.Add(1)
+	if !b.ok {
+		return nil, false
+	}
+	b.held.Add(int64(n))
+	return func() { b.held.Add(-int64(n)) }, true
+}
+
+func TestGetProductsUnreadBudgetAndMetrics(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{})
+	ids := make([]int64, 0, 100)
+	for id := int64(1); id <= 100; id++ {
+		ids = append(ids, id)
+	}
+	req := &catalogpb.ProductsRequest{Groups: []*catalogpb.ProductKeys{{ProductGroupId: catalogtest.BulkGroup, ProductIds: ids}}}
+	ctx := context.Background()
+	for _, ok := range []bool{false, true} {
+		reg := prometheus.NewRegistry()
+		b := &budget{ok: ok}
+		srv := catalog.NewServer(l, catalog.ServerOptions{Unread: b, Registerer: reg})
+		g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
+		cl := catalogpb.NewCatalogClient(grpcConn(t, serve(t, g)))
+		resp, err := cl.GetProducts(ctx, req)
+		switch {
+		case !ok && status.Code(err) != codes.ResourceExhausted:
+			t.Errorf("budget refusing: %v, want ResourceExhausted", err)
+		case ok && (err != nil || len(resp.Records) != 100):
+			t.Errorf("budget granting: %d records, %v", len(resp.GetRecords()), err)
+		}
+		if b.asks.Load() == 0 {
+			t.Errorf("budget %v: never asked for a %d-record answer", ok, len(ids))
+		}
+		waitFor(t, func() bool { return b.held.Load() == 0 }) // written answers give their bytes back
+		code := "ResourceExhausted"
+		if ok {
+			code = "OK"
+		}
+		if n := testutil.ToFloat64(mustVec2(t, reg, "rtbd_catalog_server_method_requests_total", "GetProducts", code)); n != 1 {
+			t.Errorf("method_requests_total{GetProducts,%s} = %v, want 1", code, n)
+		}
+		if ok {
+			if n := testutil.ToFloat64(mustVec(t, reg, "rtbd_catalog_server_records_returned_total", "found")); n != 100 {
+				t.Errorf("records found %v, want 100", n)
+			}
+			if _, err := cl.GetChanges(ctx, &catalogpb.ChangesRequest{}); err != nil {
+				t.Fatal(err)
+			}
+			if n := testutil.ToFloat64(mustVec2(t, reg, "rtbd_catalog_server_method_requests_total", "GetChanges", "OK")); n != 1 {
+				t.Errorf("method_requests_total{GetChanges,OK} = %v, want 1", n)
+			}
+		}
+	}
+}
+
+// mustVec2 is mustVec for a series with two label values.
+func mustVec2(t *testing.T, reg *prometheus.Registry, name, l1, l2 string) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.Metric {
+			var vals []string
+			for _, lp := range m.Label {
+				vals = append(vals, lp.GetValue())
+			}
+			if slices.Contains(vals, l1) && slices.Contains(vals, l2) {
+				c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+				c.Add(m.GetCounter().GetValue())
+				return c
+			}
+		}
+	}
+	t.Fatalf("metric %s{%s,%s} not found", name, l1, l2)
+	return nil
+}

@@ -567,7 +567,7 @@ func TestSummaryAndLogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"rows read     800", "accepted      792", "rejected      8", "negative_price", "duplicates    0",
-		"products      792", "rows/s", "MB/s", "rejected rows in " + filepath.Join(dir, "rejects-")} {
+		"products      792", "index version generation 1, content hash ", "rows/s", "MB/s", "rejected rows in " + filepath.Join(dir, "rejects-")} {
 		if !strings.Contains(out.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, out.String())
 		}
