@@ -333,7 +333,7 @@ type NearCacheStats struct {
 	// Evictions made room; Retired{Delta,Epoch,MaxAge} were entries no
 	// longer served because a delta named them, their index content was
 	// superseded, or they reached near_cache_max_age.
-	Evictions                                int64
+	Evictions                                 int64
 	RetiredDelta, RetiredEpoch, RetiredMaxAge int64
 }
 
