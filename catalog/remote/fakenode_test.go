@@ -33,7 +33,7 @@ type productNode struct {
 	values  map[ncKey][]byte
 	version *catalogpb.IndexVersion
 	changes func(since *catalogpb.IndexVersion) (*catalogpb.ChangesResponse, error) // nil: Unimplemented
-	asked   [][]ncKey                                                                 // ids of every GetProducts call
+	asked   [][]ncKey                                                               // ids of every GetProducts call
 
 	productCalls atomic.Int64
 	changeCalls  atomic.Int64
