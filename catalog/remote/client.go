@@ -187,6 +187,9 @@ type Client struct {
 	near    *nearCache // nil: off
 	scratch sync.Pool  // *batchScratch
 	vt      versionTracker
+	// legacyUntil (unix ns): nodes answered GetProducts with UNIMPLEMENTED
+	// (not upgraded yet), so requests use GetProductMasters until then.
+	legacyUntil atomic.Int64
 }
 
 // New validates opts and starts the client. It does not wait for any node:
@@ -283,9 +286,14 @@ func (c *Client) GetProductMasters(ctx context.Context, req *catalogpb.ProductMa
 	if req == nil {
 		return nil, fmt.Errorf("%w: remote: nil request", catalog.ErrInvalidArgument)
 	}
-	if c.near != nil {
+	if c.near != nil && !c.legacy() {
 		return c.getProductMastersNear(ctx, req)
 	}
+	return c.getProductMastersRPC(ctx, req)
+}
+
+// getProductMastersRPC is one GetProductMasters call.
+func (c *Client) getProductMastersRPC(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
 	if c.hub.zeroNodes() {
 		c.m.call(codes.Unavailable, 0)
 		return nil, fmt.Errorf("%w: remote: no catalog nodes", catalog.ErrUnavailable)

@@ -595,3 +595,24 @@ func modelAnswer(m map[ncKey]*catalogpb.Product, r *catalogpb.ProductMastersRequ
 	}
 	return list(r.Product1Ids, r.Product1QuantityAtMost), list(r.Product2Ids, r.Product2QuantityAtMost)
 }
+
+// Nodes without GetProducts (older than the client): requests fall back to
+// GetProductMasters, batches included.
+func TestNearCacheFallsBackWithoutGetProducts(t *testing.T) {
+	n := startNode(t, "old")
+	c := newTestClient(t, Options{Target: staticTarget(n), NearCacheBytes: 1 << 20, CallTimeout: 20 * time.Second})
+	name, err := call(c, groupOK)
+	if err != nil || name != "old" {
+		t.Fatalf("call: %q, %v", name, err)
+	}
+	resps := make([]*catalogpb.ProductMastersResponse, 2)
+	if err := c.GetProductMastersBatch(bgCtx(t), []*catalogpb.ProductMastersRequest{req(groupOK), req(groupOK)}, resps); err != nil {
+		t.Fatal(err)
+	}
+	if resps[1].Product1S[0].Title != "old" || n.calls.Load() != 3 {
+		t.Fatalf("batch: %v, node calls %d", resps[1], n.calls.Load())
+	}
+	if !c.legacy() {
+		t.Fatal("not in fallback")
+	}
+}

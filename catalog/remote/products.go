@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -108,7 +109,38 @@ func (c *Client) GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.P
 			resps[i] = new(catalogpb.ProductMastersResponse)
 		}
 	}
+	if c.legacy() {
+		return c.batchRPC(ctx, reqs, resps)
+	}
 	return c.batch(ctx, reqs, resps)
+}
+
+// legacyRetry is how long the client uses GetProductMasters after nodes
+// answered GetProducts with UNIMPLEMENTED, before it tries again.
+const legacyRetry = 30 * time.Second
+
+// legacy says whether requests go through GetProductMasters because the
+// nodes lack GetProducts (a fleet whose nodes are older than its bidders).
+func (c *Client) legacy() bool {
+	u := c.legacyUntil.Load()
+	return u != 0 && time.Now().UnixNano() < u
+}
+
+// batchRPC answers a batch with one GetProductMasters call per request.
+func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
+	for i, r := range reqs {
+		if r == nil {
+			return fmt.Errorf("%w: remote: reqs[%d]: nil request", catalog.ErrInvalidArgument, i)
+		}
+	}
+	for i, r := range reqs {
+		resp, err := c.getProductMastersRPC(ctx, r)
+		if err != nil {
+			return err
+		}
+		resps[i].Product1S, resps[i].Product2S, resps[i].Version = resp.Product1S, resp.Product2S, resp.Version
+	}
+	return nil
 }
 
 // batch is GetProductMastersBatch once resps are all non-nil.
@@ -170,6 +202,11 @@ func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequ
 	}
 	if len(sc.keys) > 0 {
 		if err := c.fetch(ctx, sc); err != nil {
+			if status.Code(err) == codes.Unimplemented {
+				c.legacyUntil.Store(time.Now().Add(legacyRetry).UnixNano())
+				c.log.Warn("catalog nodes do not serve GetProducts: near cache bypassed, GetProductMasters used", zap.Duration("retry_in", legacyRetry))
+				return c.batchRPC(ctx, reqs, resps)
+			}
 			return err
 		}
 		if nc != nil {
