@@ -177,8 +177,9 @@ type Options struct {
 	// (creative.CellCache, keyed by the *catalogpb.Product pointer): set
 	// it only when Products hands out the same immutable Product for a
 	// product every time, as the local index's hot cache does (Start sets
-	// it to catalog.hot_cache_entries with the local index, 0 with remote
-	// nodes). 0 renders every cell.
+	// it to catalog.hot_cache_entries with the local index, and with remote
+	// nodes when catalog.near_cache_bytes turns the near cache on, 0
+	// otherwise). 0 renders every cell.
 	CellCache int
 	// Notices serves /win and /bill instead of the built-in handler (see
 	// notices.go); with neither Notices nor Spend, notices are answered 204

@@ -229,7 +229,9 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 	} else {
 		ro := remote.Options{Target: cfg.Catalog.Target, ConnsPerNode: cfg.Catalog.ConnsPerNode,
 			RefreshInterval: cfg.Catalog.RefreshInterval, CallTimeout: cfg.Catalog.CallTimeout,
-			Logger: log, Registerer: reg}
+			Logger: log, Registerer: reg,
+			NearCacheBytes: cfg.Catalog.NearCacheBytes, NearCacheGrace: cfg.Catalog.NearCacheGrace,
+			NearCacheMaxAge: cfg.Catalog.NearCacheMaxAge, MaxIDs: cfg.Catalog.MaxIDs}
 		if t := cfg.Catalog.TLS; t.CAFile != "" || t.Enabled() {
 			if ro.TLS, err = catalog.ClientTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 				return nil, fmt.Errorf("bidder: catalog.tls: %w", err)
@@ -240,6 +242,11 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 			return nil, fmt.Errorf("bidder: catalog.target: %w", err)
 		}
 		s.products, s.remote = rc, rc
+		// The near cache, like the local hot cache, hands out the same
+		// immutable product until it evicts or retires it: keep the banner
+		// cells of catalog.hot_cache_entries products, at most as many as
+		// the near cache can hold (none when it is off).
+		opts.CellCache = min(cfg.Catalog.HotCacheEntries, rc.NearCacheMaxEntries())
 	}
 	if s.campaigns, err = openCampaigns(cfg, log, reg); err != nil {
 		return nil, err

@@ -29,6 +29,9 @@ const (
 	DefaultConnsPerNode    = 2
 	DefaultRefreshInterval = 30 * time.Second
 	DefaultCallTimeout     = 50 * time.Millisecond
+	DefaultNearCacheGrace  = 30 * time.Second
+	DefaultNearCacheMaxAge = 5 * time.Minute
+	DefaultMaxIDs          = 1000
 
 	maxConnsPerNode = 64
 )
@@ -41,8 +44,8 @@ var ErrInvalidOptions = errors.New("remote: invalid options")
 //   - round_robin over all resolved nodes (one subchannel per node);
 //   - client-side health checking on the server's overall health ("");
 //     a node reporting NOT_SERVING (draining) is taken out of the picker;
-//   - GetProductMasters is idempotent, so UNAVAILABLE is retried on another
-//     node (3 attempts, 1-10 ms backoff) inside the caller's deadline, with
+//   - every method (GetProductMasters, GetProducts, GetChanges) is
+//     idempotent, so UNAVAILABLE is retried on another node (3 attempts, 1-10 ms backoff) inside the caller's deadline, with
 //     throttling so that a fleet-wide outage does not triple the load;
 //   - waitForReady false: with no READY node, calls fail at once.
 const serviceConfig = `{
@@ -90,6 +93,20 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// DialOptions are appended after the client's own (tests, tuning).
 	DialOptions []grpc.DialOption
+	// NearCacheBytes bounds the near cache of decoded products and
+	// absences (decoded size plus per-entry overhead); 0 turns it off, and
+	// GetProductMasters is then one GetProductMasters call per request.
+	NearCacheBytes int64
+	// NearCacheGrace is how long entries of an index content that a newer
+	// one replaced wholesale are still served (each retires at its own
+	// point within it). Default 30s; at most NearCacheMaxAge.
+	NearCacheGrace time.Duration
+	// NearCacheMaxAge is the longest an entry is served. Default 5m.
+	NearCacheMaxAge time.Duration
+	// MaxIDs is the most product ids a request may carry (both lists), as
+	// the nodes' catalog.max_ids; it is also the most ids one GetProducts
+	// call asks for. Default 1000.
+	MaxIDs int
 }
 
 // validate applies defaults and returns every problem found.
@@ -117,6 +134,30 @@ func (o *Options) validate() (target, error) {
 	case o.CallTimeout < 0:
 		errs = append(errs, fmt.Errorf("CallTimeout: must be > 0 (0 = %s), got %s", DefaultCallTimeout, o.CallTimeout))
 	}
+	if o.NearCacheBytes < 0 {
+		errs = append(errs, fmt.Errorf("NearCacheBytes: must be >= 0 (0 = off), got %d", o.NearCacheBytes))
+	}
+	switch {
+	case o.NearCacheGrace == 0:
+		o.NearCacheGrace = DefaultNearCacheGrace
+	case o.NearCacheGrace < 0:
+		errs = append(errs, fmt.Errorf("NearCacheGrace: must be > 0 (0 = %s), got %s", DefaultNearCacheGrace, o.NearCacheGrace))
+	}
+	switch {
+	case o.NearCacheMaxAge == 0:
+		o.NearCacheMaxAge = DefaultNearCacheMaxAge
+	case o.NearCacheMaxAge < 0:
+		errs = append(errs, fmt.Errorf("NearCacheMaxAge: must be > 0 (0 = %s), got %s", DefaultNearCacheMaxAge, o.NearCacheMaxAge))
+	}
+	if o.NearCacheGrace > 0 && o.NearCacheMaxAge > 0 && o.NearCacheGrace > o.NearCacheMaxAge {
+		errs = append(errs, fmt.Errorf("NearCacheGrace: must be at most NearCacheMaxAge (%s), got %s", o.NearCacheMaxAge, o.NearCacheGrace))
+	}
+	switch {
+	case o.MaxIDs == 0:
+		o.MaxIDs = DefaultMaxIDs
+	case o.MaxIDs < 0:
+		errs = append(errs, fmt.Errorf("MaxIDs: must be > 0 (0 = %d), got %d", DefaultMaxIDs, o.MaxIDs))
+	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -140,6 +181,15 @@ type Client struct {
 	closed      atomic.Bool
 	closeOnce   sync.Once
 	closeErr    error
+
+	maxIDs  int
+	log     *zap.Logger
+	near    *nearCache // nil: off
+	scratch sync.Pool  // *batchScratch
+	vt      versionTracker
+	// legacyUntil (unix ns): nodes answered GetProducts with UNIMPLEMENTED
+	// (not upgraded yet), so requests use GetProductMasters until then.
+	legacyUntil atomic.Int64
 }
 
 // New validates opts and starts the client. It does not wait for any node:
@@ -193,7 +243,9 @@ func New(opts Options) (*Client, error) {
 	}
 	dopts = append(dopts, opts.DialOptions...)
 
-	c := &Client{hub: h, callTimeout: opts.CallTimeout, m: m}
+	c := &Client{hub: h, callTimeout: opts.CallTimeout, m: m, maxIDs: opts.MaxIDs, log: opts.Logger,
+		near: newNearCache(opts.NearCacheBytes, opts.NearCacheGrace, opts.NearCacheMaxAge, m)}
+	c.vt.init()
 	// The gRPC target only selects the resolver builder; the builder already
 	// holds the parsed target (file paths need not be valid URLs).
 	grpcTarget := t.scheme + ":///rtbd-catalog"
@@ -211,8 +263,15 @@ func New(opts Options) (*Client, error) {
 	return c, nil
 }
 
-// GetProductMasters asks one catalog node (round-robin) for req's products.
-// The call carries ctx's deadline, or CallTimeout when ctx has none; a call
+// GetProductMasters answers req. With the near cache on, it looks up every
+// id of both lists in the cache, asks the nodes (one GetProducts call) only
+// for the ids it lacks, and applies GetProductMasters' rules itself; a
+// request whose products are all cached makes no call. The products in the
+// response are shared with the cache and must not be modified; the
+// response itself belongs to the caller.
+//
+// With the near cache off it asks one catalog node (round-robin) for req's
+// products, and the response is the caller's. The call carries ctx's deadline, or CallTimeout when ctx has none; a call
 // that fails with UNAVAILABLE (node gone, draining) is retried on another
 // node within that deadline. The response belongs to the caller.
 //
@@ -227,6 +286,14 @@ func (c *Client) GetProductMasters(ctx context.Context, req *catalogpb.ProductMa
 	if req == nil {
 		return nil, fmt.Errorf("%w: remote: nil request", catalog.ErrInvalidArgument)
 	}
+	if c.near != nil && !c.legacy() {
+		return c.getProductMastersNear(ctx, req)
+	}
+	return c.getProductMastersRPC(ctx, req)
+}
+
+// getProductMastersRPC is one GetProductMasters call.
+func (c *Client) getProductMastersRPC(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
 	if c.hub.zeroNodes() {
 		c.m.call(codes.Unavailable, 0)
 		return nil, fmt.Errorf("%w: remote: no catalog nodes", catalog.ErrUnavailable)
@@ -286,6 +353,7 @@ func (c *Client) Nodes() []string {
 func (c *Client) Close() error {
 	c.closeOnce.Do(func() {
 		c.closed.Store(true)
+		c.vt.stop()
 		c.hub.close()
 		if c.reach != nil {
 			c.reach.stop()

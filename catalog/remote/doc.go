@@ -54,10 +54,53 @@
 // (a goroutine per ClientConn waits for state changes), so it needs no
 // failed call. A bidder's /readyz turns unready on it after a grace.
 //
+// # Near cache
+//
+// With Options.NearCacheBytes > 0 (nearcache.go, products.go,
+// versions.go) the client caches decoded products, and absences (an id a
+// group does not hold), and answers GetProductMasters itself: every id of
+// both lists is looked up, the missing ones are asked of a node in one
+// GetProducts call (raw index records, decoded with catalog.DecodeValue),
+// the answers inserted, and the rules of catalog's package comment applied
+// locally (catalog.ValidateRequest with Options.MaxIDs first). A request
+// whose products are all cached makes no call and, through
+// GetProductMastersBatch with reused responses, allocates nothing.
+// GetProductMastersBatch answers many requests with one GetProducts call
+// for all their missing ids (several, one after the other, only beyond
+// MaxIDs ids).
+//
+// The cache is bounded in bytes (each decoded product's struct and string
+// bytes plus a fixed per-entry overhead; entries follow from that), split
+// into up to 64 shards by key hash, each with a read-write lock, a map and
+// a CLOCK (second-chance) ring. A cached product is one immutable
+// *catalogpb.Product, shared by every answer until it is evicted or retired
+// (the bidder's banner cell cache is keyed by that pointer).
+//
+// Versions: every GetProducts answer carries the node's IndexVersion. An
+// answer of the cache's content (same content_hash) is inserted; one of an
+// older content (lower generation: a node not yet on the newest index) is
+// served and not inserted; one of a newer content is served, not inserted,
+// and makes a background goroutine ask GetChanges since the cache's
+// version (up to 5 attempts, round-robin, until a node on a newer content
+// answers). A delta retires exactly the changed ids at once. Full, or
+// GetChanges failing, starts a new epoch: entries of the old one are still
+// served, each until the time the newer version was first seen plus a
+// per-key offset spread evenly over NearCacheGrace, so the cache turns over
+// gradually and nothing older is served past the grace. Every entry also
+// expires within NearCacheMaxAge (between 3/4 of it and all of it, by key
+// hash). Stale entries are misses at lookup and reclaimed first by the
+// CLOCK hand. Client.NearCacheStats gives hits, misses and the rest.
+//
+// A GetProducts attempt that runs out of its own time (half of what
+// remains for each attempt but the third and last) while the caller's
+// deadline allows is retried on another node. When nodes answer GetProducts
+// with UNIMPLEMENTED (older than the client), requests use
+// GetProductMasters for 30s, then GetProducts is tried again.
+//
 // # Calls, retries and errors
 //
 // Every call carries the caller's deadline, or Options.CallTimeout (default
-// 50ms) when ctx has none. GetProductMasters is idempotent: a call failing
+// 50ms) when ctx has none. Every method is idempotent: a call failing
 // with UNAVAILABLE (a node killed mid-call, a connection reset) is retried on
 // another node, up to 3 attempts with 1-10ms backoff, inside that same
 // deadline (throttled when most calls fail). With no READY node a call fails
@@ -72,9 +115,16 @@
 // # Metrics
 //
 // With Options.Registerer set: rtbd_catalog_client_calls_total{code} (gRPC
-// code names), rtbd_catalog_client_call_seconds (histogram, retries
-// included), rtbd_catalog_client_nodes (gauge) and
-// rtbd_catalog_client_resolves_total{result="ok"|"error"}.
+// code names, every method), rtbd_catalog_client_method_calls_total{method},
+// rtbd_catalog_client_call_seconds (histogram, retries included),
+// rtbd_catalog_client_nodes (gauge),
+// rtbd_catalog_client_resolves_total{result="ok"|"error"}, and for the near
+// cache rtbd_catalog_client_near_cache_lookups_total{result="hit"|
+// "hit_absent"|"miss"}, _near_cache_entries and _near_cache_bytes (gauges,
+// updated per request), _near_cache_evictions_total,
+// _near_cache_retired_total{cause="delta"|"epoch"|"max_age"},
+// rtbd_catalog_client_index_changes_total{kind="delta"|"full"} and
+// rtbd_catalog_client_deadline_retries_total.
 //
 // # Keepalive
 //

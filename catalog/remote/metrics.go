@@ -19,7 +19,26 @@ type metrics struct {
 	nodes      prometheus.Gauge
 	resolvesOK prometheus.Counter
 	resolvesKO prometheus.Counter
+
+	methodCalls  [numMethods]prometheus.Counter
+	lookups      [3]prometheus.Counter // hit, hit_absent, miss
+	ncEntries    prometheus.Gauge
+	ncBytes      prometheus.Gauge
+	evictions    prometheus.Counter
+	retired      [numCauses]prometheus.Counter
+	changes      [2]prometheus.Counter // delta, full
+	retriesAfter prometheus.Counter    // GetProducts attempts retried after their own timeout
 }
+
+// Methods, in the order of metricsMethodNames.
+const (
+	methodGetProductMasters = iota
+	methodGetProducts
+	methodGetChanges
+	numMethods
+)
+
+var methodNames = [numMethods]string{"GetProductMasters", "GetProducts", "GetChanges"}
 
 // newMetrics registers the collectors with reg. A collector that is already
 // registered (a second Client on the same registry) is shared.
@@ -29,11 +48,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_calls_total",
-		Help: "GetProductMasters calls made by the remote catalog client, by final gRPC status code.",
+		Help: "Calls made by the remote catalog client (every method), by final gRPC status code.",
 	}, []string{"code"})
 	seconds := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "rtbd_catalog_client_call_seconds",
-		Help:    "Duration of GetProductMasters calls made by the remote catalog client, retries included, in seconds.",
+		Help:    "Duration of calls made by the remote catalog client (every method), retries included, in seconds.",
 		Buckets: []float64{50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 250e-3, 1},
 	})
 	nodes := prometheus.NewGauge(prometheus.GaugeOpts{
@@ -45,7 +64,48 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Resolutions of the catalog node list, by result (ok, error).",
 	}, []string{"result"})
 
+	methodCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_method_calls_total",
+		Help: "Calls made by the remote catalog client, by method (GetProductMasters, GetProducts, GetChanges).",
+	}, []string{"method"})
+	lookups := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_near_cache_lookups_total",
+		Help: "Product lookups in the remote client's near cache, by result: hit (a product), hit_absent (a cached absence), miss (asked of a node).",
+	}, []string{"result"})
+	ncEntries := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rtbd_catalog_client_near_cache_entries",
+		Help: "Entries (products and absences) in the remote client's near cache.",
+	})
+	ncBytes := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "rtbd_catalog_client_near_cache_bytes",
+		Help: "Bytes the remote client's near cache counts for its entries (decoded products and overhead).",
+	})
+	evictions := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_near_cache_evictions_total",
+		Help: "Near-cache entries evicted to make room.",
+	})
+	retired := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_near_cache_retired_total",
+		Help: "Near-cache entries no longer served, by cause: delta (a newer index changed the product), epoch (a full index change, spread over near_cache_grace), max_age.",
+	}, []string{"cause"})
+	changes := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_index_changes_total",
+		Help: "Newer index versions the remote client adopted, by kind: delta (the changed products listed) or full (every entry retired over near_cache_grace).",
+	}, []string{"kind"})
+	retries := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_deadline_retries_total",
+		Help: "GetProducts attempts that timed out and were retried on another node within the caller's deadline.",
+	})
+
 	var err error
+	methodCalls = register(reg, methodCalls, &err)
+	lookups = register(reg, lookups, &err)
+	ncEntries = register(reg, ncEntries, &err)
+	ncBytes = register(reg, ncBytes, &err)
+	evictions = register(reg, evictions, &err)
+	retired = register(reg, retired, &err)
+	changes = register(reg, changes, &err)
+	retries = register(reg, retries, &err)
 	calls = register(reg, calls, &err)
 	seconds = register(reg, seconds, &err)
 	nodes = register(reg, nodes, &err)
@@ -58,7 +118,18 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		nodes:      nodes,
 		resolvesOK: resolves.WithLabelValues("ok"),
 		resolvesKO: resolves.WithLabelValues("error"),
+		ncEntries:  ncEntries, ncBytes: ncBytes, evictions: evictions, retriesAfter: retries,
 	}
+	for i, name := range methodNames {
+		m.methodCalls[i] = methodCalls.WithLabelValues(name)
+	}
+	for i, name := range [3]string{"hit", "hit_absent", "miss"} {
+		m.lookups[i] = lookups.WithLabelValues(name)
+	}
+	for i, name := range causeNames {
+		m.retired[i] = retired.WithLabelValues(name)
+	}
+	m.changes[0], m.changes[1] = changes.WithLabelValues("delta"), changes.WithLabelValues("full")
 	for c := range numCodes {
 		m.calls[c] = calls.WithLabelValues(codes.Code(c).String())
 	}
@@ -82,9 +153,14 @@ func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *erro
 }
 
 func (m *metrics) call(code codes.Code, seconds float64) {
+	m.callMethod(methodGetProductMasters, code, seconds)
+}
+
+func (m *metrics) callMethod(method int, code codes.Code, seconds float64) {
 	if m == nil {
 		return
 	}
+	m.methodCalls[method].Inc()
 	if int(code) < numCodes {
 		m.calls[code].Inc()
 	} else {
@@ -109,4 +185,52 @@ func (m *metrics) setNodes(n int) {
 		return
 	}
 	m.nodes.Set(float64(n))
+}
+
+func (m *metrics) lookupsAdd(hits, absentHits, misses int64) {
+	if m == nil {
+		return
+	}
+	for i, n := range [3]int64{hits, absentHits, misses} {
+		if n != 0 {
+			m.lookups[i].Add(float64(n))
+		}
+	}
+}
+
+func (m *metrics) setNear(entries, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.ncEntries.Set(float64(entries))
+	m.ncBytes.Set(float64(bytes))
+}
+
+func (m *metrics) evict() {
+	if m != nil {
+		m.evictions.Inc()
+	}
+}
+
+func (m *metrics) retire(cause int) {
+	if m != nil {
+		m.retired[cause].Inc()
+	}
+}
+
+func (m *metrics) change(full bool) {
+	if m == nil {
+		return
+	}
+	if full {
+		m.changes[1].Inc()
+	} else {
+		m.changes[0].Inc()
+	}
+}
+
+func (m *metrics) deadlineRetry() {
+	if m != nil {
+		m.retriesAfter.Inc()
+	}
 }

@@ -1,0 +1,364 @@
+package remote
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
+)
+
+// nearCache is the bidder's cache of decoded products (and of absences)
+// in front of the catalog nodes, bounded in bytes. It is split into shards
+// (a power of two, up to 64) by key hash, each with its own lock, map and
+// CLOCK ring (second chance: a hit sets the entry's reference bit, the hand
+// clears it once before evicting). An entry holds a product decoded once
+// and shared by every answer until the entry is evicted or retired; it is
+// never modified.
+//
+// Entries carry the epoch of the index content they were read from and an
+// expiry (max age minus a per-key jitter of up to a quarter of it). An entry
+// whose epoch was superseded is still served until the moment the newer
+// content was first seen plus a per-key offset in [0, grace), so a full
+// change of the index retires the cache gradually over the grace period.
+// Validity is checked at every get; a stale entry is a miss, and it is
+// replaced by the fresh answer or reclaimed first by the CLOCK hand.
+type nearCache struct {
+	shards []ncShard
+	mask   uint64
+	grace  int64 // ns
+	maxAge int64 // ns
+	now    func() int64
+	ver    atomic.Pointer[verState]
+	// Counted once per lookup of a request, not per key.
+	hits, absentHits, misses atomic.Int64
+	evictions                atomic.Int64
+	retired                  [numCauses]atomic.Int64
+	entries, bytes           atomic.Int64
+	m                        *metrics
+}
+
+// Retirement causes (metrics label values).
+const (
+	causeDelta = iota
+	causeEpoch
+	causeMaxAge
+	numCauses
+)
+
+var causeNames = [numCauses]string{"delta", "epoch", "max_age"}
+
+// epochRing is how many superseded epochs keep their retirement time; an
+// entry older than that is retired outright (it is older than grace anyway
+// unless the index changed that many times within one grace period).
+const epochRing = 8
+
+// verState is the client's view of the index version, replaced whole.
+type verState struct {
+	v     *catalogpb.IndexVersion // newest content accepted (shared, not modified)
+	epoch uint32
+	// retireAt[e%epochRing] is when epoch e was superseded (unix ns): its
+	// entries retire at that time plus their per-key offset.
+	retireAt [epochRing]int64
+}
+
+type ncKey struct{ g, id int64 }
+
+func hashNCKey(k ncKey) uint64 {
+	h := uint64(k.g)*0x9E3779B97F4A7C15 ^ uint64(k.id)*0xC2B2AE3D27D4EB4F
+	h ^= h >> 29
+	h *= 0xBF58476D1CE4E5B9
+	return h ^ h>>32
+}
+
+// ncEntry is immutable once inserted except for its retired flag.
+type ncEntry struct {
+	key      ncKey
+	p        *catalogpb.Product // nil: absent
+	epoch    uint32
+	expires  int64 // unix ns
+	offset   int64 // ns into the grace period at which an old-epoch entry retires
+	size     int64
+	retiredF atomic.Bool // counted as retired (once)
+}
+
+type ncSlot struct {
+	e   *ncEntry
+	ref atomic.Bool
+}
+
+type ncShard struct {
+	mu         sync.RWMutex
+	m          map[ncKey]int32 // slot index
+	slots      []ncSlot        // grows up to maxEntries
+	free       []int32
+	hand       int
+	bytes      int64
+	maxBytes   int64
+	maxEntries int
+	_          [64]byte
+}
+
+// Size accounting: a decoded product is its struct plus its strings
+// (DecodeValue gives them one backing string no longer than the value);
+// every entry adds the entry, its map cell and its slot.
+var (
+	productSize  = int64(unsafe.Sizeof(catalogpb.Product{}))
+	entryOverEst = int64(unsafe.Sizeof(ncEntry{})+unsafe.Sizeof(ncSlot{})) + 48 // + map cell (key, value, tophash, load)
+)
+
+// entrySize is the bytes an entry of a product with an encoded value of
+// valueLen bytes counts for (valueLen < 0: an absence).
+func entrySize(valueLen int) int64 {
+	if valueLen < 0 {
+		return entryOverEst
+	}
+	return entryOverEst + productSize + int64(valueLen)
+}
+
+// minShardBytes keeps shards big enough that one large product does not
+// fill one.
+const minShardBytes = 1 << 20
+
+func newNearCache(maxBytes int64, grace, maxAge time.Duration, m *metrics) *nearCache {
+	if maxBytes <= 0 {
+		return nil
+	}
+	n := 1
+	for n < 64 && int64(n)*2*minShardBytes <= maxBytes {
+		n <<= 1
+	}
+	c := &nearCache{
+		shards: make([]ncShard, n), mask: uint64(n - 1),
+		grace: int64(grace), maxAge: int64(maxAge), m: m,
+		now: func() int64 { return time.Now().UnixNano() },
+	}
+	per := maxBytes / int64(n)
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.maxBytes = per
+		s.maxEntries = int(per / entryOverEst)
+		s.m = make(map[ncKey]int32)
+	}
+	c.ver.Store(&verState{epoch: 1})
+	return c
+}
+
+func (c *nearCache) shard(k ncKey) *ncShard { return &c.shards[(hashNCKey(k)>>40)&c.mask] }
+
+// maxEntries is the most entries the cache can hold (all absences).
+func (c *nearCache) maxEntries() int {
+	n := 0
+	for i := range c.shards {
+		n += c.shards[i].maxEntries
+	}
+	return n
+}
+
+// stale says whether e must not be served at now under vs, and why.
+func (c *nearCache) stale(e *ncEntry, now int64, vs *verState) (bool, int) {
+	if now >= e.expires {
+		return true, causeMaxAge
+	}
+	// d < 0: the entry is newer than the caller's snapshot of vs.
+	if d := int32(vs.epoch - e.epoch); d > 0 {
+		if d >= epochRing || now >= vs.retireAt[e.epoch%epochRing]+e.offset {
+			return true, causeEpoch
+		}
+	}
+	return false, 0
+}
+
+func (c *nearCache) retire(e *ncEntry, cause int) {
+	if e.retiredF.CompareAndSwap(false, true) {
+		c.retired[cause].Add(1)
+		c.m.retire(cause)
+	}
+}
+
+// get returns the cached product for k (nil: known absent) and whether the
+// cache could answer.
+func (c *nearCache) get(k ncKey, now int64, vs *verState) (*catalogpb.Product, bool) {
+	s := c.shard(k)
+	s.mu.RLock()
+	i, ok := s.m[k]
+	if !ok {
+		s.mu.RUnlock()
+		return nil, false
+	}
+	sl := &s.slots[i]
+	e := sl.e
+	if st, cause := c.stale(e, now, vs); st {
+		s.mu.RUnlock()
+		c.retire(e, cause)
+		return nil, false
+	}
+	if !sl.ref.Load() {
+		sl.ref.Store(true)
+	}
+	s.mu.RUnlock()
+	return e.p, true
+}
+
+// put inserts (or replaces) k's entry, read from an answer of content hash
+// hash, if that is still the client's current content (checked under the
+// shard lock, so a delta retirement that follows cannot miss it).
+func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64, now int64) {
+	size := entrySize(valueLen)
+	if p == nil {
+		size = entrySize(-1)
+	}
+	s := c.shard(k)
+	if size > s.maxBytes || s.maxEntries == 0 {
+		return
+	}
+	h := hashNCKey(k)
+	e := &ncEntry{key: k, p: p, size: size}
+	if c.grace > 0 {
+		e.offset = int64(h % uint64(c.grace))
+	}
+	e.expires = now + c.maxAge - int64((h>>20)%uint64(c.maxAge/4+1))
+	s.mu.Lock()
+	vs := c.ver.Load()
+	if vs.v.GetContentHash() != hash {
+		s.mu.Unlock()
+		return
+	}
+	e.epoch = vs.epoch
+	if i, ok := s.m[k]; ok { // replace in place
+		old := s.slots[i].e
+		s.bytes += size - old.size
+		s.slots[i].e = e
+		s.slots[i].ref.Store(false)
+		c.bytes.Add(size - old.size)
+		s.evict(c, now, vs, -1)
+		s.mu.Unlock()
+		return
+	}
+	s.evict(c, now, vs, size)
+	var i int32
+	if n := len(s.free); n > 0 {
+		i = s.free[n-1]
+		s.free = s.free[:n-1]
+	} else {
+		s.slots = append(s.slots, ncSlot{})
+		i = int32(len(s.slots) - 1)
+	}
+	s.slots[i].e = e
+	s.slots[i].ref.Store(false)
+	s.m[k] = i
+	s.bytes += size
+	c.bytes.Add(size)
+	c.entries.Add(1)
+	s.mu.Unlock()
+}
+
+// evict makes room for an entry of size bytes (-1: none, only trim to the
+// bound), CLOCK order; stale entries go first whatever their bit. Called
+// with s.mu held.
+func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
+	extra, slot := max(size, 0), int64(0)
+	if size >= 0 {
+		slot = 1
+	}
+	for len(s.m) > 0 && (s.bytes+extra > s.maxBytes || int64(len(s.m))+slot > int64(s.maxEntries)) {
+		if s.hand >= len(s.slots) {
+			s.hand = 0
+		}
+		sl := &s.slots[s.hand]
+		if sl.e == nil {
+			s.hand++
+			continue
+		}
+		if st, cause := c.stale(sl.e, now, vs); st {
+			c.retire(sl.e, cause)
+		} else if sl.ref.Load() {
+			sl.ref.Store(false)
+			s.hand++
+			continue
+		} else {
+			c.evictions.Add(1)
+			c.m.evict()
+		}
+		s.remove(c, int32(s.hand))
+		s.hand++
+	}
+}
+
+// remove frees slot i. Called with s.mu held.
+func (s *ncShard) remove(c *nearCache, i int32) {
+	e := s.slots[i].e
+	delete(s.m, e.key)
+	s.slots[i].e = nil
+	s.free = append(s.free, i)
+	s.bytes -= e.size
+	c.bytes.Add(-e.size)
+	c.entries.Add(-1)
+}
+
+// drop retires k's entry now (a delta named it).
+func (c *nearCache) drop(k ncKey) {
+	s := c.shard(k)
+	s.mu.Lock()
+	if i, ok := s.m[k]; ok {
+		c.retire(s.slots[i].e, causeDelta)
+		s.remove(c, i)
+	}
+	s.mu.Unlock()
+}
+
+// count adds one request's lookups.
+func (c *nearCache) count(hits, absentHits, misses int64) {
+	if hits != 0 {
+		c.hits.Add(hits)
+	}
+	if absentHits != 0 {
+		c.absentHits.Add(absentHits)
+	}
+	if misses != 0 {
+		c.misses.Add(misses)
+	}
+	c.m.lookupsAdd(hits-absentHits, absentHits, misses)
+	c.m.setNear(c.entries.Load(), c.bytes.Load())
+}
+
+// NearCacheStats are the near cache's counters since the Client started.
+type NearCacheStats struct {
+	// Hits are lookups the cache answered, AbsentHits among them those it
+	// answered with "no such product"; Misses went to a node.
+	Hits, AbsentHits, Misses int64
+	// Entries and Bytes are the cache's content now; MaxBytes its bound.
+	Entries, Bytes, MaxBytes int64
+	// Evictions made room; Retired{Delta,Epoch,MaxAge} were entries no
+	// longer served because a delta named them, their index content was
+	// superseded, or they reached near_cache_max_age.
+	Evictions                                 int64
+	RetiredDelta, RetiredEpoch, RetiredMaxAge int64
+}
+
+// HitRatio is Hits / (Hits + Misses), 0 with no lookups.
+func (s NearCacheStats) HitRatio() float64 {
+	if s.Hits+s.Misses == 0 {
+		return 0
+	}
+	return float64(s.Hits) / float64(s.Hits+s.Misses)
+}
+
+func (c *nearCache) stats() NearCacheStats {
+	if c == nil {
+		return NearCacheStats{}
+	}
+	var maxBytes int64
+	for i := range c.shards {
+		maxBytes += c.shards[i].maxBytes
+	}
+	return NearCacheStats{
+		Hits: c.hits.Load(), AbsentHits: c.absentHits.Load(), Misses: c.misses.Load(),
+		Entries: c.entries.Load(), Bytes: c.bytes.Load(), MaxBytes: maxBytes,
+		Evictions:     c.evictions.Load(),
+		RetiredDelta:  c.retired[causeDelta].Load(),
+		RetiredEpoch:  c.retired[causeEpoch].Load(),
+		RetiredMaxAge: c.retired[causeMaxAge].Load(),
+	}
+}
