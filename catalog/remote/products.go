@@ -39,8 +39,8 @@ func (c *Client) putScratch(sc *batchScratch) {
 	if cap(sc.prod) > 1<<16 { // an unusually large batch: do not keep its memory
 		return
 	}
-	clear(sc.prod[:cap(sc.prod)])
-	clear(sc.got[:cap(sc.got)])
+	clear(sc.prod) // drop the product pointers (the used part is all set)
+	clear(sc.got)
 	sc.prod, sc.miss, sc.keys, sc.got = sc.prod[:0], sc.miss[:0], sc.keys[:0], sc.got[:0]
 	if len(sc.index) > 0 {
 		clear(sc.index)
