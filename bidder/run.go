@@ -231,7 +231,8 @@ func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
 			RefreshInterval: cfg.Catalog.RefreshInterval, CallTimeout: cfg.Catalog.CallTimeout,
 			Logger: log, Registerer: reg,
 			NearCacheBytes: cfg.Catalog.NearCacheBytes, NearCacheGrace: cfg.Catalog.NearCacheGrace,
-			NearCacheMaxAge: cfg.Catalog.NearCacheMaxAge, MaxIDs: cfg.Catalog.MaxIDs}
+			NearCacheMaxAge: cfg.Catalog.NearCacheMaxAge, MaxIDs: cfg.Catalog.MaxIDs,
+			VersionInterval: cfg.Catalog.WatchInterval}
 		if t := cfg.Catalog.TLS; t.CAFile != "" || t.Enabled() {
 			if ro.TLS, err = catalog.ClientTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 				return nil, fmt.Errorf("bidder: catalog.tls: %w", err)

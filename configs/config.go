@@ -959,7 +959,8 @@ type Catalog struct {
 	// NearCacheMaxAge is the longest any near-cache entry is served.
 	NearCacheMaxAge time.Duration `yaml:"near_cache_max_age"`
 	// WatchInterval is how often a serving process checks Data for a newly
-	// published index version.
+	// published index version, and how often a remote client with the near
+	// cache asks a node for its index version.
 	WatchInterval time.Duration `yaml:"watch_interval"`
 	// TLS of the gRPC link; all empty = cleartext h2c.
 	TLS TLS `yaml:"tls"`

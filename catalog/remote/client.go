@@ -31,6 +31,7 @@ const (
 	DefaultCallTimeout     = 50 * time.Millisecond
 	DefaultNearCacheGrace  = 30 * time.Second
 	DefaultNearCacheMaxAge = 5 * time.Minute
+	DefaultVersionInterval = time.Second
 	DefaultMaxIDs          = 1000
 
 	maxConnsPerNode = 64
@@ -103,6 +104,11 @@ type Options struct {
 	NearCacheGrace time.Duration
 	// NearCacheMaxAge is the longest an entry is served. Default 5m.
 	NearCacheMaxAge time.Duration
+	// VersionInterval is how often, with the near cache on, the client asks
+	// a node for its index version (GetChanges since the cache's), so that
+	// a new version is followed even while every lookup is a hit and no
+	// answer carries it. Default 1s.
+	VersionInterval time.Duration
 	// MaxIDs is the most product ids a request may carry (both lists), as
 	// the nodes' catalog.max_ids; it is also the most ids one GetProducts
 	// call asks for. Default 1000.
@@ -148,6 +154,12 @@ func (o *Options) validate() (target, error) {
 		o.NearCacheMaxAge = DefaultNearCacheMaxAge
 	case o.NearCacheMaxAge < 0:
 		errs = append(errs, fmt.Errorf("NearCacheMaxAge: must be > 0 (0 = %s), got %s", DefaultNearCacheMaxAge, o.NearCacheMaxAge))
+	}
+	switch {
+	case o.VersionInterval == 0:
+		o.VersionInterval = DefaultVersionInterval
+	case o.VersionInterval < 0:
+		errs = append(errs, fmt.Errorf("VersionInterval: must be > 0 (0 = %s), got %s", DefaultVersionInterval, o.VersionInterval))
 	}
 	if o.NearCacheGrace > 0 && o.NearCacheMaxAge > 0 && o.NearCacheGrace > o.NearCacheMaxAge {
 		errs = append(errs, fmt.Errorf("NearCacheGrace: must be at most NearCacheMaxAge (%s), got %s", o.NearCacheMaxAge, o.NearCacheGrace))
@@ -246,6 +258,10 @@ func New(opts Options) (*Client, error) {
 	c := &Client{hub: h, callTimeout: opts.CallTimeout, m: m, maxIDs: opts.MaxIDs, log: opts.Logger,
 		near: newNearCache(opts.NearCacheBytes, opts.NearCacheGrace, opts.NearCacheMaxAge, m)}
 	c.vt.init()
+	if c.near != nil {
+		c.vt.wg.Add(1)
+		go c.pollVersions(opts.VersionInterval)
+	}
 	// The gRPC target only selects the resolver builder; the builder already
 	// holds the parsed target (file paths need not be valid URLs).
 	grpcTarget := t.scheme + ":///rtbd-catalog"

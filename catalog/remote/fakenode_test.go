@@ -169,7 +169,8 @@ func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
 func nearClient(t testing.TB, bytes int64, clk *fakeClock, nodes ...*productNode) *Client {
 	t.Helper()
 	c := newTestClient(t, Options{Target: productTarget(nodes...), NearCacheBytes: bytes,
-		CallTimeout: 20 * time.Second, MaxIDs: catalogtest.MaxIDs})
+		CallTimeout: 20 * time.Second, MaxIDs: catalogtest.MaxIDs,
+		VersionInterval: time.Hour}) // the tests count GetChanges calls: no polls
 	if clk != nil {
 		c.near.now = clk.now
 	}

@@ -448,7 +448,9 @@ func TestGetProductsDeadlineRetry(t *testing.T) {
 	good := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
 	stuck := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
 	reg := prometheus.NewRegistry()
-	c := newTestClient(t, Options{Target: productTarget(good, stuck), NearCacheBytes: 1 << 20, ConnsPerNode: 1, Registerer: reg})
+	// (No version polls: they would take turns of the round-robin.)
+	c := newTestClient(t, Options{Target: productTarget(good, stuck), NearCacheBytes: 1 << 20, ConnsPerNode: 1, Registerer: reg,
+		VersionInterval: time.Hour})
 	// Both nodes serve before one stalls (round-robin over READY nodes).
 	id := int64(1)
 	waitFor(t, 10*time.Second, "both nodes to serve", func() bool {
@@ -614,5 +616,33 @@ func TestNearCacheFallsBackWithoutGetProducts(t *testing.T) {
 	}
 	if !c.legacy() {
 		t.Fatal("not in fallback")
+	}
+}
+
+// A cache whose lookups all hit makes no GetProducts call, so no answer
+// brings a new version: the version poll finds it and the delta retires
+// the changed product without any lookup.
+func TestVersionPollFollowsWithoutMisses(t *testing.T) {
+	n := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
+	c := newTestClient(t, Options{Target: productTarget(n), NearCacheBytes: 1 << 20, CallTimeout: 20 * time.Second,
+		MaxIDs: catalogtest.MaxIDs, VersionInterval: 20 * time.Millisecond})
+	if _, err := c.GetProductMasters(bgCtx(t), bulkReq(1, 9)); err != nil {
+		t.Fatal(err)
+	}
+	n.set(catalogtest.Products(), ver(2, 0xB))
+	n.setChanges(func(since *catalogpb.IndexVersion) (*catalogpb.ChangesResponse, error) {
+		if since.GetContentHash() == 0xB {
+			return &catalogpb.ChangesResponse{Version: ver(2, 0xB)}, nil
+		}
+		return &catalogpb.ChangesResponse{Version: ver(2, 0xB), Changed: []*catalogpb.ProductKeys{
+			{ProductGroupId: catalogtest.BulkGroup, ProductIds: []int64{3}}}}, nil
+	})
+	calls := n.calls()
+	waitFor(t, 10*time.Second, "the polled delta", func() bool { return c.NearCacheStats().RetiredDelta == 1 })
+	if g := c.near.ver.Load().v.GetGeneration(); g != 2 {
+		t.Fatalf("generation %d after the poll, want 2", g)
+	}
+	if n.calls() != calls {
+		t.Fatalf("GetProducts calls %d, want %d: the poll alone moved the cache", n.calls(), calls)
 	}
 }

@@ -211,3 +211,32 @@ func (c *Client) applyDelta(v *catalogpb.IndexVersion, changed []*catalogpb.Prod
 	c.log.Info("catalog index changed: near cache retired the changed products",
 		zap.Uint64("generation", v.GetGeneration()), zap.Int("changed", n))
 }
+
+// pollVersions asks a node, every interval, for the changes since the
+// cache's version, and follows a newer version it answers with as any
+// answer's (observe): without it a cache whose lookups all hit would never
+// see a new index until its entries reach their max age.
+func (c *Client) pollVersions(interval time.Duration) {
+	defer c.vt.wg.Done()
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.vt.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		vs := c.near.ver.Load()
+		if vs.v == nil || c.closed.Load() || c.hub.zeroNodes() {
+			continue // no answer yet: the first one sets the version
+		}
+		ctx, cancel := context.WithTimeout(c.vt.ctx, max(4*c.callTimeout, 200*time.Millisecond))
+		resp := new(catalogpb.ChangesResponse)
+		err := c.invoke(ctx, methodGetChanges, catalogpb.Catalog_GetChanges_FullMethodName,
+			&catalogpb.ChangesRequest{Since: vs.v}, resp)
+		cancel()
+		if err == nil {
+			c.observe(resp.GetVersion(), c.near.now())
+		}
+	}
+}
