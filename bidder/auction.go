@@ -351,10 +351,11 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, i
 
 // plan selects the candidates of every imp of st.req (st.plans[i], in
 // st.cands) and, with a BatchProductStore, fetches in one call the
-// products of every candidate that may be tried: per imp, the first
-// maxTries, and before them those whose budgets are checked only when the
-// imp is bid on (they may drop out). The lookups land in st.fetched, where
-// bidImp's fetch finds them. It returns the time spent in the catalog.
+// products of every candidate that may be tried: per imp, the best
+// maxTries of those whose budgets are checked, and the deferred ones
+// (budgets checked only when the imp is bid on: they may drop out) ranked
+// above the last of them. The lookups land in st.fetched, where bidImp's
+// fetch finds them. It returns the time spent in the catalog.
 //
 // The debug run (explain) checks no budget here: bidImp selects again,
 // explaining, with the budgets checked as it goes.
