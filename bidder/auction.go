@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -53,6 +54,17 @@ type candidate struct {
 	// charge is the most one impression of the bid costs, in micros of
 	// the campaign's currency (its exposure, spend.Budgets.Bid).
 	charge int64
+	// deferred: its budgets and frequency cap are checked when its imp is
+	// bid on, not at selection (see selectCands).
+	deferred bool
+}
+
+// impPlan is the outcome of candidate selection for one imp (plan).
+type impPlan struct {
+	start, end int // st.cands[start:end], highest price first
+	reason     rtb.NoBidReason
+	ok         bool // false: the imp gets no bid, for reason
+	secure     bool
 }
 
 // fetched caches one product lookup within a request (several imps of one
@@ -61,7 +73,23 @@ type fetched struct {
 	group      int64
 	q1, q2     int32
 	start, end int // st.products[start:end]
+	state      uint8
 }
+
+// States of a fetched lookup.
+const (
+	fetchDone     = iota // answered: st.products[start:end]
+	fetchPending         // collected for the batch, not yet asked
+	fetchFailed          // the batch failed: technical error
+	fetchDeadline        // the batch missed the deadline
+)
+
+// Budget checks at selection (selectCands).
+const (
+	budgetsNow      = iota // check every candidate's now
+	budgetsDeferBid        // defer those whose campaign is a candidate of an earlier imp
+	budgetsDeferAll        // defer all
+)
 
 // maxTries bounds the candidates tried per imp when the best ones have no
 // products (each try is one catalog lookup).
@@ -210,7 +238,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 
 	td := time.Now()
-	catalogTime := time.Duration(0)
+	catalogTime := b.plan(st, set, cur, uid, ex != nil)
 	reason := rtb.NoBidUnknownError
 	for i := range req.Imp {
 		nbr, ct := b.bidImp(st, set, i, cur, uid, ex)
@@ -321,13 +349,54 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, i
 	return mediaNone, 0, 0
 }
 
-// bidImp runs the auction of imp i: at most one bid, the highest price
-// among the matching campaigns that have products for the user. It returns
-// bidMade or the reason, and the time spent in the catalog.
-func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string, ex *Explain) (rtb.NoBidReason, time.Duration) {
+// plan selects the candidates of every imp of st.req (st.plans[i], in
+// st.cands) and, with a BatchProductStore, fetches in one call the
+// products of every candidate that may be tried: per imp, the best
+// maxTries of those whose budgets are checked, and the deferred ones
+// (budgets checked only when the imp is bid on: they may drop out) ranked
+// above the last of them. The lookups land in st.fetched, where bidImp's
+// fetch finds them. It returns the time spent in the catalog.
+//
+// The debug run (explain) checks no budget here: bidImp selects again,
+// explaining, with the budgets checked as it goes.
+func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain bool) time.Duration {
+	st.cands = st.cands[:0]
+	st.plans = st.plans[:0]
+	mode := budgetsDeferBid
+	if explain {
+		mode = budgetsDeferAll
+	}
+	for i := range st.req.Imp {
+		start := len(st.cands)
+		reason, ok, secure := b.selectCands(st, set, i, cur, uid, nil, mode)
+		st.plans = append(st.plans, impPlan{start: start, end: len(st.cands), reason: reason, ok: ok, secure: secure})
+	}
+	if b.batch == nil {
+		return 0 // looked up one by one, as bidImp reaches each candidate
+	}
+	for _, p := range st.plans {
+		tries := 0
+		for k := p.start; k < p.end && tries < maxTries; k++ {
+			cd := &st.cands[k]
+			st.want(cd.c)
+			if !cd.deferred {
+				tries++
+			}
+		}
+	}
+	return b.fetchBatch(st)
+}
+
+// selectCands appends to st.cands the candidates of imp i (the campaigns
+// that match it, have products of their group in the user's profile, a
+// creative for it, a price at least the floor, and budget), highest price
+// first. It returns the reason of the best rejection so far, and ok false
+// when the imp gets no bid whatever the catalog says (the reason is then
+// final and ie done). With Options.Budgets, mode says which candidates'
+// budgets and frequency caps are checked now; the others are deferred.
+func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid string, ie *ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
 	req := &st.req
 	imp := &req.Imp[i]
-	ie := ex.imp(imp)
 	var rej *campaign.Rejections
 	if ie != nil {
 		rej = &campaign.Rejections{}
@@ -337,27 +406,23 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 	if len(st.matched) == 0 {
 		if imp.Banner == nil && imp.Native == nil {
 			ie.done(rtb.NoBidUnsupportedImpType, "no banner or native, and no campaign with a VAST template matches")
-			return rtb.NoBidUnsupportedImpType, 0
+			return rtb.NoBidUnsupportedImpType, false, false
 		}
 		ie.done(rtb.NoBidNoMatchingCampaign, "no campaign matches")
-		return rtb.NoBidNoMatchingCampaign, 0
+		return rtb.NoBidNoMatchingCampaign, false, false
 	}
 	// A secure imp (imp.secure=1) gets only https: rtbd's URLs from the
 	// secure base, products whose image is https, VAST templates without
 	// http URLs.
-	secure := imp.Secure != nil && *imp.Secure == 1
-	st.urls = &b.urls
-	if secure {
-		if !b.secureURLs.ok {
-			ie.done(rtb.NoBidInsecure, "secure imp and no https base: set bidder.secure_public_url")
-			return rtb.NoBidInsecure, 0
-		}
-		st.urls = &b.secureURLs
+	secure = imp.Secure != nil && *imp.Secure == 1
+	if secure && !b.secureURLs.ok {
+		ie.done(rtb.NoBidInsecure, "secure imp and no https base: set bidder.secure_public_url")
+		return rtb.NoBidInsecure, false, true
 	}
-	reason := rtb.NoBidNoMatchingCampaign
+	reason = rtb.NoBidNoMatchingCampaign
 	impFloor, impFloorCur := money.FromFloat(imp.BidFloor), imp.BidFloorCur
 	rates := st.fxOwn
-	st.cands = st.cands[:0]
+	first := len(st.cands)
 	for _, c := range st.matched {
 		g := c.ProductGroupID
 		if len(st.profile.ViewedIn(g)) == 0 && len(st.profile.RecommendedIn(g)) == 0 {
@@ -411,32 +476,121 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 			ie.campaign(c.ID, "rejected", "bid below the floor", price, f, dealID)
 			continue
 		}
-		if bg := b.opts.Budgets; bg != nil {
-			cb := b.budgetOf(set, c)
-			if ok, why := budgetCheck(bg, cb, req.Test == 1, st.now); !ok {
-				reason = worse(reason, rtb.NoBidBudgetExhausted)
+		deferred := false
+		if b.opts.Budgets != nil {
+			// A campaign that may bid on an earlier imp of the request is
+			// checked after that bid is recorded (spend.Budgets.Bid), as
+			// its exposure then counts it.
+			if mode == budgetsDeferAll || mode == budgetsDeferBid && candidateOf(st.cands[:first], c) {
+				deferred = true
+			} else if nbr, why := b.budgetOK(st, set, c, uid); nbr != bidMade {
+				reason = worse(reason, nbr)
 				if ie != nil {
-					ie.campaign(c.ID, "rejected", "budget: "+why.String(), price, f, dealID)
+					ie.campaign(c.ID, "rejected", budgetWhy(nbr, why), price, f, dealID)
 				}
-				continue
-			}
-			if cb.FreqCap > 0 && !bg.FreqOK(*cb, uid, st.now) {
-				reason = worse(reason, rtb.NoBidFrequencyCapped)
-				ie.campaign(c.ID, "rejected", "frequency cap reached for this user", price, f, dealID)
 				continue
 			}
 		}
 		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h,
-			charge: money.PerImpression(bid)})
+			charge: money.PerImpression(bid), deferred: deferred})
 	}
 	// Highest price first (insertion sort: a handful of candidates; stable,
 	// so equal prices keep the file order).
-	cs := st.cands
+	cs := st.cands[first:]
 	for a := 1; a < len(cs); a++ {
 		for j := a; j > 0 && cs[j].price > cs[j-1].price; j-- {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
 	}
+	return reason, true, secure
+}
+
+// candidateOf reports whether c is the campaign of one of cs.
+func candidateOf(cs []candidate, c *campaign.Campaign) bool {
+	for k := range cs {
+		if cs[k].c == c {
+			return true
+		}
+	}
+	return false
+}
+
+// budgetOK checks c's budgets and pacing, then the user's frequency cap
+// (Options.Budgets is set): bidMade, or the no-bid reason (and, for a
+// budget, spend's reason).
+func (b *Bidder) budgetOK(st *reqState, set *campaign.Set, c *campaign.Campaign, uid string) (rtb.NoBidReason, spend.Reason) {
+	bg := b.opts.Budgets
+	cb := b.budgetOf(set, c)
+	if ok, why := budgetCheck(bg, cb, st.req.Test == 1, st.now); !ok {
+		return rtb.NoBidBudgetExhausted, why
+	}
+	if cb.FreqCap > 0 && !bg.FreqOK(*cb, uid, st.now) {
+		return rtb.NoBidFrequencyCapped, spend.ReasonNone
+	}
+	return bidMade, spend.ReasonNone
+}
+
+// budgetWhy is the debug endpoint's line for a budgetOK rejection.
+func budgetWhy(nbr rtb.NoBidReason, why spend.Reason) string {
+	if nbr == rtb.NoBidFrequencyCapped {
+		return "frequency cap reached for this user"
+	}
+	return "budget: " + why.String()
+}
+
+// bidImp runs the auction of imp i: at most one bid, the highest price
+// among the matching campaigns that have products for the user. It returns
+// bidMade or the reason, and the time spent in the catalog.
+func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string, ex *Explain) (rtb.NoBidReason, time.Duration) {
+	var (
+		cs     []candidate
+		reason rtb.NoBidReason
+		secure bool
+		ie     *ImpExplain
+	)
+	if ex != nil {
+		// The debug run selects again, explaining each campaign, with the
+		// budgets checked now (plan deferred them all).
+		ie = ex.imp(&st.req.Imp[i])
+		start := len(st.cands)
+		r, ok, sec := b.selectCands(st, set, i, cur, uid, ie, budgetsNow)
+		if !ok {
+			return r, 0
+		}
+		cs, reason, secure = st.cands[start:], r, sec
+	} else {
+		p := &st.plans[i]
+		if !p.ok {
+			return p.reason, 0
+		}
+		cs, reason, secure = st.cands[p.start:p.end], p.reason, p.secure
+		// The deferred candidates' budgets, now that the earlier imps'
+		// bids are recorded.
+		n := 0
+		for k := range cs {
+			if cs[k].deferred {
+				cs[k].deferred = false
+				if nbr, _ := b.budgetOK(st, set, cs[k].c, uid); nbr != bidMade {
+					reason = worse(reason, nbr)
+					continue
+				}
+			}
+			cs[n] = cs[k]
+			n++
+		}
+		cs = cs[:n]
+	}
+	st.urls = &b.urls
+	if secure {
+		st.urls = &b.secureURLs
+	}
+	return b.tryCands(st, i, cs, reason, secure, cur, uid, ex, ie)
+}
+
+// tryCands tries the candidates cs of imp i, highest price first, until
+// one bids: at most maxTries, each one catalog lookup (from st.fetched
+// when plan fetched it).
+func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, cur, uid string, ex *Explain, ie *ImpExplain) (rtb.NoBidReason, time.Duration) {
 	var catalogTime time.Duration
 	for k := range cs {
 		cd := &cs[k]
@@ -492,13 +646,21 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 
 // fetch returns the products of c for the user in st.profile: one
 // ProductMastersRequest (viewed ids, then recommended, quantities from the
-// creative template), cached per request. bidMade means products were
-// found.
+// creative template), cached per request: found in st.fetched when plan's
+// batch (or an earlier imp) asked it, else asked now. bidMade means
+// products were found.
 func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product, rtb.NoBidReason) {
 	g := c.ProductGroupID
 	q1, q2 := c.Creative.Quantities()
 	for _, f := range st.fetched {
 		if f.group == g && f.q1 == q1 && f.q2 == q2 {
+			switch f.state {
+			case fetchDeadline:
+				st.m.misses[missCatalog].Inc()
+				return nil, rtb.NoBidDeadline
+			case fetchFailed:
+				return nil, rtb.NoBidTechnicalError
+			}
 			if f.end == f.start {
 				return nil, rtb.NoBidNoProducts
 			}
@@ -527,6 +689,18 @@ func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product
 		return nil, rtb.NoBidTechnicalError
 	}
 	start := len(st.products)
+	st.addProducts(resp)
+	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, start: start, end: len(st.products)})
+	if len(st.products) == start {
+		return nil, rtb.NoBidNoProducts
+	}
+	return st.products[start:], bidMade
+}
+
+// addProducts appends the products of resp to st.products: the viewed
+// ones, then the recommended ones not among them.
+func (st *reqState) addProducts(resp *catalogpb.ProductMastersResponse) {
+	start := len(st.products)
 	for _, list := range [2][]*catalogpb.Product{resp.GetProduct1S(), resp.GetProduct2S()} {
 		for _, p := range list {
 			if p == nil || containsProduct(st.products[start:], p.ProductId) {
@@ -535,11 +709,83 @@ func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product
 			st.products = append(st.products, p)
 		}
 	}
-	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, start: start, end: len(st.products)})
-	if len(st.products) == start {
-		return nil, rtb.NoBidNoProducts
+}
+
+// want adds c's lookup to the batch plan collects in st.fetched (state
+// fetchPending; its request st.pmBatch[index]), once per group and
+// quantities.
+func (st *reqState) want(c *campaign.Campaign) {
+	g := c.ProductGroupID
+	q1, q2 := c.Creative.Quantities()
+	for _, f := range st.fetched {
+		if f.group == g && f.q1 == q1 && f.q2 == q2 {
+			return
+		}
 	}
-	return st.products[start:], bidMade
+	n := len(st.fetched)
+	if n == len(st.pmBatch) {
+		st.pmBatch = append(st.pmBatch, &catalogpb.ProductMastersRequest{})
+	}
+	pm := st.pmBatch[n]
+	pm.ProductGroupId = g
+	pm.Product1QuantityAtMost, pm.Product1Ids = q1, st.profile.ViewedIn(g)
+	pm.Product2QuantityAtMost, pm.Product2Ids = q2, st.profile.RecommendedIn(g)
+	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, state: fetchPending})
+}
+
+// fetchBatch asks b.batch, in one call under the request's deadline, the
+// lookups want collected, and settles them in st.fetched: answered, failed
+// (counted by error kind) or past the deadline (the miss is counted when a
+// candidate needs it, as fetch counts one). It returns the call's time.
+func (b *Bidder) fetchBatch(st *reqState) time.Duration {
+	n := len(st.fetched)
+	if n == 0 {
+		return 0
+	}
+	reqs := st.pmBatch[:n]
+	defer func() {
+		for _, pm := range reqs {
+			pm.Product1Ids, pm.Product2Ids = nil, nil // views of st.profile
+		}
+	}()
+	if !time.Now().Before(st.deadline) {
+		st.settle(fetchDeadline)
+		return 0
+	}
+	for len(st.pmResps) < n {
+		st.pmResps = append(st.pmResps, nil)
+	}
+	resps := st.pmResps[:n]
+	t := time.Now()
+	err := b.batch.GetProductMastersBatch(&st.dctx, reqs, resps)
+	d := time.Since(t)
+	st.m.stage[stageCatalog].Observe(d.Seconds())
+	if err != nil {
+		clear(resps)
+		kind := catalogErrKind(err)
+		st.m.catErrs[kind].Inc()
+		if kind == errDeadline || st.dctx.Err() != nil {
+			st.settle(fetchDeadline)
+		} else {
+			st.settle(fetchFailed)
+		}
+		return d
+	}
+	for k := range st.fetched {
+		f := &st.fetched[k]
+		f.start = len(st.products)
+		st.addProducts(resps[k])
+		f.end, f.state = len(st.products), fetchDone
+	}
+	clear(resps)
+	return d
+}
+
+// settle gives every lookup of st.fetched the state s.
+func (st *reqState) settle(s uint8) {
+	for k := range st.fetched {
+		st.fetched[k].state = s
+	}
 }
 
 // httpsOnly returns the products of ps a secure creative may show: all but

@@ -38,6 +38,18 @@ type ProductStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
 
+// BatchProductStore is a ProductStore that answers several lookups at once
+// (the remote client, *remote.Client). With one, the bidder makes one call
+// per bid request: the lookups of every imp's candidates, collected after
+// candidate selection. A ProductStore that is not one (the local index) is
+// asked lookup by lookup, as the auction reaches each candidate.
+type BatchProductStore interface {
+	// GetProductMastersBatch answers every request of reqs, resps[i] for
+	// reqs[i] (len(resps) == len(reqs)), in one round trip where it can.
+	// Responses are shared; callers must not modify them.
+	GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error
+}
+
 // UserStore holds the retargeting profiles (user.store: *user.Store, the
 // embedded Pebble keyspace; *redisuser.Store; *aerostore.UserStore; all
 // pass bidder/user/usertest). Get decodes into the caller's reused Profile
@@ -355,6 +367,8 @@ type Bidder struct {
 	replays *replaySet
 	budgets atomic.Pointer[budgetCache]
 
+	batch BatchProductStore // Options.Products when it is one; nil: lookups one by one
+
 	exchanges  exchangeSet
 	redirects  redirectHosts
 	matchStore MatchStore // Options.Users' match table; nil: none
@@ -449,6 +463,7 @@ func New(opts Options) (*Bidder, error) {
 		redirects:   redirects,
 		limits:      limits,
 	}
+	b.batch, _ = opts.Products.(BatchProductStore)
 	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}

@@ -90,7 +90,14 @@
 //     spend.CampaignBudget cached per campaign Set; highest price first, one
 //     ProductMastersRequest for the winner (viewed ids, recommended ids,
 //     the template's quantities), falling back to the next when it has no
-//     products (nbr 503), at most 3 tries.
+//     products (nbr 503), at most 3 tries. Candidates are selected for all
+//     imps before any lookup; with a BatchProductStore (the remote client)
+//     the distinct lookups of every candidate that may be tried go in one
+//     GetProductMastersBatch call under the deadline, a plain ProductStore
+//     (the local index) is asked one lookup at a time as the tries reach
+//     it; either way a lookup is made once per request. A campaign that is
+//     a candidate of an earlier imp has its budgets checked when its imp
+//     is reached, after the earlier bids count in its exposure.
 //  7. Creative (package creative): an HTML banner sized to the chosen
 //     format, Native 1.2 markup, or VAST from the campaign's template
 //     (video without one: nbr 504); links through signed /click URLs.
@@ -119,7 +126,8 @@
 //
 // rtbd_bidder_requests_total{exchange}, _bids_total{exchange} (the
 // exchange label's values are Options.Exchanges' names), _nobids_total{nbr},
-// _rejected_total{reason}, _stage_seconds{stage=decode|user|catalog|decide|encode},
+// _rejected_total{reason}, _stage_seconds{stage=decode|user|catalog|decide|encode}
+// (catalog: one observation per catalog call),
 // _request_seconds (arrival to answer, shed answers included),
 // _queue_seconds, _deadline_misses_total{stage=queue|tmax|user|catalog|decide},
 // _catalog_errors_total{kind}, _user_errors_total{kind},

@@ -42,9 +42,14 @@ type reqState struct {
 
 	pm       *catalogpb.ProductMastersRequest
 	matched  []*campaign.Campaign
-	cands    []candidate
+	cands    []candidate // every imp's, st.plans[i] saying where
+	plans    []impPlan   // per imp
 	fetched  []fetched
 	products []*catalogpb.Product
+	// pmBatch and pmResps are the requests and answers of the one
+	// BatchProductStore call (fetchBatch): reused, never shrunk.
+	pmBatch []*catalogpb.ProductMastersRequest
+	pmResps []*catalogpb.ProductMastersResponse
 
 	native    creative.NativeRequest
 	nativeImp int // index of the imp parsed into native, -1 none
@@ -171,6 +176,7 @@ func (st *reqState) reset() {
 	clear(st.matched)
 	st.matched = st.matched[:0]
 	st.cands = st.cands[:0]
+	st.plans = st.plans[:0]
 	st.fetched = st.fetched[:0]
 	clear(st.products)
 	st.products = st.products[:0]
