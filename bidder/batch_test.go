@@ -17,6 +17,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -375,3 +376,6 @@ func TestBatchBudgets(t *testing.T) {
 		t.Errorf("%d batch calls and %d single lookups, want 1 and 0", b, s)
 	}
 }
+
+// The remote client is the batch store the bidder's one-call path uses.
+var _ BatchProductStore = (*remote.Client)(nil)
