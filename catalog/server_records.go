@@ -160,6 +160,9 @@ func (s *Server) getChanges(ctx context.Context, req *catalogpb.ChangesRequest) 
 	if err != nil {
 		return nil, s.methodDone(methodGetChanges, err, start, 0, 0)
 	}
+	if req.GetSince() == nil { // a client with no version: everything is new to it
+		c.Full, c.Keys = true, nil
+	}
 	scratch := wireScratch.Get().(*[]byte)
 	b := AppendChanges((*scratch)[:0], c)
 	if len(b) > s.maxChangesBytes {

@@ -322,8 +322,10 @@ func TestVersionsGenerationAndChanges(t *testing.T) {
 		t.Errorf("changes since v2: %+v, want %v", c, keysOf(ups2, del2))
 	}
 	union := keysOf(append(slices.Clone(ups1), ups2...), del1, del2)
-	if c := changes(t, l, v1); c.Full || !slices.Equal(c.Keys, union) {
-		t.Errorf("changes since v1: %+v, want %v", c, union)
+	for range 2 { // the second answer is the kept one
+		if c := changes(t, l, v1); c.Full || !slices.Equal(c.Keys, union) {
+			t.Errorf("changes since v1: %+v, want %v", c, union)
+		}
 	}
 	if c := changes(t, l, catalog.IndexVersion{Generation: 1, ContentHash: 12345}); !c.Full {
 		t.Errorf("changes since an unknown version: %+v, want full", c)
