@@ -5,11 +5,14 @@
 //
 // # Data directory
 //
-//	DIR/CURRENT              name of the live version ("v20261130T031500.123456789Z\n")
+//	DIR/CURRENT              name of the live version and the directory's generation
+//	                         ("v20261130T031500.123456789Z\ngeneration 7\n")
 //	DIR/PREVIOUS             name of the version before it (rollback target)
 //	DIR/LOCK                 held (flock) by a running ingest, and for a moment by a sweep
 //	DIR/versions/NAME/       one Pebble DB per version, immutable once published
 //	DIR/versions/NAME/READERS  flock held shared by every process serving NAME
+//	DIR/versions/NAME/META     the version's content hash ("content_hash %016x\n")
+//	DIR/versions/NAME/CHANGES  its chain of deltas (binary, checksummed; see indexversion.go)
 //
 // A version is built beside the live one and published by rewriting CURRENT
 // atomically (write, fsync, rename, fsync dir). Serving processes poll
@@ -19,6 +22,34 @@
 // holder of DIR/LOCK: the ingest at Publish (RemoveUnusedVersions), or a
 // serving process after a switch and when a retired version's last request
 // ends (a sweep, which skips its turn while an ingest runs).
+//
+// # Index versions
+//
+// A version's identity is (generation, content hash), IndexVersion. The
+// content hash is the sum modulo 2^64 of xxhash64(key || value) over every
+// record (HashRecord): it depends on the products alone, so nodes that
+// ingested the same feed agree on it whatever the method or the duplicates
+// in the feed. A full snapshot computes it with one scan before it is
+// published; a delta from its base's hash and the keys it wrote (minus the
+// base's records it replaced, plus its own), without a scan. Both write
+// META into the version directory, fsynced, before publish. A version
+// without META (built before versions carried one) is hashed once by each
+// process that opens it, and logged; its directory is not written.
+//
+// The generation is the second line of CURRENT, so it changes atomically
+// with the version it names: Publish and Rollback write the old CURRENT's
+// generation plus one (a CURRENT of one line, written before generations
+// existed, is generation 0). Version directories stay immutable: a rollback
+// re-publishes an old version under a new generation.
+//
+// A delta's CHANGES lists the keys whose stored value differs from its
+// base's (inserted, updated with other bytes, deleted; not an identical
+// upsert nor the delete of an absent id), with the base's hash, after its
+// base's own chain: at most 1,000,000 keys in all, the oldest steps dropped
+// beyond. A full snapshot, and a delta writing more keys than that, start
+// an empty chain. Local.Changes answers "what changed since version X":
+// nothing when X's content hash is the current one; the union of the steps
+// from the newest one starting at X's hash; else Full.
 //
 // # Keys and values
 //
@@ -38,4 +69,9 @@
 // at *_quantity_at_most (0 or less: none). More than MaxIDs ids in all, or a
 // product_group_id <= 0, is ErrInvalidArgument. An unknown group gives
 // empty lists.
+//
+// GetProducts (Local.AppendProducts) returns records instead: one per id
+// asked, group by group, in the order asked, with the value as stored
+// (out-of-stock products included; empty when absent), for a client that
+// keeps its own cache and applies the rules above itself.
 package catalog

@@ -106,6 +106,10 @@ type version struct {
 	// chain of deltas, read from CHANGES at the first Changes call.
 	chainOnce sync.Once
 	chain     []changeStep
+	// unions: the latest answers that join several steps, by the since
+	// hash (every client of a node asks the same after a publish).
+	unionMu sync.Mutex
+	unions  []union
 	// retired is called once after the last reference is dropped (set by
 	// Reload before it drops the Local's own reference; nil on the current
 	// version, so Close does not trigger it).
@@ -240,9 +244,36 @@ func (l *Local) Changes(since IndexVersion) (Changes, error) {
 		}
 		v.chain = chain
 	})
+	v.unionMu.Lock()
+	for _, u := range v.unions {
+		if u.since == since.ContentHash {
+			v.unionMu.Unlock()
+			c.Keys = u.keys
+			return c, nil
+		}
+	}
+	v.unionMu.Unlock()
 	c.Keys, c.Full = changesSince(v.chain, v.hash, since.ContentHash)
+	if !c.Full {
+		v.unionMu.Lock()
+		if len(v.unions) == maxUnions {
+			v.unions = v.unions[1:]
+		}
+		v.unions = append(v.unions, union{since.ContentHash, c.Keys})
+		v.unionMu.Unlock()
+	}
 	return c, nil
 }
+
+// union is a Changes answer kept for the next client at the same version.
+type union struct {
+	since uint64
+	keys  []ProductKey
+}
+
+// maxUnions bounds the answers a version keeps (each at most the chain's
+// keys, shared with it when a single step answers).
+const maxUnions = 4
 
 // Version is the name of the version serving now.
 func (l *Local) Version() string {

@@ -69,6 +69,34 @@ func getChangesHandler(srv any, ctx context.Context, dec func(any) error, interc
 	})
 }
 
+// GetProducts implements catalogpb.CatalogServer for a server registered
+// without Register (the stock generated path): the same answer, decoded.
+func (s *Server) GetProducts(ctx context.Context, req *catalogpb.ProductsRequest) (*catalogpb.ProductsResponse, error) {
+	resp := new(catalogpb.ProductsResponse)
+	return resp, s.decodeAnswer(s.getProducts(ctx, req))(resp)
+}
+
+// GetChanges implements catalogpb.CatalogServer, like GetProducts.
+func (s *Server) GetChanges(ctx context.Context, req *catalogpb.ChangesRequest) (*catalogpb.ChangesResponse, error) {
+	resp := new(catalogpb.ChangesResponse)
+	return resp, s.decodeAnswer(s.getChanges(ctx, req))(resp)
+}
+
+// decodeAnswer unmarshals an encoded answer into a message and frees it.
+func (s *Server) decodeAnswer(out any, err error) func(proto.Message) error {
+	return func(m proto.Message) error {
+		if err != nil {
+			return err
+		}
+		w := out.(*wireResponse)
+		defer w.buf.Free()
+		if err := proto.Unmarshal(w.buf.ReadOnlyData(), m); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		return nil
+	}
+}
+
 // withCallTime gives a call without a deadline the server's own.
 func (s *Server) withCallTime(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); !ok && s.maxCallTime > 0 {
@@ -131,6 +159,9 @@ func (s *Server) getChanges(ctx context.Context, req *catalogpb.ChangesRequest) 
 	c, err := s.records.Changes(since)
 	if err != nil {
 		return nil, s.methodDone(methodGetChanges, err, start, 0, 0)
+	}
+	if req.GetSince() == nil { // a client with no version: everything is new to it
+		c.Full, c.Keys = true, nil
 	}
 	scratch := wireScratch.Get().(*[]byte)
 	b := AppendChanges((*scratch)[:0], c)

@@ -172,6 +172,8 @@ func printSummary(w io.Writer, s *Summary, published bool) {
 			approx = " (estimate: the version is layered by deltas)"
 		}
 		fmt.Fprintf(w, "  products      %d in the new version%s\n", s.Products, approx)
+	}
+	if published && !s.Unchanged {
 		fmt.Fprintf(w, "  index version generation %d, content hash %016x", s.Generation, s.ContentHash)
 		switch {
 		case s.Mode == "delta" && s.ChangedKeys >= 0:

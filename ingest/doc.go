@@ -21,7 +21,11 @@
 // Either way the new version is published by rewriting DIR/CURRENT
 // atomically, and the version it replaces becomes DIR/PREVIOUS: serving
 // processes switch to the new version as a whole, so readers see all of a
-// delta or none of it, and -rollback brings the previous one back.
+// delta or none of it, and -rollback brings the previous one back. Each
+// publish, a rollback included, raises the generation CURRENT carries; the
+// version's content hash and, for a delta, the keys it changed are written
+// into the version before it is published (see the catalog package's
+// "Index versions").
 //
 // # Delta format
 //
