@@ -34,6 +34,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
 	"github.com/rtbd/rtbd/bench"
@@ -350,6 +351,10 @@ func configItems(t *testing.T) []item {
 	for _, k := range configs.SecretKeys() {
 		secret[strings.ReplaceAll(k, configs.AnyName, "NAME")] = true
 	}
+	probe, err := configs.Default() // is each key settable from a string (the environment)?
+	if err != nil {
+		t.Fatal(err)
+	}
 	var items, plain []item
 	var walk func(t reflect.Type, prefix string, inMap bool)
 	walk = func(typ reflect.Type, prefix string, inMap bool) {
@@ -393,7 +398,6 @@ func configItems(t *testing.T) []item {
 			if secret[key] {
 				env += ", `" + configs.EnvName(key+configs.FileSuffix) + "`"
 			}
-			probe, _ := configs.Default()
 			if err := probe.Set(key, value); err != nil {
 				env = "file only"
 			}
@@ -713,6 +717,9 @@ func metricAndRouteItems(t *testing.T) []item {
 		}
 	}
 	closed := closedAddr(t)
+	// The remote bidder's Redis is not there: keep its client's retries
+	// out of the test's output.
+	redis.SetLogger(quietRedis{})
 	base := func(name string, sets ...string) *configs.Config {
 		cfg, err := configs.Default()
 		if err != nil {
@@ -722,6 +729,7 @@ func metricAndRouteItems(t *testing.T) []item {
 			"catalog.data=" + catalogDir, "catalog.grpc_listen=127.0.0.1:0", "admin.listen=127.0.0.1:0",
 			"bidder.http_listen=127.0.0.1:0", "bidder.data_dir=" + filepath.Join(dir, name),
 			"bidder.campaigns=" + campaignsFile, "bidder.token_keys=doc-test-token-key-0123456789",
+			"bidder.shutdown_delay=0s", "bidder.shutdown_timeout=1s",
 		}, sets...)
 		for _, kv := range sets {
 			k, v, _ := strings.Cut(kv, "=")
@@ -890,6 +898,10 @@ func metricNamesInCode(t *testing.T) []string {
 	slices.Sort(names)
 	return slices.Compact(names)
 }
+
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
 
 // closedAddr returns a loopback address nothing listens on.
 func closedAddr(t *testing.T) string {
