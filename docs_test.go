@@ -924,10 +924,13 @@ func TestDocsCheck(t *testing.T) {
 		{kind: kindFlag, cmd: "rtbd gen", name: "-out", file: "ingest/README.md"},
 		{kind: kindMetric, name: "rtbd_x_total", file: "bidder/README.md", checks: map[string]func(string) string{"labels": labelCheck([]string{"kind"})}},
 		{kind: kindRoute, name: "/event", file: "bidder/README.md"},
+		{kind: kindFlag, cmd: "rtbd bench store", name: "-q", file: "bench/README.md"},
+		{kind: kindFlag, cmd: "rtbd bench all", name: "-q", file: "bench/README.md"},
 	}
 	var rows []row
 	rows = append(rows, parseTables("configs/README.md", "| key | default |\n|---|---|\n| `a.b` | `2s` |\n| `a.old` | x |\n")...)
 	rows = append(rows, parseTables("ingest/README.md", "| `rtbd gen` flag | default |\n|---|---|\n| `-out` | — |\n\n| `rtbd gen` flag | default |\n|---|---|\n| `-out` | — |\n")...)
+	rows = append(rows, parseTables("bench/README.md", "| `rtbd bench store`, `rtbd bench all` flag | default |\n|---|---|\n| `-q` | `false` |\n")...)
 	rows = append(rows, parseTables("catalog/README.md", "| metric | labels |\n|---|---|\n| `rtbd_x_total` | `kind=a\\|b` |\n")...)
 	rows = append(rows, parseTables("bidder/README.md", "| route | what |\n|---|---|\n| `GET /event?pg=G` | pixel |\n\n| name | x |\n|---|---|\n| `a.c` | not a reference table |\n")...)
 	got := checkDocs(items, rows)

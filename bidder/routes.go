@@ -74,14 +74,13 @@ func Routes() []string {
 	return out
 }
 
-// serveHTTP dispatches a request to its route (404 for none). A prefix
-// route matches only a longer path than its prefix.
+// serveHTTP dispatches a request to its route (404 for none).
 func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
 	path := rc.Path()
 	for i := range routes {
 		r := &routes[i]
 		if r.prefix {
-			if len(path) > len(r.path) && string(path[:len(r.path)]) == r.path {
+			if len(path) >= len(r.path) && string(path[:len(r.path)]) == r.path {
 				r.serve(b, rc)
 				return
 			}
