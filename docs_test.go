@@ -29,6 +29,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -570,6 +571,7 @@ func flagItems(t *testing.T) []item {
 // tell the type of a vector that has no series yet (Gather leaves it out).
 type recorder struct {
 	*prometheus.Registry
+	mu         sync.Mutex // a component may register from a goroutine of its own
 	collectors []prometheus.Collector
 }
 
@@ -579,7 +581,9 @@ func (r *recorder) Register(c prometheus.Collector) error {
 	if err := r.Registry.Register(c); err != nil {
 		return err
 	}
+	r.mu.Lock()
 	r.collectors = append(r.collectors, c)
+	r.mu.Unlock()
 	return nil
 }
 
@@ -603,6 +607,8 @@ var descRE = regexp.MustCompile(`^Desc\{fqName: "([^"]*)", help: "((?:[^"\\]|\\.
 // metrics adds the rtbd_* metrics of every collector of r to into.
 func (r *recorder) metrics(t *testing.T, into map[string]metric) {
 	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	for _, c := range r.collectors {
 		types := map[string]string{}
 		switch c.(type) {
