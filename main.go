@@ -87,15 +87,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 // loadServerConfig parses the server flags, loads and validates the config.
 func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*configs.Config, *zap.Logger, error) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	path := fs.String("config", os.Getenv(configs.EnvConfigPath), "config file (YAML); defaults: configs/rtbd.yaml, embedded")
-	vals := make([]*string, len(serverFlags))
-	for i, f := range serverFlags {
-		vals[i] = fs.String(f.name, "", f.usage+" ("+f.key+")")
-	}
-	var sets multiFlag
-	fs.Var(&sets, "set", "override any setting: -set key=value (repeatable), e.g. -set catalog.block_cache_mb=128")
+	fs, path, vals, sets := newServerFlags(name)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			usage(stdout)
@@ -120,7 +112,7 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 		}
 	}
 	var argvSecrets []string // secrets given in clear on the command line
-	for _, kv := range sets {
+	for _, kv := range *sets {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
 			return nil, nil, usageErr(fmt.Errorf("-set %q: want key=value", kv))
@@ -144,6 +136,22 @@ func loadServerConfig(name string, args []string, stdout, stderr io.Writer) (*co
 			zap.String("key", k), zap.String("env", configs.EnvName(k)))
 	}
 	return cfg, log, nil
+}
+
+// newServerFlags returns the flag set of the servers (and of `rtbd
+// config`): -config (default $RTBD_CONFIG), one flag per serverFlags entry
+// (vals, in its order) and the repeatable -set.
+func newServerFlags(name string) (fs *flag.FlagSet, path *string, vals []*string, sets *multiFlag) {
+	fs = flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	path = fs.String("config", os.Getenv(configs.EnvConfigPath), "config file (YAML); defaults: configs/rtbd.yaml, embedded")
+	vals = make([]*string, len(serverFlags))
+	for i, f := range serverFlags {
+		vals[i] = fs.String(f.name, "", f.usage+" ("+f.key+")")
+	}
+	sets = new(multiFlag)
+	fs.Var(sets, "set", "override any setting: -set key=value (repeatable), e.g. -set catalog.block_cache_mb=128")
+	return fs, path, vals, sets
 }
 
 func printConfig(args []string, stdout, stderr io.Writer) error {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,6 +76,7 @@ type Server struct {
 	opts     Options
 	log      *zap.Logger
 	mux      *http.ServeMux
+	patterns []string               // every pattern registered on mux, in order (Patterns)
 	notReady atomic.Pointer[string] // non-nil: the reason /readyz is 503
 
 	mu      sync.Mutex
@@ -92,12 +94,12 @@ func New(opts Options) *Server {
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
-	s.mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	s.handleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		writeText(w, http.StatusOK, "ok")
 	})
-	s.mux.HandleFunc("GET /readyz", s.readyz)
+	s.handleFunc("GET /readyz", s.readyz)
 	if opts.Gatherer != nil {
-		s.mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
+		s.Handle("GET /metrics", promhttp.HandlerFor(opts.Gatherer, promhttp.HandlerOpts{
 			ErrorLog:      zap.NewStdLog(s.log.Named("metrics")),
 			ErrorHandling: promhttp.ContinueOnError, // serve what can be gathered
 		}))
@@ -108,11 +110,11 @@ func New(opts Options) *Server {
 	if opts.NoPprof {
 		return s
 	}
-	s.mux.HandleFunc("/debug/pprof/", pprof.Index)
-	s.mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-	s.mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-	s.mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-	s.mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	s.handleFunc("/debug/pprof/", pprof.Index)
+	s.handleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	s.handleFunc("/debug/pprof/profile", pprof.Profile)
+	s.handleFunc("/debug/pprof/symbol", pprof.Symbol)
+	s.handleFunc("/debug/pprof/trace", pprof.Trace)
 	return s
 }
 
@@ -124,6 +126,22 @@ func New(opts Options) *Server {
 // conflicts with one already registered: that is a programming error.
 func (s *Server) Handle(pattern string, h http.Handler) {
 	s.mux.Handle(pattern, h)
+	s.mu.Lock()
+	s.patterns = append(s.patterns, pattern)
+	s.mu.Unlock()
+}
+
+func (s *Server) handleFunc(pattern string, h func(http.ResponseWriter, *http.Request)) {
+	s.Handle(pattern, http.HandlerFunc(h))
+}
+
+// Patterns returns the pattern of every endpoint registered so far (the
+// standard ones of New, then those of Handle), as given: "GET /healthz",
+// "/debug/pprof/", "POST /admin/debug/bid".
+func (s *Server) Patterns() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.patterns)
 }
 
 // SetNotReady makes GET /readyz answer 503 with reason, whatever

@@ -274,6 +274,7 @@ func parseInts(s string) ([]int, error) {
 }
 
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	seeFlags(fs)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -353,6 +354,7 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench compare", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
 	fail := fs.Bool("fail", false, "return an error (exit 1) when any metric regressed")
+	seeFlags(fs)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -460,6 +462,7 @@ func renderMain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { Usage(stderr) }
 	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
 	quiet := fs.Bool("q", false, "no report text on stdout")
+	seeFlags(fs)
 	fs.SetOutput(stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

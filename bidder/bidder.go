@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,7 +19,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
-	"github.com/rtbd/rtbd/bidder/internal/demoimg"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -551,71 +549,6 @@ func (b *Bidder) ErrorHandler(rc *fasthttp.RequestCtx, err error) {
 		rc.Error("malformed HTTP request", fasthttp.StatusBadRequest)
 	}
 }
-
-func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
-	switch string(rc.Path()) {
-	case PathBid:
-		b.serveBid(rc, 0)
-	case PathEvent:
-		if b.allowed(rc, limitEvent) {
-			b.serveEvent(rc)
-		}
-	case PathUserSync:
-		if b.allowed(rc, limitUserSync) {
-			b.serveUserSync(rc)
-		}
-	case PathMatch:
-		if b.allowed(rc, limitMatch) {
-			b.serveMatch(rc)
-		}
-	case PathClick:
-		b.serveClick(rc)
-	case PathLoss:
-		b.serveLoss(rc)
-	case PathWin, PathBill, PathImp:
-		if b.opts.Notices != nil {
-			b.opts.Notices(rc)
-			return
-		}
-		if b.opts.Spend != nil {
-			kind := noticeWin
-			switch string(rc.Path()) {
-			case PathBill:
-				kind = noticeBill
-			case PathImp:
-				kind = noticeImp
-			}
-			b.serveNotice(rc, kind)
-			return
-		}
-		b.m.notices.Inc()
-		rc.Response.Header.Set(HeaderNoticeOutcome, "unhandled")
-		rc.SetStatusCode(fasthttp.StatusNoContent)
-	default:
-		path := rc.Path()
-		if bytes.HasPrefix(path, pathClickBase) {
-			b.serveClick(rc)
-			return
-		}
-		if b.opts.DemoImages && bytes.HasPrefix(path, pathDemoImages) {
-			serveDemoImage(rc)
-			return
-		}
-		if len(path) > len(pathBidBase) && bytes.HasPrefix(path, pathBidBase) {
-			if i, ok := b.exchanges.index[string(path[len(pathBidBase):])]; ok {
-				b.serveBid(rc, i)
-				return
-			}
-		}
-		rc.SetStatusCode(fasthttp.StatusNotFound)
-	}
-}
-
-var (
-	pathDemoImages = []byte(demoimg.PathPrefix)
-	pathClickBase  = []byte(PathClickBase)
-	pathBidBase    = []byte(PathBid + "/")
-)
 
 var (
 	headerOpenRTB = "x-openrtb-version"

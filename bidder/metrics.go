@@ -260,7 +260,7 @@ func registerCellMetrics(reg prometheus.Registerer, cells *creative.CellCache) e
 		{"miss", func() float64 { _, m := cells.Stats(); return float64(m) }},
 	} {
 		c := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rtbd_bidder_banner_cells_total",
-			Help:        "Product cells of banners rendered, by whether the cell cache (with the local index) held them: hit or miss. Both stay 0 without the cache.",
+			Help:        "Product cells of banners rendered, by whether the cell cache (with the local index, or the remote near cache) held them: hit or miss. Both stay 0 without the cache.",
 			ConstLabels: prometheus.Labels{"result": r.result}}, r.get)
 		if err := reg.Register(c); err != nil {
 			return err

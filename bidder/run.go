@@ -184,11 +184,23 @@ type Server struct {
 // /admin/debug/bid, and POST /admin/catalog/refresh with a remote
 // catalog). Every failure names the setting it comes from; what was opened
 // is closed again.
-func Start(cfg *configs.Config, log *zap.Logger) (_ *Server, err error) {
+func Start(cfg *configs.Config, log *zap.Logger) (*Server, error) {
+	return StartRegistry(cfg, log, prometheus.NewRegistry())
+}
+
+// Registry is where a Server registers its metrics and what its admin
+// listener's /metrics serves (a *prometheus.Registry).
+type Registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// StartRegistry is Start with the metrics in reg, a registry of the
+// caller's with nothing registered yet (Start makes a new one).
+func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Server, err error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
 	defer func() {
@@ -453,6 +465,10 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // AdminAddr is the admin listener's address.
 func (s *Server) AdminAddr() string { return s.admin.Addr() }
+
+// AdminRoutes returns the patterns the admin listener serves
+// ("GET /healthz", "POST /admin/debug/bid", ...).
+func (s *Server) AdminRoutes() []string { return s.admin.Patterns() }
 
 // Campaigns is the campaign source: the file watcher, or the PostgreSQL
 // table of campaigns.source postgres.

@@ -234,3 +234,10 @@ func (b *byteSize) Set(s string) error {
 	*b = byteSize(n * mult)
 	return nil
 }
+
+// FlagSets returns the flag sets of `rtbd ingest` and of `rtbd gen`'s
+// plain feed form, as their commands parse them (each named by its
+// command); for listing the flags (the documentation test).
+func FlagSets() []*flag.FlagSet {
+	return []*flag.FlagSet{newFlags(&Options{}, &cli{}), newGenFlags(&genFlags{})}
+}

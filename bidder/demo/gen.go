@@ -214,3 +214,10 @@ func genLogger(stderr io.Writer) *zap.Logger {
 	enc := zap.NewDevelopmentEncoderConfig()
 	return zap.New(zapcore.NewCore(zapcore.NewConsoleEncoder(enc), zapcore.AddSync(stderr), zap.WarnLevel))
 }
+
+// FlagSets returns the flag sets of `rtbd gen -demo` and `rtbd gen -users`,
+// as their commands parse them (each named by its command); for listing
+// the flags (the documentation test).
+func FlagSets() []*flag.FlagSet {
+	return []*flag.FlagSet{newDemoFlags(&Options{}, new(bool), new(bool)), newUsersFlags(&usersFlags{})}
+}

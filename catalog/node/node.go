@@ -40,7 +40,22 @@ type Node struct {
 // Start opens the index and starts serving gRPC and the admin listener. A
 // missing or unreadable data directory is an error naming the path.
 func Start(cfg *configs.Config, log *zap.Logger) (*Node, error) {
-	reg := prometheus.NewRegistry()
+	return StartRegistry(cfg, log, prometheus.NewRegistry())
+}
+
+// Registry is where a Node registers its metrics and what its admin
+// listener's /metrics serves (a *prometheus.Registry).
+type Registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
+}
+
+// StartRegistry is Start with the metrics in reg, a registry of the
+// caller's with nothing registered yet (Start makes a new one).
+func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (*Node, error) {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	lo := catalog.LocalOptionsFromConfig(cfg.Catalog, log, reg)
 	lo.WireCache = true // answers are built from the products' encodings
@@ -85,6 +100,10 @@ func (n *Node) Addr() string { return n.ln.Addr().String() }
 
 // AdminAddr is the admin listen address.
 func (n *Node) AdminAddr() string { return n.admin.Addr() }
+
+// AdminRoutes returns the patterns the admin listener serves
+// ("GET /healthz", "GET /metrics", ...).
+func (n *Node) AdminRoutes() []string { return n.admin.Patterns() }
 
 // Local is the index the node serves.
 func (n *Node) Local() *catalog.Local { return n.local }
