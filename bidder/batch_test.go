@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -379,3 +381,75 @@ func TestBatchBudgets(t *testing.T) {
 
 // The remote client is the batch store the bidder's one-call path uses.
 var _ BatchProductStore = (*remote.Client)(nil)
+
+// TestRemoteOneCallPerRequest: the 3-imp request through the real remote
+// client against a real catalog node over the same catalog, near cache off
+// and on, makes one catalog call (the client's call counter and the node's
+// request counters agree) and observes the catalog stage once; its bids
+// are the local index's. With the near cache warm, a second request makes
+// no call at all.
+func TestRemoteOneCallPerRequest(t *testing.T) {
+	l, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	g, _ := catalog.NewGRPCServer(catalog.NewServer(l, catalog.ServerOptions{}), catalog.GRPCOptions{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	body := batchRequest(t, 400)
+	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(body))
+
+	calls := func(reg *prometheus.Registry) float64 {
+		var n float64
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "rtbd_catalog_client_calls_total" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	for _, near := range []int64{0, 1 << 20} {
+		t.Run(fmt.Sprintf("near_cache_bytes=%d", near), func(t *testing.T) {
+			reg := prometheus.NewRegistry()
+			rc, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
+				NearCacheBytes: near, Registerer: reg, VersionInterval: time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { rc.Close() })
+			f := batchFixture(t, func(ProductStore) ProductStore { return rc })
+			// The first call waits for the connection; the count starts after it.
+			if _, err := rc.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{ProductGroupId: 1}); err != nil {
+				t.Fatal(err)
+			}
+			before := calls(reg)
+			if got := bidSummary(t, f.bid(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("remote bids\n%v\nlocal bids\n%v", got, want)
+			}
+			if n := calls(reg) - before; n != 1 {
+				t.Errorf("a 3-imp request made %v catalog calls, want 1", n)
+			}
+			if n := f.counter("rtbd_bidder_stage_seconds", "stage", "catalog"); n != 1 {
+				t.Errorf("catalog stage observed %v times for one request, want 1", n)
+			}
+			if near == 0 {
+				return
+			}
+			before = calls(reg)
+			if got := bidSummary(t, f.bid(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("second request: remote bids\n%v\nlocal bids\n%v", got, want)
+			}
+			if n := calls(reg) - before; n != 0 {
+				t.Errorf("a request whose products are all in the near cache made %v catalog calls, want 0", n)
+			}
+		})
+	}
+}
