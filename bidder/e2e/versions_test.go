@@ -1,21 +1,18 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
-	"github.com/rtbd/rtbd/ingest"
 )
 
 // Timing of TestCatalogVersionsReachBidders: the node's watch interval,
@@ -30,25 +27,52 @@ const (
 	versionsPoll   = time.Second // remote.DefaultVersionInterval
 )
 
-// versionsFeed writes a CSV feed of the test user's products (group 1, ids
-// 1..29 or those given), each titled with its id and rev, and delete rows for
-// the ids in deletes.
-func versionsFeed(t *testing.T, rev string, ids []int64, deletes []int64) string {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("id,group_id,title,image_url,width,height,landing_url,price,currency,op\n")
+// versionProducts are the test user's products (group 1) of ids, each
+// titled with its id and rev.
+func versionProducts(rev string, ids []int64) []*catalogpb.Product {
+	var ps []*catalogpb.Product
 	for _, id := range ids {
-		fmt.Fprintf(&b, "%d,%d,%s,https://img.example/%d.jpg,300,300,https://shop.example.com/p/%d,19.99,USD,\n",
-			id, catalogtest.BulkGroup, versionTitle(id, rev), id, id)
+		ps = append(ps, &catalogpb.Product{ProductId: id, ProductGroupId: catalogtest.BulkGroup, Title: versionTitle(id, rev),
+			ImageUrl: fmt.Sprintf("https://img.example/%d.jpg", id), Width: 300, Height: 300,
+			LandingUrl: fmt.Sprintf("https://shop.example.com/p/%d", id), PriceMicros: 19_990_000, Currency: "USD", InStock: true})
 	}
-	for _, id := range deletes {
-		fmt.Fprintf(&b, "%d,%d,,,,,,,,delete\n", id, catalogtest.BulkGroup)
-	}
-	path := filepath.Join(t.TempDir(), rev+".csv")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+	return ps
+}
+
+// publishDelta publishes, over the live version of data, a delta that
+// upserts ps and deletes the ids in deletes (as `rtbd ingest -delta` does).
+func publishDelta(t *testing.T, data string, ps []*catalogpb.Product, deletes []int64) {
+	t.Helper()
+	lock, err := catalog.LockDir(data)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return path
+	defer lock.Close()
+	base, err := catalog.ReadPointer(data, catalog.CurrentFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := catalog.NewDeltaBuilder(data, base, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ps {
+		if err := b.Put(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, id := range deletes {
+		if err := b.Delete(catalogtest.BulkGroup, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	name, err := b.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := catalog.Publish(data, name); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func versionTitle(id int64, rev string) string { return fmt.Sprintf("product-%04d-rev-%s", id, rev) }
@@ -77,13 +101,7 @@ func TestCatalogVersionsReachBidders(t *testing.T) {
 	for id := int64(1); id <= 29; id++ {
 		all = append(all, id)
 	}
-	run := func(delta bool, feed string) {
-		t.Helper()
-		if _, err := ingest.Run(context.Background(), ingest.Options{Data: data, Delta: delta}, []string{feed}, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
-	run(false, versionsFeed(t, "a", all, nil))
+	catalogtest.WriteCatalog(t, data, versionProducts("a", all))
 
 	dir := t.TempDir()
 	node := spawn(t, "catalog-node", asCatalogNode, dir, []string{filepath.Join(dir, "addr"),
@@ -213,11 +231,11 @@ func TestCatalogVersionsReachBidders(t *testing.T) {
 	await("start", 0)
 
 	step.Store(1)
-	run(false, versionsFeed(t, "b", all, nil))
+	catalogtest.WriteCatalog(t, data, versionProducts("b", all))
 	await("full ingest", 1)
 
 	step.Store(2)
-	run(true, versionsFeed(t, "c", []int64{1}, []int64{2}))
+	publishDelta(t, data, versionProducts("c", []int64{1}), []int64{2})
 	await("delta", 2)
 
 	step.Store(3)
