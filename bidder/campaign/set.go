@@ -326,10 +326,8 @@ type view struct {
 	loc      *time.Location // zone of wday/hour below
 	wday     time.Weekday
 	hour     int
-	catDone  [memoIDs / 64]uint64
-	catBad   [memoIDs / 64]uint64
-	adomDone [memoIDs / 64]uint64
-	adomBad  [memoIDs / 64]uint64
+	cat      memo // bcat verdicts by category id
+	adom     memo // badv verdicts by adomain id
 }
 
 func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []string, now time.Time) {
@@ -737,14 +735,14 @@ func (v *view) blocks(c *Campaign, ix *index) string {
 	req := v.req
 	if len(req.BCat) > 0 {
 		for _, id := range ix.cats {
-			if v.catBlocked(id) {
+			if v.cat.blocked(id, v.s.catStr[id], req.BCat, catBlocked) {
 				return ReasonBcat
 			}
 		}
 	}
 	if len(req.BAdv) > 0 {
 		for _, id := range ix.adoms {
-			if v.adomBlocked(id) {
+			if v.adom.blocked(id, v.s.adomStr[id], req.BAdv, domainUnder) {
 				return ReasonBadv
 			}
 		}
@@ -769,45 +767,28 @@ func (v *view) blocks(c *Campaign, ix *index) string {
 	return ""
 }
 
-// catBlocked reports whether bcat blocks category id, memoised per request.
-func (v *view) catBlocked(id int32) bool {
-	w, bit := id/64, uint64(1)<<uint(id%64)
-	if id < memoIDs && v.catDone[w]&bit != 0 {
-		return v.catBad[w]&bit != 0
-	}
-	cat, bad := v.s.catStr[id], false
-	for _, b := range v.req.BCat {
-		if catBlocked(cat, b) {
-			bad = true
-			break
-		}
-	}
-	if id < memoIDs {
-		v.catDone[w] |= bit
-		if bad {
-			v.catBad[w] |= bit
-		}
-	}
-	return bad
-}
+// memo holds one request's verdicts for the ids below memoIDs: done says
+// which ids were checked, bad which of those are blocked.
+type memo struct{ done, bad [memoIDs / 64]uint64 }
 
-// adomBlocked reports whether badv blocks adomain id, memoised per request.
-func (v *view) adomBlocked(id int32) bool {
+// blocked reports whether an entry of list blocks s (blocks(s, entry)),
+// memoised per request for id, the id of s.
+func (m *memo) blocked(id int32, s string, list []string, blocks func(s, b string) bool) bool {
 	w, bit := id/64, uint64(1)<<uint(id%64)
-	if id < memoIDs && v.adomDone[w]&bit != 0 {
-		return v.adomBad[w]&bit != 0
+	if id < memoIDs && m.done[w]&bit != 0 {
+		return m.bad[w]&bit != 0
 	}
-	ad, bad := v.s.adomStr[id], false
-	for _, b := range v.req.BAdv {
-		if domainUnder(ad, b) {
+	bad := false
+	for _, b := range list {
+		if blocks(s, b) {
 			bad = true
 			break
 		}
 	}
 	if id < memoIDs {
-		v.adomDone[w] |= bit
+		m.done[w] |= bit
 		if bad {
-			v.adomBad[w] |= bit
+			m.bad[w] |= bit
 		}
 	}
 	return bad
