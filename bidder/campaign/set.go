@@ -9,6 +9,7 @@ import (
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
 
+	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -346,7 +347,7 @@ func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []
 		if len(d) > len(buf) {
 			v.keyBad = true
 		} else if len(d) > 0 && len(s.domains) > 0 {
-			b := lower(buf[:0], d)
+			b := ascii.AppendLower(buf[:0], d)
 			for v.nDom < maxDomainIDs {
 				if id, ok := s.domains[string(b)]; ok {
 					v.domIDs[v.nDom] = id
@@ -366,7 +367,7 @@ func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []
 		if len(d) > len(buf) {
 			v.keyBad = true
 		} else if len(d) > 0 && len(s.bundles) > 0 {
-			if id, ok := s.bundles[string(lower(buf[:0], d))]; ok {
+			if id, ok := s.bundles[string(ascii.AppendLower(buf[:0], d))]; ok {
 				v.bundle = id
 			}
 		}
@@ -415,18 +416,6 @@ func (v *view) addSeg(sg string) {
 	}
 	v.segIDs[v.nSeg] = id
 	v.nSeg++
-}
-
-// lower appends s lower-cased (ASCII) to dst.
-func lower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // hostOf returns the host of an http(s) URL without allocating ("" if none).
