@@ -326,3 +326,43 @@ func withUserID(t testing.TB, body []byte, id string) []byte {
 	t.Helper()
 	return withUser(t, body, "", "user", map[string]any{"id": id})
 }
+
+// load calls fn in a loop on n goroutines until the returned stop is
+// called, or the test ends. stop waits for the goroutines to return; it may
+// be called more than once.
+func load(t testing.TB, n int, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fn()
+			}
+		}()
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitFor polls cond every 5 ms until it holds, failing t after limit (a
+// bound on a background loop, not a timing assertion).
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+	}
+}
