@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+	"github.com/rtbd/rtbd/bidder/internal/pebbledb"
 )
 
 // ErrClosed is returned by every Store (and BulkWriter) call after
@@ -140,22 +139,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("user: store %s: %w", dir, err)
-	}
-	cache := pebble.NewCache(opts.BlockCacheBytes)
-	defer cache.Unref() // the DB holds its own reference
-	po := &pebble.Options{
-		FS:                 opts.FS,
-		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebblelog.New(opts.Logger),
-	}
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // misses skip most blocks
-		po.Levels[i].BlockSize = 4 << 10
-	}
-	db, err := pebble.Open(dir, po)
+	db, err := pebbledb.Open(dir, pebbledb.Options{FS: opts.FS, Logger: opts.Logger, CacheBytes: opts.BlockCacheBytes, Bloom: true, BlockSize: 4 << 10})
 	if err != nil {
 		return nil, fmt.Errorf("user: store %s: %w", dir, err)
 	}
