@@ -235,28 +235,37 @@ func readFile(t testing.TB, path string) []byte {
 // key -> value (nil deletes).
 func withUser(t testing.TB, body []byte, uid string, edits ...any) []byte {
 	t.Helper()
+	return editJSON(t, body, func(m map[string]any) {
+		if uid != "" {
+			u, _ := m["user"].(map[string]any)
+			if u == nil {
+				u = map[string]any{}
+			}
+			u["buyeruid"] = uid
+			m["user"] = u
+		}
+		for i := 0; i+1 < len(edits); i += 2 {
+			k := edits[i].(string)
+			if edits[i+1] == nil {
+				delete(m, k)
+			} else {
+				m[k] = edits[i+1]
+			}
+		}
+	})
+}
+
+// editJSON returns the JSON object body after edit changed its decoded
+// form (numbers kept as written).
+func editJSON(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
+	t.Helper()
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	if uid != "" {
-		u, _ := m["user"].(map[string]any)
-		if u == nil {
-			u = map[string]any{}
-		}
-		u["buyeruid"] = uid
-		m["user"] = u
-	}
-	for i := 0; i+1 < len(edits); i += 2 {
-		k := edits[i].(string)
-		if edits[i+1] == nil {
-			delete(m, k)
-		} else {
-			m[k] = edits[i+1]
-		}
-	}
+	edit(m)
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
