@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
@@ -165,31 +165,25 @@ func TestRecordViewConcurrent(t *testing.T) {
 	const workers, each = 16, 20
 	s := openTest(t, Options{MaxViewed: workers * each, MaxGroups: 4})
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	var eg errgroup.Group
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		eg.Go(func() error {
 			for i := 0; i < each; i++ {
 				// Two groups, interleaved, so groups move around too.
 				g := int64(1 + (w+i)%2)
 				if err := s.RecordView(ctx, "same-user", g, int64(1+w*each+i)); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				// Readers run beside the writers.
 				var p Profile
 				if _, err := s.Get(ctx, "same-user", &p); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := eg.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	p := mustGet(t, s, "same-user")
