@@ -76,23 +76,21 @@ func (o *Options) ensureDefaults() error {
 		o.FS = vfs.Default
 	}
 	var errs []error
-	if o.BlockCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("user: options: block cache bytes: must be >= 0, got %d", o.BlockCacheBytes))
-	}
-	if o.MaxViewed < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max viewed: must be >= 0, got %d", o.MaxViewed))
-	}
-	if o.MaxGroups < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max groups: must be >= 0, got %d", o.MaxGroups))
-	}
-	if o.MaxRecommended < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max recommended: must be >= 0, got %d", o.MaxRecommended))
-	}
-	if o.TTL < 0 {
-		errs = append(errs, fmt.Errorf("user: options: ttl: must be >= 0, got %v", o.TTL))
-	}
-	if o.MatchTTL < 0 {
-		errs = append(errs, fmt.Errorf("user: options: match ttl: must be >= 0, got %v", o.MatchTTL))
+	for _, f := range []struct {
+		name string
+		neg  bool
+		v    any
+	}{
+		{"block cache bytes", o.BlockCacheBytes < 0, o.BlockCacheBytes},
+		{"max viewed", o.MaxViewed < 0, o.MaxViewed},
+		{"max groups", o.MaxGroups < 0, o.MaxGroups},
+		{"max recommended", o.MaxRecommended < 0, o.MaxRecommended},
+		{"ttl", o.TTL < 0, o.TTL},
+		{"match ttl", o.MatchTTL < 0, o.MatchTTL},
+	} {
+		if f.neg {
+			errs = append(errs, fmt.Errorf("user: options: %s: must be >= 0, got %v", f.name, f.v))
+		}
 	}
 	return errors.Join(errs...)
 }

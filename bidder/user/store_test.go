@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -371,5 +372,22 @@ func TestSecondStoreSharesMetrics(t *testing.T) {
 	b.Get(ctx, "x", &p)
 	if got := testutil.ToFloat64(a.miss); got != 2 {
 		t.Errorf("shared miss counter = %v, want 2", got)
+	}
+}
+
+// TestOpenNegativeOptions: every negative option is refused, each named
+// with its value.
+func TestOpenNegativeOptions(t *testing.T) {
+	_, err := Open(t.TempDir()+"/users", Options{BlockCacheBytes: -1, MaxViewed: -2, MaxGroups: -3, MaxRecommended: -4, TTL: -time.Second, MatchTTL: -time.Minute})
+	if err == nil {
+		t.Fatal("Open with negative options succeeded")
+	}
+	for _, want := range []string{
+		"block cache bytes: must be >= 0, got -1", "max viewed: must be >= 0, got -2", "max groups: must be >= 0, got -3",
+		"max recommended: must be >= 0, got -4", "ttl: must be >= 0, got -1s", "match ttl: must be >= 0, got -1m0s",
+	} {
+		if !strings.Contains(err.Error(), "user: options: "+want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }
