@@ -11,6 +11,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
+
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
 
 const ms = time.Millisecond
@@ -320,8 +322,8 @@ func TestAdmissionShedsBids(t *testing.T) {
 	if got := f.counter("rtbd_bidder_shed_total", "reason", "in_flight"); got != 0 {
 		t.Errorf("shed_total{in_flight} = %v, want 0", got)
 	}
-	if got, all := histCount(t, f, "rtbd_bidder_request_seconds"), histCount(t, f, "rtbd_bidder_queue_seconds"); got != all {
-		t.Errorf("request_seconds count = %d, queue_seconds %d: every answer, shed ones too, is in the total", got, all)
+	if got, all := metrictest.Must(t, f.reg, "rtbd_bidder_request_seconds"), metrictest.Must(t, f.reg, "rtbd_bidder_queue_seconds"); got != all {
+		t.Errorf("request_seconds count = %v, queue_seconds %v: every answer, shed ones too, is in the total", got, all)
 	}
 }
 

@@ -22,20 +22,7 @@ func BenchmarkHandler(b *testing.B) {
 	f := newFixture(b, nil)
 	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	h := f.b.Handler()
-	b.Run("bid15", func(b *testing.B) {
-		rc := bidCtx(body)
-		b.ReportAllocs()
-		cpu := cpuTime()
-		for b.Loop() {
-			rc.Response.Reset()
-			h(rc)
-		}
-		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		if rc.Response.StatusCode() != 200 {
-			b.Fatalf("status %d", rc.Response.StatusCode())
-		}
-		b.ReportMetric(float64(len(rc.Response.Body())), "resp-bytes")
-	})
+	b.Run("bid15", func(b *testing.B) { runHandler(b, h, bidCtx(body), 200) })
 	b.Run("bid15-parallel", func(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
@@ -47,39 +34,30 @@ func BenchmarkHandler(b *testing.B) {
 		})
 	})
 	b.Run("bid1-light", func(b *testing.B) { // the full product, 1 shown
-		rc := bidCtx(withUser(b, body, userFull))
-		b.ReportAllocs()
-		cpu := cpuTime()
-		for b.Loop() {
-			rc.Response.Reset()
-			h(rc)
-		}
-		if rc.Response.StatusCode() != 200 {
-			b.Fatalf("status %d", rc.Response.StatusCode())
-		}
-		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-		b.ReportMetric(float64(len(rc.Response.Body())), "resp-bytes")
+		runHandler(b, h, bidCtx(withUser(b, body, userFull)), 200)
 	})
-	b.Run("nobid-unknown-user", func(b *testing.B) {
-		rc := bidCtx(withUser(b, body, "nobody"))
-		b.ReportAllocs()
-		cpu := cpuTime()
-		for b.Loop() {
-			rc.Response.Reset()
-			h(rc)
-		}
-		b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
-	})
+	b.Run("nobid-unknown-user", func(b *testing.B) { runHandler(b, h, bidCtx(withUser(b, body, "nobody")), 0) })
 	// Baseline in the same run: the OpenRTB decode alone.
-	b.Run("baseline-bare-handler", func(b *testing.B) {
-		rc := bidCtx(body)
-		bare := bareHandler()
-		b.ReportAllocs()
-		for b.Loop() {
-			rc.Response.Reset()
-			bare(rc)
+	b.Run("baseline-bare-handler", func(b *testing.B) { runHandler(b, bareHandler(), bidCtx(body), 0) })
+}
+
+// runHandler calls h on rc in a loop, reporting allocations and CPU per
+// call; with want > 0 the last answer must have status want, and its size
+// is reported.
+func runHandler(b *testing.B, h fasthttp.RequestHandler, rc *fasthttp.RequestCtx, want int) {
+	b.ReportAllocs()
+	cpu := cpuTime()
+	for b.Loop() {
+		rc.Response.Reset()
+		h(rc)
+	}
+	b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N), "cpu-ns/op")
+	if want > 0 {
+		if rc.Response.StatusCode() != want {
+			b.Fatalf("status %d, want %d", rc.Response.StatusCode(), want)
 		}
-	})
+		b.ReportMetric(float64(len(rc.Response.Body())), "resp-bytes")
+	}
 }
 
 // bareHandler is the loopback baseline: a fasthttp handler returning a
@@ -140,10 +118,7 @@ func reportVs(b *testing.B, r loadResult, baseRPS float64, baseCPU time.Duration
 // 64 connections for b.N requests in all, and measures throughput and
 // latency.
 func closedLoop(b *testing.B, addr string, body []byte, wantStatus int) loadResult {
-	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
-	var errs, nobids atomic.Int64
-	var mu sync.Mutex
-	var lats []time.Duration
+	l := newBidLoad(addr, body, wantStatus)
 	b.SetParallelism((loopbackConns + 1) / 2) // x GOMAXPROCS (2 here) = 64 goroutines
 	b.ResetTimer()
 	start := time.Now()
@@ -153,43 +128,18 @@ func closedLoop(b *testing.B, addr string, body []byte, wantStatus int) loadResu
 		resp := fasthttp.AcquireResponse()
 		defer fasthttp.ReleaseRequest(req)
 		defer fasthttp.ReleaseResponse(resp)
-		req.SetRequestURI("http://" + addr + PathBid)
-		req.Header.SetMethod(fasthttp.MethodPost)
-		req.Header.SetContentType("application/json")
-		req.SetBody(body)
-		local := make([]time.Duration, 0, 1024)
-		for pb.Next() {
-			t := time.Now()
-			err := c.Do(req, resp)
-			local = append(local, time.Since(t))
-			switch {
-			case err != nil:
-				errs.Add(1)
-			case resp.StatusCode() == wantStatus:
-			case resp.StatusCode() == fasthttp.StatusNoContent:
-				nobids.Add(1) // a deadline no-bid under overload: an answer, not an error
-			default:
-				errs.Add(1)
-			}
-		}
-		mu.Lock()
-		lats = append(lats, local...)
-		mu.Unlock()
+		l.send(req, resp, pb.Next)
 	})
 	el := time.Since(start)
 	cpuPerReq := (cpuTime() - cpu) / time.Duration(max(b.N, 1))
 	b.StopTimer()
-	slices.Sort(lats)
-	r := loadResult{rps: float64(b.N) / el.Seconds(), errors: errs.Load(), cpu: cpuPerReq}
+	r := loadResult{rps: float64(b.N) / el.Seconds(), errors: l.errs.Load(), cpu: cpuPerReq}
+	r.p50, r.p99 = l.quantiles()
 	b.ReportMetric(float64(cpuPerReq.Nanoseconds())/1000, "cpu-us/req")
-	if len(lats) > 0 {
-		r.p50 = lats[len(lats)/2]
-		r.p99 = lats[len(lats)*99/100]
-	}
 	b.ReportMetric(r.rps, "req/s")
 	b.ReportMetric(float64(r.p50.Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(r.p99.Microseconds())/1000, "p99-ms")
-	if n := nobids.Load(); n > 0 {
+	if n := l.nobids.Load(); n > 0 {
 		b.ReportMetric(float64(n)/float64(b.N), "nobid/req")
 	}
 	if r.errors > 0 {
@@ -331,47 +281,75 @@ func withConns(n int, f func(req *fasthttp.Request, resp *fasthttp.Response)) {
 // runPhase loads addr with body from 64 goroutines over a 64-connection
 // HostClient for d.
 func runPhase(addr string, body []byte, d time.Duration) phase {
-	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
-	var n, nobids, errs atomic.Int64
-	var mu sync.Mutex
-	var lats []time.Duration
+	l := newBidLoad(addr, body, 200)
 	stop := time.Now().Add(d)
 	cpu := cpuTime()
 	start := time.Now()
 	withConns(loopbackConns, func(req *fasthttp.Request, resp *fasthttp.Response) {
-		req.SetRequestURI("http://" + addr + PathBid)
-		req.Header.SetMethod(fasthttp.MethodPost)
-		req.Header.SetContentType("application/json")
-		req.SetBody(body)
-		local := make([]time.Duration, 0, 4096)
-		for time.Now().Before(stop) {
-			t := time.Now()
-			err := c.Do(req, resp)
-			local = append(local, time.Since(t))
-			n.Add(1)
-			switch {
-			case err != nil:
-				errs.Add(1)
-			case resp.StatusCode() == 200:
-			case resp.StatusCode() == 204:
-				nobids.Add(1)
-			default:
-				errs.Add(1)
-			}
-		}
-		mu.Lock()
-		lats = append(lats, local...)
-		mu.Unlock()
+		l.send(req, resp, func() bool { return time.Now().Before(stop) })
 	})
 	el := time.Since(start)
-	p := phase{answers: n.Load(), nobids: nobids.Load(), errors: errs.Load()}
+	p := phase{answers: l.n.Load(), nobids: l.nobids.Load(), errors: l.errs.Load()}
 	p.rps = float64(p.answers) / el.Seconds()
 	p.cpu = (cpuTime() - cpu) / time.Duration(max(p.answers, 1))
-	slices.Sort(lats)
-	if len(lats) > 0 {
-		p.p99 = lats[len(lats)*99/100]
-	}
+	_, p.p99 = l.quantiles()
 	return p
+}
+
+// bidLoad is a closed-loop load of bid requests (body) on addr over a
+// 64-connection HostClient: what each request got, and the latencies.
+type bidLoad struct {
+	c               *fasthttp.HostClient
+	addr            string
+	body            []byte
+	want            int // the status of an answer; a 204 counts as a no-bid, anything else as an error
+	n, nobids, errs atomic.Int64
+	mu              sync.Mutex
+	lats            []time.Duration
+}
+
+func newBidLoad(addr string, body []byte, want int) *bidLoad {
+	c := &fasthttp.HostClient{Addr: addr, MaxConns: loopbackConns, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second}
+	return &bidLoad{c: c, addr: addr, body: body, want: want}
+}
+
+// send posts the body with req and resp while more() holds.
+func (l *bidLoad) send(req *fasthttp.Request, resp *fasthttp.Response, more func() bool) {
+	req.SetRequestURI("http://" + l.addr + PathBid)
+	req.Header.SetMethod(fasthttp.MethodPost)
+	req.Header.SetContentType("application/json")
+	req.SetBody(l.body)
+	local := make([]time.Duration, 0, 4096)
+	for more() {
+		t := time.Now()
+		err := l.c.Do(req, resp)
+		local = append(local, time.Since(t))
+		l.n.Add(1)
+		switch {
+		case err != nil:
+			l.errs.Add(1)
+		case resp.StatusCode() == l.want:
+		case resp.StatusCode() == fasthttp.StatusNoContent:
+			l.nobids.Add(1) // a deadline no-bid under overload: an answer, not an error
+		default:
+			l.errs.Add(1)
+		}
+	}
+	l.mu.Lock()
+	l.lats = append(l.lats, local...)
+	l.mu.Unlock()
+}
+
+// quantiles returns the median and 99th percentile latency of the requests
+// sent (0 if none).
+func (l *bidLoad) quantiles() (p50, p99 time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	slices.Sort(l.lats)
+	if len(l.lats) == 0 {
+		return 0, 0
+	}
+	return l.lats[len(l.lats)/2], l.lats[len(l.lats)*99/100]
 }
 
 // series is one measurement per round and the unit it is reported in.

@@ -39,16 +39,11 @@ func vastCampaigns(t *testing.T, video string) *campaign.Set {
 // protocols 2 and 3, 5-30 s) for userBulk, its video object edited.
 func videoRequest(t *testing.T, edit func(v map[string]any)) []byte {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(readFile(t, filepath.Join(specDir, "request-4-video.json")), &m); err != nil {
-		t.Fatal(err)
-	}
-	v := m["imp"].([]any)[0].(map[string]any)["video"].(map[string]any)
-	if edit != nil {
-		edit(v)
-	}
-	b, _ := json.Marshal(m)
-	return withUser(t, b, userBulk)
+	return withUser(t, editJSON(t, readFile(t, filepath.Join(specDir, "request-4-video.json")), func(m map[string]any) {
+		if edit != nil {
+			edit(m["imp"].([]any)[0].(map[string]any)["video"].(map[string]any))
+		}
+	}), userBulk)
 }
 
 // TestVideoBidSize: a video bid's w/h are the imp's video.w/h, else the

@@ -235,28 +235,37 @@ func readFile(t testing.TB, path string) []byte {
 // key -> value (nil deletes).
 func withUser(t testing.TB, body []byte, uid string, edits ...any) []byte {
 	t.Helper()
+	return editJSON(t, body, func(m map[string]any) {
+		if uid != "" {
+			u, _ := m["user"].(map[string]any)
+			if u == nil {
+				u = map[string]any{}
+			}
+			u["buyeruid"] = uid
+			m["user"] = u
+		}
+		for i := 0; i+1 < len(edits); i += 2 {
+			k := edits[i].(string)
+			if edits[i+1] == nil {
+				delete(m, k)
+			} else {
+				m[k] = edits[i+1]
+			}
+		}
+	})
+}
+
+// editJSON returns the JSON object body after edit changed its decoded
+// form (numbers kept as written).
+func editJSON(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
+	t.Helper()
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&m); err != nil {
 		t.Fatal(err)
 	}
-	if uid != "" {
-		u, _ := m["user"].(map[string]any)
-		if u == nil {
-			u = map[string]any{}
-		}
-		u["buyeruid"] = uid
-		m["user"] = u
-	}
-	for i := 0; i+1 < len(edits); i += 2 {
-		k := edits[i].(string)
-		if edits[i+1] == nil {
-			delete(m, k)
-		} else {
-			m[k] = edits[i+1]
-		}
-	}
+	edit(m)
 	out, err := json.Marshal(m)
 	if err != nil {
 		t.Fatal(err)
@@ -325,4 +334,44 @@ func (f *fixture) signedUID(uid string) string {
 func withUserID(t testing.TB, body []byte, id string) []byte {
 	t.Helper()
 	return withUser(t, body, "", "user", map[string]any{"id": id})
+}
+
+// load calls fn in a loop on n goroutines until the returned stop is
+// called, or the test ends. stop waits for the goroutines to return; it may
+// be called more than once.
+func load(t testing.TB, n int, fn func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fn()
+			}
+		}()
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// waitFor polls cond every 5 ms until it holds, failing t after limit (a
+// bound on a background loop, not a timing assertion).
+func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(limit); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %s: %s", limit, what)
+		}
+	}
 }

@@ -128,18 +128,11 @@ func TestMoneyPaths(t *testing.T) {
 // JSON number floor and bidfloorcur USD.
 func withFloor(t *testing.T, body []byte, floor string) []byte {
 	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		t.Fatal(err)
-	}
-	imp := m["imp"].([]any)[0].(map[string]any)
-	imp["bidfloor"] = json.Number(floor)
-	imp["bidfloorcur"] = "USD"
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return editJSON(t, body, func(m map[string]any) {
+		imp := m["imp"].([]any)[0].(map[string]any)
+		imp["bidfloor"] = json.Number(floor)
+		imp["bidfloorcur"] = "USD"
+	})
 }
 
 // parseCampaign parses one campaign with the given money fields and

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -50,34 +49,13 @@ func TestServerPostgresCampaigns(t *testing.T) {
 
 	// Load: every request until the end must be a bid.
 	var sent, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				st, cid := bidCID()
-				sent.Add(1)
-				if st != 200 || cid == "" {
-					failed.Add(1)
-				}
-			}
-		}()
-	}
-	waitUntil := func(what string, cond func() bool) {
-		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("not within 30s: %s", what)
-			}
+	stop := load(t, 2, func() {
+		st, cid := bidCID()
+		sent.Add(1)
+		if st != 200 || cid == "" {
+			failed.Add(1)
 		}
-	}
+	})
 	// A changed row is used.
 	i := slices.IndexFunc(specs, func(s campaign.Spec) bool { return s.ID == first })
 	changed := specs[i]
@@ -87,18 +65,17 @@ func TestServerPostgresCampaigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.Exec(t, `UPDATE `+pgsource.Table+` SET spec = $2::jsonb, updated_at = now() WHERE id = $1`, first, string(doc))
-	waitUntil("changed bid_cpm of "+first, func() bool {
+	waitFor(t, 30*time.Second, "changed bid_cpm of "+first, func() bool {
 		c, ok := s.Campaigns().Current().Get(first)
 		return ok && c.BidCPMMicros == 1_750_000
 	})
 	// A disabled row stops its campaign: another one wins.
 	pg.Exec(t, `UPDATE `+pgsource.Table+` SET enabled = false, updated_at = now() WHERE id = $1`, first)
-	waitUntil(first+" stopped", func() bool {
+	waitFor(t, 30*time.Second, first+" stopped", func() bool {
 		_, ok := s.Campaigns().Current().Get(first)
 		return !ok
 	})
-	close(stop)
-	wg.Wait()
+	stop()
 	if st, cid := bidCID(); st != 200 || cid == first || cid == "" {
 		t.Errorf("bid after disabling %s: %d, cid %q", first, st, cid)
 	}

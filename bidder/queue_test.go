@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/arrival"
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -81,22 +82,7 @@ func TestQueuedRequestDeadlineFromArrival(t *testing.T) {
 	if got := f.counter("rtbd_bidder_deadline_misses_total", "stage", "queue"); got != 1 {
 		t.Errorf("deadline_misses{queue} = %v, want 1 (the second request)", got)
 	}
-	if n := histCount(t, f, "rtbd_bidder_queue_seconds"); n != 2 {
-		t.Errorf("queue_seconds count = %d, want 2", n)
+	if n := metrictest.Must(t, f.reg, "rtbd_bidder_queue_seconds"); n != 2 {
+		t.Errorf("queue_seconds count = %v, want 2", n)
 	}
-}
-
-func histCount(t *testing.T, f *fixture, name string) uint64 {
-	t.Helper()
-	mfs, err := f.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
-		}
-	}
-	t.Fatalf("no histogram %s", name)
-	return 0
 }

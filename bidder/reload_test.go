@@ -68,61 +68,36 @@ func TestCampaignReloadUnderLoad(t *testing.T) {
 		mu       sync.Mutex
 		seen     = map[string]int{}
 		firstGen = map[string]time.Time{}
-		stop     = make(chan struct{})
-		wg       sync.WaitGroup
 		firstErr atomic.Value
 	)
-	for g := 0; g < 4; g++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				r := f.bid(body)
-				total.Add(1)
-				var resp openrtb2.BidResponse
-				if r.status != 200 || json.Unmarshal(r.body, &resp) != nil || len(resp.SeatBid) != 1 {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d body %.200s", r.status, r.body))
-					continue
-				}
-				cid := resp.SeatBid[0].Bid[0].CID
-				mu.Lock()
-				seen[cid]++
-				if _, ok := firstGen[cid]; !ok {
-					firstGen[cid] = time.Now()
-				}
-				mu.Unlock()
-			}
-		}()
-	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				close(stop)
-				wg.Wait()
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(5 * time.Millisecond)
+	stop := load(t, 4, func() {
+		r := f.bid(body)
+		total.Add(1)
+		var resp openrtb2.BidResponse
+		if r.status != 200 || json.Unmarshal(r.body, &resp) != nil || len(resp.SeatBid) != 1 {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, fmt.Sprintf("status %d body %.200s", r.status, r.body))
+			return
 		}
-	}
+		cid := resp.SeatBid[0].Bid[0].CID
+		mu.Lock()
+		seen[cid]++
+		if _, ok := firstGen[cid]; !ok {
+			firstGen[cid] = time.Now()
+		}
+		mu.Unlock()
+	})
 	seenCID := func(id string) bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return seen[id] > 0
 	}
-	waitFor("gen-1 bids", func() bool { return seenCID("gen-1") })
+	waitFor(t, 10*time.Second, "gen-1 bids", func() bool { return seenCID("gen-1") })
 
 	// Valid rewrite: gen-2 replaces gen-1.
 	rewritten := time.Now()
 	writeAtomic(t, path, campaignsYAML("gen-2", "2.5"))
-	waitFor("gen-2 bids", func() bool { return seenCID("gen-2") })
+	waitFor(t, 10*time.Second, "gen-2 bids", func() bool { return seenCID("gen-2") })
 	mu.Lock()
 	lag := firstGen["gen-2"].Sub(rewritten)
 	mu.Unlock()
@@ -133,10 +108,9 @@ func TestCampaignReloadUnderLoad(t *testing.T) {
 	// Invalid rewrite: rejected, named by key, gen-2 stays.
 	_, failedBefore := w.Reloads()
 	writeAtomic(t, path, campaignsYAML("gen-3", "-1"))
-	waitFor("the invalid file to be rejected", func() bool { _, fl := w.Reloads(); return fl > failedBefore })
+	waitFor(t, 10*time.Second, "the invalid file to be rejected", func() bool { _, fl := w.Reloads(); return fl > failedBefore })
 	time.Sleep(100 * time.Millisecond) // keep the load on after the rejection
-	close(stop)
-	wg.Wait()
+	stop()
 
 	if n := failed.Load(); n != 0 {
 		t.Errorf("%d of %d requests failed during the reloads; first: %v", n, total.Load(), firstErr.Load())

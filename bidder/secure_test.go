@@ -164,23 +164,14 @@ func (s *plainImages) GetProductMasters(ctx context.Context, req *catalogpb.Prod
 // buyeruid set to uid).
 func withSecure(t testing.TB, body []byte, uid string, v int) []byte {
 	t.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	imps, _ := m["imp"].([]any)
-	for _, imp := range imps {
-		if o, ok := imp.(map[string]any); ok {
-			o["secure"] = v
+	return withUser(t, editJSON(t, body, func(m map[string]any) {
+		imps, _ := m["imp"].([]any)
+		for _, imp := range imps {
+			if o, ok := imp.(map[string]any); ok {
+				o["secure"] = v
+			}
 		}
-	}
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return withUser(t, out, uid)
+	}), uid)
 }
 
 // secureCorpus is every request of the Prebid Server corpus and the spec
@@ -385,18 +376,12 @@ func TestSecureProducts(t *testing.T) {
 	}
 
 	// One secure imp and one plain imp, with and without an https base.
-	two := func(t *testing.T) []byte {
-		var m map[string]any
-		if err := json.Unmarshal(withUser(t, banner, userBulk), &m); err != nil {
-			t.Fatal(err)
-		}
+	two := editJSON(t, withUser(t, banner, userBulk), func(m map[string]any) {
 		imp := m["imp"].([]any)[0].(map[string]any)
 		plain := map[string]any{"id": "2", "banner": map[string]any{"w": 728, "h": 90}, "secure": 0}
 		imp["secure"] = 1
 		m["imp"] = []any{imp, plain}
-		out, _ := json.Marshal(m)
-		return out
-	}(t)
+	})
 	_, bids = checkResponse(t, f, two, f.bid(two), userBulk) // checkBid: each imp's base
 	if len(bids) != 2 {
 		t.Errorf("secure and plain imp: %d bids, want 2", len(bids))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -223,9 +224,9 @@ func (b *Bidder) readBody(rc *fasthttp.RequestCtx, st *reqState) ([]byte, int) {
 	}
 	enc := bytes.TrimSpace(rc.Request.Header.ContentEncoding())
 	switch {
-	case len(enc) == 0 || equalFoldASCII(enc, "identity"):
+	case len(enc) == 0 || ascii.EqualLower(enc, "identity"):
 		return raw, -1
-	case equalFoldASCII(enc, "gzip") || equalFoldASCII(enc, "x-gzip"):
+	case ascii.EqualLower(enc, "gzip") || ascii.EqualLower(enc, "x-gzip"):
 	default:
 		return nil, rejEncoding
 	}
@@ -260,20 +261,4 @@ func (b *Bidder) readBody(rc *fasthttp.RequestCtx, st *reqState) ([]byte, int) {
 		return nil, rejTooLarge
 	}
 	return buf, -1
-}
-
-func equalFoldASCII(b []byte, s string) bool {
-	if len(b) != len(s) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != s[i] {
-			return false
-		}
-	}
-	return true
 }

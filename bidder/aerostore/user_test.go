@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,39 +52,6 @@ func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options)
 		t.Cleanup(cancel)
 		return c
 	}
-	t.Run("PutGet", func(t *testing.T) {
-		s, _ := newStore(t, aerostore.Options{})
-		var p user.Profile
-		found, err := s.Get(ctx(t), "nobody", &p)
-		if err != nil || found {
-			t.Fatalf("missing user: %v %v", found, err)
-		}
-		in := user.Profile{
-			Viewed:      []user.GroupIDs{{Group: 7, IDs: []int64{3, 2, 1}}},
-			Recommended: []user.GroupIDs{{Group: 7, IDs: []int64{9}}},
-			Segments:    []string{"sport"},
-		}
-		if err := s.Put(ctx(t), "u1", &in); err != nil {
-			t.Fatal(err)
-		}
-		found, err = s.Get(ctx(t), "u1", &p)
-		if err != nil || !found || !reflect.DeepEqual(p, in) {
-			t.Fatalf("Get = %v %v %+v, want %+v", found, err, p, in)
-		}
-	})
-	t.Run("Invalid", func(t *testing.T) {
-		s, _ := newStore(t, aerostore.Options{})
-		var p user.Profile
-		if _, err := s.Get(ctx(t), "", &p); !errors.Is(err, user.ErrInvalidUID) {
-			t.Errorf("Get empty uid: %v", err)
-		}
-		if err := s.RecordView(ctx(t), "u", 0, 1); !errors.Is(err, user.ErrInvalidProfile) {
-			t.Errorf("RecordView group 0: %v", err)
-		}
-		if err := s.RecordView(ctx(t), "bad\x00uid", 1, 1); !errors.Is(err, user.ErrInvalidUID) {
-			t.Errorf("RecordView bad uid: %v", err)
-		}
-	})
 	t.Run("Corrupt", func(t *testing.T) {
 		s, c := newStore(t, aerostore.Options{})
 		key, err := as.NewKey(s.Options().Namespace, s.Options().UserSet, s.Options().KeyPrefix+"broken")
@@ -132,31 +97,6 @@ func runUserTests(t *testing.T, newStore func(t *testing.T, o aerostore.Options)
 			if fmt.Sprint(a.Viewed) != fmt.Sprint(b.Viewed) {
 				t.Fatalf("after view %d: aerospike %v, pebble %v", i, a.Viewed, b.Viewed)
 			}
-		}
-	})
-	t.Run("ConcurrentViews", func(t *testing.T) {
-		s, _ := newStore(t, aerostore.Options{MaxViewed: 1000})
-		const G, N = 8, 20
-		var wg sync.WaitGroup
-		for g := range G {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := range N {
-					if err := s.RecordView(ctx(t), "hot", 5, int64(g*N+i+1)); err != nil {
-						t.Error(err)
-						return
-					}
-				}
-			}()
-		}
-		wg.Wait()
-		var p user.Profile
-		if _, err := s.Get(ctx(t), "hot", &p); err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Viewed) != 1 || len(p.Viewed[0].IDs) != G*N {
-			t.Fatalf("concurrent views lost: %d ids, want %d", len(p.ViewedIn(5)), G*N)
 		}
 	})
 }

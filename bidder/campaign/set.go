@@ -9,6 +9,7 @@ import (
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
 
+	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -326,10 +327,8 @@ type view struct {
 	loc      *time.Location // zone of wday/hour below
 	wday     time.Weekday
 	hour     int
-	catDone  [memoIDs / 64]uint64
-	catBad   [memoIDs / 64]uint64
-	adomDone [memoIDs / 64]uint64
-	adomBad  [memoIDs / 64]uint64
+	cat      memo // bcat verdicts by category id
+	adom     memo // badv verdicts by adomain id
 }
 
 func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []string, now time.Time) {
@@ -348,7 +347,7 @@ func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []
 		if len(d) > len(buf) {
 			v.keyBad = true
 		} else if len(d) > 0 && len(s.domains) > 0 {
-			b := lower(buf[:0], d)
+			b := ascii.AppendLower(buf[:0], d)
 			for v.nDom < maxDomainIDs {
 				if id, ok := s.domains[string(b)]; ok {
 					v.domIDs[v.nDom] = id
@@ -368,7 +367,7 @@ func (v *view) init(s *Set, req *openrtb2.BidRequest, imp *openrtb2.Imp, segs []
 		if len(d) > len(buf) {
 			v.keyBad = true
 		} else if len(d) > 0 && len(s.bundles) > 0 {
-			if id, ok := s.bundles[string(lower(buf[:0], d))]; ok {
+			if id, ok := s.bundles[string(ascii.AppendLower(buf[:0], d))]; ok {
 				v.bundle = id
 			}
 		}
@@ -417,18 +416,6 @@ func (v *view) addSeg(sg string) {
 	}
 	v.segIDs[v.nSeg] = id
 	v.nSeg++
-}
-
-// lower appends s lower-cased (ASCII) to dst.
-func lower(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // hostOf returns the host of an http(s) URL without allocating ("" if none).
@@ -737,14 +724,14 @@ func (v *view) blocks(c *Campaign, ix *index) string {
 	req := v.req
 	if len(req.BCat) > 0 {
 		for _, id := range ix.cats {
-			if v.catBlocked(id) {
+			if v.cat.blocked(id, v.s.catStr[id], req.BCat, catBlocked) {
 				return ReasonBcat
 			}
 		}
 	}
 	if len(req.BAdv) > 0 {
 		for _, id := range ix.adoms {
-			if v.adomBlocked(id) {
+			if v.adom.blocked(id, v.s.adomStr[id], req.BAdv, domainUnder) {
 				return ReasonBadv
 			}
 		}
@@ -769,45 +756,28 @@ func (v *view) blocks(c *Campaign, ix *index) string {
 	return ""
 }
 
-// catBlocked reports whether bcat blocks category id, memoised per request.
-func (v *view) catBlocked(id int32) bool {
-	w, bit := id/64, uint64(1)<<uint(id%64)
-	if id < memoIDs && v.catDone[w]&bit != 0 {
-		return v.catBad[w]&bit != 0
-	}
-	cat, bad := v.s.catStr[id], false
-	for _, b := range v.req.BCat {
-		if catBlocked(cat, b) {
-			bad = true
-			break
-		}
-	}
-	if id < memoIDs {
-		v.catDone[w] |= bit
-		if bad {
-			v.catBad[w] |= bit
-		}
-	}
-	return bad
-}
+// memo holds one request's verdicts for the ids below memoIDs: done says
+// which ids were checked, bad which of those are blocked.
+type memo struct{ done, bad [memoIDs / 64]uint64 }
 
-// adomBlocked reports whether badv blocks adomain id, memoised per request.
-func (v *view) adomBlocked(id int32) bool {
+// blocked reports whether an entry of list blocks s (blocks(s, entry)),
+// memoised per request for id, the id of s.
+func (m *memo) blocked(id int32, s string, list []string, blocks func(s, b string) bool) bool {
 	w, bit := id/64, uint64(1)<<uint(id%64)
-	if id < memoIDs && v.adomDone[w]&bit != 0 {
-		return v.adomBad[w]&bit != 0
+	if id < memoIDs && m.done[w]&bit != 0 {
+		return m.bad[w]&bit != 0
 	}
-	ad, bad := v.s.adomStr[id], false
-	for _, b := range v.req.BAdv {
-		if domainUnder(ad, b) {
+	bad := false
+	for _, b := range list {
+		if blocks(s, b) {
 			bad = true
 			break
 		}
 	}
 	if id < memoIDs {
-		v.adomDone[w] |= bit
+		m.done[w] |= bit
 		if bad {
-			v.adomBad[w] |= bit
+			m.bad[w] |= bit
 		}
 	}
 	return bad

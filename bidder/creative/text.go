@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 	"unsafe"
 
+	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -85,13 +86,13 @@ func appendEscaped(dst []byte, s string, esc *[utf8.RuneSelf]string) []byte {
 // IsHTTPSURL reports whether u is an IsHTTPURL with the https scheme (in
 // any case): the only URLs a creative on a secure imp loads.
 func IsHTTPSURL(u string) bool {
-	return len(u) > 8 && equalFold(u[:8], "https://") && IsHTTPURL(u)
+	return len(u) > 8 && ascii.EqualLower(u[:8], "https://") && IsHTTPURL(u)
 }
 
 // PlainHTTP reports whether u is an IsHTTPURL with the http scheme: a URL
 // a creative on a secure imp must not load.
 func PlainHTTP(u string) bool {
-	return len(u) > 7 && equalFold(u[:7], "http://") && IsHTTPURL(u)
+	return len(u) > 7 && ascii.EqualLower(u[:7], "http://") && IsHTTPURL(u)
 }
 
 // IsHTTPURL reports whether u is an absolute http or https URL (scheme in
@@ -100,9 +101,9 @@ func PlainHTTP(u string) bool {
 func IsHTTPURL(u string) bool {
 	var rest string
 	switch {
-	case len(u) > 7 && equalFold(u[:7], "http://"):
+	case len(u) > 7 && ascii.EqualLower(u[:7], "http://"):
 		rest = u[7:]
-	case len(u) > 8 && equalFold(u[:8], "https://"):
+	case len(u) > 8 && ascii.EqualLower(u[:8], "https://"):
 		rest = u[8:]
 	default:
 		return false
@@ -156,22 +157,6 @@ func skipPlain(s string, i int) int {
 		}
 	}
 	return i
-}
-
-func equalFold(a, b string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		c := a[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // AppendPrice appends a price for display in markup (money.AppendDisplay):

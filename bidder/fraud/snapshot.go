@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -157,7 +158,7 @@ func hasFold(m map[string]struct{}, v string) bool {
 		return ok
 	}
 	var buf [MaxEntryLen]byte
-	b := lowerInto(buf[:0], v)
+	b := ascii.AppendLower(buf[:0], v)
 	_, ok := m[string(b)]
 	return ok
 }
@@ -169,7 +170,7 @@ func (s *Snapshot) hasDomain(d string) bool {
 	}
 	d = strings.TrimSuffix(d, ".")
 	var buf [MaxEntryLen + 1]byte
-	b := lowerInto(buf[:0], d)
+	b := ascii.AppendLower(buf[:0], d)
 	for {
 		if _, ok := s.domains[string(b)]; ok {
 			return true
@@ -198,17 +199,6 @@ func hasUpper(s string) bool {
 		}
 	}
 	return false
-}
-
-func lowerInto(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		dst = append(dst, c)
-	}
-	return dst
 }
 
 // builder accumulates one load.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
 
 func TestPercent(t *testing.T) {
@@ -91,10 +93,10 @@ func TestFloorCutsCollections(t *testing.T) {
 	state.mu.Lock()
 	adjustLocked()
 	state.mu.Unlock()
-	if v := gauge(t, reg, "rtbd_gc_floor_percent"); int(v) != f.Percent() {
+	if v := metrictest.Must(t, reg, "rtbd_gc_floor_percent"); int(v) != f.Percent() {
 		t.Errorf("rtbd_gc_floor_percent %v, want %d", v, f.Percent())
 	}
-	if v := gauge(t, reg, "rtbd_gc_floor_live_bytes"); v <= 0 {
+	if v := metrictest.Must(t, reg, "rtbd_gc_floor_live_bytes"); v <= 0 {
 		t.Errorf("rtbd_gc_floor_live_bytes %v, want > 0", v)
 	}
 	f.Stop()
@@ -164,20 +166,4 @@ func TestStartOff(t *testing.T) {
 	if got := debug.SetGCPercent(-1); got != -1 {
 		t.Fatalf("Start changed GOGC=off to %d", got)
 	}
-}
-
-// gauge is the value of the gauge name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("metric %s not registered", name)
-	return 0
 }

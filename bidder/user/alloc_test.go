@@ -110,4 +110,9 @@ func TestAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	check("ParseEventQuery", 0, func() {
+		if uid, _, _, err := ParseEventQuery(&a); err != nil || string(uid) != "demo-user-1" {
+			t.Fatalf("ParseEventQuery: %q %v", uid, err)
+		}
+	})
 }

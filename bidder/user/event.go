@@ -65,25 +65,19 @@ func ParseEvent(args *fasthttp.Args) (uid string, group, pid int64, ev string, e
 // pg, pid and ev are checked as ParseEvent does. It allocates nothing on
 // success.
 func ParseEventQuery(args *fasthttp.Args) (uid []byte, group, pid int64, err error) {
-	var seen [4]int
-	var uidB, pgB, pidB, evB []byte
+	names := [...]string{"uid", "pg", "pid", "ev"}
+	var seen [len(names)]int
+	var vals [len(names)][]byte
 	for k, v := range args.All() {
-		switch string(k) {
-		case "uid":
-			seen[0]++
-			uidB = v
-		case "pg":
-			seen[1]++
-			pgB = v
-		case "pid":
-			seen[2]++
-			pidB = v
-		case "ev":
-			seen[3]++
-			evB = v
+		for i, name := range names {
+			if string(k) == name {
+				seen[i]++
+				vals[i] = v
+			}
 		}
 	}
-	for i, name := range [...]string{"uid", "pg", "pid", "ev"} {
+	uidB, pgB, pidB, evB := vals[0], vals[1], vals[2], vals[3]
+	for i, name := range names {
 		switch seen[i] {
 		case 0:
 			if i == 0 {

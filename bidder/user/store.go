@@ -11,12 +11,11 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+	"github.com/rtbd/rtbd/bidder/internal/pebbledb"
 )
 
 // ErrClosed is returned by every Store (and BulkWriter) call after
@@ -77,23 +76,21 @@ func (o *Options) ensureDefaults() error {
 		o.FS = vfs.Default
 	}
 	var errs []error
-	if o.BlockCacheBytes < 0 {
-		errs = append(errs, fmt.Errorf("user: options: block cache bytes: must be >= 0, got %d", o.BlockCacheBytes))
-	}
-	if o.MaxViewed < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max viewed: must be >= 0, got %d", o.MaxViewed))
-	}
-	if o.MaxGroups < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max groups: must be >= 0, got %d", o.MaxGroups))
-	}
-	if o.MaxRecommended < 0 {
-		errs = append(errs, fmt.Errorf("user: options: max recommended: must be >= 0, got %d", o.MaxRecommended))
-	}
-	if o.TTL < 0 {
-		errs = append(errs, fmt.Errorf("user: options: ttl: must be >= 0, got %v", o.TTL))
-	}
-	if o.MatchTTL < 0 {
-		errs = append(errs, fmt.Errorf("user: options: match ttl: must be >= 0, got %v", o.MatchTTL))
+	for _, f := range []struct {
+		name string
+		neg  bool
+		v    any
+	}{
+		{"block cache bytes", o.BlockCacheBytes < 0, o.BlockCacheBytes},
+		{"max viewed", o.MaxViewed < 0, o.MaxViewed},
+		{"max groups", o.MaxGroups < 0, o.MaxGroups},
+		{"max recommended", o.MaxRecommended < 0, o.MaxRecommended},
+		{"ttl", o.TTL < 0, o.TTL},
+		{"match ttl", o.MatchTTL < 0, o.MatchTTL},
+	} {
+		if f.neg {
+			errs = append(errs, fmt.Errorf("user: options: %s: must be >= 0, got %v", f.name, f.v))
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -140,22 +137,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("user: store %s: %w", dir, err)
-	}
-	cache := pebble.NewCache(opts.BlockCacheBytes)
-	defer cache.Unref() // the DB holds its own reference
-	po := &pebble.Options{
-		FS:                 opts.FS,
-		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebblelog.New(opts.Logger),
-	}
-	for i := range po.Levels {
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10) // misses skip most blocks
-		po.Levels[i].BlockSize = 4 << 10
-	}
-	db, err := pebble.Open(dir, po)
+	db, err := pebbledb.Open(dir, pebbledb.Options{FS: opts.FS, Logger: opts.Logger, CacheBytes: opts.BlockCacheBytes, Bloom: true, BlockSize: 4 << 10})
 	if err != nil {
 		return nil, fmt.Errorf("user: store %s: %w", dir, err)
 	}

@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
@@ -165,31 +166,25 @@ func TestRecordViewConcurrent(t *testing.T) {
 	const workers, each = 16, 20
 	s := openTest(t, Options{MaxViewed: workers * each, MaxGroups: 4})
 	ctx := context.Background()
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	var eg errgroup.Group
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		eg.Go(func() error {
 			for i := 0; i < each; i++ {
 				// Two groups, interleaved, so groups move around too.
 				g := int64(1 + (w+i)%2)
 				if err := s.RecordView(ctx, "same-user", g, int64(1+w*each+i)); err != nil {
-					errs <- err
-					return
+					return err
 				}
 				// Readers run beside the writers.
 				var p Profile
 				if _, err := s.Get(ctx, "same-user", &p); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := eg.Wait(); err != nil {
 		t.Fatal(err)
 	}
 	p := mustGet(t, s, "same-user")
@@ -377,5 +372,22 @@ func TestSecondStoreSharesMetrics(t *testing.T) {
 	b.Get(ctx, "x", &p)
 	if got := testutil.ToFloat64(a.miss); got != 2 {
 		t.Errorf("shared miss counter = %v, want 2", got)
+	}
+}
+
+// TestOpenNegativeOptions: every negative option is refused, each named
+// with its value.
+func TestOpenNegativeOptions(t *testing.T) {
+	_, err := Open(t.TempDir()+"/users", Options{BlockCacheBytes: -1, MaxViewed: -2, MaxGroups: -3, MaxRecommended: -4, TTL: -time.Second, MatchTTL: -time.Minute})
+	if err == nil {
+		t.Fatal("Open with negative options succeeded")
+	}
+	for _, want := range []string{
+		"block cache bytes: must be >= 0, got -1", "max viewed: must be >= 0, got -2", "max groups: must be >= 0, got -3",
+		"max recommended: must be >= 0, got -4", "ttl: must be >= 0, got -1s", "match ttl: must be >= 0, got -1m0s",
+	} {
+		if !strings.Contains(err.Error(), "user: options: "+want) {
+			t.Errorf("error %q does not say %q", err, want)
+		}
 	}
 }

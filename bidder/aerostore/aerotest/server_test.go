@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/rtbd/rtbd/bidder/internal/testclock"
 )
@@ -357,24 +358,19 @@ func TestConcurrentAdd(t *testing.T) {
 	c := newClient(t, s)
 	k := key(t, "test", "spend", "budget")
 	const workers, perWorker = 32, 1000
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
+	var eg errgroup.Group
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		eg.Go(func() error {
 			op := as.AddOp(as.NewBin("spent", 1))
 			for i := 0; i < perWorker; i++ {
 				if _, err := c.Operate(nil, k, op); err != nil {
-					errs <- err
-					return
+					return err
 				}
 			}
-		}()
+			return nil
+		})
 	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
+	if err := eg.Wait(); err != nil {
 		t.Fatalf("Operate: %v", err)
 	}
 	rec, err := c.Get(nil, k)

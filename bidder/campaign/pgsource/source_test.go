@@ -17,6 +17,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
+	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 )
 
 // spec is a valid campaign's jsonb document bidding cpm.
@@ -98,7 +99,7 @@ func TestSource(t *testing.T) {
 		!hasPrefix(rej["other"], `id: "not-other" in spec is not the row's id "other"`) {
 		t.Fatalf("Rejected() = %q", rej)
 	}
-	if got := gauge(t, reg, "rtbd_campaigns_rejected_rows"); got != 3 {
+	if got := metrictest.Must(t, reg, "rtbd_campaigns_rejected_rows"); got != 3 {
 		t.Errorf("rtbd_campaigns_rejected_rows = %v, want 3", got)
 	}
 	for id, field := range map[string]string{"a": "bid_cpm", "new": "bid_cmp", "other": "id"} {
@@ -118,7 +119,7 @@ func TestSource(t *testing.T) {
 	upsert(t, pg, "a", true, spec("1.8"))
 	refresh(t, s)
 	want(t, s, map[string]int64{"a": 1_800_000, "off": 4_250_000})
-	if got := gauge(t, reg, "rtbd_campaigns_rejected_rows"); got != 2 {
+	if got := metrictest.Must(t, reg, "rtbd_campaigns_rejected_rows"); got != 2 {
 		t.Errorf("rtbd_campaigns_rejected_rows = %v, want 2", got)
 	}
 	// A bad row that is deleted or disabled stops: no last good version.
@@ -191,22 +192,6 @@ func fieldStrings(e observer.LoggedEntry, key string) []string {
 		out = append(out, fmt.Sprint(v))
 	}
 	return out
-}
-
-// gauge returns the value of the unlabelled gauge name in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
-			return mf.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
 }
 
 // TestLoad: the campaigns of a file, loaded as rows with Load, are read back

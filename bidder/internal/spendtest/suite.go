@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
@@ -193,27 +195,22 @@ func RunStoreSuite(t *testing.T, newStore NewStoreFunc, caps Capabilities) {
 		c := ctx(t)
 		const G, N = 8, 40
 		exp := time.Now().Add(time.Hour)
-		var wg sync.WaitGroup
-		errs := make(chan error, G)
+		var eg errgroup.Group
 		for g := range G {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			eg.Go(func() error {
 				for i := range N {
 					_, err := s.Flush(c, []spend.Delta{
 						{ID: ID(), Campaign: "hot", Day: "2024-05-01", Micros: int64(g + 1), Imps: 1, Freq: []spend.FreqDelta{{User: "u", Window: 0, Count: 1, Expires: exp}}},
 						{ID: ID(), Campaign: fmt.Sprintf("c%d", g), Day: "2024-05-01", Micros: int64(i), Imps: 1},
 					})
 					if err != nil {
-						errs <- err
-						return
+						return err
 					}
 				}
-			}()
+				return nil
+			})
 		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		if err := eg.Wait(); err != nil {
 			t.Fatal(err)
 		}
 		r, err := s.Read(c, []string{"hot", "c0", "c7"}, "2024-05-01")

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+	"github.com/rtbd/rtbd/bidder/internal/pebbledb"
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
@@ -101,14 +101,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("journal: %s: %w", dir, err)
-	}
-	db, err := pebble.Open(dir, &pebble.Options{
-		FS:                 opts.FS,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebblelog.New(opts.Logger),
-	})
+	db, err := pebbledb.Open(dir, pebbledb.Options{FS: opts.FS, Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("journal: %s: %w", dir, err)
 	}

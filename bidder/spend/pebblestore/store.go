@@ -42,11 +42,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/internal/pebblelog"
+	"github.com/rtbd/rtbd/bidder/internal/pebbledb"
 
 	"github.com/rtbd/rtbd/bidder/spend"
 )
@@ -93,23 +92,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
 	}
-	if err := opts.FS.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
-	}
-	cache := pebble.NewCache(32 << 20)
-	defer cache.Unref() // the DB holds its own reference
-	po := &pebble.Options{
-		FS:                 opts.FS,
-		Cache:              cache,
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebblelog.New(opts.Logger),
-	}
-	for i := range po.Levels {
-		// Every notice of a flush is looked up, and most are new: the
-		// filters answer those misses without reading blocks.
-		po.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	db, err := pebble.Open(dir, po)
+	// Every notice of a flush is looked up, and most are new: the bloom
+	// filters answer those misses without reading blocks.
+	db, err := pebbledb.Open(dir, pebbledb.Options{FS: opts.FS, Logger: opts.Logger, CacheBytes: 32 << 20, Bloom: true})
 	if err != nil {
 		return nil, fmt.Errorf("pebblestore: %s: %w", dir, err)
 	}

@@ -96,6 +96,9 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		if err := s.RecordView(ctx(t), "u2", 0, 1); !errors.Is(err, user.ErrInvalidProfile) {
 			t.Fatalf("view in group 0: %v, want ErrInvalidProfile", err)
 		}
+		if err := s.RecordView(ctx(t), "bad\x00uid", 1, 1); !errors.Is(err, user.ErrInvalidUID) {
+			t.Fatalf("view of a uid with a NUL: %v, want ErrInvalidUID", err)
+		}
 		var p user.Profile
 		if _, err := s.Get(ctx(t), "", &p); !errors.Is(err, user.ErrInvalidUID) {
 			t.Fatalf("Get of an empty uid: %v, want ErrInvalidUID", err)

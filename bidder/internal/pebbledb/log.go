@@ -1,6 +1,4 @@
-// Package pebblelog routes the log lines of the bidder's Pebble stores
-// (user profiles, spend) to zap.
-package pebblelog
+package pebbledb
 
 import (
 	"fmt"
@@ -9,10 +7,10 @@ import (
 	"go.uber.org/zap"
 )
 
-// New returns a pebble.Logger that writes to log: Pebble's info lines at
+// NewLogger returns a pebble.Logger that writes to log: Pebble's info lines at
 // debug level, its errors as errors. Fatalf logs and panics (Pebble's
 // contract: Fatalf does not return).
-func New(log *zap.Logger) pebble.Logger { return logger{log.Sugar()} }
+func NewLogger(log *zap.Logger) pebble.Logger { return logger{log.Sugar()} }
 
 type logger struct{ s *zap.SugaredLogger }
 
