@@ -18,8 +18,9 @@ import (
 // It is keyed by the *catalogpb.Product pointer, so it is for product
 // stores that hand out the same immutable Product for a product every
 // time, and never reuse one's memory for another: the local index's hot
-// cache. With a store that decodes fresh products per call (the remote
-// catalog client) every lookup would miss; do not use it there.
+// cache, or the remote catalog client's near cache. With a store that
+// decodes fresh products per call (the remote client without its near
+// cache) every lookup would miss; do not use it there.
 //
 // A product has two slots, both hashes of its pointer (two-choice
 // hashing: with one, at a full cache's load a product would share its
