@@ -620,11 +620,7 @@ type soakTarget struct {
 func (t *soakTarget) Name() string { return t.name }
 
 func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
-	s, _ := w.State.(*httpScratch)
-	if s == nil {
-		s = &httpScratch{req: httpc.Request{Method: t.method}}
-		w.State = s
-	}
+	s := scratch(w, t.method)
 	intended := w.Deadline.Add(-t.f.o.Timeout)
 	var ok bool
 	s.req.URI, ok = t.uri(w, s.req.URI[:0])
@@ -632,11 +628,7 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
 		return ErrOther
 	}
-	s.req.Body, s.req.ContentType = nil, ""
-	if t.body != nil {
-		w.Buf = t.body(w, w.Buf[:0])
-		s.req.Body, s.req.ContentType = w.Buf, "application/json"
-	}
+	s.setBody(w, t.body)
 	b := t.f.pick(w.Rand, nil)
 	if b == nil {
 		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
