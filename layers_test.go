@@ -23,7 +23,7 @@ const module = "github.com/rtbd/rtbd"
 var layers = map[string][]string{
 	"rtb":               nil,
 	"rtb/money":         nil, // amounts and currencies: the lowest layer
-	"internal":          nil, // the process's own CPU time, for ingest's summary and the benchmarks
+	"internal":          nil, // what all parts share: CPU time, subcommand flag parsing
 	"configs":           {"rtb/money"},
 	"admin":             {"configs"},
 	"catalog/catalogpb": nil,

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rtbd/rtbd/bench/internal/cpuset"
 	"github.com/rtbd/rtbd/bench/internal/proc"
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // Bidder topologies.
@@ -822,7 +823,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
 	fs.StringVar(&o.BidderCPUs, "bidder-cpus", "", "run the started bidders on these CPUs (taskset -c form) and the harness on the others")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // ErrUsage is wrapped by Main's errors for bad arguments (the caller maps
@@ -273,20 +275,6 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s: unexpected argument %q", ErrUsage, fs.Name(), fs.Arg(0))
-	}
-	return nil
-}
-
 type multiFlag []string
 
 // setArgs is the settings as rtbd arguments: "-set", KEY=VALUE for each.
@@ -324,7 +312,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
 	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
 	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)
@@ -353,12 +341,8 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench compare", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
 	fail := fs.Bool("fail", false, "return an error (exit 1) when any metric regressed")
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: rtbd bench compare needs two report files A.json B.json, got %d arguments", ErrUsage, fs.NArg())
@@ -404,7 +388,7 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&so.Products, "products", 100_000, "store level catalog products")
 	fs.IntVar(&so.Groups, "groups", 10, "store level catalog groups")
 	fs.IntVar(&bo.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)
@@ -460,12 +444,8 @@ func renderMain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { Usage(stderr) }
 	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
 	quiet := fs.Bool("q", false, "no report text on stdout")
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: rtbd bench render needs one report file, got %d arguments", ErrUsage, fs.NArg())
@@ -634,7 +614,7 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&c.quiet, "q", false, "no report text on stdout")
 	fs.StringVar(&o.WorkDir, "work", "", "directory for the children's logs and data (kept)")
 	fs.StringVar(&o.Exe, "rtbd", "", "rtbd binary (default: this executable)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	if faults != "" {
