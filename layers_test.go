@@ -23,7 +23,7 @@ const module = "github.com/rtbd/rtbd"
 var layers = map[string][]string{
 	"rtb":               nil,
 	"rtb/money":         nil, // amounts and currencies: the lowest layer
-	"internal":          nil, // what all parts share: CPU time, subcommand flag parsing
+	"internal":          nil, // what all parts share: CPU time, subcommand flags, splitmix64
 	"configs":           {"rtb/money"},
 	"admin":             {"configs"},
 	"catalog/catalogpb": nil,
