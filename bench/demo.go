@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -17,16 +18,12 @@ type DemoSize struct {
 	Products, Groups, Users int
 }
 
+var defaultDemo = DemoSize{Products: 20_000, Groups: 8, Users: 1000}
+
 func (d DemoSize) withDefaults() DemoSize {
-	if d.Products == 0 {
-		d.Products = 20_000
-	}
-	if d.Groups == 0 {
-		d.Groups = 8
-	}
-	if d.Users == 0 {
-		d.Users = 1000
-	}
+	d.Products = cmp.Or(d.Products, defaultDemo.Products)
+	d.Groups = cmp.Or(d.Groups, defaultDemo.Groups)
+	d.Users = cmp.Or(d.Users, defaultDemo.Users)
 	return d
 }
 
@@ -38,9 +35,9 @@ func (d DemoSize) validate(p *problems) {
 
 // register binds -products, -groups and -users to d.
 func (d *DemoSize) register(fs *flag.FlagSet) {
-	fs.IntVar(&d.Products, "products", 20_000, "demo products")
-	fs.IntVar(&d.Groups, "groups", 8, "demo product groups")
-	fs.IntVar(&d.Users, "users", 1000, "demo users")
+	fs.IntVar(&d.Products, "products", defaultDemo.Products, "demo products")
+	fs.IntVar(&d.Groups, "groups", defaultDemo.Groups, "demo product groups")
+	fs.IntVar(&d.Users, "users", defaultDemo.Users, "demo users")
 }
 
 func (d DemoSize) String() string {
