@@ -23,16 +23,17 @@ const module = "github.com/rtbd/rtbd"
 var layers = map[string][]string{
 	"rtb":               nil,
 	"rtb/money":         nil, // amounts and currencies: the lowest layer
+	"internal":          nil, // what all parts share: CPU time, subcommand flags, splitmix64
 	"configs":           {"rtb/money"},
 	"admin":             {"configs"},
 	"catalog/catalogpb": nil,
 	"catalog/internal":  {"catalog/catalogpb"},
-	"catalog":           {"configs", "admin"},
-	"ingest":            {"catalog", "configs", "admin", "rtb/money"},
-	"bidder":            {"rtb", "catalog", "configs", "admin"},
-	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest"}, // the demo writes a feed and ingests it
-	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin"},
-	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin"},
+	"catalog":           {"configs", "admin", "internal"},
+	"ingest":            {"catalog", "configs", "admin", "rtb/money", "internal"},
+	"bidder":            {"rtb", "catalog", "configs", "admin", "internal"},
+	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal"}, // the demo writes a feed and ingests it
+	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal"},
+	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal"},
 }
 
 // never lists imports that the rules of the parts allow but that would put

@@ -298,12 +298,21 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-// Shutdown gives up on an in-flight request when its context ends, and
-// closes the connection rather than leaving it hanging.
-func TestShutdownGivesUpWhenContextDone(t *testing.T) {
-	s := New(Options{Addr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+// slowResult is the answer to slowRequest's request.
+type slowResult struct {
+	code int
+	body string
+	err  error
+}
+
+// slowRequest starts a server whose GET /slow answers "done" once release
+// is closed (or after 10 s), sends it one request and returns once the
+// handler holds it; the answer comes on got.
+func slowRequest(t *testing.T) (s *Server, release chan struct{}, got chan slowResult) {
+	t.Helper()
+	s = New(Options{Addr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
 	entered := make(chan struct{})
-	release := make(chan struct{})
+	release = make(chan struct{})
 	s.Handle("GET /slow", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		close(entered)
 		select {
@@ -315,27 +324,29 @@ func TestShutdownGivesUpWhenContextDone(t *testing.T) {
 	if err := s.Start(); err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		code int
-		body string
-		err  error
-	}
-	got := make(chan result, 1)
+	got = make(chan slowResult, 1)
 	go func() {
 		resp, err := client.Get("http://" + s.Addr() + "/slow")
 		if err != nil {
-			got <- result{err: err}
+			got <- slowResult{err: err}
 			return
 		}
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
-		got <- result{resp.StatusCode, string(b), err}
+		got <- slowResult{resp.StatusCode, string(b), err}
 	}()
 	select {
 	case <-entered:
 	case <-time.After(10 * time.Second):
 		t.Fatal("request did not reach the handler")
 	}
+	return s, release, got
+}
+
+// Shutdown gives up on an in-flight request when its context ends, and
+// closes the connection rather than leaving it hanging.
+func TestShutdownGivesUpWhenContextDone(t *testing.T) {
+	s, release, got := slowRequest(t)
 
 	// A context that is already done: Shutdown gives up and reports it.
 	done, cancel := context.WithCancel(context.Background())
@@ -364,33 +375,7 @@ func TestShutdownGivesUpWhenContextDone(t *testing.T) {
 }
 
 func TestShutdownDrains(t *testing.T) {
-	s := New(Options{Addr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
-	entered := make(chan struct{})
-	release := make(chan struct{})
-	s.Handle("GET /slow", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		close(entered)
-		<-release
-		_, _ = io.WriteString(w, "done")
-	}))
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	got := make(chan string, 1)
-	go func() {
-		resp, err := client.Get("http://" + s.Addr() + "/slow")
-		if err != nil {
-			got <- "error: " + err.Error()
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		got <- string(b)
-	}()
-	select {
-	case <-entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("request did not reach the handler")
-	}
+	s, release, got := slowRequest(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	shutdownErr := make(chan error, 1)
@@ -403,9 +388,9 @@ func TestShutdownDrains(t *testing.T) {
 	}
 	close(release)
 	select {
-	case body := <-got:
-		if body != "done" {
-			t.Fatalf("in-flight request = %q, want done", body)
+	case r := <-got:
+		if r.err != nil || r.body != "done" {
+			t.Fatalf("in-flight request = %q, %v, want done", r.body, r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("in-flight request did not finish")

@@ -20,7 +20,7 @@ import (
 
 	"github.com/rtbd/rtbd/bench/internal/cpuset"
 	"github.com/rtbd/rtbd/bench/internal/proc"
-	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // Bidder topologies.
@@ -36,10 +36,10 @@ type BidderOptions struct {
 	// it holds rtbd.yaml, else written there with Products, Groups and
 	// Users and kept. "": written in a temporary directory, removed.
 	DemoDir string
-	// Products, Groups and Users of the demo written. Defaults 20,000, 8
-	// and 1,000. With an existing DemoDir they must be the demo's (the
-	// requests use users demo-user-1..Users and products of Groups).
-	Products, Groups, Users int
+	// DemoSize is the demo written. With an existing DemoDir it must be
+	// the demo's (the requests use users demo-user-1..Users and products
+	// of Groups).
+	DemoSize
 	// Nodes is the number of catalog nodes of the remote topology.
 	// Default 2.
 	Nodes int
@@ -94,15 +94,7 @@ type BidderOptions struct {
 }
 
 func (o BidderOptions) withDefaults() BidderOptions {
-	if o.Products == 0 {
-		o.Products = 20_000
-	}
-	if o.Groups == 0 {
-		o.Groups = 8
-	}
-	if o.Users == 0 {
-		o.Users = 1000
-	}
+	o.DemoSize = o.DemoSize.withDefaults()
 	if o.Nodes == 0 {
 		o.Nodes = 2
 	}
@@ -135,9 +127,7 @@ func (o BidderOptions) withDefaults() BidderOptions {
 func (o BidderOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
-	if o.Products < o.Groups || o.Groups < 1 || o.Users < 1 {
-		p.addf("products, groups, users: want products >= groups >= 1 and users >= 1")
-	}
+	o.DemoSize.validate(&p)
 	if o.Nodes < 1 || o.Nodes > 64 {
 		p.addf("nodes: must be 1..64, got %d", o.Nodes)
 	}
@@ -256,10 +246,9 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	return dst
 }
 
-// nurlRing keeps the path and query of recent bids' win notice URLs
-// (nurl), price macro filled, for the win notice load. Safe for concurrent
-// use.
-type nurlRing struct {
+// urlRing keeps the last nurlRingSize URLs added (of seen in all), for a
+// load that replays them. Safe for concurrent use.
+type urlRing struct {
 	mu   sync.Mutex
 	buf  [][]byte
 	next int
@@ -267,6 +256,39 @@ type nurlRing struct {
 }
 
 const nurlRingSize = 4096
+
+// add keeps a copy of u, in place of the oldest when the ring is full.
+func (r *urlRing) add(u []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen++
+	if len(r.buf) < nurlRingSize {
+		r.buf = append(r.buf, bytes.Clone(u))
+		return
+	}
+	r.buf[r.next] = append(r.buf[r.next][:0], u...)
+	r.next = (r.next + 1) % nurlRingSize
+}
+
+// pick appends a random recent URL to dst; false when none was added.
+func (r *urlRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) == 0 {
+		return dst, false
+	}
+	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
+}
+
+func (r *urlRing) empty() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.buf) == 0
+}
+
+// nurlRing keeps the path and query of recent bids' win notice URLs
+// (nurl), price macro filled, for the win notice load.
+type nurlRing struct{ urlRing }
 
 var (
 	nurlKey    = []byte(`"nurl":"`)
@@ -290,32 +312,7 @@ func (r *nurlRing) harvest(body []byte) {
 		return
 	}
 	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	u = bytes.ReplaceAll(u, priceMacro, []byte("0.50"))
-	r.mu.Lock()
-	if len(r.buf) < nurlRingSize {
-		r.buf = append(r.buf, u)
-	} else {
-		r.buf[r.next] = u
-		r.next = (r.next + 1) % nurlRingSize
-	}
-	r.seen++
-	r.mu.Unlock()
-}
-
-// pick appends a random recent nurl to dst; false when none was seen.
-func (r *nurlRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.buf) == 0 {
-		return dst, false
-	}
-	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
-}
-
-func (r *nurlRing) empty() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.buf) == 0
+	r.add(bytes.ReplaceAll(u, priceMacro, []byte("0.50")))
 }
 
 // winTarget sends harvested win notices; with none harvested yet it
@@ -345,19 +342,6 @@ func classifyWin(status int, outcome []byte) Outcome {
 		return OK
 	}
 	return ClassifyHTTPStatus(status, nil)
-}
-
-// eventProducts is a table of Zipf-drawn (group, product id) pairs for
-// pixel events over the demo's catalog.
-func eventProducts(products, groups int, seed uint64) [][2]int {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	z := rand.NewZipf(rng, 1.1, 1, uint64(products-1))
-	out := make([][2]int, 1<<14)
-	for i := range out {
-		idx := int((z.Uint64()*2654435761 + 12345) % uint64(products))
-		out[i] = [2]int{1 + idx%groups, idx + 1}
-	}
-	return out
 }
 
 // topo is one started (or external) deployment.
@@ -421,7 +405,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	meta := Meta{Title: "bidder level: " + strings.Join(o.Topologies, " vs "), Config: o.Load.describe()}
 	meta.Config["scenario"] = "bidder"
 	meta.Config["weights"] = joinInts(o.Weights)
-	meta.Config["demo"] = fmt.Sprintf("%d products, %d groups, %d users", o.Products, o.Groups, o.Users)
+	meta.Config["demo"] = o.DemoSize.String()
 	meta.Config["nodes"] = strconv.Itoa(o.Nodes)
 	meta.Config["win_ratio"] = strconv.FormatFloat(o.WinRatio, 'g', -1, 64)
 	meta.Config["event_rate"] = fmtRate(max(o.EventRate, 0))
@@ -433,7 +417,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	}
 	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products")
 	rep = NewReport(meta)
-	eventTable := eventProducts(o.Products, o.Groups, o.Load.Seed)
+	eventURI := o.DemoSize.eventURI(o.Load.Seed)
 
 	var entries, otherEntries []TableEntry
 	for _, name := range o.Topologies {
@@ -445,7 +429,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			return nil, err
 		}
 		for _, w := range o.Weights {
-			rs, err := runBidderMixed(ctx, o, t, w, eventTable, o.KillNodeAt, logf)
+			rs, err := runBidderMixed(ctx, o, t, w, eventURI, o.KillNodeAt, logf)
 			for i, r := range rs {
 				rep.Results = append(rep.Results, r)
 				e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w), ConnNames: t.conns}
@@ -501,14 +485,10 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 		return "", fmt.Errorf("bench: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "rtbd.yaml")); err == nil {
-		logf("using the demo in %s (assumed: %d products, %d groups, %d users)", dir, o.Products, o.Groups, o.Users)
+		logf("using the demo in %s (assumed: %s)", dir, o.DemoSize)
 		return dir, nil
 	}
-	args := []string{"gen", "-demo", "-out", dir, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
-		"-users", strconv.Itoa(o.Users), "-skip-existing",
-		// The workload's imps are secure, as Prebid Server's are: https
-		// product images (feedgen's shop host; nothing loads them).
-		"-image-base", feedgen.DefaultImageBase}
+	args := append(o.DemoSize.genArgs(dir), "-skip-existing")
 	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
 	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
 	if err != nil {
@@ -612,7 +592,7 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 
 // runBidderMixed runs bids, win notices and pixel events together against
 // one topology at one weight; killAt > 0 kills and restarts node 1.
-func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, events [][2]int, killAt time.Duration, logf func(string, ...any)) ([]*Result, error) {
+func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, eventURI func(*Worker, []byte) []byte, killAt time.Duration, logf func(string, ...any)) ([]*Result, error) {
 	base := fmt.Sprintf("%s/%d", t.name, weight)
 	maxConns := max(o.Load.MaxInFlight, 64)
 	ring := &nurlRing{}
@@ -629,10 +609,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 1}})
 	}
 	if o.EventRate > 0 {
-		ev := newHTTPTarget(base+" event", t.addr, "GET", maxConns, func(w *Worker, dst []byte) []byte {
-			p := events[w.Rand.IntN(len(events))]
-			return fmt.Appendf(dst, "/event?uid=demo-user-%d&pg=%d&pid=%d&ev=view", 1+w.Rand.IntN(o.Users), p[0], p[1])
-		}, nil, nil)
+		ev := newHTTPTarget(base+" event", t.addr, "GET", maxConns, eventURI, nil, nil)
 		loads = append(loads, Load{Target: ev, Options: OpenLoopOptions{Rate: o.EventRate, MaxInFlight: o.Load.MaxInFlight,
 			Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 2}})
 	}
@@ -834,9 +811,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
 	fs.IntVar(&o.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
 	fs.StringVar(&o.DemoDir, "demo", "", "demo directory")
-	fs.IntVar(&o.Products, "products", 20_000, "demo products")
-	fs.IntVar(&o.Groups, "groups", 8, "demo product groups")
-	fs.IntVar(&o.Users, "users", 1000, "demo users")
+	o.DemoSize.register(fs)
 	fs.StringVar(&topos, "topologies", "", "local,remote")
 	fs.Float64Var(&o.WinRatio, "win-ratio", 0.2, "win notices per bid")
 	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/10)")
@@ -848,7 +823,8 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
 	fs.StringVar(&o.BidderCPUs, "bidder-cpus", "", "run the started bidders on these CPUs (taskset -c form) and the harness on the others")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)

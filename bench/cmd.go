@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // ErrUsage is wrapped by Main's errors for bad arguments (the caller maps
@@ -273,21 +275,6 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	seeFlags(fs)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s: unexpected argument %q", ErrUsage, fs.Name(), fs.Arg(0))
-	}
-	return nil
-}
-
 type multiFlag []string
 
 // setArgs is the settings as rtbd arguments: "-set", KEY=VALUE for each.
@@ -325,7 +312,8 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
 	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
 	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)
@@ -355,12 +343,8 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() { Usage(stderr) }
 	fail := fs.Bool("fail", false, "return an error (exit 1) when any metric regressed")
 	seeFlags(fs)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: rtbd bench compare needs two report files A.json B.json, got %d arguments", ErrUsage, fs.NArg())
@@ -406,7 +390,8 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&so.Products, "products", 100_000, "store level catalog products")
 	fs.IntVar(&so.Groups, "groups", 10, "store level catalog groups")
 	fs.IntVar(&bo.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	ws, err := c.finish(fs)
@@ -463,12 +448,8 @@ func renderMain(args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
 	quiet := fs.Bool("q", false, "no report text on stdout")
 	seeFlags(fs)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if fs.NArg() != 1 {
 		return fmt.Errorf("%w: rtbd bench render needs one report file, got %d arguments", ErrUsage, fs.NArg())
@@ -627,9 +608,7 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.Outage, "outage", 3*time.Second, "how long a killed node or redis-server stays down")
 	fs.StringVar(&o.Netns, "netns", "auto", "network namespaces for the catalog nodes: auto, on, off (SIGSTOP instead)")
 	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
-	fs.IntVar(&o.Products, "products", 20_000, "demo products")
-	fs.IntVar(&o.Groups, "groups", 8, "demo product groups")
-	fs.IntVar(&o.Users, "users", 1000, "demo users")
+	o.DemoSize.register(fs)
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
@@ -639,7 +618,8 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.BoolVar(&c.quiet, "q", false, "no report text on stdout")
 	fs.StringVar(&o.WorkDir, "work", "", "directory for the children's logs and data (kept)")
 	fs.StringVar(&o.Exe, "rtbd", "", "rtbd binary (default: this executable)")
-	if err := parseFlags(fs, args, stderr); err != nil {
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	if faults != "" {

@@ -39,6 +39,26 @@ type httpScratch struct {
 	resp httpc.Response
 }
 
+// scratch returns w's httpScratch, made with method on first use.
+func scratch(w *Worker, method string) *httpScratch {
+	s, _ := w.State.(*httpScratch)
+	if s == nil {
+		s = &httpScratch{req: httpc.Request{Method: method}}
+		w.State = s
+	}
+	return s
+}
+
+// setBody makes body's output (in w.Buf) the JSON body of the request; a
+// nil body sends none.
+func (s *httpScratch) setBody(w *Worker, body func(w *Worker, dst []byte) []byte) {
+	s.req.Body, s.req.ContentType = nil, ""
+	if body != nil {
+		w.Buf = body(w, w.Buf[:0])
+		s.req.Body, s.req.ContentType = w.Buf, "application/json"
+	}
+}
+
 func newHTTPTarget(name, addr, method string, maxConns int, uri, body func(*Worker, []byte) []byte, check func(int, []byte) Outcome) *httpTarget {
 	if check == nil {
 		check = ClassifyHTTPStatus
@@ -53,17 +73,9 @@ func newHTTPTarget(name, addr, method string, maxConns int, uri, body func(*Work
 func (h *httpTarget) Name() string { return h.name }
 
 func (h *httpTarget) Do(_ context.Context, w *Worker) Outcome {
-	s, _ := w.State.(*httpScratch)
-	if s == nil {
-		s = &httpScratch{req: httpc.Request{Method: h.method}}
-		w.State = s
-	}
+	s := scratch(w, h.method)
 	s.req.URI = h.uri(w, s.req.URI[:0])
-	s.req.Body, s.req.ContentType = nil, ""
-	if h.body != nil {
-		w.Buf = h.body(w, w.Buf[:0])
-		s.req.Body, s.req.ContentType = w.Buf, "application/json"
-	}
+	s.setBody(w, h.body)
 	deadline := w.Deadline
 	if deadline.IsZero() {
 		deadline = time.Now().Add(DefaultTimeout)

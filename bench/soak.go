@@ -28,7 +28,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
 // SoakOptions configure RunSoak. Zero values take the defaults noted.
@@ -72,8 +71,8 @@ type SoakOptions struct {
 	// RSSWarmup is how long after a process starts its RSS is not judged.
 	// Default 60s (a third of Duration when that is shorter).
 	RSSWarmup time.Duration
-	// Products, Groups, Users of the demo. Defaults 20,000, 8, 1,000.
-	Products, Groups, Users int
+	// DemoSize is the demo written.
+	DemoSize
 	// Exe is the rtbd binary ("": this executable); RedisServer the
 	// redis-server binary (default DefaultRedisServer).
 	Exe, RedisServer string
@@ -150,15 +149,7 @@ func (o SoakOptions) withDefaults() SoakOptions {
 	if o.RSSWarmup == 0 {
 		o.RSSWarmup = min(60*time.Second, o.Duration/3)
 	}
-	if o.Products == 0 {
-		o.Products = 20_000
-	}
-	if o.Groups == 0 {
-		o.Groups = 8
-	}
-	if o.Users == 0 {
-		o.Users = 1000
-	}
+	o.DemoSize = o.DemoSize.withDefaults()
 	if o.RedisServer == "" {
 		o.RedisServer = DefaultRedisServer
 	}
@@ -197,9 +188,7 @@ func (o SoakOptions) Validate() error {
 	default:
 		p.addf("netns: want auto, on or off, got %q", o.Netns)
 	}
-	if o.Products < o.Groups || o.Groups < 1 || o.Users < 1 {
-		p.addf("products, groups, users: want products >= groups >= 1 and users >= 1")
-	}
+	o.DemoSize.validate(&p)
 	return p.err()
 }
 
@@ -247,7 +236,7 @@ type soakFleet struct {
 
 	rec       anomalyLog
 	notices   noticeBook
-	harvest   harvestRing
+	harvest   urlRing // recent click links of answered bids
 	pendingWG sync.WaitGroup
 	stopping  atomic.Bool
 }
@@ -310,7 +299,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"outage":       o.Outage.String(),
 		"netns":        strconv.FormatBool(env.netns),
 		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
-		"demo":         fmt.Sprintf("%d products, %d groups, %d users", o.Products, o.Groups, o.Users),
+		"demo":         o.DemoSize.String(),
 	}}
 	rep = NewReport(meta)
 	rep.Soak = sum
@@ -436,9 +425,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 	stops = append(stops, func() { f.rdb.Close() })
 
 	f.demo = filepath.Join(f.work, "demo")
-	args := []string{"gen", "-demo", "-out", f.demo, "-products", strconv.Itoa(o.Products), "-groups", strconv.Itoa(o.Groups),
-		"-users", strconv.Itoa(o.Users), "-redis", f.redis.Addr(),
-		"-image-base", feedgen.DefaultImageBase} // https images: the workload's imps are secure
+	args := append(o.DemoSize.genArgs(f.demo), "-redis", f.redis.Addr())
 	f.logf("writing the demo, users into redis-server: %s %s", f.exe, strings.Join(args, " "))
 	if err := runToEnd(ctx, "rtbd gen -demo", f.exe, args, logPath(f.work, "gen-demo"), 10*time.Minute); err != nil {
 		return stop, err
@@ -633,11 +620,7 @@ type soakTarget struct {
 func (t *soakTarget) Name() string { return t.name }
 
 func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
-	s, _ := w.State.(*httpScratch)
-	if s == nil {
-		s = &httpScratch{req: httpc.Request{Method: t.method}}
-		w.State = s
-	}
+	s := scratch(w, t.method)
 	intended := w.Deadline.Add(-t.f.o.Timeout)
 	var ok bool
 	s.req.URI, ok = t.uri(w, s.req.URI[:0])
@@ -645,11 +628,7 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
 		return ErrOther
 	}
-	s.req.Body, s.req.ContentType = nil, ""
-	if t.body != nil {
-		w.Buf = t.body(w, w.Buf[:0])
-		s.req.Body, s.req.ContentType = w.Buf, "application/json"
-	}
+	s.setBody(w, t.body)
 	b := t.f.pick(w.Rand, nil)
 	if b == nil {
 		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
@@ -691,12 +670,9 @@ func (f *soakFleet) loads() []Load {
 		}
 		return ClassifyHTTPStatus(status, nil)
 	}
-	events := eventProducts(o.Products, o.Groups, o.Seed)
+	eventURI := o.DemoSize.eventURI(o.Seed)
 	ev := &soakTarget{name: "soak events", kind: "event", f: f, method: "GET",
-		uri: func(w *Worker, dst []byte) ([]byte, bool) {
-			p := events[w.Rand.IntN(len(events))]
-			return fmt.Appendf(dst, "/event?uid=demo-user-%d&pg=%d&pid=%d&ev=view", 1+w.Rand.IntN(o.Users), p[0], p[1]), true
-		},
+		uri:   func(w *Worker, dst []byte) ([]byte, bool) { return eventURI(w, dst), true },
 		check: func(status int, _ *httpc.Response) Outcome { return ClassifyHTTPStatus(status, nil) },
 	}
 	click := &soakTarget{name: "soak clicks", kind: "click", f: f, method: "GET",
@@ -894,34 +870,6 @@ func (n *noticeBook) latency(d time.Duration) {
 	n.mu.Lock()
 	n.lats = append(n.lats, d)
 	n.mu.Unlock()
-}
-
-// harvestRing keeps recent click links of answered bids. Safe for
-// concurrent use.
-type harvestRing struct {
-	mu   sync.Mutex
-	buf  [][]byte
-	next int
-}
-
-func (r *harvestRing) add(u []byte) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.buf) < nurlRingSize {
-		r.buf = append(r.buf, bytes.Clone(u))
-		return
-	}
-	r.buf[r.next] = append(r.buf[r.next][:0], u...)
-	r.next = (r.next + 1) % nurlRingSize
-}
-
-func (r *harvestRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.buf) == 0 {
-		return dst, false
-	}
-	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
 }
 
 // anomalyLog is every error and late answer of the run, with its time.

@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +19,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/remote"
+	"github.com/rtbd/rtbd/internal/cputime"
 )
 
 // The benchmark catalog: RTBD_BENCH_PRODUCTS products (default 1,000,000)
@@ -166,25 +166,17 @@ func BenchmarkLookup15(b *testing.B) {
 // the cost that bounds throughput on this machine's cores.
 type cpuTimer struct{ start time.Duration }
 
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // startCPU resets the benchmark timer and starts measuring CPU time.
 func startCPU(b *testing.B) *cpuTimer {
 	b.ResetTimer()
-	return &cpuTimer{start: processCPU()}
+	return &cpuTimer{start: cputime.Self()}
 }
 
 // stop stops the benchmark timer and reports cpu-ns/op.
 func (c *cpuTimer) stop(b *testing.B) {
 	b.StopTimer()
 	if b.N > 0 {
-		b.ReportMetric(float64(processCPU()-c.start)/float64(b.N), "cpu-ns/op")
+		b.ReportMetric(float64(cputime.Self()-c.start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

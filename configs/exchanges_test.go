@@ -65,7 +65,8 @@ exchanges:
 			t.Errorf("%v lacks %q", err, w)
 		}
 	}
-	if _, err := load(writeFile(t, "exchanges: [a]\n"), nil); !errors.Is(err, ErrInvalidValue) {
+	if _, err := load(writeFile(t, "exchanges: [a]\n"), nil); !errors.Is(err, ErrInvalidValue) ||
+		!strings.Contains(err.Error(), "exchanges: want a mapping of names to settings, got a list") {
 		t.Errorf("a list for exchanges: %v", err)
 	}
 }

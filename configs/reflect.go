@@ -320,19 +320,11 @@ func formatValue(v reflect.Value) string {
 // A "<key>_file" entry of a secret setting is appended to files and removed
 // from n (it is no field: decoding reads the rest).
 func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix string, files *[]secretFile) {
-	if n.Kind == yaml.AliasNode && n.Alias != nil {
-		n = n.Alias
+	where := "the top level"
+	if prefix != "" {
+		where = prefix
 	}
-	switch {
-	case n.Kind == yaml.MappingNode:
-	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
-		return // "section:" with nothing below: nothing to override
-	default:
-		where := "the top level"
-		if prefix != "" {
-			where = prefix
-		}
-		fe.add(ErrInvalidValue, "%s:%d: %s: want a mapping of settings, got %s", name, n.Line, where, describe(n))
+	if n = mappingNode(fe, name, n, where, "a mapping of settings"); n == nil {
 		return
 	}
 	seen := make(map[string]int)
@@ -387,20 +379,29 @@ func checkNode(fe *FileError, name string, n *yaml.Node, t reflect.Type, prefix 
 	}
 }
 
-// checkMapNode checks the YAML mapping n of a map of sections (isSectionMap):
-// each entry's name must be a plain key, given once; its value is checked
-// as a section of type elem. The names themselves are checked by the map's
-// Validate.
-func checkMapNode(fe *FileError, name string, n *yaml.Node, elem reflect.Type, prefix string, files *[]secretFile) {
+// mappingNode returns the YAML mapping n is (through an alias), or nil: for
+// a key with nothing below it ("section:", nothing to check), and for any
+// other node, reported in fe as not the mapping that where wants.
+func mappingNode(fe *FileError, name string, n *yaml.Node, where, want string) *yaml.Node {
 	if n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	switch {
 	case n.Kind == yaml.MappingNode:
+		return n
 	case n.Kind == yaml.ScalarNode && n.Tag == "!!null":
-		return
-	default:
-		fe.add(ErrInvalidValue, "%s:%d: %s: want a mapping of names to settings, got %s", name, n.Line, prefix, describe(n))
+		return nil
+	}
+	fe.add(ErrInvalidValue, "%s:%d: %s: want %s, got %s", name, n.Line, where, want, describe(n))
+	return nil
+}
+
+// checkMapNode checks the YAML mapping n of a map of sections (isSectionMap):
+// each entry's name must be a plain key, given once; its value is checked
+// as a section of type elem. The names themselves are checked by the map's
+// Validate.
+func checkMapNode(fe *FileError, name string, n *yaml.Node, elem reflect.Type, prefix string, files *[]secretFile) {
+	if n = mappingNode(fe, name, n, prefix, "a mapping of names to settings"); n == nil {
 		return
 	}
 	seen := make(map[string]int)

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // cli holds the flags that are not Options.
@@ -65,13 +65,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var o Options
 	var c cli
 	fs := newFlags(&o, &c)
-	fs.SetOutput(stderr)
 	fs.Usage = func() { Usage(stderr) }
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if c.rollback {
 		if fs.NArg() > 0 {

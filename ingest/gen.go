@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 type genFlags struct {
@@ -40,12 +41,8 @@ func GenUsage(w io.Writer) {
 func GenMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var g genFlags
 	fs := newGenFlags(&g)
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
+	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+		return err
 	}
 	if g.out == "" || fs.NArg() > 0 {
 		return fmt.Errorf("%w: -out FILE is required, and no arguments", ErrUsage)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/internal/cputime"
 )
 
 // ErrUsage marks errors in how a command was called (exit code 2).
@@ -271,7 +272,7 @@ func Run(ctx context.Context, opts Options, feeds []string, stdin io.Reader) (*S
 	if err := opts.validate(feeds); err != nil {
 		return nil, err
 	}
-	j := &job{opts: opts, log: opts.Logger, crashAt: os.Getenv(CrashPointEnv), start: time.Now(), cpu0: processCPU()}
+	j := &job{opts: opts, log: opts.Logger, crashAt: os.Getenv(CrashPointEnv), start: time.Now(), cpu0: cputime.Self()}
 	lock, err := catalog.LockDir(opts.Data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAborted, err)
@@ -607,7 +608,7 @@ func (j *job) runBulk(ctx context.Context, feeds []string, stdin io.Reader) erro
 	if err := j.checkRejects(); err != nil {
 		return err
 	}
-	j.parseDone, j.parseCPU = time.Now(), processCPU()
+	j.parseDone, j.parseCPU = time.Now(), cputime.Self()
 	j.total.Store(int64(seq))
 	j.phase.Store(phaseWrite)
 	runs, err := j.reduceRuns(ctx, s.runs)
@@ -663,7 +664,7 @@ func (j *job) runBatch(ctx context.Context, feeds []string, stdin io.Reader) err
 	if err := j.checkRejects(); err != nil {
 		return err
 	}
-	j.parseDone, j.parseCPU = time.Now(), processCPU()
+	j.parseDone, j.parseCPU = time.Now(), cputime.Self()
 	j.phase.Store(phaseWrite)
 	j.writeDone = time.Now()
 	return nil
@@ -719,7 +720,7 @@ func (j *job) summary(feeds []string, mode string, products int64, exact bool) *
 		Runs: j.runs.Load(), Tables: j.tables.Load(),
 		Elapsed: now.Sub(j.start),
 	}
-	s.CPU = processCPU() - j.cpu0
+	s.CPU = cputime.Self() - j.cpu0
 	if !j.parseDone.IsZero() {
 		s.ParseCPU = j.parseCPU - j.cpu0
 		s.ParseTime = j.parseDone.Sub(j.start)
@@ -754,13 +755,4 @@ func (j *job) crash(point string) {
 	}
 	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 	select {} // the signal is on its way
-}
-
-// processCPU is the CPU time (user + system) the process has used.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

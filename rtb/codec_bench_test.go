@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,68 +101,61 @@ func benchResponses(b *testing.B) map[string]*openrtb2.BidResponse {
 	return out
 }
 
+// jsonEncoder is what encoding/json's and goccy/go-json's encoders share.
+type jsonEncoder interface {
+	SetEscapeHTML(bool)
+	Encode(any) error
+}
+
 // BenchmarkCodecs compares encoding/json, goccy/go-json and rtbd's
 // generated decoder on the same inputs in the same run (see the comment at
 // the top of this file).
 func BenchmarkCodecs(b *testing.B) {
+	decoders := []struct {
+		name   string
+		decode func([]byte, *openrtb2.BidRequest) error
+	}{
+		{"std", func(body []byte, r *openrtb2.BidRequest) error { return json.Unmarshal(body, r) }},
+		{"rtbd", decodeBidRequest},
+		{"goccy", func(body []byte, r *openrtb2.BidRequest) error { return gojson.Unmarshal(body, r) }},
+	}
 	for _, name := range benchRequests {
 		body := loadBench(b, name)
-		b.Run("decode/std/"+name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				var r openrtb2.BidRequest
-				if err := json.Unmarshal(body, &r); err != nil {
-					b.Fatal(err)
+		for _, d := range decoders {
+			b.Run("decode/"+d.name+"/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetBytes(int64(len(body)))
+				for b.Loop() {
+					var r openrtb2.BidRequest
+					if err := d.decode(body, &r); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("decode/rtbd/"+name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				var r openrtb2.BidRequest
-				if err := decodeBidRequest(body, &r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-		b.Run("decode/goccy/"+name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(body)))
-			for b.Loop() {
-				var r openrtb2.BidRequest
-				if err := gojson.Unmarshal(body, &r); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
+	}
+	encoders := []struct {
+		name       string
+		newEncoder func(io.Writer) jsonEncoder
+	}{
+		{"std", func(w io.Writer) jsonEncoder { return json.NewEncoder(w) }},
+		{"goccy", func(w io.Writer) jsonEncoder { return gojson.NewEncoder(w) }},
 	}
 	for name, resp := range benchResponses(b) {
-		b.Run("encode/std/"+name, func(b *testing.B) {
-			b.ReportAllocs()
-			var buf bytes.Buffer
-			enc := json.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			for b.Loop() {
-				buf.Reset()
-				if err := enc.Encode(resp); err != nil {
-					b.Fatal(err)
+		for _, e := range encoders {
+			b.Run("encode/"+e.name+"/"+name, func(b *testing.B) {
+				b.ReportAllocs()
+				var buf bytes.Buffer
+				enc := e.newEncoder(&buf)
+				enc.SetEscapeHTML(false)
+				for b.Loop() {
+					buf.Reset()
+					if err := enc.Encode(resp); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-		})
-		b.Run("encode/goccy/"+name, func(b *testing.B) {
-			b.ReportAllocs()
-			var buf bytes.Buffer
-			enc := gojson.NewEncoder(&buf)
-			enc.SetEscapeHTML(false)
-			for b.Loop() {
-				buf.Reset()
-				if err := enc.Encode(resp); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+			})
+		}
 		b.Run("encode/append/"+name, func(b *testing.B) {
 			b.ReportAllocs()
 			var buf []byte

@@ -114,16 +114,16 @@ func (e *Encoder) appendBid(dst []byte, b *openrtb2.Bid) ([]byte, error) {
 		dst = appendStringField(dst, `,"adm":`, b.AdM)
 	}
 	dst = appendStringField(dst, `,"adid":`, b.AdID)
-	dst = appendStringsField(dst, `,"adomain":`, b.ADomain)
+	dst = appendArrayField(dst, `,"adomain":`, b.ADomain, appendString)
 	dst = appendStringField(dst, `,"bundle":`, b.Bundle)
 	dst = appendStringField(dst, `,"iurl":`, b.IURL)
 	dst = appendStringField(dst, `,"cid":`, b.CID)
 	dst = appendStringField(dst, `,"crid":`, b.CrID)
 	dst = appendStringField(dst, `,"tactic":`, b.Tactic)
 	dst = appendIntField(dst, `,"cattax":`, b.CatTax)
-	dst = appendStringsField(dst, `,"cat":`, b.Cat)
-	dst = appendIntsField(dst, `,"attr":`, b.Attr)
-	dst = appendIntsField(dst, `,"apis":`, b.APIs)
+	dst = appendArrayField(dst, `,"cat":`, b.Cat, appendString)
+	dst = appendArrayField(dst, `,"attr":`, b.Attr, appendInt)
+	dst = appendArrayField(dst, `,"apis":`, b.APIs, appendInt)
 	dst = appendIntField(dst, `,"api":`, b.API)
 	dst = appendIntField(dst, `,"protocol":`, b.Protocol)
 	dst = appendIntField(dst, `,"qagmediarating":`, b.QAGMediaRating)
@@ -169,21 +169,8 @@ func appendIntField[T integer](dst []byte, key string, v T) []byte {
 	return strconv.AppendInt(dst, int64(v), 10)
 }
 
-// appendIntsField appends key and the array vs unless it is empty (omitempty).
-func appendIntsField[T integer](dst []byte, key string, vs []T) []byte {
-	if len(vs) == 0 {
-		return dst
-	}
-	dst = append(dst, key...)
-	dst = append(dst, '[')
-	for i, v := range vs {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		dst = strconv.AppendInt(dst, int64(v), 10)
-	}
-	return append(dst, ']')
-}
+// appendInt appends v in decimal.
+func appendInt[T integer](dst []byte, v T) []byte { return strconv.AppendInt(dst, int64(v), 10) }
 
 // appendStringField appends key and s unless s is empty (omitempty).
 func appendStringField(dst []byte, key, s string) []byte {
@@ -194,18 +181,19 @@ func appendStringField(dst []byte, key, s string) []byte {
 	return appendString(dst, s)
 }
 
-// appendStringsField appends key and the array ss unless it is empty (omitempty).
-func appendStringsField(dst []byte, key string, ss []string) []byte {
-	if len(ss) == 0 {
+// appendArrayField appends key and the array vs, each element by
+// appendElem, unless vs is empty (omitempty).
+func appendArrayField[T any](dst []byte, key string, vs []T, appendElem func([]byte, T) []byte) []byte {
+	if len(vs) == 0 {
 		return dst
 	}
 	dst = append(dst, key...)
 	dst = append(dst, '[')
-	for i, s := range ss {
+	for i, v := range vs {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, s)
+		dst = appendElem(dst, v)
 	}
 	return append(dst, ']')
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 func newDemoFlags(o *Options, toPostgres, hint *bool) *flag.FlagSet {
@@ -65,20 +66,6 @@ func Usage(w io.Writer) {
 	fs.PrintDefaults()
 }
 
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) error {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: %s: unexpected argument %q", ErrUsage, fs.Name(), fs.Arg(0))
-	}
-	return nil
-}
-
 // DemoMain is `rtbd gen -demo`: it writes a demo environment (Generate)
 // and prints what it wrote. Usage errors wrap ErrUsage; -h returns
 // flag.ErrHelp.
@@ -86,7 +73,7 @@ func DemoMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var o Options
 	var toPostgres, hint bool
 	fs := newDemoFlags(&o, &toPostgres, &hint)
-	if err := parse(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	dsn := os.Getenv(EnvCampaignsDSN)
@@ -161,7 +148,7 @@ func loadCampaigns(ctx context.Context, dsn, path string) (int, error) {
 func UsersMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var u usersFlags
 	fs := newUsersFlags(&u)
-	if err := parse(fs, args, stderr); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
 	if u.config != "" && u.o.Users > 0 {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/splitmix"
 )
 
 // demoSegments are the segments demo users draw from.
@@ -62,25 +63,6 @@ func (s *Stock) InGroup(group int64) []int64 {
 	return s.groups[group-1]
 }
 
-// rng is splitmix64, as feedgen's: fully determined by its seed.
-type rng struct{ s uint64 }
-
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	return mix(r.s)
-}
-
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
-
 // UserProfile fills p (reset first) with demo user i's profile (1-based) for
 // the feed of o, whose in-stock products stock lists: 1-3 groups with stock,
 // 5-40 viewed products (each group at least one), 10-30 recommended
@@ -93,17 +75,17 @@ func UserProfile(i int, o Options, stock *Stock, p *user.Profile) bool {
 	if len(stock.nonEmpty) == 0 {
 		return false
 	}
-	r := rng{s: mix(uint64(o.Seed)^0x243f6a8885a308d3) ^ mix(uint64(i))}
-	nGroups := 1 + r.intn(min(3, len(stock.nonEmpty)))
+	r := splitmix.Rand{S: splitmix.Mix(uint64(o.Seed)^0x243f6a8885a308d3) ^ splitmix.Mix(uint64(i))}
+	nGroups := 1 + r.IntN(min(3, len(stock.nonEmpty)))
 	groups := make([]int64, 0, 3)
 	for len(groups) < nGroups {
-		g := stock.nonEmpty[r.intn(len(stock.nonEmpty))]
+		g := stock.nonEmpty[r.IntN(len(stock.nonEmpty))]
 		if !contains(groups, g) {
 			groups = append(groups, g)
 		}
 	}
-	nViewed := 5 + r.intn(36)
-	nRec := 10 + r.intn(21)
+	nViewed := 5 + r.IntN(36)
+	nRec := 10 + r.IntN(21)
 	for _, g := range groups {
 		p.Viewed = append(p.Viewed, user.GroupIDs{Group: g})
 		p.Recommended = append(p.Recommended, user.GroupIDs{Group: g})
@@ -112,14 +94,14 @@ func UserProfile(i int, o Options, stock *Stock, p *user.Profile) bool {
 	for k := 0; k < nViewed; k++ {
 		gi := k
 		if k >= nGroups {
-			gi = r.intn(nGroups)
+			gi = r.IntN(nGroups)
 		}
 		if id, ok := pick(&r, stock.InGroup(groups[gi]), p.Viewed[gi].IDs, nil); ok {
 			p.Viewed[gi].IDs = append(p.Viewed[gi].IDs, id)
 		}
 	}
 	for k := 0; k < nRec; k++ {
-		gi := r.intn(nGroups)
+		gi := r.IntN(nGroups)
 		if id, ok := pick(&r, stock.InGroup(groups[gi]), p.Viewed[gi].IDs, p.Recommended[gi].IDs); ok {
 			p.Recommended[gi].IDs = append(p.Recommended[gi].IDs, id)
 		}
@@ -131,9 +113,9 @@ func UserProfile(i int, o Options, stock *Stock, p *user.Profile) bool {
 		}
 	}
 	p.Recommended = kept
-	nSeg := 1 + r.intn(3)
+	nSeg := 1 + r.IntN(3)
 	for len(p.Segments) < nSeg {
-		s := demoSegments[r.intn(len(demoSegments))]
+		s := demoSegments[r.IntN(len(demoSegments))]
 		if !p.HasSegment(s) {
 			p.Segments = append(p.Segments, s)
 		}
@@ -143,11 +125,11 @@ func UserProfile(i int, o Options, stock *Stock, p *user.Profile) bool {
 
 // pick draws an id of ids that is in neither a nor b: a random start, then
 // the next free one.
-func pick(r *rng, ids, a, b []int64) (int64, bool) {
+func pick(r *splitmix.Rand, ids, a, b []int64) (int64, bool) {
 	if len(ids) == 0 {
 		return 0, false
 	}
-	start := r.intn(len(ids))
+	start := r.IntN(len(ids))
 	for k := 0; k < len(ids); k++ {
 		id := ids[(start+k)%len(ids)]
 		if !contains(a, id) && !contains(b, id) {

@@ -79,26 +79,35 @@ func WriteFixture(t testing.TB, dir string) { WriteCatalog(t, dir, Products()) }
 // returns its name.
 func WriteCatalog(t testing.TB, dir string, ps []*catalogpb.Product) string {
 	t.Helper()
+	return publish(t, dir, func(b *catalog.Builder) {
+		for _, p := range ps {
+			if err := b.Put(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// publish builds a catalog version in dir (holding its lock) with fill,
+// publishes it and returns its name.
+func publish(tb testing.TB, dir string, fill func(*catalog.Builder)) string {
+	tb.Helper()
 	lock, err := catalog.LockDir(dir)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer lock.Close()
 	b, err := catalog.NewBuilder(dir, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	for _, p := range ps {
-		if err := b.Put(p); err != nil {
-			t.Fatal(err)
-		}
-	}
+	fill(b)
 	name, err := b.Finish()
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	if err := catalog.Publish(dir, name); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return name
 }

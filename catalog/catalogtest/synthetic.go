@@ -63,17 +63,14 @@ var (
 // group, ids ascending, one table per million products.
 func BuildSynthetic(tb testing.TB, dir string, n, groups int) {
 	tb.Helper()
-	lock, err := catalog.LockDir(dir)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer lock.Close()
-	b, err := catalog.NewBuilder(dir, nil)
-	if err != nil {
-		tb.Fatal(err)
-	}
+	publish(tb, dir, func(b *catalog.Builder) { buildSynthetic(tb, b, n, groups) })
+}
+
+// buildSynthetic adds BuildSynthetic's products to b.
+func buildSynthetic(tb testing.TB, b *catalog.Builder, n, groups int) {
 	var paths []string
 	var sst *catalog.SST
+	var err error
 	for g := 1; g <= groups; g++ {
 		for i := g - 1; i < n; i += groups {
 			if sst == nil {
@@ -102,13 +99,6 @@ func BuildSynthetic(tb testing.TB, dir string, n, groups int) {
 		paths = append(paths, path)
 	}
 	if err := b.IngestSSTs(paths); err != nil {
-		tb.Fatal(err)
-	}
-	name, err := b.Finish()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := catalog.Publish(dir, name); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -149,13 +149,19 @@ func (s *stallingConn) refusedStreams() []uint32 {
 	return append([]uint32(nil), s.refused...)
 }
 
-// startFixtureNode starts a node on the fixture catalog, its catalog
-// section changed by set, and a well-behaved client connected to it; both
-// are stopped when the test ends.
+// startFixtureNode is startNode on the fixture catalog.
 func startFixtureNode(t *testing.T, set func(*configs.Catalog)) (*node.Node, catalogpb.CatalogClient) {
 	t.Helper()
 	dir := t.TempDir()
 	catalogtest.WriteFixture(t, dir)
+	return startNode(t, dir, set)
+}
+
+// startNode starts a node on the catalog in dir, its catalog section
+// changed by set, and a well-behaved client connected to it; both are
+// stopped when the test ends.
+func startNode(t *testing.T, dir string, set func(*configs.Catalog)) (*node.Node, catalogpb.CatalogClient) {
+	t.Helper()
 	cfg := testConfig(t, dir)
 	set(&cfg.Catalog)
 	n, err := node.Start(cfg, zap.NewNop())
@@ -307,19 +313,8 @@ func testHostileUnreadAnswers(t *testing.T) {
 	const maxRSS, heapMargin = 300 << 20, 16 << 20
 	dir := t.TempDir()
 	catalogtest.BuildSynthetic(t, dir, products, 1)
-	cfg := testConfig(t, dir)
-	cfg.Catalog.MaxConns = max(cfg.Catalog.MaxConns, conns+1)
-	n, err := node.Start(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Shutdown(context.Background()) })
-	conn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	cl := catalogpb.NewCatalogClient(conn)
+	var budget int // catalog.max_conn_unread_bytes of the node
+	n, cl := startNode(t, dir, func(c *configs.Catalog) { c.MaxConns, budget = max(c.MaxConns, conns+1), c.MaxConnUnreadBytes })
 	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: ids}.Requests(64, 5)
 	var size, goodProducts int
 	goodCall := func(req *catalogpb.ProductMastersRequest) error {
@@ -340,7 +335,7 @@ func testHostileUnreadAnswers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if budget := cfg.Catalog.MaxConnUnreadBytes; size*calls < 4*budget {
+	if size*calls < 4*budget {
 		t.Fatalf("answers of %d bytes are too small to exceed catalog.max_conn_unread_bytes %d", size, budget)
 	}
 	self, err := procfs.NewProc(os.Getpid())

@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/cputime"
 )
 
 const benchRows = 100_000
@@ -63,13 +64,13 @@ func measure(b *testing.B, data []byte, rows int, fn func()) {
 	b.ReportAllocs()
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Self()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		fn()
 	}
 	b.StopTimer()
-	elapsed, cpu := time.Since(start), cpuTime()-cpu0
+	elapsed, cpu := time.Since(start), cputime.Self()-cpu0
 	runtime.ReadMemStats(&ms1)
 	total := float64(b.N) * float64(rows)
 	b.ReportMetric(total/elapsed.Seconds(), "rows/s")

@@ -123,7 +123,45 @@ func (fe *fieldError) set(field int, reason Reason, msg string, val []byte) bool
 	return false
 }
 
-const msgWantString = "want a JSON string"
+const (
+	msgWantString  = "want a JSON string"
+	msgWantInteger = "want an integer"
+	msgWantDecimal = "want a decimal number"
+)
+
+// stringField returns field f, which must be a JSON string (any CSV cell
+// is) that check accepts; on failure it fills fe.
+func stringField(vals *[numFields]value, fe *fieldError, f int, check func([]byte) (Reason, string)) ([]byte, bool) {
+	b, _ := vals[f].present()
+	if vals[f].k != kString {
+		return nil, fe.set(f, ReasonBadJSON, msgWantString, b)
+	}
+	if reason, msg := check(b); reason != "" {
+		return nil, fe.set(f, reason, msg, b)
+	}
+	return b, true
+}
+
+// The text fields' checks, for stringField.
+func checkTitle(b []byte) (Reason, string)       { return checkText(b, maxTitleBytes, false) }
+func checkDescription(b []byte) (Reason, string) { return checkText(b, maxDescriptionBytes, true) }
+func checkShortText(b []byte) (Reason, string)   { return checkText(b, maxShortTextBytes, false) }
+
+// numberField parses field f, which must be a JSON string or number, with
+// parse; on failure it fills fe, with reason notNumber and message want
+// for any other JSON type.
+func numberField[T any](vals *[numFields]value, fe *fieldError, f int, notNumber Reason, want string, parse func([]byte) (T, Reason, string)) (T, bool) {
+	b, _ := vals[f].present()
+	if k := vals[f].k; k != kString && k != kNumber {
+		var zero T
+		return zero, fe.set(f, notNumber, want, b)
+	}
+	v, reason, msg := parse(b)
+	if reason != "" {
+		return v, fe.set(f, reason, msg, b)
+	}
+	return v, true
+}
 
 // build validates vals into row. On failure it fills fe and returns false;
 // row.Product is then unspecified. sbuf is scratch reused across rows; the
@@ -162,22 +200,14 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 		del = d
 	}
 
-	for _, f := range [2]int{fID, fGroupID} {
-		b, ok := vals[f].present()
-		if !ok {
+	var ok bool
+	ids := [2]*int64{&p.ProductId, &p.ProductGroupId}
+	for i, f := range [2]int{fID, fGroupID} {
+		if _, given := vals[f].present(); !given {
 			return fe.set(f, ReasonMissingField, "required", nil)
 		}
-		if k := vals[f].k; k != kString && k != kNumber {
-			return fe.set(f, ReasonBadNumber, "want an integer", b)
-		}
-		v, reason, msg := parseID(b)
-		if reason != "" {
-			return fe.set(f, reason, msg, b)
-		}
-		if f == fID {
-			p.ProductId = v
-		} else {
-			p.ProductGroupId = v
+		if *ids[i], ok = numberField(vals, fe, f, ReasonBadNumber, msgWantInteger, parseID); !ok {
+			return false
 		}
 	}
 	if del {
@@ -194,86 +224,47 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 		}
 	}
 
-	// title
-	b, _ := vals[fTitle].present()
-	if vals[fTitle].k != kString {
-		return fe.set(fTitle, ReasonBadJSON, msgWantString, b)
+	// title, description
+	if text[0], ok = stringField(vals, fe, fTitle, checkTitle); !ok {
+		return false
 	}
-	if reason, msg := checkText(b, maxTitleBytes, false); reason != "" {
-		return fe.set(fTitle, reason, msg, b)
-	}
-	text[0] = b
-
-	// description
-	if b, ok := vals[fDescription].present(); ok {
-		if vals[fDescription].k != kString {
-			return fe.set(fDescription, ReasonBadJSON, msgWantString, b)
+	if _, given := vals[fDescription].present(); given {
+		if text[5], ok = stringField(vals, fe, fDescription, checkDescription); !ok {
+			return false
 		}
-		if reason, msg := checkText(b, maxDescriptionBytes, true); reason != "" {
-			return fe.set(fDescription, reason, msg, b)
-		}
-		text[5] = b
 	}
 
 	// URLs and sizes, in field order.
-	for _, f := range [...]int{fImageURL, fWidth, fHeight, fLandingURL} {
-		b, _ := vals[f].present()
-		k := vals[f].k
-		switch f {
-		case fImageURL, fLandingURL:
-			if k != kString {
-				return fe.set(f, ReasonBadJSON, msgWantString, b)
-			}
-			if reason, msg := checkURL(b); reason != "" {
-				return fe.set(f, reason, msg, b)
-			}
-			if f == fImageURL {
-				text[1] = b
-			} else {
-				text[2] = b
-			}
-		default:
-			if k != kString && k != kNumber {
-				return fe.set(f, ReasonBadNumber, "want an integer", b)
-			}
-			v, reason, msg := parsePixels(b)
-			if reason != "" {
-				return fe.set(f, reason, msg, b)
-			}
-			if f == fWidth {
-				p.Width = v
-			} else {
-				p.Height = v
-			}
-		}
+	if text[1], ok = stringField(vals, fe, fImageURL, checkURL); !ok {
+		return false
+	}
+	if p.Width, ok = numberField(vals, fe, fWidth, ReasonBadNumber, msgWantInteger, parsePixels); !ok {
+		return false
+	}
+	if p.Height, ok = numberField(vals, fe, fHeight, ReasonBadNumber, msgWantInteger, parsePixels); !ok {
+		return false
+	}
+	if text[2], ok = stringField(vals, fe, fLandingURL, checkURL); !ok {
+		return false
 	}
 
 	// price, sale_price
-	b, _ = vals[fPrice].present()
-	if k := vals[fPrice].k; k != kString && k != kNumber {
-		return fe.set(fPrice, ReasonBadPrice, "want a decimal number", b)
+	if p.PriceMicros, ok = numberField(vals, fe, fPrice, ReasonBadPrice, msgWantDecimal, parsePrice); !ok {
+		return false
 	}
-	price, reason, msg := parsePrice(b)
-	if reason != "" {
-		return fe.set(fPrice, reason, msg, b)
-	}
-	p.PriceMicros = price
-	if b, ok := vals[fSalePrice].present(); ok {
-		if k := vals[fSalePrice].k; k != kString && k != kNumber {
-			return fe.set(fSalePrice, ReasonBadPrice, "want a decimal number", b)
+	if b, given := vals[fSalePrice].present(); given {
+		sale, ok := numberField(vals, fe, fSalePrice, ReasonBadPrice, msgWantDecimal, parsePrice)
+		if !ok {
+			return false
 		}
-		sale, reason, msg := parsePrice(b)
-		if reason != "" {
-			return fe.set(fSalePrice, reason, msg, b)
-		}
-		if sale > price {
+		if sale > p.PriceMicros {
 			return fe.set(fSalePrice, ReasonSaleAbovePrice, "sale_price is above price", b)
 		}
 		p.SalePriceMicros = sale
 	}
 
 	// currency
-	b, _ = vals[fCurrency].present()
+	b, _ := vals[fCurrency].present()
 	if vals[fCurrency].k != kString {
 		return fe.set(fCurrency, ReasonBadJSON, msgWantString, b)
 	}
@@ -292,14 +283,10 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 
 	// category, brand
 	for i, f := range [2]int{fCategory, fBrand} {
-		if b, ok := vals[f].present(); ok {
-			if vals[f].k != kString {
-				return fe.set(f, ReasonBadJSON, msgWantString, b)
+		if _, given := vals[f].present(); given {
+			if text[3+i], ok = stringField(vals, fe, f, checkShortText); !ok {
+				return false
 			}
-			if reason, msg := checkText(b, maxShortTextBytes, false); reason != "" {
-				return fe.set(f, reason, msg, b)
-			}
-			text[3+i] = b
 		}
 	}
 
@@ -314,15 +301,10 @@ func build(row *Row, vals *[numFields]value, sbuf *[]byte, lastCur *string, fe *
 	}
 
 	// updated_at
-	if b, ok := vals[fUpdatedAt].present(); ok {
-		if k := vals[fUpdatedAt].k; k != kString && k != kNumber {
-			return fe.set(fUpdatedAt, ReasonBadTime, "want unix seconds or an RFC 3339 string", b)
+	if _, given := vals[fUpdatedAt].present(); given {
+		if p.UpdatedAt, ok = numberField(vals, fe, fUpdatedAt, ReasonBadTime, "want unix seconds or an RFC 3339 string", parseTime); !ok {
+			return false
 		}
-		t, reason, msg := parseTime(b)
-		if reason != "" {
-			return fe.set(fUpdatedAt, reason, msg, b)
-		}
-		p.UpdatedAt = t
 	}
 
 	// One allocation for all text of the row.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/cputime"
 )
 
 type countWriter struct{ n int64 }
@@ -17,7 +18,7 @@ func benchWrite(b *testing.B, format feed.Format) {
 	const rows = 1_000_000
 	b.ReportAllocs()
 	var bytes int64
-	start, cpu0 := time.Now(), cpuTime()
+	start, cpu0 := time.Now(), cputime.Self()
 	for i := 0; i < b.N; i++ {
 		cw := &countWriter{}
 		if _, err := feedgen.Write(cw, format, feedgen.Options{Products: rows, Groups: 1000, Seed: int64(i)}); err != nil {
@@ -28,7 +29,7 @@ func benchWrite(b *testing.B, format feed.Format) {
 	b.StopTimer()
 	b.SetBytes(bytes)
 	b.ReportMetric(float64(rows)*float64(b.N)/time.Since(start).Seconds(), "rows/s")
-	if cpu := cpuTime() - cpu0; cpu > 0 {
+	if cpu := cputime.Self() - cpu0; cpu > 0 {
 		b.ReportMetric(float64(rows)*float64(b.N)/cpu.Seconds(), "rows/cpu-s")
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/internal/splitmix"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -148,28 +149,6 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// rng is splitmix64: tiny, fast, and fully determined by its seed.
-type rng struct{ s uint64 }
-
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
-func (r *rng) next() uint64 {
-	r.s += 0x9e3779b97f4a7c15
-	return mix(r.s)
-}
-
-func (r *rng) intn(n int) int { return int(r.next() % uint64(n)) }
-
-// float returns a number in [0, 1).
-func (r *rng) float() float64 { return float64(r.next()>>11) / (1 << 53) }
-
 // spec is product i as indexes into the word lists plus numbers; rendering
 // it needs no randomness.
 type spec struct {
@@ -182,38 +161,38 @@ type spec struct {
 
 // makeSpec draws product i. o must have defaults applied.
 func makeSpec(i int, o *Options, cur currencyInfo) spec {
-	r := rng{s: mix(uint64(o.Seed)) ^ mix(uint64(i)^0x5851f42d4c957f2d)}
+	r := splitmix.Rand{S: splitmix.Mix(uint64(o.Seed)) ^ splitmix.Mix(uint64(i)^0x5851f42d4c957f2d)}
 	s := spec{id: o.StartID + int64(i), group: 1 + int64(i%o.Groups)}
-	s.cat = r.intn(len(categories))
+	s.cat = r.IntN(len(categories))
 	c := &categories[s.cat]
-	s.noun = r.intn(len(c.nouns))
-	s.mat = r.intn(len(c.materials))
-	s.variant = r.intn(len(c.variants))
-	s.adj = r.intn(len(adjectives))
-	s.color = r.intn(len(colors))
-	s.brand = r.intn(len(brands))
-	s.s1 = r.intn(len(sentences))
+	s.noun = r.IntN(len(c.nouns))
+	s.mat = r.IntN(len(c.materials))
+	s.variant = r.IntN(len(c.variants))
+	s.adj = r.IntN(len(adjectives))
+	s.color = r.IntN(len(colors))
+	s.brand = r.IntN(len(brands))
+	s.s1 = r.IntN(len(sentences))
 	s.s2 = -1 // one sentence, sometimes two
-	if r.intn(4) == 0 {
-		s.s2 = (s.s1 + 1 + r.intn(len(sentences)-1)) % len(sentences)
+	if r.IntN(4) == 0 {
+		s.s2 = (s.s1 + 1 + r.IntN(len(sentences)-1)) % len(sentences)
 	}
-	s.size = r.intn(len(imageSizes))
+	s.size = r.IntN(len(imageSizes))
 
-	cents := c.lo + int64(r.next()%uint64(c.hi-c.lo+1))
+	cents := c.lo + int64(r.Uint64()%uint64(c.hi-c.lo+1))
 	raw := cents * cur.perCent
 	price := raw/cur.round*cur.round - cur.ending
 	if price <= 0 {
 		price = cur.round - cur.ending
 	}
-	if r.intn(5) == 0 { // on sale: 60..90% of the list price
-		sale := price * int64(60+r.intn(31)) / 100 / cur.minor * cur.minor
+	if r.IntN(5) == 0 { // on sale: 60..90% of the list price
+		sale := price * int64(60+r.IntN(31)) / 100 / cur.minor * cur.minor
 		if sale > 0 && sale < price {
 			s.sale = sale
 		}
 	}
 	s.price = price + o.PriceSalt
-	s.inStock = r.float() >= o.OutOfStockRatio
-	s.updatedAt = BaseUpdatedAt + int64(r.intn(updatedAtSpread))
+	s.inStock = r.Float64() >= o.OutOfStockRatio
+	s.updatedAt = BaseUpdatedAt + int64(r.IntN(updatedAtSpread))
 	return s
 }
 

@@ -4,9 +4,10 @@ package journal
 
 import (
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rtbd/rtbd/internal/cputime"
 )
 
 // BenchmarkAppend: concurrent Appends (64 goroutines on 2 cores, like the
@@ -21,7 +22,7 @@ func BenchmarkAppend(b *testing.B) {
 	defer j.Close()
 	b.SetParallelism(32)
 	b.ReportAllocs()
-	c0 := cpu()
+	c0 := cputime.Self()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		n := notice(1)
@@ -33,11 +34,5 @@ func BenchmarkAppend(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(cpu()-c0)/float64(time.Microsecond)/float64(b.N), "cpu-us/append")
-}
-
-func cpu() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(cputime.Self()-c0)/float64(time.Microsecond)/float64(b.N), "cpu-us/append")
 }

@@ -1,15 +1,16 @@
 //go:build unix
 
-package feed_test
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// cpuTime is the process's user+system CPU time: on this shared machine,
-// rows per CPU-second is steadier than rows per wall-second.
-func cpuTime() time.Duration {
+// Self returns the user + system CPU time of the calling process, from
+// getrusage(RUSAGE_SELF) at microsecond resolution, or 0 if the system
+// does not answer.
+func Self() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

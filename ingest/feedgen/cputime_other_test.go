@@ -1,8 +1,0 @@
-//go:build !unix
-
-package feedgen_test
-
-import "time"
-
-// cpuTime is not measured here; the rows/cpu-s metric is then omitted.
-func cpuTime() time.Duration { return 0 }
