@@ -215,6 +215,8 @@ func bidShape(weight int) string {
 type bidWorkload struct {
 	users  int
 	weight int
+	// userPrefix names the users: userPrefix + 1..users. "": "demo-user-".
+	userPrefix string
 }
 
 var benchSites = [...]string{
@@ -252,7 +254,11 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	dst = append(dst, benchSites[w.Rand.IntN(len(benchSites))]...)
 	dst = append(dst, `,"device":`...)
 	dst = append(dst, benchDevices[w.Rand.IntN(len(benchDevices))]...)
-	dst = fmt.Appendf(dst, `,"user":{"id":"demo-user-%d","buyeruid":"demo-user-%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, user, user)
+	prefix := b.userPrefix
+	if prefix == "" {
+		prefix = "demo-user-"
+	}
+	dst = fmt.Appendf(dst, `,"user":{"id":"%s%d","buyeruid":"%s%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, prefix, user, prefix, user)
 	return dst
 }
 

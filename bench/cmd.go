@@ -152,6 +152,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return soakMain(ctx, args[1:], stdout, stderr)
 	case "render":
 		return renderMain(args[1:], stdout, stderr)
+	case "scale":
+		return scaleMain(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, all or compare)", ErrUsage, args[0])
 }
