@@ -364,15 +364,15 @@ const (
 
 // scaleProfiles returns the profiles of users 1..count whose products are
 // the ids of CatalogWorkload requests over the big catalog: request i's
-// group, its first 5 ids as viewed and the rest as recommended (the medium
-// template asks for 5 viewed and 10 recommended, so a bid looks up all of
-// them in one call).
+// group, its first third of ids as viewed and the rest as recommended,
+// as the templates ask (light 1+2, medium 5+10, heavy 10+20), so a bid of
+// the template of ids products looks them all up in one call.
 func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) ([]user.Profile, error) {
 	reqs, err := CatalogWorkload{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
 	if err != nil {
 		return nil, err
 	}
-	nv := min(5, ids-1)
+	nv := max(1, ids/3)
 	out := make([]user.Profile, count)
 	for i, r := range reqs {
 		p := &out[i]
@@ -399,25 +399,30 @@ func dedupIDs(ids []int64) []int64 {
 	return out
 }
 
-// writeScaleUsers writes the scale users into the bidder's Pebble user
-// store at dir (the bidder is not running).
-func writeScaleUsers(ctx context.Context, dir string, products, groups, ids, users int) error {
+// benchUsers is one set of generated users: prefix + 1..count, whose ids
+// are drawn uniformly or Zipf-popular (CatalogWorkload) from a catalog.
+type benchUsers struct {
+	prefix  string
+	uniform bool
+	seed    uint64
+}
+
+// writeBenchUsers writes sets of users into the Pebble user store at dir
+// (a bidder's data_dir/users; the bidder must not be running), each user
+// with ids products of the catalog of products in groups.
+func writeBenchUsers(ctx context.Context, dir string, products, groups, ids, count int, sets ...benchUsers) error {
 	s, err := user.Open(dir, user.Options{MaxRecommended: 100, MaxViewed: 50})
 	if err != nil {
 		return fmt.Errorf("bench: users: %w", err)
 	}
-	for _, pop := range []struct {
-		prefix  string
-		uniform bool
-		seed    uint64
-	}{{scaleUniformUser, true, 21}, {scaleZipfUser, false, 22}} {
-		ps, err := scaleProfiles(products, groups, ids, users, pop.uniform, pop.seed)
+	for _, set := range sets {
+		ps, err := scaleProfiles(products, groups, ids, count, set.uniform, set.seed)
 		if err != nil {
 			s.Close()
 			return err
 		}
 		for i := range ps {
-			if err := s.Put(ctx, pop.prefix+strconv.Itoa(i+1), &ps[i]); err != nil {
+			if err := s.Put(ctx, set.prefix+strconv.Itoa(i+1), &ps[i]); err != nil {
 				s.Close()
 				return fmt.Errorf("bench: users: %w", err)
 			}
@@ -590,7 +595,8 @@ func runScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, wo
 	}
 	usersDir := filepath.Join(demoDir, "bidder", "users")
 	t0 := time.Now()
-	if err := writeScaleUsers(ctx, usersDir, si.Products, si.Groups, o.IDs, o.Users); err != nil {
+	if err := writeBenchUsers(ctx, usersDir, si.Products, si.Groups, o.IDs, o.Users,
+		benchUsers{scaleUniformUser, true, 21}, benchUsers{scaleZipfUser, false, 22}); err != nil {
 		return nil, err
 	}
 	logf("wrote %d uniform and %d Zipf users (ids of the %d-product catalog) into %s in %v", o.Users, o.Users, si.Products, usersDir, time.Since(t0).Round(time.Millisecond))
