@@ -154,6 +154,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return renderMain(args[1:], stdout, stderr)
 	case "scale":
 		return scaleMain(ctx, args[1:], stdout, stderr)
+	case "ghz":
+		return ghzMain(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, all or compare)", ErrUsage, args[0])
 }
@@ -326,8 +328,13 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
 	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
 	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
+	var unusedArgs []string
+	near := nearFlag(fs, &unusedArgs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if near.set {
+		o.NearCacheBytes = near.n
 	}
 	ws, err := c.finish(fs)
 	if err != nil {
@@ -406,8 +413,12 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&so.Products, "products", 100_000, "store level catalog products")
 	fs.IntVar(&so.Groups, "groups", 10, "store level catalog groups")
 	fs.IntVar(&bo.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	near := nearFlag(fs, &bo.BidderArgs)
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
+	}
+	if near.set {
+		so.NearCacheBytes = near.n
 	}
 	ws, err := c.finish(fs)
 	if err != nil {

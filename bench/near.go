@@ -28,6 +28,8 @@ const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
 type nearCacheFlag struct {
 	args *[]string
 	val  string
+	n    int64 // the size, when set
+	set  bool
 }
 
 func (f *nearCacheFlag) String() string { return f.val }
@@ -37,19 +39,20 @@ func (f *nearCacheFlag) Set(v string) error {
 	if err != nil {
 		return err
 	}
-	f.val = v
+	f.val, f.n, f.set = v, n, true
 	*f.args = append(*f.args, "-set", "catalog.near_cache_bytes="+strconv.FormatInt(n, 10))
 	return nil
 }
 
 // nearFlag registers -near-cache on fs; a set flag (or $RTBD_BENCH_NEAR_CACHE_BYTES)
 // appends "-set catalog.near_cache_bytes=N" to args.
-func nearFlag(fs *flag.FlagSet, args *[]string) {
+func nearFlag(fs *flag.FlagSet, args *[]string) *nearCacheFlag {
 	f := &nearCacheFlag{args: args}
 	if v := os.Getenv(EnvNearCacheBytes); v != "" {
 		_ = f.Set(v) // a bad value is reported by the flag's own parse below
 	}
 	fs.Var(f, "near-cache", "near cache size of the started bidders on a remote catalog (catalog.near_cache_bytes; a size: 0, 64MiB, 1GiB; env "+EnvNearCacheBytes+"); default the bidder's config")
+	return f
 }
 
 // parseByteSize reads a byte count: a plain integer or one with a suffix
@@ -246,11 +249,15 @@ func gatherNearStats(g prometheus.Gatherer) NearStats {
 }
 
 // setNearCacheOption sets the near cache size of a remote client's
-// options, when this build's catalog/remote has one: the integer field
-// of remote.Options whose name contains "Near" and ends in "Bytes". It
+// options (a *remote.Options), when this build's catalog/remote has one:
+// the integer field whose name contains "Near" and ends in "Bytes". It
 // reports whether it found one.
-func setNearCacheOption(o *remote.Options, n int64) bool {
-	v := reflect.ValueOf(o).Elem()
+func setNearCacheOption(o any, n int64) bool {
+	v := reflect.ValueOf(o)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	v = v.Elem()
 	for i := 0; i < v.NumField(); i++ {
 		f := v.Type().Field(i)
 		if !strings.Contains(f.Name, "Near") || !strings.HasSuffix(f.Name, "Bytes") {
@@ -334,4 +341,11 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 		out = append(out, line)
 	}
 	return out
+}
+
+// remoteHasNearCache reports whether this build's catalog/remote client
+// has a near cache option (setNearCacheOption finds its field).
+func remoteHasNearCache() bool {
+	var o remote.Options
+	return setNearCacheOption(&o, 1)
 }
