@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -144,5 +146,41 @@ func TestParseGHZReport(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+func TestNewCommandsUsageErrors(t *testing.T) {
+	t.Setenv("RTBD_BENCH_SCALE_PRODUCTS", "")
+	t.Setenv(EnvNearCacheBytes, "")
+	ctx := context.Background()
+	var out, errb bytes.Buffer
+	for _, args := range [][]string{
+		{"scale", "-groups", "9"},
+		{"scale", "-ids", "1"},
+		{"scale", "-products", "-5"},
+		{"scale", "-near-cache", "big"},
+		{"scale", "extra"},
+		{"ghz", "-concurrency", "0"},
+		{"ghz", "-products", "3", "-groups", "10"},
+		{"bidder", "-popularity", "pareto"},
+		{"bidder", "-popularity", "zipf", "-http", "http://127.0.0.1:1", "-topologies", "external"},
+		{"bidder", "-near-cache", "-1"},
+		{"store", "-near-cache", "1.5GiB"},
+	} {
+		if err := Main(ctx, args, &out, &errb); !errors.Is(err, ErrUsage) {
+			t.Errorf("%q: %v, want ErrUsage", args, err)
+		}
+	}
+	t.Setenv("RTBD_BENCH_SCALE_PRODUCTS", "many")
+	if err := Main(ctx, []string{"scale"}, &out, &errb); !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "RTBD_BENCH_SCALE_PRODUCTS") {
+		t.Errorf("bad env: %v", err)
+	}
+}
+
+func TestBidWorkloadUserPrefix(t *testing.T) {
+	w := NewWorker(3, 1)
+	b := bidWorkload{users: 10, weight: 15, userPrefix: "bench-z-"}.body(w, nil)
+	if !bytes.Contains(b, []byte(`"id":"bench-z-`)) || bytes.Contains(b, []byte("demo-user-")) || !json.Valid(b) {
+		t.Fatalf("body: %s", b)
 	}
 }
