@@ -119,7 +119,7 @@ func nearSeriesKind(name string, labels []string) int {
 	if !strings.HasPrefix(name, NearMetricPrefix) {
 		return 0
 	}
-	for _, skip := range []string{"ratio", "bytes", "entries", "size", "seconds", "_bucket", "_sum", "_count", "evict", "age"} {
+	for _, skip := range []string{"ratio", "bytes", "entries", "size", "seconds", "_bucket", "_sum", "evict"} {
 		if strings.Contains(name, skip) {
 			return 0
 		}
@@ -137,17 +137,27 @@ func nearSeriesKind(name string, labels []string) int {
 
 // parseNearStats reads a Prometheus text exposition (a /metrics body).
 // It scans lines rather than parsing the whole exposition, so that
-// whatever else the page holds cannot make it fail.
+// whatever else the page holds cannot make it fail. Families whose # TYPE
+// is gauge, histogram or summary are left out (their samples, _count
+// included); counters and untyped samples count.
 func parseNearStats(r io.Reader) NearStats {
 	var s NearStats
+	types := map[string]string{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
 		line := strings.TrimSpace(sc.Text())
+		if f := strings.Fields(line); len(f) >= 4 && f[0] == "#" && f[1] == "TYPE" {
+			types[f[2]] = f[3]
+			continue
+		}
 		if line == "" || line[0] == '#' || !strings.HasPrefix(line, NearMetricPrefix) {
 			continue
 		}
 		name, labels, rest := splitSample(line)
+		if !countable(name, types) {
+			continue
+		}
 		f := strings.Fields(rest)
 		if len(f) == 0 {
 			continue
@@ -166,6 +176,23 @@ func parseNearStats(r io.Reader) NearStats {
 		}
 	}
 	return s
+}
+
+// countable reports whether a sample of name is a counter's (or of a
+// family without a # TYPE line): not a gauge's, nor part of a histogram
+// or summary (NAME_bucket, NAME_sum, NAME_count of such a family).
+func countable(name string, types map[string]string) bool {
+	if t, ok := types[name]; ok {
+		return t == "counter" || t == "untyped"
+	}
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suf); ok {
+			if t := types[base]; t == "histogram" || t == "summary" {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // splitSample splits `name{a="x",b="y"} value` into the name, the label

@@ -40,6 +40,16 @@ rtbd_catalog_client_near_miss_seconds_count 4
 rtbd_catalog_client_near_hits_total 0
 rtbd_catalog_client_near_misses_total 0
 `, 0, 0, true, "n/a"},
+		{"typed families", `# TYPE rtbd_catalog_client_near_hit_count counter
+rtbd_catalog_client_near_hit_count 8
+# TYPE rtbd_catalog_client_near_miss_count counter
+rtbd_catalog_client_near_miss_count 2
+# TYPE rtbd_catalog_client_near_hits gauge
+rtbd_catalog_client_near_hits 1000
+# TYPE rtbd_catalog_client_near_lookup histogram
+rtbd_catalog_client_near_lookup_count{result="hit"} 500
+rtbd_catalog_client_near_lookup_sum{result="miss"} 3
+`, 8, 2, true, "80.0%"},
 		{"garbage lines", "rtbd_catalog_client_near_hits_total\nrtbd_catalog_client_near_hits_total{x=\"1\"} notanumber\n{\n", 0, 0, false, "n/a"},
 	}
 	for _, c := range cases {

@@ -295,6 +295,9 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			meta.Notes = append(meta.Notes, r.name+": "+r.note)
 		}
 	}
+	if slices.Contains(o.Targets, StoreGRPC) && !remoteHasNearCache() {
+		meta.Notes = append(meta.Notes, "grpc-near (the client's near cache on) not run: this build's catalog/remote has no near cache option")
+	}
 	rep = NewReport(meta)
 	var entries []TableEntry
 	for _, w := range o.Weights {
