@@ -142,3 +142,35 @@ fuzz: # every fuzz target of every package, FUZZTIME each
 
 clean:
 	rm -rf bin
+
+.PHONY: bench-scale bench-scale-clean bench-near bench-ghz
+
+# The talk's scale (bench/README.md, "The talk's scale"): the largest catalog
+# whose ingest fits the free disk of /tmp, 20M to 100M products (or
+# RTBD_BENCH_SCALE_PRODUCTS), generated and piped into the bulk ingest, then
+# one catalog node (RSS) and 15-id lookups, uniform and Zipf, through the node
+# and through a bidder on it. The index stays in SCALE_DATA for reruns (the
+# ingest is skipped); `make bench-scale-clean` removes it. 100M: ~40 GB of
+# disk while it ingests, ~20 GB after; ~15-30 min on 2 vCPUs.
+SCALE_DATA ?= /tmp/rtbd-scale
+bench-scale: build
+	./$(BIN) bench scale -data $(SCALE_DATA) -out bench/results/scale
+
+bench-scale-clean:
+	rm -rf $(SCALE_DATA)
+
+# Remote vs local with the near cache (NEAR_CACHE_BYTES on the remote bidder
+# and on the store level's grpc-near client, when catalog/remote has one):
+# bidder level with 100,000 Zipf and 100,000 uniform users, then the store
+# level (local, grpc, grpc-near, redis) at one offered rate.
+NEAR_CACHE_BYTES ?= 64MiB
+bench-near: build deps
+	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 300 -duration 10s -win-ratio 0 -event-rate -1 -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
+	./$(BIN) bench store -weights 15 -rate 1000 -duration 10s -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near-store
+
+# ghz (installed in /tmp/bin when absent) against one catalog node:
+# GetProductMasters of 15 ids vs an empty health check, with the node's CPU
+# per call and the ratios.
+bench-ghz: build
+	@test -x /tmp/bin/ghz || command -v ghz >/dev/null 2>&1 || { echo "installing ghz into /tmp/bin"; GOBIN=/tmp/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0; }
+	./$(BIN) bench ghz

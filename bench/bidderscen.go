@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,6 +88,13 @@ type BidderOptions struct {
 	// KillNodeAt > 0 kills catalog node 1 (SIGKILL) that long into every
 	// remote run's measured phase and restarts it 2 s later.
 	KillNodeAt time.Duration
+	// Popularities are the users the bid requests name, one set of runs
+	// each: PopularityDemo (the demo's users demo-user-1..Users, products
+	// uniform within their groups), PopularityZipf or PopularityUniform
+	// (Users users written by the harness into the demo's user store, each
+	// with the ids of one CatalogWorkload request of the heaviest weight,
+	// Zipf-popular or uniform over the catalog). Default demo.
+	Popularities []string
 	// WorkDir keeps the children's logs. "": a temporary directory.
 	WorkDir string
 	// Log receives progress lines. nil: none.
@@ -100,6 +108,9 @@ func (o BidderOptions) withDefaults() BidderOptions {
 	}
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
+	}
+	if len(o.Popularities) == 0 {
+		o.Popularities = []string{PopularityDemo}
 	}
 	if len(o.Topologies) == 0 {
 		o.Topologies = []string{TopologyLocal, TopologyRemote}
@@ -180,6 +191,17 @@ func (o BidderOptions) Validate() error {
 	if o.KillNodeAt < 0 {
 		p.addf("kill-node-at: must be >= 0")
 	}
+	for _, pop := range o.Popularities {
+		switch pop {
+		case PopularityDemo:
+		case PopularityZipf, PopularityUniform:
+			if o.HTTPURL != "" {
+				p.addf("popularity: %s writes users into a bidder the harness starts, not into -http", pop)
+			}
+		default:
+			p.addf("popularity: unknown %q (want demo, zipf, uniform)", pop)
+		}
+	}
 	if o.KillNodeAt > 0 && o.KillNodeAt+2*time.Second >= o.Load.Duration {
 		p.addf("kill-node-at: %v plus the 2 s outage must end before -duration %v", o.KillNodeAt, o.Load.Duration)
 	}
@@ -187,6 +209,33 @@ func (o BidderOptions) Validate() error {
 		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
 	}
 	return p.err()
+}
+
+// Popularities of the bidder scenario's users.
+const (
+	PopularityDemo    = "demo"
+	PopularityZipf    = "zipf"
+	PopularityUniform = "uniform"
+)
+
+// popUsers is the user set of a popularity ("" for the demo's own).
+func popUsers(pop string) (benchUsers, bool) {
+	switch pop {
+	case PopularityZipf:
+		return benchUsers{prefix: "bench-z-", seed: 31}, true
+	case PopularityUniform:
+		return benchUsers{prefix: "bench-u-", uniform: true, seed: 32}, true
+	}
+	return benchUsers{}, false
+}
+
+// popSuffix is a popularity's suffix of target names ("" for demo, so
+// that the default runs keep their names).
+func popSuffix(pop string) string {
+	if pop == PopularityDemo || pop == "" {
+		return ""
+	}
+	return " " + pop
 }
 
 // bidShape is the imp of a weight: the campaign template that wins it.
@@ -205,6 +254,8 @@ func bidShape(weight int) string {
 type bidWorkload struct {
 	users  int
 	weight int
+	// userPrefix names the users: userPrefix + 1..users. "": "demo-user-".
+	userPrefix string
 }
 
 var benchSites = [...]string{
@@ -242,7 +293,11 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	dst = append(dst, benchSites[w.Rand.IntN(len(benchSites))]...)
 	dst = append(dst, `,"device":`...)
 	dst = append(dst, benchDevices[w.Rand.IntN(len(benchDevices))]...)
-	dst = fmt.Appendf(dst, `,"user":{"id":"demo-user-%d","buyeruid":"demo-user-%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, user, user)
+	prefix := b.userPrefix
+	if prefix == "" {
+		prefix = "demo-user-"
+	}
+	dst = fmt.Appendf(dst, `,"user":{"id":"%s%d","buyeruid":"%s%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, prefix, user, prefix, user)
 	return dst
 }
 
@@ -400,6 +455,20 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		if demoDir, err = prepareDemo(ctx, o, exe, workDir, logf); err != nil {
 			return nil, err
 		}
+		var sets []benchUsers
+		for _, pop := range o.Popularities {
+			if u, ok := popUsers(pop); ok {
+				sets = append(sets, u)
+			}
+		}
+		if len(sets) > 0 {
+			dir := filepath.Join(demoDir, "bidder", "users")
+			ids := slices.Max(o.Weights)
+			if err := writeBenchUsers(ctx, dir, o.Products, o.Groups, ids, o.Users, sets...); err != nil {
+				return nil, err
+			}
+			logf("wrote %d users per popularity (%s) into %s, each with %d ids of one Zipf or uniform request", o.Users, strings.Join(o.Popularities, ", "), dir, ids)
+		}
 	}
 
 	meta := Meta{Title: "bidder level: " + strings.Join(o.Topologies, " vs "), Config: o.Load.describe()}
@@ -407,6 +476,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	meta.Config["weights"] = joinInts(o.Weights)
 	meta.Config["demo"] = o.DemoSize.String()
 	meta.Config["nodes"] = strconv.Itoa(o.Nodes)
+	meta.Config["popularity"] = strings.Join(o.Popularities, ",")
 	meta.Config["win_ratio"] = strconv.FormatFloat(o.WinRatio, 'g', -1, 64)
 	meta.Config["event_rate"] = fmtRate(max(o.EventRate, 0))
 	if o.KillNodeAt > 0 {
@@ -420,6 +490,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	eventURI := o.DemoSize.eventURI(o.Load.Seed)
 
 	var entries, otherEntries []TableEntry
+	near := map[string]NearStats{}
 	for _, name := range o.Topologies {
 		t, stop, err := startTopology(ctx, name, o, exe, demoDir, workDir, logf)
 		if err != nil {
@@ -428,24 +499,29 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			}
 			return nil, err
 		}
-		for _, w := range o.Weights {
-			rs, err := runBidderMixed(ctx, o, t, w, eventURI, o.KillNodeAt, logf)
-			for i, r := range rs {
-				rep.Results = append(rep.Results, r)
-				e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w), ConnNames: t.conns}
-				if name != o.Topologies[0] { // remote/15 win -> local/15 win
-					e.Baseline = o.Topologies[0] + strings.TrimPrefix(r.Target, name)
+		for _, pop := range o.Popularities {
+			for _, w := range o.Weights {
+				rs, ns, err := runBidderMixed(ctx, o, t, w, pop, eventURI, o.KillNodeAt, logf)
+				if len(rs) > 0 {
+					near[rs[0].Target] = ns
 				}
-				if i == 0 {
-					entries = append(entries, e)
-				} else {
-					otherEntries = append(otherEntries, e)
+				for i, r := range rs {
+					rep.Results = append(rep.Results, r)
+					e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w), ConnNames: t.conns}
+					if name != o.Topologies[0] { // remote/15 win -> local/15 win
+						e.Baseline = o.Topologies[0] + strings.TrimPrefix(r.Target, name)
+					}
+					if i == 0 {
+						entries = append(entries, e)
+					} else {
+						otherEntries = append(otherEntries, e)
+					}
 				}
-			}
-			if err != nil {
-				stop()
-				rep.UpdateRows()
-				return rep, err
+				if err != nil {
+					stop()
+					rep.UpdateRows()
+					return rep, err
+				}
 			}
 		}
 		if o.Overload {
@@ -458,6 +534,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		stop()
 	}
 	rep.UpdateRows()
+	rep.Notes = append(rep.Notes, remoteLocalLines(o.Topologies, rep.Results, near)...)
 	title := "Bidder level: bid requests, " + strings.Join(o.Topologies, " vs ")
 	if len(o.Topologies) > 1 {
 		title += fmt.Sprintf(" (ratios %s/%s)", o.Topologies[1], o.Topologies[0])
@@ -592,11 +669,15 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 
 // runBidderMixed runs bids, win notices and pixel events together against
 // one topology at one weight; killAt > 0 kills and restarts node 1.
-func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, eventURI func(*Worker, []byte) []byte, killAt time.Duration, logf func(string, ...any)) ([]*Result, error) {
-	base := fmt.Sprintf("%s/%d", t.name, weight)
+func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte, killAt time.Duration, logf func(string, ...any)) ([]*Result, NearStats, error) {
+	base := fmt.Sprintf("%s/%d%s", t.name, weight, popSuffix(pop))
 	maxConns := max(o.Load.MaxInFlight, 64)
 	ring := &nurlRing{}
-	bids := bidTarget(base, t.addr, bidWorkload{users: o.Users, weight: weight}, ring, maxConns)
+	wl := bidWorkload{users: o.Users, weight: weight}
+	if u, ok := popUsers(pop); ok {
+		wl.userPrefix = u.prefix
+	}
+	bids := bidTarget(base, t.addr, wl, ring, maxConns)
 	loads := []Load{{Target: bids, Options: OpenLoopOptions{Rate: o.Load.Rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout,
 		Tmax: o.Load.Tmax, Arrival: o.Load.Arrival, Seed: o.Load.Seed}}}
 	if o.WinRatio > 0 {
@@ -627,9 +708,24 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
 		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
+	metricsURL := ""
+	if t.bidder != nil {
+		metricsURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics"
+	}
+	var near0 NearStats
+	if metricsURL != "" {
+		near0 = readNearStats(ctx, metricsURL)
+	}
 	rs, err := RunMixed(runCtx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
 	cancel()
 	wg.Wait()
+	var near NearStats
+	if metricsURL != "" {
+		near = readNearStats(ctx, metricsURL).Sub(near0)
+	}
+	if len(rs) > 0 && t.name == TopologyRemote {
+		rs[0].Notes = append(rs[0].Notes, "near cache of the bidder's catalog client (its /metrics, over the run and its warmup): "+near.String())
+	}
 	if len(rs) > 0 {
 		r := rs[0]
 		r.Notes = append(r.Notes, killNotes...)
@@ -666,7 +762,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, e
 			r.Notes = append(r.Notes, fmt.Sprintf("win notices replay %d nurls harvested from answered bids", ring.seen))
 		}
 	}
-	return rs, err
+	return rs, near, err
 }
 
 // killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
@@ -707,7 +803,11 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	name := fmt.Sprintf("%s/%d bids only", t.name, w)
 	step := min(o.Load.Duration, 5*time.Second)
 	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)", name, o.Load.P99, o.Load.Tmax)
-	bids := bidTarget(name, t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
+	wl := bidWorkload{users: o.Users, weight: w}
+	if u, ok := popUsers(o.Popularities[0]); ok {
+		wl.userPrefix = u.prefix
+	}
+	bids := bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
 	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
 		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
@@ -733,7 +833,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	}
 	rate := 2 * s.MaxRate
 	logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
-	bids2 := bidTarget(name+" 2x", t.addr, bidWorkload{users: o.Users, weight: w}, nil, max(o.Load.MaxInFlight, 64))
+	bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
 	r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
 		MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
 	if r == nil {
@@ -823,6 +923,8 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
 	fs.StringVar(&o.BidderCPUs, "bidder-cpus", "", "run the started bidders on these CPUs (taskset -c form) and the harness on the others")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	pops := fs.String("popularity", PopularityDemo, "users of the bid requests: demo, zipf, uniform, or a list (one set of runs each)")
+	nearFlag(fs, &o.BidderArgs)
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
@@ -831,6 +933,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
+	o.Popularities = splitList(*pops)
 	o.Weights, o.Load, o.Exe, o.WorkDir, o.Log = ws, c.load, c.exe, c.work, stderr
 	if topos != "" {
 		o.Topologies = splitList(topos)

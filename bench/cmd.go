@@ -46,6 +46,14 @@ func Usage(w io.Writer) {
                               nodes, redis-server and bidders are killed (-9, SIGTERM), a node
                               is cut off and ingest meets a full and a slow disk; reconciles
                               every accepted notice with the store; flags: rtbd bench soak -h
+  rtbd bench scale [flags]    the talk's scale (make bench-scale): 20M-100M products (as the
+                              free disk allows, or -products) piped into the bulk ingest, one
+                              catalog node, uniform and Zipf lookups through it and through a
+                              bidder on it; flags: -products -data -users -ids -rate -bid-rate
+                              -duration -warmup -skip-bidder -ingest-only -near-cache
+  rtbd bench ghz [flags]      ghz against one catalog node (make bench-ghz): GetProductMasters
+                              vs an empty health check, node CPU per call, ratios; flags:
+                              -ghz -products -ids -rate -concurrency -connections -duration
   rtbd bench all [flags]      the standard comparison (make bench): store level, then
                               bidder level, in one report; flags: -duration -warmup -weights
                               -store-rate -bidder-rate -nodes -products -groups -out -work
@@ -104,6 +112,8 @@ Store flags:
   -aerospike HOSTS        Aerospike seed hosts (host:port,...); enables that target
   -aerospike-ns NS        Aerospike namespace (default test)
   -verify N               requests checked for identical answers first (default 200)
+  -near-cache SIZE        the grpc-near target's near cache (default 64MiB); grpc-near is
+                          a target only when catalog/remote has a near cache
   -ghz-data FILE          write the first weight's request stream (-requests of them) as
                           ghz -D JSON and exit (see bench/README.md)
 
@@ -121,6 +131,11 @@ Bidder flags:
   -overload               find the bidder's highest rate holding -p99, then offer twice it
   -kill-node-at D         in the remote topology kill catalog node 1 D into the run and
                           restart it 2 s later (timeline shows it)
+  -popularity LIST        users of the bids: demo (the demo's), zipf, uniform (-users users
+                          written by the harness, ids Zipf-popular or uniform); one set each
+  -near-cache SIZE        catalog.near_cache_bytes of the started bidders (env
+                          RTBD_BENCH_NEAR_CACHE_BYTES); the report gives the remote bidder's
+                          near-cache hit ratio from its /metrics (n/a without one)
 
 Examples:
   rtbd bench store -duration 20s -rate 2000 -out bench/results
@@ -136,7 +151,7 @@ Examples:
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		Usage(stderr)
-		return fmt.Errorf("%w: rtbd bench needs a scenario: store, bidder, all or compare", ErrUsage)
+		return fmt.Errorf("%w: rtbd bench needs a scenario: store, bidder, soak, scale, ghz, all or compare", ErrUsage)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -154,8 +169,12 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return soakMain(ctx, args[1:], stdout, stderr)
 	case "render":
 		return renderMain(args[1:], stdout, stderr)
+	case "scale":
+		return scaleMain(ctx, args[1:], stdout, stderr)
+	case "ghz":
+		return ghzMain(ctx, args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, all or compare)", ErrUsage, args[0])
+	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, scale, ghz, all or compare)", ErrUsage, args[0])
 }
 
 // common holds the flags every scenario has.
@@ -312,9 +331,14 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
 	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
 	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
+	var unusedArgs []string
+	near := nearFlag(fs, &unusedArgs)
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
+	}
+	if near.set {
+		o.NearCacheBytes = near.n
 	}
 	ws, err := c.finish(fs)
 	if err != nil {
@@ -390,9 +414,13 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&so.Products, "products", 100_000, "store level catalog products")
 	fs.IntVar(&so.Groups, "groups", 10, "store level catalog groups")
 	fs.IntVar(&bo.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	near := nearFlag(fs, &bo.BidderArgs)
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
+	}
+	if near.set {
+		so.NearCacheBytes = near.n
 	}
 	ws, err := c.finish(fs)
 	if err != nil {

@@ -34,6 +34,20 @@
 //     SIGTERM, a node cut off, ingest on a full and a slow disk); the
 //     report's SoakSummary reconciles every accepted billing notice with
 //     the store and attributes every error and late answer.
+//   - RunScale (rtbd bench scale): the talk's 100M-product catalog on one
+//     node: a count from the free disk (ScaleProductsForDisk), the feed
+//     generated here and piped into the bulk ingest (wall, rows/s, peak
+//     RSS, index size: ScaleIngest, kept beside the index), then uniform
+//     (cold) and Zipf 15-id lookups through the node and through a bidder
+//     on it whose users hold ids of the big catalog.
+//   - rtbd bench ghz: ghz against one node, GetProductMasters beside an
+//     empty health check, with the node's CPU per call.
+//   - Near cache: BidderOptions.Popularities (Zipf or uniform users written
+//     into the demo's user store), the remote bidder's near-cache hit ratio
+//     from its /metrics (NearStats, tolerant of the metric names: series
+//     starting with NearMetricPrefix that say hit or miss), the remote-vs-
+//     local bids/s and CPU per bid; the store level's grpc-near target
+//     when catalog/remote has a near cache option.
 //   - rtbd bench compare A.json B.json: Compare with its verdicts.
 //
 // A scenario's Report carries a Table (BuildTable): the talk's columns

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/catalog"
@@ -27,6 +28,7 @@ import (
 const (
 	StoreLocal     = "local"     // catalog.Local in the harness process
 	StoreGRPC      = "grpc"      // catalog nodes through catalog/remote
+	StoreGRPCNear  = "grpc-near" // the same with the client's near cache on
 	StoreRedis     = "redis"     // redis-server, one MGET per request
 	StoreAerospike = "aerospike" // Aerospike, one BatchGet per request
 )
@@ -68,6 +70,9 @@ type StoreOptions struct {
 	GRPCTarget string
 	// ConnsPerNode of the remote client. Default: the client's (2).
 	ConnsPerNode int
+	// NearCacheBytes is the near cache of the grpc-near target's client
+	// (remote.Options' near cache size). Default 64 MiB.
+	NearCacheBytes int64
 	// RedisAddr uses a running Redis (host:port) instead of starting
 	// redis-server; the harness writes the products into it (keys p:*).
 	RedisAddr string
@@ -110,8 +115,15 @@ func (o StoreOptions) withDefaults() StoreOptions {
 	if o.Seed == 0 {
 		o.Seed = 1
 	}
+	if o.NearCacheBytes == 0 {
+		o.NearCacheBytes = 64 << 20
+	}
 	if len(o.Targets) == 0 {
-		o.Targets = []string{StoreLocal, StoreGRPC, StoreRedis}
+		o.Targets = []string{StoreLocal, StoreGRPC}
+		if remoteHasNearCache() {
+			o.Targets = append(o.Targets, StoreGRPCNear)
+		}
+		o.Targets = append(o.Targets, StoreRedis)
 		if o.AerospikeHosts != "" {
 			o.Targets = append(o.Targets, StoreAerospike)
 		}
@@ -152,12 +164,16 @@ func (o StoreOptions) Validate() error {
 	for _, t := range o.Targets {
 		switch t {
 		case StoreLocal, StoreGRPC, StoreRedis:
+		case StoreGRPCNear:
+			if !remoteHasNearCache() {
+				p.addf("targets: grpc-near needs a catalog/remote client with a near cache; this build's has none")
+			}
 		case StoreAerospike:
 			if o.AerospikeHosts == "" {
 				p.addf("targets: aerospike needs -aerospike HOSTS")
 			}
 		default:
-			p.addf("targets: unknown %q (want local, grpc, redis, aerospike)", t)
+			p.addf("targets: unknown %q (want local, grpc, grpc-near, redis, aerospike)", t)
 		}
 		if seen[t] {
 			p.addf("targets: %q twice", t)
@@ -166,6 +182,9 @@ func (o StoreOptions) Validate() error {
 	}
 	if o.ConnsPerNode < 0 || o.RedisPool < 0 {
 		p.addf("conns-per-node, redis-pool: must be >= 0")
+	}
+	if o.NearCacheBytes < 0 {
+		p.addf("near-cache: must be >= 0, got %d", o.NearCacheBytes)
 	}
 	if o.TestOnlyCatalogDelay < 0 {
 		p.addf("test-only catalog delay: must be >= 0")
@@ -184,6 +203,8 @@ type storeRun struct {
 	connNames []string
 	inProcess bool
 	note      string
+	// near gathers the client's near-cache metrics (grpc-near); nil else.
+	near prometheus.Gatherer
 }
 
 // RunStore runs the store-level scenario: the same ProductMastersRequest
@@ -274,6 +295,9 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			meta.Notes = append(meta.Notes, r.name+": "+r.note)
 		}
 	}
+	if slices.Contains(o.Targets, StoreGRPC) && !remoteHasNearCache() {
+		meta.Notes = append(meta.Notes, "grpc-near (the client's near cache on) not run: this build's catalog/remote has no near cache option")
+	}
 	rep = NewReport(meta)
 	var entries []TableEntry
 	for _, w := range o.Weights {
@@ -285,7 +309,16 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			}
 			t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs[w]}, delay: o.TestOnlyCatalogDelay}
 			logf("run %s: %s", name, o.Load.describe()["load"])
+			var near0 NearStats
+			if r.near != nil {
+				near0 = gatherNearStats(r.near)
+			}
 			res, search, err := o.Load.run(ctx, t, r.watch)
+			if r.near != nil && res != nil {
+				ns := gatherNearStats(r.near).Sub(near0)
+				res.Notes = append(res.Notes, fmt.Sprintf("near cache (%d bytes) over the run and its warmup: %s", o.NearCacheBytes, ns))
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: near cache %s", name, ns))
+			}
 			if search != nil {
 				rep.Searches = append(rep.Searches, search)
 			}
@@ -347,7 +380,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				note: "catalog.Local inside the harness process (same settings as the node's: hot cache, block cache); its CPU is in the harness column"},
 			func() { l.Close() }, nil
 
-	case StoreGRPC:
+	case StoreGRPC, StoreGRPCNear:
 		var cleanups []func()
 		cleanup := func() {
 			for i := len(cleanups) - 1; i >= 0; i-- {
@@ -361,7 +394,11 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			if err != nil {
 				return nil, nil, err
 			}
-			n := newCatalogNode("catalog-node", exe, dataDir, workDir, o.NodeArgs)
+			nodeName := "catalog-node"
+			if name == StoreGRPCNear {
+				nodeName = "catalog-node-near"
+			}
+			n := newCatalogNode(nodeName, exe, dataDir, workDir, o.NodeArgs)
 			if err := n.start(ctx, false); err != nil {
 				return nil, nil, err
 			}
@@ -369,7 +406,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			cleanups = append(cleanups, func() { n.stop(15 * time.Second) })
 			target = "static:///" + n.Addr()
 			r.watch = Watch{
-				Processes: []WatchProcess{{Name: "catalog-node", PID: n.PID()}},
+				Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}},
 				Conns:     []WatchConns{{Name: "harness->node", Filter: proc.TCPFilter{RemotePort: uint16(n.port), Loopback: true}}},
 			}
 			r.connNames = []string{"harness->node"}
@@ -382,7 +419,16 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				r.connNames = append(r.connNames, cn)
 			}
 		}
-		c, err := remote.New(remote.Options{Target: target, ConnsPerNode: o.ConnsPerNode, CallTimeout: time.Second})
+		ro := remote.Options{Target: target, ConnsPerNode: o.ConnsPerNode, CallTimeout: time.Second}
+		if name == StoreGRPCNear {
+			reg := prometheus.NewRegistry()
+			ro.Registerer, r.near = reg, reg
+			if !setNearCacheOption(&ro, o.NearCacheBytes) {
+				return nil, cleanup, fmt.Errorf("%w: grpc-near: this build's catalog/remote has no near cache option", ErrInvalid)
+			}
+			r.note += fmt.Sprintf("; the client's near cache on (%d bytes)", o.NearCacheBytes)
+		}
+		c, err := remote.New(ro)
 		if err != nil {
 			return nil, cleanup, err
 		}

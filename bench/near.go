@@ -1,0 +1,378 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rtbd/rtbd/catalog/remote"
+)
+
+// EnvNearCacheBytes sets the default of the -near-cache flag: the near
+// cache size (config catalog.near_cache_bytes) of the bidders the harness
+// starts on a remote catalog.
+const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
+
+// nearCacheFlag is -near-cache: a byte count, or "" for the bidder's own
+// setting (its config and environment).
+type nearCacheFlag struct {
+	args *[]string
+	val  string
+	n    int64 // the size, when set
+	set  bool
+}
+
+func (f *nearCacheFlag) String() string { return f.val }
+
+func (f *nearCacheFlag) Set(v string) error {
+	n, err := parseByteSize(v)
+	if err != nil {
+		return err
+	}
+	f.val, f.n, f.set = v, n, true
+	*f.args = append(*f.args, "-set", "catalog.near_cache_bytes="+strconv.FormatInt(n, 10))
+	return nil
+}
+
+// nearFlag registers -near-cache on fs; a set flag (or $RTBD_BENCH_NEAR_CACHE_BYTES)
+// appends "-set catalog.near_cache_bytes=N" to args.
+func nearFlag(fs *flag.FlagSet, args *[]string) *nearCacheFlag {
+	f := &nearCacheFlag{args: args}
+	if v := os.Getenv(EnvNearCacheBytes); v != "" {
+		_ = f.Set(v) // a bad value is reported by the flag's own parse below
+	}
+	fs.Var(f, "near-cache", "near cache size of the started bidders on a remote catalog (catalog.near_cache_bytes; a size: 0, 64MiB, 1GiB; env "+EnvNearCacheBytes+"); default the bidder's config")
+	return f
+}
+
+// parseByteSize reads a byte count: a plain integer or one with a suffix
+// B, KB/MB/GB (powers of 1000) or KiB/MiB/GiB (powers of 1024).
+func parseByteSize(s string) (int64, error) {
+	num, mult := s, int64(1)
+	for _, u := range []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}, {"B", 1}} {
+		if len(s) > len(u.suffix) && s[len(s)-len(u.suffix):] == u.suffix {
+			num, mult = s[:len(s)-len(u.suffix)], u.mult
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > (1<<40)/mult {
+		return 0, fmt.Errorf("want a size in bytes from 0 to 1TiB (e.g. 0, 67108864, 64MiB), got %q", s)
+	}
+	return n * mult, nil
+}
+
+// NearStats are the near cache's hits and misses over a run, read from
+// Prometheus series whose name starts with NearMetricPrefix (summed over
+// every series whose name or labels say "hit", resp. "miss").
+type NearStats struct {
+	Hits, Misses float64
+	// Found is false when no such series exists (a client without a near
+	// cache, or one that exposes no hit and miss counters).
+	Found bool
+}
+
+// NearMetricPrefix starts the names of the remote client's near-cache
+// metrics.
+const NearMetricPrefix = "rtbd_catalog_client_near"
+
+// Sub is s minus an earlier reading a.
+func (s NearStats) Sub(a NearStats) NearStats {
+	return NearStats{Hits: s.Hits - a.Hits, Misses: s.Misses - a.Misses, Found: s.Found}
+}
+
+// Ratio is the hit ratio, "n/a" when the series are absent or nothing was
+// looked up.
+func (s NearStats) Ratio() string {
+	if !s.Found || s.Hits+s.Misses <= 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.1f%%", 100*s.Hits/(s.Hits+s.Misses))
+}
+
+// String is "hit ratio R (H hits, M misses)" or "n/a (...)".
+func (s NearStats) String() string {
+	if !s.Found {
+		return "n/a (no " + NearMetricPrefix + "* hit/miss series)"
+	}
+	return fmt.Sprintf("hit ratio %s (%.0f hits, %.0f misses)", s.Ratio(), s.Hits, s.Misses)
+}
+
+// nearSeriesKind classifies one sample of the near cache's metrics: +1 a
+// hit counter, -1 a miss counter, 0 anything else (gauges such as sizes
+// and ratios, histogram parts, other metrics). name is the metric name,
+// labels the label values.
+func nearSeriesKind(name string, labels []string) int {
+	if !strings.HasPrefix(name, NearMetricPrefix) {
+		return 0
+	}
+	for _, skip := range []string{"ratio", "bytes", "entries", "size", "seconds", "_bucket", "_sum", "evict"} {
+		if strings.Contains(name, skip) {
+			return 0
+		}
+	}
+	text := strings.ToLower(name + " " + strings.Join(labels, " "))
+	hit, miss := strings.Contains(text, "hit"), strings.Contains(text, "miss")
+	switch {
+	case hit && !miss:
+		return 1
+	case miss && !hit:
+		return -1
+	}
+	return 0
+}
+
+// parseNearStats reads a Prometheus text exposition (a /metrics body).
+// It scans lines rather than parsing the whole exposition, so that
+// whatever else the page holds cannot make it fail. Families whose # TYPE
+// is gauge, histogram or summary are left out (their samples, _count
+// included); counters and untyped samples count.
+func parseNearStats(r io.Reader) NearStats {
+	var s NearStats
+	types := map[string]string{}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if f := strings.Fields(line); len(f) >= 4 && f[0] == "#" && f[1] == "TYPE" {
+			types[f[2]] = f[3]
+			continue
+		}
+		if line == "" || line[0] == '#' || !strings.HasPrefix(line, NearMetricPrefix) {
+			continue
+		}
+		name, labels, rest := splitSample(line)
+		if !countable(name, types) {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
+		if err != nil {
+			continue
+		}
+		switch nearSeriesKind(name, labels) {
+		case 1:
+			s.Hits += v
+			s.Found = true
+		case -1:
+			s.Misses += v
+			s.Found = true
+		}
+	}
+	return s
+}
+
+// countable reports whether a sample of name is a counter's (or of a
+// family without a # TYPE line): not a gauge's, nor part of a histogram
+// or summary (NAME_bucket, NAME_sum, NAME_count of such a family).
+func countable(name string, types map[string]string) bool {
+	if t, ok := types[name]; ok {
+		return t == "counter" || t == "untyped"
+	}
+	for _, suf := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, suf); ok {
+			if t := types[base]; t == "histogram" || t == "summary" {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// splitSample splits `name{a="x",b="y"} value` into the name, the label
+// values and what follows the labels.
+func splitSample(line string) (name string, labels []string, rest string) {
+	i := strings.IndexAny(line, "{ \t")
+	if i < 0 {
+		return line, nil, ""
+	}
+	name, rest = line[:i], line[i:]
+	if rest[0] != '{' {
+		return name, nil, rest
+	}
+	j := strings.LastIndexByte(rest, '}')
+	if j < 0 {
+		return name, nil, ""
+	}
+	for _, kv := range strings.Split(rest[1:j], ",") {
+		if _, v, ok := strings.Cut(kv, "="); ok {
+			labels = append(labels, strings.Trim(strings.TrimSpace(v), `"`))
+		}
+	}
+	return name, labels, rest[j+1:]
+}
+
+// readNearStats fetches a /metrics URL; Found false (never an error)
+// when it cannot be read.
+func readNearStats(ctx context.Context, url string) NearStats {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return NearStats{}
+	}
+	req.Header.Set("Accept", "text/plain; version=0.0.4")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return NearStats{}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return NearStats{}
+	}
+	return parseNearStats(io.LimitReader(resp.Body, 32<<20))
+}
+
+// gatherNearStats sums the near-cache series of a registry (the
+// harness's own remote client).
+func gatherNearStats(g prometheus.Gatherer) NearStats {
+	var s NearStats
+	fams, err := g.Gather()
+	if err != nil {
+		return s
+	}
+	for _, f := range fams {
+		for _, m := range f.GetMetric() {
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetValue())
+			}
+			var v float64
+			switch {
+			case m.GetCounter() != nil:
+				v = m.GetCounter().GetValue()
+			case m.GetUntyped() != nil:
+				v = m.GetUntyped().GetValue()
+			default:
+				continue
+			}
+			switch nearSeriesKind(f.GetName(), labels) {
+			case 1:
+				s.Hits += v
+				s.Found = true
+			case -1:
+				s.Misses += v
+				s.Found = true
+			}
+		}
+	}
+	return s
+}
+
+// setNearCacheOption sets the near cache size of a remote client's
+// options (a *remote.Options), when this build's catalog/remote has one:
+// the integer field whose name contains "Near" and ends in "Bytes". It
+// reports whether it found one.
+func setNearCacheOption(o any, n int64) bool {
+	v := reflect.ValueOf(o)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	v = v.Elem()
+	for i := 0; i < v.NumField(); i++ {
+		f := v.Type().Field(i)
+		if !strings.Contains(f.Name, "Near") || !strings.HasSuffix(f.Name, "Bytes") {
+			continue
+		}
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			fv.SetInt(n)
+			return true
+		case reflect.Uint, reflect.Uint64, reflect.Uint32:
+			fv.SetUint(uint64(n))
+			return true
+		}
+	}
+	return false
+}
+
+// cpuPerRequestUs is the CPU the watched processes whose name starts with
+// prefix spent per request of r, in microseconds (-1 when r has none).
+func cpuPerRequestUs(r *Result, prefix string) float64 {
+	var cpu float64
+	found := false
+	for _, p := range r.Processes {
+		if strings.HasPrefix(p.Name, prefix) && p.Error == "" {
+			cpu += p.CPUSec
+			found = true
+		}
+	}
+	if !found || r.Requests == 0 {
+		return -1
+	}
+	return cpu / float64(r.Requests) * 1e6
+}
+
+// remoteLocalLines compares each bid result of the second topology with
+// the first's of the same weight and popularity: successful bids/s, the
+// CPU per bid request of the bidder and of the catalog nodes (from
+// /proc), and the remote bidder's near-cache hit ratio. Nothing when
+// fewer than two topologies ran.
+func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearStats) []string {
+	if len(topologies) < 2 {
+		return nil
+	}
+	local, remote := topologies[0], topologies[1]
+	byName := map[string]*Result{}
+	for _, r := range rs {
+		byName[r.Target] = r
+	}
+	var out []string
+	for _, r := range rs {
+		rest, ok := strings.CutPrefix(r.Target, remote+"/")
+		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.Contains(rest, "bids only") {
+			continue
+		}
+		l := byName[local+"/"+rest]
+		if l == nil {
+			continue
+		}
+		bidRate := func(x *Result) float64 { return float64(x.Successes) / max(x.ElapsedSec, 1e-9) }
+		lb, rb := cpuPerRequestUs(l, "bidder"), cpuPerRequestUs(r, "bidder")
+		rn := cpuPerRequestUs(r, "catalog-node")
+		ratio := func(a, b float64) string {
+			if a <= 0 || b < 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.2fx", b/a)
+		}
+		us := func(v float64) string {
+			if v < 0 {
+				return "n/a"
+			}
+			return fmt.Sprintf("%.0f us", v)
+		}
+		remoteCPU := rb
+		if rb >= 0 && rn >= 0 {
+			remoteCPU = rb + rn
+		}
+		line := fmt.Sprintf("remote vs local %s: bids/s %s vs %s (%s); CPU per bid request: local bidder %s, remote bidder %s + nodes %s = %s (%s); near cache %s",
+			rest, fmtRate(bidRate(r)), fmtRate(bidRate(l)), ratio(bidRate(l), bidRate(r)),
+			us(lb), us(rb), us(rn), us(remoteCPU), ratio(lb, remoteCPU), near[r.Target].Ratio())
+		out = append(out, line)
+	}
+	return out
+}
+
+// remoteHasNearCache reports whether this build's catalog/remote client
+// has a near cache option (setNearCacheOption finds its field).
+func remoteHasNearCache() bool {
+	var o remote.Options
+	return setNearCacheOption(&o, 1)
+}
