@@ -8,14 +8,12 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rtbd/rtbd/catalog/remote"
 )
 
 // EnvNearCacheBytes sets the default of the -near-cache flag: the near
@@ -275,33 +273,6 @@ func gatherNearStats(g prometheus.Gatherer) NearStats {
 	return s
 }
 
-// setNearCacheOption sets the near cache size of a remote client's
-// options (a *remote.Options), when this build's catalog/remote has one:
-// the integer field whose name contains "Near" and ends in "Bytes". It
-// reports whether it found one.
-func setNearCacheOption(o any, n int64) bool {
-	v := reflect.ValueOf(o)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return false
-	}
-	v = v.Elem()
-	for i := 0; i < v.NumField(); i++ {
-		f := v.Type().Field(i)
-		if !strings.Contains(f.Name, "Near") || !strings.HasSuffix(f.Name, "Bytes") {
-			continue
-		}
-		switch fv := v.Field(i); fv.Kind() {
-		case reflect.Int, reflect.Int64, reflect.Int32:
-			fv.SetInt(n)
-			return true
-		case reflect.Uint, reflect.Uint64, reflect.Uint32:
-			fv.SetUint(uint64(n))
-			return true
-		}
-	}
-	return false
-}
-
 // cpuPerRequestUs is the CPU the watched processes whose name starts with
 // prefix spent per request of r, in microseconds (-1 when r has none).
 func cpuPerRequestUs(r *Result, prefix string) float64 {
@@ -370,9 +341,3 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	return out
 }
 
-// remoteHasNearCache reports whether this build's catalog/remote client
-// has a near cache option (setNearCacheOption finds its field).
-func remoteHasNearCache() bool {
-	var o remote.Options
-	return setNearCacheOption(&o, 1)
-}

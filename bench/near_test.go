@@ -92,23 +92,6 @@ func TestGatherNearStats(t *testing.T) {
 	}
 }
 
-func TestSetNearCacheOption(t *testing.T) {
-	var with struct {
-		Target         string
-		NearCacheBytes int64
-	}
-	if !setNearCacheOption(&with, 1<<20) || with.NearCacheBytes != 1<<20 {
-		t.Fatalf("field not set: %+v", with)
-	}
-	var without struct{ Target string }
-	if setNearCacheOption(&without, 1) {
-		t.Fatal("set a field that does not exist")
-	}
-	if setNearCacheOption(with, 1) {
-		t.Fatal("accepted a non-pointer")
-	}
-}
-
 func TestParseByteSize(t *testing.T) {
 	for in, want := range map[string]int64{"0": 0, "1234": 1234, "64MiB": 64 << 20, "1GiB": 1 << 30, "10MB": 10e6, "512KiB": 512 << 10, "7B": 7} {
 		got, err := parseByteSize(in)

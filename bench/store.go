@@ -119,11 +119,7 @@ func (o StoreOptions) withDefaults() StoreOptions {
 		o.NearCacheBytes = 64 << 20
 	}
 	if len(o.Targets) == 0 {
-		o.Targets = []string{StoreLocal, StoreGRPC}
-		if remoteHasNearCache() {
-			o.Targets = append(o.Targets, StoreGRPCNear)
-		}
-		o.Targets = append(o.Targets, StoreRedis)
+		o.Targets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis}
 		if o.AerospikeHosts != "" {
 			o.Targets = append(o.Targets, StoreAerospike)
 		}
@@ -163,11 +159,7 @@ func (o StoreOptions) Validate() error {
 	seen := map[string]bool{}
 	for _, t := range o.Targets {
 		switch t {
-		case StoreLocal, StoreGRPC, StoreRedis:
-		case StoreGRPCNear:
-			if !remoteHasNearCache() {
-				p.addf("targets: grpc-near needs a catalog/remote client with a near cache; this build's has none")
-			}
+		case StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis:
 		case StoreAerospike:
 			if o.AerospikeHosts == "" {
 				p.addf("targets: aerospike needs -aerospike HOSTS")
@@ -295,9 +287,6 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			meta.Notes = append(meta.Notes, r.name+": "+r.note)
 		}
 	}
-	if slices.Contains(o.Targets, StoreGRPC) && !remoteHasNearCache() {
-		meta.Notes = append(meta.Notes, "grpc-near (the client's near cache on) not run: this build's catalog/remote has no near cache option")
-	}
 	rep = NewReport(meta)
 	var entries []TableEntry
 	for _, w := range o.Weights {
@@ -423,9 +412,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		if name == StoreGRPCNear {
 			reg := prometheus.NewRegistry()
 			ro.Registerer, r.near = reg, reg
-			if !setNearCacheOption(&ro, o.NearCacheBytes) {
-				return nil, cleanup, fmt.Errorf("%w: grpc-near: this build's catalog/remote has no near cache option", ErrInvalid)
-			}
+			ro.NearCacheBytes = o.NearCacheBytes
 			r.note += fmt.Sprintf("; the client's near cache on (%d bytes)", o.NearCacheBytes)
 		}
 		c, err := remote.New(ro)
