@@ -947,12 +947,5 @@ func TestDocsCheck(t *testing.T) {
 		"metric rtbd_x_total is at catalog/README.md:3: it belongs in the metric table",
 		"stale key row at configs/README.md:4",
 	}
-	if len(got) != len(want) {
-		t.Fatalf("problems:\n%s\nwant %d, starting:\n%s", strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
-	}
-	for i := range want {
-		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("problem %d: %q, want it to start %q", i, got[i], want[i])
-		}
-	}
+	wantPrefixes(t, "problem", got, want)
 }

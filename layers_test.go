@@ -210,12 +210,19 @@ func TestViolations(t *testing.T) {
 		"newpart is in no part",
 		"rtb imports bench",
 	}
+	wantPrefixes(t, "violation", got, want)
+}
+
+// wantPrefixes checks that got has as many lines as want and that each
+// starts with the line of want at its place; what names a line in failures.
+func wantPrefixes(t *testing.T, what string, got, want []string) {
+	t.Helper()
 	if len(got) != len(want) {
-		t.Fatalf("violations:\n%s\nwant %d, starting:\n%s", strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
+		t.Fatalf("%ss:\n%s\nwant %d, starting:\n%s", what, strings.Join(got, "\n"), len(want), strings.Join(want, "\n"))
 	}
 	for i := range want {
 		if !strings.HasPrefix(got[i], want[i]) {
-			t.Errorf("violation %d: %q, want it to start %q", i, got[i], want[i])
+			t.Errorf("%s %d: %q, want it to start %q", what, i, got[i], want[i])
 		}
 	}
 }

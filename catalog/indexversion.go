@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -93,19 +94,9 @@ type changeStep struct {
 
 func keyCmp(a, b ProductKey) int {
 	if a.Group != b.Group {
-		return cmpU64(uint64(a.Group), uint64(b.Group))
+		return cmp.Compare(uint64(a.Group), uint64(b.Group))
 	}
-	return cmpU64(uint64(a.ID), uint64(b.ID))
-}
-
-func cmpU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(uint64(a.ID), uint64(b.ID))
 }
 
 // scanHash computes the content hash of every product record r holds.

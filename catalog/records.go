@@ -1,6 +1,7 @@
 package catalog
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -82,7 +83,7 @@ func (l *Local) AppendProducts(ctx context.Context, req *catalogpb.ProductsReque
 		for i := range ids {
 			sc.order = append(sc.order, int32(i))
 		}
-		slices.SortFunc(sc.order, func(a, b int32) int { return cmpU64(uint64(ids[a]), uint64(ids[b])) })
+		slices.SortFunc(sc.order, func(a, b int32) int { return cmp.Compare(uint64(ids[a]), uint64(ids[b])) })
 		sc.vals = sc.vals[:0]
 		sc.offs = slices.Grow(sc.offs[:0], len(ids))[:len(ids)]
 		for j, k := range sc.order {

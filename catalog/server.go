@@ -271,34 +271,43 @@ func (s *Server) Register(g *grpc.Server) {
 	desc.HandlerType = (*catalogpb.CatalogServer)(nil)
 	desc.Methods = []grpc.MethodDesc{{
 		MethodName: "GetProductMasters",
-		Handler:    getProductMastersHandler,
+		Handler:    rawHandler(catalogpb.Catalog_GetProductMasters_FullMethodName, (*Server).handle),
 	}, {
 		MethodName: "GetProducts",
-		Handler:    getProductsHandler,
+		Handler:    rawHandler(catalogpb.Catalog_GetProducts_FullMethodName, (*Server).getProducts),
 	}, {
 		MethodName: "GetChanges",
-		Handler:    getChangesHandler,
+		Handler:    rawHandler(catalogpb.Catalog_GetChanges_FullMethodName, (*Server).getChanges),
 	}}
 	g.RegisterService(&desc, s)
 }
 
-func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	var raw rawFrame
-	if err := dec(&raw); err != nil {
-		return nil, err
+// rawHandler is the handler of one Catalog method: it decodes the request
+// itself (bytes that are not a Req are INVALID_ARGUMENT) and answers with
+// serve, through g's unary interceptors when g has any.
+func rawHandler[Req any, P interface {
+	*Req
+	proto.Message
+}](fullMethod string, serve func(*Server, context.Context, P) (any, error)) grpc.MethodHandler {
+	name := P(new(Req)).ProtoReflect().Descriptor().Name()
+	return func(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
+		var raw rawFrame
+		if err := dec(&raw); err != nil {
+			return nil, err
+		}
+		req := P(new(Req))
+		if err := proto.Unmarshal(raw.b, req); err != nil {
+			return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed %s: %v", name, err)
+		}
+		s := srv.(*Server)
+		if interceptor == nil {
+			return serve(s, ctx, req)
+		}
+		info := &grpc.UnaryServerInfo{Server: srv, FullMethod: fullMethod}
+		return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
+			return serve(s, ctx, req.(P))
+		})
 	}
-	req := new(catalogpb.ProductMastersRequest)
-	if err := proto.Unmarshal(raw.b, req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed ProductMastersRequest: %v", err)
-	}
-	s := srv.(*Server)
-	if interceptor == nil {
-		return s.handle(ctx, req)
-	}
-	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetProductMasters_FullMethodName}
-	return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-		return s.handle(ctx, req.(*catalogpb.ProductMastersRequest))
-	})
 }
 
 // handle answers one call, with or without interceptors: from the store's

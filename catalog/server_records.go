@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
@@ -30,44 +29,6 @@ const (
 )
 
 var methodNames = [methods]string{"GetProducts", "GetChanges"}
-
-func getProductsHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	var raw rawFrame
-	if err := dec(&raw); err != nil {
-		return nil, err
-	}
-	req := new(catalogpb.ProductsRequest)
-	if err := proto.Unmarshal(raw.b, req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed ProductsRequest: %v", err)
-	}
-	s := srv.(*Server)
-	if interceptor == nil {
-		return s.getProducts(ctx, req)
-	}
-	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetProducts_FullMethodName}
-	return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-		return s.getProducts(ctx, req.(*catalogpb.ProductsRequest))
-	})
-}
-
-func getChangesHandler(srv any, ctx context.Context, dec func(any) error, interceptor grpc.UnaryServerInterceptor) (any, error) {
-	var raw rawFrame
-	if err := dec(&raw); err != nil {
-		return nil, err
-	}
-	req := new(catalogpb.ChangesRequest)
-	if err := proto.Unmarshal(raw.b, req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed ChangesRequest: %v", err)
-	}
-	s := srv.(*Server)
-	if interceptor == nil {
-		return s.getChanges(ctx, req)
-	}
-	info := &grpc.UnaryServerInfo{Server: srv, FullMethod: catalogpb.Catalog_GetChanges_FullMethodName}
-	return interceptor(ctx, req, info, func(ctx context.Context, req any) (any, error) {
-		return s.getChanges(ctx, req.(*catalogpb.ChangesRequest))
-	})
-}
 
 // GetProducts implements catalogpb.CatalogServer for a server registered
 // without Register (the stock generated path): the same answer, decoded.

@@ -3,6 +3,7 @@ package catalog_test
 import (
 	"context"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -115,8 +116,9 @@ func TestServerBadInput(t *testing.T) {
 	}
 }
 
-// mustVec finds one labelled series in reg.
-func mustVec(t *testing.T, reg *prometheus.Registry, name, label string) prometheus.Collector {
+// mustVec finds the series of name in reg that carries every one of the
+// label values.
+func mustVec(t *testing.T, reg *prometheus.Registry, name string, labels ...string) prometheus.Collector {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -126,17 +128,23 @@ func mustVec(t *testing.T, reg *prometheus.Registry, name, label string) prometh
 		if mf.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range mf.Metric {
+			var vals []string
 			for _, lp := range m.Label {
-				if lp.GetValue() == label {
-					c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
-					c.Add(m.GetCounter().GetValue())
-					return c
+				vals = append(vals, lp.GetValue())
+			}
+			for _, l := range labels {
+				if !slices.Contains(vals, l) {
+					continue series
 				}
 			}
+			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x"})
+			c.Add(m.GetCounter().GetValue())
+			return c
 		}
 	}
-	t.Fatalf("metric %s{%s} not found", name, label)
+	t.Fatalf("metric %s%v not found", name, labels)
 	return nil
 }
 

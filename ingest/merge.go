@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -157,9 +158,9 @@ func splitPoints(runs []*runFile, mem *arena, parts int) []bound {
 	}
 	slices.SortFunc(samples, func(a, b bound) int {
 		if a.g != b.g {
-			return cmpU(a.g, b.g)
+			return cmp.Compare(a.g, b.g)
 		}
-		return cmpU(a.id, b.id)
+		return cmp.Compare(a.id, b.id)
 	})
 	samples = slices.Compact(samples)
 	var cuts []bound

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -212,22 +213,12 @@ func (a *arena) sort() {
 	slices.SortFunc(a.ents, func(x, y entry) int {
 		switch {
 		case x.g != y.g:
-			return cmpU(x.g, y.g)
+			return cmp.Compare(x.g, y.g)
 		case x.id != y.id:
-			return cmpU(x.id, y.id)
+			return cmp.Compare(x.id, y.id)
 		}
-		return cmpU(uint64(x.off), uint64(y.off))
+		return cmp.Compare(uint64(x.off), uint64(y.off))
 	})
-}
-
-func cmpU(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // record returns the bytes of entry i (length prefix included).
@@ -381,9 +372,9 @@ func newMemSource(a *arena, lo, hi bound) *memSource {
 		}
 		i, _ := slices.BinarySearchFunc(a.ents, b, func(e entry, b bound) int {
 			if e.g != b.g {
-				return cmpU(e.g, b.g)
+				return cmp.Compare(e.g, b.g)
 			}
-			return cmpU(e.id, b.id)
+			return cmp.Compare(e.id, b.id)
 		})
 		return i
 	}
@@ -452,9 +443,9 @@ func openFileSource(run *runFile, lo, hi bound) (*fileSource, error) {
 		// and skipped up to lo.
 		i, _ := slices.BinarySearchFunc(run.index, lo, func(e indexEntry, b bound) int {
 			if e.g != b.g {
-				return cmpU(e.g, b.g)
+				return cmp.Compare(e.g, b.g)
 			}
-			return cmpU(e.id, b.id)
+			return cmp.Compare(e.id, b.id)
 		})
 		if i > 0 {
 			start = run.index[i-1].off

@@ -6,35 +6,18 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
-	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/configs"
 )
 
 // A node serves GetProducts and GetChanges under its limits (catalog.max_ids)
 // and puts its version on every answer.
 func TestNodeServesRecordsAndVersions(t *testing.T) {
-	dir := t.TempDir()
-	catalogtest.WriteFixture(t, dir)
-	cfg := testConfig(t, dir)
-	cfg.Catalog.MaxIDs = 4
-	n, err := node.Start(cfg, zap.NewNop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Shutdown(context.Background())
-	conn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	cl := catalogpb.NewCatalogClient(conn)
+	n, cl := startFixtureNode(t, func(c *configs.Catalog) { c.MaxIDs = 4 })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	iv := n.Local().IndexVersion()

@@ -128,48 +128,18 @@ func (o *Options) validate() (target, error) {
 	case o.ConnsPerNode < 0 || o.ConnsPerNode > maxConnsPerNode:
 		errs = append(errs, fmt.Errorf("ConnsPerNode: must be 1..%d (0 = %d), got %d", maxConnsPerNode, DefaultConnsPerNode, o.ConnsPerNode))
 	}
-	switch {
-	case o.RefreshInterval == 0:
-		o.RefreshInterval = DefaultRefreshInterval
-	case o.RefreshInterval < 0:
-		errs = append(errs, fmt.Errorf("RefreshInterval: must be > 0 (0 = %s), got %s", DefaultRefreshInterval, o.RefreshInterval))
-	}
-	switch {
-	case o.CallTimeout == 0:
-		o.CallTimeout = DefaultCallTimeout
-	case o.CallTimeout < 0:
-		errs = append(errs, fmt.Errorf("CallTimeout: must be > 0 (0 = %s), got %s", DefaultCallTimeout, o.CallTimeout))
-	}
+	defaultIfZero(&errs, "RefreshInterval", &o.RefreshInterval, DefaultRefreshInterval)
+	defaultIfZero(&errs, "CallTimeout", &o.CallTimeout, DefaultCallTimeout)
 	if o.NearCacheBytes < 0 {
 		errs = append(errs, fmt.Errorf("NearCacheBytes: must be >= 0 (0 = off), got %d", o.NearCacheBytes))
 	}
-	switch {
-	case o.NearCacheGrace == 0:
-		o.NearCacheGrace = DefaultNearCacheGrace
-	case o.NearCacheGrace < 0:
-		errs = append(errs, fmt.Errorf("NearCacheGrace: must be > 0 (0 = %s), got %s", DefaultNearCacheGrace, o.NearCacheGrace))
-	}
-	switch {
-	case o.NearCacheMaxAge == 0:
-		o.NearCacheMaxAge = DefaultNearCacheMaxAge
-	case o.NearCacheMaxAge < 0:
-		errs = append(errs, fmt.Errorf("NearCacheMaxAge: must be > 0 (0 = %s), got %s", DefaultNearCacheMaxAge, o.NearCacheMaxAge))
-	}
-	switch {
-	case o.VersionInterval == 0:
-		o.VersionInterval = DefaultVersionInterval
-	case o.VersionInterval < 0:
-		errs = append(errs, fmt.Errorf("VersionInterval: must be > 0 (0 = %s), got %s", DefaultVersionInterval, o.VersionInterval))
-	}
+	defaultIfZero(&errs, "NearCacheGrace", &o.NearCacheGrace, DefaultNearCacheGrace)
+	defaultIfZero(&errs, "NearCacheMaxAge", &o.NearCacheMaxAge, DefaultNearCacheMaxAge)
+	defaultIfZero(&errs, "VersionInterval", &o.VersionInterval, DefaultVersionInterval)
 	if o.NearCacheGrace > 0 && o.NearCacheMaxAge > 0 && o.NearCacheGrace > o.NearCacheMaxAge {
 		errs = append(errs, fmt.Errorf("NearCacheGrace: must be at most NearCacheMaxAge (%s), got %s", o.NearCacheMaxAge, o.NearCacheGrace))
 	}
-	switch {
-	case o.MaxIDs == 0:
-		o.MaxIDs = DefaultMaxIDs
-	case o.MaxIDs < 0:
-		errs = append(errs, fmt.Errorf("MaxIDs: must be > 0 (0 = %d), got %d", DefaultMaxIDs, o.MaxIDs))
-	}
+	defaultIfZero(&errs, "MaxIDs", &o.MaxIDs, DefaultMaxIDs)
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
 	}
@@ -177,6 +147,17 @@ func (o *Options) validate() (target, error) {
 		return target{}, fmt.Errorf("%w: %w", ErrInvalidOptions, errors.Join(errs...))
 	}
 	return t, nil
+}
+
+// defaultIfZero gives an unset (0) option its default and adds an error
+// naming key when the option is negative.
+func defaultIfZero[T int | time.Duration](errs *[]error, key string, v *T, def T) {
+	switch {
+	case *v == 0:
+		*v = def
+	case *v < 0:
+		*errs = append(*errs, fmt.Errorf("%s: must be > 0 (0 = %v), got %v", key, def, *v))
+	}
 }
 
 // Client is the remote product store: it calls GetProductMasters on the

@@ -46,70 +46,58 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
-	calls := prometheus.NewCounterVec(prometheus.CounterOpts{
+	var err error
+	calls := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_calls_total",
 		Help: "Calls made by the remote catalog client (every method), by final gRPC status code.",
-	}, []string{"code"})
-	seconds := prometheus.NewHistogram(prometheus.HistogramOpts{
+	}, []string{"code"}), &err)
+	seconds := register(reg, prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "rtbd_catalog_client_call_seconds",
 		Help:    "Duration of calls made by the remote catalog client (every method), retries included, in seconds.",
 		Buckets: []float64{50e-6, 100e-6, 200e-6, 500e-6, 1e-3, 2e-3, 5e-3, 10e-3, 20e-3, 50e-3, 100e-3, 250e-3, 1},
-	})
-	nodes := prometheus.NewGauge(prometheus.GaugeOpts{
+	}), &err)
+	nodes := register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rtbd_catalog_client_nodes",
 		Help: "Catalog nodes in the remote client's last good resolution.",
-	})
-	resolves := prometheus.NewCounterVec(prometheus.CounterOpts{
+	}), &err)
+	resolves := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_resolves_total",
 		Help: "Resolutions of the catalog node list, by result (ok, error).",
-	}, []string{"result"})
+	}, []string{"result"}), &err)
 
-	methodCalls := prometheus.NewCounterVec(prometheus.CounterOpts{
+	methodCalls := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_method_calls_total",
 		Help: "Calls made by the remote catalog client, by method (GetProductMasters, GetProducts, GetChanges).",
-	}, []string{"method"})
-	lookups := prometheus.NewCounterVec(prometheus.CounterOpts{
+	}, []string{"method"}), &err)
+	lookups := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_near_cache_lookups_total",
 		Help: "Product lookups in the remote client's near cache, by result: hit (a product), hit_absent (a cached absence), miss (asked of a node).",
-	}, []string{"result"})
-	ncEntries := prometheus.NewGauge(prometheus.GaugeOpts{
+	}, []string{"result"}), &err)
+	ncEntries := register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rtbd_catalog_client_near_cache_entries",
 		Help: "Entries (products and absences) in the remote client's near cache.",
-	})
-	ncBytes := prometheus.NewGauge(prometheus.GaugeOpts{
+	}), &err)
+	ncBytes := register(reg, prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "rtbd_catalog_client_near_cache_bytes",
 		Help: "Bytes the remote client's near cache counts for its entries (decoded products and overhead).",
-	})
-	evictions := prometheus.NewCounter(prometheus.CounterOpts{
+	}), &err)
+	evictions := register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_near_cache_evictions_total",
 		Help: "Near-cache entries evicted to make room.",
-	})
-	retired := prometheus.NewCounterVec(prometheus.CounterOpts{
+	}), &err)
+	retired := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_near_cache_retired_total",
 		Help: "Near-cache entries no longer served, by cause: delta (a newer index changed the product), epoch (a full index change, spread over near_cache_grace), max_age.",
-	}, []string{"cause"})
-	changes := prometheus.NewCounterVec(prometheus.CounterOpts{
+	}, []string{"cause"}), &err)
+	changes := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_index_changes_total",
 		Help: "Newer index versions the remote client adopted, by kind: delta (the changed products listed) or full (every entry retired over near_cache_grace).",
-	}, []string{"kind"})
-	retries := prometheus.NewCounter(prometheus.CounterOpts{
+	}, []string{"kind"}), &err)
+	retries := register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "rtbd_catalog_client_deadline_retries_total",
 		Help: "GetProducts attempts that timed out and were retried on another node within the caller's deadline.",
-	})
+	}), &err)
 
-	var err error
-	methodCalls = register(reg, methodCalls, &err)
-	lookups = register(reg, lookups, &err)
-	ncEntries = register(reg, ncEntries, &err)
-	ncBytes = register(reg, ncBytes, &err)
-	evictions = register(reg, evictions, &err)
-	retired = register(reg, retired, &err)
-	changes = register(reg, changes, &err)
-	retries = register(reg, retries, &err)
-	calls = register(reg, calls, &err)
-	seconds = register(reg, seconds, &err)
-	nodes = register(reg, nodes, &err)
-	resolves = register(reg, resolves, &err)
 	if err != nil {
 		return nil, err
 	}
@@ -120,22 +108,26 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		resolvesKO: resolves.WithLabelValues("error"),
 		ncEntries:  ncEntries, ncBytes: ncBytes, evictions: evictions, retriesAfter: retries,
 	}
-	for i, name := range methodNames {
-		m.methodCalls[i] = methodCalls.WithLabelValues(name)
-	}
-	for i, name := range [3]string{"hit", "hit_absent", "miss"} {
-		m.lookups[i] = lookups.WithLabelValues(name)
-	}
-	for i, name := range causeNames {
-		m.retired[i] = retired.WithLabelValues(name)
-	}
-	m.changes[0], m.changes[1] = changes.WithLabelValues("delta"), changes.WithLabelValues("full")
+	labelled(m.methodCalls[:], methodCalls, methodNames[:]...)
+	labelled(m.lookups[:], lookups, "hit", "hit_absent", "miss")
+	labelled(m.retired[:], retired, causeNames[:]...)
+	labelled(m.changes[:], changes, "delta", "full")
 	for c := range numCodes {
 		m.calls[c] = calls.WithLabelValues(codes.Code(c).String())
 	}
 	return m, nil
 }
 
+// labelled sets dst[i] to the series of vec for values[i].
+func labelled(dst []prometheus.Counter, vec *prometheus.CounterVec, values ...string) {
+	for i, v := range values {
+		dst[i] = vec.WithLabelValues(v)
+	}
+}
+
+// register registers c with reg unless *errp holds an error already. A
+// collector of c's kind registered before under the same description is
+// returned in c's place; any other error is set in *errp.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C, errp *error) C {
 	if *errp != nil {
 		return c

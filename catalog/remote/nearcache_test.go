@@ -217,6 +217,19 @@ func TestNearCacheBytesBound(t *testing.T) {
 	}
 }
 
+// warmOnClock starts a node at version 1 and a near-cache client on a fake
+// clock, and caches ids 1..ids of group 1 with one call.
+func warmOnClock(t *testing.T, ids int64) (*productNode, *fakeClock, *Client) {
+	t.Helper()
+	n := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
+	clk := newFakeClock()
+	c := nearClient(t, 1<<20, clk, n)
+	if _, err := c.GetProductMasters(bgCtx(t), bulkReq(1, ids)); err != nil {
+		t.Fatal(err)
+	}
+	return n, clk, c
+}
+
 // bulkReq asks for ids from..to of the bulk group.
 func bulkReq(from, to int64) *catalogpb.ProductMastersRequest {
 	r := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: int32(to - from + 1)}
@@ -327,13 +340,8 @@ func TestNearCacheFullChangeRetiresWithinGrace(t *testing.T) {
 		{"GetChanges fails", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			n := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
-			clk := newFakeClock()
-			c := nearClient(t, 1<<20, clk, n)
 			const N = 200
-			if _, err := c.GetProductMasters(bgCtx(t), bulkReq(1, N)); err != nil {
-				t.Fatal(err)
-			}
+			n, clk, c := warmOnClock(t, N)
 			if got := cachedValid(c, 1, N); got != N {
 				t.Fatalf("%d of %d cached", got, N)
 			}
@@ -380,13 +388,8 @@ func TestNearCacheFullChangeRetiresWithinGrace(t *testing.T) {
 
 // No entry is served past max age; expiries are spread, not in lockstep.
 func TestNearCacheMaxAge(t *testing.T) {
-	n := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
-	clk := newFakeClock()
-	c := nearClient(t, 1<<20, clk, n)
 	const N = 200
-	if _, err := c.GetProductMasters(bgCtx(t), bulkReq(1, N)); err != nil {
-		t.Fatal(err)
-	}
+	_, clk, c := warmOnClock(t, N)
 	start, maxAge := clk.now(), time.Duration(c.near.maxAge)
 	var counts []int
 	for _, at := range []time.Duration{maxAge / 2, 7 * maxAge / 8, maxAge} {
