@@ -142,7 +142,7 @@ func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersReque
 		// always has (INTERNAL from gRPC's marshal step).
 		return s.GetProductMasters(ctx, req)
 	}
-	var pool mem.BufferPool = mem.DefaultBufferPool()
+	pool := answerBuffers
 	// A buffer over the pooling threshold goes back to the pool (and so
 	// to the budget) once gRPC has written it or dropped its stream.
 	if err == nil && s.unread != nil && !mem.IsBelowBufferPoolingThreshold(len(b)) {
