@@ -15,7 +15,6 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -254,7 +253,7 @@ func getProductMastersHandler(srv any, ctx context.Context, dec func(any) error,
 		return nil, err
 	}
 	req := new(catalogpb.ProductMastersRequest)
-	if err := proto.Unmarshal(raw.b, req); err != nil {
+	if err := decodeRequest(raw.b, req); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed ProductMastersRequest: %v", err)
 	}
 	s := srv.(*Server)
