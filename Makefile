@@ -174,3 +174,18 @@ bench-near: build deps
 bench-ghz: build
 	@test -x /tmp/bin/ghz || command -v ghz >/dev/null 2>&1 || { echo "installing ghz into /tmp/bin"; GOBIN=/tmp/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0; }
 	./$(BIN) bench ghz
+
+# A catalog node's cost per call under ghz (bench/README.md, "ghz against a
+# catalog node"): the empty health check beside GetProductMasters of 15
+# ids, alternated, with the node's CPU per call from /proc. The catalog
+# (100,000 products) and the request stream are made once in $(NODE_BENCH).
+# Compare builds: bench/ghz/node-cpu.sh OLD_BINARY bin/rtbd (same env).
+NODE_BENCH ?= /tmp/rtbd-bench-node
+.PHONY: bench-node
+bench-node: build
+	@command -v ghz >/dev/null 2>&1 || test -x $(GOBIN)/ghz || $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0
+	@if [ ! -e $(NODE_BENCH)/idx/CURRENT ]; then mkdir -p $(NODE_BENCH) && \
+		./$(BIN) gen -products 100000 -groups 10 -seed 1 -out $(NODE_BENCH)/feed.csv.gz && \
+		./$(BIN) ingest -data $(NODE_BENCH)/idx $(NODE_BENCH)/feed.csv.gz >/dev/null 2>&1 && \
+		./$(BIN) bench store -products 100000 -groups 10 -weights 15 -requests 20000 -ghz-data $(NODE_BENCH)/req15.json; fi
+	GHZ=$$(command -v ghz || echo $(GOBIN)/ghz) DATA=$(NODE_BENCH)/idx REQS=$(NODE_BENCH)/req15.json bench/ghz/node-cpu.sh ./$(BIN)

@@ -298,3 +298,50 @@ func BenchmarkRemote15(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkWire15 is a catalog node's lookup of a 15-product request
+// (AppendProductMasters from a WireCache store, hot cache warm), serial
+// and from 64 goroutines: the part of a node's CPU per call that is its
+// own, beside gRPC's (compare make bench-node).
+func BenchmarkWire15(b *testing.B) {
+	dir, n := benchDir(b)
+	reqs := catalogtest.Workload{N: n, Groups: benchGroups, Zipf: true, IDs: 15}.Requests(8192, 1)
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1, WireCache: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	ctx := context.Background()
+	for range 2 { // the hot cache admits a product on its second miss once full
+		for i := range reqs {
+			l.AppendProductMasters(ctx, reqs[i], nil)
+		}
+	}
+	b.Run("serial", func(b *testing.B) {
+		buf := make([]byte, 0, 16<<10)
+		b.ReportAllocs()
+		cpu := startCPU(b)
+		for i := 0; i < b.N; i++ {
+			if _, _, err := l.AppendProductMasters(ctx, reqs[i%len(reqs)], buf[:0]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.stop(b)
+	})
+	b.Run("parallel64", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetParallelism(64 / runtime.GOMAXPROCS(0))
+		var next atomic.Int64
+		cpu := startCPU(b)
+		b.RunParallel(func(pb *testing.PB) {
+			buf := make([]byte, 0, 16<<10)
+			for pb.Next() {
+				if _, _, err := l.AppendProductMasters(ctx, reqs[int(next.Add(1))%len(reqs)], buf[:0]); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+		cpu.stop(b)
+	})
+}

@@ -172,3 +172,54 @@ func TestHotCacheConcurrent(t *testing.T) {
 		t.Fatal("no hit at all: the readers did not race the writers")
 	}
 }
+
+// wired is an in-stock product with its encoding kept, as a catalog
+// node's cache holds it.
+func wired(g, id int64) *cached {
+	c := &cached{p: catalogpb.Product{ProductGroupId: g, ProductId: id, InStock: true, Title: "t"}}
+	c.aliasWire()
+	return c
+}
+
+// touch reads the encodings of cached products and nothing of absent
+// ones, and is safe beside writers (run with -race).
+func TestHotCacheTouch(t *testing.T) {
+	c := newHotCache(512)
+	ids := []int64{1, 2, 3, 4, 5, 6, 7, 8}
+	if n := c.touch(1, ids); n != 0 {
+		t.Fatalf("touch of an empty cache = %d, want 0", n)
+	}
+	for _, id := range ids {
+		c.put(1, id, wired(1, id))
+	}
+	if n := c.touch(1, ids); n == 0 {
+		t.Fatal("touch of cached products read none of their encodings")
+	}
+	if n := c.touch(2, ids); n != 0 {
+		t.Fatalf("touch of another group's ids = %d, want 0", n)
+	}
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(1, 7))
+		for range 50_000 {
+			id := int64(r.IntN(5000))
+			c.put(1, id, wired(1, id))
+		}
+		stop.Store(true)
+	}()
+	go func() {
+		defer wg.Done()
+		r := rand.New(rand.NewPCG(2, 9))
+		batch := make([]int64, 40) // more than touchMax: the rest is ignored
+		for !stop.Load() {
+			for i := range batch {
+				batch[i] = int64(r.IntN(5000))
+			}
+			c.touch(1, batch)
+		}
+	}()
+	wg.Wait()
+}

@@ -46,10 +46,18 @@ type GRPCOptions struct {
 	// (grpc.NumStreamWorkers): their stacks are already grown, where a new
 	// goroutine per call grows (copies) its stack on every call. A call
 	// finding no idle worker still gets its own goroutine, so this is not a
-	// concurrency limit. Default 4 x GOMAXPROCS; negative: one goroutine
-	// per call (gRPC's default).
+	// concurrency limit. Default DefaultStreamWorkers or 4 x GOMAXPROCS,
+	// whichever is more; negative: one goroutine per call (gRPC's
+	// default).
 	StreamWorkers int
 }
+
+// DefaultStreamWorkers is the least GRPCOptions.StreamWorkers defaults to.
+// The calls a node runs at once follow its clients (64 callers over 2
+// connections is an ordinary load), not its cores: with 4 x GOMAXPROCS
+// workers on 2 cores most calls found none idle and grew a fresh stack.
+// An idle worker holds its stack (8-32 KiB), so 64 hold at most 2 MiB.
+const DefaultStreamWorkers = 64
 
 // The server's receive windows: static (which turns off BDP probing, so no
 // client can make them grow) and small, bounding what the server buffers
@@ -89,7 +97,7 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 			MaxConnectionAge: o.MaxConnAge, MaxConnectionAgeGrace: o.MaxConnAgeGrace}))
 	}
 	if o.StreamWorkers == 0 {
-		o.StreamWorkers = 4 * runtime.GOMAXPROCS(0)
+		o.StreamWorkers = max(DefaultStreamWorkers, 4*runtime.GOMAXPROCS(0))
 	}
 	if o.StreamWorkers > 0 {
 		opts = append(opts, grpc.NumStreamWorkers(uint32(o.StreamWorkers)))

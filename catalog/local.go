@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -507,6 +508,10 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 	l.lookups.Add(1)
 	lk := lookup{ctx: ctx, v: v, g: req.ProductGroupId}
 	defer lk.close()
+	if v.hot != nil {
+		v.hot.touch(lk.g, req.Product1Ids[:min(len(req.Product1Ids), 2*max(0, int(req.Product1QuantityAtMost)))])
+		v.hot.touch(lk.g, req.Product2Ids[:min(len(req.Product2Ids), 2*max(0, int(req.Product2QuantityAtMost)))])
+	}
 	for li, list := range [2]struct {
 		ids    []int64
 		atMost int32
@@ -539,6 +544,7 @@ type lookup struct {
 	g    int64
 	rd   *pebbleReader // opened at the first hot-cache miss
 	ents [16]*cached   // list's result for short lists
+	got  [32]int64     // ids of list's result for short lists
 	// hot-cache gets, counted into the cache at close
 	hits, misses int64
 }
@@ -591,22 +597,27 @@ func (lk *lookup) list(ids []int64, atMost int32) ([]*cached, error) {
 	if n > len(lk.ents) {
 		out = make([]*cached, 0, n)
 	}
-	var seen map[int64]struct{} // only for long lists; short ones scan out
+	var seen map[int64]struct{} // only for long lists; short ones scan got
 	if n > 32 {
 		seen = make(map[int64]struct{}, n)
 	}
+	// got holds the ids of out side by side: scanning it reads one cache
+	// line, where scanning out would read every product again.
+	got := lk.got[:0]
 	dup := func(id int64) bool {
 		if seen != nil {
 			_, ok := seen[id]
 			return ok
 		}
-		return contains(out, id)
+		return slices.Contains(got, id)
 	}
 	add := func(p *cached) {
 		if p != nil && p.p.InStock {
 			out = append(out, p)
 			if seen != nil {
 				seen[p.p.ProductId] = struct{}{}
+			} else {
+				got = append(got, p.p.ProductId)
 			}
 		}
 	}
@@ -665,15 +676,6 @@ func (lk *lookup) list(ids []int64, atMost int32) ([]*cached, error) {
 		}
 	}
 	return out, nil
-}
-
-func contains(ps []*cached, id int64) bool {
-	for _, p := range ps {
-		if p.p.ProductId == id {
-			return true
-		}
-	}
-	return false
 }
 
 func batchHas(b []pending, id int64) bool {

@@ -170,7 +170,7 @@ func (s *Server) getWire(ctx context.Context, req *catalogpb.ProductMastersReque
 		// always has (INTERNAL from gRPC's marshal step).
 		return s.GetProductMasters(ctx, req)
 	}
-	var pool mem.BufferPool = mem.DefaultBufferPool()
+	pool := answerBuffers
 	// A buffer over the pooling threshold goes back to the pool (and so
 	// to the budget) once gRPC has written it or dropped its stream.
 	if err == nil && s.unread != nil && !mem.IsBelowBufferPoolingThreshold(len(b)) {
@@ -296,7 +296,13 @@ func rawHandler[Req any, P interface {
 			return nil, err
 		}
 		req := P(new(Req))
-		if err := proto.Unmarshal(raw.b, req); err != nil {
+		var err error
+		if pm, ok := any(req).(*catalogpb.ProductMastersRequest); ok {
+			err = decodeRequest(raw.b, pm) // the hot call: no reflection
+		} else {
+			err = proto.Unmarshal(raw.b, req)
+		}
+		if err != nil {
 			return nil, status.Errorf(codes.InvalidArgument, "catalog: malformed %s: %v", name, err)
 		}
 		s := srv.(*Server)

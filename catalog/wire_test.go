@@ -101,3 +101,24 @@ func TestAppendProductMatchesProto(t *testing.T) {
 		t.Fatalf("invalid UTF-8: err %v, want ErrInvalidUTF8", err)
 	}
 }
+
+// A catalog node's warm lookup of 15 ids allocates nothing.
+func TestAppendProductMastersAllocs(t *testing.T) {
+	l, _ := openFixture(t, catalog.LocalOptions{WireCache: true})
+	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 15,
+		Product1Ids: []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 3, 16}, Product2QuantityAtMost: 3, Product2Ids: []int64{21, 22, 21}}
+	buf := make([]byte, 0, 64<<10)
+	for range 3 {
+		if _, _, err := l.AppendProductMasters(context.Background(), req, buf[:0]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, counts, _ := l.AppendProductMasters(context.Background(), req, buf[:0]); len(b) == 0 || counts[0] == 0 {
+		t.Fatalf("fixture answered %d bytes, counts %v: want products", len(b), counts)
+	}
+	if n := testing.AllocsPerRun(200, func() {
+		l.AppendProductMasters(context.Background(), req, buf[:0])
+	}); n != 0 {
+		t.Fatalf("AppendProductMasters allocates %.1f times per call, want 0", n)
+	}
+}
