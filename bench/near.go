@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-
 )
 
 // EnvNearCacheBytes sets the default of the -near-cache flag: the near
@@ -340,4 +339,3 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	}
 	return out
 }
-
