@@ -161,11 +161,13 @@ bench-scale-clean:
 
 # Remote vs local with the near cache (NEAR_CACHE_BYTES on the remote bidder
 # and on the store level's grpc-near client, when catalog/remote has one):
-# bidder level with 100,000 Zipf and 100,000 uniform users, then the store
-# level (local, grpc, grpc-near, redis) at one offered rate.
-NEAR_CACHE_BYTES ?= 64MiB
+# bidder level with 100,000 Zipf and 100,000 uniform users (2,000 bids/s,
+# then each topology's highest rate holding p99 <= 5 ms: the throughput
+# ratio), then the store level (local, grpc, grpc-near, redis) at one
+# offered rate.
+NEAR_CACHE_BYTES ?= 256MiB
 bench-near: build deps
-	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 300 -duration 10s -win-ratio 0 -event-rate -1 -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
+	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 2000 -duration 5s -win-ratio 0 -event-rate -1 -overload -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
 	./$(BIN) bench store -weights 15 -rate 1000 -duration 10s -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near-store
 
 # ghz (installed in /tmp/bin when absent) against one catalog node:

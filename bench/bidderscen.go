@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rtbd/rtbd/bench/internal/cpuset"
@@ -256,6 +257,9 @@ type bidWorkload struct {
 	weight int
 	// userPrefix names the users: userPrefix + 1..users. "": "demo-user-".
 	userPrefix string
+	// each, when set, names every user in turn (1, 2, ..., users, 1, ...)
+	// instead of a random one: the warming pass.
+	each *atomic.Uint64
 }
 
 var benchSites = [...]string{
@@ -279,6 +283,9 @@ const nativeRequest = `{\"ver\":\"1.2\",\"assets\":[{\"id\":1,\"required\":1,\"t
 
 func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	user := 1 + w.Rand.IntN(b.users)
+	if b.each != nil {
+		user = 1 + int((b.each.Add(1)-1)%uint64(b.users))
+	}
 	dst = fmt.Appendf(dst, `{"id":"bench-%d-%d","imp":[{"id":"1",`, w.ID, w.Seq)
 	switch b.weight {
 	case 3:
@@ -409,6 +416,14 @@ type topo struct {
 	conns  []string // bidder->node conn names
 }
 
+// metricsURL is the started bidder's /metrics ("" for a running one).
+func (t *topo) metricsURL() string {
+	if t.bidder == nil {
+		return ""
+	}
+	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics"
+}
+
 // RunBidder runs the bidder scenario: for each topology (a bidder with
 // the embedded index; a bidder with -catalog pointing to Nodes catalog
 // nodes; or a running bidder), one at a time, and each weight, a mixed
@@ -486,6 +501,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShape(w)))
 	}
 	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products")
+	meta.Notes = append(meta.Notes, "each topology is warmed before its runs: one bid request per user, weight and popularity (closed loop, not measured)")
 	rep = NewReport(meta)
 	eventURI := o.DemoSize.eventURI(o.Load.Seed)
 
@@ -498,6 +514,11 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				stop()
 			}
 			return nil, err
+		}
+		if err := warmTopology(ctx, o, t, logf); err != nil {
+			stop()
+			rep.UpdateRows()
+			return rep, err
 		}
 		for _, pop := range o.Popularities {
 			for _, w := range o.Weights {
@@ -525,10 +546,16 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			}
 		}
 		if o.Overload {
-			if err := runOverload(ctx, o, t, rep, &otherEntries, logf); err != nil {
-				stop()
-				rep.UpdateRows()
-				return rep, err
+			for _, pop := range o.Popularities {
+				ns, err := runOverload(ctx, o, t, pop, rep, &otherEntries, logf)
+				if ns.Found {
+					near[fmt.Sprintf("%s/%d %s bids only max", t.name, o.Weights[len(o.Weights)/2], pop)] = ns
+				}
+				if err != nil {
+					stop()
+					rep.UpdateRows()
+					return rep, err
+				}
 			}
 		}
 		stop()
@@ -667,6 +694,36 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 		})
 }
 
+// warmTopology sends one bid request per user, weight and popularity to
+// a topology before its measured runs, closed loop: the steady state of a
+// bidder that has served its users for a while (its near cache, banner
+// cells and the index's block cache hold what the runs ask for), the same
+// for every topology.
+func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(string, ...any)) error {
+	start := time.Now()
+	var n int64
+	for _, pop := range o.Popularities {
+		for _, w := range o.Weights {
+			wl := bidWorkload{users: o.Users, weight: w, each: new(atomic.Uint64)}
+			if u, ok := popUsers(pop); ok {
+				wl.userPrefix = u.prefix
+			}
+			name := fmt.Sprintf("%s/%d%s warming", t.name, w, popSuffix(pop))
+			r, err := RunClosedLoop(ctx, bidTarget(name, t.addr, wl, nil, 16), ClosedLoopOptions{
+				Concurrency: 16, Requests: int64(o.Users), Duration: time.Hour, Timeout: o.Load.Timeout, Seed: o.Load.Seed})
+			if err != nil {
+				return fmt.Errorf("bench: %s: %w", name, err)
+			}
+			if r.Errors.Total > 0 {
+				return fmt.Errorf("bench: %s: %d of %d requests failed (%+v)", name, r.Errors.Total, r.Requests, r.Errors)
+			}
+			n += r.Requests
+		}
+	}
+	logf("warmed %s: %d bid requests (every user once per weight and popularity) in %v", t.name, n, time.Since(start).Round(time.Millisecond))
+	return nil
+}
+
 // runBidderMixed runs bids, win notices and pixel events together against
 // one topology at one weight; killAt > 0 kills and restarts node 1.
 func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte, killAt time.Duration, logf func(string, ...any)) ([]*Result, NearStats, error) {
@@ -708,10 +765,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
 		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
-	metricsURL := ""
-	if t.bidder != nil {
-		metricsURL = "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics"
-	}
+	metricsURL := t.metricsURL()
 	var near0 NearStats
 	if metricsURL != "" {
 		near0 = readNearStats(ctx, metricsURL)
@@ -797,14 +851,21 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 }
 
 // runOverload finds a topology's highest bid rate holding the objective
-// at the middle weight, then offers twice it.
-func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, entries *[]TableEntry, logf func(string, ...any)) error {
+// at the middle weight with the users of popularity pop, then offers twice
+// it. It returns the near cache's hits and misses over the search (Found
+// false without a near cache).
+func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep *Report, entries *[]TableEntry, logf func(string, ...any)) (NearStats, error) {
 	w := o.Weights[len(o.Weights)/2]
-	name := fmt.Sprintf("%s/%d bids only", t.name, w)
+	name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
+	metricsURL := t.metricsURL()
+	var near0, near NearStats
+	if metricsURL != "" {
+		near0 = readNearStats(ctx, metricsURL)
+	}
 	step := min(o.Load.Duration, 5*time.Second)
 	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)", name, o.Load.P99, o.Load.Tmax)
 	wl := bidWorkload{users: o.Users, weight: w}
-	if u, ok := popUsers(o.Popularities[0]); ok {
+	if u, ok := popUsers(pop); ok {
 		wl.userPrefix = u.prefix
 	}
 	bids := bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
@@ -817,14 +878,17 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	if s != nil {
 		rep.Searches = append(rep.Searches, s)
 	}
+	if metricsURL != "" {
+		near = readNearStats(ctx, metricsURL).Sub(near0)
+	}
 	if errors.Is(err, ErrNoPassingRate) {
 		msg := fmt.Sprintf("overload %s NOT RUN: %v (not even the search's start rate held the objective; see the search)", name, err)
 		rep.Notes = append(rep.Notes, msg)
 		logf("  %s", msg)
-		return nil
+		return near, nil
 	}
 	if err != nil {
-		return fmt.Errorf("bench: overload %s: %w", name, err)
+		return near, fmt.Errorf("bench: overload %s: %w", name, err)
 	}
 	if s.Best != nil {
 		s.Best.Target = name + " max"
@@ -837,7 +901,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
 		MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
 	if r == nil {
-		return err
+		return near, err
 	}
 	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
@@ -849,7 +913,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, rep *Report, ent
 	*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
 	logf("  %s", r.Notes[len(r.Notes)-2])
 	logf("  %s", r.Notes[len(r.Notes)-1])
-	return err
+	return near, err
 }
 
 // lateSteal says how many of r's answers past tmax came in timeline

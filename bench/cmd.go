@@ -333,7 +333,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
 	var unusedArgs []string
 	near := nearFlag(fs, &unusedArgs)
-	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default 64MiB"
+	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default the bidder's catalog.near_cache_bytes default"
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err

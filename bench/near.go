@@ -306,7 +306,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	var out []string
 	for _, r := range rs {
 		rest, ok := strings.CutPrefix(r.Target, remote+"/")
-		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.Contains(rest, "bids only") {
+		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
 			continue
 		}
 		l := byName[local+"/"+rest]

@@ -150,6 +150,24 @@ func TestRemoteLocalLines(t *testing.T) {
 			t.Errorf("%q lacks %q", lines[0], want)
 		}
 	}
+	// The overload search's best rows compare too (the throughput ratio);
+	// the runs at twice that rate do not.
+	lmax := &Result{Target: "local/15 zipf bids only max", Requests: 19000, Successes: 19000, ElapsedSec: 1,
+		Processes: []ProcessStats{{Name: "bidder-local", CPUSec: 0.76}}}
+	rmax := &Result{Target: "remote/15 zipf bids only max", Requests: 17000, Successes: 17000, ElapsedSec: 1,
+		Processes: []ProcessStats{{Name: "bidder-remote", CPUSec: 0.68}, {Name: "catalog-node-1", CPUSec: 0.017}}}
+	r2x := &Result{Target: "remote/15 zipf bids only 2x", Successes: 30000, ElapsedSec: 1}
+	l2x := &Result{Target: "local/15 zipf bids only 2x", Successes: 30000, ElapsedSec: 1}
+	lines = remoteLocalLines([]string{"local", "remote"}, []*Result{lmax, l2x, rmax, r2x},
+		map[string]NearStats{"remote/15 zipf bids only max": {Hits: 99, Misses: 1, Found: true}})
+	if len(lines) != 1 {
+		t.Fatalf("overload lines: %q", lines)
+	}
+	for _, want := range []string{"15 zipf bids only max", "bids/s 17,000.0 vs 19,000.0 (0.89x)", "local bidder 40 us", "remote bidder 40 us + nodes 1 us = 41 us (1.02x)", "near cache 99.0%"} {
+		if !strings.Contains(lines[0], want) {
+			t.Errorf("%q lacks %q", lines[0], want)
+		}
+	}
 	if got := remoteLocalLines([]string{"local"}, []*Result{local}, nil); got != nil {
 		t.Fatalf("one topology: %q", got)
 	}

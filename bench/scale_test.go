@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -182,5 +183,25 @@ func TestBidWorkloadUserPrefix(t *testing.T) {
 	b := bidWorkload{users: 10, weight: 15, userPrefix: "bench-z-"}.body(w, nil)
 	if !bytes.Contains(b, []byte(`"id":"bench-z-`)) || bytes.Contains(b, []byte("demo-user-")) || !json.Valid(b) {
 		t.Fatalf("body: %s", b)
+	}
+}
+
+// The warming pass names every user once, in turn, whatever the worker.
+func TestBidWorkloadEachUser(t *testing.T) {
+	wl := bidWorkload{users: 4, weight: 3, each: new(atomic.Uint64)}
+	var got []string
+	for i := range 6 {
+		b := wl.body(NewWorker(i%2, uint64(i)), nil)
+		var req struct {
+			User struct{ ID string } `json:"user"`
+		}
+		if err := json.Unmarshal(b, &req); err != nil {
+			t.Fatalf("body %s: %v", b, err)
+		}
+		got = append(got, req.User.ID)
+	}
+	want := []string{"demo-user-1", "demo-user-2", "demo-user-3", "demo-user-4", "demo-user-1", "demo-user-2"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("users %q, want %q", got, want)
 	}
 }
