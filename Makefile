@@ -191,3 +191,13 @@ bench-node: build
 		./$(BIN) ingest -data $(NODE_BENCH)/idx $(NODE_BENCH)/feed.csv.gz >/dev/null 2>&1 && \
 		./$(BIN) bench store -products 100000 -groups 10 -weights 15 -requests 20000 -ghz-data $(NODE_BENCH)/req15.json; fi
 	GHZ=$$(command -v ghz || echo $(GOBIN)/ghz) DATA=$(NODE_BENCH)/idx REQS=$(NODE_BENCH)/req15.json bench/ghz/node-cpu.sh ./$(BIN)
+
+# The bidder with its local index beside the bidder on a remote catalog
+# node, under wrk (installed from Debian when absent): requests/s, p50/p99
+# and server CPU per request for the demo's sample request over its 1,000
+# users, alternated for ROUNDS (bench/README.md, "wrk: remote vs local").
+.PHONY: bench-wrk
+bench-wrk: build
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
+	DEMO=$(DEMO) bench/wrk/remote-local.sh ./$(BIN)
