@@ -547,11 +547,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		}
 		if o.Overload {
 			for _, pop := range o.Popularities {
-				ns, err := runOverload(ctx, o, t, pop, rep, &otherEntries, logf)
-				if ns.Found {
-					near[fmt.Sprintf("%s/%d %s bids only max", t.name, o.Weights[len(o.Weights)/2], pop)] = ns
-				}
-				if err != nil {
+				if err := runOverload(ctx, o, t, pop, rep, &otherEntries, near, logf); err != nil {
 					stop()
 					rep.UpdateRows()
 					return rep, err
@@ -852,13 +848,13 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 
 // runOverload finds a topology's highest bid rate holding the objective
 // at the middle weight with the users of popularity pop, then offers twice
-// it. It returns the near cache's hits and misses over the search (Found
-// false without a near cache).
-func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep *Report, entries *[]TableEntry, logf func(string, ...any)) (NearStats, error) {
+// it. The near cache's hits and misses over the search go into near under
+// the search's best row (when the bidder has a near cache).
+func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
 	name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
 	metricsURL := t.metricsURL()
-	var near0, near NearStats
+	var near0 NearStats
 	if metricsURL != "" {
 		near0 = readNearStats(ctx, metricsURL)
 	}
@@ -879,16 +875,18 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep 
 		rep.Searches = append(rep.Searches, s)
 	}
 	if metricsURL != "" {
-		near = readNearStats(ctx, metricsURL).Sub(near0)
+		if ns := readNearStats(ctx, metricsURL).Sub(near0); ns.Found {
+			near[name+" max"] = ns
+		}
 	}
 	if errors.Is(err, ErrNoPassingRate) {
 		msg := fmt.Sprintf("overload %s NOT RUN: %v (not even the search's start rate held the objective; see the search)", name, err)
 		rep.Notes = append(rep.Notes, msg)
 		logf("  %s", msg)
-		return near, nil
+		return nil
 	}
 	if err != nil {
-		return near, fmt.Errorf("bench: overload %s: %w", name, err)
+		return fmt.Errorf("bench: overload %s: %w", name, err)
 	}
 	if s.Best != nil {
 		s.Best.Target = name + " max"
@@ -901,7 +899,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep 
 	r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
 		MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
 	if r == nil {
-		return near, err
+		return err
 	}
 	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
@@ -913,7 +911,7 @@ func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep 
 	*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
 	logf("  %s", r.Notes[len(r.Notes)-2])
 	logf("  %s", r.Notes[len(r.Notes)-1])
-	return near, err
+	return err
 }
 
 // lateSteal says how many of r's answers past tmax came in timeline

@@ -307,11 +307,11 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 				// A bidder's near cache runs warm: one pass over the
 				// distinct requests first, so the run measures the steady
 				// state (the misses left are evictions, not first reads).
-				warmed, err := warmStore(ctx, r.store, reqs[w])
+				took, err := warmStore(ctx, r.store, reqs[w])
 				if err != nil {
 					return nil, fmt.Errorf("bench: %s: warming the near cache: %w", name, err)
 				}
-				logf("  %s: near cache warmed with one pass over the %d distinct requests: %s", name, len(reqs[w]), warmed)
+				logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs[w]), took.Round(time.Millisecond))
 				near0 = gatherNearStats(r.near)
 			}
 			res, search, err := o.Load.run(ctx, t, r.watch)
