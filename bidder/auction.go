@@ -760,8 +760,8 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 	err := b.batch.GetProductMastersBatch(&st.dctx, reqs, resps)
 	d := time.Since(t)
 	st.m.stage[stageCatalog].Observe(d.Seconds())
+	defer resetResps(resps)
 	if err != nil {
-		clear(resps)
 		kind := catalogErrKind(err)
 		st.m.catErrs[kind].Inc()
 		if kind == errDeadline || st.dctx.Err() != nil {
@@ -777,8 +777,21 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 		st.addProducts(resps[k])
 		f.end, f.state = len(st.products), fetchDone
 	}
-	clear(resps)
 	return d
+}
+
+// resetResps empties the answers of a batch for the next one, keeping
+// them and their lists' capacity (so that a batch the near cache answers
+// allocates nothing) but no product of this one.
+func resetResps(resps []*catalogpb.ProductMastersResponse) {
+	for _, r := range resps {
+		if r == nil {
+			continue
+		}
+		clear(r.Product1S)
+		clear(r.Product2S)
+		r.Product1S, r.Product2S, r.Version = r.Product1S[:0], r.Product2S[:0], nil
+	}
 }
 
 // settle gives every lookup of st.fetched the state s.

@@ -417,3 +417,38 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 		b.Errorf("%d requests failed", errs)
 	}
 }
+
+// nearHandlers returns the bid handler on f's local index and one on the
+// remote client over a catalog node serving that index, its near cache
+// filled by a few bids of body.
+func nearHandlers(tb testing.TB, body []byte) (local, near fasthttp.RequestHandler) {
+	f := newFixture(tb, nil)
+	node, err := startCatalogNode(tb, f.local)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	rc, err := remote.New(remote.Options{Target: "static:///" + node, NearCacheBytes: 64 << 20, VersionInterval: time.Hour})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { rc.Close() })
+	near = newFixture(tb, func(o *Options) { o.Products = rc }).b.Handler()
+	for range 3 {
+		rc := bidCtx(body)
+		near(rc)
+		if rc.Response.StatusCode() != 200 {
+			tb.Fatalf("remote bid: status %d", rc.Response.StatusCode())
+		}
+	}
+	return f.b.Handler(), near
+}
+
+// BenchmarkHandlerNear is BenchmarkHandler's bid15 through the remote
+// client with its near cache warm (no catalog call per bid), beside the
+// local index in the same run: the bidder's own cost of the remote path.
+func BenchmarkHandlerNear(b *testing.B) {
+	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	local, near := nearHandlers(b, body)
+	b.Run("local", func(b *testing.B) { runHandler(b, local, bidCtx(body), 200) })
+	b.Run("remote-near", func(b *testing.B) { runHandler(b, near, bidCtx(body), 200) })
+}
