@@ -44,7 +44,10 @@ type ProductStore interface {
 type BatchProductStore interface {
 	// GetProductMastersBatch answers every request of reqs, resps[i] for
 	// reqs[i] (len(resps) == len(reqs)), in one round trip where it can.
-	// Responses are shared; callers must not modify them.
+	// A non-nil resps[i] (kept by the caller from an earlier batch) is
+	// filled in place or replaced by one the store does not keep; the
+	// caller may then empty its lists for the next batch. The products in
+	// them are shared and must not be modified.
 	GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error
 }
 
