@@ -350,12 +350,14 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, i
 }
 
 // plan selects the candidates of every imp of st.req (st.plans[i], in
-// st.cands) and, with a BatchProductStore, fetches in one call the
-// products of every candidate that may be tried: per imp, the best
+// st.cands) and, with a BatchProductStore, collects in st.fetched the
+// lookups of every candidate that may be tried: per imp, the best
 // maxTries of those whose budgets are checked, and the deferred ones
 // (budgets checked only when the imp is bid on: they may drop out) ranked
-// above the last of them. The lookups land in st.fetched, where bidImp's
-// fetch finds them. It returns the time spent in the catalog.
+// above the last of them. A plain BatchProductStore is asked them all now,
+// in one call; a CachedProductStore is asked each from its cache when
+// bidImp's fetch reaches it, the first it lacks asking the rest in one
+// call (answerPending). It returns the time spent in the catalog.
 //
 // The debug run (explain) checks no budget here: bidImp selects again,
 // explaining, with the budgets checked as it goes.
@@ -383,6 +385,9 @@ func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain 
 				tries++
 			}
 		}
+	}
+	if b.cached != nil {
+		return 0
 	}
 	return b.fetchBatch(st)
 }
@@ -652,8 +657,12 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product, rtb.NoBidReason) {
 	g := c.ProductGroupID
 	q1, q2 := c.Creative.Quantities()
-	for _, f := range st.fetched {
+	for k := range st.fetched {
+		f := &st.fetched[k]
 		if f.group == g && f.q1 == q1 && f.q2 == q2 {
+			if f.state == fetchPending {
+				b.answerPending(st, k)
+			}
 			switch f.state {
 			case fetchDeadline:
 				st.m.misses[missCatalog].Inc()
@@ -733,21 +742,43 @@ func (st *reqState) want(c *campaign.Campaign) {
 	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, state: fetchPending})
 }
 
+// answerPending answers the pending lookup st.fetched[k] from b.cached's
+// cache when it can, else asks every lookup still pending in one call
+// (fetchBatch).
+func (b *Bidder) answerPending(st *reqState, k int) {
+	if t := time.Now(); b.cached != nil && t.Before(st.deadline) {
+		if b.cached.GetProductMastersCached(st.pmBatch[k], &st.pmCached) {
+			st.m.stage[stageCatalog].Observe(time.Since(t).Seconds())
+			f := &st.fetched[k]
+			f.start = len(st.products)
+			st.addProducts(&st.pmCached)
+			f.end, f.state = len(st.products), fetchDone
+			resetResp(&st.pmCached)
+			return
+		}
+	}
+	b.fetchBatch(st)
+}
+
 // fetchBatch asks b.batch, in one call under the request's deadline, the
-// lookups want collected, and settles them in st.fetched: answered, failed
-// (counted by error kind) or past the deadline (the miss is counted when a
-// candidate needs it, as fetch counts one). It returns the call's time.
+// lookups of st.fetched still pending (want collected them), and settles
+// them: answered, failed (counted by error kind) or past the deadline (the
+// miss is counted when a candidate needs it, as fetch counts one). It
+// returns the call's time.
 func (b *Bidder) fetchBatch(st *reqState) time.Duration {
-	n := len(st.fetched)
+	st.pending, st.pmAsk = st.pending[:0], st.pmAsk[:0]
+	for k := range st.fetched {
+		if st.fetched[k].state == fetchPending {
+			st.pending = append(st.pending, k)
+			st.pmAsk = append(st.pmAsk, st.pmBatch[k])
+		}
+	}
+	n := len(st.pending)
 	if n == 0 {
 		return 0
 	}
-	reqs := st.pmBatch[:n]
-	defer func() {
-		for _, pm := range reqs {
-			pm.Product1Ids, pm.Product2Ids = nil, nil // views of st.profile
-		}
-	}()
+	reqs := st.pmAsk
+	defer clear(st.pmAsk)
 	if !time.Now().Before(st.deadline) {
 		st.settle(fetchDeadline)
 		return 0
@@ -771,10 +802,10 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 		}
 		return d
 	}
-	for k := range st.fetched {
+	for j, k := range st.pending {
 		f := &st.fetched[k]
 		f.start = len(st.products)
-		st.addProducts(resps[k])
+		st.addProducts(resps[j])
 		f.end, f.state = len(st.products), fetchDone
 	}
 	return d
@@ -785,18 +816,21 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 // allocates nothing) but no product of this one.
 func resetResps(resps []*catalogpb.ProductMastersResponse) {
 	for _, r := range resps {
-		if r == nil {
-			continue
+		if r != nil {
+			resetResp(r)
 		}
-		clear(r.Product1S)
-		clear(r.Product2S)
-		r.Product1S, r.Product2S, r.Version = r.Product1S[:0], r.Product2S[:0], nil
 	}
 }
 
-// settle gives every lookup of st.fetched the state s.
+func resetResp(r *catalogpb.ProductMastersResponse) {
+	clear(r.Product1S)
+	clear(r.Product2S)
+	r.Product1S, r.Product2S, r.Version = r.Product1S[:0], r.Product2S[:0], nil
+}
+
+// settle gives every pending lookup of st.fetched the state s.
 func (st *reqState) settle(s uint8) {
-	for k := range st.fetched {
+	for _, k := range st.pending {
 		st.fetched[k].state = s
 	}
 }

@@ -63,6 +63,28 @@ func (s *batchProducts) GetProductMastersBatch(ctx context.Context, reqs []*cata
 	return nil
 }
 
+// cachedProducts is a TEST WRAPPER that makes a batchProducts a
+// CachedProductStore whose cache holds the products of groups (it answers
+// from the store underneath, without counting a call).
+type cachedProducts struct {
+	*batchProducts
+	groups map[int64]bool
+	hits   atomic.Int64
+}
+
+func (s *cachedProducts) GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool {
+	if !s.groups[req.ProductGroupId] {
+		return false
+	}
+	got, err := s.ProductStore.GetProductMasters(context.Background(), req)
+	if err != nil {
+		return false
+	}
+	s.hits.Add(1)
+	resp.Product1S, resp.Product2S = append(resp.Product1S, got.Product1S...), append(resp.Product2S, got.Product2S...)
+	return true
+}
+
 // countingProducts is a TEST WRAPPER that counts the lookups of a plain
 // ProductStore (not a BatchProductStore).
 type countingProducts struct {
@@ -449,6 +471,130 @@ func TestRemoteOneCallPerRequest(t *testing.T) {
 			}
 			if n := calls(reg) - before; n != 0 {
 				t.Errorf("a request whose products are all in the near cache made %v catalog calls, want 0", n)
+			}
+		})
+	}
+}
+
+// TestRemotePartlyCached: with the near cache holding the products of some
+// of a request's lookups, the bidder answers those from the cache and asks
+// the node once for all the others (the lookups of every imp still
+// pending), and bids as on the local index; once all are cached, it asks
+// nothing.
+func TestRemotePartlyCached(t *testing.T) {
+	l, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	g, _ := catalog.NewGRPCServer(catalog.NewServer(l, catalog.ServerOptions{}), catalog.GRPCOptions{})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	reg := prometheus.NewRegistry()
+	rc, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
+		NearCacheBytes: 1 << 20, Registerer: reg, VersionInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	calls := func() (n float64) {
+		mfs, _ := reg.Gather()
+		for _, mf := range mfs {
+			if mf.GetName() == "rtbd_catalog_client_calls_total" {
+				for _, m := range mf.GetMetric() {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+		return n
+	}
+	if _, err := rc.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{ProductGroupId: 1}); err != nil {
+		t.Fatal(err) // waits for the connection
+	}
+	f := batchFixture(t, func(ProductStore) ProductStore { return rc })
+	full := batchRequest(t, 400)
+	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(full))
+
+	// Imp a alone: its lookup (group 1) is asked and cached.
+	var one map[string]any
+	if err := json.Unmarshal(full, &one); err != nil {
+		t.Fatal(err)
+	}
+	one["imp"] = one["imp"].([]any)[:1]
+	first, err := json.Marshal(one)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := calls()
+	if got := bidSummary(t, f.bid(first)); got["a"] != want["a"] {
+		t.Errorf("imp a alone: bid %q, want %q", got["a"], want["a"])
+	}
+	if n := calls() - before; n != 1 {
+		t.Fatalf("imp a alone made %v catalog calls, want 1", n)
+	}
+
+	// All three: imps a and b (group 1) from the cache, c's lookups
+	// (groups 1122 and 2000) in one call.
+	for round, wantCalls := range []float64{1, 0} {
+		before = calls()
+		if got := bidSummary(t, f.bid(full)); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("round %d: remote bids\n%v\nlocal bids\n%v", round, got, want)
+		}
+		if n := calls() - before; n != wantCalls {
+			t.Errorf("round %d: the 3-imp request made %v catalog calls, want %v", round, n, wantCalls)
+		}
+	}
+}
+
+// TestCachedStoreLookups: with a CachedProductStore, the lookups its cache
+// holds are answered from it, each as the auction reaches it; the first it
+// lacks asks every lookup still pending in one batch (not those answered
+// already), and the bids are those of a plain store.
+func TestCachedStoreLookups(t *testing.T) {
+	body := batchRequest(t, 200)
+	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(body))
+	for _, tc := range []struct {
+		name                 string
+		groups               map[int64]bool
+		fail                 bool // the batch fails: only the cached imps bid
+		hits, batches, asked int64
+	}{
+		{"nothing cached", nil, false, 0, 1, 4},
+		{"group 1 cached", map[int64]bool{1: true}, false, 2, 1, 2},
+		{"all cached", map[int64]bool{1: true, catalogtest.TalkGroup: true, 2000: true}, false, 4, 0, 0},
+		{"group 1 cached, nodes down", map[int64]bool{1: true}, true, 2, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cp *cachedProducts
+			f := batchFixture(t, func(p ProductStore) ProductStore {
+				cp = &cachedProducts{batchProducts: &batchProducts{ProductStore: p}, groups: tc.groups}
+				if tc.fail {
+					cp.fail = fmt.Errorf("%w: nodes down", catalog.ErrUnavailable)
+				}
+				return cp
+			})
+			want := want
+			if tc.fail {
+				want = map[string]string{"a": want["a"], "b": want["b"]}
+			}
+			if got := bidSummary(t, f.bid(body)); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("bids\n%v\nwant (plain store)\n%v", got, want)
+			}
+			if n := cp.hits.Load(); n != tc.hits {
+				t.Errorf("%d lookups answered from the cache, want %d", n, tc.hits)
+			}
+			if n := cp.batches.Load(); n != tc.batches {
+				t.Errorf("%d batch calls, want %d", n, tc.batches)
+			}
+			if n := cp.lookups.Load(); n != tc.asked {
+				t.Errorf("the batch asked %d lookups, want %d", n, tc.asked)
+			}
+			if n := cp.singles.Load(); n != 0 {
+				t.Errorf("%d GetProductMasters calls, want 0", n)
 			}
 		})
 	}

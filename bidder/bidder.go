@@ -51,6 +51,21 @@ type BatchProductStore interface {
 	GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error
 }
 
+// CachedProductStore is a BatchProductStore with a cache in front of its
+// round trips (the remote client with its near cache on). The bidder asks
+// its cache lookup by lookup, as the auction reaches each candidate (as it
+// asks the local index), and makes the request's one batch call, for every
+// lookup not answered yet, at the first lookup the cache cannot answer:
+// a bid whose products are cached then looks up only the candidates it
+// tries, and a request still makes at most one call.
+type CachedProductStore interface {
+	BatchProductStore
+	// GetProductMastersCached answers req into resp (its lists reset and
+	// reused) from the cache alone, with GetProductMasters' rules, or
+	// reports false, having asked no node.
+	GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool
+}
+
 // UserStore holds the retargeting profiles (user.store: *user.Store, the
 // embedded Pebble keyspace; *redisuser.Store; *aerostore.UserStore; all
 // pass bidder/user/usertest). Get decodes into the caller's reused Profile
@@ -368,7 +383,8 @@ type Bidder struct {
 	replays *replaySet
 	budgets atomic.Pointer[budgetCache]
 
-	batch BatchProductStore // Options.Products when it is one; nil: lookups one by one
+	batch  BatchProductStore  // Options.Products when it is one; nil: lookups one by one
+	cached CachedProductStore // Options.Products when it is one
 
 	exchanges  exchangeSet
 	redirects  redirectHosts
@@ -465,6 +481,7 @@ func New(opts Options) (*Bidder, error) {
 		limits:      limits,
 	}
 	b.batch, _ = opts.Products.(BatchProductStore)
+	b.cached, _ = opts.Products.(CachedProductStore)
 	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}

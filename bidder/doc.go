@@ -93,9 +93,13 @@
 //     products (nbr 503), at most 3 tries. Candidates are selected for all
 //     imps before any lookup; with a BatchProductStore (the remote client)
 //     the distinct lookups of every candidate that may be tried go in one
-//     GetProductMastersBatch call under the deadline, a plain ProductStore
-//     (the local index) is asked one lookup at a time as the tries reach
-//     it; either way a lookup is made once per request. A campaign that is
+//     GetProductMastersBatch call under the deadline (with a
+//     CachedProductStore, the remote client with its near cache, each
+//     lookup is first asked of the cache as the tries reach it, and the
+//     call, for the lookups not answered yet, made at the first it
+//     lacks), a plain ProductStore (the local index) is asked one lookup
+//     at a time as the tries reach it; either way a lookup is made once
+//     per request. A campaign that is
 //     a candidate of an earlier imp has its budgets checked when its imp
 //     is reached, after the earlier bids count in its exposure.
 //  7. Creative (package creative): an HTML banner sized to the chosen

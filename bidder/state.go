@@ -51,6 +51,12 @@ type reqState struct {
 	// BatchProductStore call (fetchBatch): reused, never shrunk.
 	pmBatch []*catalogpb.ProductMastersRequest
 	pmResps []*catalogpb.ProductMastersResponse
+	// pending and pmAsk are the lookups of st.fetched the batch call asks
+	// (those still pending) and their requests; pmCached is the answer of
+	// a lookup the CachedProductStore's cache answers.
+	pending  []int
+	pmAsk    []*catalogpb.ProductMastersRequest
+	pmCached catalogpb.ProductMastersResponse
 
 	native    creative.NativeRequest
 	nativeImp int // index of the imp parsed into native, -1 none
@@ -179,6 +185,9 @@ func (st *reqState) reset() {
 	st.cands = st.cands[:0]
 	st.plans = st.plans[:0]
 	st.fetched = st.fetched[:0]
+	for _, pm := range st.pmBatch {
+		pm.Product1Ids, pm.Product2Ids = nil, nil // views of the last request's profile
+	}
 	clear(st.products)
 	st.products = st.products[:0]
 	if cap(st.products) > maxKeptSlice {

@@ -67,7 +67,9 @@
 // GetProductMastersBatch with reused responses, allocates nothing.
 // GetProductMastersBatch answers many requests with one GetProducts call
 // for all their missing ids (several, one after the other, only beyond
-// MaxIDs ids).
+// MaxIDs ids). GetProductMastersCached answers a request from the cache
+// alone, looking up each list's ids only until its quantity is met, or
+// reports that it cannot, asking nothing.
 //
 // The cache is bounded in bytes (each decoded product's struct and string
 // bytes plus a fixed per-entry overhead; entries follow from that), split

@@ -78,6 +78,73 @@ func (c *Client) getProductMastersNear(ctx context.Context, req *catalogpb.Produ
 	return &rb.r, nil
 }
 
+// GetProductMastersCached answers req into resp from the near cache
+// alone, with GetProductMasters' rules, and reports whether it could: it
+// asks no node. The answer depends only on each list's ids up to the one
+// that completes its quantity, so only those must be cached (a product or
+// an absence, still valid); any of them missing, a request that breaks the
+// rules, a list of more than 32 products, the near cache off, or nodes
+// that lack GetProducts, and it reports false with resp unspecified: the
+// caller asks GetProductMasters or GetProductMastersBatch, which count the
+// lookup. resp's lists are reset and their capacity reused, so a caller
+// that keeps resp allocates nothing; its products are shared with the
+// near cache and must not be modified.
+func (c *Client) GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool {
+	nc := c.near
+	if nc == nil || resp == nil || c.closed.Load() || c.legacy() || catalog.ValidateRequest(req, c.maxIDs) != nil {
+		return false
+	}
+	now, vs := nc.now(), nc.ver.Load()
+	var hits, absent int64
+	var ok bool
+	resp.Product1S, ok = nc.cachedList(resp.Product1S[:0], req.ProductGroupId, req.Product1Ids, req.Product1QuantityAtMost, now, vs, &hits, &absent)
+	if !ok {
+		return false
+	}
+	resp.Product2S, ok = nc.cachedList(resp.Product2S[:0], req.ProductGroupId, req.Product2Ids, req.Product2QuantityAtMost, now, vs, &hits, &absent)
+	if !ok {
+		return false
+	}
+	resp.Version = vs.v
+	nc.count(hits, absent, 0)
+	return true
+}
+
+// cachedList appends to dst the products of group g for ids under
+// GetProductMasters' rules (in order, skipping absent and out-of-stock
+// products, each id at most once, at most atMost), from the cache alone;
+// false if an id it needs is not cached or the list is longer than 32.
+func (c *nearCache) cachedList(dst []*catalogpb.Product, g int64, ids []int64, atMost int32, now int64, vs *verState, hits, absent *int64) ([]*catalogpb.Product, bool) {
+	if atMost <= 0 || len(ids) == 0 {
+		return dst, true
+	}
+	n := min(int(atMost), len(ids))
+	if n > 32 {
+		return dst, false
+	}
+	for _, id := range ids {
+		if len(dst) == n {
+			break
+		}
+		if id <= 0 {
+			continue // no such product
+		}
+		p, ok := c.get(ncKey{g, id}, now, vs)
+		if !ok {
+			return dst, false
+		}
+		*hits++
+		if p == nil {
+			*absent++
+			continue
+		}
+		if p.InStock && !containsID(dst, p.ProductId) {
+			dst = append(dst, p)
+		}
+	}
+	return dst, true
+}
+
 // GetProductMastersBatch answers every request of reqs in resps (resps[i]
 // for reqs[i]; the lengths must be equal) with the rules of
 // GetProductMasters, and at most one GetProducts call for all the ids the
