@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -104,9 +105,7 @@ type BidderOptions struct {
 
 func (o BidderOptions) withDefaults() BidderOptions {
 	o.DemoSize = o.DemoSize.withDefaults()
-	if o.Nodes == 0 {
-		o.Nodes = 2
-	}
+	o.Nodes = cmp.Or(o.Nodes, 2)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
@@ -119,19 +118,11 @@ func (o BidderOptions) withDefaults() BidderOptions {
 			o.Topologies = []string{TopologyExternal}
 		}
 	}
-	if o.Load.Tmax == 0 {
-		o.Load.Tmax = 100 * time.Millisecond
-	}
+	o.Load.Tmax = cmp.Or(o.Load.Tmax, 100*time.Millisecond)
 	o.Load = o.Load.withDefaults()
-	if o.WinRatio == 0 {
-		o.WinRatio = 0.2
-	}
-	if o.EventRate == 0 {
-		o.EventRate = o.Load.Rate / 10
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.WinRatio = cmp.Or(o.WinRatio, 0.2)
+	o.EventRate = cmp.Or(o.EventRate, o.Load.Rate/10)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,33 +89,15 @@ type ScaleOptions struct {
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
-	if o.Groups == 0 {
-		o.Groups = 8
-	}
-	if o.DataDir == "" {
-		o.DataDir = "/tmp/rtbd-scale"
-	}
-	if o.Users == 0 {
-		o.Users = 100_000
-	}
-	if o.IDs == 0 {
-		o.IDs = 15
-	}
-	if o.StoreRate == 0 {
-		o.StoreRate = 300
-	}
-	if o.BidRate == 0 {
-		o.BidRate = 100
-	}
-	if o.Duration == 0 {
-		o.Duration = 20 * time.Second
-	}
-	if o.Warmup == 0 {
-		o.Warmup = 2 * time.Second
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Groups = cmp.Or(o.Groups, 8)
+	o.DataDir = cmp.Or(o.DataDir, "/tmp/rtbd-scale")
+	o.Users = cmp.Or(o.Users, 100_000)
+	o.IDs = cmp.Or(o.IDs, 15)
+	o.StoreRate = cmp.Or(o.StoreRate, 300)
+	o.BidRate = cmp.Or(o.BidRate, 100)
+	o.Duration = cmp.Or(o.Duration, 20*time.Second)
+	o.Warmup = cmp.Or(o.Warmup, 2*time.Second)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.freeBytes == nil {
 		o.freeBytes = freeDisk
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -101,61 +102,27 @@ const (
 var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut, FaultDiskFull, FaultDiskSlow}
 
 func (o SoakOptions) withDefaults() SoakOptions {
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Minute
-	}
-	if o.Warmup == 0 {
-		o.Warmup = 30 * time.Second
-	}
-	if o.Rate == 0 {
-		o.Rate = 100
-	}
-	if o.EventRate == 0 {
-		o.EventRate = o.Rate / 5
-	}
-	if o.ClickRate == 0 {
-		o.ClickRate = o.Rate / 20
-	}
-	if o.WinRatio == 0 {
-		o.WinRatio = 0.5
-	}
-	if o.NoticeDelay == 0 {
-		o.NoticeDelay = 500 * time.Millisecond
-	}
-	if o.ReplayRatio == 0 {
-		o.ReplayRatio = 0.05
-	}
-	if o.Tmax == 0 {
-		o.Tmax = 100 * time.Millisecond
-	}
-	if o.Timeout == 0 {
-		o.Timeout = time.Second
-	}
-	if o.Rounds == 0 {
-		o.Rounds = 2
-	}
+	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
+	o.Warmup = cmp.Or(o.Warmup, 30*time.Second)
+	o.Rate = cmp.Or(o.Rate, 100)
+	o.EventRate = cmp.Or(o.EventRate, o.Rate/5)
+	o.ClickRate = cmp.Or(o.ClickRate, o.Rate/20)
+	o.WinRatio = cmp.Or(o.WinRatio, 0.5)
+	o.NoticeDelay = cmp.Or(o.NoticeDelay, 500*time.Millisecond)
+	o.ReplayRatio = cmp.Or(o.ReplayRatio, 0.05)
+	o.Tmax = cmp.Or(o.Tmax, 100*time.Millisecond)
+	o.Timeout = cmp.Or(o.Timeout, time.Second)
+	o.Rounds = cmp.Or(o.Rounds, 2)
 	if len(o.Faults) == 0 {
 		o.Faults = SoakFaultKinds
 	}
-	if o.FaultGrace == 0 {
-		o.FaultGrace = 5 * time.Second
-	}
-	if o.Outage == 0 {
-		o.Outage = 3 * time.Second
-	}
-	if o.Netns == "" {
-		o.Netns = "auto"
-	}
-	if o.RSSWarmup == 0 {
-		o.RSSWarmup = min(60*time.Second, o.Duration/3)
-	}
+	o.FaultGrace = cmp.Or(o.FaultGrace, 5*time.Second)
+	o.Outage = cmp.Or(o.Outage, 3*time.Second)
+	o.Netns = cmp.Or(o.Netns, "auto")
+	o.RSSWarmup = cmp.Or(o.RSSWarmup, min(60*time.Second, o.Duration/3))
 	o.DemoSize = o.DemoSize.withDefaults()
-	if o.RedisServer == "" {
-		o.RedisServer = DefaultRedisServer
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 

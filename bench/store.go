@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,21 +102,13 @@ type StoreOptions struct {
 }
 
 func (o StoreOptions) withDefaults() StoreOptions {
-	if o.Products == 0 {
-		o.Products = 100_000
-	}
-	if o.Groups == 0 {
-		o.Groups = 10
-	}
+	o.Products = cmp.Or(o.Products, 100_000)
+	o.Groups = cmp.Or(o.Groups, 10)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
-	if o.Requests == 0 {
-		o.Requests = 20_000
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	o.Requests = cmp.Or(o.Requests, 20_000)
+	o.Seed = cmp.Or(o.Seed, 1)
 	if o.NearCacheBytes == 0 {
 		o.NearCacheBytes = 64 << 20
 		if c, err := configs.Default(); err == nil && c.Catalog.NearCacheBytes > 0 {
@@ -128,21 +121,11 @@ func (o StoreOptions) withDefaults() StoreOptions {
 			o.Targets = append(o.Targets, StoreAerospike)
 		}
 	}
-	if o.RedisServer == "" {
-		o.RedisServer = DefaultRedisServer
-	}
-	if o.RedisPool == 0 {
-		o.RedisPool = 64
-	}
-	if o.AerospikeNamespace == "" {
-		o.AerospikeNamespace = "test"
-	}
-	if o.Verify == 0 {
-		o.Verify = 200
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
+	o.RedisPool = cmp.Or(o.RedisPool, 64)
+	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, "test")
+	o.Verify = cmp.Or(o.Verify, 200)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 
