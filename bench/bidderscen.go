@@ -429,13 +429,9 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	if o.BidderCPUs != "" {
 		cpus, _ := cpuset.Parse(o.BidderCPUs) // validated
 		if _, err := exec.LookPath("taskset"); err != nil {
@@ -445,14 +441,14 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench: bidder-cpus: %w", err)
 		}
-		cleanups = append(cleanups, func() { _ = restore() })
+		cleanups.add(func() { _ = restore() })
 		logf("bidders on CPUs %s, the harness on %s", o.BidderCPUs, cpuset.Format(cpuset.Others(cpus)))
 	}
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 	var exe, demoDir string
 	if o.HTTPURL == "" {
 		if exe, err = executable(o.Exe); err != nil {
@@ -604,12 +600,8 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 // returns a function stopping them.
 func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, logf func(string, ...any)) (*topo, func(), error) {
 	t := &topo{name: name}
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops cleanupStack
+	stop := stops.run
 	cfg := filepath.Join(demoDir, "rtbd.yaml")
 	switch name {
 	case TopologyExternal:
@@ -626,7 +618,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, func() { b.stop(15 * time.Second) })
+		stops.add(func() { b.stop(15 * time.Second) })
 		t.bidder = b
 	case TopologyRemote:
 		target := o.GRPCTarget
@@ -638,7 +630,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 				if err := n.start(ctx, false); err != nil {
 					return nil, stop, err
 				}
-				stops = append(stops, func() { n.stop(15 * time.Second) })
+				stops.add(func() { n.stop(15 * time.Second) })
 				t.nodes = append(t.nodes, n)
 				addrs = append(addrs, n.Addr())
 			}
@@ -650,7 +642,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, func() { b.stop(15 * time.Second) })
+		stops.add(func() { b.stop(15 * time.Second) })
 		t.bidder = b
 		for i, port := range staticPorts(target) {
 			cn := fmt.Sprintf("bidder->node%d", i+1)

@@ -428,13 +428,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	exe, err := executable(o.Exe)
 	if err != nil {
 		return nil, err
@@ -443,7 +439,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 
 	si, have := readScaleIngest(o.DataDir)
 	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {
@@ -492,14 +488,14 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err := node.start(ctx, false); err != nil {
 		return rep, err
 	}
-	cleanups = append(cleanups, func() { node.stop(15 * time.Second) })
+	cleanups.add(func() { node.stop(15 * time.Second) })
 	logf("catalog node pid %d on %s, ready in %v", node.PID(), node.Addr(), time.Since(t0).Round(time.Millisecond))
 	st0, _ := proc.ReadStatus(node.PID())
 	client, err := remote.New(remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second})
 	if err != nil {
 		return rep, err
 	}
-	cleanups = append(cleanups, func() { client.Close() })
+	cleanups.add(func() { client.Close() })
 	if err := waitStore(ctx, client, 30*time.Second); err != nil {
 		return rep, fmt.Errorf("bench: catalog node: %w", err)
 	}

@@ -221,13 +221,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	f := &soakFleet{o: o, logf: func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: soak: "+format+"\n", args...) }}
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: ")}
+	var cleanups cleanupStack
+	defer cleanups.run()
 	if f.exe, err = executable(o.Exe); err != nil {
 		return nil, err
 	}
@@ -235,7 +231,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 	if f.work, err = filepath.Abs(work); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -243,7 +239,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	env := probeSoakEnv(o)
 	sum.Environment = env.notes
 	stop, err := f.start(ctx, env, sum)
-	cleanups = append(cleanups, stop)
+	cleanups.add(stop)
 	if err != nil {
 		return nil, err
 	}
@@ -370,12 +366,8 @@ func probeSoakEnv(o SoakOptions) soakEnv {
 // everything (also after an error).
 func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (func(), error) {
 	o := f.o
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops cleanupStack
+	stop := stops.run
 	// redis-server first: the demo loads its users there.
 	redisDir := filepath.Join(f.work, "redis")
 	if err := os.MkdirAll(redisDir, 0o755); err != nil {
@@ -387,9 +379,9 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		return stop, err
 	}
 	f.pids.Store("redis-server", f.redis.PID())
-	stops = append(stops, func() { f.redis.stop(10 * time.Second) })
+	stops.add(func() { f.redis.stop(10 * time.Second) })
 	f.rdb = redis.NewClient(&redis.Options{Addr: f.redis.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
-	stops = append(stops, func() { f.rdb.Close() })
+	stops.add(func() { f.rdb.Close() })
 
 	f.demo = filepath.Join(f.work, "demo")
 	args := append(o.DemoSize.genArgs(f.demo), "-redis", f.redis.Addr())
@@ -406,7 +398,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if err != nil {
 			env.skipped[FaultDiskFull] = err.Error() // a map: the schedule sees it
 		} else {
-			stops = append(stops, undo)
+			stops.add(undo)
 			f.catalog, f.tmpfs = dir, true
 		}
 	}
@@ -419,7 +411,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if env.netns {
 			ns, link, addr, undo, err := makeNetns(subnet, i)
 			if undo != nil {
-				stops = append(stops, undo)
+				stops.add(undo)
 			}
 			if err != nil {
 				return stop, err
@@ -432,7 +424,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 			return stop, err
 		}
 		f.pids.Store(n.name, n.srv.PID())
-		stops = append(stops, func() { n.srv.stop(15 * time.Second) })
+		stops.add(func() { n.srv.stop(15 * time.Second) })
 		f.nodes = append(f.nodes, n)
 	}
 	target := "static:///" + f.nodes[0].srv.Addr() + "," + f.nodes[1].srv.Addr()
@@ -474,7 +466,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		f.pids.Store(name, srv.PID())
 		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
 		b.up.Store(true)
-		stops = append(stops, func() {
+		stops.add(func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.srv.stop(15 * time.Second)

@@ -198,18 +198,14 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 
 	dataDir := o.DataDir
 	if dataDir == "" {
@@ -234,7 +230,7 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 	for _, t := range o.Targets {
 		r, cleanup, err := openStore(ctx, t, o, dataDir, workDir, cfg, logf)
 		if cleanup != nil {
-			cleanups = append(cleanups, cleanup)
+			cleanups.add(cleanup)
 		}
 		if err != nil {
 			return nil, err
@@ -365,12 +361,8 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			func() { l.Close() }, nil
 
 	case StoreGRPC, StoreGRPCNear:
-		var cleanups []func()
-		cleanup := func() {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
-		}
+		var cleanups cleanupStack
+		cleanup := cleanups.run
 		target := o.GRPCTarget
 		r := &storeRun{name: name}
 		if target == "" {
@@ -387,7 +379,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				return nil, nil, err
 			}
 			logf("started a catalog node: %s -mode=catalog (pid %d, gRPC %s)", exe, n.PID(), n.Addr())
-			cleanups = append(cleanups, func() { n.stop(15 * time.Second) })
+			cleanups.add(func() { n.stop(15 * time.Second) })
 			target = "static:///" + n.Addr()
 			r.watch = Watch{
 				Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}},
@@ -414,7 +406,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		if err != nil {
 			return nil, cleanup, err
 		}
-		cleanups = append(cleanups, func() { c.Close() })
+		cleanups.add(func() { c.Close() })
 		if err := waitStore(ctx, c, 30*time.Second); err != nil {
 			return nil, cleanup, fmt.Errorf("bench: catalog at %s: %w", target, err)
 		}
@@ -422,12 +414,8 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		return r, cleanup, nil
 
 	case StoreRedis:
-		var cleanups []func()
-		cleanup := func() {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
-		}
+		var cleanups cleanupStack
+		cleanup := cleanups.run
 		addr := o.RedisAddr
 		r := &storeRun{name: name}
 		if addr == "" {
@@ -443,7 +431,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				return nil, nil, err
 			}
 			logf("started %s (pid %d, %s)", o.RedisServer, s.PID(), s.Addr())
-			cleanups = append(cleanups, func() { s.stop(10 * time.Second) })
+			cleanups.add(func() { s.stop(10 * time.Second) })
 			addr = s.Addr()
 			r.watch = Watch{
 				Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}},
@@ -459,7 +447,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			}
 		}
 		rs := newRedisStore(addr, o.RedisPool)
-		cleanups = append(cleanups, func() { rs.Close() })
+		cleanups.add(func() { rs.Close() })
 		if err := rs.ping(ctx); err != nil {
 			return nil, cleanup, fmt.Errorf("bench: redis at %s: %w", addr, err)
 		}
@@ -725,4 +713,21 @@ func makeWorkDir(dir string) (string, func(), error) {
 		return "", nil, fmt.Errorf("bench: %w", err)
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// cleanupStack holds the undo steps of a run in the order they were
+// added; run calls them last first.
+type cleanupStack []func()
+
+func (c *cleanupStack) add(f func()) { *c = append(*c, f) }
+
+func (c *cleanupStack) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+// logTo returns a printf to w that starts each line with prefix.
+func logTo(w io.Writer, prefix string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, prefix+format+"\n", args...) }
 }
