@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -104,9 +105,7 @@ type BidderOptions struct {
 
 func (o BidderOptions) withDefaults() BidderOptions {
 	o.DemoSize = o.DemoSize.withDefaults()
-	if o.Nodes == 0 {
-		o.Nodes = 2
-	}
+	o.Nodes = cmp.Or(o.Nodes, 2)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
@@ -119,19 +118,11 @@ func (o BidderOptions) withDefaults() BidderOptions {
 			o.Topologies = []string{TopologyExternal}
 		}
 	}
-	if o.Load.Tmax == 0 {
-		o.Load.Tmax = 100 * time.Millisecond
-	}
+	o.Load.Tmax = cmp.Or(o.Load.Tmax, 100*time.Millisecond)
 	o.Load = o.Load.withDefaults()
-	if o.WinRatio == 0 {
-		o.WinRatio = 0.2
-	}
-	if o.EventRate == 0 {
-		o.EventRate = o.Load.Rate / 10
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.WinRatio = cmp.Or(o.WinRatio, 0.2)
+	o.EventRate = cmp.Or(o.EventRate, o.Load.Rate/10)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 
@@ -438,13 +429,9 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	if o.BidderCPUs != "" {
 		cpus, _ := cpuset.Parse(o.BidderCPUs) // validated
 		if _, err := exec.LookPath("taskset"); err != nil {
@@ -454,14 +441,14 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("bench: bidder-cpus: %w", err)
 		}
-		cleanups = append(cleanups, func() { _ = restore() })
+		cleanups.add(func() { _ = restore() })
 		logf("bidders on CPUs %s, the harness on %s", o.BidderCPUs, cpuset.Format(cpuset.Others(cpus)))
 	}
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 	var exe, demoDir string
 	if o.HTTPURL == "" {
 		if exe, err = executable(o.Exe); err != nil {
@@ -613,12 +600,8 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 // returns a function stopping them.
 func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, logf func(string, ...any)) (*topo, func(), error) {
 	t := &topo{name: name}
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops cleanupStack
+	stop := stops.run
 	cfg := filepath.Join(demoDir, "rtbd.yaml")
 	switch name {
 	case TopologyExternal:
@@ -635,7 +618,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, func() { b.stop(15 * time.Second) })
+		stops.add(func() { b.stop(15 * time.Second) })
 		t.bidder = b
 	case TopologyRemote:
 		target := o.GRPCTarget
@@ -647,7 +630,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 				if err := n.start(ctx, false); err != nil {
 					return nil, stop, err
 				}
-				stops = append(stops, func() { n.stop(15 * time.Second) })
+				stops.add(func() { n.stop(15 * time.Second) })
 				t.nodes = append(t.nodes, n)
 				addrs = append(addrs, n.Addr())
 			}
@@ -659,7 +642,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
-		stops = append(stops, func() { b.stop(15 * time.Second) })
+		stops.add(func() { b.stop(15 * time.Second) })
 		t.bidder = b
 		for i, port := range staticPorts(target) {
 			cn := fmt.Sprintf("bidder->node%d", i+1)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
@@ -66,18 +67,10 @@ type CompareOptions struct {
 }
 
 func (o CompareOptions) withDefaults() CompareOptions {
-	if o.Alpha == 0 {
-		o.Alpha = 0.01
-	}
-	if o.MinRelative == 0 {
-		o.MinRelative = 0.05
-	}
-	if o.MinAbsMs == 0 {
-		o.MinAbsMs = 0.2
-	}
-	if o.MinSamples == 0 {
-		o.MinSamples = 4
-	}
+	o.Alpha = cmp.Or(o.Alpha, 0.01)
+	o.MinRelative = cmp.Or(o.MinRelative, 0.05)
+	o.MinAbsMs = cmp.Or(o.MinAbsMs, 0.2)
+	o.MinSamples = cmp.Or(o.MinSamples, 4)
 	return o
 }
 

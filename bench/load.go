@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,18 +44,10 @@ type LoadModel struct {
 }
 
 func (m LoadModel) withDefaults() LoadModel {
-	if m.Rate == 0 {
-		m.Rate = 1000
-	}
-	if m.P99 == 0 {
-		m.P99 = 5 * time.Millisecond
-	}
-	if m.MaxRate == 0 {
-		m.MaxRate = 100_000
-	}
-	if m.Duration == 0 {
-		m.Duration = 20 * time.Second
-	}
+	m.Rate = cmp.Or(m.Rate, 1000)
+	m.P99 = cmp.Or(m.P99, 5*time.Millisecond)
+	m.MaxRate = cmp.Or(m.MaxRate, 100_000)
+	m.Duration = cmp.Or(m.Duration, 20*time.Second)
 	switch {
 	case m.Warmup == 0:
 		m.Warmup = 2 * time.Second

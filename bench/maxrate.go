@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -44,9 +45,7 @@ func (o Objective) String() string {
 }
 
 func (o Objective) withDefaults() Objective {
-	if o.MaxErrorRatio == 0 {
-		o.MaxErrorRatio = 0.001
-	}
+	o.MaxErrorRatio = cmp.Or(o.MaxErrorRatio, 0.001)
 	return o
 }
 
@@ -162,18 +161,10 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	if o.Objective.MaxErrorRatio < 0 || o.Objective.MaxMissRatio < 0 {
 		p.addf("objective: ratios must be >= 0")
 	}
-	if o.StartRate == 0 {
-		o.StartRate = 100
-	}
-	if o.Precision == 0 {
-		o.Precision = 0.05
-	}
-	if o.StepDuration == 0 {
-		o.StepDuration = 5 * time.Second
-	}
-	if o.MaxSteps == 0 {
-		o.MaxSteps = 20
-	}
+	o.StartRate = cmp.Or(o.StartRate, 100)
+	o.Precision = cmp.Or(o.Precision, 0.05)
+	o.StepDuration = cmp.Or(o.StepDuration, 5*time.Second)
+	o.MaxSteps = cmp.Or(o.MaxSteps, 20)
 	if o.StartRate < 0 || o.MaxRate < o.StartRate {
 		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
 	}

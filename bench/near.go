@@ -132,6 +132,19 @@ func nearSeriesKind(name string, labels []string) int {
 	return 0
 }
 
+// add counts v, the value of a sample of the series name with label values
+// labels, when nearSeriesKind calls it a hit or a miss counter.
+func (s *NearStats) add(name string, labels []string, v float64) {
+	switch nearSeriesKind(name, labels) {
+	case 1:
+		s.Hits += v
+		s.Found = true
+	case -1:
+		s.Misses += v
+		s.Found = true
+	}
+}
+
 // parseNearStats reads a Prometheus text exposition (a /metrics body).
 // It scans lines rather than parsing the whole exposition, so that
 // whatever else the page holds cannot make it fail. Families whose # TYPE
@@ -163,14 +176,7 @@ func parseNearStats(r io.Reader) NearStats {
 		if err != nil {
 			continue
 		}
-		switch nearSeriesKind(name, labels) {
-		case 1:
-			s.Hits += v
-			s.Found = true
-		case -1:
-			s.Misses += v
-			s.Found = true
-		}
+		s.add(name, labels, v)
 	}
 	return s
 }
@@ -259,14 +265,7 @@ func gatherNearStats(g prometheus.Gatherer) NearStats {
 			default:
 				continue
 			}
-			switch nearSeriesKind(f.GetName(), labels) {
-			case 1:
-				s.Hits += v
-				s.Found = true
-			case -1:
-				s.Misses += v
-				s.Found = true
-			}
+			s.add(f.GetName(), labels, v)
 		}
 	}
 	return s

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -193,18 +194,10 @@ func (o OpenLoopOptions) validate(p *problems, prefix string) {
 }
 
 func (o OpenLoopOptions) withDefaults() OpenLoopOptions {
-	if o.MaxInFlight == 0 {
-		o.MaxInFlight = DefaultMaxInFlight
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Arrival == "" {
-		o.Arrival = Uniform
-	}
-	if o.Slice == 0 {
-		o.Slice = DefaultSlice
-	}
+	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
+	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
+	o.Arrival = cmp.Or(o.Arrival, Uniform)
+	o.Slice = cmp.Or(o.Slice, DefaultSlice)
 	return o
 }
 

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -88,33 +89,15 @@ type ScaleOptions struct {
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
-	if o.Groups == 0 {
-		o.Groups = 8
-	}
-	if o.DataDir == "" {
-		o.DataDir = "/tmp/rtbd-scale"
-	}
-	if o.Users == 0 {
-		o.Users = 100_000
-	}
-	if o.IDs == 0 {
-		o.IDs = 15
-	}
-	if o.StoreRate == 0 {
-		o.StoreRate = 300
-	}
-	if o.BidRate == 0 {
-		o.BidRate = 100
-	}
-	if o.Duration == 0 {
-		o.Duration = 20 * time.Second
-	}
-	if o.Warmup == 0 {
-		o.Warmup = 2 * time.Second
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.Groups = cmp.Or(o.Groups, 8)
+	o.DataDir = cmp.Or(o.DataDir, "/tmp/rtbd-scale")
+	o.Users = cmp.Or(o.Users, 100_000)
+	o.IDs = cmp.Or(o.IDs, 15)
+	o.StoreRate = cmp.Or(o.StoreRate, 300)
+	o.BidRate = cmp.Or(o.BidRate, 100)
+	o.Duration = cmp.Or(o.Duration, 20*time.Second)
+	o.Warmup = cmp.Or(o.Warmup, 2*time.Second)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	if o.freeBytes == nil {
 		o.freeBytes = freeDisk
 	}
@@ -445,13 +428,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	exe, err := executable(o.Exe)
 	if err != nil {
 		return nil, err
@@ -460,7 +439,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 
 	si, have := readScaleIngest(o.DataDir)
 	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {
@@ -509,14 +488,14 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err := node.start(ctx, false); err != nil {
 		return rep, err
 	}
-	cleanups = append(cleanups, func() { node.stop(15 * time.Second) })
+	cleanups.add(func() { node.stop(15 * time.Second) })
 	logf("catalog node pid %d on %s, ready in %v", node.PID(), node.Addr(), time.Since(t0).Round(time.Millisecond))
 	st0, _ := proc.ReadStatus(node.PID())
 	client, err := remote.New(remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second})
 	if err != nil {
 		return rep, err
 	}
-	cleanups = append(cleanups, func() { client.Close() })
+	cleanups.add(func() { client.Close() })
 	if err := waitStore(ctx, client, 30*time.Second); err != nil {
 		return rep, fmt.Errorf("bench: catalog node: %w", err)
 	}

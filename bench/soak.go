@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
@@ -101,61 +102,27 @@ const (
 var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut, FaultDiskFull, FaultDiskSlow}
 
 func (o SoakOptions) withDefaults() SoakOptions {
-	if o.Duration == 0 {
-		o.Duration = 10 * time.Minute
-	}
-	if o.Warmup == 0 {
-		o.Warmup = 30 * time.Second
-	}
-	if o.Rate == 0 {
-		o.Rate = 100
-	}
-	if o.EventRate == 0 {
-		o.EventRate = o.Rate / 5
-	}
-	if o.ClickRate == 0 {
-		o.ClickRate = o.Rate / 20
-	}
-	if o.WinRatio == 0 {
-		o.WinRatio = 0.5
-	}
-	if o.NoticeDelay == 0 {
-		o.NoticeDelay = 500 * time.Millisecond
-	}
-	if o.ReplayRatio == 0 {
-		o.ReplayRatio = 0.05
-	}
-	if o.Tmax == 0 {
-		o.Tmax = 100 * time.Millisecond
-	}
-	if o.Timeout == 0 {
-		o.Timeout = time.Second
-	}
-	if o.Rounds == 0 {
-		o.Rounds = 2
-	}
+	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
+	o.Warmup = cmp.Or(o.Warmup, 30*time.Second)
+	o.Rate = cmp.Or(o.Rate, 100)
+	o.EventRate = cmp.Or(o.EventRate, o.Rate/5)
+	o.ClickRate = cmp.Or(o.ClickRate, o.Rate/20)
+	o.WinRatio = cmp.Or(o.WinRatio, 0.5)
+	o.NoticeDelay = cmp.Or(o.NoticeDelay, 500*time.Millisecond)
+	o.ReplayRatio = cmp.Or(o.ReplayRatio, 0.05)
+	o.Tmax = cmp.Or(o.Tmax, 100*time.Millisecond)
+	o.Timeout = cmp.Or(o.Timeout, time.Second)
+	o.Rounds = cmp.Or(o.Rounds, 2)
 	if len(o.Faults) == 0 {
 		o.Faults = SoakFaultKinds
 	}
-	if o.FaultGrace == 0 {
-		o.FaultGrace = 5 * time.Second
-	}
-	if o.Outage == 0 {
-		o.Outage = 3 * time.Second
-	}
-	if o.Netns == "" {
-		o.Netns = "auto"
-	}
-	if o.RSSWarmup == 0 {
-		o.RSSWarmup = min(60*time.Second, o.Duration/3)
-	}
+	o.FaultGrace = cmp.Or(o.FaultGrace, 5*time.Second)
+	o.Outage = cmp.Or(o.Outage, 3*time.Second)
+	o.Netns = cmp.Or(o.Netns, "auto")
+	o.RSSWarmup = cmp.Or(o.RSSWarmup, min(60*time.Second, o.Duration/3))
 	o.DemoSize = o.DemoSize.withDefaults()
-	if o.RedisServer == "" {
-		o.RedisServer = DefaultRedisServer
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 
@@ -254,13 +221,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	f := &soakFleet{o: o, logf: func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: soak: "+format+"\n", args...) }}
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: ")}
+	var cleanups cleanupStack
+	defer cleanups.run()
 	if f.exe, err = executable(o.Exe); err != nil {
 		return nil, err
 	}
@@ -268,7 +231,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 	if f.work, err = filepath.Abs(work); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -276,7 +239,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	env := probeSoakEnv(o)
 	sum.Environment = env.notes
 	stop, err := f.start(ctx, env, sum)
-	cleanups = append(cleanups, stop)
+	cleanups.add(stop)
 	if err != nil {
 		return nil, err
 	}
@@ -403,12 +366,8 @@ func probeSoakEnv(o SoakOptions) soakEnv {
 // everything (also after an error).
 func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (func(), error) {
 	o := f.o
-	var stops []func()
-	stop := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
+	var stops cleanupStack
+	stop := stops.run
 	// redis-server first: the demo loads its users there.
 	redisDir := filepath.Join(f.work, "redis")
 	if err := os.MkdirAll(redisDir, 0o755); err != nil {
@@ -420,9 +379,9 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		return stop, err
 	}
 	f.pids.Store("redis-server", f.redis.PID())
-	stops = append(stops, func() { f.redis.stop(10 * time.Second) })
+	stops.add(func() { f.redis.stop(10 * time.Second) })
 	f.rdb = redis.NewClient(&redis.Options{Addr: f.redis.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
-	stops = append(stops, func() { f.rdb.Close() })
+	stops.add(func() { f.rdb.Close() })
 
 	f.demo = filepath.Join(f.work, "demo")
 	args := append(o.DemoSize.genArgs(f.demo), "-redis", f.redis.Addr())
@@ -439,7 +398,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if err != nil {
 			env.skipped[FaultDiskFull] = err.Error() // a map: the schedule sees it
 		} else {
-			stops = append(stops, undo)
+			stops.add(undo)
 			f.catalog, f.tmpfs = dir, true
 		}
 	}
@@ -452,7 +411,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if env.netns {
 			ns, link, addr, undo, err := makeNetns(subnet, i)
 			if undo != nil {
-				stops = append(stops, undo)
+				stops.add(undo)
 			}
 			if err != nil {
 				return stop, err
@@ -465,7 +424,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 			return stop, err
 		}
 		f.pids.Store(n.name, n.srv.PID())
-		stops = append(stops, func() { n.srv.stop(15 * time.Second) })
+		stops.add(func() { n.srv.stop(15 * time.Second) })
 		f.nodes = append(f.nodes, n)
 	}
 	target := "static:///" + f.nodes[0].srv.Addr() + "," + f.nodes[1].srv.Addr()
@@ -507,7 +466,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		f.pids.Store(name, srv.PID())
 		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
 		b.up.Store(true)
-		stops = append(stops, func() {
+		stops.add(func() {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			b.srv.stop(15 * time.Second)

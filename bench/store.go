@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -101,21 +102,13 @@ type StoreOptions struct {
 }
 
 func (o StoreOptions) withDefaults() StoreOptions {
-	if o.Products == 0 {
-		o.Products = 100_000
-	}
-	if o.Groups == 0 {
-		o.Groups = 10
-	}
+	o.Products = cmp.Or(o.Products, 100_000)
+	o.Groups = cmp.Or(o.Groups, 10)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
-	if o.Requests == 0 {
-		o.Requests = 20_000
-	}
-	if o.Seed == 0 {
-		o.Seed = 1
-	}
+	o.Requests = cmp.Or(o.Requests, 20_000)
+	o.Seed = cmp.Or(o.Seed, 1)
 	if o.NearCacheBytes == 0 {
 		o.NearCacheBytes = 64 << 20
 		if c, err := configs.Default(); err == nil && c.Catalog.NearCacheBytes > 0 {
@@ -128,21 +121,11 @@ func (o StoreOptions) withDefaults() StoreOptions {
 			o.Targets = append(o.Targets, StoreAerospike)
 		}
 	}
-	if o.RedisServer == "" {
-		o.RedisServer = DefaultRedisServer
-	}
-	if o.RedisPool == 0 {
-		o.RedisPool = 64
-	}
-	if o.AerospikeNamespace == "" {
-		o.AerospikeNamespace = "test"
-	}
-	if o.Verify == 0 {
-		o.Verify = 200
-	}
-	if o.Log == nil {
-		o.Log = io.Discard
-	}
+	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
+	o.RedisPool = cmp.Or(o.RedisPool, 64)
+	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, "test")
+	o.Verify = cmp.Or(o.Verify, 200)
+	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
 
@@ -215,18 +198,14 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	logf := func(format string, args ...any) { fmt.Fprintf(o.Log, "bench: "+format+"\n", args...) }
-	var cleanups []func()
-	defer func() {
-		for i := len(cleanups) - 1; i >= 0; i-- {
-			cleanups[i]()
-		}
-	}()
+	logf := logTo(o.Log, "bench: ")
+	var cleanups cleanupStack
+	defer cleanups.run()
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
 	}
-	cleanups = append(cleanups, cleanWork)
+	cleanups.add(cleanWork)
 
 	dataDir := o.DataDir
 	if dataDir == "" {
@@ -251,7 +230,7 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 	for _, t := range o.Targets {
 		r, cleanup, err := openStore(ctx, t, o, dataDir, workDir, cfg, logf)
 		if cleanup != nil {
-			cleanups = append(cleanups, cleanup)
+			cleanups.add(cleanup)
 		}
 		if err != nil {
 			return nil, err
@@ -382,12 +361,8 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			func() { l.Close() }, nil
 
 	case StoreGRPC, StoreGRPCNear:
-		var cleanups []func()
-		cleanup := func() {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
-		}
+		var cleanups cleanupStack
+		cleanup := cleanups.run
 		target := o.GRPCTarget
 		r := &storeRun{name: name}
 		if target == "" {
@@ -404,7 +379,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				return nil, nil, err
 			}
 			logf("started a catalog node: %s -mode=catalog (pid %d, gRPC %s)", exe, n.PID(), n.Addr())
-			cleanups = append(cleanups, func() { n.stop(15 * time.Second) })
+			cleanups.add(func() { n.stop(15 * time.Second) })
 			target = "static:///" + n.Addr()
 			r.watch = Watch{
 				Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}},
@@ -431,7 +406,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		if err != nil {
 			return nil, cleanup, err
 		}
-		cleanups = append(cleanups, func() { c.Close() })
+		cleanups.add(func() { c.Close() })
 		if err := waitStore(ctx, c, 30*time.Second); err != nil {
 			return nil, cleanup, fmt.Errorf("bench: catalog at %s: %w", target, err)
 		}
@@ -439,12 +414,8 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		return r, cleanup, nil
 
 	case StoreRedis:
-		var cleanups []func()
-		cleanup := func() {
-			for i := len(cleanups) - 1; i >= 0; i-- {
-				cleanups[i]()
-			}
-		}
+		var cleanups cleanupStack
+		cleanup := cleanups.run
 		addr := o.RedisAddr
 		r := &storeRun{name: name}
 		if addr == "" {
@@ -460,7 +431,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 				return nil, nil, err
 			}
 			logf("started %s (pid %d, %s)", o.RedisServer, s.PID(), s.Addr())
-			cleanups = append(cleanups, func() { s.stop(10 * time.Second) })
+			cleanups.add(func() { s.stop(10 * time.Second) })
 			addr = s.Addr()
 			r.watch = Watch{
 				Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}},
@@ -476,7 +447,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			}
 		}
 		rs := newRedisStore(addr, o.RedisPool)
-		cleanups = append(cleanups, func() { rs.Close() })
+		cleanups.add(func() { rs.Close() })
 		if err := rs.ping(ctx); err != nil {
 			return nil, cleanup, fmt.Errorf("bench: redis at %s: %w", addr, err)
 		}
@@ -742,4 +713,21 @@ func makeWorkDir(dir string) (string, func(), error) {
 		return "", nil, fmt.Errorf("bench: %w", err)
 	}
 	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// cleanupStack holds the undo steps of a run in the order they were
+// added; run calls them last first.
+type cleanupStack []func()
+
+func (c *cleanupStack) add(f func()) { *c = append(*c, f) }
+
+func (c *cleanupStack) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+// logTo returns a printf to w that starts each line with prefix.
+func logTo(w io.Writer, prefix string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, prefix+format+"\n", args...) }
 }

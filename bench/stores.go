@@ -171,6 +171,33 @@ func answer(req *catalogpb.ProductMastersRequest, vals [][]byte) (*catalogpb.Pro
 	return &catalogpb.ProductMastersResponse{Product1S: p1, Product2S: p2}, nil
 }
 
+// requestKeys validates req and returns the keys key makes of its ids,
+// in the order answer reads their values: none when req has no ids, and
+// catalog.ErrDeadline when ctx is done.
+func requestKeys[K any](ctx context.Context, req *catalogpb.ProductMastersRequest, maxIDs int, key func(group, id int64) (K, error)) ([]K, error) {
+	if err := catalog.ValidateRequest(req, maxIDs); err != nil {
+		return nil, err
+	}
+	n := len(req.Product1Ids) + len(req.Product2Ids)
+	if n == 0 {
+		return nil, nil
+	}
+	keys := make([]K, 0, n)
+	for _, l := range [2][]int64{req.Product1Ids, req.Product2Ids} {
+		for _, id := range l {
+			k, err := key(req.ProductGroupId, id)
+			if err != nil {
+				return nil, err
+			}
+			keys = append(keys, k)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
+	}
+	return keys, nil
+}
+
 // redisKey is the key of a product in Redis: "p:{group}:{id}".
 func redisKey(dst []byte, group, id int64) []byte {
 	dst = append(dst, "p:"...)
@@ -197,23 +224,17 @@ func newRedisStore(addr string, poolSize int) *redisStore {
 }
 
 func (s *redisStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	if err := catalog.ValidateRequest(req, s.maxIDs); err != nil {
+	var kb []byte
+	keys, err := requestKeys(ctx, req, s.maxIDs, func(group, id int64) (string, error) {
+		kb = redisKey(kb[:0], group, id)
+		return string(kb), nil
+	})
+	if err != nil {
 		return nil, err
 	}
-	n := len(req.Product1Ids) + len(req.Product2Ids)
+	n := len(keys)
 	if n == 0 {
 		return &catalogpb.ProductMastersResponse{}, nil
-	}
-	keys := make([]string, 0, n)
-	var kb []byte
-	for _, l := range [2][]int64{req.Product1Ids, req.Product2Ids} {
-		for _, id := range l {
-			kb = redisKey(kb[:0], req.ProductGroupId, id)
-			keys = append(keys, string(kb))
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
 	}
 	res, err := s.rdb.MGet(ctx, keys...).Result()
 	if err != nil {
@@ -302,31 +323,19 @@ func newAerospikeStore(hosts, namespace string) (*aerospikeStore, error) {
 func (s *aerospikeStore) key(group, id int64) (*as.Key, error) {
 	k, aerr := as.NewKey(s.ns, aerospikeSet, strconv.FormatInt(group, 10)+":"+strconv.FormatInt(id, 10))
 	if aerr != nil {
-		return nil, aerr
+		return nil, fmt.Errorf("aerospike: key: %w", aerr)
 	}
 	return k, nil
 }
 
 func (s *aerospikeStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	if err := catalog.ValidateRequest(req, s.maxIDs); err != nil {
+	keys, err := requestKeys(ctx, req, s.maxIDs, s.key)
+	if err != nil {
 		return nil, err
 	}
-	n := len(req.Product1Ids) + len(req.Product2Ids)
+	n := len(keys)
 	if n == 0 {
 		return &catalogpb.ProductMastersResponse{}, nil
-	}
-	keys := make([]*as.Key, 0, n)
-	for _, l := range [2][]int64{req.Product1Ids, req.Product2Ids} {
-		for _, id := range l {
-			k, err := s.key(req.ProductGroupId, id)
-			if err != nil {
-				return nil, fmt.Errorf("aerospike: key: %w", err)
-			}
-			keys = append(keys, k)
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
 	}
 	bp := as.NewBatchPolicy()
 	if d, ok := ctx.Deadline(); ok {
@@ -382,7 +391,7 @@ func (s *aerospikeStore) load(ctx context.Context, products func(yield func(*cat
 	err := products(func(p *catalogpb.Product) error {
 		k, err := s.key(p.ProductGroupId, p.ProductId)
 		if err != nil {
-			return fmt.Errorf("aerospike: key: %w", err)
+			return err
 		}
 		recs = append(recs, as.NewBatchWrite(nil, k, as.PutOp(as.NewBin(aerospikeBin, catalog.AppendValue(nil, p)))))
 		n++

@@ -30,6 +30,7 @@ package httpc
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -159,24 +160,12 @@ func New(o Options) (*Client, error) {
 	if len(probs) > 0 {
 		return nil, fmt.Errorf("%w options: %v", ErrInvalid, probs)
 	}
-	if o.Host == "" {
-		o.Host = o.Addrs[0]
-	}
-	if o.MaxConns == 0 {
-		o.MaxConns = 1024
-	}
-	if o.MaxIdle == 0 {
-		o.MaxIdle = 10 * time.Second
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = 3 * time.Second
-	}
-	if o.MaxHeaderBytes == 0 {
-		o.MaxHeaderBytes = 64 << 10
-	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = 64 << 20
-	}
+	o.Host = cmp.Or(o.Host, o.Addrs[0])
+	o.MaxConns = cmp.Or(o.MaxConns, 1024)
+	o.MaxIdle = cmp.Or(o.MaxIdle, 10*time.Second)
+	o.DialTimeout = cmp.Or(o.DialTimeout, 3*time.Second)
+	o.MaxHeaderBytes = cmp.Or(o.MaxHeaderBytes, 64<<10)
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, 64<<20)
 	if o.TLS != nil {
 		o.TLS = o.TLS.Clone()
 		if o.TLS.ServerName == "" {

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -58,9 +59,7 @@ func NewGRPC(o GRPCOptions) (*GRPC, error) {
 	if o.Classify == nil {
 		o.Classify = ClassifyGRPC
 	}
-	if o.Timeout == 0 {
-		o.Timeout = time.Second
-	}
+	o.Timeout = cmp.Or(o.Timeout, time.Second)
 	return &GRPC{o: o}, nil
 }
 

@@ -1,6 +1,7 @@
 package target
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -94,28 +95,16 @@ func NewHTTP(o HTTPOptions) (*HTTP, error) {
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, probs)
 	}
 	h := &HTTP{
-		name:        o.Name,
+		name:        cmp.Or(o.Name, u.Path),
 		uri:         []byte(u.RequestURI()),
-		method:      o.Method,
-		contentType: o.ContentType,
+		method:      cmp.Or(o.Method, "POST"),
+		contentType: cmp.Or(o.ContentType, "application/json"),
 		body:        o.Body,
 		check:       o.Check,
-		timeout:     o.Timeout,
-	}
-	if h.name == "" {
-		h.name = u.Path
-	}
-	if h.method == "" {
-		h.method = "POST"
-	}
-	if h.contentType == "" {
-		h.contentType = "application/json"
+		timeout:     cmp.Or(o.Timeout, time.Second),
 	}
 	if h.check == nil {
 		h.check = ClassifyHTTPStatus
-	}
-	if h.timeout == 0 {
-		h.timeout = time.Second
 	}
 	for k, v := range o.Header {
 		h.header = append(h.header, [2]string{k, v})

@@ -25,6 +25,7 @@
 package wakeup
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -88,12 +89,8 @@ func (r Result) String() string {
 // with the defaults. A cancelled ctx stops it between samples with an
 // error wrapping ctx.Err().
 func Measure(ctx context.Context, o Options) (Result, error) {
-	if o.Samples == 0 {
-		o.Samples = DefaultSamples
-	}
-	if o.Gap == 0 {
-		o.Gap = DefaultGap
-	}
+	o.Samples = cmp.Or(o.Samples, DefaultSamples)
+	o.Gap = cmp.Or(o.Gap, DefaultGap)
 	var probs []string
 	allowed, aerr := cpuset.Allowed()
 	for _, c := range []struct {
