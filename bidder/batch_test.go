@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync/atomic"
@@ -411,18 +410,7 @@ var _ BatchProductStore = (*remote.Client)(nil)
 // are the local index's. With the near cache warm, a second request makes
 // no call at all.
 func TestRemoteOneCallPerRequest(t *testing.T) {
-	l, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	g, _ := catalog.NewGRPCServer(catalog.NewServer(l, catalog.ServerOptions{}), catalog.GRPCOptions{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
+	addr := catalogtest.ServeLocal(t, catalogDir(), catalog.LocalOptions{WatchInterval: -1})
 	body := batchRequest(t, 400)
 	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(body))
 
@@ -441,7 +429,7 @@ func TestRemoteOneCallPerRequest(t *testing.T) {
 	for _, near := range []int64{0, 1 << 20} {
 		t.Run(fmt.Sprintf("near_cache_bytes=%d", near), func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			rc, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
+			rc, err := remote.New(remote.Options{Target: "static:///" + addr, CallTimeout: 5 * time.Second,
 				NearCacheBytes: near, Registerer: reg, VersionInterval: time.Hour})
 			if err != nil {
 				t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"go.uber.org/zap/zaptest"
 
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -78,19 +77,7 @@ func TestServerRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Bidder.NBRBody = true
-	s, err := Start(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			s.Shutdown(ctx)
-		}
-	}()
-	if err := s.Users().Put(ctx, userBulk, bulkProfile()); err != nil {
-		t.Fatal(err)
-	}
+	s, shutdown := startStoppable(t, cfg)
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	blocked := withUser(t, body, "", "site", map[string]any{"id": "s1", "domain": "www.blocked.example"})
 	if st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, blocked); st != 200 || !strings.Contains(string(b), `"nbr":7`) {
@@ -109,10 +96,9 @@ func TestServerRedis(t *testing.T) {
 	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
 		t.Fatalf("bill: %d %s", st, b)
 	}
-	if err := s.Shutdown(ctx); err != nil {
+	if err := shutdown(); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	stopped = true
 	cid := br.SeatBid[0].Bid[0].CID
 	tot, err := redisstore.New(rdb, redisstore.Options{Prefix: "rtbd:"}).Read(ctx, []string{cid}, time.Now().UTC().Format("2006-01-02"))
 	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 500 || tot[0].TotalImps != 1 {

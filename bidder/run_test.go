@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,15 +56,25 @@ func testConfig(t *testing.T) *configs.Config {
 // userBulk's profile in its user store.
 func startWithBulkUser(t *testing.T, cfg *configs.Config) *Server {
 	t.Helper()
+	s, _ := startStoppable(t, cfg)
+	return s
+}
+
+// startStoppable is startWithBulkUser that also returns the bidder's
+// Shutdown, for a test to call: the cleanup then does not shut it down
+// again.
+func startStoppable(t *testing.T, cfg *configs.Config) (*Server, func() error) {
+	t.Helper()
 	s, err := Start(cfg, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.Shutdown(context.Background()) })
+	shutdown := sync.OnceValue(func() error { return s.Shutdown(context.Background()) })
+	t.Cleanup(func() { shutdown() })
 	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return s, shutdown
 }
 
 func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
@@ -88,19 +99,7 @@ func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
 func TestServerLocal(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Bidder.GCFloorMB = 64 // off by default; on here, its metrics are served
-	s, err := Start(cfg, zaptest.NewLogger(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	stopped := false
-	defer func() {
-		if !stopped {
-			s.Shutdown(context.Background())
-		}
-	}()
-	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
-		t.Fatal(err)
-	}
+	s, shutdown := startStoppable(t, cfg)
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
 	if status != 200 || !strings.Contains(string(resp), `"nurl":"http://127.0.0.1:8080/win?t=`) {
@@ -169,10 +168,9 @@ func TestServerLocal(t *testing.T) {
 	if !found || len(camps) != 4 {
 		t.Errorf("/admin/campaigns: %d campaigns, %s found %v", len(camps), cid, found)
 	}
-	if err := s.Shutdown(context.Background()); err != nil {
+	if err := shutdown(); err != nil {
 		t.Errorf("Shutdown: %v", err)
 	}
-	stopped = true
 	db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "spend"), pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)

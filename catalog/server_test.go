@@ -2,7 +2,6 @@ package catalog_test
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/encoding"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/mem"
@@ -29,15 +27,7 @@ import (
 
 func startServer(t *testing.T, store catalog.Store, reg prometheus.Registerer) string {
 	t.Helper()
-	srv := catalog.NewServer(store, catalog.ServerOptions{Registerer: reg})
-	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{MaxRecvMsgBytes: 64 << 10})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	return lis.Addr().String()
+	return catalogtest.ServeStore(t, store, catalog.ServerOptions{Registerer: reg}, catalog.GRPCOptions{MaxRecvMsgBytes: 64 << 10})
 }
 
 // rawCodec sends bytes as they are, to put malformed frames on the wire.
@@ -54,12 +44,7 @@ var _ encoding.CodecV2 = rawCodec{}
 func TestServerBadInput(t *testing.T) {
 	l, _ := openFixture(t, catalog.LocalOptions{})
 	reg := prometheus.NewRegistry()
-	addr := startServer(t, l, reg)
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := catalogtest.Conn(t, startServer(t, l, reg))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -93,7 +78,7 @@ func TestServerBadInput(t *testing.T) {
 	for i := range ids {
 		ids[i] = int64(i + 1)
 	}
-	_, err = cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: ids})
+	_, err := cl.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: ids})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "1001") {
 		t.Errorf("1001 ids: %v, want InvalidArgument naming the count", err)
 	}
@@ -207,17 +192,7 @@ func TestServerInterceptorKeepsWirePath(t *testing.T) {
 			return resp, err
 		}))
 	catalog.NewServer(l, catalog.ServerOptions{}).Register(g)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	defer g.Stop()
-	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := catalogtest.Conn(t, catalogtest.Serve(t, g))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup, Product1QuantityAtMost: 3, Product1Ids: []int64{101, 102, 103}}
@@ -271,15 +246,7 @@ func TestServerRefusesBeforeLookupWhenUnreadFull(t *testing.T) {
 	l, _ := openFixture(t, catalog.LocalOptions{})
 	store := &countingWire{WireStore: l}
 	budget := &switchBudget{}
-	srv := catalog.NewServer(store, catalog.ServerOptions{Unread: budget})
-	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	cl := catalogtest.Client(t, lis.Addr().String())
+	cl := catalogtest.Client(t, catalogtest.ServeStore(t, store, catalog.ServerOptions{Unread: budget}, catalog.GRPCOptions{}))
 	req := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.BulkGroup, Product1QuantityAtMost: 200, Product1Ids: make([]int64, 200)}
 	for i := range req.Product1Ids {
 		req.Product1Ids[i] = int64(i + 1)

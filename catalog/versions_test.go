@@ -3,7 +3,6 @@ package catalog_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,7 +13,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -25,16 +23,6 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 )
-
-func grpcConn(t *testing.T, addr string) *grpc.ClientConn {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	return conn
-}
 
 func fixtureProduct(g, id int64) *catalogpb.Product {
 	for _, p := range catalogtest.Products() {
@@ -48,7 +36,7 @@ func fixtureProduct(g, id int64) *catalogpb.Product {
 func TestGetProducts(t *testing.T) {
 	l, _ := openFixture(t, catalog.LocalOptions{MaxIDs: 10})
 	addr := startServer(t, l, nil)
-	conn := grpcConn(t, addr)
+	conn := catalogtest.Conn(t, addr)
 	cl := catalogpb.NewCatalogClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -165,7 +153,7 @@ func TestGetProductMastersCarriesVersion(t *testing.T) {
 	if resp.Version.GetContentHash() != want.ContentHash || resp.Version.GetGeneration() != want.Generation || want.ContentHash == 0 {
 		t.Errorf("plain path version %v, want %+v", resp.Version, want)
 	}
-	cl := catalogpb.NewCatalogClient(grpcConn(t, startServer(t, l, nil)))
+	cl := catalogpb.NewCatalogClient(catalogtest.Conn(t, startServer(t, l, nil)))
 	wresp, err := cl.GetProductMasters(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -385,7 +373,7 @@ func TestChangesOverGRPC(t *testing.T) {
 	ups := []*catalogpb.Product{mkProduct(2, 4, "changed"), mkProduct(1, 300, "new"), mkProduct(7, 1, "other group")}
 	delta(t, dir, ups, nil)
 	v2 := reload(t, l)
-	cl := catalogpb.NewCatalogClient(grpcConn(t, startServer(t, l, nil)))
+	cl := catalogpb.NewCatalogClient(catalogtest.Conn(t, startServer(t, l, nil)))
 	ctx := context.Background()
 	resp, err := cl.GetChanges(ctx, &catalogpb.ChangesRequest{Since: v1.Proto()})
 	if err != nil {
@@ -406,8 +394,8 @@ func TestChangesOverGRPC(t *testing.T) {
 	// Changes too large for one answer are answered full.
 	srv := catalog.NewServer(l, catalog.ServerOptions{MaxChangesBytes: 8})
 	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
-	addr := serve(t, g)
-	resp, err = catalogpb.NewCatalogClient(grpcConn(t, addr)).GetChanges(ctx, &catalogpb.ChangesRequest{Since: v1.Proto()})
+	addr := catalogtest.Serve(t, g)
+	resp, err = catalogpb.NewCatalogClient(catalogtest.Conn(t, addr)).GetChanges(ctx, &catalogpb.ChangesRequest{Since: v1.Proto()})
 	if err != nil || !resp.Full || len(resp.Changed) != 0 {
 		t.Errorf("GetChanges over MaxChangesBytes: %v, %v; want full", resp, err)
 	}
@@ -485,19 +473,6 @@ func TestVersionWithoutMeta(t *testing.T) {
 	}
 }
 
-func serve(t *testing.T, g *grpc.Server) string {
-	t.Helper()
-	lis, err := netListen()
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
-	return lis.Addr().String()
-}
-
-func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
-
 // budget is an UnreadBudget that grants or refuses every reservation and
 // counts the bytes it holds.
 type budget struct {
@@ -528,7 +503,7 @@ func TestGetProductsUnreadBudgetAndMetrics(t *testing.T) {
 		b := &budget{ok: ok}
 		srv := catalog.NewServer(l, catalog.ServerOptions{Unread: b, Registerer: reg})
 		g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
-		cl := catalogpb.NewCatalogClient(grpcConn(t, serve(t, g)))
+		cl := catalogpb.NewCatalogClient(catalogtest.Conn(t, catalogtest.Serve(t, g)))
 		resp, err := cl.GetProducts(ctx, req)
 		switch {
 		case !ok && status.Code(err) != codes.ResourceExhausted:

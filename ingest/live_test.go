@@ -14,9 +14,9 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/catalog/remote"
-	"github.com/rtbd/rtbd/configs"
 )
 
 // TestLiveSwitchUnderLoad: a catalog node (asked over gRPC)
@@ -32,16 +32,8 @@ func TestLiveSwitchUnderLoad(t *testing.T) {
 	f2 := writeFeed(t, src, "v2.csv", o2)
 
 	const watch = 20 * time.Millisecond
-	cfg, err := configs.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Mode = configs.ModeCatalog
-	cfg.Catalog.Data = dir
-	cfg.Catalog.GRPCListen = "127.0.0.1:0"
-	cfg.Admin.Listen = "127.0.0.1:0"
+	cfg := catalogtest.NodeConfig(t, dir)
 	cfg.Catalog.WatchInterval = watch
-	cfg.Catalog.GracefulTimeout = 5 * time.Second
 	nd, err := node.Start(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)

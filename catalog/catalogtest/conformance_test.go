@@ -3,7 +3,6 @@ package catalogtest_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -25,19 +24,7 @@ func TestRemoteConformance(t *testing.T) {
 	catalogtest.WriteFixture(t, dir)
 	var addrs []string
 	for i := 0; i < 3; i++ {
-		l, err := catalog.OpenLocal(dir, catalog.LocalOptions{WatchInterval: -1, MaxIDs: catalogtest.MaxIDs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { l.Close() })
-		g, _ := catalog.NewGRPCServer(catalog.NewServer(l, catalog.ServerOptions{}), catalog.GRPCOptions{})
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		go g.Serve(lis)
-		t.Cleanup(g.Stop)
-		addrs = append(addrs, lis.Addr().String())
+		addrs = append(addrs, catalogtest.ServeLocal(t, dir, catalog.LocalOptions{WatchInterval: -1, MaxIDs: catalogtest.MaxIDs}))
 	}
 	// Near cache off (GetProductMasters on the nodes), then on at sizes
 	// from a few entries to all of the fixture (GetProducts, the

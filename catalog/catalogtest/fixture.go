@@ -8,9 +8,6 @@ import (
 	"fmt"
 	"testing"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -116,10 +113,5 @@ func publish(tb testing.TB, dir string, fill func(*catalog.Builder)) string {
 // (a node or server on loopback), closed when t ends.
 func Client(t testing.TB, addr string) catalogpb.CatalogClient {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = conn.Close() })
-	return catalogpb.NewCatalogClient(conn)
+	return catalogpb.NewCatalogClient(Conn(t, addr))
 }

@@ -22,9 +22,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/net/http2"
 	"golang.org/x/net/http2/hpack"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
@@ -162,19 +160,14 @@ func startFixtureNode(t *testing.T, set func(*configs.Catalog)) (*node.Node, cat
 // stopped when the test ends.
 func startNode(t *testing.T, dir string, set func(*configs.Catalog)) (*node.Node, catalogpb.CatalogClient) {
 	t.Helper()
-	cfg := testConfig(t, dir)
+	cfg := catalogtest.NodeConfig(t, dir)
 	set(&cfg.Catalog)
 	n, err := node.Start(cfg, zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Shutdown(context.Background()) })
-	good, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { good.Close() })
-	return n, catalogpb.NewCatalogClient(good)
+	return n, catalogtest.Client(t, n.Addr())
 }
 
 // bulkRequest asks for every product of the fixture's bulk group: an
@@ -594,12 +587,7 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 		v, _ := strconv.ParseFloat(metric("rtbd_catalog_server_request_seconds_sum"), 64)
 		return v
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer conn.Close()
-	cl := catalogpb.NewCatalogClient(conn)
+	cl := catalogtest.Client(b, addr)
 	reqs := catalogtest.Workload{N: products, Groups: 1, IDs: 1000}.Requests(64, 5)
 	// goodCalls makes n calls with a deadline of 1s each; errs counts the
 	// failed ones by gRPC code, slowest is the longest call.

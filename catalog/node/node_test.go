@@ -16,35 +16,19 @@ import (
 
 	"github.com/prometheus/procfs"
 	"go.uber.org/zap"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
-	"github.com/rtbd/rtbd/configs"
 )
-
-func testConfig(t testing.TB, dir string) *configs.Config {
-	cfg, err := configs.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Mode = configs.ModeCatalog
-	cfg.Catalog.Data = dir
-	cfg.Catalog.GRPCListen = "127.0.0.1:0"
-	cfg.Admin.Listen = "127.0.0.1:0"
-	cfg.Catalog.GracefulTimeout = 5 * time.Second
-	return cfg
-}
 
 func TestNodeBadDataDir(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "no-such-dir")
 	corrupt := t.TempDir()
 	os.WriteFile(filepath.Join(corrupt, "CURRENT"), []byte("garbage/../\n"), 0o644)
 	for _, dir := range []string{missing, corrupt} {
-		_, err := node.Start(testConfig(t, dir), zap.NewNop())
+		_, err := node.Start(catalogtest.NodeConfig(t, dir), zap.NewNop())
 		if err == nil || !strings.Contains(err.Error(), dir) {
 			t.Errorf("start on %s: %v, want an error naming the path", dir, err)
 		}
@@ -54,15 +38,11 @@ func TestNodeBadDataDir(t *testing.T) {
 func TestNodeServesThenDrains(t *testing.T) {
 	dir := t.TempDir()
 	catalogtest.WriteFixture(t, dir)
-	n, err := node.Start(testConfig(t, dir), zap.NewNop())
+	n, err := node.Start(catalogtest.NodeConfig(t, dir), zap.NewNop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn, err := grpc.NewClient(n.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	conn := catalogtest.Conn(t, n.Addr())
 	cl := catalogpb.NewCatalogClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -236,7 +216,7 @@ func startHelperNode(b *testing.B, dir string) (cmd *exec.Cmd, addr, admin strin
 }
 
 func runHelperNode(t testing.TB, dir string) {
-	cfg := testConfig(t, dir)
+	cfg := catalogtest.NodeConfig(t, dir)
 	if v := os.Getenv("RTBD_RSS_SET"); v != "" { // e.g. catalog.hot_cache_entries=50000
 		for _, kv := range strings.Split(v, ",") {
 			k, val, _ := strings.Cut(kv, "=")
