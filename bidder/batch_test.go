@@ -414,32 +414,11 @@ func TestRemoteOneCallPerRequest(t *testing.T) {
 	body := batchRequest(t, 400)
 	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(body))
 
-	calls := func(reg *prometheus.Registry) float64 {
-		var n float64
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "rtbd_catalog_client_calls_total" {
-				for _, m := range mf.GetMetric() {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-		return n
-	}
 	for _, near := range []int64{0, 1 << 20} {
 		t.Run(fmt.Sprintf("near_cache_bytes=%d", near), func(t *testing.T) {
 			reg := prometheus.NewRegistry()
-			rc, err := remote.New(remote.Options{Target: "static:///" + addr, CallTimeout: 5 * time.Second,
-				NearCacheBytes: near, Registerer: reg, VersionInterval: time.Hour})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { rc.Close() })
+			rc := connectedClient(t, addr, near, reg)
 			f := batchFixture(t, func(ProductStore) ProductStore { return rc })
-			// The first call waits for the connection; the count starts after it.
-			if _, err := rc.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{ProductGroupId: 1}); err != nil {
-				t.Fatal(err)
-			}
 			before := calls(reg)
 			if got := bidSummary(t, f.bid(body)); fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("remote bids\n%v\nlocal bids\n%v", got, want)
@@ -464,45 +443,45 @@ func TestRemoteOneCallPerRequest(t *testing.T) {
 	}
 }
 
+// connectedClient is a remote client of the node at addr with a near cache
+// of near bytes, its metrics in reg, connected (its first call made).
+func connectedClient(t *testing.T, addr string, near int64, reg *prometheus.Registry) *remote.Client {
+	t.Helper()
+	rc, err := remote.New(remote.Options{Target: "static:///" + addr, CallTimeout: 5 * time.Second,
+		NearCacheBytes: near, Registerer: reg, VersionInterval: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	if _, err := rc.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{ProductGroupId: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
+// calls is the catalog calls the remote client with its metrics in reg made.
+func calls(reg *prometheus.Registry) float64 {
+	var n float64
+	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		if mf.GetName() == "rtbd_catalog_client_calls_total" {
+			for _, m := range mf.GetMetric() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
+
 // TestRemotePartlyCached: with the near cache holding the products of some
 // of a request's lookups, the bidder answers those from the cache and asks
 // the node once for all the others (the lookups of every imp still
 // pending), and bids as on the local index; once all are cached, it asks
 // nothing.
 func TestRemotePartlyCached(t *testing.T) {
-	l, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	g, _ := catalog.NewGRPCServer(catalog.NewServer(l, catalog.ServerOptions{}), catalog.GRPCOptions{})
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go g.Serve(lis)
-	t.Cleanup(g.Stop)
+	addr := catalogtest.ServeLocal(t, catalogDir(), catalog.LocalOptions{WatchInterval: -1})
 	reg := prometheus.NewRegistry()
-	rc, err := remote.New(remote.Options{Target: "static:///" + lis.Addr().String(), CallTimeout: 5 * time.Second,
-		NearCacheBytes: 1 << 20, Registerer: reg, VersionInterval: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rc.Close() })
-	calls := func() (n float64) {
-		mfs, _ := reg.Gather()
-		for _, mf := range mfs {
-			if mf.GetName() == "rtbd_catalog_client_calls_total" {
-				for _, m := range mf.GetMetric() {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-		return n
-	}
-	if _, err := rc.GetProductMasters(context.Background(), &catalogpb.ProductMastersRequest{ProductGroupId: 1}); err != nil {
-		t.Fatal(err) // waits for the connection
-	}
+	rc := connectedClient(t, addr, 1<<20, reg)
 	f := batchFixture(t, func(ProductStore) ProductStore { return rc })
 	full := batchRequest(t, 400)
 	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(full))
@@ -517,22 +496,22 @@ func TestRemotePartlyCached(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := calls()
+	before := calls(reg)
 	if got := bidSummary(t, f.bid(first)); got["a"] != want["a"] {
 		t.Errorf("imp a alone: bid %q, want %q", got["a"], want["a"])
 	}
-	if n := calls() - before; n != 1 {
+	if n := calls(reg) - before; n != 1 {
 		t.Fatalf("imp a alone made %v catalog calls, want 1", n)
 	}
 
 	// All three: imps a and b (group 1) from the cache, c's lookups
 	// (groups 1122 and 2000) in one call.
 	for round, wantCalls := range []float64{1, 0} {
-		before = calls()
+		before = calls(reg)
 		if got := bidSummary(t, f.bid(full)); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("round %d: remote bids\n%v\nlocal bids\n%v", round, got, want)
 		}
-		if n := calls() - before; n != wantCalls {
+		if n := calls(reg) - before; n != wantCalls {
 			t.Errorf("round %d: the 3-imp request made %v catalog calls, want %v", round, n, wantCalls)
 		}
 	}
