@@ -72,7 +72,10 @@ func hashNCKey(k ncKey) uint64 {
 	return h ^ h>>32
 }
 
-// ncEntry is immutable once inserted except for its retired flag.
+// ncEntry is a cached product or absence. It lives in its slot (not behind
+// a pointer), so that a get reads its validity and product from the slot
+// the map index names, with no further memory access but the product's
+// own; it is written only under the shard's write lock.
 type ncEntry struct {
 	key      ncKey
 	p        *catalogpb.Product // nil: absent
@@ -84,8 +87,17 @@ type ncEntry struct {
 }
 
 type ncSlot struct {
-	e   *ncEntry
-	ref atomic.Bool
+	ncEntry
+	used bool // holds an entry (else on the free list)
+	ref  atomic.Bool
+}
+
+// set makes sl hold the entry of k. Called with the shard's write lock.
+func (sl *ncSlot) set(k ncKey, p *catalogpb.Product, epoch uint32, expires, offset, size int64) {
+	sl.key, sl.p, sl.epoch, sl.expires, sl.offset, sl.size = k, p, epoch, expires, offset, size
+	sl.retiredF.Store(false)
+	sl.used = true
+	sl.ref.Store(false)
 }
 
 type ncShard struct {
@@ -105,7 +117,7 @@ type ncShard struct {
 // every entry adds the entry, its map cell and its slot.
 var (
 	productSize  = int64(unsafe.Sizeof(catalogpb.Product{}))
-	entryOverEst = int64(unsafe.Sizeof(ncEntry{})+unsafe.Sizeof(ncSlot{})) + 48 // + map cell (key, value, tophash, load)
+	entryOverEst = int64(unsafe.Sizeof(ncSlot{})) + 48 // + map cell (key, value, tophash, load)
 )
 
 // entrySize is the bytes an entry of a product with an encoded value of
@@ -188,17 +200,17 @@ func (c *nearCache) get(k ncKey, now int64, vs *verState) (*catalogpb.Product, b
 		return nil, false
 	}
 	sl := &s.slots[i]
-	e := sl.e
-	if st, cause := c.stale(e, now, vs); st {
+	if st, cause := c.stale(&sl.ncEntry, now, vs); st {
+		c.retire(&sl.ncEntry, cause)
 		s.mu.RUnlock()
-		c.retire(e, cause)
 		return nil, false
 	}
 	if !sl.ref.Load() {
 		sl.ref.Store(true)
 	}
+	p := sl.p
 	s.mu.RUnlock()
-	return e.p, true
+	return p, true
 }
 
 // put inserts (or replaces) k's entry, read from an answer of content hash
@@ -214,24 +226,22 @@ func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64
 		return
 	}
 	h := hashNCKey(k)
-	e := &ncEntry{key: k, p: p, size: size}
+	var offset int64
 	if c.grace > 0 {
-		e.offset = int64(h % uint64(c.grace))
+		offset = int64(h % uint64(c.grace))
 	}
-	e.expires = now + c.maxAge - int64((h>>20)%uint64(c.maxAge/4+1))
+	expires := now + c.maxAge - int64((h>>20)%uint64(c.maxAge/4+1))
 	s.mu.Lock()
 	vs := c.ver.Load()
 	if vs.v.GetContentHash() != hash {
 		s.mu.Unlock()
 		return
 	}
-	e.epoch = vs.epoch
 	if i, ok := s.m[k]; ok { // replace in place
-		old := s.slots[i].e
-		s.bytes += size - old.size
-		s.slots[i].e = e
-		s.slots[i].ref.Store(false)
-		c.bytes.Add(size - old.size)
+		sl := &s.slots[i]
+		s.bytes += size - sl.size
+		c.bytes.Add(size - sl.size)
+		sl.set(k, p, vs.epoch, expires, offset, size)
 		s.evict(c, now, vs, -1)
 		s.mu.Unlock()
 		return
@@ -245,8 +255,7 @@ func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64
 		s.slots = append(s.slots, ncSlot{})
 		i = int32(len(s.slots) - 1)
 	}
-	s.slots[i].e = e
-	s.slots[i].ref.Store(false)
+	s.slots[i].set(k, p, vs.epoch, expires, offset, size)
 	s.m[k] = i
 	s.bytes += size
 	c.bytes.Add(size)
@@ -267,12 +276,12 @@ func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
 			s.hand = 0
 		}
 		sl := &s.slots[s.hand]
-		if sl.e == nil {
+		if !sl.used {
 			s.hand++
 			continue
 		}
-		if st, cause := c.stale(sl.e, now, vs); st {
-			c.retire(sl.e, cause)
+		if st, cause := c.stale(&sl.ncEntry, now, vs); st {
+			c.retire(&sl.ncEntry, cause)
 		} else if sl.ref.Load() {
 			sl.ref.Store(false)
 			s.hand++
@@ -288,12 +297,12 @@ func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
 
 // remove frees slot i. Called with s.mu held.
 func (s *ncShard) remove(c *nearCache, i int32) {
-	e := s.slots[i].e
-	delete(s.m, e.key)
-	s.slots[i].e = nil
+	sl := &s.slots[i]
+	delete(s.m, sl.key)
+	sl.used, sl.p = false, nil
 	s.free = append(s.free, i)
-	s.bytes -= e.size
-	c.bytes.Add(-e.size)
+	s.bytes -= sl.size
+	c.bytes.Add(-sl.size)
 	c.entries.Add(-1)
 }
 
@@ -302,7 +311,7 @@ func (c *nearCache) drop(k ncKey) {
 	s := c.shard(k)
 	s.mu.Lock()
 	if i, ok := s.m[k]; ok {
-		c.retire(s.slots[i].e, causeDelta)
+		c.retire(&s.slots[i].ncEntry, causeDelta)
 		s.remove(c, i)
 	}
 	s.mu.Unlock()

@@ -200,7 +200,7 @@ func TestNearCacheBytesBound(t *testing.T) {
 			sh := &c.near.shards[i]
 			sh.mu.Lock()
 			for _, j := range sh.m {
-				counted += sh.slots[j].e.size
+				counted += sh.slots[j].size
 			}
 			sh.mu.Unlock()
 		}
