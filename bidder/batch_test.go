@@ -523,7 +523,9 @@ func TestRemotePartlyCached(t *testing.T) {
 // already), and the bids are those of a plain store.
 func TestCachedStoreLookups(t *testing.T) {
 	body := batchRequest(t, 200)
-	want := bidSummary(t, batchFixture(t, func(p ProductStore) ProductStore { return p }).bid(body))
+	plain := batchFixture(t, func(p ProductStore) ProductStore { return p })
+	want := bidSummary(t, plain.bid(body))
+	wantExplain := explainImps(t, plain, body)
 	for _, tc := range []struct {
 		name                 string
 		groups               map[int64]bool
@@ -562,6 +564,11 @@ func TestCachedStoreLookups(t *testing.T) {
 			}
 			if n := cp.singles.Load(); n != 0 {
 				t.Errorf("%d GetProductMasters calls, want 0", n)
+			}
+			if !tc.fail {
+				if got := explainImps(t, f, body); got != wantExplain {
+					t.Errorf("debug endpoint:\n%s\nplain store:\n%s", got, wantExplain)
+				}
 			}
 		})
 	}
