@@ -167,7 +167,7 @@ bench-scale-clean:
 # offered rate.
 NEAR_CACHE_BYTES ?= 256MiB
 bench-near: build deps
-	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 2000 -duration 5s -win-ratio 0 -event-rate -1 -overload -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
+	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 2000 -duration 5s -win-ratio 0 -event-rate -1 -saturate 64 -overload -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
 	./$(BIN) bench store -weights 15 -rate 1000 -duration 10s -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near-store
 
 # ghz (installed in /tmp/bin when absent) against one catalog node:

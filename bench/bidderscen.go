@@ -87,6 +87,11 @@ type BidderOptions struct {
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
 	Overload bool
+	// Saturate > 0, after the runs, runs each topology closed loop with
+	// that many connections, bids alone at the middle weight, taking
+	// turns (runSaturated): the throughput when the bidder is the
+	// bottleneck, and the CPU per bid there.
+	Saturate int
 	// KillNodeAt > 0 kills catalog node 1 (SIGKILL) that long into every
 	// remote run's measured phase and restarts it 2 s later.
 	KillNodeAt time.Duration
@@ -182,6 +187,9 @@ func (o BidderOptions) Validate() error {
 	}
 	if o.KillNodeAt < 0 {
 		p.addf("kill-node-at: must be >= 0")
+	}
+	if o.Saturate < 0 {
+		p.addf("saturate: must be >= 0 (connections), got %d", o.Saturate)
 	}
 	for _, pop := range o.Popularities {
 		switch pop {
@@ -423,7 +431,9 @@ func (t *topo) metricsURL() string {
 // it starts runs from one demo directory on 127.0.0.1 and is stopped
 // before it returns. The report's Table compares each remote row with the
 // local row of its weight; with Overload or KillNodeAt it has the extra
-// runs and notes.
+// runs and notes. With Overload, every topology stays up after its runs,
+// and the overload runs of all of them come last, interleaved
+// (runOverload).
 func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -493,6 +503,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	eventURI := o.DemoSize.eventURI(o.Load.Seed)
 
 	var entries, otherEntries []TableEntry
+	var topos []*topo // kept up for the overload runs
 	near := map[string]NearStats{}
 	for _, name := range o.Topologies {
 		t, stop, err := startTopology(ctx, name, o, exe, demoDir, workDir, logf)
@@ -532,16 +543,32 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				}
 			}
 		}
-		if o.Overload {
-			for _, pop := range o.Popularities {
-				if err := runOverload(ctx, o, t, pop, rep, &otherEntries, near, logf); err != nil {
-					stop()
-					rep.UpdateRows()
-					return rep, err
-				}
+		if !o.Overload && o.Saturate == 0 {
+			stop()
+			continue
+		}
+		// The saturated and overload runs come after every topology's
+		// runs, with all of them up, taking turns.
+		cleanups.add(stop)
+		topos = append(topos, t)
+	}
+	for _, pop := range o.Popularities {
+		if len(topos) == 0 {
+			break
+		}
+		if o.Saturate > 0 {
+			if err := runSaturated(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
+				rep.UpdateRows()
+				return rep, err
 			}
 		}
-		stop()
+		if !o.Overload {
+			continue
+		}
+		if err := runOverload(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
+			rep.UpdateRows()
+			return rep, err
+		}
 	}
 	rep.UpdateRows()
 	rep.Notes = append(rep.Notes, remoteLocalLines(o.Topologies, rep.Results, near)...)
@@ -552,6 +579,9 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	rep.Tables = append(rep.Tables, BuildTable(title, entries))
 	if len(otherEntries) > 0 {
 		title := "Bidder level: the other loads of the same runs (win notices, pixel events)"
+		if o.Saturate > 0 {
+			title += ", the saturated runs"
+		}
 		if o.Overload {
 			title += " and the overload runs"
 		}
@@ -613,7 +643,11 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		return t, stop, nil
 	case TopologyLocal:
 		logf("starting a bidder with the local index (%s)", cfg)
-		b := newBidder("bidder-local", exe, cfg, workDir, o.BidderArgs)
+		data, err := ownBidderData(demoDir, workDir, "bidder-local")
+		if err != nil {
+			return nil, stop, err
+		}
+		b := newBidder("bidder-local", exe, cfg, workDir, append(data, o.BidderArgs...))
 		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
@@ -637,7 +671,11 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 			target = "static:///" + strings.Join(addrs, ",")
 		}
 		logf("starting a bidder with -catalog %s", target)
-		b := newBidder("bidder-remote", exe, cfg, workDir, append([]string{"-catalog", target}, o.BidderArgs...))
+		data, err := ownBidderData(demoDir, workDir, "bidder-remote")
+		if err != nil {
+			return nil, stop, err
+		}
+		b := newBidder("bidder-remote", exe, cfg, workDir, append(append(data, "-catalog", target), o.BidderArgs...))
 		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
@@ -659,6 +697,23 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	}
 	t.watch.Conns = append([]WatchConns{{Name: "harness->bidder", Filter: proc.TCPFilter{RemotePort: uint16(t.bidder.port), Loopback: true}}}, t.watch.Conns...)
 	return t, stop, nil
+}
+
+// ownBidderData copies the demo's bidder data directory (its users, its
+// spend) into the work directory for the started bidder name, and returns
+// the arguments that point the bidder at the copy: every topology starts
+// from the same state, the runs of one do not spend the other's budgets,
+// and two topologies can be up at once (a data directory is one
+// process's).
+func ownBidderData(demoDir, workDir, name string) ([]string, error) {
+	dst := filepath.Join(workDir, name+"-data")
+	if err := os.RemoveAll(dst); err != nil {
+		return nil, fmt.Errorf("bench: %w", err)
+	}
+	if err := os.CopyFS(dst, os.DirFS(filepath.Join(demoDir, "bidder"))); err != nil {
+		return nil, fmt.Errorf("bench: copying the demo's bidder data for %s: %w", name, err)
+	}
+	return []string{"-set", "bidder.data_dir=" + dst}, nil
 }
 
 func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) *httpTarget {
@@ -829,72 +884,89 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}, append(events, Event{AtSec: up.Seconds(), What: n.name + " ready"})
 }
 
-// runOverload finds a topology's highest bid rate holding the objective
-// at the middle weight with the users of popularity pop, then offers twice
-// it. The near cache's hits and misses over the search go into near under
-// the search's best row (when the bidder has a near cache).
-func runOverload(ctx context.Context, o BidderOptions, t *topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
+// runOverload finds each topology's highest bid rate holding the
+// objective at the middle weight with the users of popularity pop, the
+// topologies' searches interleaved step by step (FindMaxRates: a host
+// whose speed drifts moves them alike), then offers each twice its rate,
+// one topology after the other. The near cache's hits and misses over
+// the searches go into near under each search's best row (when the bidder
+// has a near cache; interleaving does not mix them, as each topology has
+// its own bidder).
+func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
-	name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
-	metricsURL := t.metricsURL()
-	var near0 NearStats
-	if metricsURL != "" {
-		near0 = readNearStats(ctx, metricsURL)
-	}
-	step := min(o.Load.Duration, 5*time.Second)
-	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)", name, o.Load.P99, o.Load.Tmax)
 	wl := bidWorkload{users: o.Users, weight: w}
 	if u, ok := popUsers(pop); ok {
 		wl.userPrefix = u.prefix
 	}
-	bids := bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-	s, err := FindMaxRate(ctx, bids, FindMaxRateOptions{
+	names := make([]string, len(ts))
+	targets := make([]Target, len(ts))
+	watches := make([]Watch, len(ts)) // each step watches its own topology's processes
+	near0 := make([]NearStats, len(ts))
+	for i, t := range ts {
+		names[i] = fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
+		targets[i] = bidTarget(names[i], t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
+		watches[i] = t.watch
+		if u := t.metricsURL(); u != "" {
+			near0[i] = readNearStats(ctx, u)
+		}
+	}
+	step := min(o.Load.Duration, 5*time.Second)
+	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)%s",
+		strings.Join(names, ", "), o.Load.P99, o.Load.Tmax, map[bool]string{true: "; the searches' steps interleaved", false: ""}[len(ts) > 1])
+	ss, err := FindMaxRates(ctx, targets, FindMaxRateOptions{
 		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
 		StealRetries: 3, MaxSteps: 30,
-		Load: OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
+		Load:    OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
+		Watches: watches,
+		Logf:    logf,
 	})
-	if s != nil {
-		rep.Searches = append(rep.Searches, s)
+	if err != nil && !errors.Is(err, ErrNoPassingRate) {
+		return fmt.Errorf("bench: overload %s: %w", strings.Join(names, ", "), err)
 	}
-	if metricsURL != "" {
-		if ns := readNearStats(ctx, metricsURL).Sub(near0); ns.Found {
-			near[name+" max"] = ns
+	for i, t := range ts {
+		s := ss[i]
+		rep.Searches = append(rep.Searches, s)
+		name := names[i]
+		if u := t.metricsURL(); u != "" {
+			if ns := readNearStats(ctx, u).Sub(near0[i]); ns.Found {
+				near[name+" max"] = ns
+			}
+		}
+		if s.MaxRate == 0 {
+			msg := fmt.Sprintf("overload %s NOT RUN: not even the search's start rate held the objective (see the search)", name)
+			rep.Notes = append(rep.Notes, msg)
+			logf("  %s", msg)
+			continue
+		}
+		if s.Best != nil {
+			s.Best.Target = name + " max"
+			rep.Results = append(rep.Results, s.Best)
+			*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload", ConnNames: t.conns})
+		}
+		rate := 2 * s.MaxRate
+		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
+		bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
+		r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
+			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
+		if r == nil {
+			return err
+		}
+		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
+		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
+		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
+			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)+lateServer(r)),
+			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
+				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
+		rep.Results = append(rep.Results, r)
+		*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
+		logf("  %s", r.Notes[len(r.Notes)-2])
+		logf("  %s", r.Notes[len(r.Notes)-1])
+		if err != nil {
+			return err
 		}
 	}
-	if errors.Is(err, ErrNoPassingRate) {
-		msg := fmt.Sprintf("overload %s NOT RUN: %v (not even the search's start rate held the objective; see the search)", name, err)
-		rep.Notes = append(rep.Notes, msg)
-		logf("  %s", msg)
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("bench: overload %s: %w", name, err)
-	}
-	if s.Best != nil {
-		s.Best.Target = name + " max"
-		rep.Results = append(rep.Results, s.Best)
-		*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload", ConnNames: t.conns})
-	}
-	rate := 2 * s.MaxRate
-	logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
-	bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-	r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
-		MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
-	if r == nil {
-		return err
-	}
-	bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
-	within := r.DeadlineMisses == 0 && r.Errors.Total == 0
-	r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
-		fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)+lateServer(r)),
-		fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
-			fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
-	rep.Results = append(rep.Results, r)
-	*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
-	logf("  %s", r.Notes[len(r.Notes)-2])
-	logf("  %s", r.Notes[len(r.Notes)-1])
-	return err
+	return nil
 }
 
 // lateSteal says how many of r's answers past tmax came in timeline
@@ -963,6 +1035,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
 	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
+	fs.IntVar(&o.Saturate, "saturate", 0, "closed-loop runs with this many connections, topologies taking turns")
 	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")

@@ -292,7 +292,8 @@ func cpuPerRequestUs(r *Result, prefix string) float64 {
 // the first's of the same weight and popularity: successful bids/s, the
 // CPU per bid request of the bidder and of the catalog nodes (from
 // /proc), and the remote bidder's near-cache hit ratio. Nothing when
-// fewer than two topologies ran.
+// fewer than two topologies ran. The saturated runs have their own notes
+// (runSaturated).
 func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearStats) []string {
 	if len(topologies) < 2 {
 		return nil
@@ -305,7 +306,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	var out []string
 	for _, r := range rs {
 		rest, ok := strings.CutPrefix(r.Target, remote+"/")
-		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
+		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") || strings.Contains(rest, " saturated ") {
 			continue
 		}
 		l := byName[local+"/"+rest]

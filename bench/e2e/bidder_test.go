@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,106 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 	row := rep.Tables[0].Rows[1]
 	if row.Baseline != "local/15" || row.RatioP50 <= 0 || row.Conns < 2 {
 		t.Errorf("remote row %+v", row)
+	}
+}
+
+// TestBidderOverloadInterleaved runs -overload over both topologies: each
+// bidder keeps its own copy of the demo's data directory, so both stay up
+// after their runs, and their searches for the highest rate take turns
+// (the step rates of each follow its own search, and its best step is a
+// passing one); then each is offered twice its rate. -saturate runs each
+// closed loop, in turns, before that.
+func TestBidderOverloadInterleaved(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a demo, two bidders and a node")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	out, work := t.TempDir(), t.TempDir()
+	args := append([]string{"bidder", "-products", "2000", "-groups", "4", "-users", "50", "-nodes", "1", "-weights", "15",
+		"-duration", "1s", "-warmup", "200ms", "-rate", "100", "-max-rate", "50", "-p99", "50ms", "-win-ratio", "0", "-event-rate", "-1",
+		"-saturate", "4", "-overload", "-out", out, "-work", work, "-q"}, rtbdArgs(t)...)
+	var stdout, stderr bytes.Buffer
+	err := bench.Main(ctx, args, &stdout, &stderr)
+	t.Logf("progress:\n%s", stderr.String())
+	if err != nil {
+		t.Fatalf("bench bidder -overload: %v", err)
+	}
+	rep, err := bench.LoadReport(out + "/latest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Searches) != 2 {
+		t.Fatalf("%d searches, want local and remote", len(rep.Searches))
+	}
+	for i, s := range rep.Searches {
+		if want := []string{"local", "remote"}[i] + "/15 demo bids only"; s.Target != want {
+			t.Errorf("search %d: %q, want %q", i, s.Target, want)
+		}
+		if s.MaxRate < 25 || len(s.Steps) == 0 {
+			t.Errorf("%s: max rate %v after %d steps", s.Target, s.MaxRate, len(s.Steps))
+		}
+	}
+	// Interleaved: the progress log's step lines come in turns.
+	var order []string
+	for _, line := range strings.Split(stderr.String(), "\n") {
+		for _, top := range []string{"local", "remote"} {
+			if strings.Contains(line, " of "+top+"/15 demo bids only: ") && strings.Contains(line, "  step ") {
+				order = append(order, top)
+			}
+		}
+	}
+	t.Logf("step order %v", order)
+	// The turns a, b | b, a | a, b ... with each search's own step count
+	// (a confirmation re-run adds a step to one of them).
+	n := map[string]int{"local": len(rep.Searches[0].Steps), "remote": len(rep.Searches[1].Steps)}
+	var want []string
+	for round := 0; n["local"]+n["remote"] > 0; round++ {
+		turn := []string{"local", "remote"}
+		if round%2 == 1 {
+			turn = []string{"remote", "local"}
+		}
+		for _, top := range turn {
+			if n[top] > 0 {
+				n[top]--
+				want = append(want, top)
+			}
+		}
+	}
+	if !slices.Equal(order, want) || len(order) < 4 {
+		t.Errorf("step order %v, want %v (turns local remote, remote local, ...)", order, want)
+	}
+	var twice []string
+	for _, r := range rep.Results {
+		if strings.HasSuffix(r.Target, " 2x") {
+			twice = append(twice, r.Target)
+			if r.Requests == 0 {
+				t.Errorf("%s: no requests", r.Target)
+			}
+		}
+	}
+	if len(twice) != 2 {
+		t.Errorf("2x runs %v, want one per topology", twice)
+	}
+	// -saturate: 3 closed-loop runs per topology, in turns, and a note for
+	// each topology, the remote's with its ratios.
+	var sat []string
+	for _, r := range rep.Results {
+		if strings.Contains(r.Target, " saturated ") {
+			sat = append(sat, r.Target)
+			if r.Successes == 0 || r.Errors.Total != 0 {
+				t.Errorf("%s: %d bids, errors %+v", r.Target, r.Successes, r.Errors)
+			}
+		}
+	}
+	wantSat := []string{"local/15 demo saturated 1", "remote/15 demo saturated 1", "remote/15 demo saturated 2",
+		"local/15 demo saturated 2", "local/15 demo saturated 3", "remote/15 demo saturated 3"}
+	if !slices.Equal(sat, wantSat) {
+		t.Errorf("saturated runs %v, want %v", sat, wantSat)
+	}
+	notes := strings.Join(rep.Notes, "\n")
+	if !strings.Contains(notes, "saturated local/15 demo (4 connections, 3 runs): ") ||
+		!strings.Contains(notes, "saturated remote/15 demo (4 connections, 3 runs): ") || !strings.Contains(notes, "; vs local: bids/s ") {
+		t.Errorf("notes lack the saturated figures:\n%s", notes)
 	}
 }
