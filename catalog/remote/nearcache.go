@@ -73,9 +73,8 @@ func hashNCKey(k ncKey) uint64 {
 }
 
 // ncEntry is a cached product or absence. It lives in its slot (not behind
-// a pointer), so that a get reads its validity and product from the slot
-// the map index names, with no further memory access but the product's
-// own; it is written only under the shard's write lock.
+// a pointer), written only under the shard's write lock; what a get needs
+// of it is copied into the shard map's cell (ncHot).
 type ncEntry struct {
 	key      ncKey
 	p        *catalogpb.Product // nil: absent
@@ -89,21 +88,37 @@ type ncEntry struct {
 type ncSlot struct {
 	ncEntry
 	used bool // holds an entry (else on the free list)
-	ref  atomic.Bool
 }
 
-// set makes sl hold the entry of k. Called with the shard's write lock.
-func (sl *ncSlot) set(k ncKey, p *catalogpb.Product, epoch uint32, expires, offset, size int64) {
+// ncHot is what a get reads of an entry, kept in the shard map's cell
+// beside the key: finding the key brings the product, its expiry and its
+// epoch in the same cache lines, and the slot is read only when the entry
+// is stale or of another epoch.
+type ncHot struct {
+	p       *catalogpb.Product // nil: absent
+	expires int64
+	epoch   uint32
+	slot    int32
+}
+
+// set makes slot i hold the entry of k. Called with the shard's write
+// lock.
+func (s *ncShard) set(i int32, k ncKey, p *catalogpb.Product, epoch uint32, expires, offset, size int64) {
+	sl := &s.slots[i]
 	sl.key, sl.p, sl.epoch, sl.expires, sl.offset, sl.size = k, p, epoch, expires, offset, size
 	sl.retiredF.Store(false)
 	sl.used = true
-	sl.ref.Store(false)
+	s.refs[i].Store(false)
+	s.m[k] = ncHot{p: p, expires: expires, epoch: epoch, slot: i}
 }
 
 type ncShard struct {
-	mu         sync.RWMutex
-	m          map[ncKey]int32 // slot index
-	slots      []ncSlot        // grows up to maxEntries
+	mu    sync.RWMutex
+	m     map[ncKey]ncHot
+	slots []ncSlot // grows up to maxEntries
+	// refs[i] is slot i's CLOCK reference bit, set by gets under the read
+	// lock: a dense array, so that setting it touches no slot.
+	refs       []atomic.Bool
 	free       []int32
 	hand       int
 	bytes      int64
@@ -114,10 +129,11 @@ type ncShard struct {
 
 // Size accounting: a decoded product is its struct plus its strings
 // (DecodeValue gives them one backing string no longer than the value);
-// every entry adds the entry, its map cell and its slot.
+// every entry adds its slot, its reference bit and its map cell (key,
+// ncHot, control byte, and room for the map's load factor).
 var (
 	productSize  = int64(unsafe.Sizeof(catalogpb.Product{}))
-	entryOverEst = int64(unsafe.Sizeof(ncSlot{})) + 48 // + map cell (key, value, tophash, load)
+	entryOverEst = int64(unsafe.Sizeof(ncSlot{})) + 1 + (int64(unsafe.Sizeof(ncKey{})+unsafe.Sizeof(ncHot{}))+1)*8/7 + 8
 )
 
 // entrySize is the bytes an entry of a product with an encoded value of
@@ -151,7 +167,7 @@ func newNearCache(maxBytes int64, grace, maxAge time.Duration, m *metrics) *near
 		s := &c.shards[i]
 		s.maxBytes = per
 		s.maxEntries = int(per / entryOverEst)
-		s.m = make(map[ncKey]int32)
+		s.m = make(map[ncKey]ncHot)
 	}
 	c.ver.Store(&verState{epoch: 1})
 	return c
@@ -194,23 +210,24 @@ func (c *nearCache) retire(e *ncEntry, cause int) {
 func (c *nearCache) get(k ncKey, now int64, vs *verState) (*catalogpb.Product, bool) {
 	s := c.shard(k)
 	s.mu.RLock()
-	i, ok := s.m[k]
+	h, ok := s.m[k]
 	if !ok {
 		s.mu.RUnlock()
 		return nil, false
 	}
-	sl := &s.slots[i]
-	if st, cause := c.stale(&sl.ncEntry, now, vs); st {
-		c.retire(&sl.ncEntry, cause)
-		s.mu.RUnlock()
-		return nil, false
+	if now >= h.expires || h.epoch != vs.epoch { // the slot has the rest
+		sl := &s.slots[h.slot]
+		if st, cause := c.stale(&sl.ncEntry, now, vs); st {
+			c.retire(&sl.ncEntry, cause)
+			s.mu.RUnlock()
+			return nil, false
+		}
 	}
-	if !sl.ref.Load() {
-		sl.ref.Store(true)
+	if r := &s.refs[h.slot]; !r.Load() {
+		r.Store(true)
 	}
-	p := sl.p
 	s.mu.RUnlock()
-	return p, true
+	return h.p, true
 }
 
 // put inserts (or replaces) k's entry, read from an answer of content hash
@@ -237,11 +254,11 @@ func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64
 		s.mu.Unlock()
 		return
 	}
-	if i, ok := s.m[k]; ok { // replace in place
-		sl := &s.slots[i]
+	if h, ok := s.m[k]; ok { // replace in place
+		sl := &s.slots[h.slot]
 		s.bytes += size - sl.size
 		c.bytes.Add(size - sl.size)
-		sl.set(k, p, vs.epoch, expires, offset, size)
+		s.set(h.slot, k, p, vs.epoch, expires, offset, size)
 		s.evict(c, now, vs, -1)
 		s.mu.Unlock()
 		return
@@ -253,10 +270,10 @@ func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64
 		s.free = s.free[:n-1]
 	} else {
 		s.slots = append(s.slots, ncSlot{})
+		s.refs = append(s.refs, atomic.Bool{})
 		i = int32(len(s.slots) - 1)
 	}
-	s.slots[i].set(k, p, vs.epoch, expires, offset, size)
-	s.m[k] = i
+	s.set(i, k, p, vs.epoch, expires, offset, size)
 	s.bytes += size
 	c.bytes.Add(size)
 	c.entries.Add(1)
@@ -282,8 +299,8 @@ func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
 		}
 		if st, cause := c.stale(&sl.ncEntry, now, vs); st {
 			c.retire(&sl.ncEntry, cause)
-		} else if sl.ref.Load() {
-			sl.ref.Store(false)
+		} else if r := &s.refs[s.hand]; r.Load() {
+			r.Store(false)
 			s.hand++
 			continue
 		} else {
@@ -310,9 +327,9 @@ func (s *ncShard) remove(c *nearCache, i int32) {
 func (c *nearCache) drop(k ncKey) {
 	s := c.shard(k)
 	s.mu.Lock()
-	if i, ok := s.m[k]; ok {
-		c.retire(&s.slots[i].ncEntry, causeDelta)
-		s.remove(c, i)
+	if h, ok := s.m[k]; ok {
+		c.retire(&s.slots[h.slot].ncEntry, causeDelta)
+		s.remove(c, h.slot)
 	}
 	s.mu.Unlock()
 }

@@ -199,8 +199,13 @@ func TestNearCacheBytesBound(t *testing.T) {
 		for i := range c.near.shards {
 			sh := &c.near.shards[i]
 			sh.mu.Lock()
-			for _, j := range sh.m {
-				counted += sh.slots[j].size
+			for k, h := range sh.m {
+				sl := &sh.slots[h.slot]
+				counted += sl.size
+				// The map cell's copy of the entry is the slot's.
+				if !sl.used || sl.key != k || sl.p != h.p || sl.expires != h.expires || sl.epoch != h.epoch {
+					t.Fatalf("map cell of %v %+v differs from its slot (key %v, product %p, expires %d, epoch %d, used %v)", k, h, sl.key, sl.p, sl.expires, sl.epoch, sl.used)
+				}
 			}
 			sh.mu.Unlock()
 		}
