@@ -240,8 +240,9 @@ func New(opts Options) (*Client, error) {
 		near: newNearCache(opts.NearCacheBytes, opts.NearCacheGrace, opts.NearCacheMaxAge, m)}
 	c.vt.init()
 	if c.near != nil {
-		c.vt.wg.Add(1)
+		c.vt.wg.Add(2)
 		go c.pollVersions(opts.VersionInterval)
+		go c.refresher()
 	}
 	// The gRPC target only selects the resolver builder; the builder already
 	// holds the parsed target (file paths need not be valid URLs).

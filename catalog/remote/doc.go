@@ -91,7 +91,12 @@
 // gradually and nothing older is served past the grace. Every entry also
 // expires within NearCacheMaxAge (between 3/4 of it and all of it, by key
 // hash). Stale entries are misses at lookup and reclaimed first by the
-// CLOCK hand. Client.NearCacheStats gives hits, misses and the rest.
+// CLOCK hand. A hit in the last eighth of an entry's max age still serves
+// it and queues its key (once; the queue holds 4,096) for a background
+// goroutine, which asks GetProducts for every key waiting and inserts the
+// answers with the rules above: entries in use are replaced before they
+// expire, so max age costs requests no misses, and entries no request asks
+// for expire. Client.NearCacheStats gives hits, misses and the rest.
 //
 // A GetProducts attempt that runs out of its own time (half of what
 // remains for each attempt but the third and last) while the caller's

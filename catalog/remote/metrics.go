@@ -28,7 +28,18 @@ type metrics struct {
 	retired      [numCauses]prometheus.Counter
 	changes      [2]prometheus.Counter // delta, full
 	retriesAfter prometheus.Counter    // GetProducts attempts retried after their own timeout
+	refreshes    [numRefreshResults]prometheus.Counter
 }
+
+// Results of a refresh ahead of expiry (metrics label values).
+const (
+	refreshOK = iota
+	refreshError
+	refreshDropped
+	numRefreshResults
+)
+
+var refreshResultNames = [numRefreshResults]string{"ok", "error", "dropped"}
 
 // Methods, in the order of metricsMethodNames.
 const (
@@ -98,6 +109,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "GetProducts attempts that timed out and were retried on another node within the caller's deadline.",
 	}), &err)
 
+	refreshes := register(reg, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "rtbd_catalog_client_near_cache_refreshes_total",
+		Help: "Near-cache entries hit in the last eighth of their max age and refreshed from a node in the background, by result: ok (answered), error (the call failed; a later hit queues it again), dropped (the refresh queue was full).",
+	}, []string{"result"}), &err)
+
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +128,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	labelled(m.lookups[:], lookups, "hit", "hit_absent", "miss")
 	labelled(m.retired[:], retired, causeNames[:]...)
 	labelled(m.changes[:], changes, "delta", "full")
+	labelled(m.refreshes[:], refreshes, refreshResultNames[:]...)
 	for c := range numCodes {
 		m.calls[c] = calls.WithLabelValues(codes.Code(c).String())
 	}
@@ -224,5 +241,13 @@ func (m *metrics) change(full bool) {
 func (m *metrics) deadlineRetry() {
 	if m != nil {
 		m.retriesAfter.Inc()
+	}
+}
+
+func (m *metrics) refreshed(result int) { m.refreshedN(result, 1) }
+
+func (m *metrics) refreshedN(result, n int) {
+	if m != nil {
+		m.refreshes[result].Add(float64(n))
 	}
 }

@@ -24,6 +24,12 @@ import (
 // change of the index retires the cache gradually over the grace period.
 // Validity is checked at every get; a stale entry is a miss, and it is
 // replaced by the fresh answer or reclaimed first by the CLOCK hand.
+//
+// A get that finds an entry in the last refreshAhead of its life still
+// serves it and queues its key (once) for the client's refresher, which
+// asks the nodes for the queued keys in the background and inserts the
+// answers: an entry in use is replaced before it expires, so max age costs
+// no request a miss, and entries no request asks for still expire.
 type nearCache struct {
 	shards []ncShard
 	mask   uint64
@@ -35,8 +41,11 @@ type nearCache struct {
 	hits, absentHits, misses atomic.Int64
 	evictions                atomic.Int64
 	retired                  [numCauses]atomic.Int64
-	entries, bytes           atomic.Int64
-	m                        *metrics
+	// refreshAhead (ns) before expiry a hit queues its key in refresh.
+	refreshAhead   int64
+	refresh        chan ncKey
+	entries, bytes atomic.Int64
+	m              *metrics
 }
 
 // Retirement causes (metrics label values).
@@ -108,7 +117,7 @@ func (s *ncShard) set(i int32, k ncKey, p *catalogpb.Product, epoch uint32, expi
 	sl.key, sl.p, sl.epoch, sl.expires, sl.offset, sl.size = k, p, epoch, expires, offset, size
 	sl.retiredF.Store(false)
 	sl.used = true
-	s.refs[i].Store(false)
+	s.refs[i].Store(0)
 	s.m[k] = ncHot{p: p, expires: expires, epoch: epoch, slot: i}
 }
 
@@ -116,9 +125,9 @@ type ncShard struct {
 	mu    sync.RWMutex
 	m     map[ncKey]ncHot
 	slots []ncSlot // grows up to maxEntries
-	// refs[i] is slot i's CLOCK reference bit, set by gets under the read
-	// lock: a dense array, so that setting it touches no slot.
-	refs       []atomic.Bool
+	// refs[i] is slot i's flags (refRef, refQueued), set by gets under
+	// the read lock: a dense array, so that setting them touches no slot.
+	refs       []atomic.Uint32
 	free       []int32
 	hand       int
 	bytes      int64
@@ -126,6 +135,16 @@ type ncShard struct {
 	maxEntries int
 	_          [64]byte
 }
+
+// Slot flags (ncShard.refs).
+const (
+	refRef    = 1 // CLOCK reference bit: hit since the hand last passed
+	refQueued = 2 // queued for a refresh ahead of expiry
+)
+
+// refreshQueue bounds the keys waiting for the refresher; a key that finds
+// it full is not queued (its entry expires as without refreshing).
+const refreshQueue = 4096
 
 // Size accounting: a decoded product is its struct plus its strings
 // (DecodeValue gives them one backing string no longer than the value);
@@ -160,7 +179,9 @@ func newNearCache(maxBytes int64, grace, maxAge time.Duration, m *metrics) *near
 	c := &nearCache{
 		shards: make([]ncShard, n), mask: uint64(n - 1),
 		grace: int64(grace), maxAge: int64(maxAge), m: m,
-		now: func() int64 { return time.Now().UnixNano() },
+		now:          func() int64 { return time.Now().UnixNano() },
+		refreshAhead: int64(maxAge) / 8,
+		refresh:      make(chan ncKey, refreshQueue),
 	}
 	per := maxBytes / int64(n)
 	for i := range c.shards {
@@ -223,11 +244,41 @@ func (c *nearCache) get(k ncKey, now int64, vs *verState) (*catalogpb.Product, b
 			return nil, false
 		}
 	}
-	if r := &s.refs[h.slot]; !r.Load() {
-		r.Store(true)
+	r := &s.refs[h.slot]
+	if f := r.Load(); f&refRef == 0 || now >= h.expires-c.refreshAhead && f&refQueued == 0 {
+		c.touch(k, r, now >= h.expires-c.refreshAhead)
 	}
 	s.mu.RUnlock()
 	return h.p, true
+}
+
+// touch sets a hit entry's reference bit and, when refresh, queues its key
+// for the refresher once. Called with the shard's read lock.
+func (c *nearCache) touch(k ncKey, r *atomic.Uint32, refresh bool) {
+	if !refresh {
+		r.Or(refRef)
+		return
+	}
+	if r.Or(refRef|refQueued)&refQueued != 0 {
+		return // queued already
+	}
+	select {
+	case c.refresh <- k:
+	default:
+		r.And(^uint32(refQueued)) // full: try again at a later hit
+		c.m.refreshed(refreshDropped)
+	}
+}
+
+// unqueue clears k's queued flag (its refresh failed: a later hit queues
+// it again).
+func (c *nearCache) unqueue(k ncKey) {
+	s := c.shard(k)
+	s.mu.RLock()
+	if h, ok := s.m[k]; ok {
+		s.refs[h.slot].And(^uint32(refQueued))
+	}
+	s.mu.RUnlock()
 }
 
 // put inserts (or replaces) k's entry, read from an answer of content hash
@@ -270,7 +321,7 @@ func (c *nearCache) put(k ncKey, p *catalogpb.Product, valueLen int, hash uint64
 		s.free = s.free[:n-1]
 	} else {
 		s.slots = append(s.slots, ncSlot{})
-		s.refs = append(s.refs, atomic.Bool{})
+		s.refs = append(s.refs, atomic.Uint32{})
 		i = int32(len(s.slots) - 1)
 	}
 	s.set(i, k, p, vs.epoch, expires, offset, size)
@@ -299,8 +350,8 @@ func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
 		}
 		if st, cause := c.stale(&sl.ncEntry, now, vs); st {
 			c.retire(&sl.ncEntry, cause)
-		} else if r := &s.refs[s.hand]; r.Load() {
-			r.Store(false)
+		} else if r := &s.refs[s.hand]; r.Load()&refRef != 0 {
+			r.And(^uint32(refRef))
 			s.hand++
 			continue
 		} else {

@@ -392,9 +392,12 @@ func TestNearCacheFullChangeRetiresWithinGrace(t *testing.T) {
 }
 
 // No entry is served past max age; expiries are spread, not in lockstep.
+// (Refreshing ahead of expiry is off: the gets at 7/8 of max age would
+// queue refreshes, TestNearCacheRefreshAhead's subject.)
 func TestNearCacheMaxAge(t *testing.T) {
 	const N = 200
 	_, clk, c := warmOnClock(t, N)
+	c.near.refreshAhead = 0
 	start, maxAge := clk.now(), time.Duration(c.near.maxAge)
 	var counts []int
 	for _, at := range []time.Duration{maxAge / 2, 7 * maxAge / 8, maxAge} {
@@ -408,6 +411,67 @@ func TestNearCacheMaxAge(t *testing.T) {
 	if s := c.NearCacheStats(); s.RetiredMaxAge != N {
 		t.Fatalf("RetiredMaxAge = %d, want %d", s.RetiredMaxAge, N)
 	}
+}
+
+// A hit in the last eighth of an entry's max age queues its key, and the
+// refresher replaces the entry from a node in the background: an entry in
+// use never expires into a miss, while one no get asks for in that window
+// still expires at its max age.
+func TestNearCacheRefreshAhead(t *testing.T) {
+	const N = 200
+	n, clk, c := warmOnClock(t, N)
+	start, maxAge := clk.now(), time.Duration(c.near.maxAge)
+	calls := n.calls()
+
+	// At 15/16 of max age, the entries still valid are all in their last
+	// eighth: each hit queues its key.
+	clk.ns.Store(start + int64(maxAge-maxAge/16))
+	hot := cachedValid(c, 1, N)
+	if hot == 0 || hot == N {
+		t.Fatalf("%d of %d valid at 15/16 of max age: want some", hot, N)
+	}
+	// The refresher's answers come in the background; wait for them (a
+	// bound, not a timing figure).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if refreshedEntries(c, start+int64(maxAge-maxAge/16)) == hot {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 10 s, %d of %d hit entries refreshed (node calls %d)", refreshedEntries(c, start+int64(maxAge-maxAge/16)), hot, n.calls()-calls)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := n.calls() - calls; d < 1 || d > int64(hot) {
+		t.Fatalf("%d GetProducts calls for %d refreshes", d, hot)
+	}
+
+	// Past every original expiry: the refreshed entries are served, the
+	// others (not hit in their window) are gone.
+	clk.ns.Store(start + int64(maxAge+maxAge/2))
+	if got := cachedValid(c, 1, N); got != hot {
+		t.Fatalf("%d valid at 1.5 max age, want the %d refreshed", got, hot)
+	}
+	if s := c.NearCacheStats(); s.RetiredMaxAge != N-int64(hot) {
+		t.Fatalf("RetiredMaxAge = %d, want the %d not refreshed", s.RetiredMaxAge, N-hot)
+	}
+}
+
+// refreshedEntries counts the bulk group's entries inserted at or after
+// at (unix ns), by their expiry: at least 3/4 of max age after at.
+func refreshedEntries(c *Client, at int64) int {
+	n := 0
+	for i := range c.near.shards {
+		s := &c.near.shards[i]
+		s.mu.RLock()
+		for k, h := range s.m {
+			if k.g == catalogtest.BulkGroup && h.expires >= at+3*c.near.maxAge/4 {
+				n++
+			}
+		}
+		s.mu.RUnlock()
+	}
+	return n
 }
 
 // Answers from a node on an older version than the newest seen are served
