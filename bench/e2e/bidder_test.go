@@ -20,24 +20,7 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a demo, two bidders and two nodes")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	out, work := t.TempDir(), t.TempDir()
-	args := append([]string{"bidder", "-products", "2000", "-groups", "4", "-users", "50", "-nodes", "2", "-weights", "15",
-		"-duration", "4s", "-warmup", "500ms", "-rate", "100", "-kill-node-at", "1s", "-out", out, "-work", work, "-q"}, rtbdArgs(t)...)
-	var stdout, stderr bytes.Buffer
-	err := bench.Main(ctx, args, &stdout, &stderr)
-	t.Logf("progress:\n%s", stderr.String())
-	if err != nil {
-		t.Fatalf("bench bidder: %v", err)
-	}
-	if stdout.Len() != 0 {
-		t.Errorf("-q: %d bytes on stdout", stdout.Len())
-	}
-	rep, err := bench.LoadReport(out + "/latest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, _ := runBidderBench(t, "-nodes", "2", "-duration", "4s", "-warmup", "500ms", "-rate", "100", "-kill-node-at", "1s")
 	want := []string{"local/15", "local/15 win", "local/15 event", "remote/15", "remote/15 win", "remote/15 event"}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
@@ -122,22 +105,8 @@ func TestBidderOverloadInterleaved(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a demo, two bidders and a node")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-	defer cancel()
-	out, work := t.TempDir(), t.TempDir()
-	args := append([]string{"bidder", "-products", "2000", "-groups", "4", "-users", "50", "-nodes", "1", "-weights", "15",
-		"-duration", "1s", "-warmup", "200ms", "-rate", "100", "-max-rate", "50", "-p99", "50ms", "-win-ratio", "0", "-event-rate", "-1",
-		"-saturate", "4", "-overload", "-out", out, "-work", work, "-q"}, rtbdArgs(t)...)
-	var stdout, stderr bytes.Buffer
-	err := bench.Main(ctx, args, &stdout, &stderr)
-	t.Logf("progress:\n%s", stderr.String())
-	if err != nil {
-		t.Fatalf("bench bidder -overload: %v", err)
-	}
-	rep, err := bench.LoadReport(out + "/latest.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, progress := runBidderBench(t, "-nodes", "1", "-duration", "1s", "-warmup", "200ms", "-rate", "100", "-max-rate", "50", "-p99", "50ms",
+		"-win-ratio", "0", "-event-rate", "-1", "-saturate", "4", "-overload")
 	if len(rep.Searches) != 2 {
 		t.Fatalf("%d searches, want local and remote", len(rep.Searches))
 	}
@@ -151,7 +120,7 @@ func TestBidderOverloadInterleaved(t *testing.T) {
 	}
 	// Interleaved: the progress log's step lines come in turns.
 	var order []string
-	for _, line := range strings.Split(stderr.String(), "\n") {
+	for _, line := range strings.Split(progress, "\n") {
 		for _, top := range []string{"local", "remote"} {
 			if strings.Contains(line, " of "+top+"/15 demo bids only: ") && strings.Contains(line, "  step ") {
 				order = append(order, top)
@@ -211,4 +180,29 @@ func TestBidderOverloadInterleaved(t *testing.T) {
 		!strings.Contains(notes, "saturated remote/15 demo (4 connections, 3 runs): ") || !strings.Contains(notes, "; vs local: bids/s ") {
 		t.Errorf("notes lack the saturated figures:\n%s", notes)
 	}
+}
+
+// runBidderBench runs `rtbd bench bidder -q` on a small demo (2,000
+// products, 50 users, weight 15) with args, and returns its report and its
+// progress log (stderr); -q must leave stdout empty.
+func runBidderBench(t *testing.T, args ...string) (*bench.Report, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	defer cancel()
+	out, work := t.TempDir(), t.TempDir()
+	all := append([]string{"bidder", "-products", "2000", "-groups", "4", "-users", "50", "-weights", "15", "-out", out, "-work", work, "-q"}, args...)
+	var stdout, stderr bytes.Buffer
+	err := bench.Main(ctx, append(all, rtbdArgs(t)...), &stdout, &stderr)
+	t.Logf("progress:\n%s", stderr.String())
+	if err != nil {
+		t.Fatalf("bench %v: %v", args, err)
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("-q: %d bytes on stdout", stdout.Len())
+	}
+	rep, err := bench.LoadReport(out + "/latest.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, stderr.String()
 }
