@@ -246,8 +246,9 @@ type Options struct {
 	Logger *zap.Logger
 	// Registerer receives the rtbd_bidder_* metrics; nil registers none.
 	Registerer prometheus.Registerer
-	// Now is the clock of campaign flights, dayparts and tokens (tests);
-	// nil is time.Now. Deadlines always use the real clock.
+	// Now is the clock of campaign flights, dayparts, tokens and the
+	// per-source rate limits (tests); nil is time.Now. Deadlines always
+	// use the real clock.
 	Now func() time.Time
 	// MaxConns bounds the connections a server from NewServer holds (see
 	// NewServer). Default DefaultMaxConns.

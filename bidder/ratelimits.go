@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net"
 	"net/netip"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -73,7 +72,7 @@ func newRateLimits(o RateLimitOptions, reg prometheus.Registerer) (rateLimits, e
 // false.
 func (b *Bidder) allowed(rc *fasthttp.RequestCtx, endpoint int) bool {
 	l := b.limits.lim[endpoint]
-	if l == nil || l.Allow(b.limits.source(rc), time.Now().UnixNano()) {
+	if l == nil || l.Allow(b.limits.source(rc), b.opts.Now().UnixNano()) {
 		return true
 	}
 	b.limits.limited[endpoint].Inc()

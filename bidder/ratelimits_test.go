@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"net/url"
 	"testing"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/ratelimit"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/configs"
@@ -33,14 +35,14 @@ func fromCtx(path, cookie, ip, xff string) *fasthttp.RequestCtx {
 	return &rc
 }
 
-func limitedFixture(t *testing.T, edit func(*RateLimitOptions)) *fixture {
+func limitedFixture(t *testing.T, edit func(*Options)) *fixture {
 	return newFixture(t, func(o *Options) {
 		o.Exchanges = []Exchange{{Name: "ssp1"}}
 		o.UserID.SyncRedirectHosts = []string{"ssp1.example"}
 		l := ratelimit.Limit{Rate: 1, Burst: 5}
 		o.RateLimits = RateLimitOptions{Event: l, UserSync: l, Match: l, Sources: 1024}
 		if edit != nil {
-			edit(&o.RateLimits)
+			edit(o)
 		}
 	})
 }
@@ -119,7 +121,10 @@ func TestRateLimitPerSource(t *testing.T) {
 // Many sources, each once: the table holds no more than its size, and a
 // source flooding meanwhile stays limited.
 func TestRateLimitTableBounded(t *testing.T) {
-	f := limitedFixture(t, nil)
+	// A stopped clock: the flooder's bucket gets no refill however long
+	// the 50,000 requests take (under -race on a busy host, seconds).
+	clock := testclock.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	f := limitedFixture(t, func(o *Options) { o.Now = clock.Now })
 	h := f.b.Handler()
 	l := f.b.limits.lim[limitEvent]
 	for range 10 {
@@ -147,8 +152,8 @@ func TestRateLimitTableBounded(t *testing.T) {
 // rightmost address that is not a trusted proxy. Elsewhere it is ignored,
 // so a client cannot pick a fresh source per request.
 func TestRateLimitForwardedFor(t *testing.T) {
-	f := limitedFixture(t, func(o *RateLimitOptions) {
-		o.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	f := limitedFixture(t, func(o *Options) {
+		o.RateLimits.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
 	})
 	h := f.b.Handler()
 	status := func(peer, xff string) int {
