@@ -81,12 +81,12 @@ func hashNCKey(k ncKey) uint64 {
 	return h ^ h>>32
 }
 
-// ncEntry is a cached product or absence. It lives in its slot (not behind
-// a pointer), written only under the shard's write lock; what a get needs
-// of it is copied into the shard map's cell (ncHot).
+// ncEntry is what the CLOCK hand and a stale check need of a cached
+// product or absence. It lives in its slot (not behind a pointer), written
+// only under the shard's write lock; the product itself, and a copy of
+// the expiry and epoch, are in the shard map's cell (ncHot).
 type ncEntry struct {
 	key      ncKey
-	p        *catalogpb.Product // nil: absent
 	epoch    uint32
 	expires  int64 // unix ns
 	offset   int64 // ns into the grace period at which an old-epoch entry retires
@@ -114,7 +114,7 @@ type ncHot struct {
 // lock.
 func (s *ncShard) set(i int32, k ncKey, p *catalogpb.Product, epoch uint32, expires, offset, size int64) {
 	sl := &s.slots[i]
-	sl.key, sl.p, sl.epoch, sl.expires, sl.offset, sl.size = k, p, epoch, expires, offset, size
+	sl.key, sl.epoch, sl.expires, sl.offset, sl.size = k, epoch, expires, offset, size
 	sl.retiredF.Store(false)
 	sl.used = true
 	s.refs[i].Store(0)
@@ -244,9 +244,9 @@ func (c *nearCache) get(k ncKey, now int64, vs *verState) (*catalogpb.Product, b
 			return nil, false
 		}
 	}
-	r := &s.refs[h.slot]
-	if f := r.Load(); f&refRef == 0 || now >= h.expires-c.refreshAhead && f&refQueued == 0 {
-		c.touch(k, r, now >= h.expires-c.refreshAhead)
+	r, due := &s.refs[h.slot], now >= h.expires-c.refreshAhead
+	if f := r.Load(); f&refRef == 0 || due && f&refQueued == 0 {
+		c.touch(k, r, due)
 	}
 	s.mu.RUnlock()
 	return h.p, true
@@ -367,7 +367,7 @@ func (s *ncShard) evict(c *nearCache, now int64, vs *verState, size int64) {
 func (s *ncShard) remove(c *nearCache, i int32) {
 	sl := &s.slots[i]
 	delete(s.m, sl.key)
-	sl.used, sl.p = false, nil
+	sl.used = false
 	s.free = append(s.free, i)
 	s.bytes -= sl.size
 	c.bytes.Add(-sl.size)

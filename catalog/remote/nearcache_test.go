@@ -203,8 +203,8 @@ func TestNearCacheBytesBound(t *testing.T) {
 				sl := &sh.slots[h.slot]
 				counted += sl.size
 				// The map cell's copy of the entry is the slot's.
-				if !sl.used || sl.key != k || sl.p != h.p || sl.expires != h.expires || sl.epoch != h.epoch {
-					t.Fatalf("map cell of %v %+v differs from its slot (key %v, product %p, expires %d, epoch %d, used %v)", k, h, sl.key, sl.p, sl.expires, sl.epoch, sl.used)
+				if !sl.used || sl.key != k || sl.expires != h.expires || sl.epoch != h.epoch {
+					t.Fatalf("map cell of %v %+v differs from its slot (key %v, expires %d, epoch %d, used %v)", k, h, sl.key, sl.expires, sl.epoch, sl.used)
 				}
 			}
 			sh.mu.Unlock()
