@@ -223,10 +223,7 @@ func FindMaxRates(ctx context.Context, ts []Target, o FindMaxRateOptions) ([]*Ma
 	for round := 0; ; round++ {
 		ran := false
 		for k := range ss {
-			if round%2 == 1 {
-				k = len(ss) - 1 - k
-			}
-			s := ss[k]
+			s := ss[inTurn(round, k, len(ss))]
 			if s.done {
 				continue
 			}
@@ -250,6 +247,16 @@ func FindMaxRates(ctx context.Context, ts []Target, o FindMaxRateOptions) ([]*Ma
 			return out, first
 		}
 	}
+}
+
+// inTurn is the index of the k-th of n targets to run in round: in order
+// on even rounds, reversed on odd ones (ABBA), so that no target always
+// runs first.
+func inTurn(round, k, n int) int {
+	if round%2 == 1 {
+		return n - 1 - k
+	}
+	return k
 }
 
 // rateSearch is one target's search in FindMaxRates.

@@ -35,10 +35,8 @@ func runSaturated(ctx context.Context, o BidderOptions, ts []*topo, pop string, 
 	sums := make([]sum, len(ts))
 	logf("saturated %d %s: closed loop, %d connections, %v per run, %d runs per topology taking turns", w, pop, o.Saturate, o.Load.Duration, saturateRounds)
 	for round := 0; round < saturateRounds; round++ {
-		for k := range ts {
-			if round%2 == 1 {
-				k = len(ts) - 1 - k
-			}
+		for i := range ts {
+			k := inTurn(round, i, len(ts))
 			t := ts[k]
 			name := fmt.Sprintf("%s/%d %s saturated %d", t.name, w, pop, round+1)
 			var near0 NearStats
