@@ -261,9 +261,6 @@ func appendFloat(dst []byte, f float64) ([]byte, bool) {
 
 const hexDigits = "0123456789abcdef"
 
-// appendString appends s as a JSON string, escaped as encoding/json does
-// with HTML escaping off: '"', '\\' and control characters escaped, invalid
-// UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped.
 // JSONSafe reports whether s needs no escaping in a JSON string as
 // AppendResponse writes strings: valid UTF-8 without '"', '\', control
 // characters, U+2028 or U+2029.
@@ -284,14 +281,32 @@ func JSONSafe(s string) bool {
 	return true
 }
 
-func appendString(dst []byte, s string) []byte {
+// AppendStringHTML appends s as a JSON string that may be inlined into a
+// page: escaped as AppendResponse escapes strings, and '<', '>' and '&' as \u003c,
+// \u003e and \u0026 (encoding/json's default).
+func AppendStringHTML(dst []byte, s string) []byte { return appendEscaped(dst, s, true) }
+
+// appendString appends s as a JSON string, escaped as encoding/json does
+// with HTML escaping off.
+func appendString(dst []byte, s string) []byte { return appendEscaped(dst, s, false) }
+
+// appendEscaped appends s as a JSON string, escaped as encoding/json does
+// (HTML escaping only when html is set): '"', '\\' and control characters
+// escaped, invalid UTF-8 replaced by \ufffd, U+2028 and U+2029 escaped.
+func appendEscaped(dst []byte, s string, html bool) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i = skipSafeString(s, i); i >= len(s) {
-			break
+		if !html {
+			if i = skipSafeString(s, i); i >= len(s) {
+				break
+			}
 		}
 		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' && (!html || b != '<' && b != '>' && b != '&') {
+				i++
+				continue
+			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -314,16 +329,13 @@ func appendString(dst []byte, s string) []byte {
 			continue
 		}
 		c, size := utf8.DecodeRuneInString(s[i:])
-		if c == utf8.RuneError && size == 1 {
+		if c == utf8.RuneError && size == 1 || c == '\u2028' || c == '\u2029' {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if c == '\u2028' || c == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			if c == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[c&0xF])
+			}
 			i += size
 			start = i
 			continue

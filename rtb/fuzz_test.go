@@ -118,8 +118,9 @@ func FuzzDecryptPrice(f *testing.F) {
 	})
 }
 
-// FuzzAppendString: string escaping is byte-identical to encoding/json's
-// (HTML escaping off), through AppendNoBid; JSONSafe is true exactly when
+// FuzzAppendString: string escaping is byte-identical to encoding/json's,
+// with HTML escaping off (through AppendNoBid) and on (AppendStringHTML,
+// json.Marshal); JSONSafe is true exactly when
 // escaping changes nothing, and then an Encoder trusting the string as an
 // adm writes what AppendResponse writes.
 func FuzzAppendString(f *testing.F) {
@@ -134,6 +135,9 @@ func FuzzAppendString(f *testing.F) {
 		if !bytes.Equal(got, want) {
 			t.Fatalf("appendString(%q) = %s, encoding/json %s", s, got, want)
 		}
+		if html, want := AppendStringHTML(nil, s), stdMarshal(t, s); !bytes.Equal(html, want) {
+			t.Fatalf("AppendStringHTML(%q) = %s, json.Marshal %s", s, html, want)
+		}
 		safe := JSONSafe(s)
 		if unchanged := string(got) == `"`+s+`"`; safe != unchanged {
 			t.Fatalf("JSONSafe(%q) = %v, escaping changes it: %v", s, safe, !unchanged)
@@ -147,4 +151,14 @@ func FuzzAppendString(f *testing.F) {
 			}
 		}
 	})
+}
+
+// stdMarshal is encoding/json's Marshal of v (HTML escaping on).
+func stdMarshal(t testing.TB, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

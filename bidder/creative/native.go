@@ -12,6 +12,7 @@ import (
 	nreq "github.com/prebid/openrtb/v20/native1/request"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // Errors of ParseNative and AppendNative.
@@ -200,17 +201,17 @@ func AppendNative(dst []byte, n *Native) ([]byte, error) {
 		u := dst[start:]
 		dst = appendJSONBytes(dst[:start], u) // copies u before overwriting it
 	} else {
-		dst = appendJSON(dst, p.LandingUrl)
+		dst = rtb.AppendStringHTML(dst, p.LandingUrl)
 	}
 	dst = append(dst, '}')
 	if n.ImpURL != "" {
 		if n.Request.EventTrackers() {
 			dst = append(dst, `,"eventtrackers":[{"event":1,"method":1,"url":`...)
-			dst = appendJSON(dst, n.ImpURL)
+			dst = rtb.AppendStringHTML(dst, n.ImpURL)
 			dst = append(dst, `}]`...)
 		} else {
 			dst = append(dst, `,"imptrackers":[`...)
-			dst = appendJSON(dst, n.ImpURL)
+			dst = rtb.AppendStringHTML(dst, n.ImpURL)
 			dst = append(dst, ']')
 		}
 	}
@@ -238,7 +239,7 @@ func appendAsset(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native) ([]
 		}
 		dst = head(dst)
 		dst = append(dst, `,"title":{"text":`...)
-		dst = appendJSON(dst, truncateRunes(p.Title, a.Title.Len))
+		dst = rtb.AppendStringHTML(dst, truncateRunes(p.Title, a.Title.Len))
 		return append(dst, `}}`...), true
 	case a.Img != nil:
 		return appendImage(dst, a, p, n, head)
@@ -283,7 +284,7 @@ func appendAsset(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native) ([]
 		if vb != nil {
 			dst = appendJSONBytes(dst, vb)
 		} else {
-			dst = appendJSON(dst, truncateRunes(v, a.Data.Len))
+			dst = rtb.AppendStringHTML(dst, truncateRunes(v, a.Data.Len))
 		}
 		return append(dst, `}}`...), true
 	}
@@ -309,64 +310,15 @@ func hostOf(u string) string {
 	return rest
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSON appends s as a JSON string (HTML-safe: < > & escaped too, as
-// the markup may be inlined into a page; invalid UTF-8 as U+FFFD).
-func appendJSON(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if (r == utf8.RuneError && size == 1) || r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			if r == utf8.RuneError {
-				dst = append(dst, `\ufffd`...)
-			} else {
-				dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			}
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
-
-// appendJSONBytes is appendJSON for a byte slice, which may alias dst's
+// appendJSONBytes is rtb.AppendStringHTML for a byte slice, which may alias dst's
 // backing array (it is copied first: on the stack up to 512 bytes).
 func appendJSONBytes(dst, b []byte) []byte {
 	var tmp [512]byte
 	if len(b) <= len(tmp) {
 		n := copy(tmp[:], b)
-		return appendJSON(dst, unsafeString(tmp[:n]))
+		return rtb.AppendStringHTML(dst, unsafeString(tmp[:n]))
 	}
-	return appendJSON(dst, string(b)) // long: allocation accepted
+	return rtb.AppendStringHTML(dst, string(b)) // long: allocation accepted
 }
 
 func unsafeString(b []byte) string {

@@ -8,6 +8,7 @@ import (
 	nreq "github.com/prebid/openrtb/v20/native1/request"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // iconScale: an icon asset gets the product image as it is only when the
@@ -46,7 +47,7 @@ func appendImage(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native, hea
 	if imageFits(img, pw, ph) && (!icon || iconSized(img, pw, ph)) {
 		dst = head(dst)
 		dst = append(dst, `,"img":{"url":`...)
-		dst = appendJSON(dst, p.ImageUrl)
+		dst = rtb.AppendStringHTML(dst, p.ImageUrl)
 		if pw > 0 && ph > 0 {
 			dst = appendWH(dst, pw, ph)
 		}

@@ -76,7 +76,7 @@ func (r *ResizeURL) Append(dst []byte, w, h int64, src string) []byte {
 }
 
 // appendJSON appends the URL of src resized to w x h as a JSON string
-// (the template's & as \u0026, as appendJSON writes it; the template
+// (the template's & as \u0026, as rtb.AppendStringHTML writes it; the template
 // has no other character to escape, and a percent-encoded src none).
 func (r *ResizeURL) appendJSON(dst []byte, w, h int64, src string) []byte {
 	dst = append(dst, '"')
