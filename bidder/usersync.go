@@ -166,7 +166,7 @@ func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 	x, ok := b.exchangeArg(args)
 	if !ok {
 		b.m.syncs[syncInvalid].Inc()
-		rc.SetStatusCode(fasthttp.StatusBadRequest)
+		syncRefused(rc, refusedExchange)
 		return
 	}
 	allowed := b.queryAllowed(args)
@@ -179,7 +179,7 @@ func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 	dest := strings.ReplaceAll(string(args.Peek("redirect")), x.UIDMacro, url.QueryEscape(uid))
 	if err := checkRedirect(dest, b.redirects); err != nil {
 		b.m.syncs[syncInvalid].Inc()
-		rc.SetStatusCode(fasthttp.StatusBadRequest)
+		syncRefused(rc, refusedRedirect)
 		return
 	}
 	if allowed {
@@ -226,10 +226,18 @@ func (b *Bidder) serveMatch(rc *fasthttp.RequestCtx) {
 	x, ok := b.exchangeArg(args)
 	xuid := args.Peek("xuid")
 	dest := string(args.Peek("redirect"))
-	if !ok || len(args.Peek("x")) == 0 || len(xuid) == 0 || len(xuid) > maxXUIDBytes || user.CheckUID(xuid) != nil ||
-		(dest != "" && checkRedirect(dest, b.redirects) != nil) {
+	refused := ""
+	switch {
+	case !ok || len(args.Peek("x")) == 0:
+		refused = refusedExchange
+	case len(xuid) == 0 || len(xuid) > maxXUIDBytes || user.CheckUID(xuid) != nil:
+		refused = refusedXUID
+	case dest != "" && checkRedirect(dest, b.redirects) != nil:
+		refused = refusedRedirect
+	}
+	if refused != "" {
 		b.m.matches[syncInvalid].Inc()
-		rc.SetStatusCode(fasthttp.StatusBadRequest)
+		syncRefused(rc, refused)
 		return
 	}
 	if !b.queryAllowed(args) {
@@ -260,6 +268,22 @@ func (b *Bidder) serveMatch(rc *fasthttp.RequestCtx) {
 	}
 	b.m.matches[syncOK].Inc()
 	b.pixelOrRedirect(rc, dest)
+}
+
+// Why /usersync or /match refused a request (the 400's body): constant
+// texts that name the rule, never the request's own values.
+const (
+	refusedExchange = "x: not an exchange of the exchanges: section\n"
+	refusedXUID     = "xuid: missing, too long, or not UTF-8 text without control characters\n"
+	refusedRedirect = "redirect: not allowed: an absolute https URL (http only for a host listed as http://host) to a host[:port] of user.sync_redirect_hosts\n"
+)
+
+// syncRefused answers 400 with why as a plain-text body.
+func syncRefused(rc *fasthttp.RequestCtx, why string) {
+	rc.SetStatusCode(fasthttp.StatusBadRequest)
+	rc.SetContentType("text/plain; charset=utf-8")
+	rc.Response.Header.Set("X-Content-Type-Options", "nosniff")
+	rc.Response.SetBodyString(why)
 }
 
 // pixelOrRedirect answers 302 to dest, or the 1x1 GIF when dest is "".

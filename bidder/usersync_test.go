@@ -268,6 +268,9 @@ func TestUserSyncRedirectRefused(t *testing.T) {
 			if rc.Response.StatusCode() != 400 {
 				t.Errorf("%s%q: status %d (Location %q), want 400", path, target, rc.Response.StatusCode(), rc.Response.Header.Peek("Location"))
 			}
+			if body := string(rc.Response.Body()); body != refusedRedirect {
+				t.Errorf("%s%q: 400 body %q, want the redirect rule", path, target, body)
+			}
 			if _, hdr := setCookie(rc, "rtbd_uid"); hdr != "" {
 				t.Errorf("%s%q: a refused redirect set a cookie", path, target)
 			}
@@ -286,10 +289,18 @@ func TestUserSyncRedirectRefused(t *testing.T) {
 			t.Errorf("%q: status %d, want 302", ok, rc.Response.StatusCode())
 		}
 	}
-	rc = getCtx("/usersync?x=nope&redirect="+url.QueryEscape("https://pbs.example/"), "")
-	h(rc)
-	if rc.Response.StatusCode() != 400 {
-		t.Errorf("unknown exchange: %d", rc.Response.StatusCode())
+	for path, want := range map[string]string{
+		"/usersync?x=nope&redirect=" + url.QueryEscape("https://pbs.example/"): refusedExchange,
+		"/match?x=nope&xuid=x1":       refusedExchange,
+		"/match?xuid=x1":              refusedExchange,
+		"/match?x=default&xuid=":      refusedXUID,
+		"/match?x=default&xuid=a%01b": refusedXUID,
+	} {
+		rc = getCtx(path, "")
+		h(rc)
+		if code, body := rc.Response.StatusCode(), string(rc.Response.Body()); code != 400 || body != want {
+			t.Errorf("%s: %d %q, want 400 %q", path, code, body, want)
+		}
 	}
 }
 
