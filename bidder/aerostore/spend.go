@@ -512,15 +512,19 @@ func ttlRefused(ns string, aerr as.Error) error {
 }
 
 // writeErr explains a refused write to set: FAIL_FORBIDDEN wraps
-// ErrTTLRefused (nsup-period 0), and PARAMETER_ERROR names its two causes
-// for a well-formed write, the namespace's set limit and its max-ttl.
-// Other errors are returned as they are.
+// ErrTTLRefused (nsup-period 0), PARAMETER_ERROR names its two causes
+// for a well-formed write, the namespace's set limit and its max-ttl, and
+// INVALID_NAMESPACE (the client's: the cluster's partition map has no such
+// namespace) says which key to change. Other errors are returned as they
+// are.
 func writeErr(ns, set string, aerr as.Error) error {
 	switch {
 	case aerr.Matches(types.FAIL_FORBIDDEN):
 		return ttlRefused(ns, aerr)
 	case aerr.Matches(types.PARAMETER_ERROR):
 		return fmt.Errorf("%w (PARAMETER_ERROR on a write to set %q of namespace %q: does the namespace already hold its 4,095 sets without this one, or is the TTL above its max-ttl?)", aerr, set, ns)
+	case aerr.Matches(types.INVALID_NAMESPACE):
+		return fmt.Errorf("%w (the cluster has no namespace %q: add it to aerospike.conf, or set aerospike.namespace to one it has)", aerr, ns)
 	}
 	return aerr
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -200,4 +201,31 @@ func TestUserStoreCheckCluster(t *testing.T) {
 		t.Errorf("Check on %q: %v", ns, checkErr)
 	}
 	t.Logf("Check on namespace %q: %v", ns, checkErr)
+}
+
+// TestUnknownNamespace: the start-up checks and a write to a namespace the
+// cluster lacks fail with INVALID_NAMESPACE and an error naming the
+// namespace and aerospike.namespace; against aerotest, and the real cluster
+// when RTBD_AEROSPIKE_HOSTS is set.
+func TestUnknownNamespace(t *testing.T) {
+	clients := map[string]*as.Client{}
+	_, clients["aerotest"] = testServer(t)
+	if os.Getenv(hostsEnv) != "" {
+		clients["cluster"], _ = cluster(t)
+	}
+	const ns = "rtbd-no-such-namespace"
+	for name, c := range clients {
+		o := aerostore.Options{Namespace: ns, UserTTL: time.Hour}
+		us := aerostore.NewUserStore(c, o)
+		for what, err := range map[string]error{
+			"user Check":  us.Check(context.Background()),
+			"user Put":    us.Put(context.Background(), "u", &user.Profile{Segments: []string{"a"}}),
+			"spend Check": aerostore.NewSpendStore(c, o).Check(context.Background()),
+		} {
+			var ae as.Error
+			if !errors.As(err, &ae) || !ae.Matches(types.INVALID_NAMESPACE) || !strings.Contains(err.Error(), `no namespace "`+ns+`"`) || !strings.Contains(err.Error(), "aerospike.namespace") {
+				t.Errorf("%s: %s in a namespace the cluster lacks: %v, want INVALID_NAMESPACE naming the namespace and aerospike.namespace", name, what, err)
+			}
+		}
+	}
 }

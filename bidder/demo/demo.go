@@ -73,6 +73,8 @@ type Options struct {
 	// user store that then picks (user.store auto) instead of the bidder's
 	// data directory, so the demo runs as a fleet member would.
 	Redis, Aerospike string
+	// AerospikeNamespace, when set, is aerospike.namespace.
+	AerospikeNamespace string
 	// ImageBase, when set, frames the products' image URLs as
 	// ImageBase + "<group>/<id>.jpg" (feedgen's form), and the demo bidder
 	// serves no pictures; "": the demo bidder's own pictures (plain http on
@@ -371,7 +373,11 @@ func configFor(r *Result, o Options) (*configs.Config, error) {
 		{"bidder.currency", currency},
 		{"redis.addr", o.Redis},
 		{"aerospike.hosts", o.Aerospike},
+		{"aerospike.namespace", o.AerospikeNamespace},
 	} {
+		if kv[0] == "aerospike.namespace" && kv[1] == "" {
+			continue // the default
+		}
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			return nil, fmt.Errorf("demo: config: %w", err)
 		}

@@ -1,8 +1,8 @@
 // Package demo writes rtbd's demo environment (`rtbd gen -demo -out DIR`)
 // and demo user profiles (`rtbd gen -users N -data BIDDERDATA`, or
 // `-config FILE` for the user store a configuration names; with -demo,
-// `-redis ADDR` or `-aerospike HOSTS` load the users into that shared
-// store and write it into DIR/rtbd.yaml). The
+// `-redis ADDR` or `-aerospike HOSTS` (and `-aerospike-namespace NS`) load
+// the users into that shared store and write it into DIR/rtbd.yaml). The
 // command rtbd gen chooses the form (main); a plain feed is package
 // ingest's (ingest/feedgen writes every feed, the demo's too, and the
 // ingest builds the demo's index).

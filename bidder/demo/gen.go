@@ -34,6 +34,7 @@ func newDemoFlags(o *Options, toPostgres, hint *bool) *flag.FlagSet {
 	fs.StringVar(&o.Redis, "redis", "", "shared Redis host:port: set redis.addr in the config and load the users there")
 	fs.StringVar(&o.ImageBase, "image-base", "", "product image URLs: URL<group>/<id>.jpg (an https URL makes the demo's products fit secure imps); empty: pictures the demo bidder serves itself")
 	fs.StringVar(&o.Aerospike, "aerospike", "", "shared Aerospike host[:port][,...]: set aerospike.hosts in the config and load the users there")
+	fs.StringVar(&o.AerospikeNamespace, "aerospike-namespace", "", "with -aerospike: the namespace of rtbd's sets (aerospike.namespace; empty: its default)")
 	return fs
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
 	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -67,5 +68,35 @@ func TestDemoRedis(t *testing.T) {
 	found, err := redisuser.New(c, redisuser.Options{}).Get(context.Background(), demo.UserID(4), &p)
 	if err != nil || !found {
 		t.Fatalf("%s in Redis: %v %v", demo.UserID(4), found, err)
+	}
+}
+
+// TestDemoAerospike: `rtbd gen -demo -aerospike HOSTS -aerospike-namespace
+// NS` writes both into the demo's configuration and loads the demo users
+// into that namespace; without the flag the default namespace, which this
+// cluster lacks, is refused with an error naming it.
+func TestDemoAerospike(t *testing.T) {
+	srv, err := aerotest.Start(aerotest.Options{Namespace: "demo-ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	dir := filepath.Join(t.TempDir(), "d")
+	args := []string{"-demo", "-out", dir, "-products", "300", "-groups", "3", "-users", "4", "-seed", "2", "-aerospike", srv.Addr()}
+	if _, _, err := demoMain(args...); err == nil || !strings.Contains(err.Error(), `no namespace "rtbd"`) {
+		t.Fatalf("gen -demo -aerospike without the cluster's namespace: %v, want an error naming namespace rtbd", err)
+	}
+	dir = filepath.Join(t.TempDir(), "d")
+	args[2] = dir
+	out, _, err := demoMain(append(args, "-aerospike-namespace", "demo-ns")...)
+	if err != nil || !strings.Contains(out, "users      aerospike "+srv.Addr()) {
+		t.Fatalf("gen -demo -aerospike -aerospike-namespace: %v %q", err, out)
+	}
+	cfg, err := os.ReadFile(filepath.Join(dir, demo.ConfigFile))
+	if err != nil || !strings.Contains(string(cfg), "namespace: demo-ns") || !strings.Contains(string(cfg), srv.Addr()) {
+		t.Fatalf("demo config lacks aerospike.namespace demo-ns or hosts %s: %v\n%s", srv.Addr(), err, cfg)
+	}
+	if n := srv.Records(); n != 4 {
+		t.Errorf("%d records in the namespace, want the 4 demo users", n)
 	}
 }
