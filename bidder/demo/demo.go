@@ -375,8 +375,8 @@ func configFor(r *Result, o Options) (*configs.Config, error) {
 		{"aerospike.hosts", o.Aerospike},
 		{"aerospike.namespace", o.AerospikeNamespace},
 	} {
-		if kv[0] == "aerospike.namespace" && kv[1] == "" {
-			continue // the default
+		if kv[1] == "" {
+			continue // an option not given keeps the default
 		}
 		if err := cfg.Set(kv[0], kv[1]); err != nil {
 			return nil, fmt.Errorf("demo: config: %w", err)
