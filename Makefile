@@ -201,3 +201,12 @@ bench-wrk: build
 	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
 	DEMO=$(DEMO) bench/wrk/remote-local.sh ./$(BIN)
+
+# Server CPU per bid of this build (B) against another rtbd binary (A, e.g.
+# one built from the previous release), side by side in one run under wrk:
+#   make bench-ab BASE=/path/to/old/rtbd
+.PHONY: bench-ab
+bench-ab: build
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
+	@test -n "$(BASE)" || { echo "make bench-ab BASE=/path/to/other/rtbd"; exit 2; }
+	bench/wrk/ab.sh $(BASE) ./$(BIN)
