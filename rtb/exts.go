@@ -194,6 +194,7 @@ func (d *decoder) extBegin() (start int, read bool) {
 		return start, false
 	}
 	d.i++
+	d.enter()
 	d.copyEsc = true
 	return start, true
 }
@@ -322,6 +323,7 @@ func (d *decoder) extRequest(p *json.RawMessage) bool {
 func (d *decoder) extObject() bool {
 	if d.ws() == '{' {
 		d.i++
+		d.enter()
 		return true
 	}
 	d.skip()
@@ -444,12 +446,14 @@ func (d *decoder) extTransparency(v *DSA) {
 		return
 	}
 	d.i++
+	d.enter()
 	for ok := d.firstElem(); ok; ok = d.nextElem() {
 		if d.ws() != '{' {
 			d.skip()
 			continue
 		}
 		d.i++
+		d.enter()
 		n := len(v.Transparency)
 		if n < cap(v.Transparency) {
 			v.Transparency = v.Transparency[:n+1]
@@ -484,6 +488,7 @@ func (d *decoder) extInts(p *[]int) {
 		return
 	}
 	d.i++
+	d.enter()
 	for ok := d.firstElem(); ok; ok = d.nextElem() {
 		if c := d.ws(); c != '-' && (c < '0' || c > '9') {
 			d.skip()
@@ -495,14 +500,18 @@ func (d *decoder) extInts(p *[]int) {
 	}
 }
 
-// firstElem starts the elements of an array whose '[' was consumed; false
-// at ']' (or an error).
+// firstElem starts the elements of an array whose '[' was consumed (and
+// entered); false at ']' (or an error).
 func (d *decoder) firstElem() bool {
-	if d.ws() == ']' {
-		d.i++
+	if d.err != nil {
 		return false
 	}
-	return d.err == nil && d.i < len(d.buf)
+	if d.ws() == ']' {
+		d.i++
+		d.depth--
+		return false
+	}
+	return d.count()
 }
 
 // nextElem moves to the next element; false at ']' (or an error).
@@ -513,9 +522,10 @@ func (d *decoder) nextElem() bool {
 	switch d.ws() {
 	case ',':
 		d.i++
-		return true
+		return d.count()
 	case ']':
 		d.i++
+		d.depth--
 		return false
 	}
 	d.fail(errSyntax)
@@ -527,14 +537,14 @@ func (d *decoder) nextElem() bool {
 // value skipped.
 func (d *decoder) extSChain(v *openrtb2.SupplyChain) {
 	d.ws()
-	at := d.i
+	at, depth := d.i, d.depth
 	if decSupplyChain(d, v) && d.err == nil {
 		return
 	}
 	if _, ok := d.err.(*typeError); ok || d.err == nil {
 		d.err = nil
 		*v = openrtb2.SupplyChain{Nodes: keepNodes(v.Nodes)}
-		d.i = at
+		d.i, d.depth = at, depth
 		d.skip()
 	}
 }
