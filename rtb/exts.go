@@ -133,12 +133,14 @@ func (e *Exts) resetRequest() {
 	e.Currency = CurrencyExt{Rates: keep(e.Currency.Rates)}
 }
 
-// keep returns s emptied, or nil when its backing array is large.
+// keep returns s emptied, or nil when its backing array is large. Only
+// s[:len(s)] is cleared: the ext readers fill elements by growing the
+// slice, so those beyond its length are zero.
 func keep[T any](s []T) []T {
 	if cap(s) > maxKeptExts {
 		return nil
 	}
-	clear(s[:cap(s)])
+	clear(s)
 	return s[:0]
 }
 
@@ -147,15 +149,21 @@ func keepTransparency(s []DSATransparency) []DSATransparency {
 	if cap(s) > maxKeptExts {
 		return nil
 	}
-	s = s[:cap(s)]
 	for i := range s {
 		s[i] = DSATransparency{Params: keep(s[i].Params)}
 	}
 	return s[:0]
 }
 
+// keepNodes is keep for supply chain nodes, which decSlice may leave beyond
+// the length (a repeated "nodes" cuts the slice to the shorter array):
+// the whole backing array is cleared.
 func keepNodes(s []openrtb2.SupplyChainNode) []openrtb2.SupplyChainNode {
-	return keep(s)
+	if cap(s) > maxKeptExts {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
 }
 
 // fixExts resets the groups of e whose ext object the decoded request
