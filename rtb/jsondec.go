@@ -19,7 +19,7 @@ import (
 // goccy/go-json in DecodeRequest when BenchmarkCodecs showed the library to
 // be the bidder's largest single cost (see codec_bench_test.go).
 //
-// Semantics are encoding/json's, checked by FuzzDecodeMatchesEncodingJSON:
+// Semantics are encoding/json's, checked by FuzzDecodeRequest:
 // keys match exactly, else case-insensitively (bytes.EqualFold); unknown
 // keys are skipped; null leaves a value alone and sets a pointer, slice or
 // RawMessage to nil or `null`; a duplicate key decodes again into what is
