@@ -7,10 +7,10 @@ import (
 	"time"
 )
 
-// TestAllocations pins Append and Parse at zero allocations with buffers
-// that have room (the bidder signs 3 tokens on every bid: win, bill and one
-// click token for all the creative's products), also for a click token
-// with 15 products parsed into a Token whose Products has capacity.
+// TestAllocations pins Append, AppendBid and Parse at zero allocations
+// with buffers that have room (the bidder signs each bid once, AppendBid),
+// also for a markup token with 15 products parsed as a click into a Token
+// whose Products has capacity, and for a version 4 token.
 func TestAllocations(t *testing.T) {
 	k := mustKeys(t, key1, key2)
 	tt := sample()
@@ -32,10 +32,16 @@ func TestAllocations(t *testing.T) {
 	if n := testing.AllocsPerRun(100, func() { dst, _ = k.Append(dst[:0], &click) }); n != 0 {
 		t.Errorf("Append click: %v allocs, want 0", n)
 	}
-	ctok, _ := k.Append(nil, &click)
+	mid := 0
+	if n := testing.AllocsPerRun(100, func() { dst, mid, _ = k.AppendBid(dst[:0], &click) }); n != 0 || mid == 0 {
+		t.Errorf("AppendBid: %v allocs, want 0", n)
+	}
+	both, mid, _ := k.AppendBid(nil, &click)
+	ctok := both[mid:]
 	got.Products = make([]int64, 0, 16)
-	if n := testing.AllocsPerRun(100, func() { buf, _ = k.Parse(&got, ctok, KindClick, click.Issued, buf) }); n != 0 {
-		t.Errorf("Parse click: %v allocs, want 0", n)
+	var err error
+	if n := testing.AllocsPerRun(100, func() { buf, err = k.Parse(&got, ctok, KindClick, click.Issued, buf) }); n != 0 || err != nil {
+		t.Errorf("Parse click: %v allocs (%v), want 0", n, err)
 	}
 	var nonce [16]byte
 	old := sample() // no nonce: derived
@@ -44,6 +50,10 @@ func TestAllocations(t *testing.T) {
 	}
 	if len(got.Products) != 15 || got.Products[14] != 100_014 {
 		t.Errorf("Parse click: products %v", got.Products)
+	}
+	v4 := []byte(resign(payloadV4(&tt)))
+	if n := testing.AllocsPerRun(100, func() { buf, err = k.Parse(&got, v4, KindWin, tt.Issued, buf) }); n != 0 || err != nil {
+		t.Errorf("Parse version 4: %v allocs (%v), want 0", n, err)
 	}
 }
 
@@ -54,6 +64,19 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		dst, _ = k.Append(dst[:0], &tt)
+	}
+}
+
+// BenchmarkAppendBid is the signing of one bid: both tokens, one HMAC
+// (what BenchmarkAppend three times cost before).
+func BenchmarkAppendBid(b *testing.B) {
+	k := mustKeys(b, key1)
+	tt := sample()
+	tt.ClickExpires, tt.Group, tt.Products = tt.Issued.Add(720*time.Hour), 3, []int64{100_001, 100_002, 100_003, 100_004}
+	dst := make([]byte, 0, 2048)
+	b.ReportAllocs()
+	for b.Loop() {
+		dst, _, _ = k.AppendBid(dst[:0], &tt)
 	}
 }
 
