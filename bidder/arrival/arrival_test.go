@@ -14,7 +14,7 @@ import (
 )
 
 // pair returns a stamped server side and its client, on loopback.
-func pair(t *testing.T) (server, client net.Conn) {
+func pair(t testing.TB) (server, client net.Conn) {
 	t.Helper()
 	if !arrival.Supported {
 		t.Skip("this build does not stamp connections (not Linux, or -race)")
@@ -89,6 +89,63 @@ func TestReadLargeStream(t *testing.T) {
 	}
 }
 
+// A short read (the first byte of a request, as fasthttp's server reads
+// it) receives what is there; the next reads get the rest, in order, with
+// the stamp of the bytes they return, and then read the socket again.
+func TestShortReadThenRest(t *testing.T) {
+	s, c := pair(t)
+	for round := range 3 {
+		want := bytes.Repeat([]byte{byte('a' + round)}, 10_000) // more than the short read's buffer
+		want[0] = '<'
+		if _, err := c.Write(want); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond) // all of it in the socket
+		first := make([]byte, 1)
+		if n, err := s.Read(first); n != 1 || err != nil || first[0] != '<' {
+			t.Fatalf("round %d: first byte %q, %d, %v", round, first, n, err)
+		}
+		at, ok := arrival.Time(s)
+		if !ok {
+			t.Fatalf("round %d: no stamp", round)
+		}
+		got := append([]byte(nil), first...)
+		buf := make([]byte, 700)
+		for len(got) < len(want) {
+			n, err := s.Read(buf)
+			if err != nil {
+				t.Fatalf("round %d: after %d bytes: %v", round, len(got), err)
+			}
+			got = append(got, buf[:n]...)
+			if len(got) < 4096 { // still from what the short read received
+				if again, _ := arrival.Time(s); !again.Equal(at) {
+					t.Fatalf("round %d: stamp changed from %v to %v within one receive", round, at, again)
+				}
+			}
+		}
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: read %d bytes, not what was written", round, len(got))
+		}
+	}
+	// Short reads of a stream that ends: every byte, then EOF.
+	go func() { c.Write([]byte("xyz")); c.Close() }()
+	var got []byte
+	one := make([]byte, 1)
+	for {
+		n, err := s.Read(one)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, one[:n]...)
+	}
+	if string(got) != "xyz" {
+		t.Fatalf("short reads to EOF: %q", got)
+	}
+}
+
 // EOF, a deadline and Close from another goroutine surface as a net.Conn's
 // errors would.
 func TestReadErrors(t *testing.T) {
@@ -122,13 +179,17 @@ func TestReadErrors(t *testing.T) {
 }
 
 // A stamped read and a write allocate nothing (the bid request comes in
-// and its response goes out through them).
+// and its response goes out through them), a short read and the read of
+// the rest neither.
 func TestReadWriteAllocs(t *testing.T) {
 	s, c := pair(t)
-	msg, buf := []byte("x"), make([]byte, 8)
+	msg, buf, big := []byte("xy"), make([]byte, 1), make([]byte, 128)
 	allocs := testing.AllocsPerRun(200, func() {
 		c.Write(msg)
 		if _, err := s.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Read(big); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := s.Write(msg); err != nil {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync"
 	"syscall"
 	"time"
 	"unsafe"
@@ -45,9 +46,19 @@ func (l listener) Accept() (net.Conn, error) {
 		return c, nil
 	}
 	sc := &conn{TCPConn: tc, raw: raw}
-	sc.step = sc.recv
+	sc.step, sc.stepShort = sc.recv, sc.recvShort
 	return sc, nil
 }
+
+// shortRead is the largest Read served through a pooled buffer (see
+// Read); shortBufBytes that buffer's size.
+const (
+	shortRead     = 64
+	shortBufBytes = 4 << 10
+)
+
+// shortBufs are the pooled buffers of short reads.
+var shortBufs = sync.Pool{New: func() any { return new([shortBufBytes]byte) }}
 
 // conn is a stamped TCP connection: Read is recvmsg(2) through the
 // connection's syscall.RawConn, so the Go runtime's poller waits for data
@@ -57,8 +68,14 @@ func (l listener) Accept() (net.Conn, error) {
 // one reader); LastArrival is meant for that same goroutine, between reads.
 type conn struct {
 	*net.TCPConn
-	raw  syscall.RawConn
-	step func(uintptr) bool // c.recv, kept so that a Read allocates no closure
+	raw       syscall.RawConn
+	step      func(uintptr) bool // c.recv, kept so that a Read allocates no closure
+	stepShort func(uintptr) bool // c.recvShort, likewise
+
+	// pend holds what a short Read received beyond what it returned
+	// (pend[off:end]), served by the next Reads; nil when there is none.
+	pend     *[shortBufBytes]byte
+	off, end int
 
 	b    []byte    // the buffer of the Read in progress
 	oob  [8]uint64 // control buffer (uint64s for the cmsghdr's alignment): room for one SCM_TIMESTAMPNS (32 bytes on 64-bit)
@@ -76,12 +93,25 @@ func (c *conn) LastArrival() (time.Time, bool) {
 }
 
 // Read reads with recvmsg(2) and records the receive time.
+//
+// A short Read (at most shortRead bytes: fasthttp's server reads the first
+// byte of each request on its own, then the rest) receives into a pooled
+// buffer instead, as much as is there, and the next Reads take the rest
+// from it without a system call; the buffer goes back to the pool once
+// they have, so an idle connection holds none.
 func (c *conn) Read(b []byte) (int, error) {
 	if len(b) == 0 {
 		return 0, nil
 	}
+	if c.pend != nil {
+		return c.fromPending(b), nil
+	}
 	c.b = b
-	err := c.raw.Read(c.step)
+	step := c.step
+	if len(b) <= shortRead {
+		step = c.stepShort
+	}
+	err := c.raw.Read(step)
 	c.b = nil // keep no pointer to b
 	if err == nil {
 		err = c.err
@@ -95,7 +125,22 @@ func (c *conn) Read(b []byte) (int, error) {
 	if ts, ok := stamp(c.oobBytes()[:c.oobn]); ok {
 		c.last = ts
 	}
+	if c.pend != nil {
+		return c.fromPending(b), nil
+	}
 	return c.n, nil
+}
+
+// fromPending copies pending bytes into b, dropping the buffer once it is
+// drained.
+func (c *conn) fromPending(b []byte) int {
+	n := copy(b, c.pend[c.off:c.end])
+	c.off += n
+	if c.off == c.end {
+		shortBufs.Put(c.pend)
+		c.pend = nil
+	}
+	return n
 }
 
 // Write is the net.TCPConn's, except that an empty write is no system
@@ -125,6 +170,33 @@ func (c *conn) recv(fd uintptr) bool {
 			c.n, c.oobn, c.err = n, min(oobn, 8*len(c.oob)), nil
 		default:
 			c.n, c.oobn, c.err = 0, 0, os.NewSyscallError("recvmsg", err)
+		}
+		return true
+	}
+}
+
+// recvShort is recv into a pooled buffer (see Read), taken only once
+// the socket has data: an idle connection waits in the poller with none.
+func (c *conn) recvShort(fd uintptr) bool {
+	buf := shortBufs.Get().(*[shortBufBytes]byte)
+	for {
+		n, oobn, _, _, err := syscall.Recvmsg(int(fd), buf[:], c.oobBytes(), 0)
+		switch err {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			shortBufs.Put(buf)
+			return false
+		case nil:
+			c.n, c.oobn, c.err = n, min(oobn, 8*len(c.oob)), nil
+			if n > 0 {
+				c.pend, c.off, c.end = buf, 0, n
+			} else {
+				shortBufs.Put(buf)
+			}
+		default:
+			c.n, c.oobn, c.err = 0, 0, os.NewSyscallError("recvmsg", err)
+			shortBufs.Put(buf)
 		}
 		return true
 	}
