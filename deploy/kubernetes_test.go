@@ -22,10 +22,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	kusttypes "sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
-	sigsjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 )
 
