@@ -43,7 +43,7 @@ test-deploy: image
 	@command -v promtool >/dev/null 2>&1 || { \
 		echo "installing prometheus (promtool)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus) >/dev/null; }
-	cd deploy && $(GO) vet ./... && RTBD_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
+	cd deploy && $(GO) vet ./... && DEPLOY_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
 
 # The container image: a FROM scratch image (deploy/image/Containerfile.scratch,
 # the runtime stage of deploy/image/Dockerfile) around a static rtbd built

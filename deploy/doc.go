@@ -6,10 +6,10 @@
 // PromQL parser without the product's module depending on them.
 //
 // Its tests hold the kit to the binary: they build rtbd from the parent
-// directory (or take RTBD_BIN), read its flags from `rtbd -h`, validate
+// directory (or take DEPLOY_BIN), read its flags from `rtbd -h`, validate
 // every setting the manifests give through `rtbd config` (which rejects
 // an unknown key or RTBD_* variable), read the routes from the route
 // table the product's documentation test keeps true, scrape /metrics of
 // a real catalog node and bidder and read an ingest run's textfile, and
-// run the image built by `make image` (RTBD_IMAGE).
+// run the image built by `make image` (DEPLOY_IMAGE).
 package deploy

@@ -28,7 +28,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	rtbdBin = os.Getenv("RTBD_BIN")
+	rtbdBin = os.Getenv("DEPLOY_BIN")
 	if rtbdBin == "" {
 		rtbdBin = filepath.Join(dir, "rtbd")
 		cmd := exec.Command(goCommand(), "build", "-o", rtbdBin, ".")
@@ -223,6 +223,9 @@ func start(t *testing.T, cmd *exec.Cmd) *proc {
 	t.Helper()
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
+	if cmd.Env == nil {
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
