@@ -59,10 +59,11 @@ image:
 	@test -s /etc/ssl/certs/ca-certificates.crt || { \
 		echo "installing ca-certificates"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq ca-certificates) >/dev/null; }
-	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/rootfs/etc/ssl/certs $(IMAGE_CTX)/rootfs/data
+	rm -rf $(IMAGE_CTX) && mkdir -p $(IMAGE_CTX)/rootfs/etc/ssl/certs $(IMAGE_CTX)/rootfs/etc/rtbd $(IMAGE_CTX)/rootfs/data
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(IMAGE_CTX)/rtbd .
 	cp /etc/ssl/certs/ca-certificates.crt $(IMAGE_CTX)/rootfs/etc/ssl/certs/
 	cp deploy/image/passwd deploy/image/group $(IMAGE_CTX)/rootfs/etc/
+	cp deploy/image/rtbd.yaml $(IMAGE_CTX)/rootfs/etc/rtbd/
 	podman build -q -f deploy/image/Containerfile.scratch -t $(IMAGE) $(IMAGE_CTX)
 	@podman image inspect --format '{{.Size}}' $(IMAGE) | awk '{ printf "image $(IMAGE): %.1f MiB\n", $$1 / 1048576 }'
 

@@ -276,6 +276,9 @@ func imageEnv(t *testing.T) []string {
 	return env
 }
 
+// imageFiles are the files the image adds (container path -> source).
+var imageFiles = map[string]string{"/etc/rtbd/rtbd.yaml": "image/rtbd.yaml"}
+
 // pod is a pod of a workload as the test reproduces it: its files (the
 // ConfigMaps and Secrets mounted, under root), its environment, and what
 // each mount is.
@@ -333,6 +336,15 @@ func newPod(t *testing.T, objs []object, name string, spec corev1.PodSpec, c cor
 		default:
 			p.mounts[m.MountPath] = "other " + m.Name
 		}
+	}
+	// The image's own files (its config, the default of -config).
+	for path, src := range imageFiles {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, p.local(path), string(data))
+		p.mounts[path] = "image " + src
 	}
 	env := imageEnv(t)
 	for _, e := range c.Env {
