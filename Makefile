@@ -38,12 +38,12 @@ test: deps vet
 # product's gains no Kubernetes dependency): the image built and run, the
 # manifests decoded into the Kubernetes types and built with kustomize,
 # the dashboard's and alerts' PromQL against the metrics of real
-# processes, promtool check rules.
+# processes, promtool check rules. The tests check the image's binary.
 test-deploy: image
 	@command -v promtool >/dev/null 2>&1 || { \
 		echo "installing prometheus (promtool)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus) >/dev/null; }
-	cd deploy && $(GO) vet ./... && DEPLOY_IMAGE=$(IMAGE) $(GO) test -count=1 ./...
+	cd deploy && $(GO) vet ./... && DEPLOY_IMAGE=$(IMAGE) DEPLOY_BIN=$(CURDIR)/$(IMAGE_CTX)/rtbd $(GO) test -count=1 ./...
 
 # The container image: a FROM scratch image (deploy/image/Containerfile.scratch,
 # the runtime stage of deploy/image/Dockerfile) around a static rtbd built
