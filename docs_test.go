@@ -35,6 +35,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/redis/go-redis/v9"
 	"gopkg.in/yaml.v3"
 
@@ -685,6 +687,36 @@ func (r *recorder) metrics(t *testing.T, into map[string]metric) {
 	}
 }
 
+// textfileMetrics adds the metrics of the textfile an ingest run writes
+// (ingest -textfile) to into.
+func textfileMetrics(t *testing.T, path string, into map[string]metric) {
+	t.Helper()
+	now := time.Now()
+	if err := ingest.WriteTextfile(path, ingest.RunResult{Mode: "full", Method: ingest.MethodBulk, Summary: &ingest.Summary{}, Start: now, End: now}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mf := range mfs {
+		var labels []string
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName())
+			}
+		}
+		slices.Sort(labels)
+		into[name] = metric{typ: strings.ToLower(mf.GetType().String()), labels: slices.Compact(labels), help: mf.GetHelp()}
+	}
+}
+
 // metricFile is the README whose metric table lists name.
 func metricFile(name string) string {
 	switch {
@@ -798,6 +830,7 @@ func metricAndRouteItems(t *testing.T) []item {
 	}
 	preg.metrics(t, metrics)
 	nreg.metrics(t, metrics)
+	textfileMetrics(t, filepath.Join(dir, "ingest.prom"), metrics)
 
 	// Every metric name in the product's code must have turned up.
 	for _, name := range metricNamesInCode(t) {

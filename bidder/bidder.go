@@ -499,6 +499,11 @@ func New(opts Options) (*Bidder, error) {
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
 	b.notices.New = func() any { return &noticeState{buf: make([]byte, 0, 512)} }
+	if opts.Registerer != nil && opts.Budgets != nil {
+		if err := opts.Registerer.Register(campaignSpendCollector{b}); err != nil {
+			return nil, fmt.Errorf("bidder: metrics: %w", err)
+		}
+	}
 	return b, nil
 }
 

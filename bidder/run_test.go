@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -167,6 +168,24 @@ func TestServerLocal(t *testing.T) {
 	}
 	if !found || len(camps) != 4 {
 		t.Errorf("/admin/campaigns: %d campaigns, %s found %v", len(camps), cid, found)
+	}
+	// The same spend as per-campaign gauges on /metrics.
+	_, metrics = httpDo(t, "GET", admin+"/metrics", nil)
+	for _, c := range camps {
+		var want []string
+		if c.Campaign == cid {
+			want = []string{
+				fmt.Sprintf(`rtbd_spend_campaign_total_micros{campaign=%q,currency=%q} 1250`, cid, c.Currency),
+				fmt.Sprintf(`rtbd_spend_campaign_today_micros{campaign=%q,currency=%q} 1250`, cid, c.Currency),
+				fmt.Sprintf(`rtbd_spend_campaign_bidding{campaign=%q} 1`, cid),
+			}
+		}
+		want = append(want, fmt.Sprintf(`rtbd_spend_campaign_daily_budget_micros{campaign=%q,currency=%q} %d`, c.Campaign, c.Currency, c.DailyBudgetMicros))
+		for _, w := range want {
+			if !strings.Contains(string(metrics), w) {
+				t.Errorf("metrics lack %q", w)
+			}
+		}
 	}
 	if err := shutdown(); err != nil {
 		t.Errorf("Shutdown: %v", err)

@@ -30,6 +30,13 @@ func newVersionName(t time.Time) string {
 	return "v" + t.UTC().Format("20060102T150405.000000000Z")
 }
 
+// VersionTime is when version name was created (by Builder or an ingest),
+// read from the name; ok is false for a name not made by newVersionName.
+func VersionTime(name string) (t time.Time, ok bool) {
+	t, err := time.Parse("20060102T150405.000000000Z", strings.TrimPrefix(name, "v"))
+	return t, err == nil && strings.HasPrefix(name, "v")
+}
+
 // VersionPath is the directory of version name under data dir.
 func VersionPath(dir, name string) string {
 	return filepath.Join(dir, VersionsDir, name)

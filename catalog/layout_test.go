@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/rtbd/rtbd/catalog"
@@ -405,4 +406,45 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestIndexAgeMetric: rtbd_catalog_index_age_seconds is the age of the
+// version serving now, read from its name (the time it was built).
+func TestIndexAgeMetric(t *testing.T) {
+	dir := t.TempDir()
+	before := time.Now()
+	catalogtest.WriteFixture(t, dir)
+	name, _, err := catalog.ReadCurrent(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	built, ok := catalog.VersionTime(name)
+	if !ok || built.Before(before.Add(-time.Second)) || built.After(time.Now()) {
+		t.Fatalf("VersionTime(%q) = %v, %v; want a time of this test", name, built, ok)
+	}
+	if _, ok := catalog.VersionTime("vnot-a-time"); ok {
+		t.Fatal("VersionTime accepted a name without a time")
+	}
+	reg := prometheus.NewRegistry()
+	l, err := catalog.OpenLocal(dir, catalog.LocalOptions{Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	time.Sleep(10 * time.Millisecond)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "rtbd_catalog_index_age_seconds" {
+			continue
+		}
+		age := mf.GetMetric()[0].GetGauge().GetValue()
+		if max := time.Since(built).Seconds(); age <= 0 || age > max {
+			t.Fatalf("index age %v s, want in (0, %v]", age, max)
+		}
+		return
+	}
+	t.Fatal("rtbd_catalog_index_age_seconds not exported")
 }

@@ -776,6 +776,16 @@ func (l *Local) Stats() Stats {
 	return s
 }
 
+// indexAge is the age in seconds at now of the version serving now (0
+// when none is open or its name carries no time).
+func (l *Local) indexAge(now time.Time) float64 {
+	t, ok := VersionTime(l.Version())
+	if !ok {
+		return 0
+	}
+	return now.Sub(t).Seconds()
+}
+
 func (l *Local) registerMetrics() {
 	r := l.opts.Registerer
 	if r == nil {
@@ -789,6 +799,8 @@ func (l *Local) registerMetrics() {
 			func() float64 { return float64(l.lookups.Load()) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "rtbd_catalog_version_switches_total", Help: "Index version switches without restart."},
 			func() float64 { return float64(l.switches.Load()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_index_age_seconds", Help: "Age of the index version serving now: now minus the time that version was built (a full ingest or a delta builds a new one), in seconds (0 before one is open)."},
+			func() float64 { return l.indexAge(time.Now()) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_hot_cache_hits", Help: "Hot product cache hits since the current version opened."}, stat(func(s Stats) int64 { return s.HotHits })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_hot_cache_misses", Help: "Hot product cache misses since the current version opened."}, stat(func(s Stats) int64 { return s.HotMisses })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_hot_cache_entries", Help: "Entries in the hot product cache."}, stat(func(s Stats) int64 { return s.HotEntries })),

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -23,6 +24,7 @@ import (
 type cli struct {
 	rollback bool
 	progress string
+	textfile string
 }
 
 // Usage documents `rtbd ingest`.
@@ -57,6 +59,7 @@ func newFlags(o *Options, c *cli) *flag.FlagSet {
 	fs.BoolVar(&c.rollback, "rollback", false, "switch CURRENT back to PREVIOUS and exit")
 	fs.StringVar(&c.progress, "progress", "auto", "auto (a bar on a terminal, log lines otherwise), bar, log or none")
 	fs.DurationVar(&o.LogInterval, "log-interval", DefaultLogInterval, "interval of progress log lines")
+	fs.StringVar(&c.textfile, "textfile", "", "at the end of the run, write its metrics (outcome, time of the last success, rows) to this file for node_exporter's textfile collector (a name ending in .prom; written atomically)")
 	return fs
 }
 
@@ -98,9 +101,23 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	o.Logger = zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(stderr), level))
 	defer o.Logger.Sync()
+	if c.textfile != "" && !strings.HasSuffix(c.textfile, ".prom") {
+		return fmt.Errorf("%w: -textfile: %q does not end in .prom (node_exporter's textfile collector reads *.prom only)", ErrUsage, c.textfile)
+	}
+	start := time.Now()
 	sum, err := Run(ctx, o, fs.Args(), os.Stdin)
 	if sum != nil {
 		printSummary(stdout, sum, err == nil)
+	}
+	if c.textfile != "" && !errors.Is(err, ErrUsage) {
+		mode := "full"
+		if o.Delta {
+			mode = "delta"
+		}
+		r := RunResult{Mode: mode, Method: o.Method, Summary: sum, Err: err, Start: start, End: time.Now()}
+		if terr := WriteTextfile(c.textfile, r); terr != nil {
+			o.Logger.Error("textfile not written", zap.String("path", c.textfile), zap.Error(terr))
+		}
 	}
 	return err
 }
