@@ -138,13 +138,13 @@ func TestFixtureFiles(t *testing.T) {
 
 func TestHostOf(t *testing.T) {
 	for in, want := range map[string]string{
-		"https://www.example.com/a/b?c=d":    "www.example.com",
-		"http://user:pw@example.com:8080/x":  "example.com",
-		"example.com/path":                   "example.com",
-		"//cdn.example.com/x":                "cdn.example.com",
-		"example.com/?u=http://other.com/":   "example.com",
-		"https://[::1]:443/":                 "[::1]",
-		"":                                   "",
+		"https://www.example.com/a/b?c=d":   "www.example.com",
+		"http://user:pw@example.com:8080/x": "example.com",
+		"example.com/path":                  "example.com",
+		"//cdn.example.com/x":               "cdn.example.com",
+		"example.com/?u=http://other.com/":  "example.com",
+		"https://[::1]:443/":                "[::1]",
+		"":                                  "",
 	} {
 		if got := hostOf(in); got != want {
 			t.Errorf("hostOf(%q) = %q, want %q", in, got, want)
