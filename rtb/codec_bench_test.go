@@ -116,7 +116,7 @@ func BenchmarkCodecs(b *testing.B) {
 		decode func([]byte, *openrtb2.BidRequest) error
 	}{
 		{"std", func(body []byte, r *openrtb2.BidRequest) error { return json.Unmarshal(body, r) }},
-		{"rtbd", decodeBidRequest},
+		{"rtbd", func(body []byte, r *openrtb2.BidRequest) error { return decodeBidRequest(body, r, nil) }},
 		{"goccy", func(body []byte, r *openrtb2.BidRequest) error { return gojson.Unmarshal(body, r) }},
 	}
 	for _, name := range benchRequests {

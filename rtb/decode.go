@@ -104,8 +104,20 @@ func DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
 // error it holds the decoded request, so that req.ID can be echoed in the
 // no-bid.
 func (d *Decoder) DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
+	return d.DecodeRequestExts(body, req, nil)
+}
+
+// DecodeRequestExts is DecodeRequest that also fills *exts (when not nil)
+// with the ext members the bidder reads, in the same pass (see Exts). It
+// resets *exts first; after a JSON error *exts is reset too, after a
+// validation error it holds what was decoded. A member of an ext that does
+// not fit its Exts field is ignored, never an error.
+func (d *Decoder) DecodeRequestExts(body []byte, req *openrtb2.BidRequest, exts *Exts) error {
 	lim := d.Limits.withDefaults()
 	resetRequest(req)
+	if exts != nil {
+		exts.Reset()
+	}
 	if len(body) > lim.MaxBodyBytes {
 		return invalid("", "body larger than the limit")
 	}
@@ -115,9 +127,15 @@ func (d *Decoder) DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
 	if i := skipWS(body, 0); body[i] != '{' {
 		return invalid("", "JSON body is not an object")
 	}
-	if err := unmarshalRequest(body, req); err != nil {
+	if err := unmarshalRequest(body, req, exts); err != nil {
 		resetRequest(req)
+		if exts != nil {
+			exts.Reset()
+		}
 		return decodeError(err)
+	}
+	if exts != nil {
+		fixExts(req, exts)
 	}
 	if err := validate(req, &lim); err != nil {
 		return err
@@ -144,13 +162,13 @@ func resetRequest(req *openrtb2.BidRequest) {
 // unmarshalRequest runs the JSON decoder on a body that checkJSON accepted.
 // A panic in the decoder (a bug in it; none is known) becomes an error, so
 // that bad input can never crash the bidder.
-func unmarshalRequest(body []byte, req *openrtb2.BidRequest) (err error) {
+func unmarshalRequest(body []byte, req *openrtb2.BidRequest, exts *Exts) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errDecoderPanic
 		}
 	}()
-	return decodeBidRequest(body, req)
+	return decodeBidRequest(body, req, exts)
 }
 
 var errDecoderPanic = errors.New("rtb: JSON decoder panic")

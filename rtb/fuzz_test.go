@@ -32,21 +32,29 @@ func addRequestSeeds(f *testing.F) {
 // *RequestError (nbr 2); on JSON within its limits it agrees with
 // encoding/json followed by Validate both ways (accepted by one exactly
 // when accepted by the other, to deep-equal values), keys in any case
-// included; and the generated decoder alone, run on any bytes without
+// included, and its Exts agree with the reference written on encoding/json
+// (refExts); and the generated decoder alone, run on any bytes without
 // checkJSON, neither panics nor loops.
 func FuzzDecodeRequest(f *testing.F) {
 	addRequestSeeds(f)
 	for _, s := range []string{`{"ID":"r","Imp":[{"iD":"1","BANNER":{"W":1}}]}`, `{"ſite":{},"id":"\u0069","imp":[{"id":"1","banner":{}}]}`,
 		`{"id":"r","imp":[{"id":"1","banner":{}}],"imp":[{"id":"2"}]}`, `{"id":"r","imp":[{"id":"1","video":{"w":1.5}}]}`,
-		`{"id":"r","imp":[{"id":"1","banner":{"format":[{"w":1},null,{"h":2}]}}],"ext":null}`} {
+		`{"id":"r","imp":[{"id":"1","banner":{"format":[{"w":1},null,{"h":2}]}}],"ext":null}`,
+		// The ext members that Exts holds, of every type.
+		`{"id":"r","imp":[{"id":"1","banner":{}}],"regs":{"ext":{"gdpr":"1","us_privacy":"1YN\u002d","gpp":"D","gpp_sid":[2,6],"dsa":{"dsarequired":2,"transparency":[{"domain":"d","dsaparams":[1,"2"]},0]}}},"user":{"ext":{"consent":"C\/x","consent":1}}}`,
+		`{"id":"r","imp":[{"id":"1","banner":{}}],"regs":{"ext":{"gdpr":1.5,"gpp":1,"gpp_sid":"2","dsa":[]}},"regs":{"ext":{"gdpr":true}}}`,
+		`{"id":"r","imp":[{"id":"1","banner":{}}],"source":{"ext":{"schain":{"complete":1,"nodes":[{"asi":"a\u00e9","hp":1},{"sid":2}]}}}}`,
+		`{"id":"r","imp":[{"id":"1","banner":{}}],"ext":{"prebid":{"currency":{"rates":{"EUR":{"USD":1.1,"X":"1"},"GBP":[]},"usepbsrates":false}}}}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var raw openrtb2.BidRequest
-		_ = decodeBidRequest(body, &raw) // no recover here: a panic fails the fuzz test
+		var rawExts Exts
+		_ = decodeBidRequest(body, &raw, &rawExts) // no recover here: a panic fails the fuzz test
 
 		var req openrtb2.BidRequest
-		err := DecodeRequest(body, &req)
+		var exts Exts
+		err := (&Decoder{}).DecodeRequestExts(body, &req, &exts)
 		if err != nil {
 			var re *RequestError
 			if !errors.As(err, &re) || re.NBR != NoBidInvalidRequest {
@@ -72,6 +80,9 @@ func FuzzDecodeRequest(f *testing.F) {
 		}
 		if err == nil && !reflect.DeepEqual(normImps(req), normImps(want)) {
 			t.Fatalf("decoded differently from encoding/json:\n  got %+v\n  std %+v", req, want)
+		}
+		if err == nil {
+			checkExtsMatch(t, body, &exts)
 		}
 	})
 }

@@ -40,6 +40,9 @@ type decoder struct {
 	i   int
 	key []byte // the member key read by first/next (unescaped; points into buf)
 	err error
+
+	exts    *Exts // filled by the ext hooks (exts.go) when not nil
+	copyEsc bool  // unescape strings into memory of their own, leaving buf as it is
 }
 
 // typeError is the decoder's error for a JSON value that does not fit its
@@ -56,9 +59,10 @@ func (e *typeError) Error() string {
 // checkJSON would have rejected first).
 var errSyntax = errors.New("rtb: JSON syntax error")
 
-// decodeBidRequest decodes body into *v (which the caller has reset).
-func decodeBidRequest(body []byte, v *openrtb2.BidRequest) error {
-	d := decoder{buf: append([]byte(nil), body...)}
+// decodeBidRequest decodes body into *v and, when not nil, *exts (which
+// the caller has reset).
+func decodeBidRequest(body []byte, v *openrtb2.BidRequest, exts *Exts) error {
+	d := decoder{buf: append([]byte(nil), body...), exts: exts}
 	if !decBidRequest(&d, v) {
 		d.fail(&typeError{Struct: "BidRequest", Field: ""})
 	}
@@ -229,6 +233,9 @@ func (d *decoder) readString() ([]byte, bool) {
 			d.i = j + 1
 			return b[start:j:j], true
 		case c == '\\':
+			if d.copyEsc {
+				return d.unescapeCopy(start)
+			}
 			return d.unescape(start, j)
 		case c < 0x20:
 			d.fail(errSyntax)
@@ -305,6 +312,21 @@ func (d *decoder) unescape(start, r int) ([]byte, bool) {
 	}
 	d.fail(errSyntax)
 	return nil, false
+}
+
+// unescapeCopy finishes readString for the string whose content starts at
+// start, unescaping a copy of it: buf is left as it is.
+func (d *decoder) unescapeCopy(start int) ([]byte, bool) {
+	d.i = start - 1
+	if !d.skipString() {
+		return nil, false
+	}
+	c := decoder{buf: append([]byte(nil), d.buf[start-1:d.i]...)}
+	s, ok := c.readString()
+	if !ok {
+		d.fail(c.err)
+	}
+	return s, ok
 }
 
 // hex4 is the value of the 4 hex digits at b[i:], or -1.

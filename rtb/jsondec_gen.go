@@ -110,7 +110,7 @@ func decBidRequest(d *decoder, v *openrtb2.BidRequest) bool {
 				d.typeErr("BidRequest", "Regs")
 			}
 		case 23:
-			if !d.raw(&v.Ext) {
+			if !d.extRequest(&v.Ext) {
 				d.typeErr("BidRequest", "Ext")
 			}
 		default:
@@ -974,7 +974,7 @@ func decUser(d *decoder, v *openrtb2.User) bool {
 				d.typeErr("User", "EIDs")
 			}
 		case 11:
-			if !d.raw(&v.Ext) {
+			if !d.extUser(&v.Ext) {
 				d.typeErr("User", "Ext")
 			}
 		default:
@@ -1045,7 +1045,7 @@ func decSource(d *decoder, v *openrtb2.Source) bool {
 				d.typeErr("Source", "SChain")
 			}
 		case 4:
-			if !d.raw(&v.Ext) {
+			if !d.extSource(&v.Ext) {
 				d.typeErr("Source", "Ext")
 			}
 		default:
@@ -1106,7 +1106,7 @@ func decRegs(d *decoder, v *openrtb2.Regs) bool {
 				d.typeErr("Regs", "GPPSID")
 			}
 		case 5:
-			if !d.raw(&v.Ext) {
+			if !d.extRegs(&v.Ext) {
 				d.typeErr("Regs", "Ext")
 			}
 		default:
