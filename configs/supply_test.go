@@ -46,7 +46,7 @@ func TestSupplyValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = c.Validate()
-	if err == nil || !strings.Contains(err.Error(), `exchanges.bad.domain: must be a lower-case domain name of at most 253 bytes, got "not a domain"`) || strings.Contains(err.Error(), "exchanges.pbs") {
+	if err == nil || !strings.Contains(err.Error(), `exchanges.bad.domain: must be a lower-case domain name of at most 253 bytes, got "not a.domain"`) || strings.Contains(err.Error(), "exchanges.pbs") {
 		t.Errorf("exchange domains: %v", err)
 	}
 	if e, _ := c.Exchanges.Get("pbs"); e.Domain != "pbs-host.example" {
