@@ -140,7 +140,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		ex.note("no campaigns loaded")
 		return rtb.NoBidNoMatchingCampaign
 	}
-	if why := privacyCheck(req, b.opts.GDPRVendorID); why != privacyOK {
+	if why := privacyCheck(req, &st.exts, b.opts.GDPRVendorID); why != privacyOK {
 		ex.setPrivacy(why)
 		return rtb.NoBidPrivacy
 	}
@@ -233,7 +233,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	ex.setUser(uid, true, "")
 	ex.setProfile(&st.profile)
-	if result, present := st.fxReq.read(req.Ext); present && ex == nil {
+	if result, present := st.fxReq.read(&st.exts.Currency); present && ex == nil {
 		b.fxm.requestRates[result].Inc()
 	}
 

@@ -640,7 +640,7 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx, ex int) {
 		rc.SetConnectionClose() // the rest of a bad stream is not worth reading
 		return
 	}
-	err := b.dec.DecodeRequest(body, &st.req)
+	err := b.dec.DecodeRequestExts(body, &st.req, &st.exts)
 	m.stage[stageDecode].Observe(time.Since(now).Seconds()) // body decompression included
 	var nbr rtb.NoBidReason
 	switch {
@@ -668,7 +668,7 @@ func (b *Bidder) shed(rc *fasthttp.RequestCtx, start time.Time) {
 	b.m.nobid(rtb.NoBidOverloaded)
 	id := ""
 	if b.opts.NBRBody && len(rc.Request.Header.ContentEncoding()) == 0 {
-		id = extString(rc.PostBody(), "id") // cheap: "id" is usually the first key
+		id = rtb.PeekID(rc.PostBody()) // cheap: "id" is usually the first key
 	}
 	b.writeNoBid(rc, id, rtb.NoBidOverloaded, nil)
 }
@@ -709,8 +709,7 @@ func peekTMax(rc *fasthttp.RequestCtx) int64 {
 	if len(rc.Request.Header.ContentEncoding()) != 0 {
 		return 0
 	}
-	tmax, _ := extInt(rc.PostBody(), "tmax")
-	return tmax
+	return rtb.PeekTMax(rc.PostBody())
 }
 
 // run computes the deadline and runs the auction for a decoded request.

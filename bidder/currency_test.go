@@ -14,6 +14,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -182,6 +183,28 @@ func TestRequestCurrencies(t *testing.T) {
 	}
 }
 
+// decodeCurrencyExt decodes ext as a bid request's ext, as the bid path
+// does; ok is false when that request does not decode.
+func decodeCurrencyExt(ext []byte) (c *rtb.CurrencyExt, ok bool) {
+	body := append([]byte(`{"id":"r","imp":[{"id":"1","banner":{}}],"ext":`), ext...)
+	body = append(body, '}')
+	var req openrtb2.BidRequest
+	var e rtb.Exts
+	if err := (&rtb.Decoder{}).DecodeRequestExts(body, &req, &e); err != nil {
+		return nil, false
+	}
+	return &e.Currency, true
+}
+
+func mustCurrencyExt(t *testing.T, ext []byte) *rtb.CurrencyExt {
+	t.Helper()
+	c, ok := decodeCurrencyExt(ext)
+	if !ok {
+		t.Fatalf("a request with ext %.100s does not decode", ext)
+	}
+	return c
+}
+
 // TestRequestRatesBounded: a request with more rates than money.MaxPairs
 // keeps the first ones and is counted truncated.
 func TestRequestRatesBounded(t *testing.T) {
@@ -196,12 +219,12 @@ func TestRequestRatesBounded(t *testing.T) {
 		fmt.Fprintf(&b, "%q:%d.5", c, i+1)
 	}
 	b.WriteString(`}},"usepbsrates":false}}}`)
-	result, present := rr.read([]byte(b.String()))
+	result, present := rr.read(mustCurrencyExt(t, []byte(b.String())))
 	if !present || result != fxRatesTruncated || rr.pairs.Len() != money.MaxPairs || rr.usePBS {
 		t.Errorf("read: result %s, present %v, %d pairs, usePBS %v; want truncated, %d pairs, usePBS false",
 			fxRatesNames[result], present, rr.pairs.Len(), rr.usePBS, money.MaxPairs)
 	}
-	result, present = rr.read([]byte(`{"prebid":{"currency":{"usepbsrates":false}}}`))
+	result, present = rr.read(mustCurrencyExt(t, []byte(`{"prebid":{"currency":{"usepbsrates":false}}}`)))
 	if present || !rr.custom || rr.usePBS || rr.pairs.Len() != 0 {
 		t.Errorf("currency without rates: present %v custom %v usePBS %v", present, rr.custom, rr.usePBS)
 	}
@@ -227,8 +250,12 @@ func FuzzRequestRates(f *testing.F) {
 	}
 	own, _ := money.ParseRates([]string{"EUR=1.08", "JPY=0.0067"})
 	f.Fuzz(func(t *testing.T, ext []byte) {
+		c, ok := decodeCurrencyExt(ext)
+		if !ok {
+			return // the request does not decode: no bid path
+		}
 		var rr requestRates
-		rr.read(ext)
+		rr.read(c)
 		if rr.pairs.Len() > money.MaxPairs {
 			t.Fatalf("%d pairs", rr.pairs.Len())
 		}

@@ -162,7 +162,7 @@ func (b *Bidder) Explain(body []byte) *Explain {
 	st.reset()
 	st.m = b.dbgM // debug runs count in metrics nobody gathers
 	nbr := rtb.NoBidInvalidRequest
-	if err := b.dec.DecodeRequest(body, &st.req); err != nil {
+	if err := b.dec.DecodeRequestExts(body, &st.req, &st.exts); err != nil {
 		ex.note("%v", err)
 	} else {
 		ex.RequestID = st.req.ID

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -46,43 +46,31 @@ func (rr *requestRates) reset() {
 	rr.custom, rr.usePBS = false, true
 }
 
-// read fills rr from a bid request's ext. It returns the result to count
-// (fxRates*) and whether rates were present at all. It makes no
-// allocation once rr's table has grown: codes are kept as money.Code's
-// constants, never as slices of ext.
-func (rr *requestRates) read(ext []byte) (result int, present bool) {
+// read fills rr from a bid request's ext.prebid.currency (decoded with
+// the request). It returns the result to count (fxRates*) and whether
+// rates were present at all. It makes no allocation once rr's table has
+// grown: codes are kept as money.Code's constants, never as strings of the
+// request.
+func (rr *requestRates) read(c *rtb.CurrencyExt) (result int, present bool) {
 	rr.reset()
-	cur := extValue(extValue(ext, "prebid"), "currency")
-	if cur == nil {
+	if !c.Present {
 		return fxRatesOK, false
 	}
 	rr.custom = true
-	if v := extValue(cur, "usepbsrates"); string(v) == "false" {
-		rr.usePBS = false
-	}
-	rates := extValue(cur, "rates")
-	if rates == nil {
+	rr.usePBS = !c.NoPBSRates
+	if !c.HasRates {
 		return fxRatesOK, false
 	}
 	result = fxRatesOK
-	bases := newExtMembers(rates)
-	for base, tos, ok := bases.next(); ok; base, tos, ok = bases.next() {
-		pairs := newExtMembers(tos)
-		if tos[0] != '{' {
+	if c.Invalid {
+		result = fxRatesInvalid
+	}
+	for _, r := range c.Rates {
+		switch err := rr.pairs.Add(r.From, r.To, r.Rate); {
+		case errors.Is(err, money.ErrPairsFull):
+			return fxRatesTruncated, true
+		case err != nil:
 			result = fxRatesInvalid
-		}
-		for to, num, ok := pairs.next(); ok; to, num, ok = pairs.next() {
-			f, err := strconv.ParseFloat(str(num), 64)
-			if err != nil {
-				result = fxRatesInvalid
-				continue
-			}
-			switch err := rr.pairs.Add(str(base), str(to), f); {
-			case errors.Is(err, money.ErrPairsFull):
-				return fxRatesTruncated, true
-			case err != nil:
-				result = fxRatesInvalid
-			}
 		}
 	}
 	return result, true

@@ -30,7 +30,8 @@ func TestPrivacyGPPAllocations(t *testing.T) {
 		{"us privacy section", &openrtb2.Regs{GPP: fx["tcf-usp"].GPP, GPPSID: []int8{6}}, 3},
 	} {
 		req := &openrtb2.BidRequest{Regs: tc.regs}
-		allocs := testing.AllocsPerRun(200, func() { privacyCheck(req, 32) })
+		exts := extsOf(t, req)
+		allocs := testing.AllocsPerRun(200, func() { privacyCheck(req, exts, 32) })
 		t.Logf("%s: %.0f allocations", tc.name, allocs)
 		if allocs > tc.max {
 			t.Errorf("%s: %.0f allocations per privacy decision, want <= %.0f", tc.name, allocs, tc.max)

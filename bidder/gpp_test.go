@@ -162,7 +162,7 @@ func TestPrivacyGPP(t *testing.T) {
 			if tc.consent != "" {
 				req.User = &openrtb2.User{Consent: tc.consent}
 			}
-			if got := privacyCheck(req, vendor); got != tc.want {
+			if got := privacyCheck(req, extsOf(t, req), vendor); got != tc.want {
 				t.Errorf("%s with gpp_sid %v: %q, want %q", tc.gpp, tc.sid, got, tc.want)
 			}
 			// The 2.5 form (regs.ext) and the query form decide the same.
@@ -175,7 +175,7 @@ func TestPrivacyGPP(t *testing.T) {
 			}
 			ext, _ := json.Marshal(map[string]any{"gpp": f.GPP, "gpp_sid": tc.sid})
 			req.Regs = &openrtb2.Regs{Ext: ext}
-			if got := privacyCheck(req, vendor); got != tc.want {
+			if got := privacyCheck(req, extsOf(t, req), vendor); got != tc.want {
 				t.Errorf("regs.ext form: %q, want %q", got, tc.want)
 			}
 			q := privacySignals{gdpr: -1, consent: tc.consent, gpp: f.GPP, gppSID: strings.Join(sid, ",")}

@@ -16,6 +16,8 @@ import (
 	"github.com/prebid/go-gpp/util"
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // Privacy decisions (the reason text of a privacy no-bid, for the debug
@@ -411,34 +413,36 @@ func validUSPrivacy(s string) bool {
 	return true
 }
 
-// privacyCheck returns privacyDecision for the signals of req.
+// privacyCheck returns privacyDecision for the signals of req and its
+// ext members exts (decoded with it).
 //
 // Read: regs.coppa; regs.gdpr (2.6) or regs.ext.gdpr (2.5) with the TCF
 // v2 string in user.consent (2.6) or user.ext.consent (2.5), parsed with
 // github.com/prebid/go-gdpr; regs.us_privacy or regs.ext.us_privacy (an
 // opt-out of sale, "1-Y-", is a no-bid); device.dnt and device.lmt;
 // regs.gpp with regs.gpp_sid (2.6) or regs.ext.gpp with
-// regs.ext.gpp_sid (2.5, as Prebid Server down-converts them).
-func privacyCheck(req *openrtb2.BidRequest, vendorID uint16) string {
+// regs.ext.gpp_sid (2.5, as Prebid Server down-converts them). An ext
+// member of the wrong type counts as absent (see rtb.Exts).
+func privacyCheck(req *openrtb2.BidRequest, exts *rtb.Exts, vendorID uint16) string {
 	s := privacySignals{gdpr: -1}
 	if r := req.Regs; r != nil {
 		s.coppa = r.COPPA == 1
 		s.usPrivacy = r.USPrivacy
 		if s.usPrivacy == "" && !s.coppa {
-			s.usPrivacy = extString(r.Ext, "us_privacy")
+			s.usPrivacy = exts.USPrivacy
 		}
 		if r.GDPR != nil {
 			s.gdpr = *r.GDPR
-		} else if v, ok := extInt(r.Ext, "gdpr"); ok {
+		} else if exts.HasGDPR {
 			s.gdpr = 0
-			if v == 1 {
+			if exts.GDPR == 1 {
 				s.gdpr = 1
 			}
 		}
 		s.gpp, s.gppSIDs = r.GPP, r.GPPSID
-		if s.gpp == "" && len(r.Ext) != 0 {
-			if s.gpp = extString(r.Ext, "gpp"); s.gpp != "" {
-				s.gppSID = str(extValue(r.Ext, "gpp_sid"))
+		if s.gpp == "" {
+			if s.gpp = exts.GPP; s.gpp != "" {
+				s.gppSID = exts.GPPSID
 			}
 		}
 	}
@@ -448,7 +452,7 @@ func privacyCheck(req *openrtb2.BidRequest, vendorID uint16) string {
 	if u := req.User; u != nil && (s.gdpr == 1 || s.gpp != "") {
 		s.consent = u.Consent
 		if s.consent == "" {
-			s.consent = extString(u.Ext, "consent")
+			s.consent = exts.Consent
 		}
 	}
 	return privacyDecision(&s, vendorID)

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prebid/go-gdpr/vendorconsent"
 	"github.com/prebid/openrtb/v20/openrtb2"
+
+	"github.com/rtbd/rtbd/rtb"
 )
 
 // bitWriter writes big-endian bit fields (the TCF encoding).
@@ -131,6 +133,13 @@ func TestPrivacy(t *testing.T) {
 		{"us privacy opt-out", &openrtb2.Regs{USPrivacy: "1YYN"}, nil, nil, vendor, privacyUSOptOut},
 		{"us privacy no opt-out", &openrtb2.Regs{USPrivacy: "1YNN"}, nil, nil, vendor, privacyOK},
 		{"us privacy ext opt-out", &openrtb2.Regs{Ext: json.RawMessage(`{"us_privacy":"1-Y-"}`)}, nil, nil, vendor, privacyUSOptOut},
+		// A 2.5 ext member of the wrong type reads as absent, never as a
+		// signal nor a rejection; the first of duplicate members counts.
+		{"2.5 ext gdpr wrong type", &openrtb2.Regs{Ext: json.RawMessage(`{"gdpr":true,"us_privacy":1}`)}, &openrtb2.User{Ext: json.RawMessage(`{"consent":5}`)}, nil, vendor, privacyOK},
+		{"2.5 ext gdpr 1.0", &openrtb2.Regs{Ext: json.RawMessage(`{"gdpr":1.0}`)}, nil, nil, vendor, privacyOK},
+		{"2.5 ext gdpr, consent wrong type", &openrtb2.Regs{Ext: json.RawMessage(`{"gdpr":1}`)}, &openrtb2.User{Ext: json.RawMessage(`{"consent":{"s":"` + full + `"}}`)}, nil, vendor, privacyNoConsent},
+		{"2.5 ext us privacy, first wins", &openrtb2.Regs{Ext: json.RawMessage(`{"us_privacy":"1YNN","us_privacy":"1-Y-"}`)}, nil, nil, vendor, privacyOK},
+		{"2.5 ext gpp wrong type", &openrtb2.Regs{Ext: json.RawMessage(`{"gpp":["x"],"gpp_sid":[7]}`)}, nil, nil, vendor, privacyOK},
 		{"dnt", nil, nil, &openrtb2.Device{DNT: &one}, vendor, privacyDNT},
 		{"lmt", nil, nil, &openrtb2.Device{Lmt: &one}, vendor, privacyDNT},
 		{"dnt 0", nil, nil, &openrtb2.Device{DNT: &zero, Lmt: &zero}, vendor, privacyOK},
@@ -138,7 +147,7 @@ func TestPrivacy(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &openrtb2.BidRequest{Regs: tc.regs, User: tc.user, Device: tc.device}
-			if got := privacyCheck(req, tc.vendor); got != tc.want {
+			if got := privacyCheck(req, extsOf(t, req), tc.vendor); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
 			}
 		})
@@ -146,7 +155,8 @@ func TestPrivacy(t *testing.T) {
 }
 
 // TestPrivacyEndToEnd: a COPPA request and a GDPR request without consent
-// get nbr 505; with consent, a bid.
+// (2.6 or 2.5 form) get nbr 505; with consent, a bid; ext members of the
+// wrong type are ignored.
 func TestPrivacyEndToEnd(t *testing.T) {
 	f := newFixture(t, func(o *Options) { o.NBRBody = true; o.GDPRVendorID = 42 })
 	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
@@ -159,6 +169,12 @@ func TestPrivacyEndToEnd(t *testing.T) {
 		{"coppa", withUser(t, base, userBulk, "regs", map[string]any{"coppa": 1}), 505},
 		{"gdpr without consent", withUser(t, base, userBulk, "regs", map[string]any{"gdpr": 1}), 505},
 		{"gdpr with consent", withUser(t, withUser(t, base, userBulk, "regs", map[string]any{"gdpr": 1}), "", "user", map[string]any{"buyeruid": userBulk, "consent": consent}), 0},
+		// Ext members of the wrong type are ignored: a bid, not a 400.
+		{"ext members of the wrong type", withUser(t, base, "", "user", map[string]any{"buyeruid": userBulk, "ext": map[string]any{"consent": []int{1}}},
+			"regs", map[string]any{"ext": map[string]any{"gdpr": map[string]any{}, "us_privacy": 1, "gpp": false, "dsa": "x"}},
+			"source", map[string]any{"ext": map[string]any{"schain": 5}},
+			"ext", map[string]any{"prebid": map[string]any{"currency": map[string]any{"rates": map[string]any{"EUR": "x"}, "usepbsrates": "no"}}}), 0},
+		{"2.5 ext gdpr without consent", withUser(t, base, userBulk, "regs", map[string]any{"ext": map[string]any{"gdpr": "1"}}), 505},
 	} {
 		r := f.bid(tc.body)
 		var nb struct {
@@ -168,32 +184,25 @@ func TestPrivacyEndToEnd(t *testing.T) {
 			t.Errorf("%s: status %d body %.200s, want nbr %d", tc.name, r.status, r.body, tc.nbr)
 		}
 	}
-	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "privacy"); got != 2 {
-		t.Errorf("nobids{privacy} = %v, want 2", got)
+	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "privacy"); got != 3 {
+		t.Errorf("nobids{privacy} = %v, want 3", got)
 	}
 }
 
-func TestExtScan(t *testing.T) {
-	ext := []byte(` { "a" : {"gdpr":5, "s":"}"}, "b":[1,"x\"y",{}], "gdpr":1 , "consent":"CO-x_1", "esc":"a\u0041b", "n": -3 } `)
-	if v, ok := extInt(ext, "gdpr"); !ok || v != 1 {
-		t.Errorf("gdpr %d %v", v, ok)
+// extsOf returns the ext members of req as the bid path has them: req
+// (given an id and an imp) encoded and decoded by rtb.DecodeRequestExts.
+func extsOf(t testing.TB, req *openrtb2.BidRequest) *rtb.Exts {
+	t.Helper()
+	r := *req
+	r.ID, r.Imp = "r", []openrtb2.Imp{{ID: "1", Banner: &openrtb2.Banner{}}}
+	body, err := json.Marshal(&r)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if v, ok := extInt(ext, "n"); !ok || v != -3 {
-		t.Errorf("n %d %v", v, ok)
+	var back openrtb2.BidRequest
+	exts := new(rtb.Exts)
+	if err := (&rtb.Decoder{}).DecodeRequestExts(body, &back, exts); err != nil {
+		t.Fatalf("%s: %v", body, err)
 	}
-	if s := extString(ext, "consent"); s != "CO-x_1" {
-		t.Errorf("consent %q", s)
-	}
-	if s := extString(ext, "esc"); s != "aAb" {
-		t.Errorf("esc %q", s)
-	}
-	for _, bad := range []string{"", "[]", `{"gdpr"`, `{"gdpr":`, `{"gdpr":1`, `{"a":"x`, `{"a":{`, `{"gdpr" 1}`, `{,}`} {
-		if _, ok := extInt([]byte(bad), "gdpr"); ok && bad != `{"gdpr":1` {
-			t.Errorf("%q: found gdpr", bad)
-		}
-		_ = extString([]byte(bad), "consent")
-	}
-	if _, ok := extInt(ext, "missing"); ok {
-		t.Error("missing key found")
-	}
+	return exts
 }

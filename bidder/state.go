@@ -36,6 +36,7 @@ type reqState struct {
 	uidBuf   []byte // the uid resolved through the match table
 
 	req      openrtb2.BidRequest
+	exts     rtb.Exts // req's ext members, filled with req by the decoder
 	profile  user.Profile
 	deadline time.Time
 	dctx     deadlineCtx

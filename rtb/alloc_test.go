@@ -31,6 +31,8 @@ func TestAllocations(t *testing.T) {
 		{"DecryptPrice", 0, func() { _, _ = DecryptPrice(googleEncKey, googleIntKey, "YWJjMTIzZGVmNDU2Z2hpN7fhCuPemCAWJRxOgA") }},
 		{"checkJSON", 0, func() { checkJSON(body3, 64, 10000, 65536) }},
 		{"Validate", 0, func() { _ = Validate(&valid) }},
+		{"PeekTMax", 0, func() { _ = PeekTMax(body3) }},
+		{"PeekID", 0, func() { _ = PeekID(body3) }},
 		// One copy of the body (strings point into it, unescaped in
 		// place), then one allocation per pointer and slice (12 and 25
 		// when measured, the backing array of req.Imp being reused).

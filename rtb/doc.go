@@ -13,7 +13,8 @@
 // handler) and documents its allocations; TestAllocations pins them:
 //
 //	var req openrtb2.BidRequest // pooled with the handler's state, reused
-//	if err := rtb.DecodeRequest(ctx.PostBody(), &req); err != nil {
+//	var exts rtb.Exts           // the same
+//	if err := dec.DecodeRequestExts(ctx.PostBody(), &req, &exts); err != nil {
 //		var re *rtb.RequestError // always, for bad input
 //		errors.As(err, &re)      // count re.NBR.String(); answer 204 or
 //		buf = rtb.AppendNoBid(buf[:0], req.ID, re.NBR) // req.ID is "" after a JSON error
@@ -35,6 +36,15 @@
 //     another error type. Allocations: one copy of the body, then one per
 //     pointer and slice (12 for the spec's simple banner example, 25 for
 //     its mobile example).
+//   - DecodeRequestExts is DecodeRequest that also fills an Exts with the ext
+//     members a bidder reads (regs.ext's privacy strings and dsa, user.ext's
+//     consent, source.ext's 2.5 schain, ext.prebid.currency's rates) in the
+//     same pass, with no allocation of its own once the Exts has grown: no
+//     ext needs scanning after decoding. A member of the wrong type is
+//     ignored, never an error.
+//   - PeekTMax and PeekID read one top-level member of a body before it is
+//     decoded, with no allocation, for what must cost less than decoding
+//     (admission control, the no-bid of a shed request).
 //   - AppendResponse and AppendNoBid are hand-written encoders with no
 //     allocation, byte-identical to encoding/json with HTML escaping off.
 //     An Encoder whose SafeAdM vouches for a bid's adm (JSONSafe: the
