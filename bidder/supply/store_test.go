@@ -79,19 +79,22 @@ func TestRefresh(t *testing.T) {
 		t.Errorf("refresh errors %v, want 1", n)
 	}
 
-	// An unreadable file keeps its last good version too.
-	if os.Getuid() != 0 {
-		write(t, ads, "ssp.com, b, DIRECT\n", t0.Add(3*time.Second))
-		if err := os.Chmod(ads, 0); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Refresh(); err == nil {
-			t.Error("refresh with an unreadable ads.txt: no error")
-		}
-		if got := check(); got != OK {
-			t.Errorf("unreadable ads.txt: %s, want ok (last good version)", got)
-		}
-		_ = os.Chmod(ads, 0o644)
+	// A file that cannot be read (here a link to nowhere) keeps its last
+	// good version too.
+	if err := os.Remove(ads); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "nowhere.txt"), ads); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Refresh(); err == nil {
+		t.Error("refresh with an unreadable ads.txt: no error")
+	}
+	if got := check(); got != OK {
+		t.Errorf("unreadable ads.txt: %s, want ok (last good version)", got)
+	}
+	if logs.FilterMessage("supply: file unusable, last good version kept").FilterField(zap.String("file", ads)).Len() != 1 {
+		t.Errorf("unusable files not logged: %v", logs.All())
 	}
 
 	// A removed file is dropped.
