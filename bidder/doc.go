@@ -61,7 +61,10 @@
 //     without decoding the body.
 //  2. Body: decompressed into a pooled buffer with a hard cap (a gzip bomb
 //     stops at MaxBodyBytes+1 bytes), decoded and validated by package rtb
-//     (nbr 2 on any problem).
+//     (nbr 2 on any problem), the ext members read here (privacy strings,
+//     currency rates) in the same pass, into an rtb.Exts: nothing after the
+//     decoder scans the body (the admission control's rtb.PeekTMax runs
+//     before it).
 //  3. Deadline: T - min(TMaxMargin, TMaxMarginRatio x T), T = min(tmax or
 //     DefaultTMax, MaxTMax); less than MinBudget is an immediate no-bid
 //     (nbr 508). The user and catalog

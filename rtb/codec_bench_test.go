@@ -116,7 +116,10 @@ func BenchmarkCodecs(b *testing.B) {
 		decode func([]byte, *openrtb2.BidRequest) error
 	}{
 		{"std", func(body []byte, r *openrtb2.BidRequest) error { return json.Unmarshal(body, r) }},
-		{"rtbd", func(body []byte, r *openrtb2.BidRequest) error { return decodeBidRequest(body, r, nil) }},
+		{"rtbd", func(body []byte, r *openrtb2.BidRequest) error {
+			l := defaultLimits()
+			return decodeBidRequest(body, r, nil, &l)
+		}},
 		{"goccy", func(body []byte, r *openrtb2.BidRequest) error { return gojson.Unmarshal(body, r) }},
 	}
 	for _, name := range benchRequests {
@@ -169,8 +172,9 @@ func BenchmarkCodecs(b *testing.B) {
 	}
 }
 
-// BenchmarkDecodeRequest is the bidder's path: check, decode into a reused
-// request, validate. checkJSON alone is its pre-scan share.
+// BenchmarkDecodeRequest is the bidder's path: decode into a reused
+// request, validate; the decoder checks the JSON in the same pass.
+// checkJSON alone is what a separate checking pass over the body costs.
 func BenchmarkDecodeRequest(b *testing.B) {
 	for _, name := range benchRequests {
 		body := loadBench(b, name)
@@ -225,4 +229,68 @@ func BenchmarkDecryptPrice(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// BenchmarkDecodeExts compares, in one run, the decode that reads the ext
+// members in its pass (DecodeRequestExts: privacy strings, dsa, the 2.5
+// schain, currency rates) with the decode followed by scans of the raw
+// exts for the members a bidder read before (privacy strings and currency;
+// scanExts, with the scanner the bidder used), and the decode alone
+// (DecodeRequest) as the baseline. Compare with benchstat:
+// go test -run '^$' -bench DecodeExts -count 10 ./rtb
+func BenchmarkDecodeExts(b *testing.B) {
+	for _, name := range []string{"request-1-simple-banner", "corpus/amx-5d7eff8244fa", "corpus/smaato-03a85cbd8fa2", "corpus/clydo-30790f610e4f"} {
+		body := loadBench(b, name)
+		var req openrtb2.BidRequest
+		var exts Exts
+		b.Run("decode/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if err := DecodeRequest(body, &req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run("decode+scans/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if err := DecodeRequest(body, &req); err != nil {
+					b.Fatal(err)
+				}
+				scanExts(&req)
+			}
+		})
+		b.Run("onepass/"+name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				if err := (&Decoder{}).DecodeRequestExts(body, &req, &exts); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// scanExts looks up in req's raw exts what the bidder's privacy check and
+// currency rates read, the way they read it before Exts: one scan of an
+// ext per member.
+func scanExts(req *openrtb2.BidRequest) (n int) {
+	gdpr := false
+	if r := req.Regs; r != nil && len(r.Ext) != 0 {
+		n += len(peekMember(r.Ext, "us_privacy"))
+		g := peekMember(r.Ext, "gdpr")
+		gdpr = string(g) == "1"
+		if gpp := peekMember(r.Ext, "gpp"); len(gpp) > 2 {
+			n += len(peekMember(r.Ext, "gpp_sid"))
+			gdpr = true
+		}
+	}
+	if u := req.User; u != nil && gdpr {
+		n += len(peekMember(u.Ext, "consent"))
+	}
+	n += len(peekMember(peekMember(req.Ext, "prebid"), "currency"))
+	return n
 }

@@ -89,9 +89,9 @@ func DecodeRequest(body []byte, req *openrtb2.BidRequest) error {
 // UTF-8, nesting, arrays or strings beyond d.Limits, a JSON type that does not
 // fit the OpenRTB field, or a request that Validate rejects. It never panics.
 //
-// The JSON is checked in one pass before decoding, so only well-formed,
-// bounded input reaches the decoder (generated from the openrtb2 types, see
-// jsondec.go; chosen over encoding/json and github.com/goccy/go-json by
+// The JSON is checked (well-formed, within the limits) as it is decoded, in
+// one pass, by a decoder generated from the openrtb2 types (see jsondec.go;
+// chosen over encoding/json and github.com/goccy/go-json by
 // BenchmarkCodecs: see codec_bench_test.go). It decodes as encoding/json
 // does: unknown keys are ignored, and a key in another case than OpenRTB's
 // ("Device") matches its field.
@@ -121,16 +121,21 @@ func (d *Decoder) DecodeRequestExts(body []byte, req *openrtb2.BidRequest, exts 
 	if len(body) > lim.MaxBodyBytes {
 		return invalid("", "body larger than the limit")
 	}
-	if msg, _ := checkJSON(body, lim.MaxDepth, lim.MaxElements, lim.MaxStringBytes); msg != "" {
-		return invalid("", msg)
-	}
-	if i := skipWS(body, 0); body[i] != '{' {
+	if i := skipWS(body, 0); i >= len(body) || body[i] != '{' {
+		if msg, _ := checkJSON(body, lim.MaxDepth, lim.MaxElements, lim.MaxStringBytes); msg != "" {
+			return invalid("", msg)
+		}
 		return invalid("", "JSON body is not an object")
 	}
-	if err := unmarshalRequest(body, req, exts); err != nil {
+	if err := unmarshalRequest(body, req, exts, &lim); err != nil {
 		resetRequest(req)
 		if exts != nil {
 			exts.Reset()
+		}
+		// The decoder stopped at the first problem; checkJSON names a JSON
+		// one anywhere in the body first, as if it had run before.
+		if msg, _ := checkJSON(body, lim.MaxDepth, lim.MaxElements, lim.MaxStringBytes); msg != "" {
+			return invalid("", msg)
 		}
 		return decodeError(err)
 	}
@@ -159,16 +164,16 @@ func resetRequest(req *openrtb2.BidRequest) {
 
 //go:generate go run ./internal/decgen -out jsondec_gen.go
 
-// unmarshalRequest runs the JSON decoder on a body that checkJSON accepted.
+// unmarshalRequest runs the JSON decoder on body, within lim.
 // A panic in the decoder (a bug in it; none is known) becomes an error, so
 // that bad input can never crash the bidder.
-func unmarshalRequest(body []byte, req *openrtb2.BidRequest, exts *Exts) (err error) {
+func unmarshalRequest(body []byte, req *openrtb2.BidRequest, exts *Exts, lim *Limits) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = errDecoderPanic
 		}
 	}()
-	return decodeBidRequest(body, req, exts)
+	return decodeBidRequest(body, req, exts, lim)
 }
 
 var errDecoderPanic = errors.New("rtb: JSON decoder panic")

@@ -3,6 +3,7 @@ package rtb
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -346,5 +347,74 @@ func TestDecodeRequestKeepsIDOnValidationError(t *testing.T) {
 	}
 	if got := string(AppendNoBid(nil, req.ID, re.NBR)); got != `{"id":"keep-me","nbr":2}` {
 		t.Errorf("no-bid %s", got)
+	}
+}
+
+// TestDecoderValidatesInOnePass: the decoder alone (no checkJSON before
+// it) accepts a body exactly when checkJSON does, with the limits met or
+// passed in each kind of place: decoded fields, decoded arrays, skipped
+// keys, raw exts and the exts read into Exts; and DecodeRequest names the
+// problem as checkJSON does.
+func TestDecoderValidatesInOnePass(t *testing.T) {
+	lim := Limits{MaxBodyBytes: 1 << 20, MaxDepth: 8, MaxElements: 3, MaxStringBytes: 8, MaxImps: 10, MaxIDBytes: 8}
+	imp := `"imp":[{"id":"1","banner":{}}]`
+	var bodies []string
+	for _, place := range []string{
+		`"site":{"name":%s}`,         // a decoded string field
+		`"bcat":[%s]`,                // a decoded array
+		`"unknown":%s`,               // a skipped key
+		`"ext":{"x":%s}`,             // a raw ext
+		`"regs":{"ext":{"gdpr":%s}}`, // an ext member read into Exts
+		`"regs":{"ext":{"dsa":{"transparency":[{"dsaparams":[%s]}]}}}`,
+		`"source":{"ext":{"schain":{"nodes":[{"asi":%s}]}}}`,
+		`"ext":{"prebid":{"currency":{"rates":{"EUR":{"USD":%s}}}}}`,
+		`"user":{"ext":{"consent":%s}}`,
+	} {
+		for _, v := range []string{
+			`"12345678"`, `"123456789"`, `"é1234"`, `"\u00e9\u00e9\u00e9x"`, `"a\"b"`, // string bytes: 8 ok, 9 not (raw, escapes counted)
+			`[1,2,3]`, `[1,2,3,4]`, `{"a":1,"b":2,"c":3}`, `{"a":1,"b":2,"c":3,"d":4}`, // elements
+			`[[[]]]`, `[[[[]]]]`, `[[[[[[]]]]]]`, `[[[[[[[]]]]]]]`, `[[[[[[[[]]]]]]]]`, // depth
+			`1`, `-0.5e+3`, `01`, `1.`, `-`, `1e`, `1x`, `tru`, `true`, `nul`, `null`, // literals and numbers
+			"\"\xff\"", "\"a\x01\"", `"\x"`, `"\u12"`, `"\ud800"`, `1234567890123456789012345678901234567890123456789012345678901234567890`,
+			`[1,]`, `{"a":1,}`, `{"a" 1}`, `{1:2}`, `[1 2]`, `{"a":1}}`, `"unterminated`,
+		} {
+			bodies = append(bodies, `{"id":"r",`+imp+`,`+fmt.Sprintf(place, v)+`}`)
+		}
+	}
+	// Only the count of elements wrong, where the decoder reads them.
+	for _, place := range []string{
+		`"bcat":["a","b","c"%s]`,
+		`"site":{"id":"a","name":"b","domain":"c"%s}`,
+		`"regs":{"ext":{"a":1,"b":2,"c":3%s}}`,
+		`"regs":{"ext":{"dsa":{"transparency":[{},{},{}%s]}}}`,
+		`"regs":{"ext":{"dsa":{"transparency":[{"dsaparams":[1,2,3%s]}]}}}`,
+		`"ext":{"prebid":{"currency":{"rates":{"EUR":{"A":1,"B":2,"C":3%s}}}}}`,
+		`"source":{"ext":{"schain":{"nodes":[{},{},{}%s]}}}`,
+	} {
+		for _, more := range []string{"", `,"d"`, `,"d":4`, `,{}`, `,4`} {
+			bodies = append(bodies, `{"id":"r",`+imp+`,`+fmt.Sprintf(place, more)+`}`)
+		}
+	}
+	bodies = append(bodies, `{"id":"r",`+imp+`} x`, `{"id":"r",`+imp+`,}`, `{"id":"r",`+imp+`}}`, `{"id":"r",`+imp, ` {"id":"r",`+imp+"}\n")
+	for _, body := range bodies {
+		for maxDepth := 4; maxDepth <= 8; maxDepth++ {
+			lim := lim.withDefaults()
+			lim.MaxDepth = maxDepth
+			var req openrtb2.BidRequest
+			var exts Exts
+			decErr := decodeBidRequest([]byte(body), &req, &exts, &lim)
+			msg, _ := checkJSON([]byte(body), lim.MaxDepth, lim.MaxElements, lim.MaxStringBytes)
+			if (msg == "") != (decErr == nil) && !(msg == "" && errors.As(decErr, new(*typeError))) {
+				t.Errorf("%s, depth %d: checkJSON says %q, the decoder %v", body, maxDepth, msg, decErr)
+			}
+			if msg == "" {
+				continue
+			}
+			err := (&Decoder{Limits: lim}).DecodeRequestExts([]byte(body), &req, &exts)
+			var re *RequestError
+			if !errors.As(err, &re) || re.Msg != msg {
+				t.Errorf("%s, depth %d: DecodeRequest says %v, want checkJSON's %q", body, maxDepth, err, msg)
+			}
+		}
 	}
 }

@@ -24,18 +24,18 @@
 //
 // In detail:
 //
-//   - DecodeRequest (and Decoder.DecodeRequest with custom Limits) checks the
-//     body in one allocation-free pass (size, JSON syntax, UTF-8, nesting
-//     depth <= 64, array and string sizes), decodes it with a decoder
-//     generated from the openrtb2 types (jsondec_gen.go, by
-//     internal/decgen: `make generate`; encoding/json's semantics, case
-//     folding of keys included, 2.5-4x faster, and 1.05-1.5x faster than
-//     github.com/goccy/go-json with half its allocations: see
-//     codec_bench_test.go), then runs Validate. Bad input of any kind is a
-//     *RequestError with NBR NoBidInvalidRequest, never a panic and never
-//     another error type. Allocations: one copy of the body, then one per
-//     pointer and slice (12 for the spec's simple banner example, 25 for
-//     its mobile example).
+//   - DecodeRequest (and Decoder.DecodeRequest with custom Limits) decodes
+//     the body with a decoder generated from the openrtb2 types
+//     (jsondec_gen.go, by internal/decgen: `make generate`; encoding/json's
+//     semantics, case folding of keys included, 2.5-4x faster, and
+//     1.05-1.5x faster than github.com/goccy/go-json with half its
+//     allocations: see codec_bench_test.go) that checks it in the same
+//     pass (size, JSON syntax, UTF-8, nesting depth <= 64, array and string
+//     sizes), then runs Validate. Bad input of any kind is a *RequestError
+//     with NBR NoBidInvalidRequest, never a panic and never another error
+//     type. Allocations: one copy of the body, then one per pointer and
+//     slice (11 for the spec's simple banner example, 24 for its mobile
+//     example).
 //   - DecodeRequestExts is DecodeRequest that also fills an Exts with the ext
 //     members a bidder reads (regs.ext's privacy strings and dsa, user.ext's
 //     consent, source.ext's 2.5 schain, ext.prebid.currency's rates) in the

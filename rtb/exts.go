@@ -133,12 +133,14 @@ func (e *Exts) resetRequest() {
 	e.Currency = CurrencyExt{Rates: keep(e.Currency.Rates)}
 }
 
-// keep returns s emptied, or nil when its backing array is large.
+// keep returns s emptied, or nil when its backing array is large. Only
+// s[:len(s)] is cleared: the ext readers fill elements by growing the
+// slice, so those beyond its length are zero.
 func keep[T any](s []T) []T {
 	if cap(s) > maxKeptExts {
 		return nil
 	}
-	clear(s[:cap(s)])
+	clear(s)
 	return s[:0]
 }
 
@@ -147,15 +149,21 @@ func keepTransparency(s []DSATransparency) []DSATransparency {
 	if cap(s) > maxKeptExts {
 		return nil
 	}
-	s = s[:cap(s)]
 	for i := range s {
 		s[i] = DSATransparency{Params: keep(s[i].Params)}
 	}
 	return s[:0]
 }
 
+// keepNodes is keep for supply chain nodes, which decSlice may leave beyond
+// the length (a repeated "nodes" cuts the slice to the shorter array):
+// the whole backing array is cleared.
 func keepNodes(s []openrtb2.SupplyChainNode) []openrtb2.SupplyChainNode {
-	return keep(s)
+	if cap(s) > maxKeptExts {
+		return nil
+	}
+	clear(s[:cap(s)])
+	return s[:0]
 }
 
 // fixExts resets the groups of e whose ext object the decoded request
@@ -194,6 +202,7 @@ func (d *decoder) extBegin() (start int, read bool) {
 		return start, false
 	}
 	d.i++
+	d.enter()
 	d.copyEsc = true
 	return start, true
 }
@@ -322,6 +331,7 @@ func (d *decoder) extRequest(p *json.RawMessage) bool {
 func (d *decoder) extObject() bool {
 	if d.ws() == '{' {
 		d.i++
+		d.enter()
 		return true
 	}
 	d.skip()
@@ -444,12 +454,14 @@ func (d *decoder) extTransparency(v *DSA) {
 		return
 	}
 	d.i++
+	d.enter()
 	for ok := d.firstElem(); ok; ok = d.nextElem() {
 		if d.ws() != '{' {
 			d.skip()
 			continue
 		}
 		d.i++
+		d.enter()
 		n := len(v.Transparency)
 		if n < cap(v.Transparency) {
 			v.Transparency = v.Transparency[:n+1]
@@ -484,6 +496,7 @@ func (d *decoder) extInts(p *[]int) {
 		return
 	}
 	d.i++
+	d.enter()
 	for ok := d.firstElem(); ok; ok = d.nextElem() {
 		if c := d.ws(); c != '-' && (c < '0' || c > '9') {
 			d.skip()
@@ -495,14 +508,18 @@ func (d *decoder) extInts(p *[]int) {
 	}
 }
 
-// firstElem starts the elements of an array whose '[' was consumed; false
-// at ']' (or an error).
+// firstElem starts the elements of an array whose '[' was consumed (and
+// entered); false at ']' (or an error).
 func (d *decoder) firstElem() bool {
-	if d.ws() == ']' {
-		d.i++
+	if d.err != nil {
 		return false
 	}
-	return d.err == nil && d.i < len(d.buf)
+	if d.ws() == ']' {
+		d.i++
+		d.depth--
+		return false
+	}
+	return d.count()
 }
 
 // nextElem moves to the next element; false at ']' (or an error).
@@ -513,9 +530,10 @@ func (d *decoder) nextElem() bool {
 	switch d.ws() {
 	case ',':
 		d.i++
-		return true
+		return d.count()
 	case ']':
 		d.i++
+		d.depth--
 		return false
 	}
 	d.fail(errSyntax)
@@ -527,14 +545,14 @@ func (d *decoder) nextElem() bool {
 // value skipped.
 func (d *decoder) extSChain(v *openrtb2.SupplyChain) {
 	d.ws()
-	at := d.i
+	at, depth := d.i, d.depth
 	if decSupplyChain(d, v) && d.err == nil {
 		return
 	}
 	if _, ok := d.err.(*typeError); ok || d.err == nil {
 		d.err = nil
 		*v = openrtb2.SupplyChain{Nodes: keepNodes(v.Nodes)}
-		d.i = at
+		d.i, d.depth = at, depth
 		d.skip()
 	}
 }

@@ -308,6 +308,17 @@ func TestExtsReuse(t *testing.T) {
 	if !reflect.DeepEqual(normExts(e), Exts{}) {
 		t.Errorf("after an invalid request: %+v", e)
 	}
+	// Nodes left beyond the length by a repeated "nodes" do not show
+	// through in the next request.
+	for _, body := range []string{
+		`{` + extImp + `,"source":{"ext":{"schain":{"nodes":[{"asi":"a"},{"asi":"b","hp":1}],"nodes":[{"asi":"c"}]}}},"regs":{"ext":{"dsa":{"transparency":[{"domain":"x","dsaparams":[1,2]},{"domain":"y"}]}}},"ext":{"prebid":{"currency":{"rates":{"EUR":{"USD":1,"GBP":2}}}}}}`,
+		`{` + extImp + `,"source":{"ext":{"schain":{"nodes":[{},{}]}}},"regs":{"ext":{"dsa":{"transparency":[{},{}]}}},"ext":{"prebid":{"currency":{"rates":{}}}}}`,
+	} {
+		if err := d.DecodeRequestExts([]byte(body), &req, &e); err != nil {
+			t.Fatal(err)
+		}
+		checkExtsMatch(t, []byte(body), &e)
+	}
 }
 
 // TestExtsMatchReference runs the reference on the spec examples and the

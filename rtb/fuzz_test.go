@@ -33,8 +33,8 @@ func addRequestSeeds(f *testing.F) {
 // encoding/json followed by Validate both ways (accepted by one exactly
 // when accepted by the other, to deep-equal values), keys in any case
 // included, and its Exts agree with the reference written on encoding/json
-// (refExts); and the generated decoder alone, run on any bytes without
-// checkJSON, neither panics nor loops.
+// (refExts); and the generated decoder alone, run on any bytes, neither
+// panics nor loops, and accepts only what checkJSON accepts.
 func FuzzDecodeRequest(f *testing.F) {
 	addRequestSeeds(f)
 	for _, s := range []string{`{"ID":"r","Imp":[{"iD":"1","BANNER":{"W":1}}]}`, `{"ſite":{},"id":"\u0069","imp":[{"id":"1","banner":{}}]}`,
@@ -50,7 +50,13 @@ func FuzzDecodeRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var raw openrtb2.BidRequest
 		var rawExts Exts
-		_ = decodeBidRequest(body, &raw, &rawExts) // no recover here: a panic fails the fuzz test
+		rawErr := decodeBidRequest(body, &raw, &rawExts, &Limits{MaxDepth: DefaultMaxDepth, MaxElements: DefaultMaxElements, MaxStringBytes: DefaultMaxStringBytes}) // no recover here: a panic fails the fuzz test
+
+		// The decoder validates as it decodes: what it accepts, checkJSON
+		// accepts (DecodeRequest below checks the converse).
+		if msg, off := checkJSON(body, DefaultMaxDepth, DefaultMaxElements, DefaultMaxStringBytes); rawErr == nil && msg != "" {
+			t.Fatalf("the decoder accepted a body checkJSON rejects: %s at %d", msg, off)
+		}
 
 		var req openrtb2.BidRequest
 		var exts Exts

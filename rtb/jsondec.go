@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
@@ -18,7 +19,7 @@ import (
 // goccy/go-json in DecodeRequest when BenchmarkCodecs showed the library to
 // be the bidder's largest single cost (see codec_bench_test.go).
 //
-// Semantics are encoding/json's, checked by FuzzDecodeMatchesEncodingJSON:
+// Semantics are encoding/json's, checked by FuzzDecodeRequest:
 // keys match exactly, else case-insensitively (bytes.EqualFold); unknown
 // keys are skipped; null leaves a value alone and sets a pointer, slice or
 // RawMessage to nil or `null`; a duplicate key decodes again into what is
@@ -28,9 +29,12 @@ import (
 // type mismatch, where encoding/json goes on and returns the first one at
 // the end (DecodeRequest discards the request on either).
 //
-// The input must have passed checkJSON (one well-formed, bounded JSON
-// value): the decoder still checks what it reads and never panics or loops
-// on other input, but it does not enforce the limits or UTF-8.
+// It validates as it decodes, in the same pass: the body must be exactly one
+// JSON value (RFC 8259: grammar, escapes, UTF-8) within the Limits (depth,
+// elements of one array or object, raw bytes of one string, number length),
+// as checkJSON checks it; values it does not decode are skipped with
+// checkValue. On any problem it returns errSyntax, and DecodeRequest runs
+// checkJSON to name it. It never panics or loops, whatever the input.
 
 // decoder reads one JSON document from buf, a private copy of the request
 // body: strings and RawMessages point into buf (escaped strings are
@@ -40,6 +44,11 @@ type decoder struct {
 	i   int
 	key []byte // the member key read by first/next (unescaped; points into buf)
 	err error
+
+	// Limits, as in Limits: maxDepth <= maxDepthCap.
+	maxDepth, maxElems, maxStr int
+	depth                      int                    // objects and arrays open at i
+	counts                     [maxDepthCap + 1]int32 // members or elements so far, by depth
 
 	exts    *Exts // filled by the ext hooks (exts.go) when not nil
 	copyEsc bool  // unescape strings into memory of their own, leaving buf as it is
@@ -55,15 +64,18 @@ func (e *typeError) Error() string {
 	return "rtb: JSON value does not fit " + e.Struct + "." + e.Field
 }
 
-// errSyntax is the decoder's error for input that is not JSON (which
-// checkJSON would have rejected first).
+// errSyntax is the decoder's error for input that is not JSON within the
+// limits (checkJSON names the problem).
 var errSyntax = errors.New("rtb: JSON syntax error")
 
 // decodeBidRequest decodes body into *v and, when not nil, *exts (which
 // the caller has reset).
-func decodeBidRequest(body []byte, v *openrtb2.BidRequest, exts *Exts) error {
-	d := decoder{buf: append([]byte(nil), body...), exts: exts}
-	if !decBidRequest(&d, v) {
+func decodeBidRequest(body []byte, v *openrtb2.BidRequest, exts *Exts, lim *Limits) error {
+	d := decoders.Get().(*decoder)
+	d.buf, d.i, d.key, d.err = append([]byte(nil), body...), 0, nil, nil
+	d.exts, d.copyEsc = exts, false
+	d.maxDepth, d.maxElems, d.maxStr, d.depth = min(lim.MaxDepth, maxDepthCap), lim.MaxElements, lim.MaxStringBytes, 0
+	if !decBidRequest(d, v) {
 		d.fail(&typeError{Struct: "BidRequest", Field: ""})
 	}
 	if d.err == nil {
@@ -71,8 +83,16 @@ func decodeBidRequest(body []byte, v *openrtb2.BidRequest, exts *Exts) error {
 			d.err = errSyntax
 		}
 	}
-	return d.err
+	err := d.err
+	d.buf, d.key, d.err, d.exts = nil, nil, nil, nil // the request owns buf
+	decoders.Put(d)
+	return err
 }
+
+// decoders are reused decoders: one escapes to the heap (the generated
+// code passes it through function values), and its counts make it a few
+// hundred bytes.
+var decoders = sync.Pool{New: func() any { return new(decoder) }}
 
 // fail records the first error.
 func (d *decoder) fail(err error) {
@@ -117,6 +137,7 @@ func (d *decoder) open() int {
 	switch d.ws() {
 	case '{':
 		d.i++
+		d.enter()
 		return openObject
 	case 'n':
 		d.literal("null")
@@ -125,14 +146,41 @@ func (d *decoder) open() int {
 	return openOther
 }
 
-// first reads the first member key of an object whose '{' open consumed;
-// false at '}' (or an error).
-func (d *decoder) first() bool {
-	if d.ws() == '}' {
-		d.i++
+// enter counts an object or array whose bracket was just consumed: one
+// level deeper (within maxDepth), no member or element yet.
+func (d *decoder) enter() {
+	if d.depth >= d.maxDepth {
+		d.fail(errSyntax)
+		d.i = len(d.buf) // no further reading
+		return
+	}
+	d.depth++
+	d.counts[d.depth] = 0
+}
+
+// count counts one more member or element of the innermost container
+// (within maxElems); false past the bound.
+func (d *decoder) count() bool {
+	d.counts[d.depth]++
+	if int(d.counts[d.depth]) > d.maxElems {
+		d.fail(errSyntax)
 		return false
 	}
-	return d.readKey()
+	return true
+}
+
+// first reads the first member key of an object whose '{' was consumed
+// (and entered); false at '}' (or an error).
+func (d *decoder) first() bool {
+	if d.err != nil {
+		return false
+	}
+	if d.ws() == '}' {
+		d.i++
+		d.depth--
+		return false
+	}
+	return d.count() && d.readKey()
 }
 
 // next reads the next member key; false at '}' (or an error).
@@ -144,9 +192,10 @@ func (d *decoder) next() bool {
 	case ',':
 		d.i++
 		d.ws()
-		return d.readKey()
+		return d.count() && d.readKey()
 	case '}':
 		d.i++
+		d.depth--
 		return false
 	}
 	d.fail(errSyntax)
@@ -230,6 +279,10 @@ func (d *decoder) readString() ([]byte, bool) {
 		}
 		switch c := b[j]; {
 		case c == '"':
+			if j-start > d.maxStr {
+				d.fail(errSyntax)
+				return nil, false
+			}
 			d.i = j + 1
 			return b[start:j:j], true
 		case c == '\\':
@@ -240,8 +293,13 @@ func (d *decoder) readString() ([]byte, bool) {
 		case c < 0x20:
 			d.fail(errSyntax)
 			return nil, false
-		default: // UTF-8 (checkJSON validated it)
-			j++
+		default: // c >= 0x80: UTF-8
+			r, size := utf8.DecodeRune(b[j:])
+			if r == utf8.RuneError && size <= 1 {
+				d.fail(errSyntax)
+				return nil, false
+			}
+			j += size
 		}
 	}
 }
@@ -255,11 +313,24 @@ func (d *decoder) unescape(start, r int) ([]byte, bool) {
 		c := b[r]
 		switch {
 		case c == '"':
+			if r-start > d.maxStr {
+				d.fail(errSyntax)
+				return nil, false
+			}
 			d.i = r + 1
 			return b[start:w:w], true
 		case c < 0x20:
 			d.fail(errSyntax)
 			return nil, false
+		case c >= 0x80:
+			rr, size := utf8.DecodeRune(b[r:])
+			if rr == utf8.RuneError && size <= 1 {
+				d.fail(errSyntax)
+				return nil, false
+			}
+			w += copy(b[w:], b[r:r+size])
+			r += size
+			continue
 		case c != '\\':
 			b[w] = c
 			w++
@@ -321,7 +392,7 @@ func (d *decoder) unescapeCopy(start int) ([]byte, bool) {
 	if !d.skipString() {
 		return nil, false
 	}
-	c := decoder{buf: append([]byte(nil), d.buf[start-1:d.i]...)}
+	c := decoder{buf: append([]byte(nil), d.buf[start-1:d.i]...), maxStr: d.maxStr}
 	s, ok := c.readString()
 	if !ok {
 		d.fail(c.err)
@@ -351,50 +422,17 @@ func hex4(b []byte, i int) rune {
 	return r
 }
 
-// skip skips one value, nested ones included, without recursion. The
-// input passed checkJSON, so brackets and strings are enough to find the
-// value's end; on other input it stops at the end of buf, in error.
+// skip skips one value, nested ones included, validating it (checkValue,
+// within the limits left at this depth).
 func (d *decoder) skip() {
-	b := d.buf
-	depth := 0
-	for d.i < len(b) {
-		switch c := b[d.i]; c {
-		case '"':
-			if !d.skipString() {
-				return
-			}
-			if depth == 0 {
-				return
-			}
-			continue
-		case '{', '[':
-			depth++
-		case '}', ']':
-			if depth == 0 {
-				d.fail(errSyntax)
-				return
-			}
-			depth--
-			if depth == 0 {
-				d.i++
-				return
-			}
-		case ' ', '\n', '\r', '\t', ',', ':':
-		default: // a literal or a number
-			if depth == 0 {
-				start := d.i
-				for d.i < len(b) && !isDelim(b[d.i]) {
-					d.i++
-				}
-				if d.i == start {
-					d.fail(errSyntax)
-				}
-				return
-			}
-		}
-		d.i++
+	d.ws()
+	msg, end := checkValue(d.buf, d.i, d.maxDepth-d.depth, d.maxElems, d.maxStr)
+	if msg != "" {
+		d.fail(errSyntax)
+		d.i = len(d.buf)
+		return
 	}
-	d.fail(errSyntax)
+	d.i = end
 }
 
 // isDelim reports whether c ends a literal or a number.
@@ -428,18 +466,19 @@ func (d *decoder) skipString() bool {
 	}
 }
 
-// number consumes the number literal at d.i (its bytes: - + . e E digits).
+// number consumes the JSON number at d.i, which starts with '-' or a
+// digit (checkNumber: its grammar and length). On a bad one it fails and
+// returns the rest of buf, so that the result is never empty.
 func (d *decoder) number() []byte {
 	start := d.i
-	for d.i < len(d.buf) {
-		switch c := d.buf[d.i]; {
-		case c >= '0' && c <= '9', c == '-', c == '+', c == '.', c == 'e', c == 'E':
-			d.i++
-			continue
-		}
-		break
+	end, msg := checkNumber(d.buf, start)
+	if msg != "" {
+		d.fail(errSyntax)
+		d.i = len(d.buf)
+		return d.buf[start:]
 	}
-	return d.buf[start:d.i]
+	d.i = end
+	return d.buf[start:end]
 }
 
 // str decodes a string (null: no change); false for another JSON type.
@@ -585,12 +624,16 @@ func decSlice[T any](d *decoder, p *[]T, dec func(*decoder, *T) bool) bool {
 		return true
 	case '[':
 		d.i++
+		if d.enter(); d.err != nil {
+			return true
+		}
 	default:
 		return false
 	}
 	s := *p
 	if d.ws() == ']' {
 		d.i++
+		d.depth--
 		if s == nil {
 			s = []T{}
 		}
@@ -599,6 +642,10 @@ func decSlice[T any](d *decoder, p *[]T, dec func(*decoder, *T) bool) bool {
 	}
 	i := 0
 	for {
+		if !d.count() {
+			*p = s
+			return true
+		}
 		if i >= cap(s) {
 			var zero T
 			s = append(s[:cap(s)], zero)
@@ -621,6 +668,7 @@ func decSlice[T any](d *decoder, p *[]T, dec func(*decoder, *T) bool) bool {
 			continue
 		case ']':
 			d.i++
+			d.depth--
 			*p = s[:i]
 			return true
 		}

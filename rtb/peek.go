@@ -42,7 +42,7 @@ func PeekID(body []byte) string {
 	inner := v[1 : len(v)-1]
 	for _, c := range inner {
 		if c == '\\' {
-			d := decoder{buf: append([]byte(nil), v...)}
+			d := decoder{buf: append([]byte(nil), v...), maxStr: len(v)}
 			if s, ok := d.readString(); ok {
 				return string(s)
 			}

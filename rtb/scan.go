@@ -62,14 +62,31 @@ func skipSafeString(s string, i int) int {
 // escapes, UTF-8) within the given bounds: nesting depth (<= maxDepthCap),
 // members or elements of one object or array, raw bytes of one string. It
 // makes no allocation and no recursion. It returns ("", _) when b is valid,
-// else a constant message and the byte offset of the problem.
+// else a constant message and the byte offset of the problem. The decoder
+// validates as it decodes (with checkValue for what it skips); checkJSON
+// names the problem once it has found one.
 func checkJSON(b []byte, maxDepth, maxElems, maxStr int) (string, int) {
+	msg, i := checkValue(b, 0, maxDepth, maxElems, maxStr)
+	if msg != "" {
+		return msg, i
+	}
+	if i = skipWS(b, i); i != len(b) {
+		return "data after the JSON value", i
+	}
+	return "", 0
+}
+
+// checkValue validates the one JSON value that starts at b[i] (after
+// whitespace) within the bounds of checkJSON, maxDepth counting from it.
+// It returns ("", the offset after the value) when the value is valid,
+// else a constant message and the byte offset of the problem.
+func checkValue(b []byte, i, maxDepth, maxElems, maxStr int) (string, int) {
 	if maxDepth > maxDepthCap {
 		maxDepth = maxDepthCap
 	}
 	var objBits uint64 // bit d-1 is set when the container at depth d is an object
 	var counts [maxDepthCap + 1]int
-	depth, i, n := 0, 0, len(b)
+	depth, n := 0, len(b)
 	var msg string
 	for {
 		// A value starts at i.
@@ -131,13 +148,10 @@ func checkJSON(b []byte, maxDepth, maxElems, maxStr int) (string, int) {
 		}
 		// A value ended before i: close containers or go to the next element.
 		for {
-			i = skipWS(b, i)
 			if depth == 0 {
-				if i != n {
-					return "data after the JSON value", i
-				}
-				return "", 0
+				return "", i
 			}
+			i = skipWS(b, i)
 			if i >= n {
 				return "unexpected end of JSON", i
 			}
