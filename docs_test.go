@@ -808,7 +808,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		name string
 		sets []string
 	}{
-		{"local", []string{"bidder.fx_file=" + fxFile, "bidder.gc_floor_mb=8"}},
+		{"local", []string{"bidder.fx_file=" + fxFile, "bidder.gc_floor_mb=8", "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
 		{"remote", []string{"catalog.target=static:///" + n.Addr(), "redis.addr=" + closed}},
 	} {
 		reg := newRecorder()

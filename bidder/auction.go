@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/dsa"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -57,6 +58,8 @@ type candidate struct {
 	// deferred: its budgets and frequency cap are checked when its imp is
 	// bid on, not at selection (see selectCands).
 	deferred bool
+	// dsa is what its bid says under the EU DSA (supplycheck.go).
+	dsa dsa.Decision
 }
 
 // impPlan is the outcome of candidate selection for one imp (plan).
@@ -115,6 +118,10 @@ func reasonRank(r rtb.NoBidReason) float64 {
 		return 1.75
 	case rtb.NoBidBudgetExhausted:
 		return 1.5
+	case rtb.NoBidDSA:
+		return 1.3
+	case rtb.NoBidIncompleteSupplyChain, rtb.NoBidAdsTxtUnavailable, rtb.NoBidAdsTxtViolation, rtb.NoBidBlockedSupplyChainNode:
+		return 1.25
 	case rtb.NoBidNoMatchingCampaign:
 		return 1
 	}
@@ -145,6 +152,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		return rtb.NoBidPrivacy
 	}
 	ex.setPrivacy("ok")
+	b.explainPath(st, ex)
 	if !anyServable(set, req) {
 		if ex != nil {
 			ex.note("no imp has a banner or native object, nor a video one that a campaign with a VAST template could serve")
@@ -449,6 +457,11 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 			}
 			continue
 		}
+		dd, nbr := b.pathCheck(st, c, kind, ie)
+		if nbr != bidMade {
+			reason = worse(reason, nbr)
+			continue
+		}
 		bid := c.BidMicros(req, st.now)
 		price, ok := rates.Convert(bid, c.Currency, cur)
 		if !ok {
@@ -497,7 +510,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 			}
 		}
 		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h,
-			charge: money.PerImpression(bid), deferred: deferred})
+			charge: money.PerImpression(bid), deferred: deferred, dsa: dd})
 	}
 	// Highest price first (insertion sort: a handful of candidates; stable,
 	// so equal prices keep the file order).
@@ -960,6 +973,9 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	case mediaBanner:
 		st.banner = creativeBanner(st, cd, products)
 		st.banner.ImpURL = impURL
+		if st.banner.DSALabel, _ = b.dsaLabel(st, cd); st.banner.DSALabel != "" {
+			a = len(st.arena) // the label stays in the arena, before the markup
+		}
 		st.arena = creative.AppendBanner(st.arena, &st.banner)
 		mtype = openrtb2.MarkupBanner
 	case mediaNative:
@@ -971,7 +987,14 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			st.arena = st.arena[:a]
 			return rtb.NoBidInvalidRequest
 		}
-		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, Links: st, Resize: b.resizeFor(secure), ImpURL: impURL}
+		label, nbr := b.dsaLabel(st, cd)
+		if nbr != bidMade {
+			return nbr
+		}
+		if label != "" {
+			a = len(st.arena)
+		}
+		st.nat = creative.Native{Request: &st.native, Products: products, Advertiser: c.Advertiser, DSALabel: label, Links: st, Resize: b.resizeFor(secure), ImpURL: impURL}
 		var err error
 		if st.arena, err = creative.AppendNative(st.arena, &st.nat); err != nil {
 			st.arena = st.arena[:a]
@@ -1021,6 +1044,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		Exp:     b.exp,
 		MType:   mtype,
 	})
+	dsaExt(st, &cd.dsa, &st.bids[len(st.bids)-1])
 	st.seats = append(st.seats, seat)
 	return bidMade
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -221,6 +222,12 @@ type Options struct {
 	// and pacing (nbr 501 when nothing else is left) and the user's
 	// frequency cap (nbr 502). In memory, no allocation.
 	Budgets *spend.Budgets
+	// Supply holds the supply-path files campaigns with a supply setting
+	// check requests against; nil: none (no chain is authorized).
+	Supply *supply.Store
+	// DSADomain is the domain of bid.ext.dsa.transparency (the party that
+	// decided on the ad's personalisation); "": no transparency entry.
+	DSADomain string
 	// Fraud, when set, is checked at the start of every bid request (site
 	// domain, app bundle, device IP, IFA, user); a hit is a no-bid with
 	// its reason. *fraud.Lists implements it.

@@ -27,7 +27,11 @@ type Explain struct {
 	Reason    string   `json:"reason,omitempty"` // rtb.NoBidReason.String()
 	Notes     []string `json:"notes,omitempty"`
 	Privacy   string   `json:"privacy,omitempty"`
-	User      struct {
+	// Supply is the request's supply path verdict (which node failed and
+	// why); DSA its regs.ext.dsa.
+	Supply string `json:"supply,omitempty"`
+	DSA    string `json:"dsa,omitempty"`
+	User   struct {
 		ID          string   `json:"id,omitempty"`
 		Found       bool     `json:"found"`
 		Problem     string   `json:"problem,omitempty"`

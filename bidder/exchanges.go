@@ -33,6 +33,10 @@ type Exchange struct {
 	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt the
 	// exchange's encrypted clearing prices; nil: Options'.
 	PriceEncryptionKey, PriceIntegrityKey []byte
+	// Domain is the exchange's advertising system domain: the last node
+	// of its supply chains must be it (campaigns with
+	// supply.authorized_only); "": not checked.
+	Domain string
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and

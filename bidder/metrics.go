@@ -8,6 +8,8 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/internal/fasthist"
+	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/rtb"
 )
@@ -107,6 +109,11 @@ type metrics struct {
 	clicks     [numResults]prometheus.Counter
 	notices    prometheus.Counter
 
+	// supplyRefusals and dsaRefusals count the campaigns refused on an
+	// imp (supplycheck.go), by reason.
+	supplyRefusals [supply.NumReasons]prometheus.Counter
+	dsaRefusals    [dsa.NumReasons]prometheus.Counter
+
 	syncs, matches  [numSyncResults]prometheus.Counter
 	queryUIDRefused prometheus.Counter
 	eventsNoWrite   [numNoWrite]prometheus.Counter
@@ -205,7 +212,20 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []
 	notices := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_notices_unhandled_total",
 		Help: "Win and billing notices answered 204 without a notice handler (the spend package handles them)."})
 
-	m.shed, m.total, m.notices = shed, total.At(0), notices
+	supplyRef := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_supply_refusals_total",
+		Help: "Campaigns refused on an imp by their supply setting, by reason: no_chain, incomplete, too_many_hops, bad_node, no_publisher_domain, no_ads_txt, not_in_ads_txt, ads_txt_relationship, no_sellers_json, not_in_sellers_json, seller_type, wrong_exchange."}, []string{"reason"})
+	for r := supply.Reason(1); r < supply.NumReasons; r++ {
+		m.supplyRefusals[r] = supplyRef.WithLabelValues(r.String())
+	}
+	m.supplyRefusals[supply.OK] = supplyRef.WithLabelValues("other") // never counted: Refuse's OK is no refusal
+	dsaRef := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_dsa_refusals_total",
+		Help: "Campaigns refused on an imp for the request's regs.ext.dsa, by reason: no_campaign_dsa (dsarequired 2 or 3, the campaign has no dsa), cannot_render (pubrender 0 and the format cannot show the notice), too_long (a string over 100 bytes)."}, []string{"reason"})
+	for r := dsa.Reason(1); r < dsa.NumReasons; r++ {
+		m.dsaRefusals[r] = dsaRef.WithLabelValues(r.String())
+	}
+	m.dsaRefusals[dsa.OK] = dsaRef.WithLabelValues("other")
+
+		m.shed, m.total, m.notices = shed, total.At(0), notices
 	m.shedQueue, m.queue = shedQueue, queue.At(0)
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
@@ -231,7 +251,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue, syncs, matches, refused, noWrite} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue, syncs, matches, refused, noWrite, supplyRef, dsaRef} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}

@@ -35,6 +35,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -117,7 +118,7 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ})
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ, Domain: x.Domain})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
@@ -162,8 +163,9 @@ type Server struct {
 	journal     *journal.Journal // accepted notices until the store has them
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
-	fraud       *fraud.Lists // nil without redis.addr
-	fx          *fxFile      // nil without bidder.fx_file
+	fraud       *fraud.Lists  // nil without redis.addr
+	fx          *fxFile       // nil without bidder.fx_file
+	supply      *supply.Store // nil without supply.dir
 	http        *fasthttp.Server
 	ln          net.Listener
 	admin       *admin.Server
@@ -206,6 +208,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	defer func() {
 		if err != nil {
 			s.fx.close()
+			s.supply.Close()
 			s.stopSpendGate()
 			s.closeStores()
 			s.gcFloor.Stop()
@@ -275,6 +278,13 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.fraud != nil {
 		opts.Fraud = s.fraud
 	}
+	if cfg.Supply.Dir != "" {
+		if s.supply, err = supply.Open(supply.Options{Dir: cfg.Supply.Dir, Log: log, Registerer: reg}); err != nil {
+			return nil, fmt.Errorf("bidder: supply.dir: %w", err)
+		}
+		s.supply.Start(cfg.Supply.RefreshInterval)
+	}
+	opts.Supply, opts.DSADomain = s.supply, cfg.Bidder.DSADomain
 	opts.ReplayWindow = cfg.Notice.ReplayWindow
 	opts.NoticeClockSkew = cfg.Notice.ClockSkew
 	if s.journal != nil {
@@ -554,6 +564,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		werr = s.settleJournal(werr)
 	}
 	s.fx.close()
+	s.supply.Close()
 	cerr := s.closeStores()
 	s.gcFloor.Stop()
 	s.log.Info("bidder stopped")

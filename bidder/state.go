@@ -103,6 +103,8 @@ type reqState struct {
 
 	fxOwn *money.Rates // rtbd's rates for this request (Bidder.rates)
 	fxReq requestRates // the request's own (ext.prebid.currency)
+
+	path pathState // supply-path verdict (supplycheck.go)
 }
 
 // link is the bid the creative being rendered belongs to.
@@ -219,6 +221,7 @@ func (st *reqState) reset() {
 	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
 	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
 	st.fxOwn = nil
+	st.path.reset()
 	st.fxReq.reset()
 }
 

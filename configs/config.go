@@ -82,6 +82,9 @@ type Config struct {
 	Aerospike Aerospike `yaml:"aerospike"`
 	// Fraud configures the sync of the fraud block lists from Redis.
 	Fraud Fraud `yaml:"fraud"`
+	// Supply configures the supply-path files (sellers.json, ads.txt,
+	// app-ads.txt) campaigns check requests against.
+	Supply Supply `yaml:"supply"`
 	// Notice configures the /win and /bill notice handler.
 	Notice Notice `yaml:"notice"`
 	// Campaigns configures where the bidder's campaigns come from.
@@ -167,6 +170,10 @@ type Bidder struct {
 	ImageResizeURL string `yaml:"image_resize_url"`
 	// Seat is the seatbid.seat of bids whose campaign names no seat.
 	Seat string `yaml:"seat"`
+	// DSADomain is the domain bids name in bid.ext.dsa.transparency as
+	// the party that decided on the ad's personalisation (EU Digital
+	// Services Act); "": no transparency entry. At most 100 bytes.
+	DSADomain string `yaml:"dsa_domain"`
 	// Currency is the ISO 4217 code bids are made in (bidresponse.cur).
 	Currency string `yaml:"currency"`
 	// FXRates are "CUR=rate" entries, rate = USD per one unit of CUR
@@ -347,6 +354,9 @@ func (b Bidder) Validate(p *Problems) {
 	p.NonEmpty("campaigns", b.Campaigns)
 	if msg := checkResizeURL(b.ImageResizeURL); msg != "" {
 		p.Addf("image_resize_url", "%s, got %q", msg, b.ImageResizeURL)
+	}
+	if msg := checkDomain(b.DSADomain, 100); b.DSADomain != "" && msg != "" {
+		p.Addf("dsa_domain", "%s, got %q", msg, b.DSADomain)
 	}
 	if b.Seat == "" || len(b.Seat) > 64 || strings.ContainsAny(b.Seat, "\"\\\x00\n\r\t") {
 		p.Addf("seat", "must be 1-64 characters without quotes, backslashes or control characters, got %q", b.Seat)
@@ -664,6 +674,11 @@ type Exchange struct {
 	// PriceKeys decrypt the exchange's encrypted clearing prices; empty:
 	// notice.price_keys.
 	PriceKeys PriceKeys `yaml:"price_keys"`
+	// Domain is the exchange's advertising system domain, as its
+	// sellers.json and the publishers' ads.txt name it: the last node of
+	// a supply chain it sends must be it (campaigns with
+	// supply.authorized_only); "": not checked.
+	Domain string `yaml:"domain"`
 }
 
 // Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
@@ -681,6 +696,9 @@ func (e Exchange) Validate(p *Problems) {
 	}
 	if e.Billing != "" {
 		p.OneOf("billing", e.Billing, "burl", "nurl", "render")
+	}
+	if msg := checkDomain(e.Domain, 253); e.Domain != "" && msg != "" {
+		p.Addf("domain", "%s, got %q", msg, e.Domain)
 	}
 }
 
@@ -787,6 +805,36 @@ type Fraud struct {
 func (f Fraud) Validate(p *Problems) {
 	p.Positive("check_interval", f.CheckInterval)
 	p.Positive("reload_interval", f.ReloadInterval)
+}
+
+// Supply configures the supply-path files of package bidder/supply.
+type Supply struct {
+	// Dir holds sellers/<advertising system domain>.json,
+	// ads/<domain>.txt and app-ads/<domain>.txt; "": no files (campaigns
+	// with supply.authorized_only then bid on nothing).
+	Dir string `yaml:"dir"`
+	// RefreshInterval is how often Dir is read again (changed files
+	// only; an unreadable file keeps its last good version).
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+}
+
+// Validate reports the problems of the supply section.
+func (s Supply) Validate(p *Problems) {
+	p.Positive("refresh_interval", s.RefreshInterval)
+}
+
+// checkDomain returns why d is not a lower-case domain name of at most max
+// bytes (letters, digits, '-', '.', with a dot), "" when it is.
+func checkDomain(d string, max int) string {
+	if len(d) == 0 || len(d) > max || !strings.Contains(d, ".") || d[0] == '.' || d[len(d)-1] == '.' {
+		return fmt.Sprintf("must be a domain name of at most %d bytes", max)
+	}
+	for i := 0; i < len(d); i++ {
+		if c := d[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return fmt.Sprintf("must be a lower-case domain name of at most %d bytes", max)
+		}
+	}
+	return ""
 }
 
 // Notice configures the win (/win) and billing (/bill) notice handler.

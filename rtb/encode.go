@@ -345,3 +345,40 @@ func appendEscaped(dst []byte, s string, html bool) []byte {
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
 }
+
+// BidDSA is a bid's ext.dsa, IAB Tech Lab's DSA transparency extension:
+// on whose behalf the ad is shown, who paid for it, who decided on its
+// personalisation and with what parameters, and whether the ad renders
+// the notice itself.
+type BidDSA struct {
+	// Behalf and Paid are always written, even empty.
+	Behalf, Paid string
+	// Domain, when not "", is written as the one transparency entry, with
+	// dsaparams [Param].
+	Domain string
+	Param  int
+	// AdRender is 1 when the creative renders the notice, else 0; always
+	// written.
+	AdRender int
+}
+
+// AppendBidExtDSA appends a bid's ext holding only dsa, from d:
+// {"dsa":{"behalf":..,"paid":..,"transparency":[{"domain":..,"dsaparams":[..]}],"adrender":..}},
+// strings escaped as AppendResponse escapes them. It makes no allocation
+// beyond growing dst; the result is valid JSON for Bid.Ext.
+func AppendBidExtDSA(dst []byte, d *BidDSA) []byte {
+	dst = append(dst, `{"dsa":{"behalf":`...)
+	dst = appendString(dst, d.Behalf)
+	dst = append(dst, `,"paid":`...)
+	dst = appendString(dst, d.Paid)
+	if d.Domain != "" {
+		dst = append(dst, `,"transparency":[{"domain":`...)
+		dst = appendString(dst, d.Domain)
+		dst = append(dst, `,"dsaparams":[`...)
+		dst = strconv.AppendInt(dst, int64(d.Param), 10)
+		dst = append(dst, `]}]`...)
+	}
+	dst = append(dst, `,"adrender":`...)
+	dst = strconv.AppendInt(dst, int64(d.AdRender), 10)
+	return append(dst, `}}`...)
+}

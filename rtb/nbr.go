@@ -14,6 +14,7 @@ package rtb
 //	503 no products                 507 overloaded
 //	                                508 deadline (tmax would be missed)
 //	                                509 insecure (a secure imp and no https base)
+//	                                510 dsa (regs.ext.dsa requires what no campaign can give)
 type NoBidReason int
 
 // OpenRTB 2.x / 2.6 no-bid reason codes.
@@ -50,6 +51,7 @@ const (
 	NoBidOverloaded         NoBidReason = 507 // load shedding
 	NoBidDeadline           NoBidReason = 508 // the request's deadline (tmax) would be missed
 	NoBidInsecure           NoBidReason = 509 // a secure imp (imp.secure=1) and no https base (bidder.secure_public_url)
+	NoBidDSA                NoBidReason = 510 // regs.ext.dsa requires a DSA notice the matching campaigns cannot give
 )
 
 // String returns the metric label of r: a snake_case name from a fixed set,
@@ -112,6 +114,8 @@ func (r NoBidReason) String() string {
 		return "deadline"
 	case NoBidInsecure:
 		return "insecure"
+	case NoBidDSA:
+		return "dsa"
 	}
 	return "other"
 }
@@ -126,6 +130,6 @@ func NoBidReasons() []NoBidReason {
 		NoBidAdsTxtViolation, NoBidAdsCertUnavailable, NoBidAdsCertViolation,
 		NoBidInsufficientAuctionTime, NoBidIncompleteSupplyChain, NoBidBlockedSupplyChainNode,
 		NoBidNoMatchingCampaign, NoBidBudgetExhausted, NoBidFrequencyCapped, NoBidNoProducts,
-		NoBidUnsupportedImpType, NoBidPrivacy, NoBidBelowFloor, NoBidOverloaded, NoBidDeadline, NoBidInsecure,
+		NoBidUnsupportedImpType, NoBidPrivacy, NoBidBelowFloor, NoBidOverloaded, NoBidDeadline, NoBidInsecure, NoBidDSA,
 	}
 }

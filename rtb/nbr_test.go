@@ -11,8 +11,8 @@ func TestNoBidReasons(t *testing.T) {
 	label := regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
 	seen := map[string]NoBidReason{}
 	all := NoBidReasons()
-	if len(all) != 28 {
-		t.Fatalf("%d reasons, want 18 OpenRTB + 10 rtbd", len(all))
+	if len(all) != 29 {
+		t.Fatalf("%d reasons, want 18 OpenRTB + 11 rtbd", len(all))
 	}
 	for i, r := range all {
 		s := r.String()
@@ -30,7 +30,7 @@ func TestNoBidReasons(t *testing.T) {
 			t.Errorf("%d: rtbd codes belong in the 500+ range", r)
 		}
 	}
-	for _, r := range []NoBidReason{18, 499, 510, -1, 1 << 30} {
+	for _, r := range []NoBidReason{18, 499, 511, -1, 1 << 30} {
 		if r.String() != "other" {
 			t.Errorf("%d: %q, want other", r, r.String())
 		}

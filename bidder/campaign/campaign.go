@@ -6,6 +6,8 @@ import (
 	"github.com/prebid/openrtb/v20/adcom1"
 	"github.com/prebid/openrtb/v20/openrtb2"
 
+	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -86,6 +88,13 @@ type Campaign struct {
 	// Bundle is the optional bundle of the app the campaign advertises
 	// (bid.bundle); a request's bapp listing it blocks the campaign.
 	Bundle string
+	// DSA is the campaign's EU Digital Services Act transparency (bid
+	// ext.dsa: behalf, paid); zero: none, and no bid where a request
+	// requires it (see package bidder/dsa).
+	DSA dsa.Setting
+	// Supply is which supply paths the campaign bids through; zero: any
+	// (see package bidder/supply).
+	Supply supply.Policy
 
 	ix *index // matching data built by Parse; nil for campaigns built in code
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/prebid/openrtb/v20/adcom1"
 
+	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -140,7 +142,31 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 	if c.DealsOnly = s.DealsOnly; c.DealsOnly && len(c.Deals) == 0 {
 		p.Addf("deals_only", "is true but deals is empty")
 	}
+	if d := s.DSA; d != nil {
+		c.DSA = dsaSetting(p.Sub("dsa"), d)
+	}
+	if sp := s.Supply; sp != nil {
+		c.Supply = supply.Policy{CompleteOnly: sp.CompleteOnly, MaxHops: sp.MaxHops, AuthorizedOnly: sp.AuthorizedOnly}
+		if sp.MaxHops < 0 {
+			p.Addf("supply.max_hops", "must be >= 0 (0: any number of nodes), got %d", sp.MaxHops)
+		}
+	}
 	return c
+}
+
+// dsaSetting validates a campaign's dsa: behalf and paid both given, each
+// at most dsa.MaxLen bytes (as Prebid Server counts them).
+func dsaSetting(p *configs.Problems, d *DSASpec) dsa.Setting {
+	s := dsa.Setting{Behalf: strings.TrimSpace(d.Behalf), Paid: strings.TrimSpace(d.Paid)}
+	for _, f := range []struct{ key, v string }{{"behalf", s.Behalf}, {"paid", s.Paid}} {
+		switch {
+		case f.v == "":
+			p.Addf(f.key, "missing: who the ad is shown on behalf of (behalf) and who paid for it (paid), as bid.ext.dsa carries them")
+		case len(f.v) > dsa.MaxLen:
+			p.Addf(f.key, "must be at most %d bytes (Prebid Server drops a longer one), got %d", dsa.MaxLen, len(f.v))
+		}
+	}
+	return s
 }
 
 // list validates a list: items trimmed, not empty, parse gives each one's

@@ -87,6 +87,8 @@
 //	    deals_only: false                # true: bid only through one of deals
 //	    seat: Agency1                    # optional buyer seat; checked against wseat/bseat
 //	    bundle: com.example.shop         # optional advertised app; checked against bapp
+//	    dsa: {behalf: Shop Example Ltd, paid: Agency1 GmbH}  # EU DSA transparency, each <= 100 bytes (bidder/dsa)
+//	    supply: {complete_only: true, max_hops: 3, authorized_only: true}  # supply paths (bidder/supply); absent: any
 //	  - id: retargeting-us
 //	    adomain: [shop-example.com]
 //	    product_group_id: 7

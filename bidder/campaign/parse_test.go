@@ -14,6 +14,8 @@ import (
 
 	"github.com/prebid/openrtb/v20/adcom1"
 
+	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -119,6 +121,8 @@ func TestParseFullExample(t *testing.T) {
 		Deals:  []string{"AB-Agency1-0001"},
 		Seat:   "Agency1",
 		Bundle: "com.example.shop",
+		DSA:    dsa.Setting{Behalf: "Shop Example Ltd", Paid: "Agency1 GmbH"},
+		Supply: supply.Policy{CompleteOnly: true, MaxHops: 3, AuthorizedOnly: true},
 	}, {
 		ID:             "retargeting-us",
 		ADomain:        []string{"shop-example.com"},
@@ -273,6 +277,10 @@ func TestParseInvalid(t *testing.T) {
 			[]string{"campaigns[0].creative.sizes[0]: must be a single value", `campaigns[0].creative.sizes[1]: "300y250" is not WxH`,
 				`campaigns[0].creative.attr[0]: "x" is not an integer`, "campaigns[0].creative.attr[1]: must be a creative attribute"}},
 		{"deals only without deals", edit("    status:", "    deals_only: true\n    status:"), []string{"campaigns[0].deals_only: is true but deals is empty"}},
+		{"dsa without paid", edit("    status:", "    dsa: {behalf: Shop}\n    status:"), []string{"campaigns[0].dsa.paid: missing: who the ad is shown on behalf of (behalf) and who paid for it (paid), as bid.ext.dsa carries them"}},
+		{"dsa over 100 bytes", edit("    status:", "    dsa: {behalf: Shop, paid: "+strings.Repeat("é", 51)+"}\n    status:"), []string{"campaigns[0].dsa.paid: must be at most 100 bytes (Prebid Server drops a longer one), got 102"}},
+		{"negative max_hops", edit("    status:", "    supply: {max_hops: -1}\n    status:"), []string{"campaigns[0].supply.max_hops: must be >= 0 (0: any number of nodes), got -1"}},
+		{"unknown supply key", edit("    status:", "    supply: {authorised_only: true}\n    status:"), []string{"campaigns[0].supply.authorised_only: unknown key (did you mean \"authorized_only\"?)"}},
 		{"merge key", "base: &b {adomain: [x.com]}\n" + valid, []string{"base: unknown key"}},
 		{"alias bomb", aliasBomb(), []string{"too many YAML nodes"}},
 		{"too many problems", "campaigns: [" + strings.Repeat("3, ", 1000) + "3]\n", func() []string {

@@ -43,6 +43,24 @@ type Spec struct {
 	DealsOnly      bool              `yaml:"deals_only,omitempty"`
 	Seat           string            `yaml:"seat,omitempty"`
 	Bundle         string            `yaml:"bundle,omitempty"`
+	DSA            *DSASpec          `yaml:"dsa,omitempty"`
+	Supply         *SupplySpec       `yaml:"supply,omitempty"`
+}
+
+// DSASpec is Spec.DSA: the EU Digital Services Act transparency of the
+// campaign's ads, written in bid.ext.dsa and, where the publisher cannot
+// show it, in the creative's advertiser label. Each at most 100 bytes.
+type DSASpec struct {
+	Behalf string `yaml:"behalf"`
+	Paid   string `yaml:"paid"`
+}
+
+// SupplySpec is Spec.Supply: which supply paths the campaign bids through
+// (see package bidder/supply).
+type SupplySpec struct {
+	CompleteOnly   bool `yaml:"complete_only,omitempty"`
+	MaxHops        int  `yaml:"max_hops,omitempty"`
+	AuthorizedOnly bool `yaml:"authorized_only,omitempty"`
 }
 
 // StrategySpec is Spec.Strategy; device types by name or adcom1 number,
@@ -242,6 +260,12 @@ func specOf(c *Campaign) Spec {
 		y.Creative.Attr = append(y.Creative.Attr, int(a))
 	}
 	y.Creative.Video = videoSpecOf(&cr.Video)
+	if c.DSA.Set() {
+		y.DSA = &DSASpec{Behalf: c.DSA.Behalf, Paid: c.DSA.Paid}
+	}
+	if c.Supply.Active() {
+		y.Supply = &SupplySpec{CompleteOnly: c.Supply.CompleteOnly, MaxHops: c.Supply.MaxHops, AuthorizedOnly: c.Supply.AuthorizedOnly}
+	}
 	return y
 }
 

@@ -37,6 +37,9 @@ type Banner struct {
 	Products []*catalogpb.Product
 	// Advertiser is shown in the ad marker ("Ad · Advertiser"); may be "".
 	Advertiser string
+	// DSALabel, when set, is shown in the ad marker instead of
+	// Advertiser: the EU DSA notice (AppendDSALabel) the ad renders itself.
+	DSALabel string
 	// Links gives each product's click URL; nil links to the product's
 	// landing URL directly (tests and previews only). A product the Linker
 	// gives no URL for gets a cell without a link target (no href).
@@ -198,9 +201,12 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 		dst = append(dst, `</div>`...)
 	}
 	dst = append(dst, `</div><span class=by>Ad`...)
-	if b.Advertiser != "" {
+	if label := b.Advertiser; label != "" || b.DSALabel != "" {
+		if b.DSALabel != "" {
+			label = b.DSALabel
+		}
 		dst = append(dst, ` &#183; `...)
-		dst = appendHTML(dst, b.Advertiser)
+		dst = appendHTML(dst, label)
 	}
 	dst = append(dst, `</span>`...)
 	if b.ImpURL != "" {

@@ -24,6 +24,9 @@ var (
 	// provide (video, logo, rating...), or an image the product's does not
 	// fit (and no resize service serves), or there is no product.
 	ErrUnfillable = errors.New("creative: required native asset cannot be filled")
+	// ErrNoDSALabel: Native.DSALabel is set and the request has no
+	// sponsored data asset that holds it.
+	ErrNoDSALabel = errors.New("creative: no sponsored data asset holds the DSA notice")
 )
 
 // Native request bounds.
@@ -139,6 +142,11 @@ type Native struct {
 	Products []*catalogpb.Product
 	// Advertiser fills the "sponsored by" data asset.
 	Advertiser string
+	// DSALabel, when set, fills the sponsored data asset instead of
+	// Advertiser: the EU DSA notice (AppendDSALabel) the ad renders
+	// itself. AppendNative fails (ErrNoDSALabel) when the request has no
+	// sponsored data asset that holds it whole (CanShowLabel).
+	DSALabel string
 	// CTA fills the call-to-action data asset; "" = "Shop now".
 	CTA string
 	// Links gives the click URL of the product (the native link).
@@ -151,6 +159,19 @@ type Native struct {
 	// pixel) when the request lists eventtrackers, else a Native 1.1
 	// imptrackers entry.
 	ImpURL string
+}
+
+// CanShowLabel reports whether the request has a sponsored data asset
+// whose len (in characters; 0 or absent: any) holds label whole.
+func (nr *NativeRequest) CanShowLabel(label string) bool {
+	for i := range nr.Request.Assets {
+		a := &nr.Request.Assets[i]
+		if a.Data != nil && a.Data.Type == native1.DataAssetTypeSponsored &&
+			(a.Data.Len <= 0 || int64(utf8.RuneCountInString(label)) <= a.Data.Len) {
+			return true
+		}
+	}
+	return false
 }
 
 // EventTrackers reports whether the native request lists eventtrackers
@@ -170,6 +191,9 @@ func AppendNative(dst []byte, n *Native) ([]byte, error) {
 	}
 	if p == nil || n.Request == nil {
 		return dst, ErrUnfillable
+	}
+	if n.DSALabel != "" && !n.Request.CanShowLabel(n.DSALabel) {
+		return dst, ErrNoDSALabel
 	}
 	orig := len(dst)
 	if n.Request.Wrapped {
@@ -250,6 +274,9 @@ func appendAsset(dst []byte, a *nreq.Asset, p *catalogpb.Product, n *Native) ([]
 		switch a.Data.Type {
 		case native1.DataAssetTypeSponsored:
 			v = n.Advertiser
+			if n.DSALabel != "" {
+				v = n.DSALabel
+			}
 			if v == "" {
 				v = p.Brand
 			}
