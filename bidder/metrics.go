@@ -7,8 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/creative"
-	"github.com/rtbd/rtbd/bidder/internal/fasthist"
 	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/internal/fasthist"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/rtb"
@@ -225,7 +225,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []
 	}
 	m.dsaRefusals[dsa.OK] = dsaRef.WithLabelValues("other")
 
-		m.shed, m.total, m.notices = shed, total.At(0), notices
+	m.shed, m.total, m.notices = shed, total.At(0), notices
 	m.shedQueue, m.queue = shedQueue, queue.At(0)
 	for _, r := range rtb.NoBidReasons() {
 		m.nobids[r] = nobids.WithLabelValues(r.String())
