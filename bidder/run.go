@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -159,6 +158,7 @@ type Server struct {
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
 	spendW      *spend.Writer
+	lease       *spend.Lease     // the instance lease in a shared spend store, nil otherwise
 	journal     *journal.Journal // accepted notices until the store has them
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
@@ -379,8 +379,11 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		}
 		s.spendDB, store = db, db
 	}
-	instance, err := instanceID(cfg)
+	instance, err := instanceID(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := s.takeInstanceLease(cfg, store, instance, log); err != nil {
 		return err
 	}
 	if s.journal, err = journal.Open(cfg.JournalDir(), journal.Options{MaxPending: cfg.Spend.JournalMaxPending,
@@ -421,15 +424,11 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 }
 
 // instanceID is spend.instance_id, or the host name when it is empty.
-func instanceID(cfg *configs.Config) (string, error) {
+func instanceID(cfg *configs.Config, log *zap.Logger) (string, error) {
 	if cfg.Spend.InstanceID != "" {
 		return cfg.Spend.InstanceID, nil
 	}
-	h, err := os.Hostname()
-	if err != nil || !configs.ValidInstanceID(h) {
-		return "", fmt.Errorf("%w: spend.instance_id is empty and the host name %q (%v) is not 1-32 of [0-9A-Za-z._-]: set spend.instance_id", ErrOptions, h, err)
-	}
-	return h, nil
+	return defaultInstanceID(log)
 }
 
 // replayJournal hands the spend Writer, before the bidder serves, every
@@ -597,6 +596,7 @@ func (s *Server) closeStores() error {
 	if s.journal != nil { // after the Writer: its last confirmations
 		errs = append(errs, s.journal.Close())
 	}
+	errs = append(errs, s.releaseInstanceLease()) // after the Writer's last flush
 	if s.spendDB != nil {
 		errs = append(errs, s.spendDB.Close())
 	}

@@ -472,6 +472,12 @@ type Spend struct {
 	// InstanceID names this bidder in the store's records: stable across
 	// restarts, unique in the fleet; "" is the host name.
 	InstanceID string `yaml:"instance_id"`
+	// InstanceLease is the lease a bidder holds on its InstanceID in a
+	// shared spend store (Redis, Aerospike), renewed every third of it: a
+	// second live bidder with the same id refuses to start after waiting
+	// this long and a third more; a restart after a crash takes the lease
+	// over within that wait.
+	InstanceLease time.Duration `yaml:"instance_lease"`
 }
 
 // Validate reports the problems of the spend section.
@@ -493,6 +499,9 @@ func (s Spend) Validate(p *Problems) {
 		p.Addf("journal_dir", "must not start or end with spaces, got %q", s.JournalDir)
 	}
 	p.Range("journal_max_pending", s.JournalMaxPending, 1, 1<<40)
+	if s.InstanceLease < time.Second || s.InstanceLease > 10*time.Minute {
+		p.Addf("instance_lease", "must be between 1s and 10m, got %s", s.InstanceLease)
+	}
 	if s.InstanceID != "" && !ValidInstanceID(s.InstanceID) {
 		p.Addf("instance_id", "must be 1-32 of [0-9A-Za-z._-], got %q", s.InstanceID)
 	}
