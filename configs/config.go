@@ -981,6 +981,13 @@ type Catalog struct {
 	// MaxConns is the most client connections a node holds; one more is
 	// closed as soon as it is accepted (and counted).
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerAddr is the most client connections a node holds from one
+	// IP address; one more is closed as soon as it is accepted (and
+	// counted).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
+	// HandshakeTimeout is how long a node waits for a new connection's
+	// HTTP/2 preface (and TLS handshake) before closing it.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
 	// MaxConnAge is how long a node keeps a client connection before it
 	// asks the client (GOAWAY) to open a new one.
 	MaxConnAge time.Duration `yaml:"max_conn_age"`
@@ -1024,6 +1031,8 @@ func (c Catalog) Validate(p *Problems) {
 	p.Positive("graceful_timeout", c.GracefulTimeout)
 	p.Range("max_concurrent_streams", int64(c.MaxConcurrentStreams), 1, 1<<20)
 	p.Range("max_conns", int64(c.MaxConns), 1, 1_000_000)
+	p.Range("max_conns_per_addr", int64(c.MaxConnsPerAddr), 1, 1_000_000)
+	p.Positive("handshake_timeout", c.HandshakeTimeout)
 	p.Positive("max_conn_age", c.MaxConnAge)
 	p.Positive("max_conn_age_grace", c.MaxConnAgeGrace)
 	p.Positive("keepalive_min_time", c.KeepaliveMinTime)
