@@ -3,6 +3,7 @@ package bidder
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -33,6 +34,11 @@ type Exchange struct {
 	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt the
 	// exchange's encrypted clearing prices; nil: Options'.
 	PriceEncryptionKey, PriceIntegrityKey []byte
+	// AllowCIDRs are the source ranges of the exchange's bid requests and
+	// of the server-to-server notices (/win, /bill, /loss) of its tokens;
+	// a request from outside is 403 before any work (see sources.go).
+	// None: any source.
+	AllowCIDRs []netip.Prefix
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and

@@ -79,6 +79,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		PublicURL:       c.PublicURL,
 		ImageResizeURL:  c.ImageResizeURL,
 		SecurePublicURL: c.SecurePublicURL,
+		NoticeURL:       c.NoticeURL,
 		DemoImages:      c.DemoImages,
 		Seat:            c.Seat,
 		Currency:        c.Currency,
@@ -116,7 +117,8 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ})
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
+			AllowCIDRs: x.Prefixes()})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
@@ -166,6 +168,7 @@ type Server struct {
 	fx          *fxFile      // nil without bidder.fx_file
 	http        *fasthttp.Server
 	ln          net.Listener
+	public      *publicServer // bidder.public_listen's, nil without it
 	admin       *admin.Server
 	served      chan error
 
@@ -296,6 +299,9 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		s.fx.start(s.Bidder)
 	}
 	s.http = s.Bidder.NewServer()
+	if cfg.Bidder.PublicListen != "" {
+		s.http.Handler = s.Bidder.ExchangeHandler()
+	}
 	s.http.ReadTimeout = cfg.Bidder.ReadTimeout
 	s.http.WriteTimeout = cfg.Bidder.WriteTimeout
 	s.http.IdleTimeout = cfg.Bidder.IdleTimeout
@@ -311,11 +317,25 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
+	if s.public, err = s.startPublic(cfg, reg); err != nil {
+		s.ln.Close()
+		return nil, err
+	}
 	if err := s.admin.Start(); err != nil {
 		s.ln.Close()
+		s.public.close()
 		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
 	}
-	go func() { s.served <- s.http.Serve(Listen(s.ln)) }()
+	bidLn := Listen(s.ln)
+	if allow := s.Bidder.SourceFilter(); allow != nil && s.public != nil {
+		if bidLn, err = SourceFilterListener(bidLn, allow, reg); err != nil {
+			s.ln.Close()
+			s.public.close()
+			return nil, fmt.Errorf("bidder: metrics: %w", err)
+		}
+	}
+	go func() { s.served <- s.http.Serve(bidLn) }()
+	s.public.serve()
 	catalogDesc := "local " + cfg.Catalog.Data
 	if s.remote != nil {
 		catalogDesc = "remote " + cfg.Catalog.Target
@@ -534,7 +554,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopSpendGate()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 	defer cancel()
-	herr := s.http.ShutdownWithContext(sctx)
+	herr := errors.Join(s.http.ShutdownWithContext(sctx), s.public.shutdown(sctx))
 	if herr != nil {
 		herr = fmt.Errorf("bidder: draining connections: %w", herr)
 	}

@@ -142,6 +142,21 @@ func (c *Config) CampaignsFile() string {
 type Bidder struct {
 	// HTTPListen is the host:port of the SSP-facing HTTP server.
 	HTTPListen string `yaml:"http_listen"`
+	// PublicListen is the host:port of the browser-facing HTTP server
+	// (/event, /click, /imp, /usersync, /match, demo images); "": the
+	// HTTPListen server serves them too.
+	PublicListen string `yaml:"public_listen"`
+	// NoticeURL is the base of the server-to-server notice URLs (nurl,
+	// burl, lurl) in bids; "": PublicURL.
+	NoticeURL string `yaml:"notice_url"`
+	// PublicMaxConns bounds the connections of the PublicListen server.
+	PublicMaxConns int `yaml:"public_max_conns"`
+	// PublicMaxConnsPerAddr bounds its connections from one address
+	// (rate_limits.trusted_proxies exempt).
+	PublicMaxConnsPerAddr int `yaml:"public_max_conns_per_addr"`
+	// PublicFirstByteTimeout closes a new connection of the PublicListen
+	// server that sends no byte within it.
+	PublicFirstByteTimeout time.Duration `yaml:"public_first_byte_timeout"`
 	// PublicURL is the scheme://host[:port] at which SSPs and browsers reach
 	// this bidder: the base of the nurl, burl and click URLs in bids.
 	PublicURL string `yaml:"public_url"`
@@ -333,6 +348,20 @@ func (r RateLimit) Validate(p *Problems) {
 // Validate reports the problems of the bidder section.
 func (b Bidder) Validate(p *Problems) {
 	p.HostPort("http_listen", b.HTTPListen)
+	if b.PublicListen != "" {
+		p.HostPort("public_listen", b.PublicListen)
+		if b.PublicListen == b.HTTPListen && !strings.HasSuffix(b.PublicListen, ":0") {
+			p.Addf("public_listen", "must differ from http_listen (%s), or be empty to serve browsers on it", b.HTTPListen)
+		}
+	}
+	if b.NoticeURL != "" {
+		if msg := checkPublicURL(b.NoticeURL); msg != "" {
+			p.Addf("notice_url", "%s, got %q", msg, b.NoticeURL)
+		}
+	}
+	p.Range("public_max_conns", int64(b.PublicMaxConns), 1, 1<<20)
+	p.Range("public_max_conns_per_addr", int64(b.PublicMaxConnsPerAddr), 1, 1<<20)
+	p.Positive("public_first_byte_timeout", b.PublicFirstByteTimeout)
 	if msg := checkPublicURL(b.PublicURL); msg != "" {
 		p.Addf("public_url", "%s, got %q", msg, b.PublicURL)
 	}
@@ -673,6 +702,24 @@ type Exchange struct {
 	// PriceKeys decrypt the exchange's encrypted clearing prices; empty:
 	// notice.price_keys.
 	PriceKeys PriceKeys `yaml:"price_keys"`
+	// AllowCIDRs are the addresses or CIDR prefixes the exchange's bid
+	// requests and server-to-server notices come from; a request from
+	// outside is refused (403). Empty: any source.
+	AllowCIDRs []string `yaml:"allow_cidrs,omitempty"`
+}
+
+// Prefixes returns AllowCIDRs parsed (validated: each is a prefix or an
+// address, an address being its own /32 or /128).
+func (e Exchange) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range e.AllowCIDRs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return out
 }
 
 // Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
@@ -690,6 +737,13 @@ func (e Exchange) Validate(p *Problems) {
 	}
 	if e.Billing != "" {
 		p.OneOf("billing", e.Billing, "burl", "nurl", "render")
+	}
+	for i, s := range e.AllowCIDRs {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			if _, err := netip.ParseAddr(s); err != nil {
+				p.Addf(fmt.Sprintf("allow_cidrs[%d]", i), "want an IP address or a CIDR prefix (203.0.113.0/24), got %q", s)
+			}
+		}
 	}
 }
 
