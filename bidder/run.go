@@ -340,7 +340,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.remote != nil {
 		catalogDesc = "remote " + cfg.Catalog.Target
 	}
-	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("admin", s.admin.Addr()),
+	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("public", s.PublicAddr()), zap.String("admin", s.admin.Addr()),
 		zap.String("catalog", catalogDesc), zap.String("campaigns", campaignsDesc(cfg)),
 		zap.Int("campaigns_loaded", s.campaigns.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
 	return s, nil
