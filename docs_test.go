@@ -809,10 +809,14 @@ func metricAndRouteItems(t *testing.T) []item {
 		sets []string
 	}{
 		{"local", []string{"bidder.fx_file=" + fxFile, "bidder.gc_floor_mb=8", "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
-		{"remote", []string{"catalog.target=static:///" + n.Addr(), "redis.addr=" + closed}},
+		{"remote", []string{"catalog.target=static:///" + n.Addr(), "redis.addr=" + closed, "bidder.public_listen=127.0.0.1:0"}},
 	} {
 		reg := newRecorder()
-		s, err := bidder.StartRegistry(base(setup.name, setup.sets...), nil, reg)
+		cfg := base(setup.name, setup.sets...)
+		if setup.name == "remote" { // browsers apart, every exchange restricted: the source metrics
+			cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.0/8"}}}
+		}
+		s, err := bidder.StartRegistry(cfg, nil, reg)
 		if err != nil {
 			t.Fatalf("bidder (%s): %v", setup.name, err)
 		}

@@ -20,6 +20,9 @@ import (
 const holdLockEnv = "RTBDTEST_HOLD_LOCK"
 
 func TestMain(m *testing.M) {
+	if os.Getenv(asRtbdEnv) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	if path := os.Getenv(holdLockEnv); path != "" {
 		f, err := os.Create(path)
 		if err != nil {

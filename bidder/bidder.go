@@ -136,6 +136,11 @@ type Options struct {
 	// PublicURL when it is https; else none, and a secure imp is a no-bid
 	// (nbr 509).
 	SecurePublicURL string
+	// NoticeURL is the base of the server-to-server notice URLs (nurl,
+	// burl, lurl: /win, /bill, /loss), on secure imps too: the exchange
+	// listener's URL when browsers are served apart (bidder.public_listen).
+	// Default: PublicURL (SecurePublicURL on a secure imp).
+	NoticeURL string
 	// ImageResizeURL is an optional image resize service's URL template
 	// (creative.ParseResizeURL: {w}, {h}, {url}) that serves native image
 	// sizes the catalog lacks; "" serves the product images as they are.
@@ -301,6 +306,10 @@ func (o *Options) ensureDefaults() error {
 	if o.SecurePublicURL != "" && (!creative.IsHTTPSURL(o.SecurePublicURL) || strings.ContainsAny(o.SecurePublicURL, "?#\"'<>&")) {
 		errs = append(errs, fmt.Errorf("SecurePublicURL %q: want https://host[:port][/path]", o.SecurePublicURL))
 	}
+	o.NoticeURL = strings.TrimRight(o.NoticeURL, "/")
+	if o.NoticeURL != "" && (!creative.IsHTTPURL(o.NoticeURL) || strings.ContainsAny(o.NoticeURL, "?#\"'<>&")) {
+		errs = append(errs, fmt.Errorf("NoticeURL %q: want http(s)://host[:port][/path]", o.NoticeURL))
+	}
 	if o.Seat == "" {
 		o.Seat = "rtbd"
 	}
@@ -417,6 +426,7 @@ type Bidder struct {
 
 	srv    atomic.Pointer[fasthttp.Server] // the latest NewServer's, for the connection metrics
 	limits rateLimits
+	src    *sourceGuard // exchanges.NAME.allow_cidrs (sources.go)
 }
 
 // publicURLs are the prefixes of rtbd's URLs in a bid, built once from
@@ -430,13 +440,16 @@ type publicURLs struct {
 	clickBase        string // base + "/click/"
 }
 
-func newPublicURLs(base string) publicURLs {
+func newPublicURLs(base, notices string) publicURLs {
 	if base == "" {
 		return publicURLs{}
 	}
+	if notices == "" {
+		notices = base
+	}
 	return publicURLs{ok: true, base: base,
-		win: base + PathWin + "?t=", bill: base + PathBill + "?t=", click: base + PathClick + "?t=",
-		imp: base + PathImp + "?t=", loss: base + PathLoss + "?t=", clickBase: base + PathClickBase}
+		win: notices + PathWin + "?t=", bill: notices + PathBill + "?t=", click: base + PathClick + "?t=",
+		imp: base + PathImp + "?t=", loss: notices + PathLoss + "?t=", clickBase: base + PathClickBase}
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -469,6 +482,10 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
+	src, err := newSourceGuard(xs, opts.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	b := &Bidder{
@@ -480,13 +497,14 @@ func New(opts Options) (*Bidder, error) {
 		cells:       cells,
 		replays:     newReplaySet(opts.ReplayWindow, opts.ReplayMaxEntries),
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
-		urls:        newPublicURLs(opts.PublicURL),
-		secureURLs:  newPublicURLs(opts.SecurePublicURL),
+		urls:        newPublicURLs(opts.PublicURL, opts.NoticeURL),
+		secureURLs:  newPublicURLs(opts.SecurePublicURL, opts.NoticeURL),
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
 		exp:         int64(opts.NoticeTTL / time.Second),
 		exchanges:   xs,
 		redirects:   redirects,
 		limits:      limits,
+		src:         src,
 	}
 	b.batch, _ = opts.Products.(BatchProductStore)
 	b.cached, _ = opts.Products.(CachedProductStore)

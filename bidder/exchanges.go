@@ -3,6 +3,7 @@ package bidder
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -37,6 +38,11 @@ type Exchange struct {
 	// of its supply chains must be it (campaigns with
 	// supply.authorized_only); "": not checked.
 	Domain string
+	// AllowCIDRs are the source ranges of the exchange's bid requests and
+	// of the server-to-server notices (/win, /bill, /loss) of its tokens;
+	// a request from outside is 403 before any work (see sources.go).
+	// None: any source.
+	AllowCIDRs []netip.Prefix
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and

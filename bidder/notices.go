@@ -42,7 +42,7 @@ import (
 //	accepted        204; charges spend when its kind charges (see below)
 //	estimated_price 204, charged at the token's bid price: p was missing
 //	                or the unfilled macro
-//	replay          204, not charged again: the same (auction, imp, kind)
+//	replay          204, not charged again: the same (bid nonce, kind)
 //	                was accepted within Options.ReplayWindow, or the
 //	                impression was charged already through another of the
 //	                bid's notices
@@ -87,7 +87,7 @@ import (
 // order, at any bidder of the fleet: the first one charged sets the price
 // (an /imp without p: the bid price, estimated_price), and later ones never
 // adjust it. Within one process such a later notice answers replay (the
-// replay set remembers each charged (auction, imp)); at another bidder it
+// replay set remembers each charged bid by its nonce); at another bidder it
 // is accepted and the store applies the key once.
 //
 // # What is charged, once
@@ -116,8 +116,8 @@ import (
 //
 // # Replays
 //
-// This process answers a replay from memory: the set of accepted (auction,
-// imp, kind) lives in this process's memory (a 128-bit hash of each, in
+// This process answers a replay from memory: the set of accepted (bid
+// nonce, kind) lives in this process's memory (a 128-bit hash of each, in
 // 16 lock shards, two generations rotated every ReplayWindow, so an entry
 // is remembered for between one and two windows), bounded by
 // Options.ReplayMaxEntries (a generation that fills up rotates early, which
@@ -311,14 +311,14 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	if tok.Test {
 		return outTest // a test bid's notice: verified, never charged nor counted
 	}
-	if !b.replays.firstTime(kind, tok.Auction, tok.Imp, now) {
+	if !b.replays.firstNotice(kind, tok, now) {
 		return outReplay
 	}
 	b.countWin(tok, now)
 	if !charges(kind, tok.Billing) {
 		return outAccepted
 	}
-	if !b.replays.firstTime(chargeKey, tok.Auction, tok.Imp, now) {
+	if !b.replays.firstNotice(chargeKey, tok, now) {
 		return outReplay // charged already, through another of its notices
 	}
 	charge := money.PerImpression(price)
@@ -333,14 +333,14 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		Expires: tok.Expires.Add(b.opts.NoticeClockSkew)}
 	if j := b.opts.Journal; j != nil {
 		if err := j.Append(tok.Campaign, &n); err != nil {
-			b.replays.forget(kind, tok.Auction, tok.Imp)
-			b.replays.forget(chargeKey, tok.Auction, tok.Imp)
+			b.replays.forgetNotice(kind, tok)
+			b.replays.forgetNotice(chargeKey, tok)
 			return b.notCharged(err)
 		}
 	}
 	if err := b.opts.Spend.AddNotice(tok.Campaign, &n); err != nil {
-		b.replays.forget(kind, tok.Auction, tok.Imp)
-		b.replays.forget(chargeKey, tok.Auction, tok.Imp)
+		b.replays.forgetNotice(kind, tok)
+		b.replays.forgetNotice(chargeKey, tok)
 		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
 			b.opts.Journal.Confirm([]uint64{n.Seq})
 		}

@@ -105,7 +105,7 @@ type gotBid struct {
 func (f *fixture) bidOnce(uid string, wantNBR rtb.NoBidReason) gotBid {
 	f.t.Helper()
 	f.seq++
-	// A new request id each time: the replay key is (auction, imp, kind).
+	// A new request id each time (the replay key is the bid's nonce).
 	r := f.bid(withUser(f.t, readFile(f.t, filepath.Join(specDir, "request-1-simple-banner.json")), uid,
 		"id", "auction-"+strconv.Itoa(f.seq)))
 	var resp struct {

@@ -85,13 +85,18 @@ func (b *Bidder) allowed(rc *fasthttp.RequestCtx, endpoint int) bool {
 // trusted proxy, the rightmost address of X-Forwarded-For that is not one
 // (an entry that is not an address ends the walk at the hop before it).
 func (r *rateLimits) source(rc *fasthttp.RequestCtx) ratelimit.Key {
+	return ratelimit.KeyOf(r.clientAddr(rc))
+}
+
+// clientAddr is source's address.
+func (r *rateLimits) clientAddr(rc *fasthttp.RequestCtx) netip.Addr {
 	var peer netip.Addr
 	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
 		peer, _ = netip.AddrFromSlice(a.IP)
 	}
 	peer = peer.Unmap()
 	if !r.trustedAddr(peer) {
-		return ratelimit.KeyOf(peer)
+		return peer
 	}
 	xff := rc.Request.Header.Peek(fasthttp.HeaderXForwardedFor)
 	for len(xff) > 0 {
@@ -111,7 +116,7 @@ func (r *rateLimits) source(rc *fasthttp.RequestCtx) ratelimit.Key {
 			break
 		}
 	}
-	return ratelimit.KeyOf(peer)
+	return peer
 }
 
 func (r *rateLimits) trustedAddr(a netip.Addr) bool {

@@ -30,6 +30,9 @@ func (s *Server) readyChecks() []admin.Check {
 	if s.budgets != nil {
 		checks = append(checks, admin.Check{Name: "spend", State: s.spendState})
 	}
+	if s.lease != nil {
+		checks = append(checks, admin.Check{Name: "instance_lease", State: s.leaseState})
+	}
 	if s.rdb != nil {
 		checks = append(checks, admin.Check{Name: "redis", State: s.redisState})
 	}

@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/internal/demoimg"
+	"github.com/rtbd/rtbd/bidder/token"
 )
 
 // route is one path of the bid listener: an exact path, or (prefix) every
@@ -16,44 +17,67 @@ type route struct {
 	pattern string
 	path    string
 	prefix  bool
-	serve   func(b *Bidder, rc *fasthttp.RequestCtx)
+	// public routes serve browsers (the creative's trackers and clicks,
+	// user syncs, demo images): the public listener when one is
+	// configured (bidder.public_listen); the others serve exchanges
+	// (bids, server-to-server notices): the exchange listener.
+	public bool
+	serve  func(b *Bidder, rc *fasthttp.RequestCtx)
 }
 
 // routes are the bid listener's paths, exact ones first, the bid endpoint
 // before all (one comparison on the hot path). Each handler checks its own
 // methods (405).
 var routes = [...]route{
-	{pattern: PathBid, path: PathBid, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.serveBid(rc, 0) }},
-	{pattern: PathEvent, path: PathEvent, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+	{pattern: PathBid, path: PathBid, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+		if !b.bidSourceRefused(rc, 0) {
+			b.serveBid(rc, 0)
+		}
+	}},
+	{pattern: PathEvent, path: PathEvent, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if b.allowed(rc, limitEvent) {
 			b.serveEvent(rc)
 		}
 	}},
-	{pattern: PathUserSync, path: PathUserSync, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+	{pattern: PathUserSync, path: PathUserSync, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if b.allowed(rc, limitUserSync) {
 			b.serveUserSync(rc)
 		}
 	}},
-	{pattern: PathMatch, path: PathMatch, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+	{pattern: PathMatch, path: PathMatch, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if b.allowed(rc, limitMatch) {
 			b.serveMatch(rc)
 		}
 	}},
-	{pattern: PathClick, path: PathClick, serve: (*Bidder).serveClick},
-	{pattern: PathLoss, path: PathLoss, serve: (*Bidder).serveLoss},
-	{pattern: PathWin, path: PathWin, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, noticeWin) }},
-	{pattern: PathBill, path: PathBill, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, noticeBill) }},
-	{pattern: PathImp, path: PathImp, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, noticeImp) }},
-	{pattern: PathClickBase + "{token}/{product}", path: PathClickBase, prefix: true, serve: (*Bidder).serveClick},
+	{pattern: PathClick, path: PathClick, public: true, serve: (*Bidder).serveClick},
+	{pattern: PathLoss, path: PathLoss, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+		if !b.noticeSourceRefused(rc, token.KindLoss) {
+			b.serveLoss(rc)
+		}
+	}},
+	{pattern: PathWin, path: PathWin, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+		if !b.noticeSourceRefused(rc, token.KindWin) {
+			b.routeNotice(rc, noticeWin)
+		}
+	}},
+	{pattern: PathBill, path: PathBill, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+		if !b.noticeSourceRefused(rc, token.KindBill) {
+			b.routeNotice(rc, noticeBill)
+		}
+	}},
+	{pattern: PathImp, path: PathImp, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, noticeImp) }},
+	{pattern: PathClickBase + "{token}/{product}", path: PathClickBase, prefix: true, public: true, serve: (*Bidder).serveClick},
 	{pattern: PathBid + "/{exchange}", path: PathBid + "/", prefix: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		path := rc.Path()
 		if i, ok := b.exchanges.index[string(path[len(PathBid)+1:])]; ok {
-			b.serveBid(rc, i)
+			if !b.bidSourceRefused(rc, i) {
+				b.serveBid(rc, i)
+			}
 			return
 		}
 		rc.SetStatusCode(fasthttp.StatusNotFound)
 	}},
-	{pattern: demoimg.PathPrefix + "{group}/{id}" + demoimg.Ext, path: demoimg.PathPrefix, prefix: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
+	{pattern: demoimg.PathPrefix + "{group}/{id}" + demoimg.Ext, path: demoimg.PathPrefix, prefix: true, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if !b.opts.DemoImages {
 			rc.SetStatusCode(fasthttp.StatusNotFound)
 			return
@@ -75,10 +99,29 @@ func Routes() []string {
 }
 
 // serveHTTP dispatches a request to its route (404 for none).
-func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) {
+func (b *Bidder) serveHTTP(rc *fasthttp.RequestCtx) { b.dispatch(rc, sideExchange|sidePublic) }
+
+// Listener sides, the routes a handler serves.
+const (
+	sideExchange = 1 << iota // routes without public
+	sidePublic               // routes with public
+)
+
+func routeSide(r *route) uint8 {
+	if r.public {
+		return sidePublic
+	}
+	return sideExchange
+}
+
+// dispatch serves rc by its route among those of sides (404 for none).
+func (b *Bidder) dispatch(rc *fasthttp.RequestCtx, sides uint8) {
 	path := rc.Path()
 	for i := range routes {
 		r := &routes[i]
+		if side := routeSide(r); sides&side == 0 {
+			continue
+		}
 		if r.prefix {
 			if len(path) >= len(r.path) && string(path[:len(r.path)]) == r.path {
 				r.serve(b, rc)

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -81,6 +80,7 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 		PublicURL:       c.PublicURL,
 		ImageResizeURL:  c.ImageResizeURL,
 		SecurePublicURL: c.SecurePublicURL,
+		NoticeURL:       c.NoticeURL,
 		DemoImages:      c.DemoImages,
 		Seat:            c.Seat,
 		Currency:        c.Currency,
@@ -118,7 +118,8 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ, Domain: x.Domain})
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
+			AllowCIDRs: x.Prefixes(), Domain: x.Domain})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
@@ -160,6 +161,7 @@ type Server struct {
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
 	spendW      *spend.Writer
+	lease       *spend.Lease     // the instance lease in a shared spend store, nil otherwise
 	journal     *journal.Journal // accepted notices until the store has them
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
@@ -168,6 +170,7 @@ type Server struct {
 	supply      *supply.Store // nil without supply.dir
 	http        *fasthttp.Server
 	ln          net.Listener
+	public      *publicServer // bidder.public_listen's, nil without it
 	admin       *admin.Server
 	served      chan error
 
@@ -306,6 +309,9 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		s.fx.start(s.Bidder)
 	}
 	s.http = s.Bidder.NewServer()
+	if cfg.Bidder.PublicListen != "" {
+		s.http.Handler = s.Bidder.ExchangeHandler()
+	}
 	s.http.ReadTimeout = cfg.Bidder.ReadTimeout
 	s.http.WriteTimeout = cfg.Bidder.WriteTimeout
 	s.http.IdleTimeout = cfg.Bidder.IdleTimeout
@@ -321,16 +327,30 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
+	if s.public, err = s.startPublic(cfg, reg); err != nil {
+		s.ln.Close()
+		return nil, err
+	}
 	if err := s.admin.Start(); err != nil {
 		s.ln.Close()
+		s.public.close()
 		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
 	}
-	go func() { s.served <- s.http.Serve(Listen(s.ln)) }()
+	bidLn := Listen(s.ln)
+	if allow := s.Bidder.SourceFilter(); allow != nil && s.public != nil {
+		if bidLn, err = SourceFilterListener(bidLn, allow, reg); err != nil {
+			s.ln.Close()
+			s.public.close()
+			return nil, fmt.Errorf("bidder: metrics: %w", err)
+		}
+	}
+	go func() { s.served <- s.http.Serve(bidLn) }()
+	s.public.serve()
 	catalogDesc := "local " + cfg.Catalog.Data
 	if s.remote != nil {
 		catalogDesc = "remote " + cfg.Catalog.Target
 	}
-	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("admin", s.admin.Addr()),
+	log.Info("bidder serving", zap.String("http", s.Addr()), zap.String("public", s.PublicAddr()), zap.String("admin", s.admin.Addr()),
 		zap.String("catalog", catalogDesc), zap.String("campaigns", campaignsDesc(cfg)),
 		zap.Int("campaigns_loaded", s.campaigns.Current().Len()), zap.String("public_url", cfg.Bidder.PublicURL))
 	return s, nil
@@ -389,8 +409,11 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		}
 		s.spendDB, store = db, db
 	}
-	instance, err := instanceID(cfg)
+	instance, err := instanceID(cfg, log)
 	if err != nil {
+		return err
+	}
+	if err := s.takeInstanceLease(cfg, store, instance, log); err != nil {
 		return err
 	}
 	if s.journal, err = journal.Open(cfg.JournalDir(), journal.Options{MaxPending: cfg.Spend.JournalMaxPending,
@@ -431,15 +454,11 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 }
 
 // instanceID is spend.instance_id, or the host name when it is empty.
-func instanceID(cfg *configs.Config) (string, error) {
+func instanceID(cfg *configs.Config, log *zap.Logger) (string, error) {
 	if cfg.Spend.InstanceID != "" {
 		return cfg.Spend.InstanceID, nil
 	}
-	h, err := os.Hostname()
-	if err != nil || !configs.ValidInstanceID(h) {
-		return "", fmt.Errorf("%w: spend.instance_id is empty and the host name %q (%v) is not 1-32 of [0-9A-Za-z._-]: set spend.instance_id", ErrOptions, h, err)
-	}
-	return h, nil
+	return defaultInstanceID(log)
 }
 
 // replayJournal hands the spend Writer, before the bidder serves, every
@@ -545,7 +564,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopSpendGate()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 	defer cancel()
-	herr := s.http.ShutdownWithContext(sctx)
+	herr := errors.Join(s.http.ShutdownWithContext(sctx), s.public.shutdown(sctx))
 	if herr != nil {
 		herr = fmt.Errorf("bidder: draining connections: %w", herr)
 	}
@@ -608,6 +627,7 @@ func (s *Server) closeStores() error {
 	if s.journal != nil { // after the Writer: its last confirmations
 		errs = append(errs, s.journal.Close())
 	}
+	errs = append(errs, s.releaseInstanceLease()) // after the Writer's last flush
 	if s.spendDB != nil {
 		errs = append(errs, s.spendDB.Close())
 	}

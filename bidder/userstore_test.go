@@ -3,6 +3,7 @@ package bidder
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -21,9 +22,12 @@ import (
 func TestServerUsersRedis(t *testing.T) {
 	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
 	ctx := context.Background()
+	n := 0
 	start := func() *Server {
 		cfg := testConfig(t)
-		for k, v := range map[string]string{"redis.addr": r.Addr, "user.store": configs.UserStoreRedis, "user.ttl": "1h"} {
+		n++ // two bidders of one fleet: two instance ids
+		for k, v := range map[string]string{"redis.addr": r.Addr, "user.store": configs.UserStoreRedis, "user.ttl": "1h",
+			"spend.instance_id": fmt.Sprintf("bidder-%d", n)} {
 			if err := cfg.Set(k, v); err != nil {
 				t.Fatal(err)
 			}

@@ -50,7 +50,16 @@ type GRPCOptions struct {
 	// whichever is more; negative: one goroutine per call (gRPC's
 	// default).
 	StreamWorkers int
+	// HandshakeTimeout bounds how long a new connection may take to send
+	// the HTTP/2 client preface (and finish TLS), grpc.ConnectionTimeout:
+	// a client that connects and says nothing holds a connection slot no
+	// longer than this. Default DefaultHandshakeTimeout (gRPC's own is
+	// 120s).
+	HandshakeTimeout time.Duration
 }
+
+// DefaultHandshakeTimeout is GRPCOptions.HandshakeTimeout's default.
+const DefaultHandshakeTimeout = 5 * time.Second
 
 // DefaultStreamWorkers is the least GRPCOptions.StreamWorkers defaults to.
 // The calls a node runs at once follow its clients (64 callers over 2
@@ -81,6 +90,9 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 	if o.KeepaliveMinTime <= 0 {
 		o.KeepaliveMinTime = 5 * time.Second
 	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = DefaultHandshakeTimeout
+	}
 	opts := []grpc.ServerOption{
 		ServerCodecOption(),
 		grpc.MaxRecvMsgSize(o.MaxRecvMsgBytes),
@@ -91,6 +103,7 @@ func NewGRPCServer(s *Server, o GRPCOptions) (*grpc.Server, *health.Server) {
 		// it is not being written, so idle connections do not hold one.
 		grpc.SharedWriteBuffer(true),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: o.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.ConnectionTimeout(o.HandshakeTimeout),
 	}
 	if o.MaxConnAge > 0 {
 		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{

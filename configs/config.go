@@ -145,6 +145,21 @@ func (c *Config) CampaignsFile() string {
 type Bidder struct {
 	// HTTPListen is the host:port of the SSP-facing HTTP server.
 	HTTPListen string `yaml:"http_listen"`
+	// PublicListen is the host:port of the browser-facing HTTP server
+	// (/event, /click, /imp, /usersync, /match, demo images); "": the
+	// HTTPListen server serves them too.
+	PublicListen string `yaml:"public_listen"`
+	// NoticeURL is the base of the server-to-server notice URLs (nurl,
+	// burl, lurl) in bids; "": PublicURL.
+	NoticeURL string `yaml:"notice_url"`
+	// PublicMaxConns bounds the connections of the PublicListen server.
+	PublicMaxConns int `yaml:"public_max_conns"`
+	// PublicMaxConnsPerAddr bounds its connections from one address
+	// (rate_limits.trusted_proxies exempt).
+	PublicMaxConnsPerAddr int `yaml:"public_max_conns_per_addr"`
+	// PublicFirstByteTimeout closes a new connection of the PublicListen
+	// server that sends no byte within it.
+	PublicFirstByteTimeout time.Duration `yaml:"public_first_byte_timeout"`
 	// PublicURL is the scheme://host[:port] at which SSPs and browsers reach
 	// this bidder: the base of the nurl, burl and click URLs in bids.
 	PublicURL string `yaml:"public_url"`
@@ -340,6 +355,20 @@ func (r RateLimit) Validate(p *Problems) {
 // Validate reports the problems of the bidder section.
 func (b Bidder) Validate(p *Problems) {
 	p.HostPort("http_listen", b.HTTPListen)
+	if b.PublicListen != "" {
+		p.HostPort("public_listen", b.PublicListen)
+		if b.PublicListen == b.HTTPListen && !strings.HasSuffix(b.PublicListen, ":0") {
+			p.Addf("public_listen", "must differ from http_listen (%s), or be empty to serve browsers on it", b.HTTPListen)
+		}
+	}
+	if b.NoticeURL != "" {
+		if msg := checkPublicURL(b.NoticeURL); msg != "" {
+			p.Addf("notice_url", "%s, got %q", msg, b.NoticeURL)
+		}
+	}
+	p.Range("public_max_conns", int64(b.PublicMaxConns), 1, 1<<20)
+	p.Range("public_max_conns_per_addr", int64(b.PublicMaxConnsPerAddr), 1, 1<<20)
+	p.Positive("public_first_byte_timeout", b.PublicFirstByteTimeout)
 	if msg := checkPublicURL(b.PublicURL); msg != "" {
 		p.Addf("public_url", "%s, got %q", msg, b.PublicURL)
 	}
@@ -482,6 +511,12 @@ type Spend struct {
 	// InstanceID names this bidder in the store's records: stable across
 	// restarts, unique in the fleet; "" is the host name.
 	InstanceID string `yaml:"instance_id"`
+	// InstanceLease is the lease a bidder holds on its InstanceID in a
+	// shared spend store (Redis, Aerospike), renewed every third of it: a
+	// second live bidder with the same id refuses to start after waiting
+	// this long and a third more; a restart after a crash takes the lease
+	// over within that wait.
+	InstanceLease time.Duration `yaml:"instance_lease"`
 }
 
 // Validate reports the problems of the spend section.
@@ -503,6 +538,9 @@ func (s Spend) Validate(p *Problems) {
 		p.Addf("journal_dir", "must not start or end with spaces, got %q", s.JournalDir)
 	}
 	p.Range("journal_max_pending", s.JournalMaxPending, 1, 1<<40)
+	if s.InstanceLease < time.Second || s.InstanceLease > 10*time.Minute {
+		p.Addf("instance_lease", "must be between 1s and 10m, got %s", s.InstanceLease)
+	}
 	if s.InstanceID != "" && !ValidInstanceID(s.InstanceID) {
 		p.Addf("instance_id", "must be 1-32 of [0-9A-Za-z._-], got %q", s.InstanceID)
 	}
@@ -679,6 +717,24 @@ type Exchange struct {
 	// a supply chain it sends must be it (campaigns with
 	// supply.authorized_only); "": not checked.
 	Domain string `yaml:"domain"`
+	// AllowCIDRs are the addresses or CIDR prefixes the exchange's bid
+	// requests and server-to-server notices come from; a request from
+	// outside is refused (403). Empty: any source.
+	AllowCIDRs []string `yaml:"allow_cidrs,omitempty"`
+}
+
+// Prefixes returns AllowCIDRs parsed (validated: each is a prefix or an
+// address, an address being its own /32 or /128).
+func (e Exchange) Prefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, s := range e.AllowCIDRs {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			out = append(out, p.Masked())
+		} else if a, err := netip.ParseAddr(s); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+		}
+	}
+	return out
 }
 
 // Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
@@ -699,6 +755,13 @@ func (e Exchange) Validate(p *Problems) {
 	}
 	if msg := checkDomain(e.Domain, 253); e.Domain != "" && msg != "" {
 		p.Addf("domain", "%s, got %q", msg, e.Domain)
+	}
+	for i, s := range e.AllowCIDRs {
+		if _, err := netip.ParsePrefix(s); err != nil {
+			if _, err := netip.ParseAddr(s); err != nil {
+				p.Addf(fmt.Sprintf("allow_cidrs[%d]", i), "want an IP address or a CIDR prefix (203.0.113.0/24), got %q", s)
+			}
+		}
 	}
 }
 
@@ -1020,6 +1083,13 @@ type Catalog struct {
 	// MaxConns is the most client connections a node holds; one more is
 	// closed as soon as it is accepted (and counted).
 	MaxConns int `yaml:"max_conns"`
+	// MaxConnsPerAddr is the most client connections a node holds from one
+	// IP address; one more is closed as soon as it is accepted (and
+	// counted).
+	MaxConnsPerAddr int `yaml:"max_conns_per_addr"`
+	// HandshakeTimeout is how long a node waits for a new connection's
+	// HTTP/2 preface (and TLS handshake) before closing it.
+	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
 	// MaxConnAge is how long a node keeps a client connection before it
 	// asks the client (GOAWAY) to open a new one.
 	MaxConnAge time.Duration `yaml:"max_conn_age"`
@@ -1063,6 +1133,8 @@ func (c Catalog) Validate(p *Problems) {
 	p.Positive("graceful_timeout", c.GracefulTimeout)
 	p.Range("max_concurrent_streams", int64(c.MaxConcurrentStreams), 1, 1<<20)
 	p.Range("max_conns", int64(c.MaxConns), 1, 1_000_000)
+	p.Range("max_conns_per_addr", int64(c.MaxConnsPerAddr), 1, 1_000_000)
+	p.Positive("handshake_timeout", c.HandshakeTimeout)
 	p.Positive("max_conn_age", c.MaxConnAge)
 	p.Positive("max_conn_age_grace", c.MaxConnAgeGrace)
 	p.Positive("keepalive_min_time", c.KeepaliveMinTime)

@@ -94,6 +94,8 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 			GracefulTimeout:      10 * time.Second,
 			MaxConcurrentStreams: 256,
 			MaxConns:             1024,
+			MaxConnsPerAddr:      256,
+			HandshakeTimeout:     5 * time.Second,
 			MaxConnAge:           30 * time.Minute,
 			MaxConnAgeGrace:      30 * time.Second,
 			KeepaliveMinTime:     5 * time.Second,

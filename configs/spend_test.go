@@ -11,7 +11,7 @@ func TestSpendSectionsDefaults(t *testing.T) {
 	c := mustDefault(t)
 	if got, want := c.Spend, (Spend{Store: SpendStoreAuto, FlushInterval: time.Second, Flushers: 4,
 		ThresholdImps: 1000, BudgetFraction: 0.01, FlushTimeout: 2 * time.Second, JournalMaxPending: 10_000_000,
-		StartupReadTimeout: 10 * time.Second, ExposureWindow: 5 * time.Minute, WinRateFloor: 0.01}); got != want {
+		StartupReadTimeout: 10 * time.Second, ExposureWindow: 5 * time.Minute, WinRateFloor: 0.01, InstanceLease: 10 * time.Second}); got != want {
 		t.Errorf("spend defaults %+v, want %+v", got, want)
 	}
 	if got, want := c.Redis, (Redis{Prefix: "rtbd:"}); got != want {
@@ -36,6 +36,8 @@ func TestSpendSectionsValidate(t *testing.T) {
 		{"spend.store", "redis", ""},
 		{"spend.store", "mysql", "spend.store: must be one of"},
 		{"spend.flushers", "0", "spend.flushers: must be >= 1"},
+		{"spend.instance_lease", "500ms", "spend.instance_lease: must be between 1s and 10m"},
+		{"spend.instance_lease", "30s", ""},
 		{"spend.budget_fraction", "1.5", "spend.budget_fraction: must be between 0 and 1"},
 		{"spend.flush_timeout", "0s", "spend.flush_timeout: must be > 0"},
 		{"spend.instance_id", "bidder-1.eu_west", ""},

@@ -36,6 +36,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -295,9 +296,21 @@ func startBidder(t testing.TB, name string, c bidderConfig) *proc {
 		// admission control is off, so that no bid request of this load
 		// is shed (nbr 507).
 		"?bidder.admission_latency=0",
+		// One bidder per data dir (a restart on it is the same bidder): its
+		// own spend.instance_id, and a short lease on it in a shared store,
+		// so that a restart after SIGKILL waits at most 1.3s for it.
+		"spend.instance_id=" + instanceID(c.dataDir),
+		"?spend.instance_lease=1s",
 	}
 	args = append(args, c.sets...)
 	return spawn(t, name, asBidder, dir, args)
+}
+
+// instanceID is the spend.instance_id of the bidder of dataDir.
+func instanceID(dataDir string) string {
+	h := fnv.New32a()
+	h.Write([]byte(dataDir))
+	return fmt.Sprintf("e2e-%08x", h.Sum32())
 }
 
 // spawn re-executes the test binary with role (an environment variable

@@ -11,26 +11,34 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// limitListener holds at most max connections: one accepted while max are
-// open is closed at once and counted, so the client fails fast (and tries
-// another node) rather than waiting in the kernel's backlog, as a listener
-// that stops accepting would make it. It is also the catalog.UnreadBudget
-// of its connections: each may hold maxUnread bytes of answers its client
-// has not read.
+// limitListener holds at most max connections, and at most perAddr from
+// one IP address: one accepted over either limit is closed at once and
+// counted, so the client fails fast (and tries another node) rather than
+// waiting in the kernel's backlog, as a listener that stops accepting
+// would make it; one address cannot take every slot. It is also the
+// catalog.UnreadBudget of its connections: each may hold maxUnread bytes
+// of answers its client has not read.
 type limitListener struct {
 	net.Listener
 	max, maxUnread int64
+	perAddr        int
 	open           atomic.Int64
 	refused        prometheus.Counter
+	refusedAddr    prometheus.Counter
 	conns          sync.Map // netip.AddrPort (remote) -> *limitConn
+	mu             sync.Mutex
+	byAddr         map[netip.Addr]int // open connections per remote address
 }
 
-func newLimitListener(ln net.Listener, max, maxUnread int, reg prometheus.Registerer) *limitListener {
-	l := &limitListener{Listener: ln, max: int64(max), maxUnread: int64(maxUnread),
+func newLimitListener(ln net.Listener, max, perAddr, maxUnread int, reg prometheus.Registerer) *limitListener {
+	l := &limitListener{Listener: ln, max: int64(max), perAddr: perAddr, maxUnread: int64(maxUnread),
+		byAddr: make(map[netip.Addr]int),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_catalog_node_conns_refused_total",
-			Help: "Client connections closed at accept because catalog.max_conns were open."})}
+			Help: "Client connections closed at accept because catalog.max_conns were open."}),
+		refusedAddr: prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_catalog_node_conns_refused_per_addr_total",
+			Help: "Client connections closed at accept because catalog.max_conns_per_addr were open from their address."})}
 	if reg != nil {
-		reg.MustRegister(l.refused, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_node_conns_open",
+		reg.MustRegister(l.refused, l.refusedAddr, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_catalog_node_conns_open",
 			Help: "Client connections the catalog node holds (at most catalog.max_conns)."},
 			func() float64 { return float64(l.open.Load()) }))
 	}
@@ -44,17 +52,46 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		if l.open.Add(1) <= l.max {
-			lc := &limitConn{Conn: c, l: l}
-			if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
-				lc.key = a.AddrPort()
-				l.conns.Store(lc.key, lc)
-			}
-			return lc, nil
+		if l.open.Add(1) > l.max {
+			l.open.Add(-1)
+			l.refused.Inc()
+			c.Close()
+			continue
 		}
-		l.open.Add(-1)
-		l.refused.Inc()
-		c.Close()
+		lc := &limitConn{Conn: c, l: l}
+		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+			lc.key = a.AddrPort()
+			if !l.takeAddr(lc.key.Addr().Unmap()) {
+				l.open.Add(-1)
+				l.refusedAddr.Inc()
+				c.Close()
+				continue
+			}
+			l.conns.Store(lc.key, lc)
+		}
+		return lc, nil
+	}
+}
+
+// takeAddr counts one more connection from a, unless perAddr are open.
+func (l *limitListener) takeAddr(a netip.Addr) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[a] >= l.perAddr {
+		return false
+	}
+	l.byAddr[a]++
+	return true
+}
+
+// dropAddr counts one connection from a fewer.
+func (l *limitListener) dropAddr(a netip.Addr) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.byAddr[a] <= 1 {
+		delete(l.byAddr, a)
+	} else {
+		l.byAddr[a]--
 	}
 }
 
@@ -102,6 +139,7 @@ func (c *limitConn) Close() error {
 		c.l.open.Add(-1)
 		if c.key.IsValid() {
 			c.l.conns.CompareAndDelete(c.key, c)
+			c.l.dropAddr(c.key.Addr().Unmap())
 		}
 	})
 	return err

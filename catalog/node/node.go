@@ -65,7 +65,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (*Node, e
 	}
 	c := cfg.Catalog
 	gopts := catalog.GRPCOptions{MaxConcurrentStreams: c.MaxConcurrentStreams, MaxConnAge: c.MaxConnAge,
-		MaxConnAgeGrace: c.MaxConnAgeGrace, KeepaliveMinTime: c.KeepaliveMinTime}
+		MaxConnAgeGrace: c.MaxConnAgeGrace, KeepaliveMinTime: c.KeepaliveMinTime, HandshakeTimeout: c.HandshakeTimeout}
 	if t := cfg.Catalog.TLS; t.Enabled() {
 		if gopts.TLS, err = catalog.ServerTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 			local.Close()
@@ -77,7 +77,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (*Node, e
 		local.Close()
 		return nil, fmt.Errorf("catalog node: catalog.grpc_listen %s: %w", cfg.Catalog.GRPCListen, err)
 	}
-	lim := newLimitListener(tcp, c.MaxConns, c.MaxConnUnreadBytes, reg)
+	lim := newLimitListener(tcp, c.MaxConns, c.MaxConnsPerAddr, c.MaxConnUnreadBytes, reg)
 	srv := catalog.NewServer(local, catalog.ServerOptions{Logger: log, Registerer: reg, MaxCallTime: c.MaxCallTime, Unread: lim})
 	g, h := catalog.NewGRPCServer(srv, gopts)
 	var ln net.Listener = lim

@@ -13,6 +13,9 @@
 //	                        the Notice's Expires
 //	{P}spend:{C}:id:ID      "1": delta ID applied (deltas without notices
 //	                        only); expires after spend.DedupeWindow
+//	{P}lease:ID             the holder of the instance lease on
+//	                        spend.instance_id ID (spend.LeaseStore);
+//	                        expires after the lease's TTL
 //
 // C is the campaign id inside braces, a Redis Cluster hash tag: every key of
 // one campaign lives in one slot, so each delta's script is valid on a

@@ -115,3 +115,16 @@ func TestDown(t *testing.T) {
 		t.Errorf("after restart: %+v", got[0])
 	}
 }
+
+func TestLeaseSuite(t *testing.T) {
+	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
+	prefixes := map[spend.LeaseStore]string{}
+	spendtest.RunLeaseSuite(t, func(t *testing.T) spend.LeaseStore {
+		p := fmt.Sprintf("l%d:", prefixSeq.Add(1))
+		s := redisstore.New(client(t, r.Addr), redisstore.Options{Prefix: p})
+		prefixes[s] = p
+		return s
+	}, func(t *testing.T, s spend.LeaseStore) spend.LeaseStore {
+		return redisstore.New(client(t, r.Addr), redisstore.Options{Prefix: prefixes[s]})
+	})
+}

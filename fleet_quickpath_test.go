@@ -1,0 +1,236 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// asRtbdEnv makes the test binary rtbd itself (see TestMain): run with its
+// arguments.
+const asRtbdEnv = "RTBDTEST_AS_RTBD"
+
+// quickPathBlock returns the commands of the sh block of bidder/README.md's
+// "Quick path: a fleet on one host".
+func quickPathBlock(t *testing.T) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("bidder", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(b), "### Quick path: a fleet on one host")
+	if !ok {
+		t.Fatal(`bidder/README.md has no "### Quick path: a fleet on one host"`)
+	}
+	_, rest, ok = strings.Cut(rest, "```sh\n")
+	block, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("the quick path has no sh block")
+	}
+	var lines []string
+	for _, l := range strings.Split(block, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// shellWords splits a command line as sh does for what the quick path
+// uses: spaces, and single quotes.
+func shellWords(line string) []string {
+	var out []string
+	var cur strings.Builder
+	in, quoted := false, false
+	for _, r := range line {
+		switch {
+		case r == '\'':
+			in, quoted = !in, true
+		case r == ' ' && !in:
+			if cur.Len() > 0 || quoted {
+				out = append(out, cur.String())
+			}
+			cur.Reset()
+			quoted = false
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 || quoted {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func freeTCPPort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+// TestFleetQuickPath runs the quick path of bidder/README.md "Running a
+// fleet" as written, in a fresh directory holding configs/fleet.yaml, on
+// free ports instead of the fixed ones (rtbd is this test binary, curl
+// and redis-server the system's): both bidders must answer a bid from
+// their users in Redis through the catalog node.
+func TestFleetQuickPath(t *testing.T) {
+	if testing.Short() {
+		t.Skip("SKIPPED in -short: starts Redis, a catalog node and two bidders")
+	}
+	for _, bin := range []string{"redis-server", "curl"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s not found (make deps installs it): %v", bin, err)
+		}
+	}
+	dir := t.TempDir()
+	ports := map[string]string{}
+	for _, p := range []string{"6379", "9090", "9092", "8081", "8082", "9191", "9192"} {
+		ports[p] = freeTCPPort(t)
+	}
+	localize := func(s string) string {
+		for from, to := range ports {
+			s = strings.ReplaceAll(s, "127.0.0.1:"+from, "127.0.0.1:"+to)
+			s = strings.ReplaceAll(s, "--port "+from, "--port "+to)
+		}
+		return s
+	}
+	fleet, err := os.ReadFile(filepath.Join("configs", "fleet.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "configs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "configs", "fleet.yaml"), []byte(localize(string(fleet))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := append(os.Environ(), "RTBD_LOG_FORMAT=json")
+	var bg []*exec.Cmd
+	t.Cleanup(func() {
+		for i := len(bg) - 1; i >= 0; i-- {
+			c := bg[i]
+			c.Process.Signal(syscall.SIGTERM)
+			done := make(chan struct{})
+			go func() { c.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(15 * time.Second):
+				c.Process.Kill()
+				<-done
+			}
+		}
+	})
+	command := func(words []string) *exec.Cmd {
+		name, args := words[0], words[1:]
+		var c *exec.Cmd
+		if name == "rtbd" {
+			c = exec.Command(os.Args[0], args...)
+			c.Env = append(append([]string(nil), env...), asRtbdEnv+"=1")
+		} else {
+			c = exec.Command(name, args...)
+			c.Env = env
+		}
+		c.Dir = dir
+		return c
+	}
+	bids := 0
+	for n, line := range quickPathBlock(t) {
+		line = localize(line)
+		background := strings.HasSuffix(line, " &")
+		words := shellWords(strings.TrimSuffix(line, " &"))
+		switch {
+		case words[0] == "export":
+			env = append(env, words[1])
+		case background:
+			c := command(words)
+			logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("step%d.log", n)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Stdout, c.Stderr = logf, logf
+			if err := c.Start(); err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			bg = append(bg, c)
+			t.Cleanup(func() {
+				if t.Failed() {
+					b, _ := os.ReadFile(logf.Name())
+					t.Logf("%s:\n%s", line, b)
+				}
+			})
+			if words[0] == "redis-server" { // the next step talks to it
+				waitPort(t, "127.0.0.1:"+ports["6379"])
+			}
+		case strings.Contains(line, "/readyz"):
+			// Not ready yet is an answer too: ask again until both verdicts
+			// are "ready".
+			var out []byte
+			deadline := time.Now().Add(60 * time.Second)
+			for {
+				out, _ = command(words).Output()
+				ready := 0
+				for _, l := range strings.Split(string(out), "\n") {
+					if l == "ready" {
+						ready++
+					}
+				}
+				if ready == 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%s: not both ready after 60s:\n%s", line, out)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		default:
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			c := command(words)
+			c = exec.CommandContext(ctx, c.Path, c.Args[1:]...)
+			c.Env, c.Dir = command(words).Env, dir
+			out, err := c.CombinedOutput()
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v\n%s", line, err, out)
+			}
+			if words[0] == "curl" && strings.Contains(line, "/openrtb2/bid") {
+				if !bytes.Contains(out, []byte(`"seatbid":[{`)) {
+					t.Fatalf("%s: no bid:\n%s", line, out)
+				}
+				bids++
+			}
+		}
+	}
+	if bids != 2 {
+		t.Fatalf("the quick path asked for %d bids, want one from each of two bidders", bids)
+	}
+}
+
+// waitPort waits up to 10s for addr to accept a connection.
+func waitPort(t *testing.T, addr string) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(end) {
+			t.Fatalf("%s not accepting after 10s: %v", addr, err)
+		}
+	}
+}
