@@ -138,7 +138,8 @@ func openKafkaSink(cfg *configs.Config, instance string, m *records.Metrics, log
 		brokers = append(brokers, strings.TrimSpace(b))
 	}
 	ks, err := kafkasink.Open(kafkasink.Options{Brokers: brokers, TopicPrefix: cfg.Records.Kafka.TopicPrefix,
-		ClientID: "rtbd-" + instance, DeliveryTimeout: cfg.Records.Kafka.DeliveryTimeout, Metrics: m, Logger: log})
+		ClientID: "rtbd-" + instance, DeliveryTimeout: cfg.Records.Kafka.DeliveryTimeout,
+		BufferBytes: int(cfg.Records.BufferBytes), Metrics: m, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("bidder: records.kafka.brokers: %w", err)
 	}

@@ -29,7 +29,7 @@ import (
 // The log-level records' acceptance tests. Sizes are kept small for `make
 // test`; the environment scales them to the full acceptance runs (make
 // test-records-full): RTBD_RECORDS_BIDS (default 2000; 20000),
-// RTBD_RECORDS_CUT (the Kafka cut, default 3s; 30s). Kafka is a kfake
+// RTBD_RECORDS_CUT (the Kafka cut, default 5s; 30s). Kafka is a kfake
 // cluster in this test process, or the real cluster of
 // RTBD_KAFKA_BROKERS (TestRecordsKafkaCut needs kfake: it cuts the
 // connection with the relay).
@@ -386,16 +386,18 @@ func TestRecordsKill9(t *testing.T) {
 
 // TestRecordsKafkaCut (acceptance 3): Kafka cut off (the relay holds
 // every byte) under a load of bids and bills for RTBD_RECORDS_CUT: no
-// /bill is refused, non-charge records are dropped and counted (once the
-// cut outlasts records.kafka.delivery_timeout), and every charge is on
-// Kafka after the cut heals. Bid latency and RSS are logged.
+// /bill is refused, non-charge records are dropped and counted once the
+// producer's buffer (records.buffer_bytes, 1 MiB here) is full, and every
+// charge is on Kafka after the cut heals. Bid latency (before, during and
+// after) and RSS are logged, not asserted (no timing asserts; RSS under
+// 1 GiB).
 func TestRecordsKafkaCut(t *testing.T) {
-	cut := 3 * time.Second
+	cut := 5 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("RTBD_RECORDS_CUT")); err == nil && d > 0 {
 		cut = d
 	}
 	k, rl := startKafka(t, true)
-	cfg := recordsConfig(t, k, "records.kafka.delivery_timeout=1s", "records.buffer_bytes=4194304")
+	cfg := recordsConfig(t, k, "records.kafka.delivery_timeout=1s", "records.buffer_bytes=1048576")
 	p := startBidder(t, "records-cut", cfg)
 	c := newClient()
 	var mu sync.Mutex
@@ -435,16 +437,24 @@ func TestRecordsKafkaCut(t *testing.T) {
 	}
 	time.Sleep(time.Second)
 	rssBefore := rss(t, p)
+	written := func() float64 { return p.metrics(t)[`rtbd_records_written_total{kind="bid",sink="kafka"}`] }
+	w0 := written()
 	rl.Pause()
 	phase.Store(1)
 	time.Sleep(cut)
 	rssDuring := rss(t, p)
-	dropped := p.metrics(t)
+	t.Logf("bid records written to Kafka: %v before the cut, %v at its end", w0, written())
 	rl.Resume()
 	phase.Store(2)
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
+	var d float64
+	droppedBids := func() bool {
+		d = p.metrics(t)[`rtbd_records_dropped_total{kind="bid",sink="kafka"}`]
+		return d > 0
+	}
+	waitFor(15*time.Second, droppedBids) // the producer fails records as their requests time out
 	t.Logf("cut %s: bills accepted %d, refused %d; RSS %d kB before, %d kB at the end of the cut", cut, accepted.Load(), refused.Load(), rssBefore, rssDuring)
 	for i, name := range []string{"before", "during", "after"} {
 		t.Logf("bid latency %s the cut: %s", name, quantiles(lat[i]))
@@ -452,15 +462,9 @@ func TestRecordsKafkaCut(t *testing.T) {
 	if refused.Load() != 0 {
 		t.Errorf("%d bills not answered 204 while Kafka was cut", refused.Load())
 	}
-	var d float64
-	for s, v := range dropped {
-		if strings.HasPrefix(s, `rtbd_records_dropped_total{kind="bid",sink="kafka"}`) {
-			d += v
-		}
-	}
 	t.Logf("bid records dropped for Kafka during the cut: %v", d)
-	if cut > 2*time.Second && d == 0 {
-		t.Errorf("a %s cut with a 1s delivery timeout dropped no bid record for Kafka", cut)
+	if cut >= 3*time.Second && d == 0 {
+		t.Errorf("a %s cut with a 1 MiB buffer dropped no bid record for Kafka", cut)
 	}
 	kn, msgs := k.nonces(t, "charge", int(accepted.Load()), 60*time.Second)
 	t.Logf("after the cut: %d distinct charge nonces on Kafka (%d messages), %d bills accepted", len(kn), msgs, accepted.Load())

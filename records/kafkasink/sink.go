@@ -50,7 +50,8 @@ type Options struct {
 	// handed again by the exporter. Default 10s.
 	DeliveryTimeout time.Duration
 	// BufferBytes bounds the producer's buffer of records other than
-	// charges; default 16 MiB.
+	// charges (records.buffer_bytes); past it a record is dropped at once.
+	// Default 16 MiB.
 	BufferBytes int
 	// Metrics counts written and dropped records and failures.
 	Metrics *records.Metrics
@@ -86,6 +87,10 @@ func Open(o Options) (*Sink, error) {
 		kgo.SeedBrokers(o.Brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // with the idempotent producer (franz-go's default)
 		kgo.RecordDeliveryTimeout(o.DeliveryTimeout),
+		// A hung broker (no answer at all) fails a request within the
+		// delivery timeout too, so its records are failed on time.
+		kgo.ProduceRequestTimeout(o.DeliveryTimeout),
+		kgo.RequestTimeoutOverhead(o.DeliveryTimeout),
 		kgo.ProducerLinger(5 * time.Millisecond),
 		kgo.AllowAutoTopicCreation(),
 	}
