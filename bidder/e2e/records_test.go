@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/valyala/fasthttp"
@@ -304,6 +308,9 @@ func TestRecordsCounts(t *testing.T) {
 			}
 		}
 	}
+	if n := arrowReadsAll(t, dir); n != int(bids.Load()+nobids.Load()+wins.Load()+bills.Load()+losses.Load()+clicks.Load()+views.Load()) {
+		t.Errorf("arrow-go read %d rows in the files, %d records sent", n, bids.Load()+nobids.Load()+wins.Load()+bills.Load()+losses.Load()+clicks.Load()+views.Load())
+	}
 	var out, errOut bytes.Buffer
 	if err := report.Main(context.Background(), []string{"-records", dir, "-by", "campaign", "-format", "json", "-check"}, &out, &errOut); err != nil {
 		t.Fatal(err)
@@ -503,4 +510,42 @@ func quantiles(ds []time.Duration) string {
 	}
 	q := func(f float64) time.Duration { return s[min(len(s)-1, int(f*float64(len(s))))] }
 	return fmt.Sprintf("%d requests, p50 %s, p99 %s", len(s), q(0.5), q(0.99))
+}
+
+// arrowReadsAll reads every file the bidder completed under dir with
+// arrow-go's Parquet reader (a second implementation), and checks that no
+// file is left under a hidden name; it returns the rows read.
+func arrowReadsAll(t *testing.T, dir string) int {
+	t.Helper()
+	rows := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".") {
+			t.Errorf("%s: a hidden (incomplete) file after the bidder's shutdown", p)
+			return nil
+		}
+		if _, _, ok := records.ParseFileName(d.Name()); !ok {
+			return nil
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		tbl, err := pqarrow.ReadTable(context.Background(), f, parquet.NewReaderProperties(memory.DefaultAllocator),
+			pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+		if err != nil {
+			t.Errorf("arrow-go cannot read %s: %v", p, err)
+			return nil
+		}
+		rows += int(tbl.NumRows())
+		tbl.Release()
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
