@@ -160,7 +160,10 @@ func Open(opts Options) (*Sink, error) {
 		}
 		s.next = v
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("filesink: %w", err)
+		// An unreadable directory is a failure like any other: the sink
+		// drops and counts until it can write; the clock floor below still
+		// keeps file numbers apart.
+		opts.Logger.Warn("filesink: reading the file number reservation", zap.String("dir", opts.Dir), zap.Error(err))
 	}
 	s.next = max(s.next, uint64(opts.Now().UnixMilli()))
 	s.reserved = s.next
