@@ -28,12 +28,13 @@ var layers = map[string][]string{
 	"admin":             {"configs"},
 	"catalog/catalogpb": nil,
 	"catalog/internal":  {"catalog/catalogpb"},
+	"records":           {"internal"}, // log-level records: schema, reader, sinks, report
 	"catalog":           {"configs", "admin", "internal"},
-	"ingest":            {"catalog", "configs", "admin", "rtb/money", "internal"},
-	"bidder":            {"rtb", "catalog", "configs", "admin", "internal"},
-	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal"}, // the demo writes a feed and ingests it
-	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal"},
-	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal"},
+	"ingest":            {"catalog", "configs", "admin", "rtb/money", "internal", "records"},
+	"bidder":            {"rtb", "catalog", "configs", "admin", "internal", "records"},
+	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal", "records"}, // the demo writes a feed and ingests it
+	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal", "records"},
+	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal", "records"},
 }
 
 // never lists imports that the rules of the parts allow but that would put

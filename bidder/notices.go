@@ -315,6 +315,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		return outReplay
 	}
 	b.countWin(tok, now)
+	b.recordNotice(kind, tok, price, now)
 	if !charges(kind, tok.Billing) {
 		return outAccepted
 	}
@@ -332,7 +333,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	n := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge, User: tok.User, Micros: charge, At: now,
 		Expires: tok.Expires.Add(b.opts.NoticeClockSkew)}
 	if j := b.opts.Journal; j != nil {
-		if err := j.Append(tok.Campaign, &n); err != nil {
+		if err := b.appendCharge(j, tok, &n, price); err != nil {
 			b.replays.forgetNotice(kind, tok)
 			b.replays.forgetNotice(chargeKey, tok)
 			return b.notCharged(err)
@@ -342,7 +343,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		b.replays.forgetNotice(kind, tok)
 		b.replays.forgetNotice(chargeKey, tok)
 		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
-			b.opts.Journal.Confirm([]uint64{n.Seq})
+			b.dropCharge(n.Seq)
 		}
 		return b.notCharged(err)
 	}

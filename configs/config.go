@@ -92,6 +92,86 @@ type Config struct {
 	// Exchanges lists the exchanges (SSPs) this bidder serves, by name
 	// (see Exchanges). The exchange DefaultExchange always exists.
 	Exchanges Exchanges `yaml:"exchanges,omitempty"`
+	// Records configures the log-level records (package records): Parquet
+	// files and Kafka.
+	Records Records `yaml:"records"`
+}
+
+// Records configures the log-level records (package records).
+type Records struct {
+	// Files writes Parquet files under Dir (records/filesink).
+	Files bool `yaml:"files"`
+	// Dir is the root of the Hive partitions; "" is bidder.data_dir/records.
+	Dir string `yaml:"dir"`
+	// RollInterval completes an open file this long after it was opened.
+	RollInterval time.Duration `yaml:"roll_interval"`
+	// RollBytes completes an open file once it has this many bytes.
+	RollBytes int64 `yaml:"roll_bytes"`
+	// Retention deletes hour partitions that ended longer ago than this.
+	Retention time.Duration `yaml:"retention"`
+	// ViewRetention keeps kind=view partitions this long (at least
+	// Retention): the window recommendations read views over.
+	ViewRetention time.Duration `yaml:"view_retention"`
+	// BufferBytes bounds each sink's buffer of records not yet written;
+	// past it, records other than charges are dropped and counted.
+	BufferBytes int64 `yaml:"buffer_bytes"`
+	// NoBidSample keeps one no-bid record in this many; 0 keeps none.
+	NoBidSample int64 `yaml:"nobid_sample"`
+	// ChargeMaxPending is the most charge records the journal keeps for
+	// export; past it a charge record is dropped and counted (the notice is
+	// still charged: an export outage never refuses a billing notice).
+	ChargeMaxPending int64 `yaml:"charge_max_pending"`
+	// Kafka sends every record to Kafka too, when Kafka.Brokers is set.
+	Kafka RecordsKafka `yaml:"kafka"`
+}
+
+// RecordsKafka configures the Kafka sink of the records.
+type RecordsKafka struct {
+	// Brokers is "host:port[,host:port...]"; "" sends nothing to Kafka.
+	Brokers string `yaml:"brokers"`
+	// TopicPrefix is prepended to the kind to name each kind's topic
+	// (rtbd.records.bid, ...).
+	TopicPrefix string `yaml:"topic_prefix"`
+	// DeliveryTimeout is how long a record may wait for the brokers: then
+	// a record other than a charge is dropped (counted), and a charge is
+	// sent again.
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
+}
+
+// Validate reports the problems of the records section.
+func (r Records) Validate(p *Problems) {
+	if r.Dir != strings.TrimSpace(r.Dir) {
+		p.Addf("dir", "must not start or end with spaces, got %q", r.Dir)
+	}
+	p.Positive("roll_interval", r.RollInterval)
+	p.Range("roll_bytes", r.RollBytes, 1<<10, 1<<40)
+	p.Positive("retention", r.Retention)
+	if r.ViewRetention < r.Retention {
+		p.Addf("view_retention", "must be at least records.retention (%s), got %s", r.Retention, r.ViewRetention)
+	}
+	p.Range("buffer_bytes", r.BufferBytes, 64<<10, 1<<40)
+	p.Range("nobid_sample", r.NoBidSample, 0, 1<<40)
+	p.Range("charge_max_pending", r.ChargeMaxPending, 1, 1<<40)
+	p.Positive("kafka.delivery_timeout", r.Kafka.DeliveryTimeout)
+	for _, b := range strings.Split(r.Kafka.Brokers, ",") {
+		if r.Kafka.Brokers != "" {
+			p.HostPort("kafka.brokers", strings.TrimSpace(b))
+		}
+	}
+	for _, c := range r.Kafka.TopicPrefix {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '.' || c == '_' || c == '-') {
+			p.Addf("kafka.topic_prefix", "must be of [0-9A-Za-z._-], got %q", r.Kafka.TopicPrefix)
+			break
+		}
+	}
+}
+
+// RecordsDir is records.dir, or bidder.data_dir/records when unset.
+func (c *Config) RecordsDir() string {
+	if c.Records.Dir != "" {
+		return c.Records.Dir
+	}
+	return filepath.Join(c.Bidder.DataDir, "records")
 }
 
 // Campaign sources (Campaigns.Source).

@@ -14,6 +14,19 @@
 //	'n' + Seq (8 bytes big-endian) -> record
 //	"h"                            -> highest Seq reserved (8 bytes big-endian)
 //
+//	'x' + Seq                      -> export record (records.Record, binary)
+//	"c/" + exporter                -> the exporter's cursor (8 bytes big-endian)
+//
+// The export log: AppendExport writes, in the notice's own atomic batch,
+// the charge record to export (Options.Exporters names the exporters: the
+// records' file and Kafka sinks). It stays, whatever happens to the
+// notice's record, until every exporter's cursor (Commit) has passed it,
+// so a charge record survives kill -9 and any sink outage and is delivered
+// at least once. It is bounded apart from the notices (Options.MaxExport,
+// records.charge_max_pending): past it the notice is still written and
+// acknowledged, without its export record (counted by the caller), so an
+// export outage never turns into refused notices.
+//
 // Seq grows across restarts: sequence numbers are reserved durably in
 // blocks before they are used. A record is version 1:
 //

@@ -39,7 +39,21 @@ var (
 	hiKey     = []byte("h")
 	recFirst  = []byte{'n'}
 	recPastHi = []byte{'n' + 1}
+	expFirst  = []byte{'x'}
+	expPastHi = []byte{'x' + 1}
 )
+
+// Export records: 'x' + Seq (8 bytes big-endian) -> the record to export
+// (opaque bytes, records.Record's binary form); "c/" + exporter name ->
+// the exporter's cursor (8 bytes big-endian: every record <= it is
+// delivered).
+func expKey(k *[9]byte, seq uint64) []byte {
+	k[0] = 'x'
+	binary.BigEndian.PutUint64(k[1:], seq)
+	return k[:]
+}
+
+func cursorKey(name string) []byte { return append([]byte("c/"), name...) }
 
 func recKey(k *[9]byte, seq uint64) []byte {
 	k[0] = 'n'
@@ -60,6 +74,16 @@ type Options struct {
 	Logger *zap.Logger
 	// Registerer receives the metrics; default: not registered.
 	Registerer prometheus.Registerer
+	// Exporters names the cursors of the export log (AppendExport): an
+	// export record is deleted once every one of them has passed it. None:
+	// AppendExport keeps no export record.
+	Exporters []string
+	// MaxExport is the most export records kept; past it AppendExport
+	// writes the notice without its export record and calls ExportDropped
+	// (an export outage never refuses a notice). Default DefaultMaxPending.
+	MaxExport int64
+	// ExportDropped is called for each export record not kept (nil: none).
+	ExportDropped func()
 }
 
 // Journal is the local journal of accepted notices. All methods are safe
@@ -79,6 +103,9 @@ type Journal struct {
 
 	pending atomic.Int64
 	bufs    sync.Pool // *appendBuf
+
+	exports   atomic.Int64 // export records kept
+	cursorsMu sync.Mutex   // serialises Commit's deletions
 
 	appendOK, appendErr, appendFull prometheus.Counter
 	corrupt, confirmErr             prometheus.Counter
@@ -100,6 +127,9 @@ func Open(dir string, opts Options) (*Journal, error) {
 	}
 	if opts.Logger == nil {
 		opts.Logger = zap.NewNop()
+	}
+	if opts.MaxExport <= 0 {
+		opts.MaxExport = DefaultMaxPending
 	}
 	db, err := pebbledb.Open(dir, pebbledb.Options{FS: opts.FS, Logger: opts.Logger})
 	if err != nil {
@@ -143,6 +173,21 @@ func (j *Journal) scan() error {
 	if err := errors.Join(it.Error(), it.Close()); err != nil {
 		return err
 	}
+	xit, err := j.db.NewIter(&pebble.IterOptions{LowerBound: expFirst, UpperBound: expPastHi})
+	if err != nil {
+		return err
+	}
+	var x int64
+	for ok := xit.First(); ok; ok = xit.Next() {
+		x++
+		if k := xit.Key(); len(k) == 9 {
+			last = max(last, binary.BigEndian.Uint64(k[1:]))
+		}
+	}
+	if err := errors.Join(xit.Error(), xit.Close()); err != nil {
+		return err
+	}
+	j.exports.Store(x)
 	j.next.Store(last)
 	j.reserved.Store(last) // the next Append reserves a new block
 	j.atOpen = last
@@ -157,6 +202,15 @@ func (j *Journal) scan() error {
 // an error wrapping spend.ErrInvalid (an empty or too long id, negative
 // micros), or the write's error; the notice is not in the journal then.
 func (j *Journal) Append(campaign string, n *spend.Notice) error {
+	return j.AppendExport(campaign, n, nil)
+}
+
+// AppendExport is Append, writing in the same atomic batch the export
+// record rec (when rec is not empty and Options.Exporters names cursors):
+// kept under the notice's Seq until every exporter has committed past it,
+// whatever happens to the notice's own record. Past Options.MaxExport
+// export records, the notice is written without it (ExportDropped).
+func (j *Journal) AppendExport(campaign string, n *spend.Notice, rec []byte) error {
 	if campaign == "" || len(campaign) > maxField || len(n.User) > maxField || n.Micros < 0 {
 		j.appendErr.Inc()
 		return fmt.Errorf("%w: journal: campaign %q (%d bytes of user id, %d micros)", spend.ErrInvalid, campaign, len(n.User), n.Micros)
@@ -182,9 +236,33 @@ func (j *Journal) Append(campaign string, n *spend.Notice) error {
 	}
 	b := j.bufs.Get().(*appendBuf)
 	b.val = appendRecord(b.val[:0], campaign, n)
-	err := j.db.Set(recKey(&b.key, seq), b.val, pebble.Sync)
+	var err error
+	exported := false
+	if len(rec) > 0 && len(j.opts.Exporters) > 0 {
+		if j.exports.Add(1) > j.opts.MaxExport {
+			j.exports.Add(-1)
+			if j.opts.ExportDropped != nil {
+				j.opts.ExportDropped()
+			}
+		} else {
+			exported = true
+		}
+	}
+	if exported {
+		wb := j.db.NewBatch()
+		var xk [9]byte
+		_ = wb.Set(recKey(&b.key, seq), b.val, nil)
+		_ = wb.Set(expKey(&xk, seq), rec, nil)
+		err = wb.Commit(pebble.Sync)
+		wb.Close()
+	} else {
+		err = j.db.Set(recKey(&b.key, seq), b.val, pebble.Sync)
+	}
 	j.bufs.Put(b)
 	if err != nil {
+		if exported {
+			j.exports.Add(-1)
+		}
 		j.pending.Add(-1)
 		j.appendErr.Inc()
 		return fmt.Errorf("journal: append: %w", err)
@@ -246,6 +324,149 @@ func (j *Journal) Confirm(seqs []uint64) {
 		j.pending.Store(0) // a Seq confirmed twice
 	}
 }
+
+// Drop deletes the records of seqs and their export records: notices
+// written but then refused (never acknowledged), so neither charged nor
+// exported.
+func (j *Journal) Drop(seqs []uint64) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed || len(seqs) == 0 {
+		return
+	}
+	b := j.db.NewBatch()
+	defer b.Close()
+	var k [9]byte
+	xs := int64(0)
+	for _, s := range seqs {
+		_ = b.Delete(recKey(&k, s), nil)
+		if _, closer, err := j.db.Get(expKey(&k, s)); err == nil {
+			closer.Close()
+			xs++
+			_ = b.Delete(expKey(&k, s), nil)
+		}
+	}
+	if err := b.Commit(pebble.Sync); err != nil {
+		j.confirmFailed(err, len(seqs))
+		return
+	}
+	j.exports.Add(-xs)
+	if j.pending.Add(-int64(len(seqs))) < 0 {
+		j.pending.Store(0)
+	}
+}
+
+// Cursor is the last Seq exporter name has committed (0: none yet).
+func (j *Journal) Cursor(name string) (uint64, error) {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return 0, ErrClosed
+	}
+	v, closer, err := j.db.Get(cursorKey(name))
+	if errors.Is(err, pebble.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("journal: cursor %s: %w", name, err)
+	}
+	defer closer.Close()
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: cursor %s", ErrCorrupt, name)
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+// ReadAfter calls fn with up to max export records of Seq > after, in
+// Seq order; rec is valid only during the call.
+func (j *Journal) ReadAfter(after uint64, max int, fn func(seq uint64, rec []byte) error) error {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return ErrClosed
+	}
+	var lo [9]byte
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: expKey(&lo, after+1), UpperBound: expPastHi})
+	if err != nil {
+		return fmt.Errorf("journal: export: %w", err)
+	}
+	defer it.Close()
+	n := 0
+	for ok := it.First(); ok && n < max; ok = it.Next() {
+		k := it.Key()
+		if len(k) != 9 {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("journal: export: %w", err)
+		}
+		if err := fn(binary.BigEndian.Uint64(k[1:]), v); err != nil {
+			return err
+		}
+		n++
+	}
+	return it.Error()
+}
+
+// Commit moves exporter name's cursor to seq and deletes the export
+// records every exporter has passed. The cursor is written without an
+// fsync: one lost in a machine crash exports its records again (at least
+// once; consumers deduplicate).
+func (j *Journal) Commit(name string, seq uint64) error {
+	j.mu.RLock()
+	defer j.mu.RUnlock()
+	if j.closed {
+		return ErrClosed
+	}
+	j.cursorsMu.Lock()
+	defer j.cursorsMu.Unlock()
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], seq)
+	if err := j.db.Set(cursorKey(name), v[:], pebble.NoSync); err != nil {
+		return fmt.Errorf("journal: cursor %s: %w", name, err)
+	}
+	low := seq
+	for _, e := range j.opts.Exporters {
+		if e == name {
+			continue
+		}
+		c, closer, err := j.db.Get(cursorKey(e))
+		if errors.Is(err, pebble.ErrNotFound) {
+			return nil // that exporter has delivered nothing yet
+		}
+		if err != nil {
+			return fmt.Errorf("journal: cursor %s: %w", e, err)
+		}
+		if len(c) == 8 {
+			low = min(low, binary.BigEndian.Uint64(c))
+		}
+		closer.Close()
+	}
+	var hi [9]byte
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: expFirst, UpperBound: expKey(&hi, low+1)})
+	if err != nil {
+		return err
+	}
+	var n int64
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	if n == 0 {
+		return nil
+	}
+	if err := j.db.DeleteRange(expFirst, expKey(&hi, low+1), pebble.NoSync); err != nil {
+		return fmt.Errorf("journal: export: %w", err)
+	}
+	j.exports.Add(-n)
+	return nil
+}
+
+// Exports is how many export records wait for an exporter.
+func (j *Journal) Exports() int64 { return j.exports.Load() }
 
 func (j *Journal) confirmFailed(err error, n int) {
 	j.confirmErr.Inc()
