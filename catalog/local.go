@@ -466,7 +466,11 @@ func (l *Local) GetProductMasters(ctx context.Context, req *catalogpb.ProductMas
 		return nil, err
 	}
 	resp.Product1S = products(ents)
-	ents, err = lk.list(req.Product2Ids, req.Product2QuantityAtMost)
+	ids2, err := lk.secondIDs(req)
+	if err != nil {
+		return nil, err
+	}
+	ents, err = lk.list(ids2, req.Product2QuantityAtMost)
 	if err != nil {
 		return nil, err
 	}
@@ -512,10 +516,14 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		v.hot.touch(lk.g, req.Product1Ids[:min(len(req.Product1Ids), 2*max(0, int(req.Product1QuantityAtMost)))])
 		v.hot.touch(lk.g, req.Product2Ids[:min(len(req.Product2Ids), 2*max(0, int(req.Product2QuantityAtMost)))])
 	}
+	ids2, err := lk.secondIDs(req)
+	if err != nil {
+		return dst, counts, err
+	}
 	for li, list := range [2]struct {
 		ids    []int64
 		atMost int32
-	}{{req.Product1Ids, req.Product1QuantityAtMost}, {req.Product2Ids, req.Product2QuantityAtMost}} {
+	}{{req.Product1Ids, req.Product1QuantityAtMost}, {ids2, req.Product2QuantityAtMost}} {
 		ents, err := lk.list(list.ids, list.atMost)
 		if err != nil {
 			return dst, counts, err
@@ -545,6 +553,7 @@ type lookup struct {
 	rd   *pebbleReader // opened at the first hot-cache miss
 	ents [16]*cached   // list's result for short lists
 	got  [32]int64     // ids of list's result for short lists
+	sim  simScratch    // similar_to_viewed's merge
 	// hot-cache gets, counted into the cache at close
 	hits, misses int64
 }
@@ -562,6 +571,24 @@ type pending struct {
 	id    int64
 	p     *cached
 	known bool // p is the answer (hot cache hit)
+}
+
+// secondIDs is the id list of req's second list: product2_ids, or with
+// similar_to_viewed and none given, the ids similarIDs resolves from the
+// viewed products' similar lists (valid until the lookup is closed).
+func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest) ([]int64, error) {
+	if len(req.Product2Ids) > 0 || !req.SimilarToViewed || req.Product2QuantityAtMost <= 0 || len(req.Product1Ids) == 0 {
+		return req.Product2Ids, nil
+	}
+	if err := lk.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
+	}
+	it, err := lk.v.db.NewIter(nil)
+	if err != nil {
+		return nil, fmt.Errorf("catalog: reading group %d: %w", lk.g, err)
+	}
+	defer it.Close()
+	return similarIDs(it, lk.g, req.Product1Ids, &lk.sim)
 }
 
 func (lk *lookup) close() {

@@ -90,8 +90,16 @@ type ProductMastersRequest struct {
 	Product1Ids            []int64                `protobuf:"varint,3,rep,packed,name=product1_ids,json=product1Ids,proto3" json:"product1_ids,omitempty"`
 	Product2QuantityAtMost int32                  `protobuf:"varint,4,opt,name=product2_quantity_at_most,json=product2QuantityAtMost,proto3" json:"product2_quantity_at_most,omitempty"`
 	Product2Ids            []int64                `protobuf:"varint,5,rep,packed,name=product2_ids,json=product2Ids,proto3" json:"product2_ids,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// similar_to_viewed: when product2_ids is empty, the second list is
+	// resolved on the node from the similar lists of the first
+	// MaxSimilarViewed product1_ids (stored in the index version), merged by
+	// score, without the viewed products, with the same rules (in stock,
+	// each id once, at most product2_quantity_at_most). Ignored when
+	// product2_ids is not empty (a profile's own recommendations come
+	// first). A node that predates the field answers an empty second list.
+	SimilarToViewed bool `protobuf:"varint,6,opt,name=similar_to_viewed,json=similarToViewed,proto3" json:"similar_to_viewed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProductMastersRequest) Reset() {
@@ -157,6 +165,13 @@ func (x *ProductMastersRequest) GetProduct2Ids() []int64 {
 		return x.Product2Ids
 	}
 	return nil
+}
+
+func (x *ProductMastersRequest) GetSimilarToViewed() bool {
+	if x != nil {
+		return x.SimilarToViewed
+	}
+	return false
 }
 
 type ProductMastersResponse struct {
@@ -716,13 +731,14 @@ const file_catalog_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12!\n" +
-	"\fcontent_hash\x18\x02 \x01(\x06R\vcontentHash\"\xfd\x01\n" +
+	"\fcontent_hash\x18\x02 \x01(\x06R\vcontentHash\"\xa9\x02\n" +
 	"\x15ProductMastersRequest\x12(\n" +
 	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x129\n" +
 	"\x19product1_quantity_at_most\x18\x02 \x01(\x05R\x16product1QuantityAtMost\x12!\n" +
 	"\fproduct1_ids\x18\x03 \x03(\x03R\vproduct1Ids\x129\n" +
 	"\x19product2_quantity_at_most\x18\x04 \x01(\x05R\x16product2QuantityAtMost\x12!\n" +
-	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\"\xc1\x01\n" +
+	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\x12*\n" +
+	"\x11similar_to_viewed\x18\x06 \x01(\bR\x0fsimilarToViewed\"\xc1\x01\n" +
 	"\x16ProductMastersResponse\x126\n" +
 	"\tproduct1s\x18\x01 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct1s\x126\n" +
 	"\tproduct2s\x18\x02 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct2s\x127\n" +

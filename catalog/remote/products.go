@@ -91,7 +91,7 @@ func (c *Client) getProductMastersNear(ctx context.Context, req *catalogpb.Produ
 // near cache and must not be modified.
 func (c *Client) GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool {
 	nc := c.near
-	if nc == nil || resp == nil || c.closed.Load() || c.legacy() || catalog.ValidateRequest(req, c.maxIDs) != nil {
+	if nc == nil || resp == nil || c.closed.Load() || c.legacy() || catalog.ValidateRequest(req, c.maxIDs) != nil || onNode(req) {
 		return false
 	}
 	now, vs := nc.now(), nc.ver.Load()
@@ -210,8 +210,19 @@ func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersR
 	return nil
 }
 
-// batch is GetProductMastersBatch once resps are all non-nil.
+// onNode reports whether req is answered by a node's GetProductMasters
+// rather than from raw records: its second list comes from the similar
+// lists of its viewed products, which the node resolves in the same call.
+func onNode(req *catalogpb.ProductMastersRequest) bool {
+	return req.SimilarToViewed && len(req.Product2Ids) == 0 && req.Product2QuantityAtMost > 0 && len(req.Product1Ids) > 0
+}
+
+// batch is GetProductMastersBatch once resps are all non-nil. Requests
+// the node resolves (onNode) are asked with GetProductMasters, one call
+// each, at the same time as the GetProducts call of the others: no call
+// waits for another's answer.
 func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
+	nodeReqs := 0
 	for i, r := range reqs {
 		if err := catalog.ValidateRequest(r, c.maxIDs); err != nil {
 			if len(reqs) == 1 {
@@ -219,10 +230,40 @@ func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequ
 			}
 			return fmt.Errorf("remote: reqs[%d]: %w", i, err)
 		}
+		if onNode(r) {
+			nodeReqs++
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: remote: %w", catalog.ErrDeadline, err)
 	}
+	if nodeReqs == 0 {
+		return c.batchRecords(ctx, reqs, resps)
+	}
+	if nodeReqs == len(reqs) {
+		return c.batchRPC(ctx, reqs, resps)
+	}
+	var rest, resolved []*catalogpb.ProductMastersRequest
+	var restResps, resolvedResps []*catalogpb.ProductMastersResponse
+	for i, r := range reqs {
+		if onNode(r) {
+			resolved, resolvedResps = append(resolved, r), append(resolvedResps, resps[i])
+		} else {
+			rest, restResps = append(rest, r), append(restResps, resps[i])
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.batchRPC(ctx, resolved, resolvedResps) }()
+	err := c.batchRecords(ctx, rest, restResps)
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// batchRecords answers reqs (valid, none onNode) from the near cache and
+// one GetProducts call for what it lacks.
+func (c *Client) batchRecords(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
 	sc := c.getScratch()
 	defer c.putScratch(sc)
 

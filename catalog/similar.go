@@ -1,0 +1,373 @@
+package catalog
+
+// Similar-product lists: per product, the products most like it within its
+// group, computed by the ingest job from views (ingest/similar) and stored
+// in the index version beside the products, so that a rollback rolls them
+// back and every store serves them alike.
+//
+// Key: 's' | product_group_id (8 bytes big-endian) | product_id (8 bytes
+// big-endian). Value: uvarint count, then per entry varint product id and
+// uvarint score (millionths; higher is more similar), best first. The
+// lists are records of the version like the products: they count in the
+// content hash (scanHash covers both prefixes) and a delta carries its
+// base's lists unchanged.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/cockroachdb/pebble/v2"
+	"go.uber.org/zap"
+)
+
+const similarKeyPrefix = 's'
+
+// MaxSimilar is the longest similar list a version stores: longer lists
+// are cut by AppendSimilarValue, and DecodeSimilar refuses them.
+const MaxSimilar = 100
+
+// MaxSimilarViewed is how many of a request's viewed products (the first
+// ones of product1_ids, the most recent first in a profile) a store reads
+// the similar lists of when it resolves similar_to_viewed.
+const MaxSimilarViewed = 10
+
+// Similar is one entry of a product's similar list.
+type Similar struct {
+	ID int64
+	// Score is the similarity in millionths (1,000,000: the same users
+	// viewed both); lists are ordered by it, best first, ties by id.
+	Score uint32
+}
+
+// AppendSimilarKey appends the index key of the similar list of product id
+// in group to dst.
+func AppendSimilarKey(dst []byte, group, id int64) []byte {
+	dst = append(dst, similarKeyPrefix)
+	dst = binary.BigEndian.AppendUint64(dst, uint64(group))
+	return binary.BigEndian.AppendUint64(dst, uint64(id))
+}
+
+func putSimilarKey(k *[KeyLen]byte, group, id int64) {
+	k[0] = similarKeyPrefix
+	binary.BigEndian.PutUint64(k[1:9], uint64(group))
+	binary.BigEndian.PutUint64(k[9:17], uint64(id))
+}
+
+// ParseSimilarKey returns the group and product id of a similar list's key.
+func ParseSimilarKey(k []byte) (group, id int64, ok bool) {
+	if len(k) != KeyLen || k[0] != similarKeyPrefix {
+		return 0, 0, false
+	}
+	return int64(binary.BigEndian.Uint64(k[1:9])), int64(binary.BigEndian.Uint64(k[9:17])), true
+}
+
+// AppendSimilarValue appends the encoding of list (at most MaxSimilar
+// entries are kept) to dst.
+func AppendSimilarValue(dst []byte, list []Similar) []byte {
+	list = list[:min(len(list), MaxSimilar)]
+	dst = binary.AppendUvarint(dst, uint64(len(list)))
+	for _, s := range list {
+		dst = binary.AppendVarint(dst, s.ID)
+		dst = binary.AppendUvarint(dst, uint64(s.Score))
+	}
+	return dst
+}
+
+var errBadSimilar = fmt.Errorf("%w: bad similar list", ErrCorrupt)
+
+// DecodeSimilar appends the entries of an encoded list to dst. It
+// allocates only when dst has no room.
+func DecodeSimilar(v []byte, dst []Similar) ([]Similar, error) {
+	n, k := binary.Uvarint(v)
+	if k <= 0 || n > MaxSimilar {
+		return dst, errBadSimilar
+	}
+	v = v[k:]
+	for i := uint64(0); i < n; i++ {
+		id, k := binary.Varint(v)
+		if k <= 0 {
+			return dst, errBadSimilar
+		}
+		v = v[k:]
+		sc, k := binary.Uvarint(v)
+		if k <= 0 || sc > 1<<32-1 {
+			return dst, errBadSimilar
+		}
+		v = v[k:]
+		dst = append(dst, Similar{ID: id, Score: uint32(sc)})
+	}
+	return dst, nil
+}
+
+// SimilarWriter writes the similar lists of a version being built, in
+// ascending (group, id) order, into one table that Finish adds to the
+// version. Not safe for concurrent use.
+type SimilarWriter struct {
+	b        *Builder
+	sst      *SST
+	key, val []byte
+	last     []byte
+	n        int64
+}
+
+// NewSimilarWriter starts the lists of b's version. Call it at most once
+// per builder, after the products are written (the table is added beside
+// them), and only for a version that holds no lists yet (a full build).
+func (b *Builder) NewSimilarWriter() (*SimilarWriter, error) {
+	s, err := b.newSST("similar-", 6)
+	if err != nil {
+		return nil, err
+	}
+	s.b = nil // not product keys: nothing for a delta's chain
+	return &SimilarWriter{b: b, sst: s}, nil
+}
+
+// Add writes the list of product id in group; (group, id) must sort after
+// the previous Add's. An empty list is not written.
+func (w *SimilarWriter) Add(group, id int64, list []Similar) error {
+	if len(list) == 0 {
+		return nil
+	}
+	w.key = AppendSimilarKey(w.key[:0], group, id)
+	if w.n > 0 && bytes.Compare(w.key, w.last) <= 0 {
+		return fmt.Errorf("catalog: similar list %d/%d out of order", group, id)
+	}
+	w.val = AppendSimilarValue(w.val[:0], list)
+	return w.set(w.key, w.val)
+}
+
+func (w *SimilarWriter) set(key, val []byte) error {
+	if err := w.sst.w.Set(key, val); err != nil {
+		return fmt.Errorf("catalog: similar lists: %w", err)
+	}
+	w.last = append(w.last[:0], key...)
+	w.n++
+	return nil
+}
+
+// Len is the number of lists written.
+func (w *SimilarWriter) Len() int64 { return w.n }
+
+// Finish completes the table and adds it to the version.
+func (w *SimilarWriter) Finish() error {
+	path, err := w.sst.Finish()
+	if err != nil {
+		return err
+	}
+	if path == "" {
+		return nil
+	}
+	if w.b.db == nil {
+		return errNoBuilder
+	}
+	return w.b.IngestSSTs([]string{path})
+}
+
+// Abort discards what was written.
+func (w *SimilarWriter) Abort() {
+	if path, err := w.sst.Finish(); err == nil && path != "" {
+		_ = os.Remove(path)
+	}
+}
+
+// CopySimilar writes the similar lists of version from (in the same data
+// directory) into b's version through w, unchanged: a build without views
+// keeps the lists it had. It returns how many lists were copied (0 when
+// from holds none).
+func (b *Builder) CopySimilar(from string, w *SimilarWriter) (int64, error) {
+	if !validVersionName(from) {
+		return 0, fmt.Errorf("catalog: bad version name %q", from)
+	}
+	db, err := openReadOnly(VersionPath(b.dir, from), nil, b.log)
+	if err != nil {
+		return 0, err
+	}
+	defer db.Close()
+	var n int64
+	err = EachSimilar(db, func(key, val []byte) error {
+		n++
+		return w.set(key, val)
+	})
+	return n, err
+}
+
+// EachSimilar calls fn with the key and encoded value of every similar
+// list r holds, in key order (valid during the call).
+func EachSimilar(r pebble.Reader, fn func(key, val []byte) error) error {
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{similarKeyPrefix}, UpperBound: []byte{similarKeyPrefix + 1}})
+	if err != nil {
+		return fmt.Errorf("catalog: similar lists: %w", err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = fn(it.Key(), v)
+		}
+		if err != nil {
+			it.Close()
+			return err
+		}
+	}
+	err = it.Error()
+	if cerr := it.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("catalog: similar lists: %w", err)
+	}
+	return nil
+}
+
+// ReadSimilar calls fn with the group, product id and list of every similar
+// list of version name in dir (the list is reused after fn returns). For
+// tools and tests: it opens the version read-only.
+func ReadSimilar(dir, name string, fn func(group, id int64, list []Similar) error) error {
+	db, err := openReadOnly(VersionPath(dir, name), nil, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	var list []Similar
+	return EachSimilar(db, func(key, val []byte) error {
+		g, id, ok := ParseSimilarKey(key)
+		if !ok {
+			return fmt.Errorf("%w: similar key %x", ErrCorrupt, key)
+		}
+		var err error
+		if list, err = DecodeSimilar(val, list[:0]); err != nil {
+			return fmt.Errorf("similar list %d/%d: %w", g, id, err)
+		}
+		return fn(g, id, list)
+	})
+}
+
+// similarTable reports whether a table of the version holds similar lists
+// only (its smallest key has the lists' prefix; products sort before them,
+// and their tables are written apart).
+func similarTable(smallest []byte) bool {
+	return len(smallest) > 0 && smallest[0] >= similarKeyPrefix
+}
+
+// simCand is a candidate of a similar_to_viewed answer.
+type simCand struct {
+	id    int64
+	score uint64
+}
+
+// maxSimCands bounds the candidates one request gathers.
+const maxSimCands = 256
+
+// simScratch is a request's room for resolving similar_to_viewed.
+type simScratch struct {
+	list  [MaxSimilar]Similar
+	cands [maxSimCands]simCand
+	ids   [maxSimCands]int64
+}
+
+// similarIDs returns the ids a similar_to_viewed request asks for: the
+// similar lists of the first MaxSimilarViewed viewed products (read from
+// it, positioned anywhere) merged by the sum of their scores, best first,
+// ties by id, without the viewed products, each id once. The result is
+// backed by sc.
+func similarIDs(it *pebble.Iterator, g int64, viewed []int64, sc *simScratch) ([]int64, error) {
+	var key [KeyLen]byte
+	cands := sc.cands[:0]
+	for _, v := range viewed[:min(len(viewed), MaxSimilarViewed)] {
+		if v <= 0 {
+			continue
+		}
+		putSimilarKey(&key, g, v)
+		if !it.SeekGE(key[:]) || string(it.Key()) != string(key[:]) {
+			if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
+			}
+			continue
+		}
+		val, err := it.ValueAndErr()
+		if err != nil {
+			return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
+		}
+		list, err := DecodeSimilar(val, sc.list[:0])
+		if err != nil {
+			return nil, fmt.Errorf("similar list %d/%d: %w", g, v, err)
+		}
+		for _, s := range list {
+			if len(cands) == len(sc.cands) {
+				break
+			}
+			cands = append(cands, simCand{s.ID, uint64(s.Score)})
+		}
+	}
+	return mergeSimilar(cands, viewed, sc.ids[:0]), nil
+}
+
+// mergeSimilar sums the scores of each id of cands (in place), drops the
+// viewed ones and appends the rest to dst, best first, ties by id.
+func mergeSimilar(cands []simCand, viewed []int64, dst []int64) []int64 {
+	if len(cands) == 0 {
+		return dst
+	}
+	slices.SortFunc(cands, func(a, b simCand) int {
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	out := cands[:0]
+	for _, c := range cands {
+		if n := len(out); n > 0 && out[n-1].id == c.id {
+			out[n-1].score += c.score
+			continue
+		}
+		if c.id <= 0 || slices.Contains(viewed, c.id) {
+			continue
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b simCand) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	for _, c := range out {
+		dst = append(dst, c.id)
+	}
+	return dst
+}
+
+// SimilarIDs is similarIDs over lists given in memory (by product id), for
+// a client that caches the lists itself (catalog/remote): the same merge,
+// the same order. It allocates only when dst has no room.
+func SimilarIDs(viewed []int64, lists func(id int64) []Similar, dst []int64) []int64 {
+	var sc simScratch
+	cands := sc.cands[:0]
+	for _, v := range viewed[:min(len(viewed), MaxSimilarViewed)] {
+		if v <= 0 {
+			continue
+		}
+		for _, s := range lists(v) {
+			if len(cands) == len(sc.cands) {
+				break
+			}
+			cands = append(cands, simCand{s.ID, uint64(s.Score)})
+		}
+	}
+	return mergeSimilar(cands, viewed, dst)
+}
+
+var errNoBuilder = errors.New("catalog: similar lists: builder closed")
