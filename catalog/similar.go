@@ -22,6 +22,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
+
+	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
 const similarKeyPrefix = 's'
@@ -371,3 +373,42 @@ func SimilarIDs(viewed []int64, lists func(id int64) []Similar, dst []int64) []i
 }
 
 var errNoBuilder = errors.New("catalog: similar lists: builder closed")
+
+// EachProduct calls fn with every product of the version being built, in
+// key order (p is reused after fn returns), after committing what Put
+// and Delete buffered: the similar lists are computed from the version's
+// own products.
+func (b *Builder) EachProduct(fn func(p *catalogpb.Product) error) error {
+	if b.db == nil {
+		return errNoBuilder
+	}
+	if err := b.commit(); err != nil {
+		return err
+	}
+	it, err := b.db.NewIter(&pebble.IterOptions{LowerBound: []byte{productKeyPrefix}, UpperBound: []byte{productKeyPrefix + 1}})
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer it.Close()
+	var p catalogpb.Product
+	for ok := it.First(); ok; ok = it.Next() {
+		g, id, ok := ParseKey(it.Key())
+		if !ok {
+			continue
+		}
+		v, err := it.ValueAndErr()
+		if err != nil {
+			return fmt.Errorf("catalog: %w", err)
+		}
+		if err := DecodeValue(g, id, v, &p); err != nil {
+			return err
+		}
+		if err := fn(&p); err != nil {
+			return err
+		}
+	}
+	if err := it.Error(); err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	return nil
+}
