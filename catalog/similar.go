@@ -148,6 +148,7 @@ func (w *SimilarWriter) set(key, val []byte) error {
 	}
 	w.last = append(w.last[:0], key...)
 	w.n++
+	w.sst.n++ // SST.Finish keeps a table only when it holds something
 	return nil
 }
 
