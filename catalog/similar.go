@@ -413,3 +413,38 @@ func (b *Builder) EachProduct(fn func(p *catalogpb.Product) error) error {
 	}
 	return nil
 }
+
+// ReadProducts calls fn with every product of the live version of dir, in
+// key order (p is reused after fn returns). For tools (the offline
+// evaluation): it opens the version read-only.
+func ReadProducts(dir string, fn func(p *catalogpb.Product) error) error {
+	name, err := ReadPointer(dir, CurrentFile)
+	if err != nil {
+		return err
+	}
+	db, err := openReadOnly(VersionPath(dir, name), nil, zap.NewNop())
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: []byte{productKeyPrefix}, UpperBound: []byte{productKeyPrefix + 1}})
+	if err != nil {
+		return fmt.Errorf("catalog: %w", err)
+	}
+	defer it.Close()
+	var p catalogpb.Product
+	for ok := it.First(); ok; ok = it.Next() {
+		g, id, _ := ParseKey(it.Key())
+		v, err := it.ValueAndErr()
+		if err == nil {
+			err = DecodeValue(g, id, v, &p)
+		}
+		if err == nil {
+			err = fn(&p)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return it.Error()
+}
