@@ -96,7 +96,8 @@ type version struct {
 	name    string
 	db      *pebble.DB
 	hot     *hotCache
-	wire    bool // LocalOptions.WireCache
+	sim     *simCache // decoded similar lists (nil with the hot cache off)
+	wire    bool      // LocalOptions.WireCache
 	readers *fileLock
 	refs    atomic.Int64
 	// hash is the version's content hash; iv its IndexVersion with the
@@ -175,7 +176,8 @@ func (l *Local) open(name string, gen uint64) (*version, error) {
 		rl.Close()
 		return nil, err
 	}
-	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache}
+	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache,
+		sim: newSimCache(l.opts.HotCacheEntries / 4)}
 	if v.hash, err = l.contentHash(name, db); err != nil {
 		db.Close()
 		rl.Close()
@@ -583,12 +585,7 @@ func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest) ([]int64, erro
 	if err := lk.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
 	}
-	it, err := lk.v.db.NewIter(nil)
-	if err != nil {
-		return nil, fmt.Errorf("catalog: reading group %d: %w", lk.g, err)
-	}
-	defer it.Close()
-	return similarIDs(it, lk.g, req.Product1Ids, &lk.sim)
+	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, &lk.sim)
 }
 
 func (lk *lookup) close() {

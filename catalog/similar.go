@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
@@ -266,37 +267,108 @@ const maxSimCands = 256
 
 // simScratch is a request's room for resolving similar_to_viewed.
 type simScratch struct {
+	key   [KeyLen]byte
 	list  [MaxSimilar]Similar
 	cands [maxSimCands]simCand
 	ids   [maxSimCands]int64
 }
 
+// simCache caches decoded similar lists of one version, direct-mapped
+// by key hash: a hit reads one atomic pointer and allocates nothing; a
+// miss reads Pebble and replaces the slot. Lists of a version never
+// change, so entries need no invalidation (the cache goes with its
+// version). A nil *simCache caches nothing.
+type simCache struct {
+	slots []atomic.Pointer[simEntry]
+	mask  uint64
+}
+
+type simEntry struct {
+	g, id int64
+	list  []Similar // nil: the product has no list
+}
+
+// newSimCache returns a cache of at least n slots (a power of two), or
+// nil for n <= 0.
+func newSimCache(n int) *simCache {
+	if n <= 0 {
+		return nil
+	}
+	size := 1
+	for size < n {
+		size <<= 1
+	}
+	return &simCache{slots: make([]atomic.Pointer[simEntry], size), mask: uint64(size - 1)}
+}
+
+func (c *simCache) slot(g, id int64) *atomic.Pointer[simEntry] {
+	h := (uint64(g)*0x9e3779b97f4a7c15 ^ uint64(id)) * 0xbf58476d1ce4e5b9
+	return &c.slots[(h>>32)&c.mask]
+}
+
+func (c *simCache) get(g, id int64) ([]Similar, bool) {
+	if c == nil {
+		return nil, false
+	}
+	if e := c.slot(g, id).Load(); e != nil && e.g == g && e.id == id {
+		return e.list, true
+	}
+	return nil, false
+}
+
+func (c *simCache) put(g, id int64, list []Similar) {
+	if c != nil {
+		c.slot(g, id).Store(&simEntry{g: g, id: id, list: list})
+	}
+}
+
 // similarIDs returns the ids a similar_to_viewed request asks for: the
-// similar lists of the first MaxSimilarViewed viewed products (read from
-// it, positioned anywhere) merged by the sum of their scores, best first,
-// ties by id, without the viewed products, each id once. The result is
-// backed by sc.
-func similarIDs(it *pebble.Iterator, g int64, viewed []int64, sc *simScratch) ([]int64, error) {
-	var key [KeyLen]byte
+// similar lists of the first MaxSimilarViewed viewed products (from cache,
+// else read from db) merged by the sum of their scores, best first, ties
+// by id, without the viewed products, each id once. The result is backed
+// by sc.
+func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *simScratch) ([]int64, error) {
+	key := &sc.key
+	var it *pebble.Iterator
+	defer func() {
+		if it != nil {
+			it.Close()
+		}
+	}()
 	cands := sc.cands[:0]
 	for _, v := range viewed[:min(len(viewed), MaxSimilarViewed)] {
 		if v <= 0 {
 			continue
 		}
-		putSimilarKey(&key, g, v)
-		if !it.SeekGE(key[:]) || string(it.Key()) != string(key[:]) {
-			if err := it.Error(); err != nil {
-				return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
+		list, ok := cache.get(g, v)
+		if !ok {
+			if it == nil {
+				var err error
+				if it, err = db.NewIter(nil); err != nil {
+					return nil, fmt.Errorf("catalog: reading similar lists of group %d: %w", g, err)
+				}
 			}
-			continue
-		}
-		val, err := it.ValueAndErr()
-		if err != nil {
-			return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
-		}
-		list, err := DecodeSimilar(val, sc.list[:0])
-		if err != nil {
-			return nil, fmt.Errorf("similar list %d/%d: %w", g, v, err)
+			putSimilarKey(key, g, v)
+			if it.SeekGE(key[:]) && string(it.Key()) == string(key[:]) {
+				val, err := it.ValueAndErr()
+				if err != nil {
+					return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
+				}
+				if cache != nil {
+					kept, err := DecodeSimilar(val, nil)
+					if err != nil {
+						return nil, fmt.Errorf("similar list %d/%d: %w", g, v, err)
+					}
+					cache.put(g, v, kept)
+					list = kept
+				} else if list, err = DecodeSimilar(val, sc.list[:0]); err != nil {
+					return nil, fmt.Errorf("similar list %d/%d: %w", g, v, err)
+				}
+			} else if err := it.Error(); err != nil {
+				return nil, fmt.Errorf("catalog: reading similar list %d/%d: %w", g, v, err)
+			} else {
+				cache.put(g, v, nil)
+			}
 		}
 		for _, s := range list {
 			if len(cands) == len(sc.cands) {
