@@ -220,3 +220,18 @@ bench-wrk: build
 	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
 	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
 	DEMO=$(DEMO) bench/wrk/remote-local.sh ./$(BIN)
+
+# The records' file sink on and off, under wrk, alternated (bench/wrk/records.sh):
+# server CPU per bid request with the Parquet files over without them.
+.PHONY: bench-records
+bench-records: build
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
+	@if [ ! -e $(DEMO)/rtbd.yaml ]; then ./$(BIN) gen -demo -hint=false -out $(DEMO); fi
+	DEMO=$(DEMO) bench/wrk/records.sh ./$(BIN)
+
+# The records' acceptance runs at full size (bidder/e2e/records_test.go):
+# 20,000 bids, a 30 s Kafka cut; RTBD_KAFKA_BROKERS=host:port runs the
+# counts and kill -9 tests against a real cluster instead of kfake.
+.PHONY: test-records-full
+test-records-full:
+	RTBD_RECORDS_BIDS=20000 RTBD_RECORDS_CUT=30s $(GO) test -count=1 -timeout 20m -v -run '^TestRecords' ./bidder/e2e/

@@ -45,6 +45,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"
+	"github.com/rtbd/rtbd/records/report"
 )
 
 // Kinds of reference tables (the first cell of their header).
@@ -506,6 +507,7 @@ var flagFiles = map[string]string{
 	"rtbd gen":        "ingest/README.md",
 	"rtbd gen -demo":  "bidder/README.md",
 	"rtbd gen -users": "bidder/README.md",
+	"rtbd report":     "records/README.md",
 }
 
 // flagItems lists every flag of every command's flag set.
@@ -513,7 +515,7 @@ func flagItems(t *testing.T) []item {
 	t.Helper()
 	t.Setenv(configs.EnvConfigPath, "") // -config's default is $RTBD_CONFIG
 	server, _, _, _ := newServerFlags("rtbd")
-	sets := slices.Concat([]*flag.FlagSet{server}, ingest.FlagSets(), demo.FlagSets(), bench.FlagSets())
+	sets := slices.Concat([]*flag.FlagSet{server}, ingest.FlagSets(), demo.FlagSets(), bench.FlagSets(), report.FlagSets())
 	if got := len(bench.FlagSets()); got != len(bench.Scenarios) {
 		t.Fatalf("bench.FlagSets: %d flag sets for %d scenarios", got, len(bench.Scenarios))
 	}

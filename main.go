@@ -23,6 +23,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"
+	"github.com/rtbd/rtbd/records/report"
 )
 
 // Exit codes.
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exit(stderr, bench.Main(ctx, rest, stdout, stderr))
 		case "ingest":
 			return exit(stderr, ingest.Main(ctx, rest, stdout, stderr))
+		case "report":
+			return exit(stderr, report.Main(ctx, rest, stdout, stderr))
 		case "config":
 			return exit(stderr, printConfig(rest, stdout, stderr))
 		case "help":
@@ -212,7 +215,8 @@ func exit(stderr io.Writer, err error) int {
 	case errors.As(err, &ue) && ue.cmd != "":
 		fmt.Fprintf(stderr, "%s: %s\n(%s -h for usage)\n", ue.cmd, ue.message(), ue.cmd)
 		return exitUsage
-	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, demo.ErrUsage), errors.Is(err, bench.ErrUsage):
+	case errors.As(err, &ue), errors.Is(err, ingest.ErrUsage), errors.Is(err, demo.ErrUsage), errors.Is(err, bench.ErrUsage),
+		errors.Is(err, report.ErrUsage):
 		fmt.Fprintf(stderr, "rtbd: %v\n(rtbd -h for usage)\n", err)
 		return exitUsage
 	default:
@@ -245,6 +249,7 @@ Jobs:
   rtbd gen [flags]              write a synthetic product feed, or (-demo) a whole demo setup
   rtbd ingest [flags] FEED...   load a product feed into a new index version
   rtbd bench SCENARIO [flags]   measure deployments side by side: store, bidder, all, render, compare (rtbd bench -h)
+  rtbd report -records DIR [-by DIMS] [-format F] [-check]  bids, wins, spend... from the log-level records
   rtbd config [server flags]    print the effective configuration (YAML)
   rtbd help                     this text
 

@@ -636,6 +636,9 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 		if bg := b.opts.Budgets; bg != nil && ex == nil && st.req.Test != 1 { // an Explain's bid is not sent; a test bid is never billed
 			bg.Bid(cd.c.ID, cd.charge, st.now)
 		}
+		if ex == nil {
+			b.recordBid(st, i, cd, products, cur)
+		}
 		if ie != nil {
 			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)
 		}

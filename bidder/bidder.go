@@ -23,6 +23,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/records"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -235,6 +236,10 @@ type Options struct {
 	// before it is answered (see notices.go); *journal.Journal implements
 	// it. The bidder does not own it.
 	Journal NoticeJournal
+	// Records, when set, receives the log-level records of bids, sampled
+	// no-bids, notices, clicks and views (see records.go); charge records
+	// go through the Journal's export log. The bidder does not own it.
+	Records *records.Recorder
 	// NoticeClockSkew is added to a bill token's expiry to make its
 	// notice's store expiry (spend.Notice.Expires). Default 5m
 	// (notice.clock_skew).
@@ -772,6 +777,7 @@ func (b *Bidder) respond(rc *fasthttp.RequestCtx, st *reqState, nbr rtb.NoBidRea
 	}
 	if nbr != bidMade {
 		m.nobid(nbr)
+		b.recordNoBid(st, nbr)
 		b.writeNoBid(rc, st.req.ID, nbr, st)
 	}
 	took := time.Since(start)

@@ -97,6 +97,7 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 		return
 	}
 	b.m.events[resOK].Inc()
+	b.recordView(uid, group, pid, time.Now())
 	b.pixelOrRedirect(rc, "")
 }
 
@@ -177,6 +178,7 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 	} else {
 		b.m.clicks[resOK].Inc()
 	}
+	b.recordClick(&ss.tok, pid, time.Now())
 	b.redirect(rc, dest)
 }
 

@@ -102,6 +102,7 @@ func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
 	}
 	reason := rtb.ParseLossReason(args.Peek("r"))
 	b.lm.reasons[reason].Inc()
+	b.recordLoss(tok, reason, args.Peek("m"), now)
 	if w := b.opts.Spend; w != nil {
 		_ = w.Count(tok.Campaign, spend.CountLosses+int(reason)) // closing: a statistic, not money
 	}

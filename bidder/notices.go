@@ -313,6 +313,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		return outReplay
 	}
 	b.countWin(tok, now)
+	b.recordNotice(kind, tok, price, now)
 	if !charges(kind, tok.Billing) {
 		return outAccepted
 	}
@@ -330,7 +331,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 	n := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge, User: tok.User, Micros: charge, At: now,
 		Expires: tok.Expires.Add(b.opts.NoticeClockSkew)}
 	if j := b.opts.Journal; j != nil {
-		if err := j.Append(tok.Campaign, &n); err != nil {
+		if err := b.appendCharge(j, tok, &n, price); err != nil {
 			b.replays.forget(kind, tok.Auction, tok.Imp)
 			b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 			return b.notCharged(err)
@@ -340,7 +341,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		b.replays.forget(kind, tok.Auction, tok.Imp)
 		b.replays.forget(chargeKey, tok.Auction, tok.Imp)
 		if n.Seq != 0 { // refused, so not acknowledged: not to be replayed either
-			b.opts.Journal.Confirm([]uint64{n.Seq})
+			b.dropCharge(n.Seq)
 		}
 		return b.notCharged(err)
 	}

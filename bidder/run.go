@@ -160,6 +160,7 @@ type Server struct {
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
 	spendW      *spend.Writer
 	journal     *journal.Journal // accepted notices until the store has them
+	records     *recordsRun      // nil when records are off
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
 	fraud       *fraud.Lists // nil without redis.addr
@@ -280,6 +281,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.journal != nil {
 		opts.Journal = s.journal
 	}
+	opts.Records = s.records.recorder()
 	opts.PriceEncryptionKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Encryption)
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.campaigns
@@ -383,10 +385,15 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	if err != nil {
 		return err
 	}
-	if s.journal, err = journal.Open(cfg.JournalDir(), journal.Options{MaxPending: cfg.Spend.JournalMaxPending,
-		Logger: log, Registerer: reg}); err != nil {
+	if s.records, err = openRecords(cfg, instance, log, reg); err != nil {
+		return err
+	}
+	jo := journal.Options{MaxPending: cfg.Spend.JournalMaxPending, Logger: log, Registerer: reg}
+	s.records.journalOptions(cfg, &jo)
+	if s.journal, err = journal.Open(cfg.JournalDir(), jo); err != nil {
 		return dataDirError(cfg.JournalDir(), " (spend.journal_dir)", err)
 	}
+	s.records.startExport(s.journal)
 	w, err := spend.NewWriter(store, spend.Options{
 		FlushInterval: cfg.Spend.FlushInterval, Flushers: cfg.Spend.Flushers,
 		ThresholdImps: cfg.Spend.ThresholdImps, BudgetFraction: cfg.Spend.BudgetFraction,
@@ -594,7 +601,8 @@ func (s *Server) closeStores() error {
 	if s.fraud != nil {
 		s.fraud.Close()
 	}
-	if s.journal != nil { // after the Writer: its last confirmations
+	errs = append(errs, s.records.close()) // its exporters read the journal
+	if s.journal != nil {                  // after the Writer: its last confirmations
 		errs = append(errs, s.journal.Close())
 	}
 	if s.spendDB != nil {

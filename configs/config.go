@@ -129,6 +129,10 @@ type RecordsKafka struct {
 	// TopicPrefix is prepended to the kind to name each kind's topic
 	// (rtbd.records.bid, ...).
 	TopicPrefix string `yaml:"topic_prefix"`
+	// DeliveryTimeout is how long a record may wait for the brokers: then
+	// a record other than a charge is dropped (counted), and a charge is
+	// sent again.
+	DeliveryTimeout time.Duration `yaml:"delivery_timeout"`
 }
 
 // Validate reports the problems of the records section.
@@ -145,6 +149,7 @@ func (r Records) Validate(p *Problems) {
 	p.Range("buffer_bytes", r.BufferBytes, 64<<10, 1<<40)
 	p.Range("nobid_sample", r.NoBidSample, 0, 1<<40)
 	p.Range("charge_max_pending", r.ChargeMaxPending, 1, 1<<40)
+	p.Positive("kafka.delivery_timeout", r.Kafka.DeliveryTimeout)
 	for _, b := range strings.Split(r.Kafka.Brokers, ",") {
 		if r.Kafka.Brokers != "" {
 			p.HostPort("kafka.brokers", strings.TrimSpace(b))

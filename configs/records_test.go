@@ -10,7 +10,7 @@ func TestRecordsDefaults(t *testing.T) {
 	c := mustDefault(t)
 	want := Records{Files: true, RollInterval: time.Minute, RollBytes: 128 << 20, Retention: 168 * time.Hour,
 		ViewRetention: 168 * time.Hour, BufferBytes: 64 << 20, NoBidSample: 100, ChargeMaxPending: 10_000_000,
-		Kafka: RecordsKafka{TopicPrefix: "rtbd.records."}}
+		Kafka: RecordsKafka{TopicPrefix: "rtbd.records.", DeliveryTimeout: 10 * time.Second}}
 	if c.Records != want {
 		t.Errorf("records defaults %+v, want %+v", c.Records, want)
 	}
@@ -35,6 +35,7 @@ func TestRecordsValidate(t *testing.T) {
 		{"records.kafka.brokers", "10.0.0.1:9092,10.0.0.2:9092", ""},
 		{"records.kafka.brokers", "kafka", "records.kafka.brokers: must be host:port"},
 		{"records.kafka.topic_prefix", "a b", "records.kafka.topic_prefix: must be of [0-9A-Za-z._-]"},
+		{"records.kafka.delivery_timeout", "0s", "records.kafka.delivery_timeout: must be > 0"},
 		{"records.dir", " /x", "records.dir: must not start or end with spaces"},
 	} {
 		c := mustDefault(t)

@@ -49,6 +49,10 @@ type ExportOptions struct {
 	RetryMin, RetryMax time.Duration
 	// Metrics counts sink failures (the sinks count what they write).
 	Metrics *Metrics
+	// DrainTimeout bounds the delivery of what is left once ctx has
+	// ended (shutdown); what is not delivered by then stays in the log
+	// for the next start. Default 5s.
+	DrainTimeout time.Duration
 	// OnCommit, when set, is called after each commit of the cursor (tests).
 	OnCommit func(seq uint64)
 }
@@ -58,7 +62,8 @@ type ExportOptions struct {
 // as the sink makes records durable. A sink error is retried with backoff
 // from the last durable record, so a record is delivered at least once
 // (again after a crash between delivery and commit: consumers deduplicate
-// by nonce and kind). On ctx's end it forces a last sync and commit.
+// by nonce and kind). Once ctx ends it delivers what is left (for up to
+// DrainTimeout), completes the sink's open charge file and commits.
 func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o ExportOptions) error {
 	if o.Batch <= 0 {
 		o.Batch = 1000
@@ -71,6 +76,9 @@ func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o Exp
 	}
 	if o.RetryMax <= 0 {
 		o.RetryMax = 5 * time.Second
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = 5 * time.Second
 	}
 	m := o.Metrics.Sink(sink.Name())
 	name := sink.Name()
@@ -94,12 +102,17 @@ func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o Exp
 	}
 	backoff := time.Duration(0)
 	batch := make([]Record, 0, o.Batch)
+	var drainUntil time.Time // set once ctx has ended: deliver what is left, for up to DrainTimeout
 	for {
-		if ctx.Err() != nil {
+		if drainUntil.IsZero() && ctx.Err() != nil {
+			drainUntil = time.Now().Add(o.DrainTimeout)
+		}
+		draining := !drainUntil.IsZero()
+		if draining && time.Now().After(drainUntil) {
 			if d, err := sink.SyncCharges(time.Now(), true); err == nil {
 				commit(d)
 			}
-			return nil
+			return nil // the rest stays in the log for the next start
 		}
 		batch = batch[:0]
 		err := src.ReadAfter(read, o.Batch, func(seq uint64, v []byte) error {
@@ -115,21 +128,27 @@ func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o Exp
 		})
 		if err != nil {
 			m.Fail(err)
+			if draining {
+				return nil
+			}
 			sleep(ctx, o.Poll)
 			continue
 		}
 		var d uint64
-		switch {
-		case len(batch) > 0:
+		if len(batch) > 0 {
 			d, err = sink.WriteCharges(batch)
-		default:
-			d, err = sink.SyncCharges(time.Now(), false)
+		} else {
+			d, err = sink.SyncCharges(time.Now(), draining)
 		}
 		if err != nil {
 			m.Fail(err)
 			backoff = min(max(backoff*2, o.RetryMin), o.RetryMax)
 			read = committed // hand everything not durable again
-			sleep(ctx, backoff)
+			if draining {
+				time.Sleep(min(backoff, time.Until(drainUntil)))
+			} else {
+				sleep(ctx, backoff)
+			}
 			continue
 		}
 		backoff = 0
@@ -137,7 +156,10 @@ func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o Exp
 			read = batch[len(batch)-1].Seq
 		}
 		commit(d)
-		if len(batch) < o.Batch {
+		if draining && len(batch) == 0 {
+			return nil // everything delivered and committed
+		}
+		if len(batch) < o.Batch && !draining {
 			sleep(ctx, o.Poll)
 		}
 	}

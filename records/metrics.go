@@ -38,10 +38,10 @@ func NewMetrics(reg prometheus.Registerer, log *zap.Logger, logEvery time.Durati
 		logEvery = time.Minute
 	}
 	written := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_records_written_total",
-		Help: "Log-level records a sink wrote (file: in a completed or open Parquet file; kafka: acknowledged by the brokers), by kind and sink."},
+		Help: "Log-level records a sink wrote, by kind and sink (file: in a completed file; kafka: acknowledged by the brokers)."},
 		[]string{"kind", "sink"})
 	dropped := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_records_dropped_total",
-		Help: "Log-level records dropped, by kind and sink: the sink's buffer (records.buffer_bytes) was full, the sink failed (disk full, directory gone, brokers down), or, for charge records, the journal's export log was full (records.charge_max_pending)."},
+		Help: "Log-level records dropped, by kind and sink (file, kafka, journal): the sink's buffer (records.buffer_bytes) was full, the sink failed (disk full, directory gone, brokers down), or, for charge records, the journal's export log was full (records.charge_max_pending)."},
 		[]string{"kind", "sink"})
 	errs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_records_errors_total",
 		Help: "Failed writes of a records sink (logged once per minute per sink)."},

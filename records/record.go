@@ -177,7 +177,14 @@ func (r *Record) BinarySize() int {
 // src may be outside input (a damaged journal): every length is checked,
 // and a record that does not decode is an error wrapping ErrCorrupt.
 func (r *Record) DecodeBinary(src []byte) (rest []byte, err error) {
-	d := decoder{b: src}
+	return r.decode(src, nil)
+}
+
+// decode is DecodeBinary; with dc, the strings of low cardinality come
+// from dc's interner and Products from its arena (the sink goroutine's
+// decoding allocates little).
+func (r *Record) decode(src []byte, dc *decodeCache) (rest []byte, err error) {
+	d := decoder{b: src, dc: dc}
 	if v := d.byte(); d.err == nil && v != binaryVersion {
 		return nil, fmt.Errorf("%w: version %d", ErrCorrupt, v)
 	}
@@ -186,9 +193,9 @@ func (r *Record) DecodeBinary(src []byte) (rest []byte, err error) {
 	copy(r.Nonce[:], d.take(16))
 	flags := d.byte()
 	r.Test = flags&1 != 0
-	for _, p := range [...]*string{&r.Instance, &r.RequestID, &r.ImpID, &r.Exchange, &r.CampaignID, &r.Publisher,
+	for i, p := range [...]*string{&r.Instance, &r.RequestID, &r.ImpID, &r.Exchange, &r.CampaignID, &r.Publisher,
 		&r.DomainOrBundle, &r.Format, &r.Country, &r.DeviceType, &r.Currency, &r.Reason, &r.UserID} {
-		*p = d.str()
+		*p = d.str(i != 1 && i != 12) // request and user ids are not interned
 	}
 	for _, p := range [...]*int64{&r.PriceMicros, &r.SpendMicros, &r.ValueMicros, &r.MMicros, &r.GroupID, &r.ProductID} {
 		*p = d.varint()
@@ -197,9 +204,17 @@ func (r *Record) DecodeBinary(src []byte) (rest []byte, err error) {
 	if n > maxProducts {
 		d.fail()
 	}
-	r.Products = r.Products[:0]
-	for i := uint64(0); i < n && d.err == nil; i++ {
-		r.Products = append(r.Products, d.varint())
+	if dc != nil {
+		a := len(dc.arena)
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			dc.arena = append(dc.arena, d.varint())
+		}
+		r.Products = dc.arena[a:len(dc.arena):len(dc.arena)]
+	} else {
+		r.Products = r.Products[:0]
+		for i := uint64(0); i < n && d.err == nil; i++ {
+			r.Products = append(r.Products, d.varint())
+		}
 	}
 	if d.err != nil {
 		return nil, d.err
@@ -214,6 +229,29 @@ func (r *Record) DecodeBinary(src []byte) (rest []byte, err error) {
 type decoder struct {
 	b   []byte
 	err error
+	dc  *decodeCache
+}
+
+// decodeCache is the interner and the products arena of one sink
+// goroutine's decoding.
+type decodeCache struct {
+	strs  map[string]string
+	arena []int64
+}
+
+// maxInterned bounds the interner: past it, it starts over.
+const maxInterned = 1 << 12
+
+func (c *decodeCache) intern(b []byte) string {
+	if s, ok := c.strs[string(b)]; ok {
+		return s
+	}
+	if len(c.strs) >= maxInterned {
+		clear(c.strs)
+	}
+	s := string(b)
+	c.strs[s] = s
+	return s
 }
 
 func (d *decoder) fail() {
@@ -263,11 +301,15 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
-func (d *decoder) str() string {
+func (d *decoder) str(intern bool) string {
 	n := d.uvarint()
 	if n > maxString {
 		d.fail()
 		return ""
 	}
-	return string(d.take(int(n)))
+	b := d.take(int(n))
+	if intern && d.dc != nil {
+		return d.dc.intern(b)
+	}
+	return string(b)
 }

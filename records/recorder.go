@@ -161,11 +161,13 @@ func (r *Recorder) loop(l *sinkLoop) {
 	t := time.NewTicker(r.opts.FlushInterval)
 	defer t.Stop()
 	var batch []Record
+	dc := &decodeCache{strs: map[string]string{}}
 	write := func(c []byte) {
 		batch = batch[:0]
+		dc.arena = dc.arena[:0:0] // the previous batch's products may still be referenced: a new arena
 		for len(c) > 0 {
 			batch = append(batch, Record{})
-			rest, err := batch[len(batch)-1].DecodeBinary(c)
+			rest, err := batch[len(batch)-1].decode(c, dc)
 			if err != nil { // cannot happen: the buffer holds what AppendBinary wrote
 				batch = batch[:len(batch)-1]
 				l.m.Fail(err)

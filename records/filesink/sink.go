@@ -89,7 +89,7 @@ type Sink struct {
 	next     uint64 // last file seq used
 	reserved uint64 // every seq <= reserved is durably reserved
 	lastRet  time.Time
-	row      [1]records.Row
+	rows     []records.Row // scratch of write
 }
 
 type partKey struct {
@@ -160,7 +160,10 @@ func Open(opts Options) (*Sink, error) {
 		}
 		s.next = v
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("filesink: %w", err)
+		// An unreadable directory is a failure like any other: the sink
+		// drops and counts until it can write; the clock floor below still
+		// keeps file numbers apart.
+		opts.Logger.Warn("filesink: reading the file number reservation", zap.String("dir", opts.Dir), zap.Error(err))
 	}
 	s.next = max(s.next, uint64(opts.Now().UnixMilli()))
 	s.reserved = s.next
@@ -257,19 +260,39 @@ func (s *Sink) openFile(k partKey) (*openFile, error) {
 	return of, nil
 }
 
-// write appends rec to of.
-func (s *Sink) write(of *openFile, rec *records.Record) error {
-	rec.ToRow(&s.row[0])
-	if _, err := of.w.Write(s.row[:]); err != nil {
+// write appends recs (all of of's partition) to of, in one call of the
+// Parquet writer.
+func (s *Sink) write(of *openFile, recs []records.Record) error {
+	if cap(s.rows) < len(recs) {
+		s.rows = append(s.rows[:cap(s.rows)], make([]records.Row, len(recs)-cap(s.rows))...)
+	}
+	rows := s.rows[:len(recs)]
+	for i := range recs {
+		recs[i].ToRow(&rows[i])
+	}
+	if _, err := of.w.Write(rows); err != nil {
 		return err
 	}
-	of.counts[rec.Kind]++
-	of.maxSeq = max(of.maxSeq, rec.Seq)
-	if of.buffered++; of.buffered >= s.opts.RowGroupRows {
+	for i := range recs {
+		of.counts[recs[i].Kind]++
+		of.maxSeq = max(of.maxSeq, recs[i].Seq)
+	}
+	if of.buffered += len(recs); of.buffered >= s.opts.RowGroupRows {
 		of.buffered = 0
 		return of.w.Flush()
 	}
 	return nil
+}
+
+// run is the length of the run of records at the start of recs that share
+// the first one's partition.
+func run(recs []records.Record) int {
+	k := keyOf(&recs[0])
+	n := 1
+	for n < len(recs) && keyOf(&recs[n]) == k {
+		n++
+	}
+	return n
 }
 
 // complete closes of and renames it to its final name: its records are
@@ -312,23 +335,25 @@ func keyOf(r *records.Record) partKey {
 func (s *Sink) Write(recs []records.Record) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range recs {
-		r := &recs[i]
-		k := keyOf(r)
+	for len(recs) > 0 {
+		n := run(recs)
+		part := recs[:n]
+		recs = recs[n:]
+		k := keyOf(&part[0])
 		of := s.open[k]
 		if of == nil {
 			var err error
 			if of, err = s.openFile(k); err != nil {
-				s.m.Dropped(r.Kind, 1)
+				s.m.Dropped(k.kind, n)
 				s.m.Fail(err)
 				continue
 			}
 			s.open[k] = of
 		}
-		if err := s.write(of, r); err != nil {
+		if err := s.write(of, part); err != nil {
 			delete(s.open, k)
 			s.discard(of)
-			s.m.Dropped(r.Kind, 1)
+			s.m.Dropped(k.kind, n)
 			s.m.Fail(err)
 			continue
 		}
@@ -406,9 +431,11 @@ func (s *Sink) retain(now time.Time) error {
 func (s *Sink) WriteCharges(recs []records.Record) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := range recs {
-		r := &recs[i]
-		k := keyOf(r)
+	for len(recs) > 0 {
+		n := run(recs)
+		part := recs[:n]
+		recs = recs[n:]
+		k := keyOf(&part[0])
 		if s.charge != nil && s.charge.key != k {
 			if err := s.completeCharge(); err != nil {
 				return s.durable, err
@@ -421,7 +448,7 @@ func (s *Sink) WriteCharges(recs []records.Record) (uint64, error) {
 			}
 			s.charge = of
 		}
-		if err := s.write(s.charge, r); err != nil {
+		if err := s.write(s.charge, part); err != nil {
 			s.discard(s.charge)
 			s.charge = nil
 			return s.durable, fmt.Errorf("filesink: %w", err)
