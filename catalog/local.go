@@ -468,7 +468,7 @@ func (l *Local) GetProductMasters(ctx context.Context, req *catalogpb.ProductMas
 		return nil, err
 	}
 	resp.Product1S = products(ents)
-	ids2, err := lk.secondIDs(req)
+	ids2, err := lk.secondIDs(req, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -518,7 +518,8 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		v.hot.touch(lk.g, req.Product1Ids[:min(len(req.Product1Ids), 2*max(0, int(req.Product1QuantityAtMost)))])
 		v.hot.touch(lk.g, req.Product2Ids[:min(len(req.Product2Ids), 2*max(0, int(req.Product2QuantityAtMost)))])
 	}
-	ids2, err := lk.secondIDs(req)
+	var wire []byte // the similar lists used, for the answer
+	ids2, err := lk.secondIDs(req, &wire)
 	if err != nil {
 		return dst, counts, err
 	}
@@ -539,7 +540,8 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		}
 		counts[li] = len(ents)
 	}
-	return appendIndexVersion(dst, 3, v.iv.Load()), counts, nil
+	dst = appendIndexVersion(dst, 3, v.iv.Load())
+	return append(dst, wire...), counts, nil
 }
 
 // lookup is one request's reads of one version and group. Ids the hot
@@ -578,14 +580,14 @@ type pending struct {
 // secondIDs is the id list of req's second list: product2_ids, or with
 // similar_to_viewed and none given, the ids similarIDs resolves from the
 // viewed products' similar lists (valid until the lookup is closed).
-func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest) ([]int64, error) {
+func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest, wire *[]byte) ([]int64, error) {
 	if len(req.Product2Ids) > 0 || !req.SimilarToViewed || req.Product2QuantityAtMost <= 0 || len(req.Product1Ids) == 0 {
 		return req.Product2Ids, nil
 	}
 	if err := lk.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
 	}
-	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, &lk.sim)
+	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, &lk.sim, wire)
 }
 
 func (lk *lookup) close() {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"go.uber.org/zap"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
@@ -267,7 +268,6 @@ const maxSimCands = 256
 
 // simScratch is a request's room for resolving similar_to_viewed.
 type simScratch struct {
-	key   [KeyLen]byte
 	list  [MaxSimilar]Similar
 	cands [maxSimCands]simCand
 	ids   [maxSimCands]int64
@@ -327,8 +327,11 @@ func (c *simCache) put(g, id int64, list []Similar) {
 // else read from db) merged by the sum of their scores, best first, ties
 // by id, without the viewed products, each id once. The result is backed
 // by sc.
-func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *simScratch) ([]int64, error) {
-	key := &sc.key
+//
+// With wire not nil, each viewed product's list is appended to *wire as a
+// ProductMastersResponse.similar_lists field (a node's answer).
+func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *simScratch, wire *[]byte) ([]int64, error) {
+	var key *[KeyLen]byte // Pebble keeps the sought key: allocated on a cache miss only
 	var it *pebble.Iterator
 	defer func() {
 		if it != nil {
@@ -343,6 +346,7 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *
 		list, ok := cache.get(g, v)
 		if !ok {
 			if it == nil {
+				key = new([KeyLen]byte)
 				var err error
 				if it, err = db.NewIter(nil); err != nil {
 					return nil, fmt.Errorf("catalog: reading similar lists of group %d: %w", g, err)
@@ -370,6 +374,9 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *
 				cache.put(g, v, nil)
 			}
 		}
+		if wire != nil {
+			*wire = appendSimilarList(*wire, g, v, AppendSimilarValue(nil, list))
+		}
 		for _, s := range list {
 			if len(cands) == len(sc.cands) {
 				break
@@ -378,6 +385,22 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *
 		}
 	}
 	return mergeSimilar(cands, viewed, sc.ids[:0]), nil
+}
+
+// appendSimilarList appends a ProductMastersResponse.similar_lists field
+// (4) holding a SimilarList of product id in group g with the encoded list.
+func appendSimilarList(b []byte, g, id int64, list []byte) []byte {
+	var inner [2*binary.MaxVarintLen64 + 2]byte
+	m := protowire.AppendTag(inner[:0], 1, protowire.VarintType)
+	m = protowire.AppendVarint(m, uint64(g))
+	m = protowire.AppendTag(m, 2, protowire.VarintType)
+	m = protowire.AppendVarint(m, uint64(id))
+	size := len(m) + protowire.SizeTag(3) + protowire.SizeBytes(len(list))
+	b = protowire.AppendTag(b, 4, protowire.BytesType)
+	b = protowire.AppendVarint(b, uint64(size))
+	b = append(b, m...)
+	b = protowire.AppendTag(b, 3, protowire.BytesType)
+	return protowire.AppendBytes(b, list)
 }
 
 // mergeSimilar sums the scores of each id of cands (in place), drops the

@@ -36,6 +36,7 @@ type productNode struct {
 	asked   [][]ncKey                                                               // ids of every GetProducts call
 
 	productCalls atomic.Int64
+	masterCalls  atomic.Int64 // GetProductMasters calls
 	changeCalls  atomic.Int64
 	stall        atomic.Bool // GetProducts blocks until its ctx is done
 }
@@ -224,8 +225,10 @@ func (n *productNode) GetProductMasters(ctx context.Context, req *catalogpb.Prod
 		}
 		return out
 	}
+	n.masterCalls.Add(1)
 	ids2 := req.Product2Ids
-	if len(ids2) == 0 && req.SimilarToViewed {
+	var used []*catalogpb.SimilarList
+	if len(ids2) == 0 && req.SimilarToViewed && req.Product2QuantityAtMost > 0 && len(req.Product1Ids) > 0 {
 		lists := map[int64][]catalog.Similar{}
 		for _, l := range catalogtest.SimilarLists() {
 			if l.Group == g {
@@ -233,7 +236,12 @@ func (n *productNode) GetProductMasters(ctx context.Context, req *catalogpb.Prod
 			}
 		}
 		ids2 = catalog.SimilarIDs(req.Product1Ids, func(id int64) []catalog.Similar { return lists[id] }, nil)
+		for _, v := range req.Product1Ids[:min(len(req.Product1Ids), catalog.MaxSimilarViewed)] {
+			if v > 0 {
+				used = append(used, &catalogpb.SimilarList{ProductGroupId: g, ProductId: v, List: catalog.AppendSimilarValue(nil, lists[v])})
+			}
+		}
 	}
 	return &catalogpb.ProductMastersResponse{Product1S: list(req.Product1Ids, req.Product1QuantityAtMost),
-		Product2S: list(ids2, req.Product2QuantityAtMost), Version: n.version}, nil
+		Product2S: list(ids2, req.Product2QuantityAtMost), Version: n.version, SimilarLists: used}, nil
 }

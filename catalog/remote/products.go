@@ -91,17 +91,25 @@ func (c *Client) getProductMastersNear(ctx context.Context, req *catalogpb.Produ
 // near cache and must not be modified.
 func (c *Client) GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool {
 	nc := c.near
-	if nc == nil || resp == nil || c.closed.Load() || c.legacy() || catalog.ValidateRequest(req, c.maxIDs) != nil || onNode(req) {
+	if nc == nil || resp == nil || c.closed.Load() || c.legacy() || catalog.ValidateRequest(req, c.maxIDs) != nil {
 		return false
 	}
 	now, vs := nc.now(), nc.ver.Load()
+	ids2 := req.Product2Ids
+	if onNode(req) { // the second list from the cached similar lists
+		var buf [64]int64
+		var ok bool
+		if ids2, ok = nc.similarIDs(req, now, vs, buf[:0]); !ok {
+			return false
+		}
+	}
 	var hits, absent int64
 	var ok bool
 	resp.Product1S, ok = nc.cachedList(resp.Product1S[:0], req.ProductGroupId, req.Product1Ids, req.Product1QuantityAtMost, now, vs, &hits, &absent)
 	if !ok {
 		return false
 	}
-	resp.Product2S, ok = nc.cachedList(resp.Product2S[:0], req.ProductGroupId, req.Product2Ids, req.Product2QuantityAtMost, now, vs, &hits, &absent)
+	resp.Product2S, ok = nc.cachedList(resp.Product2S[:0], req.ProductGroupId, ids2, req.Product2QuantityAtMost, now, vs, &hits, &absent)
 	if !ok {
 		return false
 	}
@@ -205,6 +213,9 @@ func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersR
 		if err != nil {
 			return err
 		}
+		if onNode(r) {
+			c.keepLists(resp)
+		}
 		resps[i].Product1S, resps[i].Product2S, resps[i].Version = resp.Product1S, resp.Product2S, resp.Version
 	}
 	return nil
@@ -236,6 +247,16 @@ func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequ
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: remote: %w", catalog.ErrDeadline, err)
+	}
+	if nodeReqs > 0 {
+		if resolved := c.resolveLocally(reqs); &resolved[0] != &reqs[0] {
+			reqs, nodeReqs = resolved, 0
+			for _, r := range reqs {
+				if onNode(r) {
+					nodeReqs++
+				}
+			}
+		}
 	}
 	if nodeReqs == 0 {
 		return c.batchRecords(ctx, reqs, resps)
