@@ -73,6 +73,9 @@ func decodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
 		if m < 0 {
 			return errWire
 		}
+		if num == 3 && typ == protowire.BytesType && !wellFormed(protowireBytes(b[i:])) {
+			return errWire
+		}
 		i += m
 	}
 	if n4 > 0 { // similar lists, and the version they belong to (for the near cache)
@@ -124,16 +127,17 @@ func decodeSimilarLists(b []byte, r *catalogpb.ProductMastersResponse, n int) er
 		if (num == 3 || num == 4) && typ == protowire.BytesType {
 			v, m := protowire.ConsumeBytes(b[i:])
 			i += m
-			if num == 3 {
-				iv := new(catalogpb.IndexVersion)
-				if err := proto.Unmarshal(v, iv); err != nil {
+			if num == 3 { // repeated occurrences merge, as proto.Unmarshal does
+				if r.Version == nil {
+					r.Version = new(catalogpb.IndexVersion)
+				}
+				if err := (proto.UnmarshalOptions{Merge: true, DiscardUnknown: true}).Unmarshal(v, r.Version); err != nil {
 					return fmt.Errorf("%w: %w", errWire, err)
 				}
-				r.Version = iv
 				continue
 			}
 			sl := new(catalogpb.SimilarList)
-			if err := proto.Unmarshal(v, sl); err != nil {
+			if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, sl); err != nil {
 				return fmt.Errorf("%w: %w", errWire, err)
 			}
 			r.SimilarLists = append(r.SimilarLists, sl)
@@ -142,4 +146,33 @@ func decodeSimilarLists(b []byte, r *catalogpb.ProductMastersResponse, n int) er
 		i += protowire.ConsumeFieldValue(num, typ, b[i:])
 	}
 	return nil
+}
+
+// protowireBytes returns the content of the length-delimited field value
+// at the start of b (nil if malformed).
+func protowireBytes(b []byte) []byte {
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil
+	}
+	return v
+}
+
+// wellFormed reports whether b is a well-framed protobuf message (every
+// tag and value complete), as proto.Unmarshal requires of a nested
+// message such as the version, without decoding it.
+func wellFormed(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num > protowire.MaxValidNumber {
+			return false
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return false
+		}
+		b = b[m:]
+	}
+	return true
 }
