@@ -557,7 +557,7 @@ type lookup struct {
 	rd   *pebbleReader // opened at the first hot-cache miss
 	ents [16]*cached   // list's result for short lists
 	got  [32]int64     // ids of list's result for short lists
-	sim  simScratch    // similar_to_viewed's merge
+	sim  *simScratch   // similar_to_viewed's merge (pooled; returned at close)
 	// hot-cache gets, counted into the cache at close
 	hits, misses int64
 }
@@ -587,10 +587,17 @@ func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest, wire *[]byte) 
 	if err := lk.ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
 	}
-	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, &lk.sim, wire)
+	if lk.sim == nil {
+		lk.sim = simScratchPool.Get().(*simScratch)
+	}
+	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, req.Product2QuantityAtMost, lk.sim, wire)
 }
 
 func (lk *lookup) close() {
+	if lk.sim != nil {
+		simScratchPool.Put(lk.sim)
+		lk.sim = nil
+	}
 	if lk.rd != nil && lk.rd.it != nil {
 		lk.rd.it.Close()
 	}

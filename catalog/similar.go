@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -268,9 +269,12 @@ const maxSimCands = 256
 
 // simScratch is a request's room for resolving similar_to_viewed.
 type simScratch struct {
-	list  [MaxSimilar]Similar
-	cands [maxSimCands]simCand
-	ids   [maxSimCands]int64
+	table  [2 * maxSimCands]int32
+	merged [maxSimCands]simCand
+	top    [maxSimCands]simCand
+	list   [MaxSimilar]Similar
+	cands  [maxSimCands]simCand
+	ids    [maxSimCands]int64
 }
 
 // simCache caches decoded similar lists of one version, direct-mapped
@@ -330,7 +334,7 @@ func (c *simCache) put(g, id int64, list []Similar) {
 //
 // With wire not nil, each viewed product's list is appended to *wire as a
 // ProductMastersResponse.similar_lists field (a node's answer).
-func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *simScratch, wire *[]byte) ([]int64, error) {
+func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, atMost int32, sc *simScratch, wire *[]byte) ([]int64, error) {
 	var key *[KeyLen]byte // Pebble keeps the sought key: allocated on a cache miss only
 	var it *pebble.Iterator
 	defer func() {
@@ -384,7 +388,7 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, sc *
 			cands = append(cands, simCand{s.ID, uint64(s.Score)})
 		}
 	}
-	return mergeSimilar(cands, viewed, sc.ids[:0]), nil
+	return mergeSimilar(cands, viewed, sc.ids[:0], similarLimit(atMost), sc), nil
 }
 
 // appendSimilarList appends a ProductMastersResponse.similar_lists field
@@ -403,56 +407,98 @@ func appendSimilarList(b []byte, g, id int64, list []byte) []byte {
 	return protowire.AppendBytes(b, list)
 }
 
-// mergeSimilar sums the scores of each id of cands (in place), drops the
-// viewed ones and appends the rest to dst, best first, ties by id.
-func mergeSimilar(cands []simCand, viewed []int64, dst []int64) []int64 {
+// mergeSimilar sums the scores of each id of cands, drops ids <= 0 and
+// the viewed ones, and appends the rest to dst, best first (ties by id):
+// with limit > 0 only the best limit of them. It allocates only when dst
+// has no room. sc's table is its working space.
+func mergeSimilar(cands []simCand, viewed []int64, dst []int64, limit int, sc *simScratch) []int64 {
 	if len(cands) == 0 {
 		return dst
 	}
-	slices.SortFunc(cands, func(a, b simCand) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
-	out := cands[:0]
-	for _, c := range cands {
-		if n := len(out); n > 0 && out[n-1].id == c.id {
-			out[n-1].score += c.score
-			continue
-		}
-		if c.id <= 0 || slices.Contains(viewed, c.id) {
-			continue
-		}
-		out = append(out, c)
+	// Sum by id in an open-addressing table of slot+1 indexes into out.
+	size := 16
+	for size < 2*len(cands) {
+		size <<= 1
 	}
-	slices.SortFunc(out, func(a, b simCand) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
+	table := sc.table[:size]
+	clear(table)
+	mask := uint64(size - 1)
+	out := sc.merged[:0]
+	for _, c := range cands {
+		if c.id <= 0 {
+			continue
 		}
-		return 0
-	})
+		h := (uint64(c.id) * 0x9e3779b97f4a7c15) >> 32
+		for {
+			i := h & mask
+			k := table[i]
+			if k == 0 {
+				out = append(out, c)
+				table[i] = int32(len(out))
+				break
+			}
+			if out[k-1].id == c.id {
+				out[k-1].score += c.score
+				break
+			}
+			h++
+		}
+	}
+	// Drop the viewed products.
+	kept := out[:0]
 	for _, c := range out {
+		if !slices.Contains(viewed, c.id) {
+			kept = append(kept, c)
+		}
+	}
+	better := func(a, b simCand) bool { return a.score > b.score || a.score == b.score && a.id < b.id }
+	if limit <= 0 || limit >= len(kept) {
+		slices.SortFunc(kept, func(a, b simCand) int {
+			if better(a, b) {
+				return -1
+			}
+			if better(b, a) {
+				return 1
+			}
+			return 0
+		})
+		for _, c := range kept {
+			dst = append(dst, c.id)
+		}
+		return dst
+	}
+	// The best limit, by insertion into a sorted prefix: one comparison for
+	// a candidate that does not make it.
+	top := sc.top[:0]
+	for _, c := range kept {
+		if len(top) == limit && !better(c, top[limit-1]) {
+			continue
+		}
+		if len(top) < limit {
+			top = append(top, c)
+		} else {
+			top[limit-1] = c
+		}
+		for j := len(top) - 1; j > 0 && better(top[j], top[j-1]); j-- {
+			top[j], top[j-1] = top[j-1], top[j]
+		}
+	}
+	for _, c := range top {
 		dst = append(dst, c.id)
 	}
 	return dst
 }
 
-// SimilarIDs is similarIDs over lists given in memory (by product id), for
-// a client that caches the lists itself (catalog/remote): the same merge,
-// the same order. It allocates only when dst has no room.
-func SimilarIDs(viewed []int64, lists func(id int64) []Similar, dst []int64) []int64 {
-	var sc simScratch
+// SimilarIDs is the merge a store makes for similar_to_viewed, over lists
+// given in memory (by product id), for a client that caches the lists
+// itself (catalog/remote) and for evaluations: the similar lists of the
+// first MaxSimilarViewed viewed products merged by the sum of their
+// scores, best first, ties by id, without the viewed products, each id
+// once; with limit > 0 only the best limit. It allocates only when dst has
+// no room.
+func SimilarIDs(viewed []int64, lists func(id int64) []Similar, limit int, dst []int64) []int64 {
+	sc := simScratchPool.Get().(*simScratch)
+	defer simScratchPool.Put(sc)
 	cands := sc.cands[:0]
 	for _, v := range viewed[:min(len(viewed), MaxSimilarViewed)] {
 		if v <= 0 {
@@ -465,8 +511,17 @@ func SimilarIDs(viewed []int64, lists func(id int64) []Similar, dst []int64) []i
 			cands = append(cands, simCand{s.ID, uint64(s.Score)})
 		}
 	}
-	return mergeSimilar(cands, viewed, dst)
+	return mergeSimilar(cands, viewed, dst, limit, sc)
 }
+
+// similarLimit is how many merged ids a request for atMost products
+// resolves: room for some to be out of stock or deleted since.
+func similarLimit(atMost int32) int { return 2*int(max(atMost, 0)) + 8 }
+
+// SimilarLimit is similarLimit, for clients that resolve lists themselves.
+func SimilarLimit(atMost int32) int { return similarLimit(atMost) }
+
+var simScratchPool = sync.Pool{New: func() any { return new(simScratch) }}
 
 var errNoBuilder = errors.New("catalog: similar lists: builder closed")
 

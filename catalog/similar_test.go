@@ -31,7 +31,7 @@ func TestSimilarIDsMerge(t *testing.T) {
 		1: {{ID: 3, Score: 900}, {ID: 2, Score: 800}, {ID: 4, Score: 500}},
 		2: {{ID: 4, Score: 700}, {ID: 1, Score: 600}, {ID: 6, Score: 100}, {ID: 5, Score: 100}},
 	}
-	got := catalog.SimilarIDs([]int64{1, 2, 0, -1, 99}, func(id int64) []catalog.Similar { return lists[id] }, nil)
+	got := catalog.SimilarIDs([]int64{1, 2, 0, -1, 99}, func(id int64) []catalog.Similar { return lists[id] }, 0, nil)
 	// 4: 500+700, 3: 900, then 5 and 6 (100 each, by id); 1 and 2 were viewed.
 	if want := []int64{4, 3, 5, 6}; !slices.Equal(got, want) {
 		t.Errorf("SimilarIDs = %v, want %v", got, want)
@@ -58,4 +58,23 @@ func FuzzDecodeSimilar(f *testing.F) {
 			t.Fatalf("encoding %x longer than the input %x", enc, b)
 		}
 	})
+}
+
+// TestSimilarIDsLimit: with a limit, the best ones in the same order.
+func TestSimilarIDsLimit(t *testing.T) {
+	lists := map[int64][]catalog.Similar{}
+	for v := int64(1); v <= 10; v++ {
+		for k := int64(0); k < 20; k++ {
+			id := 100 + (v*7+k*13)%60
+			lists[v] = append(lists[v], catalog.Similar{ID: id, Score: uint32(1000 - k*10 + v)})
+		}
+	}
+	viewed := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	all := catalog.SimilarIDs(viewed, func(id int64) []catalog.Similar { return lists[id] }, 0, nil)
+	for _, limit := range []int{1, 5, 28, len(all), len(all) + 3} {
+		got := catalog.SimilarIDs(viewed, func(id int64) []catalog.Similar { return lists[id] }, limit, nil)
+		if want := all[:min(limit, len(all))]; !slices.Equal(got, want) {
+			t.Errorf("limit %d: %v, want %v", limit, got, want)
+		}
+	}
 }

@@ -235,7 +235,7 @@ func (n *productNode) GetProductMasters(ctx context.Context, req *catalogpb.Prod
 				lists[l.ID] = l.List
 			}
 		}
-		ids2 = catalog.SimilarIDs(req.Product1Ids, func(id int64) []catalog.Similar { return lists[id] }, nil)
+		ids2 = catalog.SimilarIDs(req.Product1Ids, func(id int64) []catalog.Similar { return lists[id] }, 0, nil)
 		for _, v := range req.Product1Ids[:min(len(req.Product1Ids), catalog.MaxSimilarViewed)] {
 			if v > 0 {
 				used = append(used, &catalogpb.SimilarList{ProductGroupId: g, ProductId: v, List: catalog.AppendSimilarValue(nil, lists[v])})

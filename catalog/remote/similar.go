@@ -71,7 +71,7 @@ func (c *nearCache) similarIDs(req *catalogpb.ProductMastersRequest, now int64, 
 	return catalog.SimilarIDs(viewed, func(id int64) []catalog.Similar {
 		l, _ := c.lists.get(ncKey{g, id}, now, vs.epoch)
 		return l
-	}, dst), true
+	}, catalog.SimilarLimit(req.Product2QuantityAtMost), dst), true
 }
 
 // keepLists stores the similar lists of a node's answer to a

@@ -155,7 +155,7 @@ func (e *Evaluator) Run(k int) (Evaluation, error) {
 	var hits, baseHits int64
 	var ids []int64
 	for _, t := range tests {
-		ids = catalog.SimilarIDs(t.history, func(id int64) []catalog.Similar { return lists[[2]int64{t.g, id}] }, ids[:0])
+		ids = catalog.SimilarIDs(t.history, func(id int64) []catalog.Similar { return lists[[2]int64{t.g, id}] }, k, ids[:0])
 		if slices.Contains(ids[:min(k, len(ids))], t.id) {
 			hits++
 		}

@@ -219,7 +219,7 @@ func TestPlantedClusters(t *testing.T) {
 	got, _ := compute(t, c)
 	var in, all int
 	for id := vo.Feed.StartID + 1; id < int64(vo.Feed.Products); id += 37 {
-		rec := catalog.SimilarIDs([]int64{id}, func(x int64) []catalog.Similar { return got[x] }, nil)
+		rec := catalog.SimilarIDs([]int64{id}, func(x int64) []catalog.Similar { return got[x] }, 10, nil)
 		for _, r := range rec[:min(10, len(rec))] {
 			all++
 			if viewgen.ClusterOfID(r, vo) == viewgen.ClusterOfID(id, vo) {
