@@ -103,14 +103,14 @@ type SimilarList struct {
 }
 
 // SimilarLists returns the fixture's similar lists, in key order: 101
-// (103, the out-of-stock 105, 104), 102 (104, 101, 106), and products 1-9
-// of BulkGroup, each listing the 15 products from 30 on.
+// (103, the out-of-stock 105, 104), 102 (104, 101, 106), and products 1
+// and 2 of BulkGroup, each listing the 15 products from 30 on.
 func SimilarLists() []SimilarList {
 	out := []SimilarList{
 		{TalkGroup, 101, []catalog.Similar{{ID: 103, Score: 900_000}, {ID: OutOfStockID, Score: 800_000}, {ID: 104, Score: 500_000}}},
 		{TalkGroup, 102, []catalog.Similar{{ID: 104, Score: 700_000}, {ID: 101, Score: 600_000}, {ID: 106, Score: 100_000}}},
 	}
-	for id := int64(1); id <= 9; id++ {
+	for id := int64(1); id <= 2; id++ {
 		var l []catalog.Similar
 		for s := int64(30); s < 45; s++ {
 			l = append(l, catalog.Similar{ID: s, Score: uint32(1000 - s)})

@@ -201,24 +201,39 @@ func (c *Client) legacy() bool {
 	return u != 0 && time.Now().UnixNano() < u
 }
 
-// batchRPC answers a batch with one GetProductMasters call per request.
+// batchRPC answers a batch with one GetProductMasters call per request,
+// the calls made at the same time.
 func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
 	for i, r := range reqs {
 		if r == nil {
 			return fmt.Errorf("%w: remote: reqs[%d]: nil request", catalog.ErrInvalidArgument, i)
 		}
 	}
-	for i, r := range reqs {
-		resp, err := c.getProductMastersRPC(ctx, r)
+	one := func(i int) error {
+		resp, err := c.getProductMastersRPC(ctx, reqs[i])
 		if err != nil {
 			return err
 		}
-		if onNode(r) {
+		if onNode(reqs[i]) {
 			c.keepLists(resp)
 		}
 		resps[i].Product1S, resps[i].Product2S, resps[i].Version = resp.Product1S, resp.Product2S, resp.Version
+		return nil
 	}
-	return nil
+	if len(reqs) == 1 {
+		return one(0)
+	}
+	errs := make(chan error, len(reqs))
+	for i := range reqs {
+		go func() { errs <- one(i) }()
+	}
+	var first error
+	for range reqs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // onNode reports whether req is answered by a node's GetProductMasters

@@ -75,7 +75,8 @@ func (c *nearCache) similarIDs(req *catalogpb.ProductMastersRequest, now int64, 
 }
 
 // keepLists stores the similar lists of a node's answer to a
-// similar_to_viewed request, when the answer is of the cache's content.
+// similar_to_viewed request, and its products, when the answer is of the
+// cache's content.
 func (c *Client) keepLists(resp *catalogpb.ProductMastersResponse) {
 	nc := c.near
 	if nc == nil || len(resp.GetSimilarLists()) == 0 {
@@ -88,6 +89,12 @@ func (c *Client) keepLists(resp *catalogpb.ProductMastersResponse) {
 	vs := nc.ver.Load()
 	if vs.v.GetContentHash() != resp.GetVersion().GetContentHash() {
 		return
+	}
+	// The products of the answer, as GetProducts would have given them.
+	for _, ps := range [2][]*catalogpb.Product{resp.Product1S, resp.Product2S} {
+		for _, p := range ps {
+			nc.put(ncKey{p.ProductGroupId, p.ProductId}, p, len(catalog.AppendValue(nil, p)), vs.v.GetContentHash(), now)
+		}
 	}
 	for _, sl := range resp.SimilarLists {
 		list, err := catalog.DecodeSimilar(sl.GetList(), nil)
