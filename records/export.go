@@ -30,9 +30,9 @@ type ChargeSink interface {
 	// nothing new). An error means recs were not taken: they are handed
 	// again.
 	WriteCharges(recs []Record) (durable uint64, err error)
-	// SyncCharges is called when no record is waiting, and every
-	// interval: a file sink completes its open charge file when it is due
-	// (or when force is set: shutdown); it returns the durable seq as
+	// SyncCharges is called after every WriteCharges and when no record
+	// is waiting: a file sink completes its open charge file when it is
+	// due (or when force is set: shutdown); it returns the durable seq as
 	// WriteCharges.
 	SyncCharges(now time.Time, force bool) (durable uint64, err error)
 }
@@ -137,8 +137,9 @@ func ExportCharges(ctx context.Context, src ChargeSource, sink ChargeSink, o Exp
 		var d uint64
 		if len(batch) > 0 {
 			d, err = sink.WriteCharges(batch)
-		} else {
-			d, err = sink.SyncCharges(time.Now(), draining)
+		}
+		if err == nil { // under a steady load too, a file sink completes its charge file on time
+			d, err = sink.SyncCharges(time.Now(), draining && len(batch) == 0)
 		}
 		if err != nil {
 			m.Fail(err)

@@ -1,6 +1,7 @@
 package records
 
 import (
+	"errors"
 	"reflect"
 	"sync"
 	"testing"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func sample() Record {
@@ -118,5 +121,26 @@ func TestRecorderDropsWhenFull(t *testing.T) {
 	}
 	if s.n+int(dropped) != puts {
 		t.Fatalf("written %d + dropped %v != %d put", s.n, dropped, puts)
+	}
+}
+
+// TestFailLogsOncePerInterval: a failing sink logs once per interval,
+// however many failures, and counts every one.
+func TestFailLogsOncePerInterval(t *testing.T) {
+	core, logs := observer.New(zap.ErrorLevel)
+	reg := prometheus.NewRegistry()
+	m, err := NewMetrics(reg, zap.New(core), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := m.Sink(SinkFile)
+	for range 100 {
+		s.Fail(errors.New("no space left on device"))
+	}
+	if n := logs.Len(); n != 1 {
+		t.Fatalf("%d log lines for 100 failures within the interval, want 1", n)
+	}
+	if v := testutil.ToFloat64(s.errs); v != 100 {
+		t.Fatalf("errors counted %v, want 100", v)
 	}
 }

@@ -185,7 +185,8 @@ func local(u, addr string) string {
 
 func recordsConfig(t *testing.T, k *kafkaCluster, extra ...string) bidderConfig {
 	sets := []string{"user.store=pebble", "spend.flush_interval=200ms", "records.roll_interval=1s",
-		"records.nobid_sample=1", "bidder.click_links=absolute", "user.trust_query_uid=true", "bidder.shutdown_timeout=5s"}
+		"records.nobid_sample=1", "bidder.click_links=absolute", "user.trust_query_uid=true", "bidder.shutdown_timeout=5s",
+		"bidder.rate_limits.event.rate=100000", "bidder.rate_limits.event.burst=100000"} // one test source sends every view
 	if k != nil {
 		sets = append(sets, "records.kafka.brokers="+strings.Join(k.brokers, ","), "records.kafka.topic_prefix="+k.prefix)
 	}
@@ -210,10 +211,10 @@ func TestRecordsCounts(t *testing.T) {
 			t.Errorf(format, a...)
 		}
 	}
-	inWorkers(8, n, func(i int) bool {
+	inWorkers(8, n+n/25, func(i int) bool {
 		uid := userID
-		if i%25 == 24 {
-			uid = "nobody" // a no-bid (unknown user)
+		if i >= n {
+			uid = "nobody" // a no-bid (unknown user), n/25 of them after the n bids
 		}
 		b, nbr, err := bidFull(c, p.addr, bidRequestFor(fmt.Sprintf("rec-%d", i), "www.news.example", uid))
 		switch {
