@@ -209,23 +209,26 @@ func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersR
 			return fmt.Errorf("%w: remote: reqs[%d]: nil request", catalog.ErrInvalidArgument, i)
 		}
 	}
-	one := func(i int) error {
-		resp, err := c.getProductMastersRPC(ctx, reqs[i])
+	one := func(req *catalogpb.ProductMastersRequest, into *catalogpb.ProductMastersResponse) error {
+		resp, err := c.getProductMastersRPC(ctx, req)
 		if err != nil {
 			return err
 		}
-		if onNode(reqs[i]) {
+		if onNode(req) {
 			c.keepLists(resp)
 		}
-		resps[i].Product1S, resps[i].Product2S, resps[i].Version = resp.Product1S, resp.Product2S, resp.Version
+		into.Product1S, into.Product2S, into.Version = resp.Product1S, resp.Product2S, resp.Version
 		return nil
 	}
 	if len(reqs) == 1 {
-		return one(0)
+		return one(reqs[0], resps[0])
 	}
+	// The goroutines get the elements, not the slices: the callers' arrays
+	// (a single request's live on its stack) stay where they are.
 	errs := make(chan error, len(reqs))
 	for i := range reqs {
-		go func() { errs <- one(i) }()
+		req, into := reqs[i], resps[i]
+		go func() { errs <- one(req, into) }()
 	}
 	var first error
 	for range reqs {
