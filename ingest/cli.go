@@ -61,6 +61,14 @@ func newFlags(o *Options, c *cli) *flag.FlagSet {
 	fs.DurationVar(&o.LogInterval, "log-interval", DefaultLogInterval, "interval of progress log lines")
 	fs.Var((*stringsFlag)(&o.Views), "views", "records root (`DIR`) whose view records feed the similar-product lists; repeatable (full snapshots only; none: the previous lists are carried over)")
 	fs.DurationVar(&o.ViewsWindow, "views-window", DefaultViewsWindow, "how far back views are read")
+	fs.Func("views-until", "end of the views window, RFC 3339 (default: the start of the run); nodes that ingest the same feed and views with the same -views-until publish the same lists", func(v string) error {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T03:00:00Z: %w", err)
+		}
+		o.ViewsUntil = t
+		return nil
+	})
 	fs.IntVar(&o.Similar.K, "similar-k", similar.DefaultK, "length of each product's similar list")
 	fs.IntVar(&o.Similar.MinSupport, "similar-min-support", similar.DefaultMinSupport, "fewest users who viewed both products for a co-view pair to count")
 	fs.IntVar(&o.Similar.MaxViewsPerUser, "similar-max-views-per-user", similar.DefaultMaxViewsPerUser, "distinct products per user (the most recent) that form pairs")
