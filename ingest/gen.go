@@ -40,7 +40,7 @@ func newGenFlags(g *genFlags) *flag.FlagSet {
 
 // GenUsage documents `rtbd gen`.
 func GenUsage(w io.Writer) {
-	fmt.Fprintln(w, "rtbd gen -out FILE [flags]")
+	fmt.Fprintln(w, "rtbd gen -out FILE [flags]   (and/or -views DIR: view records of the feed's products with planted clusters)")
 	fs := newGenFlags(&genFlags{})
 	fs.SetOutput(w)
 	fs.PrintDefaults()
