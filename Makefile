@@ -7,7 +7,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # codecs (rtb is single-goroutine decoding; catalogpb is generated).
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
 
-.PHONY: image test-deploy bench-supply bench-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns fuzz vet clean
+.PHONY: image test-deploy bench-supply bench-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns bench-recommend bench-recommend-scale fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -157,6 +157,25 @@ bench-soak: build deps
 # Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,
 # peak RSS, ratio), then a 100k-row -delta. ~10-15 min; needs ~12 GB in /tmp.
+# Similar-product lists at scale: 1M products, 10M views (1.25M users, planted
+# clusters), one full ingest with -views; time and peak RSS (GNU time).
+RECO_DIR ?= /tmp/rtbd-bench-recommend
+bench-recommend-scale:
+	$(GO) build -o $(RECO_DIR)/rtbd .
+	rm -rf $(RECO_DIR)/data $(RECO_DIR)/views
+	$(RECO_DIR)/rtbd gen -out $(RECO_DIR)/feed.csv -products 1000000 -groups 8 -views $(RECO_DIR)/views -view-users 1250000
+	/usr/bin/time -f 'BENCH ingest with views: %e s elapsed, %M KiB peak RSS' $(RECO_DIR)/rtbd ingest -data $(RECO_DIR)/data -views $(RECO_DIR)/views -progress none $(RECO_DIR)/feed.csv
+
+# Offline evaluation of the similar lists on planted-cluster views (20,000
+# products, 40,000 users): hit rate and recall at 10 against the most popular
+# products of the group, coverage.
+bench-recommend:
+	$(GO) build -o $(RECO_DIR)/rtbd .
+	rm -rf $(RECO_DIR)/small && mkdir -p $(RECO_DIR)/small
+	$(RECO_DIR)/rtbd gen -out $(RECO_DIR)/small/feed.csv -products 20000 -groups 4 -views $(RECO_DIR)/small/views -view-users 40000
+	$(RECO_DIR)/rtbd ingest -data $(RECO_DIR)/small/data -views $(RECO_DIR)/small/views -progress none $(RECO_DIR)/small/feed.csv
+	$(RECO_DIR)/rtbd bench recommend -views $(RECO_DIR)/small/views -data $(RECO_DIR)/small/data -k 10
+
 bench-ingest:
 	RTBD_BENCH_INGEST_PRODUCTS=10000000 RTBD_BENCH_INGEST_DIR=/tmp/rtbd-bench-ingest $(GO) test -count=1 -timeout 4h -run '^$$' -bench '^BenchmarkIngest$$' -benchtime 1x ./ingest/ | grep -E '^(BENCH|  )'
 

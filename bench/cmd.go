@@ -58,6 +58,10 @@ func Usage(w io.Writer) {
                               bidder level, in one report; flags: -duration -warmup -weights
                               -store-rate -bidder-rate -nodes -products -groups -out -work
                               -rtbd -title -q -skip-bidder
+  rtbd bench recommend -views DIR [flags]
+                              offline evaluation of the similar-product lists: each user's
+                              last view held out, hit rate and recall at -k against the most
+                              popular products of the group, coverage; products from -data
   rtbd bench render [-out DIR] [-q] A.json
                               the text (stdout) and, with -out, the three files again
                               from a JSON report (e.g. after upgrading rtbd)
@@ -173,6 +177,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return scaleMain(ctx, args[1:], stdout, stderr)
 	case "ghz":
 		return ghzMain(ctx, args[1:], stdout, stderr)
+	case "recommend":
+		return recommendMain(ctx, args[1:], stdout, stderr)
 	}
 	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, scale, ghz, all or compare)", ErrUsage, args[0])
 }

@@ -58,6 +58,27 @@ func TestBidAllocations(t *testing.T) {
 	}
 }
 
+// TestSimilarBidAllocations: a bid for a user with viewed products only,
+// whose recommended products the catalog resolves from the similar lists
+// of the viewed ones, costs no more allocations than the same bid for a
+// user whose profile carries Recommended, and shows products of those
+// lists.
+func TestSimilarBidAllocations(t *testing.T) {
+	f := newFixture(t, nil)
+	body := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
+	h := f.b.Handler()
+	rec := bidAllocs(t, h, bidCtx(withUser(t, body, userBulk)), "bid with Recommended")
+	rc := bidCtx(withUser(t, body, userViewed))
+	sim := bidAllocs(t, h, rc, "bid with similar lists")
+	t.Logf("allocations per bid: %.0f with Recommended, %.0f from similar lists", rec, sim)
+	if sim > rec || sim > 19 {
+		t.Errorf("%.0f allocations per bid from similar lists, want <= %.0f (with Recommended) and <= 19", sim, rec)
+	}
+	if out := string(rc.Response.Body()); !strings.Contains(out, "img.example.com/1/31.jpg") {
+		t.Errorf("the bid shows no product of the similar lists (image 1/31): %.300s", out)
+	}
+}
+
 // TestExchangeBidAllocations: routing to a named exchange
 // (/openrtb2/bid/{name}) and resolving user.id through the match table
 // cost no allocation over the plain bid.

@@ -700,6 +700,7 @@ func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product
 	pm.ProductGroupId = g
 	pm.Product1QuantityAtMost, pm.Product1Ids = q1, st.profile.ViewedIn(g)
 	pm.Product2QuantityAtMost, pm.Product2Ids = q2, st.profile.RecommendedIn(g)
+	pm.SimilarToViewed = len(pm.Product2Ids) == 0 // no Recommended: products like the viewed ones
 	t := time.Now()
 	resp, err := b.opts.Products.GetProductMasters(&st.dctx, pm)
 	st.m.stage[stageCatalog].Observe(time.Since(t).Seconds())
@@ -755,6 +756,7 @@ func (st *reqState) want(c *campaign.Campaign) {
 	pm.ProductGroupId = g
 	pm.Product1QuantityAtMost, pm.Product1Ids = q1, st.profile.ViewedIn(g)
 	pm.Product2QuantityAtMost, pm.Product2Ids = q2, st.profile.RecommendedIn(g)
+	pm.SimilarToViewed = len(pm.Product2Ids) == 0 // no Recommended: products like the viewed ones
 	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, state: fetchPending})
 }
 

@@ -162,6 +162,11 @@ func batchFixture(t *testing.T, wrap func(ProductStore) ProductStore, edits ...f
 	})
 	p := bulkProfile()
 	p.Viewed = append(p.Viewed, user.GroupIDs{Group: catalogtest.TalkGroup, IDs: []int64{999_001, 999_002}})
+	// Recommended in every group viewed: the lookups are resolved from
+	// raw records, in one call (a group without Recommended is resolved by
+	// the node from its similar lists, a call of its own).
+	p.Recommended = append(p.Recommended, user.GroupIDs{Group: catalogtest.FullGroup, IDs: []int64{1}},
+		user.GroupIDs{Group: catalogtest.TalkGroup, IDs: []int64{999_003}})
 	if err := f.users.Put(context.Background(), userBatch, p); err != nil {
 		t.Fatal(err)
 	}

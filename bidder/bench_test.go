@@ -33,6 +33,10 @@ func BenchmarkHandler(b *testing.B) {
 			}
 		})
 	})
+	// The same bid for a user with viewed products only: the recommended
+	// products come from the catalog's similar lists (a ratio to bid15 in
+	// the same run).
+	b.Run("bid15-similar", func(b *testing.B) { runHandler(b, h, bidCtx(withUser(b, body, userViewed)), 200) })
 	b.Run("bid1-light", func(b *testing.B) { // the full product, 1 shown
 		runHandler(b, h, bidCtx(withUser(b, body, userFull)), 200)
 	})

@@ -31,6 +31,9 @@ const (
 	userBulk = "user-bulk" // 9 viewed + 19 recommended products of group 1: 15 shown (medium)
 	userFull = "user-full" // the fixture's full product (group 2000), markup-hostile text
 	userNone = "user-none" // a profile with products of no campaign's group
+	// userViewed has the 9 viewed products of userBulk and no Recommended:
+	// its recommended products come from the fixture's similar lists.
+	userViewed = "user-viewed"
 )
 
 var testKey = []byte("bidder-test-key-0123456789")
@@ -133,6 +136,9 @@ func newFixture(t testing.TB, edit func(*Options)) *fixture {
 		}
 	}
 	mustPut(userBulk, bulkProfile())
+	viewedOnly := bulkProfile()
+	viewedOnly.Recommended = nil
+	mustPut(userViewed, viewedOnly)
 	mustPut(userFull, &user.Profile{Viewed: []user.GroupIDs{{Group: catalogtest.FullGroup, IDs: []int64{1}}}})
 	mustPut(userNone, &user.Profile{Viewed: []user.GroupIDs{{Group: catalogtest.TalkGroup, IDs: []int64{101, 102}}}})
 	f.set = loadCampaigns(t, "campaigns.yaml")

@@ -99,9 +99,10 @@ func keyCmp(a, b ProductKey) int {
 	return cmp.Compare(uint64(a.ID), uint64(b.ID))
 }
 
-// scanHash computes the content hash of every product record r holds.
+// scanHash computes the content hash of every record r holds: products
+// and similar lists.
 func scanHash(r pebble.Reader) (uint64, error) {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{productKeyPrefix}, UpperBound: []byte{productKeyPrefix + 1}})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: []byte{productKeyPrefix}, UpperBound: []byte{similarKeyPrefix + 1}})
 	if err != nil {
 		return 0, fmt.Errorf("catalog: hashing: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -247,6 +248,11 @@ func CountProducts(dir, name string) (n int64, exact bool, err error) {
 	levels, err := db.SSTables(pebble.WithProperties())
 	if err != nil {
 		return 0, false, fmt.Errorf("catalog: %w", err)
+	}
+	// Tables of similar lists (written apart from the products') are not
+	// products.
+	for l, tables := range levels {
+		levels[l] = slices.DeleteFunc(tables, func(t pebble.SSTableInfo) bool { return similarTable(t.Smallest.UserKey) })
 	}
 	used, bottom := 0, -1
 	for l, tables := range levels {

@@ -96,7 +96,8 @@ type version struct {
 	name    string
 	db      *pebble.DB
 	hot     *hotCache
-	wire    bool // LocalOptions.WireCache
+	sim     *simCache // decoded similar lists (nil with the hot cache off)
+	wire    bool      // LocalOptions.WireCache
 	readers *fileLock
 	refs    atomic.Int64
 	// hash is the version's content hash; iv its IndexVersion with the
@@ -175,7 +176,8 @@ func (l *Local) open(name string, gen uint64) (*version, error) {
 		rl.Close()
 		return nil, err
 	}
-	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache}
+	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache,
+		sim: newSimCache(l.opts.HotCacheEntries / 4)}
 	if v.hash, err = l.contentHash(name, db); err != nil {
 		db.Close()
 		rl.Close()
@@ -466,7 +468,11 @@ func (l *Local) GetProductMasters(ctx context.Context, req *catalogpb.ProductMas
 		return nil, err
 	}
 	resp.Product1S = products(ents)
-	ents, err = lk.list(req.Product2Ids, req.Product2QuantityAtMost)
+	ids2, err := lk.secondIDs(req, nil)
+	if err != nil {
+		return nil, err
+	}
+	ents, err = lk.list(ids2, req.Product2QuantityAtMost)
 	if err != nil {
 		return nil, err
 	}
@@ -512,10 +518,15 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		v.hot.touch(lk.g, req.Product1Ids[:min(len(req.Product1Ids), 2*max(0, int(req.Product1QuantityAtMost)))])
 		v.hot.touch(lk.g, req.Product2Ids[:min(len(req.Product2Ids), 2*max(0, int(req.Product2QuantityAtMost)))])
 	}
+	var wire []byte // the similar lists used, for the answer
+	ids2, err := lk.secondIDs(req, &wire)
+	if err != nil {
+		return dst, counts, err
+	}
 	for li, list := range [2]struct {
 		ids    []int64
 		atMost int32
-	}{{req.Product1Ids, req.Product1QuantityAtMost}, {req.Product2Ids, req.Product2QuantityAtMost}} {
+	}{{req.Product1Ids, req.Product1QuantityAtMost}, {ids2, req.Product2QuantityAtMost}} {
 		ents, err := lk.list(list.ids, list.atMost)
 		if err != nil {
 			return dst, counts, err
@@ -529,7 +540,8 @@ func (l *Local) AppendProductMasters(ctx context.Context, req *catalogpb.Product
 		}
 		counts[li] = len(ents)
 	}
-	return appendIndexVersion(dst, 3, v.iv.Load()), counts, nil
+	dst = appendIndexVersion(dst, 3, v.iv.Load())
+	return append(dst, wire...), counts, nil
 }
 
 // lookup is one request's reads of one version and group. Ids the hot
@@ -545,6 +557,7 @@ type lookup struct {
 	rd   *pebbleReader // opened at the first hot-cache miss
 	ents [16]*cached   // list's result for short lists
 	got  [32]int64     // ids of list's result for short lists
+	sim  *simScratch   // similar_to_viewed's merge (pooled; returned at close)
 	// hot-cache gets, counted into the cache at close
 	hits, misses int64
 }
@@ -564,7 +577,27 @@ type pending struct {
 	known bool // p is the answer (hot cache hit)
 }
 
+// secondIDs is the id list of req's second list: product2_ids, or with
+// similar_to_viewed and none given, the ids similarIDs resolves from the
+// viewed products' similar lists (valid until the lookup is closed).
+func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest, wire *[]byte) ([]int64, error) {
+	if len(req.Product2Ids) > 0 || !req.SimilarToViewed || req.Product2QuantityAtMost <= 0 || len(req.Product1Ids) == 0 {
+		return req.Product2Ids, nil
+	}
+	if err := lk.ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
+	}
+	if lk.sim == nil {
+		lk.sim = simScratchPool.Get().(*simScratch)
+	}
+	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, req.Product2QuantityAtMost, lk.sim, wire)
+}
+
 func (lk *lookup) close() {
+	if lk.sim != nil {
+		simScratchPool.Put(lk.sim)
+		lk.sim = nil
+	}
 	if lk.rd != nil && lk.rd.it != nil {
 		lk.rd.it.Close()
 	}

@@ -27,7 +27,7 @@ func decodeRequest(b []byte, req *catalogpb.ProductMastersRequest) error {
 		}
 		b = b[n:]
 		switch {
-		case typ == protowire.VarintType && (num == 1 || num == 2 || num == 4):
+		case typ == protowire.VarintType && (num == 1 || num == 2 || num == 4 || num == 6):
 			v, n := protowire.ConsumeVarint(b)
 			if n < 0 {
 				return protowire.ParseError(n)
@@ -38,6 +38,8 @@ func decodeRequest(b []byte, req *catalogpb.ProductMastersRequest) error {
 				req.ProductGroupId = int64(v)
 			case 2:
 				req.Product1QuantityAtMost = int32(v)
+			case 6:
+				req.SimilarToViewed = protowire.DecodeBool(v)
 			default:
 				req.Product2QuantityAtMost = int32(v)
 			}

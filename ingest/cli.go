@@ -17,6 +17,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/ingest/similar"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
@@ -60,6 +61,22 @@ func newFlags(o *Options, c *cli) *flag.FlagSet {
 	fs.StringVar(&c.progress, "progress", "auto", "auto (a bar on a terminal, log lines otherwise), bar, log or none")
 	fs.DurationVar(&o.LogInterval, "log-interval", DefaultLogInterval, "interval of progress log lines")
 	fs.StringVar(&c.textfile, "textfile", "", "at the end of the run, write its metrics (outcome, time of the last success, rows) to this file for node_exporter's textfile collector (a name ending in .prom; written atomically)")
+	fs.Var((*stringsFlag)(&o.Views), "views", "records root (`DIR`) whose view records feed the similar-product lists; repeatable (full snapshots only; none: the previous lists are carried over)")
+	fs.DurationVar(&o.ViewsWindow, "views-window", DefaultViewsWindow, "how far back views are read")
+	fs.Func("views-until", "end of the views window, RFC 3339 (default: the start of the run); nodes that ingest the same feed and views with the same -views-until publish the same lists", func(v string) error {
+		t, err := time.Parse(time.RFC3339, v)
+		if err != nil {
+			return fmt.Errorf("want an RFC 3339 time such as 2026-12-01T03:00:00Z: %w", err)
+		}
+		o.ViewsUntil = t
+		return nil
+	})
+	fs.IntVar(&o.Similar.K, "similar-k", similar.DefaultK, "length of each product's similar list")
+	fs.IntVar(&o.Similar.MinSupport, "similar-min-support", similar.DefaultMinSupport, "fewest users who viewed both products for a co-view pair to count")
+	fs.IntVar(&o.Similar.MaxViewsPerUser, "similar-max-views-per-user", similar.DefaultMaxViewsPerUser, "distinct products per user (the most recent) that form pairs")
+	fs.IntVar(&o.Similar.MaxUsersPerProduct, "similar-max-users-per-product", similar.DefaultMaxUsersPerProduct, "viewers kept per product")
+	fs.IntVar(&o.Similar.RobotViews, "similar-robot-views", similar.DefaultRobotViews, "a user with more views in the window is skipped")
+	fs.IntVar(&o.Similar.MaxPairs, "similar-max-pairs", similar.DefaultMaxPairs, "(user, product) views held in memory, 16 bytes each; beyond it users are sampled")
 	return fs
 }
 
@@ -196,6 +213,21 @@ func printSummary(w io.Writer, s *Summary, published bool) {
 		}
 		fmt.Fprintln(w)
 	}
+	if sm := s.Similar; sm != nil && published {
+		if sm.Computed {
+			st := sm.Stats
+			fmt.Fprintf(w, "  similar lists %d (%d co-viewed, %d content only) for %d products, %s\n", st.Lists, st.CoViewed, st.ContentOnly, st.Products, sm.Elapsed.Round(time.Millisecond))
+			fmt.Fprintf(w, "    views       %d read, %d used by %d users (sample %.3g)\n", st.Views,
+				st.Views-st.UnknownProduct-st.NoUser-st.Duplicate-st.Capped-st.Robot-st.SampledOut, st.Users, st.SampleShare)
+			fmt.Fprintf(w, "    skipped     %d unknown product, %d no user, %d duplicate, %d over the per-user cap, %d of %d robot users, %d sampled out\n",
+				st.UnknownProduct, st.NoUser, st.Duplicate, st.Capped, st.Robot, st.RobotUsers, st.SampledOut)
+		} else {
+			fmt.Fprintf(w, "  similar lists %d carried over from %s (%s)\n", sm.Carried, orNone(sm.CarriedFrom), sm.Reason)
+		}
+		if len(sm.MissingDirs) > 0 || sm.BadFiles > 0 {
+			fmt.Fprintf(w, "    views dirs  %d missing %v, %d unreadable files skipped\n", len(sm.MissingDirs), sm.MissingDirs, sm.BadFiles)
+		}
+	}
 	fmt.Fprintf(w, "  elapsed       %s (parse+sort %s, write %s, publish %s), %.0f rows/s, %.1f MB/s",
 		s.Elapsed.Round(time.Millisecond), s.ParseTime.Round(time.Millisecond),
 		s.WriteTime.Round(time.Millisecond), s.PublishTime.Round(time.Millisecond), rate, mbs)
@@ -253,4 +285,29 @@ func (b *byteSize) Set(s string) error {
 // command); for listing the flags (the documentation test).
 func FlagSets() []*flag.FlagSet {
 	return []*flag.FlagSet{newFlags(&Options{}, &cli{}), newGenFlags(&genFlags{})}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no previous version"
+	}
+	return s
+}
+
+// stringsFlag is a repeatable string flag.
+type stringsFlag []string
+
+func (s *stringsFlag) String() string {
+	if s == nil {
+		return ""
+	}
+	return strings.Join(*s, ",")
+}
+
+func (s *stringsFlag) Set(v string) error {
+	if v == "" {
+		return errors.New("empty directory")
+	}
+	*s = append(*s, v)
+	return nil
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/ingest/feed"
+	"github.com/rtbd/rtbd/ingest/similar"
 	"github.com/rtbd/rtbd/internal/cputime"
 )
 
@@ -90,6 +91,19 @@ type Options struct {
 	// Progress, if not nil, receives a progress bar (a terminal).
 	Progress io.Writer
 
+	// Views are records roots (records.dir of the bidders, gathered)
+	// whose view records (kind=view) over ViewsWindow feed the similar
+	// lists of a full snapshot. None, missing or without views in the
+	// window: the live version's lists are carried over.
+	Views []string
+	// ViewsWindow is how far back views are read. Zero:
+	// DefaultViewsWindow (720h).
+	ViewsWindow time.Duration
+	// ViewsUntil ends the window; zero: the start of the run.
+	ViewsUntil time.Time
+	// Similar bounds the computation of the lists (see ingest/similar).
+	Similar similar.Options
+
 	// perWorker is the fewest records worth a merge worker of their own.
 	// Zero: 100,000. (Tests lower it to exercise the split.)
 	perWorker int64
@@ -116,6 +130,9 @@ func (o *Options) withDefaults() {
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
+	}
+	if o.ViewsWindow == 0 {
+		o.ViewsWindow = DefaultViewsWindow
 	}
 	if o.perWorker == 0 {
 		o.perWorker = 100_000
@@ -147,6 +164,25 @@ func (o *Options) validate(feeds []string) error {
 	}
 	if o.Workers < 1 {
 		bad("workers: at least 1, got %d", o.Workers)
+	}
+	if o.ViewsWindow < 0 {
+		bad("-views-window: must be > 0, got %s", o.ViewsWindow)
+	}
+	if o.Delta && len(o.Views) > 0 {
+		bad("-views: lists are computed by full snapshots; a -delta keeps its base's lists")
+	}
+	for _, v := range []struct {
+		flag string
+		n    int
+	}{{"-similar-k", o.Similar.K}, {"-similar-min-support", o.Similar.MinSupport},
+		{"-similar-max-views-per-user", o.Similar.MaxViewsPerUser}, {"-similar-max-users-per-product", o.Similar.MaxUsersPerProduct},
+		{"-similar-max-pairs", o.Similar.MaxPairs}, {"-similar-robot-views", o.Similar.RobotViews}} {
+		if v.n < 0 {
+			bad("%s: must be >= 0 (0: the default), got %d", v.flag, v.n)
+		}
+	}
+	if o.Similar.K > catalog.MaxSimilar {
+		bad("-similar-k: at most %d, got %d", catalog.MaxSimilar, o.Similar.K)
 	}
 	var format feed.Format
 	if o.Format != "" {
@@ -215,6 +251,9 @@ type Summary struct {
 	// Unchanged: a delta without a valid row; nothing was published and
 	// Version is the live version.
 	Unchanged bool
+	// Similar: the similar lists of a full snapshot (nil for a delta,
+	// which keeps its base's).
+	Similar *SimilarSummary
 	// The published version's identity (catalog.IndexVersion): the data
 	// directory's generation and the content hash; ChangedKeys, for a
 	// delta, the products whose stored value it changed (-1: too many to
@@ -344,12 +383,17 @@ func Run(ctx context.Context, opts Options, feeds []string, stdin io.Reader) (*S
 	var products int64
 	exact := false
 	noop := err == nil && opts.Delta && j.accepted.Load() == 0
+	var sim *SimilarSummary
+	if err == nil && !opts.Delta {
+		sim, err = j.similarLists()
+	}
 	if err == nil && !noop {
 		products, exact, err = j.publish()
 		published = err == nil
 	}
 	stopProgress()
 	sum := j.summary(feeds, mode, products, exact)
+	sum.Similar = sim
 	if noop { // nothing to apply: keep the live version (and PREVIOUS) as they are
 		sum.Version, sum.Unchanged = j.base, true
 		sum.Products, sum.ProductsExact, _ = catalog.CountProducts(opts.Data, j.base)

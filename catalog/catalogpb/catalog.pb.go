@@ -90,8 +90,16 @@ type ProductMastersRequest struct {
 	Product1Ids            []int64                `protobuf:"varint,3,rep,packed,name=product1_ids,json=product1Ids,proto3" json:"product1_ids,omitempty"`
 	Product2QuantityAtMost int32                  `protobuf:"varint,4,opt,name=product2_quantity_at_most,json=product2QuantityAtMost,proto3" json:"product2_quantity_at_most,omitempty"`
 	Product2Ids            []int64                `protobuf:"varint,5,rep,packed,name=product2_ids,json=product2Ids,proto3" json:"product2_ids,omitempty"`
-	unknownFields          protoimpl.UnknownFields
-	sizeCache              protoimpl.SizeCache
+	// similar_to_viewed: when product2_ids is empty, the second list is
+	// resolved on the node from the similar lists of the first
+	// MaxSimilarViewed product1_ids (stored in the index version), merged by
+	// score, without the viewed products, with the same rules (in stock,
+	// each id once, at most product2_quantity_at_most). Ignored when
+	// product2_ids is not empty (a profile's own recommendations come
+	// first). A node that predates the field answers an empty second list.
+	SimilarToViewed bool `protobuf:"varint,6,opt,name=similar_to_viewed,json=similarToViewed,proto3" json:"similar_to_viewed,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *ProductMastersRequest) Reset() {
@@ -159,12 +167,24 @@ func (x *ProductMastersRequest) GetProduct2Ids() []int64 {
 	return nil
 }
 
+func (x *ProductMastersRequest) GetSimilarToViewed() bool {
+	if x != nil {
+		return x.SimilarToViewed
+	}
+	return false
+}
+
 type ProductMastersResponse struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Product1S []*Product             `protobuf:"bytes,1,rep,name=product1s,proto3" json:"product1s,omitempty"`
 	Product2S []*Product             `protobuf:"bytes,2,rep,name=product2s,proto3" json:"product2s,omitempty"`
 	// version is the index version that answered.
-	Version       *IndexVersion `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	Version *IndexVersion `protobuf:"bytes,3,opt,name=version,proto3" json:"version,omitempty"`
+	// similar_lists: for a similar_to_viewed request a node resolved, the
+	// similar list of each viewed product it read (empty list: none), so
+	// that a client with a near cache can resolve the next such request
+	// itself. Optional: older nodes send none.
+	SimilarLists  []*SimilarList `protobuf:"bytes,4,rep,name=similar_lists,json=similarLists,proto3" json:"similar_lists,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -220,6 +240,76 @@ func (x *ProductMastersResponse) GetVersion() *IndexVersion {
 	return nil
 }
 
+func (x *ProductMastersResponse) GetSimilarLists() []*SimilarList {
+	if x != nil {
+		return x.SimilarLists
+	}
+	return nil
+}
+
+// SimilarList is a product's similar list as the index stores it.
+type SimilarList struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	ProductGroupId int64                  `protobuf:"varint,1,opt,name=product_group_id,json=productGroupId,proto3" json:"product_group_id,omitempty"`
+	ProductId      int64                  `protobuf:"varint,2,opt,name=product_id,json=productId,proto3" json:"product_id,omitempty"`
+	// list is the index's encoding (catalog.DecodeSimilar decodes it):
+	// uvarint count, then per entry varint product id and uvarint score.
+	List          []byte `protobuf:"bytes,3,opt,name=list,proto3" json:"list,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SimilarList) Reset() {
+	*x = SimilarList{}
+	mi := &file_catalog_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SimilarList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SimilarList) ProtoMessage() {}
+
+func (x *SimilarList) ProtoReflect() protoreflect.Message {
+	mi := &file_catalog_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SimilarList.ProtoReflect.Descriptor instead.
+func (*SimilarList) Descriptor() ([]byte, []int) {
+	return file_catalog_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *SimilarList) GetProductGroupId() int64 {
+	if x != nil {
+		return x.ProductGroupId
+	}
+	return 0
+}
+
+func (x *SimilarList) GetProductId() int64 {
+	if x != nil {
+		return x.ProductId
+	}
+	return 0
+}
+
+func (x *SimilarList) GetList() []byte {
+	if x != nil {
+		return x.List
+	}
+	return nil
+}
+
 type ProductsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Groups        []*ProductKeys         `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
@@ -229,7 +319,7 @@ type ProductsRequest struct {
 
 func (x *ProductsRequest) Reset() {
 	*x = ProductsRequest{}
-	mi := &file_catalog_proto_msgTypes[3]
+	mi := &file_catalog_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -241,7 +331,7 @@ func (x *ProductsRequest) String() string {
 func (*ProductsRequest) ProtoMessage() {}
 
 func (x *ProductsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[3]
+	mi := &file_catalog_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -254,7 +344,7 @@ func (x *ProductsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProductsRequest.ProtoReflect.Descriptor instead.
 func (*ProductsRequest) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{3}
+	return file_catalog_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ProductsRequest) GetGroups() []*ProductKeys {
@@ -275,7 +365,7 @@ type ProductKeys struct {
 
 func (x *ProductKeys) Reset() {
 	*x = ProductKeys{}
-	mi := &file_catalog_proto_msgTypes[4]
+	mi := &file_catalog_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -287,7 +377,7 @@ func (x *ProductKeys) String() string {
 func (*ProductKeys) ProtoMessage() {}
 
 func (x *ProductKeys) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[4]
+	mi := &file_catalog_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -300,7 +390,7 @@ func (x *ProductKeys) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProductKeys.ProtoReflect.Descriptor instead.
 func (*ProductKeys) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{4}
+	return file_catalog_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ProductKeys) GetProductGroupId() int64 {
@@ -329,7 +419,7 @@ type ProductsResponse struct {
 
 func (x *ProductsResponse) Reset() {
 	*x = ProductsResponse{}
-	mi := &file_catalog_proto_msgTypes[5]
+	mi := &file_catalog_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -341,7 +431,7 @@ func (x *ProductsResponse) String() string {
 func (*ProductsResponse) ProtoMessage() {}
 
 func (x *ProductsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[5]
+	mi := &file_catalog_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -354,7 +444,7 @@ func (x *ProductsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProductsResponse.ProtoReflect.Descriptor instead.
 func (*ProductsResponse) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{5}
+	return file_catalog_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ProductsResponse) GetRecords() []*Record {
@@ -385,7 +475,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_catalog_proto_msgTypes[6]
+	mi := &file_catalog_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -397,7 +487,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[6]
+	mi := &file_catalog_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -410,7 +500,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{6}
+	return file_catalog_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Record) GetProductGroupId() int64 {
@@ -443,7 +533,7 @@ type ChangesRequest struct {
 
 func (x *ChangesRequest) Reset() {
 	*x = ChangesRequest{}
-	mi := &file_catalog_proto_msgTypes[7]
+	mi := &file_catalog_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -455,7 +545,7 @@ func (x *ChangesRequest) String() string {
 func (*ChangesRequest) ProtoMessage() {}
 
 func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[7]
+	mi := &file_catalog_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -468,7 +558,7 @@ func (x *ChangesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesRequest.ProtoReflect.Descriptor instead.
 func (*ChangesRequest) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{7}
+	return file_catalog_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ChangesRequest) GetSince() *IndexVersion {
@@ -494,7 +584,7 @@ type ChangesResponse struct {
 
 func (x *ChangesResponse) Reset() {
 	*x = ChangesResponse{}
-	mi := &file_catalog_proto_msgTypes[8]
+	mi := &file_catalog_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -506,7 +596,7 @@ func (x *ChangesResponse) String() string {
 func (*ChangesResponse) ProtoMessage() {}
 
 func (x *ChangesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[8]
+	mi := &file_catalog_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -519,7 +609,7 @@ func (x *ChangesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChangesResponse.ProtoReflect.Descriptor instead.
 func (*ChangesResponse) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{8}
+	return file_catalog_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ChangesResponse) GetVersion() *IndexVersion {
@@ -574,7 +664,7 @@ type Product struct {
 
 func (x *Product) Reset() {
 	*x = Product{}
-	mi := &file_catalog_proto_msgTypes[9]
+	mi := &file_catalog_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -586,7 +676,7 @@ func (x *Product) String() string {
 func (*Product) ProtoMessage() {}
 
 func (x *Product) ProtoReflect() protoreflect.Message {
-	mi := &file_catalog_proto_msgTypes[9]
+	mi := &file_catalog_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -599,7 +689,7 @@ func (x *Product) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Product.ProtoReflect.Descriptor instead.
 func (*Product) Descriptor() ([]byte, []int) {
-	return file_catalog_proto_rawDescGZIP(), []int{9}
+	return file_catalog_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Product) GetProductId() int64 {
@@ -716,17 +806,24 @@ const file_catalog_proto_rawDesc = "" +
 	"\n" +
 	"generation\x18\x01 \x01(\x04R\n" +
 	"generation\x12!\n" +
-	"\fcontent_hash\x18\x02 \x01(\x06R\vcontentHash\"\xfd\x01\n" +
+	"\fcontent_hash\x18\x02 \x01(\x06R\vcontentHash\"\xa9\x02\n" +
 	"\x15ProductMastersRequest\x12(\n" +
 	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x129\n" +
 	"\x19product1_quantity_at_most\x18\x02 \x01(\x05R\x16product1QuantityAtMost\x12!\n" +
 	"\fproduct1_ids\x18\x03 \x03(\x03R\vproduct1Ids\x129\n" +
 	"\x19product2_quantity_at_most\x18\x04 \x01(\x05R\x16product2QuantityAtMost\x12!\n" +
-	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\"\xc1\x01\n" +
+	"\fproduct2_ids\x18\x05 \x03(\x03R\vproduct2Ids\x12*\n" +
+	"\x11similar_to_viewed\x18\x06 \x01(\bR\x0fsimilarToViewed\"\x84\x02\n" +
 	"\x16ProductMastersResponse\x126\n" +
 	"\tproduct1s\x18\x01 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct1s\x126\n" +
 	"\tproduct2s\x18\x02 \x03(\v2\x18.rtbd.catalog.v1.ProductR\tproduct2s\x127\n" +
-	"\aversion\x18\x03 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\aversion\"G\n" +
+	"\aversion\x18\x03 \x01(\v2\x1d.rtbd.catalog.v1.IndexVersionR\aversion\x12A\n" +
+	"\rsimilar_lists\x18\x04 \x03(\v2\x1c.rtbd.catalog.v1.SimilarListR\fsimilarLists\"j\n" +
+	"\vSimilarList\x12(\n" +
+	"\x10product_group_id\x18\x01 \x01(\x03R\x0eproductGroupId\x12\x1d\n" +
+	"\n" +
+	"product_id\x18\x02 \x01(\x03R\tproductId\x12\x12\n" +
+	"\x04list\x18\x03 \x01(\fR\x04list\"G\n" +
 	"\x0fProductsRequest\x124\n" +
 	"\x06groups\x18\x01 \x03(\v2\x1c.rtbd.catalog.v1.ProductKeysR\x06groups\"X\n" +
 	"\vProductKeys\x12(\n" +
@@ -785,40 +882,42 @@ func file_catalog_proto_rawDescGZIP() []byte {
 	return file_catalog_proto_rawDescData
 }
 
-var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_catalog_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_catalog_proto_goTypes = []any{
 	(*IndexVersion)(nil),           // 0: rtbd.catalog.v1.IndexVersion
 	(*ProductMastersRequest)(nil),  // 1: rtbd.catalog.v1.ProductMastersRequest
 	(*ProductMastersResponse)(nil), // 2: rtbd.catalog.v1.ProductMastersResponse
-	(*ProductsRequest)(nil),        // 3: rtbd.catalog.v1.ProductsRequest
-	(*ProductKeys)(nil),            // 4: rtbd.catalog.v1.ProductKeys
-	(*ProductsResponse)(nil),       // 5: rtbd.catalog.v1.ProductsResponse
-	(*Record)(nil),                 // 6: rtbd.catalog.v1.Record
-	(*ChangesRequest)(nil),         // 7: rtbd.catalog.v1.ChangesRequest
-	(*ChangesResponse)(nil),        // 8: rtbd.catalog.v1.ChangesResponse
-	(*Product)(nil),                // 9: rtbd.catalog.v1.Product
+	(*SimilarList)(nil),            // 3: rtbd.catalog.v1.SimilarList
+	(*ProductsRequest)(nil),        // 4: rtbd.catalog.v1.ProductsRequest
+	(*ProductKeys)(nil),            // 5: rtbd.catalog.v1.ProductKeys
+	(*ProductsResponse)(nil),       // 6: rtbd.catalog.v1.ProductsResponse
+	(*Record)(nil),                 // 7: rtbd.catalog.v1.Record
+	(*ChangesRequest)(nil),         // 8: rtbd.catalog.v1.ChangesRequest
+	(*ChangesResponse)(nil),        // 9: rtbd.catalog.v1.ChangesResponse
+	(*Product)(nil),                // 10: rtbd.catalog.v1.Product
 }
 var file_catalog_proto_depIdxs = []int32{
-	9,  // 0: rtbd.catalog.v1.ProductMastersResponse.product1s:type_name -> rtbd.catalog.v1.Product
-	9,  // 1: rtbd.catalog.v1.ProductMastersResponse.product2s:type_name -> rtbd.catalog.v1.Product
+	10, // 0: rtbd.catalog.v1.ProductMastersResponse.product1s:type_name -> rtbd.catalog.v1.Product
+	10, // 1: rtbd.catalog.v1.ProductMastersResponse.product2s:type_name -> rtbd.catalog.v1.Product
 	0,  // 2: rtbd.catalog.v1.ProductMastersResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
-	4,  // 3: rtbd.catalog.v1.ProductsRequest.groups:type_name -> rtbd.catalog.v1.ProductKeys
-	6,  // 4: rtbd.catalog.v1.ProductsResponse.records:type_name -> rtbd.catalog.v1.Record
-	0,  // 5: rtbd.catalog.v1.ProductsResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
-	0,  // 6: rtbd.catalog.v1.ChangesRequest.since:type_name -> rtbd.catalog.v1.IndexVersion
-	0,  // 7: rtbd.catalog.v1.ChangesResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
-	4,  // 8: rtbd.catalog.v1.ChangesResponse.changed:type_name -> rtbd.catalog.v1.ProductKeys
-	1,  // 9: rtbd.catalog.v1.Catalog.GetProductMasters:input_type -> rtbd.catalog.v1.ProductMastersRequest
-	3,  // 10: rtbd.catalog.v1.Catalog.GetProducts:input_type -> rtbd.catalog.v1.ProductsRequest
-	7,  // 11: rtbd.catalog.v1.Catalog.GetChanges:input_type -> rtbd.catalog.v1.ChangesRequest
-	2,  // 12: rtbd.catalog.v1.Catalog.GetProductMasters:output_type -> rtbd.catalog.v1.ProductMastersResponse
-	5,  // 13: rtbd.catalog.v1.Catalog.GetProducts:output_type -> rtbd.catalog.v1.ProductsResponse
-	8,  // 14: rtbd.catalog.v1.Catalog.GetChanges:output_type -> rtbd.catalog.v1.ChangesResponse
-	12, // [12:15] is the sub-list for method output_type
-	9,  // [9:12] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	3,  // 3: rtbd.catalog.v1.ProductMastersResponse.similar_lists:type_name -> rtbd.catalog.v1.SimilarList
+	5,  // 4: rtbd.catalog.v1.ProductsRequest.groups:type_name -> rtbd.catalog.v1.ProductKeys
+	7,  // 5: rtbd.catalog.v1.ProductsResponse.records:type_name -> rtbd.catalog.v1.Record
+	0,  // 6: rtbd.catalog.v1.ProductsResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
+	0,  // 7: rtbd.catalog.v1.ChangesRequest.since:type_name -> rtbd.catalog.v1.IndexVersion
+	0,  // 8: rtbd.catalog.v1.ChangesResponse.version:type_name -> rtbd.catalog.v1.IndexVersion
+	5,  // 9: rtbd.catalog.v1.ChangesResponse.changed:type_name -> rtbd.catalog.v1.ProductKeys
+	1,  // 10: rtbd.catalog.v1.Catalog.GetProductMasters:input_type -> rtbd.catalog.v1.ProductMastersRequest
+	4,  // 11: rtbd.catalog.v1.Catalog.GetProducts:input_type -> rtbd.catalog.v1.ProductsRequest
+	8,  // 12: rtbd.catalog.v1.Catalog.GetChanges:input_type -> rtbd.catalog.v1.ChangesRequest
+	2,  // 13: rtbd.catalog.v1.Catalog.GetProductMasters:output_type -> rtbd.catalog.v1.ProductMastersResponse
+	6,  // 14: rtbd.catalog.v1.Catalog.GetProducts:output_type -> rtbd.catalog.v1.ProductsResponse
+	9,  // 15: rtbd.catalog.v1.Catalog.GetChanges:output_type -> rtbd.catalog.v1.ChangesResponse
+	13, // [13:16] is the sub-list for method output_type
+	10, // [10:13] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_catalog_proto_init() }
@@ -832,7 +931,7 @@ func file_catalog_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_catalog_proto_rawDesc), len(file_catalog_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

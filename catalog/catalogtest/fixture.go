@@ -5,7 +5,9 @@
 package catalogtest
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/rtbd/rtbd/catalog"
@@ -69,8 +71,60 @@ func FullProduct() *catalogpb.Product {
 	}
 }
 
-// WriteFixture builds and publishes the fixture catalog in dir.
-func WriteFixture(t testing.TB, dir string) { WriteCatalog(t, dir, Products()) }
+// WriteFixture builds and publishes the fixture catalog in dir, with the
+// similar lists of SimilarLists.
+func WriteFixture(t testing.TB, dir string) {
+	t.Helper()
+	publish(t, dir, func(b *catalog.Builder) {
+		for _, p := range Products() {
+			if err := b.Put(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w, err := b.NewSimilarWriter()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range SimilarLists() {
+			if err := w.Add(l.Group, l.ID, l.List); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Finish(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// SimilarList is a fixture product's similar list.
+type SimilarList struct {
+	Group, ID int64
+	List      []catalog.Similar
+}
+
+// SimilarLists returns the fixture's similar lists, in key order: 101
+// (103, the out-of-stock 105, 104), 102 (104, 101, 106), and products 1
+// and 2 of BulkGroup, each listing the 15 products from 30 on.
+func SimilarLists() []SimilarList {
+	out := []SimilarList{
+		{TalkGroup, 101, []catalog.Similar{{ID: 103, Score: 900_000}, {ID: OutOfStockID, Score: 800_000}, {ID: 104, Score: 500_000}}},
+		{TalkGroup, 102, []catalog.Similar{{ID: 104, Score: 700_000}, {ID: 101, Score: 600_000}, {ID: 106, Score: 100_000}}},
+	}
+	for id := int64(1); id <= 2; id++ {
+		var l []catalog.Similar
+		for s := int64(30); s < 45; s++ {
+			l = append(l, catalog.Similar{ID: s, Score: uint32(1000 - s)})
+		}
+		out = append(out, SimilarList{BulkGroup, id, l})
+	}
+	slices.SortFunc(out, func(a, b SimilarList) int {
+		if a.Group != b.Group {
+			return cmp.Compare(a.Group, b.Group)
+		}
+		return cmp.Compare(a.ID, b.ID)
+	})
+	return out
+}
 
 // WriteCatalog builds a catalog version of ps in dir, publishes it and
 // returns its name.

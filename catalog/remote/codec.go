@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/internal/productwire"
@@ -49,27 +50,38 @@ var errWire = errors.New("remote: malformed ProductMastersResponse")
 // into r (reset first). It accepts exactly what proto.Unmarshal accepts for
 // this message, skipping unknown fields, and does not keep b.
 func decodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
-	r.Product1S, r.Product2S = nil, nil
+	r.Product1S, r.Product2S, r.SimilarLists = nil, nil, nil
 	// Pass 1: count products per list and check framing.
-	var n1, n2 int
+	var n1, n2, n4 int
 	for i := 0; i < len(b); {
 		num, typ, n := protowire.ConsumeTag(b[i:])
 		if n < 0 || num > protowire.MaxValidNumber { // ConsumeTag checks only the lower bound
 			return errWire
 		}
 		i += n
-		if (num == 1 || num == 2) && typ == protowire.BytesType {
-			if num == 1 {
+		if (num == 1 || num == 2 || num == 4) && typ == protowire.BytesType {
+			switch num {
+			case 1:
 				n1++
-			} else {
+			case 2:
 				n2++
+			default:
+				n4++
 			}
 		}
 		m := protowire.ConsumeFieldValue(num, typ, b[i:])
 		if m < 0 {
 			return errWire
 		}
+		if num == 3 && typ == protowire.BytesType && !wellFormed(protowireBytes(b[i:])) {
+			return errWire
+		}
 		i += m
+	}
+	if n4 > 0 { // similar lists, and the version they belong to (for the near cache)
+		if err := decodeSimilarLists(b, r, n4); err != nil {
+			return err
+		}
 	}
 	if n1+n2 == 0 {
 		return nil
@@ -103,4 +115,64 @@ func decodeResponse(b []byte, r *catalogpb.ProductMastersResponse) error {
 		i += protowire.ConsumeFieldValue(num, typ, b[i:])
 	}
 	return nil
+}
+
+// decodeSimilarLists decodes the similar_lists (n of them) and the version
+// of a ProductMastersResponse encoded in b into r.
+func decodeSimilarLists(b []byte, r *catalogpb.ProductMastersResponse, n int) error {
+	r.SimilarLists = make([]*catalogpb.SimilarList, 0, n)
+	for i := 0; i < len(b); {
+		num, typ, k := protowire.ConsumeTag(b[i:])
+		i += k
+		if (num == 3 || num == 4) && typ == protowire.BytesType {
+			v, m := protowire.ConsumeBytes(b[i:])
+			i += m
+			if num == 3 { // repeated occurrences merge, as proto.Unmarshal does
+				if r.Version == nil {
+					r.Version = new(catalogpb.IndexVersion)
+				}
+				if err := (proto.UnmarshalOptions{Merge: true, DiscardUnknown: true}).Unmarshal(v, r.Version); err != nil {
+					return fmt.Errorf("%w: %w", errWire, err)
+				}
+				continue
+			}
+			sl := new(catalogpb.SimilarList)
+			if err := (proto.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(v, sl); err != nil {
+				return fmt.Errorf("%w: %w", errWire, err)
+			}
+			r.SimilarLists = append(r.SimilarLists, sl)
+			continue
+		}
+		i += protowire.ConsumeFieldValue(num, typ, b[i:])
+	}
+	return nil
+}
+
+// protowireBytes returns the content of the length-delimited field value
+// at the start of b (nil if malformed).
+func protowireBytes(b []byte) []byte {
+	v, n := protowire.ConsumeBytes(b)
+	if n < 0 {
+		return nil
+	}
+	return v
+}
+
+// wellFormed reports whether b is a well-framed protobuf message (every
+// tag and value complete), as proto.Unmarshal requires of a nested
+// message such as the version, without decoding it.
+func wellFormed(b []byte) bool {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || num > protowire.MaxValidNumber {
+			return false
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return false
+		}
+		b = b[m:]
+	}
+	return true
 }

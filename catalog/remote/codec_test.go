@@ -18,6 +18,8 @@ func TestDecodeResponseMatchesProto(t *testing.T) {
 	for _, r := range []*catalogpb.ProductMastersResponse{
 		sampleResponse(), {}, {Product2S: []*catalogpb.Product{{}}},
 		{Product1S: []*catalogpb.Product{{ProductId: -1, Width: -5, PriceMicros: 1 << 62}}},
+		{Product2S: []*catalogpb.Product{{ProductId: 3}}, Version: &catalogpb.IndexVersion{Generation: 2, ContentHash: 9},
+			SimilarLists: []*catalogpb.SimilarList{{ProductGroupId: 1, ProductId: 2, List: []byte{1, 6, 10}}, {ProductGroupId: 1, ProductId: 5}}},
 	} {
 		b, err := proto.Marshal(r)
 		if err != nil {

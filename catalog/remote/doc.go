@@ -67,7 +67,12 @@
 // GetProductMastersBatch with reused responses, allocates nothing.
 // GetProductMastersBatch answers many requests with one GetProducts call
 // for all their missing ids (several, one after the other, only beyond
-// MaxIDs ids). GetProductMastersCached answers a request from the cache
+// MaxIDs ids). A similar_to_viewed request (no product2_ids) is resolved
+// from cached similar lists when every viewed product's list is cached
+// (kept from the similar_lists of a node's earlier answer, per epoch and
+// within NearCacheMaxAge); otherwise it is one GetProductMasters call, made
+// beside the batch's GetProducts call, whose node resolves the lists.
+// GetProductMastersCached answers a request from the cache
 // alone, looking up each list's ids only until its quantity is met, or
 // reports that it cannot, asking nothing.
 //

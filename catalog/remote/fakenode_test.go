@@ -36,6 +36,7 @@ type productNode struct {
 	asked   [][]ncKey                                                               // ids of every GetProducts call
 
 	productCalls atomic.Int64
+	masterCalls  atomic.Int64 // GetProductMasters calls
 	changeCalls  atomic.Int64
 	stall        atomic.Bool // GetProducts blocks until its ctx is done
 }
@@ -193,4 +194,54 @@ func bgCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// GetProductMasters answers with the rules of catalog's package comment,
+// the second list of a similar_to_viewed request from
+// catalogtest.SimilarLists (the node resolves it: the client sends such
+// requests here).
+func (n *productNode) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
+	if err := catalog.ValidateRequest(req, 1000); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	g := req.ProductGroupId
+	list := func(ids []int64, atMost int32) []*catalogpb.Product {
+		var out []*catalogpb.Product
+		for _, id := range ids {
+			if int32(len(out)) >= atMost {
+				break
+			}
+			v, ok := n.values[ncKey{g, id}]
+			if !ok || slices.ContainsFunc(out, func(p *catalogpb.Product) bool { return p.ProductId == id }) {
+				continue
+			}
+			p := new(catalogpb.Product)
+			if err := catalog.DecodeValue(g, id, v, p); err != nil || !p.InStock {
+				continue
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	n.masterCalls.Add(1)
+	ids2 := req.Product2Ids
+	var used []*catalogpb.SimilarList
+	if len(ids2) == 0 && req.SimilarToViewed && req.Product2QuantityAtMost > 0 && len(req.Product1Ids) > 0 {
+		lists := map[int64][]catalog.Similar{}
+		for _, l := range catalogtest.SimilarLists() {
+			if l.Group == g {
+				lists[l.ID] = l.List
+			}
+		}
+		ids2 = catalog.SimilarIDs(req.Product1Ids, func(id int64) []catalog.Similar { return lists[id] }, 0, nil)
+		for _, v := range req.Product1Ids[:min(len(req.Product1Ids), catalog.MaxSimilarViewed)] {
+			if v > 0 {
+				used = append(used, &catalogpb.SimilarList{ProductGroupId: g, ProductId: v, List: catalog.AppendSimilarValue(nil, lists[v])})
+			}
+		}
+	}
+	return &catalogpb.ProductMastersResponse{Product1S: list(req.Product1Ids, req.Product1QuantityAtMost),
+		Product2S: list(ids2, req.Product2QuantityAtMost), Version: n.version, SimilarLists: used}, nil
 }

@@ -31,6 +31,7 @@ import (
 // answers: an entry in use is replaced before it expires, so max age costs
 // no request a miss, and entries no request asks for still expire.
 type nearCache struct {
+	lists  *listCache // similar lists of viewed products (similar.go)
 	shards []ncShard
 	mask   uint64
 	grace  int64 // ns
@@ -191,6 +192,7 @@ func newNearCache(maxBytes int64, grace, maxAge time.Duration, m *metrics) *near
 		s.m = make(map[ncKey]ncHot)
 	}
 	c.ver.Store(&verState{epoch: 1})
+	c.lists = newListCache(maxBytes)
 	return c
 }
 

@@ -718,3 +718,57 @@ func TestVersionPollFollowsWithoutMisses(t *testing.T) {
 		t.Fatalf("GetProducts calls %d, want %d: the poll alone moved the cache", n.calls(), calls)
 	}
 }
+
+// The similar lists a node's answer carries are cached: the next request
+// for products like the same viewed ones is answered from the near cache,
+// with the node's answer, without a call.
+func TestNearCacheSimilarLists(t *testing.T) {
+	n := startProductNode(t, catalogtest.Products(), ver(1, 0xA))
+	c := newTestClient(t, Options{Target: productTarget(n), NearCacheBytes: 1 << 20, CallTimeout: 20 * time.Second})
+	r := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup,
+		Product1QuantityAtMost: 2, Product1Ids: []int64{101, 102},
+		Product2QuantityAtMost: 10, SimilarToViewed: true}
+	want := []int64{104, 103, 106}
+	resps := []*catalogpb.ProductMastersResponse{nil}
+	if err := c.GetProductMastersBatch(bgCtx(t), []*catalogpb.ProductMastersRequest{r}, resps); err != nil {
+		t.Fatal(err)
+	}
+	if got := productIDs(resps[0].Product2S); !slices.Equal(got, want) {
+		t.Fatalf("first answer %v, want %v", got, want)
+	}
+	if n.masterCalls.Load() != 1 {
+		t.Fatalf("%d GetProductMasters calls, want 1 (the node resolves the lists)", n.masterCalls.Load())
+	}
+	// The products of the answer are not cached yet: the batch path asks
+	// them with GetProducts, the lists come from the cache.
+	if err := c.GetProductMastersBatch(bgCtx(t), []*catalogpb.ProductMastersRequest{r}, resps); err != nil {
+		t.Fatal(err)
+	}
+	if got := productIDs(resps[0].Product2S); !slices.Equal(got, want) {
+		t.Fatalf("second answer %v, want %v", got, want)
+	}
+	var cached catalogpb.ProductMastersResponse
+	if !c.GetProductMastersCached(r, &cached) {
+		t.Fatal("not answered from the near cache once lists and products are cached")
+	}
+	if got := productIDs(cached.Product2S); !slices.Equal(got, want) {
+		t.Fatalf("cached answer %v, want %v", got, want)
+	}
+	if calls := n.masterCalls.Load(); calls != 1 {
+		t.Errorf("%d GetProductMasters calls, want still 1", calls)
+	}
+	// Viewed products whose lists are not cached: the node again.
+	r2 := &catalogpb.ProductMastersRequest{ProductGroupId: catalogtest.TalkGroup, Product1QuantityAtMost: 1, Product1Ids: []int64{103},
+		Product2QuantityAtMost: 3, SimilarToViewed: true}
+	if c.GetProductMastersCached(r2, &cached) {
+		t.Error("answered from the cache without the list of 103")
+	}
+}
+
+func productIDs(ps []*catalogpb.Product) []int64 {
+	var out []int64
+	for _, p := range ps {
+		out = append(out, p.ProductId)
+	}
+	return out
+}

@@ -95,13 +95,21 @@ func (c *Client) GetProductMastersCached(req *catalogpb.ProductMastersRequest, r
 		return false
 	}
 	now, vs := nc.now(), nc.ver.Load()
+	ids2 := req.Product2Ids
+	if onNode(req) { // the second list from the cached similar lists
+		var buf [64]int64
+		var ok bool
+		if ids2, ok = nc.similarIDs(req, now, vs, buf[:0]); !ok {
+			return false
+		}
+	}
 	var hits, absent int64
 	var ok bool
 	resp.Product1S, ok = nc.cachedList(resp.Product1S[:0], req.ProductGroupId, req.Product1Ids, req.Product1QuantityAtMost, now, vs, &hits, &absent)
 	if !ok {
 		return false
 	}
-	resp.Product2S, ok = nc.cachedList(resp.Product2S[:0], req.ProductGroupId, req.Product2Ids, req.Product2QuantityAtMost, now, vs, &hits, &absent)
+	resp.Product2S, ok = nc.cachedList(resp.Product2S[:0], req.ProductGroupId, ids2, req.Product2QuantityAtMost, now, vs, &hits, &absent)
 	if !ok {
 		return false
 	}
@@ -193,25 +201,57 @@ func (c *Client) legacy() bool {
 	return u != 0 && time.Now().UnixNano() < u
 }
 
-// batchRPC answers a batch with one GetProductMasters call per request.
+// batchRPC answers a batch with one GetProductMasters call per request,
+// the calls made at the same time.
 func (c *Client) batchRPC(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
 	for i, r := range reqs {
 		if r == nil {
 			return fmt.Errorf("%w: remote: reqs[%d]: nil request", catalog.ErrInvalidArgument, i)
 		}
 	}
-	for i, r := range reqs {
-		resp, err := c.getProductMastersRPC(ctx, r)
+	one := func(req *catalogpb.ProductMastersRequest, into *catalogpb.ProductMastersResponse) error {
+		resp, err := c.getProductMastersRPC(ctx, req)
 		if err != nil {
 			return err
 		}
-		resps[i].Product1S, resps[i].Product2S, resps[i].Version = resp.Product1S, resp.Product2S, resp.Version
+		if onNode(req) {
+			c.keepLists(resp)
+		}
+		into.Product1S, into.Product2S, into.Version = resp.Product1S, resp.Product2S, resp.Version
+		return nil
 	}
-	return nil
+	if len(reqs) == 1 {
+		return one(reqs[0], resps[0])
+	}
+	// The goroutines get the elements, not the slices: the callers' arrays
+	// (a single request's live on its stack) stay where they are.
+	errs := make(chan error, len(reqs))
+	for i := range reqs {
+		req, into := reqs[i], resps[i]
+		go func() { errs <- one(req, into) }()
+	}
+	var first error
+	for range reqs {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
-// batch is GetProductMastersBatch once resps are all non-nil.
+// onNode reports whether req is answered by a node's GetProductMasters
+// rather than from raw records: its second list comes from the similar
+// lists of its viewed products, which the node resolves in the same call.
+func onNode(req *catalogpb.ProductMastersRequest) bool {
+	return req.SimilarToViewed && len(req.Product2Ids) == 0 && req.Product2QuantityAtMost > 0 && len(req.Product1Ids) > 0
+}
+
+// batch is GetProductMastersBatch once resps are all non-nil. Requests
+// the node resolves (onNode) are asked with GetProductMasters, one call
+// each, at the same time as the GetProducts call of the others: no call
+// waits for another's answer.
 func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
+	nodeReqs := 0
 	for i, r := range reqs {
 		if err := catalog.ValidateRequest(r, c.maxIDs); err != nil {
 			if len(reqs) == 1 {
@@ -219,10 +259,50 @@ func (c *Client) batch(ctx context.Context, reqs []*catalogpb.ProductMastersRequ
 			}
 			return fmt.Errorf("remote: reqs[%d]: %w", i, err)
 		}
+		if onNode(r) {
+			nodeReqs++
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("%w: remote: %w", catalog.ErrDeadline, err)
 	}
+	if nodeReqs > 0 {
+		if resolved := c.resolveLocally(reqs); &resolved[0] != &reqs[0] {
+			reqs, nodeReqs = resolved, 0
+			for _, r := range reqs {
+				if onNode(r) {
+					nodeReqs++
+				}
+			}
+		}
+	}
+	if nodeReqs == 0 {
+		return c.batchRecords(ctx, reqs, resps)
+	}
+	if nodeReqs == len(reqs) {
+		return c.batchRPC(ctx, reqs, resps)
+	}
+	var rest, resolved []*catalogpb.ProductMastersRequest
+	var restResps, resolvedResps []*catalogpb.ProductMastersResponse
+	for i, r := range reqs {
+		if onNode(r) {
+			resolved, resolvedResps = append(resolved, r), append(resolvedResps, resps[i])
+		} else {
+			rest, restResps = append(rest, r), append(restResps, resps[i])
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.batchRPC(ctx, resolved, resolvedResps) }()
+	err := c.batchRecords(ctx, rest, restResps)
+	if rerr := <-done; err == nil {
+		err = rerr
+	}
+	return err
+}
+
+// batchRecords answers reqs (valid, none onNode) from the near cache and
+// one GetProducts call for what it lacks.
+func (c *Client) batchRecords(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error {
 	sc := c.getScratch()
 	defer c.putScratch(sc)
 
