@@ -84,11 +84,47 @@ type Config struct {
 	Fraud Fraud `yaml:"fraud"`
 	// Notice configures the /win and /bill notice handler.
 	Notice Notice `yaml:"notice"`
+	// Shading configures first-price bid shading (package bidder/shading).
+	Shading Shading `yaml:"shading"`
 	// Campaigns configures where the bidder's campaigns come from.
 	Campaigns Campaigns `yaml:"campaigns"`
 	// Exchanges lists the exchanges (SSPs) this bidder serves, by name
 	// (see Exchanges). The exchange DefaultExchange always exists.
 	Exchanges Exchanges `yaml:"exchanges,omitempty"`
+}
+
+// Shading configures first-price bid shading (package bidder/shading):
+// per segment of the bid landscape, the estimate of the win probability
+// by price that prices first-price bids.
+type Shading struct {
+	// HalfLife is the half-life of the observations (a landscape that
+	// moves is learned again within a few).
+	HalfLife time.Duration `yaml:"half_life"`
+	// MaxSegments bounds the segments held (about 8 KiB each); the least
+	// recently bid on go first.
+	MaxSegments int `yaml:"max_segments"`
+	// MinObservations is the decayed observations a segment needs before
+	// its estimate prices bids (else a coarser segment's does).
+	MinObservations float64 `yaml:"min_observations"`
+	// Explore is the fraction of shaded bids whose price is moved at random
+	// (never above the value nor below the floor).
+	Explore float64 `yaml:"explore"`
+	// RefreshInterval is how often the estimates are rebuilt from the
+	// observations.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+}
+
+// Validate reports the problems of the shading section.
+func (s Shading) Validate(p *Problems) {
+	p.Positive("half_life", s.HalfLife)
+	p.Range("max_segments", int64(s.MaxSegments), 16, 1<<20)
+	if !(s.MinObservations >= 1 && s.MinObservations <= 1e6) {
+		p.Addf("min_observations", "must be between 1 and 1000000, got %v", s.MinObservations)
+	}
+	if !(s.Explore >= 0 && s.Explore <= 0.5) {
+		p.Addf("explore", "must be between 0 and 0.5, got %v", s.Explore)
+	}
+	p.Positive("refresh_interval", s.RefreshInterval)
 }
 
 // Campaign sources (Campaigns.Source).
@@ -664,6 +700,13 @@ type Exchange struct {
 	// PriceKeys decrypt the exchange's encrypted clearing prices; empty:
 	// notice.price_keys.
 	PriceKeys PriceKeys `yaml:"price_keys"`
+	// LossNotices says the exchange fires the lurl of lost bids; without
+	// them (false, Prebid Server's way) a first-price bid with no win
+	// notice within NoticeWait counts as lost for bid shading.
+	LossNotices bool `yaml:"loss_notices"`
+	// NoticeWait is how long after a bid its win notice may still arrive;
+	// bid shading learns only from bids older than that. 0: 60s.
+	NoticeWait time.Duration `yaml:"notice_wait"`
 }
 
 // Macro returns the uid macro in force: UIDMacro or DefaultUIDMacro.
@@ -681,6 +724,9 @@ func (e Exchange) Validate(p *Problems) {
 	}
 	if e.Billing != "" {
 		p.OneOf("billing", e.Billing, "burl", "nurl", "render")
+	}
+	if e.NoticeWait < 0 || e.NoticeWait > time.Hour {
+		p.Addf("notice_wait", "must be between 0 (60s) and 1h, got %v", e.NoticeWait)
 	}
 }
 

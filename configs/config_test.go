@@ -105,7 +105,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	// ones above.
 	want.Bidder = c.Bidder
 	want.Spend, want.User, want.Redis, want.Aerospike, want.Fraud, want.Notice = c.Spend, c.User, c.Redis, c.Aerospike, c.Fraud, c.Notice
-	want.Campaigns, want.Exchanges = c.Campaigns, c.Exchanges
+	want.Campaigns, want.Exchanges, want.Shading = c.Campaigns, c.Exchanges, c.Shading
 	if c.Bidder.HTTPListen != "127.0.0.1:8080" {
 		t.Errorf("bidder.http_listen default %q", c.Bidder.HTTPListen)
 	}

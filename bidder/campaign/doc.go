@@ -61,6 +61,7 @@
 //	    total_budget: 1500000
 //	    frequency_cap: {impressions: 3, period: 24h}  # Go duration or days (7d)
 //	    pacing: even                     # even (default) | asap
+//	    bid_shading: auto                # auto (default): shade first-price bids | off
 //	    targeting:                       # every list optional: absent = any
 //	      site_domains: [example.com, news.example.jp]  # and their subdomains
 //	      site_domains_deny: [bad.example.com]

@@ -127,32 +127,40 @@ func (c *curve) at(p float64) float64 {
 
 // best returns the price in [floor, value] that maximises the expected
 // surplus (value - p) x P(win | p) and its P(win); the value when no
-// price has any expected surplus. No allocation.
+// price has any expected surplus. On each bucket the curve is linear, so
+// the surplus is a parabola: its ends and its top are the candidates. No
+// allocation.
 func (c *curve) best(value, floor float64) (float64, float64) {
 	lo, hi := max(floor, 1), value
 	if lo >= hi {
 		return hi, c.at(hi)
 	}
-	bestP, bestS := hi, 0.0
-	try := func(p float64) {
-		if s := (value - p) * c.at(p); s > bestS {
-			bestP, bestS = p, s
-		}
-	}
-	try(lo)
-	for b := int(Bucket(int64(lo))); b <= int(Bucket(int64(hi))) && b < NumBuckets; b++ {
+	bestP, bestS, bestW := hi, 0.0, c.at(hi)
+	b1 := int(Bucket(int64(hi)))
+	for b := int(Bucket(int64(lo))); b <= b1; b++ {
 		e0, e1 := edges[b], edges[b+1]
+		a0 := float64(c.p[b])
+		s := (float64(c.p[b+1]) - a0) / (e1 - e0)
 		x0, x1 := max(e0, lo), min(e1, hi)
-		if x0 > lo {
-			try(x0)
-		}
-		a0, a1 := float64(c.p[b]), float64(c.p[b+1])
-		if s := (a1 - a0) / (e1 - e0); s > 0 {
-			// (value - p)(a0 + s(p - e0)) is a parabola: its top.
-			if p := (value + e0 - a0/s) / 2; p > x0 && p < x1 {
-				try(p)
+		for k := range 3 {
+			x := x0
+			switch k {
+			case 1:
+				x = x1
+			case 2:
+				if s <= 0 {
+					continue
+				}
+				// The top of (value - x)(a0 + s(x - e0)).
+				if x = (value + e0 - a0/s) / 2; x <= x0 || x >= x1 {
+					continue
+				}
+			}
+			w := a0 + s*(x-e0)
+			if sur := (value - x) * w; sur > bestS {
+				bestP, bestS, bestW = x, sur, w
 			}
 		}
 	}
-	return bestP, c.at(bestP)
+	return bestP, bestW
 }

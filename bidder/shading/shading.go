@@ -23,13 +23,13 @@ type How uint8
 
 // Values of How.
 const (
-	HowOff         How = iota // shading off for the campaign: the value
-	HowSecondPrice            // not a first-price auction: the value
-	HowFixedPrice             // a fixed-price deal: the deal's price
-	HowNoData                 // first price, no segment with enough data yet: the value
-	HowShaded                 // the price maximising the expected surplus
-	HowExplored               // the shaded price moved at random (exploration)
-	HowExploredCold           // no data yet: a random price between ColdLow x value and the value
+	HowOff          How = iota // shading off for the campaign: the value
+	HowSecondPrice             // not a first-price auction: the value
+	HowFixedPrice              // a fixed-price deal: the deal's price
+	HowNoData                  // first price, no segment with enough data yet: the value
+	HowShaded                  // the price maximising the expected surplus
+	HowExplored                // the shaded price moved at random (exploration)
+	HowExploredCold            // no data yet: a random price between ColdLow x value and the value
 	NumHow
 )
 
@@ -484,4 +484,19 @@ func (g *segment) refresh(t int64, s *Shader) {
 		g.dirty = false
 		g.cur.Store(g.estimate(s.opts.MinObservations))
 	}
+}
+
+// Len is the number of segments held (all levels).
+func (s *Shader) Len() int {
+	if s == nil {
+		return 0
+	}
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.RLock()
+		n += len(sh.segs)
+		sh.mu.RUnlock()
+	}
+	return n
 }
