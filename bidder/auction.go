@@ -12,6 +12,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -57,6 +58,14 @@ type candidate struct {
 	// deferred: its budgets and frequency cap are checked when its imp is
 	// bid on, not at selection (see selectCands).
 	deferred bool
+	// value is the price before bid shading (see shading.go); seg the
+	// bid's shading segment (0 unless first price), how and shadeLevel how
+	// price was set, winProb the estimated P(win) at it.
+	value      int64
+	seg        shading.SegmentID
+	how        shading.How
+	shadeLevel int8
+	winProb    float64
 }
 
 // impPlan is the outcome of candidate selection for one imp (plan).
@@ -498,12 +507,13 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 		}
 		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h,
 			charge: money.PerImpression(bid), deferred: deferred})
+		b.shade(st, imp, &st.cands[len(st.cands)-1])
 	}
-	// Highest price first (insertion sort: a handful of candidates; stable,
-	// so equal prices keep the file order).
+	// Highest value first (insertion sort: a handful of candidates; stable,
+	// so equal values keep the file order).
 	cs := st.cands[first:]
 	for a := 1; a < len(cs); a++ {
-		for j := a; j > 0 && cs[j].price > cs[j-1].price; j-- {
+		for j := a; j > 0 && cs[j].value > cs[j-1].value; j-- {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
 	}
@@ -636,11 +646,17 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 		if bg := b.opts.Budgets; bg != nil && ex == nil && st.req.Test != 1 { // an Explain's bid is not sent; a test bid is never billed
 			bg.Bid(cd.c.ID, cd.charge, st.now)
 		}
+		if ex == nil && st.req.Test != 1 {
+			b.learnBid(cd, st.now)
+		}
 		if ie != nil {
 			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)
+			ie.shading(cd)
 		}
-		for _, rest := range cs[k+1:] {
+		for j := k + 1; j < len(cs); j++ {
+			rest := &cs[j]
 			ie.campaign(rest.c.ID, "outbid", "", rest.price, rest.floor, rest.dealID)
+			ie.shading(rest)
 		}
 		ie.done(bidMade, "")
 		return bidMade, catalogTime

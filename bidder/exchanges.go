@@ -33,6 +33,13 @@ type Exchange struct {
 	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt the
 	// exchange's encrypted clearing prices; nil: Options'.
 	PriceEncryptionKey, PriceIntegrityKey []byte
+	// LossNotices: the exchange fires the lurl of lost bids; without (the
+	// default) a first-price bid with no win within NoticeWait counts as
+	// lost for bid shading.
+	LossNotices bool
+	// NoticeWait is how long after a bid its win notice may still arrive.
+	// Default shading.DefaultNoticeWait (60s).
+	NoticeWait time.Duration
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and

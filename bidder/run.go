@@ -117,7 +117,8 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ})
+		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
+			LossNotices: x.LossNotices, NoticeWait: x.NoticeWait})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
@@ -174,6 +175,10 @@ type Server struct {
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
+
+	// The bid shading refresh loop (shading.go).
+	shadingStop chan struct{}
+	shadingWG   sync.WaitGroup
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -207,6 +212,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		if err != nil {
 			s.fx.close()
 			s.stopSpendGate()
+			s.stopShading()
 			s.closeStores()
 			s.gcFloor.Stop()
 		}
@@ -289,9 +295,11 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		opts.Admission = NewAdmission(AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
 			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
 	}
+	opts.Shading = shadingFromConfig(cfg.Shading)
 	if s.Bidder, err = New(opts); err != nil {
 		return nil, err
 	}
+	s.startShading(cfg.Shading.RefreshInterval)
 	if s.fx != nil {
 		s.fx.start(s.Bidder)
 	}
@@ -308,6 +316,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
+	s.admin.Handle("GET /admin/shading", s.Bidder.ShadingHandler())
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
@@ -533,6 +542,7 @@ func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownDelay(ctx)
 	s.stopSpendGate()
+	s.stopShading()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 	defer cancel()
 	herr := s.http.ShutdownWithContext(sctx)

@@ -258,3 +258,28 @@ func TestBounded(t *testing.T) {
 		t.Error("the segment bid on last was evicted")
 	}
 }
+
+func TestSnapshot(t *testing.T) {
+	s := New(Options{Explore: -1})
+	id := Segment(1, "pub", FormatBanner, 300, 250)
+	rng := splitmix.Rand{S: 5}
+	now := learn(s, id, 3000, 4_000_000, 500_000, func() int64 { return 1_000_000 + int64(rng.IntN(2_000_000)) }, true, true, t0)
+	s.Refresh(now)
+	vs := s.Snapshot([]string{"default", "gam"})
+	if len(vs) != 3 {
+		t.Fatalf("%d segments, want 3 (format, publisher, exchange)", len(vs))
+	}
+	for _, v := range vs {
+		if v.Exchange != "gam" || v.Source != "min_to_win" || v.MinToWin < 100 || len(v.Curve) < 3 {
+			t.Errorf("%+v", v)
+		}
+		if v.LastValue == 0 && v.Level == "format" || v.Shade > 1 {
+			t.Errorf("last: %+v", v)
+		}
+		for k := 1; k < len(v.Curve); k++ {
+			if v.Curve[k].WinProb < v.Curve[k-1].WinProb || v.Curve[k].Price <= v.Curve[k-1].Price {
+				t.Errorf("curve not increasing at %d: %+v", k, v.Curve)
+			}
+		}
+	}
+}
