@@ -280,7 +280,8 @@ func (s *Server) startShading(interval time.Duration) {
 	if sh == nil || interval <= 0 {
 		return
 	}
-	s.shadingStop = make(chan struct{})
+	stop := make(chan struct{})
+	s.shadingStop = stop
 	s.shadingWG.Add(1)
 	go func() {
 		defer s.shadingWG.Done()
@@ -288,7 +289,7 @@ func (s *Server) startShading(interval time.Duration) {
 		defer t.Stop()
 		for {
 			select {
-			case <-s.shadingStop:
+			case <-stop:
 				return
 			case now := <-t.C:
 				sh.Refresh(now)

@@ -261,14 +261,20 @@ func (b *Budgets) check(cs *campState, c *CampaignBudget, now time.Time, draw bo
 	return true, ReasonNone, p
 }
 
-// pacingProbability: 1 while spent is under daily * (frac + slack), then
-// falling linearly to 0 at PacingWidth * daily above that.
+// pacingProbability: ThrottleProbability with the options' slack and width.
 func (b *Budgets) pacingProbability(daily, spent int64, frac float64) float64 {
-	allowed := float64(daily) * (frac + b.opts.PacingSlack)
+	return ThrottleProbability(daily, spent, frac, b.opts.PacingSlack, b.opts.PacingWidth)
+}
+
+// ThrottleProbability is the bid probability of pacing by throttling: 1
+// while spent is under daily x (frac + slack), frac the elapsed fraction
+// of the day, then falling linearly to 0 at width x daily above that.
+func ThrottleProbability(daily, spent int64, frac, slack, width float64) float64 {
+	allowed := float64(daily) * (frac + slack)
 	if float64(spent) < allowed {
 		return 1
 	}
-	over := (float64(spent) - allowed) / (float64(daily) * b.opts.PacingWidth)
+	over := (float64(spent) - allowed) / (float64(daily) * width)
 	return max(0, 1-over)
 }
 

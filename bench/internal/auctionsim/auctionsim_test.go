@@ -60,3 +60,32 @@ func TestOracle(t *testing.T) {
 		t.Errorf("oracle %.3f, want between the median and the value", p)
 	}
 }
+
+// TestPacing plays the compressed days (fixed seed, fake clock) and checks
+// the measured day of adaptive pacing: spend within 2% of the budget and
+// above it by at most one flush interval's charges, every hour within 10%
+// of the traffic-shaped target, and at least 10% more impressions per unit
+// of spend than throttled even pacing (both with shading on), which must
+// spend its budget too for the comparison to hold.
+func TestPacing(t *testing.T) {
+	r := RunPacing(PacingDefaults())
+	var b strings.Builder
+	r.Print(&b)
+	t.Log("\n" + b.String())
+	a := r.Adaptive
+	if d := a.Spend/r.Budget - 1; d < -0.02 || d > 0.02 {
+		t.Errorf("adaptive daily spend %.3f, %.2f%% off the budget %.3f, want within 2%%", a.Spend, 100*d, r.Budget)
+	}
+	if a.Overshoot > a.MaxFlushCharges {
+		t.Errorf("adaptive overshoot %.4f, want at most one flush interval's charges %.4f", a.Overshoot, a.MaxFlushCharges)
+	}
+	if a.MaxHourlyError > 0.10 {
+		t.Errorf("adaptive hourly spend up to %.1f%% off the target, want within 10%%", 100*a.MaxHourlyError)
+	}
+	if d := r.Even.Spend/r.Budget - 1; d < -0.05 {
+		t.Errorf("throttled even pacing spent %.3f of %.3f: the comparison wants both to spend the budget", r.Even.Spend, r.Budget)
+	}
+	if g := r.ImpressionGain(); g < 1.10 {
+		t.Errorf("adaptive impressions per spend %.3f of throttled's, want >= 1.10", g)
+	}
+}
