@@ -902,7 +902,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	imp := &req.Imp[i]
 	c := cd.c
 	a := len(st.arena)
-	st.newNonce() // shared by the bid's win, bill and click tokens
+	st.newNonce() // carried by both tokens of the bid
 
 	// crid: campaign-template-format, e.g. "c1-medium-300x250".
 	st.arena = append(st.arena, c.ID...)
@@ -923,47 +923,53 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	}
 	crid := str(st.arena[a:])
 
-	// One click token for the bid, signed once, carries the ids of the
-	// products that get a link; each link adds its product id.
+	// The bid is signed once (token.Keys.AppendBid): the exchange token
+	// serves its nurl, burl and lurl, the markup token its impression
+	// tracker and the click links, which add their product id to it (the
+	// token lists the products that get a link).
 	st.clickIDs = st.clickIDs[:0]
+	var group int64
 	for _, p := range products {
-		if p != nil && hasLanding(c, p) {
+		if p == nil {
+			continue
+		}
+		if group == 0 {
+			group = p.ProductGroupId
+		}
+		if hasLanding(c, p) {
 			st.clickIDs = append(st.clickIDs, p.ProductId)
 		}
 	}
+	x := &b.exchanges.list[st.exchange]
+	st.tok = token.Token{
+		Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL), ClickExpires: st.now.Add(b.opts.ClickTTL),
+		Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
+		PriceMicros: cd.price, ValueMicros: cd.value, Currency: cur, Group: group, Products: st.clickIDs,
+		Nonce: st.nonce, Billing: x.Billing, Test: req.Test == 1,
+	}
+	if st.exchange != 0 {
+		st.tok.Exchange = x.Name
+	}
+	shadedToken(&st.tok, cd)
+	a = len(st.arena)
+	mid := 0
+	var err error
+	st.arena, mid, err = b.opts.Keys.AppendBid(st.arena, &st.tok)
+	st.tok = token.Token{}
+	if err != nil {
+		st.arena = st.arena[:a]
+		return rtb.NoBidTechnicalError
+	}
+	exchTok, markupTok := str(st.arena[a:mid]), st.arena[mid:len(st.arena):len(st.arena)]
 	st.link = link{c: c}
 	if len(st.clickIDs) > 0 {
-		var group int64
-		for _, p := range products {
-			if p != nil {
-				group = p.ProductGroupId
-				break
-			}
-		}
-		st.tok = token.Token{
-			Kind: token.KindClick, Issued: st.now, Expires: st.now.Add(b.opts.ClickTTL),
-			Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
-			PriceMicros: cd.price, Currency: cur, Group: group, Products: st.clickIDs,
-			Nonce: st.nonce, Test: req.Test == 1,
-		}
-		a = len(st.arena)
-		var err error
-		if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {
-			st.arena = st.arena[:a]
-			return rtb.NoBidTechnicalError
-		}
-		st.link.tok = st.arena[a:len(st.arena):len(st.arena)]
-		st.tok = token.Token{}
+		st.link.tok = markupTok
 	}
 	// The creative's own impression tracker (/imp): native and video
 	// always, banners with the pixel option or when the render bills.
-	x := &b.exchanges.list[st.exchange]
 	impURL := ""
 	if cd.kind != mediaBanner || b.opts.BannerImpPixel || x.Billing == token.BillingRender {
-		var ok bool
-		if impURL, ok = b.noticeURL(st, st.urls.imp, token.KindImp, cd, crid, imp.ID, uid, cur); !ok {
-			return rtb.NoBidTechnicalError
-		}
+		impURL = st.noticeURL(st.urls.imp, str(markupTok), priceMacro)
 	}
 	a = len(st.arena)
 	var mtype openrtb2.MarkupType
@@ -1004,18 +1010,9 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	st.arena = strconv.AppendUint(st.arena, b.bidSeq.Add(1), 36)
 	bidID := str(st.arena[a:])
 
-	nurl, ok := b.noticeURL(st, st.urls.win, token.KindWin, cd, crid, imp.ID, uid, cur)
-	if !ok {
-		return rtb.NoBidTechnicalError
-	}
-	burl, ok := b.noticeURL(st, st.urls.bill, token.KindBill, cd, crid, imp.ID, uid, cur)
-	if !ok {
-		return rtb.NoBidTechnicalError
-	}
-	lurl, ok := b.lossURL(st, cd, crid, imp.ID, uid, cur)
-	if !ok {
-		return rtb.NoBidTechnicalError
-	}
+	nurl := st.noticeURL(st.urls.win, exchTok, winMacros)
+	burl := st.noticeURL(st.urls.bill, exchTok, winMacros)
+	lurl := st.noticeURL(st.urls.loss, exchTok, lossMacros)
 	seat := c.Seat
 	if seat == "" {
 		seat = b.opts.Seat
@@ -1049,47 +1046,27 @@ func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) 
 	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st, Cells: st.b.cells}
 }
 
-// noticeURL appends prefix + a signed token + "&p=${AUCTION_PRICE}" to the
-// arena and returns it. The token carries the exchange's billing mode and,
-// for an exchange other than DefaultExchange, its name.
-func (b *Bidder) noticeURL(st *reqState, prefix string, kind token.Kind, cd *candidate, crid, impID, uid, cur string) (string, bool) {
+// The query after a notice URL's token: the price macro (the impression
+// tracker), with the minimum bid to win (nurl, burl: on a win, the price
+// to tie, for bid shading), and for the lurl (see serveLoss) the loss
+// reason and the price that would have won.
+const (
+	priceMacro = "&p=${AUCTION_PRICE}"
+	winMacros  = "&p=${AUCTION_PRICE}&m=${AUCTION_MIN_TO_WIN}"
+	lossMacros = "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"
+)
+
+// noticeURL appends prefix + tok + macros to the arena and returns it.
+func (st *reqState) noticeURL(prefix, tok, macros string) string {
 	a := len(st.arena)
 	st.arena = append(st.arena, prefix...)
-	x := &b.exchanges.list[st.exchange]
-	st.tok = token.Token{
-		Kind: kind, Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL),
-		Campaign: cd.c.ID, Creative: crid, Auction: st.req.ID, Imp: impID, User: uid,
-		PriceMicros: cd.price, Currency: cur, Nonce: st.nonce, Billing: x.Billing, Test: st.req.Test == 1,
-	}
-	if st.exchange != 0 {
-		st.tok.Exchange = x.Name
-	}
-	var err error
-	if st.arena, err = b.opts.Keys.Append(st.arena, &st.tok); err != nil {
-		st.arena = st.arena[:a]
-		return "", false
-	}
-	st.arena = append(st.arena, "&p=${AUCTION_PRICE}"...)
-	return str(st.arena[a:]), true
-}
-
-// lossURL appends the bid's lurl to the arena and returns it:
-// PublicURL/loss?t=TOKEN&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}, TOKEN a
-// token.KindLoss token of the bid (see serveLoss).
-func (b *Bidder) lossURL(st *reqState, cd *candidate, crid, impID, uid, cur string) (string, bool) {
-	u, ok := b.noticeURL(st, st.urls.loss, token.KindLoss, cd, crid, impID, uid, cur)
-	if !ok {
-		return "", false
-	}
-	// noticeURL ended it with the price macro: the loss notice's macros instead.
-	a := len(st.arena) - len(u)
-	st.arena = st.arena[:len(st.arena)-len("&p=${AUCTION_PRICE}")]
-	st.arena = append(st.arena, "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"...)
-	return str(st.arena[a:]), true
+	st.arena = append(st.arena, tok...)
+	st.arena = append(st.arena, macros...)
+	return str(st.arena[a:])
 }
 
 // AppendClickURL implements creative.Linker: the /click URL of product p
-// of the bid being rendered: the bid's signed click token, a dot, the
+// of the bid being rendered: the bid's markup token, a dot, the
 // product id (one of the ids the token signs). Nothing is appended when
 // the product has no usable landing URL.
 func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
@@ -1103,7 +1080,7 @@ func (st *reqState) AppendClickURL(dst []byte, p *catalogpb.Product) []byte {
 }
 
 // AppendClickBase implements creative.BaseLinker: PublicURL/click/TOKEN/
-// (SecurePublicURL on a secure imp), the bid's click token once per
+// (SecurePublicURL on a secure imp), the bid's markup token once per
 // banner, unless Options.AbsoluteClicks.
 func (st *reqState) AppendClickBase(dst []byte) []byte {
 	if st.b.opts.AbsoluteClicks || st.link.c == nil || len(st.link.tok) == 0 {
@@ -1124,7 +1101,7 @@ func (st *reqState) AppendClickRef(dst []byte, p *catalogpb.Product) []byte {
 }
 
 // linked reports whether product p of the bid being rendered gets a click
-// link: the bid has a click token and p is one of the ids it lists (those
+// link: the bid has a markup token and p is one of the ids it lists (those
 // with a landing URL).
 func (st *reqState) linked(p *catalogpb.Product) bool {
 	return st.link.c != nil && len(st.link.tok) > 0 && slices.Contains(st.clickIDs, p.ProductId)

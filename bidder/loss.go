@@ -18,8 +18,8 @@ import (
 //
 //	PublicURL/loss?t=TOKEN&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}
 //
-// TOKEN is a token.KindLoss token of the bid (the same nonce as its win and
-// billing tokens). The exchange fires it when the bid lost, with r the
+// TOKEN is the bid's exchange token (token.AudienceExchange), the one of
+// its nurl and burl. The exchange fires it when the bid lost, with r the
 // OpenRTB 2.6 loss reason code and m the price that would have won (m
 // teaches bid shading: see shading.go). Answers, counted in
 // rtbd_notices_total{kind="loss", outcome}:
@@ -29,7 +29,7 @@ import (
 //	replay       204, not counted again: this process accepted the bid's
 //	             loss notice within Options.ReplayWindow
 //	test         204, not counted: the loss of a test bid
-//	forged       400: bad signature, malformed token, or a token of another kind
+//	forged       400: bad signature, malformed token, or the bid's markup token
 //	expired      410: the token verified but is past its expiry
 //	bad_request  400 (405 for a method other than GET/HEAD): no t
 //

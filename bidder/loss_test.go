@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,8 +18,13 @@ import (
 	"github.com/rtbd/rtbd/rtb"
 )
 
-// bidURLs are the notice URLs of one bid, PublicURL stripped, macros unfilled.
-type bidURLs struct{ nurl, burl, lurl string }
+// bidURLs are the notice URLs of one bid, PublicURL stripped, macros
+// unfilled, and markup, the token of the creative's click links.
+type bidURLs struct{ nurl, burl, lurl, markup string }
+
+// markupToken finds the bid's markup token in a creative's click links
+// (/click/TOKEN/ or /click?t=TOKEN.).
+var markupToken = regexp.MustCompile(`/click(?:/|\?t=)([A-Za-z0-9_-]+)[/.]`)
 
 // bidNotices sends the spec banner request for userBulk (test: 1 when test)
 // and returns its bid's notice URLs.
@@ -32,7 +38,7 @@ func (f *fixture) bidNotices(test bool) bidURLs {
 	r := f.bid(withUser(f.t, readFile(f.t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, edits...))
 	var resp struct {
 		SeatBid []struct {
-			Bid []struct{ NURL, BURL, LURL string } `json:"bid"`
+			Bid []struct{ NURL, BURL, LURL, AdM string } `json:"bid"`
 		} `json:"seatbid"`
 	}
 	if err := json.Unmarshal(r.body, &resp); err != nil || r.status != 200 || len(resp.SeatBid) != 1 || len(resp.SeatBid[0].Bid) != 1 {
@@ -46,7 +52,11 @@ func (f *fixture) bidNotices(test bool) bidURLs {
 		}
 		return p
 	}
-	return bidURLs{nurl: strip(b.NURL), burl: strip(b.BURL), lurl: strip(b.LURL)}
+	m := markupToken.FindStringSubmatch(b.AdM)
+	if m == nil {
+		f.t.Fatalf("no click link in %.400s", b.AdM)
+	}
+	return bidURLs{nurl: strip(b.NURL), burl: strip(b.BURL), lurl: strip(b.LURL), markup: m[1]}
 }
 
 // get GETs path and returns the status and the notice outcome header.
@@ -140,7 +150,7 @@ func TestLossNotices(t *testing.T) {
 	tampered := b.lurl[:i] + string(b.lurl[i]^1) + b.lurl[i+1:]
 	for name, path := range map[string]string{
 		"tampered":       lossPath(tampered, "102", "1"),
-		"win token":      strings.Replace(strings.Split(b.nurl, "&")[0], PathWin, PathLoss, 1) + "&r=102",
+		"markup token":   PathLoss + "?t=" + b.markup + "&r=102",
 		"garbage token":  PathLoss + "?t=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA&r=102",
 		"no token":       PathLoss + "?r=102",
 		"method not GET": "",

@@ -22,9 +22,10 @@ import (
 // served by the Bidder itself when Options.Spend is set (and
 // Options.Notices is nil).
 //
-// A notice carries t, the signed token the bid put in its nurl, burl or
-// creative (token.KindWin for /win, token.KindBill for /bill, token.KindImp
-// for /imp, the creative's own impression tracker), and p, the clearing
+// A notice carries t, the signed token the bid put in its nurl and burl
+// (the bid's token.AudienceExchange token, for /win and /bill) or in its
+// creative (the token.AudienceMarkup token, for /imp, the creative's own
+// impression tracker), and p, the clearing
 // price the SSP substituted for ${AUCTION_PRICE}: a plain decimal CPM
 // ("1.25", money.Parse) or, when it is not one and price keys are
 // configured, a Google-style encrypted price (rtb.DecryptPrice) decrypted
@@ -45,7 +46,8 @@ import (
 //	                was accepted within Options.ReplayWindow, or the
 //	                impression was charged already through another of the
 //	                bid's notices
-//	forged          400: bad signature, malformed token, or a token of another kind
+//	forged          400: bad signature, malformed token, or a token of the
+//	                other audience (the markup token on /win or /bill)
 //	expired         410: the token verified but is past its expiry
 //	over_price      400: the clearing price is above the token's bid price
 //	bad_price       400: p not a price, or an encrypted price that does not

@@ -95,6 +95,7 @@ func newMoneyFixtureOn(t *testing.T, set *campaign.Set, store spend.Store, inter
 
 type gotBid struct {
 	nurl, burl string // paths (PublicURL stripped), ${AUCTION_PRICE} unfilled
+	markup     string // the token of the creative's click links
 	price      float64
 	cid        string
 }
@@ -115,6 +116,7 @@ func (f *fixture) bidOnce(uid string, wantNBR rtb.NoBidReason) gotBid {
 				NURL  string  `json:"nurl"`
 				BURL  string  `json:"burl"`
 				CID   string  `json:"cid"`
+				AdM   string  `json:"adm"`
 			} `json:"bid"`
 		} `json:"seatbid"`
 	}
@@ -136,12 +138,16 @@ func (f *fixture) bidOnce(uid string, wantNBR rtb.NoBidReason) gotBid {
 	b := resp.SeatBid[0].Bid[0]
 	strip := func(u string) string {
 		p, ok := strings.CutPrefix(u, "https://bid.example.com")
-		if !ok || !strings.HasSuffix(p, "&p=${AUCTION_PRICE}") {
+		if !ok || !strings.HasSuffix(p, winMacros) {
 			f.t.Fatalf("notice URL %q", u)
 		}
 		return p
 	}
-	return gotBid{nurl: strip(b.NURL), burl: strip(b.BURL), price: b.Price, cid: b.CID}
+	m := markupToken.FindStringSubmatch(b.AdM)
+	if m == nil {
+		f.t.Fatalf("no click link in %.400s", b.AdM)
+	}
+	return gotBid{nurl: strip(b.NURL), burl: strip(b.BURL), markup: m[1], price: b.Price, cid: b.CID}
 }
 
 // notice fills the price macro of path with p and GETs it.
@@ -182,9 +188,16 @@ func TestNoticesEndToEnd(t *testing.T) {
 	if st := f.notice(b1.nurl, "1.2345"); st != 204 {
 		t.Fatalf("win replay: status %d", st)
 	}
-	// A win token sent to /bill, a tampered token, no token: 400.
-	if st := f.notice(strings.Replace(b1.nurl, PathWin, PathBill, 1), "1"); st != 400 {
-		t.Fatalf("win token on /bill: status %d", st)
+	// The bid's markup token (its creative's click links) sent to /bill or
+	// /win, a tampered token, no token: 400. The win token on /bill is the
+	// same exchange token: a replay of the charged impression.
+	if st := f.notice(strings.Replace(b1.nurl, PathWin, PathBill, 1), "1"); st != 204 {
+		t.Fatalf("exchange token on /bill: status %d", st)
+	}
+	for _, path := range []string{PathBill, PathWin} {
+		if st := f.notice(path+"?t="+b1.markup+"&p=${AUCTION_PRICE}", "1"); st != 400 {
+			t.Fatalf("markup token on %s: status %d", path, st)
+		}
 	}
 	i := strings.Index(b1.burl, "t=") + 10
 	tampered := b1.burl[:i] + string(b1.burl[i]^1) + b1.burl[i+1:]
@@ -225,8 +238,8 @@ func TestNoticesEndToEnd(t *testing.T) {
 		kind, outcome string
 		want          float64
 	}{
-		{"win", "accepted", 1}, {"win", "replay", 1},
-		{"bill", "accepted", 2}, {"bill", "replay", 1},
+		{"win", "accepted", 1}, {"win", "replay", 1}, {"win", "forged", 1},
+		{"bill", "accepted", 2}, {"bill", "replay", 2},
 		{"bill", "forged", 2}, {"bill", "bad_request", 1}, {"bill", "bad_price", 3},
 		{"bill", "over_price", 1}, {"bill", "expired", 1},
 	} {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -246,5 +247,114 @@ func TestShadingExplainAndView(t *testing.T) {
 	plain.b.ShadingHandler().ServeHTTP(rec, httptest.NewRequest("GET", "/admin/shading", nil))
 	if got := strings.TrimSpace(rec.Body.String()); got != `{"enabled":false,"segments":[]}` {
 		t.Errorf("without shading: %s", got)
+	}
+}
+
+// shadedBid sends the spec banner request for userBulk with auction type at
+// and returns its bid's price (CPM) and notice URLs (PublicURL stripped).
+func shadedBid(mf *moneyFixture, at int) (float64, bidURLs) {
+	t := mf.t
+	t.Helper()
+	mf.seq++
+	r := mf.bid(withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk,
+		"id", "shade-"+strconv.Itoa(mf.seq), "at", at))
+	var resp openrtb2.BidResponse
+	if err := json.Unmarshal(r.body, &resp); err != nil || r.status != 200 || len(resp.SeatBid) != 1 || len(resp.SeatBid[0].Bid) != 1 {
+		t.Fatalf("bid: want one bid, got %d %.300s (%v)", r.status, r.body, err)
+	}
+	b := resp.SeatBid[0].Bid[0]
+	strip := func(u string) string { return strings.TrimPrefix(u, "https://bid.example.com") }
+	return b.Price, bidURLs{nurl: strip(b.NURL), burl: strip(b.BURL), lurl: strip(b.LURL)}
+}
+
+// TestShadingNotices: what notices teach the Shader. A first-price bid's
+// charging notice (burl) is a win, its valid m a minimum bid to win; a
+// loss with reason 102 is a loss, with its m when valid; a bad m (absent,
+// the unfilled macro, not a price, negative, at or below the bid on a
+// loss, above it on a win, absurd) is not used and is counted by why; a
+// replay teaches nothing more, a forged notice nothing at all; other loss
+// reasons, and second-price bids, teach nothing.
+func TestShadingNotices(t *testing.T) {
+	mf := newMoneyFixture(t, moneyCampaigns(t, ""), func(o *Options) {
+		o.Shading = &shading.Options{Explore: -1, ExploreCold: -1}
+		o.Exchanges = []Exchange{{Name: DefaultExchange, LossNotices: true}}
+	})
+	observed := func(outcome string) float64 { return mf.counter("rtbd_shading_observations_total", "outcome", outcome) }
+	mtw := func(result string) float64 { return mf.counter("rtbd_shading_min_to_win_total", "result", result) }
+	minToWin := func() float64 {
+		for _, v := range mf.b.Shader().Snapshot(nil) {
+			if v.Level == "exchange" {
+				return v.MinToWin
+			}
+		}
+		return 0
+	}
+	fill := func(u, p, m string) string {
+		return strings.NewReplacer("${AUCTION_PRICE}", p, "${AUCTION_MIN_TO_WIN}", m).Replace(u)
+	}
+	cpm := func(v float64) string { return strconv.FormatFloat(v, 'f', 6, 64) }
+
+	// A win: burl with m below the price; the nurl (not charging under burl
+	// billing) teaches nothing, a replay of the burl nothing more.
+	price, b := shadedBid(mf, 1)
+	for _, u := range []string{b.nurl, b.burl} {
+		if !strings.HasSuffix(u, "&p=${AUCTION_PRICE}&m=${AUCTION_MIN_TO_WIN}") {
+			t.Fatalf("notice URL %q lacks the price and min-to-win macros", u)
+		}
+	}
+	if st, _ := mf.get(fill(b.nurl, cpm(price), cpm(price/2))); st != 204 {
+		t.Fatalf("nurl: %d", st)
+	}
+	if observed("win") != 0 {
+		t.Error("a non-charging nurl taught a win")
+	}
+	for range 2 {
+		if st, _ := mf.get(fill(b.burl, cpm(price), cpm(price/2))); st != 204 {
+			t.Fatalf("burl: %d", st)
+		}
+	}
+	if observed("win") != 1 || mtw("ok") != 1 || minToWin() != 1 {
+		t.Errorf("after a win and its replay: wins %v, m ok %v, m held %v; want 1, 1, 1", observed("win"), mtw("ok"), minToWin())
+	}
+	// A win whose m is above its price.
+	price, b = shadedBid(mf, 1)
+	mf.get(fill(b.burl, cpm(price), cpm(price+1)))
+	if observed("win") != 2 || mtw("above_bid") != 1 || minToWin() != 1 {
+		t.Errorf("a win with m above the price: wins %v, above_bid %v, m held %v", observed("win"), mtw("above_bid"), minToWin())
+	}
+	// Losses: reason 102 with a good m, then bad ones.
+	price, b = shadedBid(mf, 1)
+	if st, out := mf.get(lossPath(b.lurl, "102", cpm(price+0.5))); st != 204 || out != "accepted" {
+		t.Fatalf("loss: %d %s", st, out)
+	}
+	mf.get(lossPath(b.lurl, "102", cpm(price+0.5))) // a replay
+	if observed("loss") != 1 || mtw("ok") != 2 || minToWin() != 2 {
+		t.Errorf("a loss and its replay: losses %v, m ok %v, m held %v; want 1, 2, 2", observed("loss"), mtw("ok"), minToWin())
+	}
+	for _, tc := range []struct{ m, result string }{
+		{"", "absent"}, {"${AUCTION_MIN_TO_WIN}", "macro"}, {"NaN", "not_price"}, {"-1", "negative"},
+		{"0.01", "below_bid"}, {"5000", "absurd"},
+	} {
+		_, b = shadedBid(mf, 1)
+		mf.get(lossPath(b.lurl, "102", tc.m))
+		if mtw(tc.result) != 1 {
+			t.Errorf("m %q: %s counted %v times, want 1", tc.m, tc.result, mtw(tc.result))
+		}
+	}
+	if observed("loss") != 7 || minToWin() != 2 {
+		t.Errorf("after the bad m: losses %v, m held %v; want 7 (each still a loss) and 2", observed("loss"), minToWin())
+	}
+	// Another reason, a forged token, a second-price bid: nothing.
+	price, b = shadedBid(mf, 1)
+	mf.get(lossPath(b.lurl, "200", cpm(price+1)))
+	forged := strings.Replace(lossPath(b.lurl, "102", cpm(price+1)), "t=", "t=A", 1)
+	if st, out := mf.get(forged); st != 400 || out != "forged" {
+		t.Errorf("forged: %d %s", st, out)
+	}
+	price, b = shadedBid(mf, 2)
+	mf.get(lossPath(b.lurl, "102", cpm(price+1)))
+	mf.get(fill(b.burl, cpm(price), cpm(price/2)))
+	if observed("loss") != 7 || observed("win") != 2 || minToWin() != 2 {
+		t.Errorf("other reasons, forged, second price: losses %v wins %v m held %v; want 7, 2, 2", observed("loss"), observed("win"), minToWin())
 	}
 }

@@ -92,7 +92,7 @@ type reqState struct {
 	// secure holds the products a secure creative may show (httpsOnly).
 	secure []*catalogpb.Product
 
-	clickIDs []int64 // the products of the click token being signed
+	clickIDs []int64 // the products of the bid being signed that get a click link
 
 	// rng draws the bids' nonces: seeded from crypto/rand once per state,
 	// so no two states share a stream. The nonces need to be unique, not
@@ -107,7 +107,7 @@ type reqState struct {
 // link is the bid the creative being rendered belongs to.
 type link struct {
 	c *campaign.Campaign
-	// tok is the bid's signed click token (in the arena), shared by the
+	// tok is the bid's markup token (in the arena), shared by the
 	// click URLs of all its products: /click?t=TOKEN.PRODUCT.
 	tok []byte
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
-// Kind says what a token is for. A handler accepts only its own kind, so a
-// win token cannot be replayed as a click and the other way round.
+// Kind says what a token is for: the route that accepts it. A token of
+// version 4 and older serves exactly one kind; a version 5 token serves
+// every kind of its Audience (see Audience), so a win token is never a
+// click and a click token never a billing notice.
 type Kind byte
 
 // Token kinds.
@@ -50,6 +52,56 @@ func (k Kind) String() string {
 	return "unknown"
 }
 
+// Audience says who a version 5 token is handed to, and so which routes
+// accept it. The URLs of one bid go to two audiences: the exchange, which
+// alone sees the bid response's nurl, burl and lurl and fires them server
+// to server, and whoever renders the ad, which sees the impression tracker
+// and the click links inside the creative's markup. A token of the markup
+// must not open the billing routes: with billing on burl, a page that
+// renders the ad could fire /bill ahead of the exchange, charge an
+// impression the exchange did not bill, at the bid price rather than the
+// clearing price (the first charge of a bid sticks). So both tokens of a
+// bid carry one payload and one HMAC, but each shows its own half of it
+// (see the package documentation, Format).
+type Audience byte
+
+// Audiences.
+const (
+	// AudienceExchange: /win, /bill and /loss (nurl, burl, lurl).
+	AudienceExchange Audience = 0
+	// AudienceMarkup: /imp and /click (the creative's impression tracker
+	// and product links).
+	AudienceMarkup Audience = 1
+	maxAudience             = AudienceMarkup
+)
+
+// Audience returns the audience whose token k's route accepts.
+func (k Kind) Audience() Audience {
+	if k == KindImp || k == KindClick {
+		return AudienceMarkup
+	}
+	return AudienceExchange
+}
+
+// String returns "exchange", "markup" or "unknown".
+func (a Audience) String() string {
+	switch a {
+	case AudienceExchange:
+		return "exchange"
+	case AudienceMarkup:
+		return "markup"
+	}
+	return "unknown"
+}
+
+// firstKind is the Kind a version 5 token parsed with want 0 reports.
+func (a Audience) firstKind() Kind {
+	if a == AudienceMarkup {
+		return KindImp
+	}
+	return KindWin
+}
+
 // Limits.
 const (
 	// MinKeyBytes is the shortest key accepted.
@@ -64,17 +116,22 @@ const (
 	MaxProducts = 1000
 )
 
-// version is the format Append writes. Parse also reads version 1 (no
-// product list), version 2 (no nonce) and version 3 (no flags), so tokens
-// handed out before an upgrade keep working until they expire.
+// version is the format Append and AppendBid write. Parse also reads
+// versions 1 to 4, so tokens handed out before an upgrade keep working
+// until they expire (see the package documentation, Format).
 const (
 	version1 = 1
 	version2 = 2
 	version3 = 3
-	version  = 4
+	version4 = 4
+	version  = 5
 )
 
-// Flag bits of a version 4 token.
+// audienceBytes is what a version 5 token has between its payload and its
+// MAC: the audience byte.
+const audienceBytes = 1
+
+// Flag bits of a version 4 and 5 token.
 const (
 	flagTest = 1 << 0
 	// flagBilling (2 bits) is the bid's Billing mode.
@@ -149,17 +206,25 @@ var (
 	// ErrShortKey: a key is shorter than MinKeyBytes.
 	ErrShortKey = errors.New("token: key too short")
 	// ErrField: Append was given a field longer than MaxFieldBytes, a
-	// negative price or id, or a currency that is not 3 letters.
+	// negative price, value or id, or a currency that is not 3 letters.
 	ErrField = errors.New("token: field out of range")
 )
 
 // Token is the content of a signed token. Money is in micros (millionths
 // of the currency unit) of Currency; prices are CPM as in OpenRTB.
 type Token struct {
+	// Kind is the route the token was parsed for (Parse's want; with want
+	// 0, a version 5 token reports KindWin or KindImp, the first kind of
+	// its audience). Append signs a token for Kind's audience.
 	Kind Kind
 	// Issued and Expires are whole seconds (the token stores unix seconds
-	// and a TTL); a zero Issued means "now" to Append.
-	Issued, Expires time.Time
+	// and a TTL); a zero Issued means "now" to Append. Expires is the
+	// expiry of the bid's notices (win, bill, loss, imp), ClickExpires the
+	// expiry of its click links (a zero ClickExpires means Expires to
+	// Append; a token of version 4 or older has one expiry, both fields
+	// get it). Parse checks a click against ClickExpires and any other
+	// kind against Expires.
+	Issued, Expires, ClickExpires time.Time
 	// Campaign and Creative are rtbd's ids of the ad; Auction is the bid
 	// request id; Imp the imp id; User the user id the bid was for.
 	Campaign, Creative, Auction, Imp, User string
@@ -167,6 +232,16 @@ type Token struct {
 	// code, money.IsCode).
 	PriceMicros int64
 	Currency    string
+	// ValueMicros is the bid's value before shading (CPM, micros of
+	// Currency, like PriceMicros); 0 when unknown (and in tokens of
+	// version 4 and older).
+	ValueMicros int64
+	// Segment is the bid's shading segment, a compact id; 0 for none.
+	Segment uint32
+	// Bucket is the bucket of the bid price in the shading estimator (its
+	// meaning is the shading package's); 0 in tokens of version 4 and
+	// older.
+	Bucket uint16
 	// Group and Product identify the product of a click (0 for notices).
 	Group, Product int64
 	// URL is the landing URL of a click (empty for notices). Version 1
@@ -182,7 +257,7 @@ type Token struct {
 	// frequency.
 	Test bool
 	// Billing is the bid's billing mode: which notices charge (flag bits
-	// 1-2 of a version 4 token).
+	// 1-2 of a version 4 and 5 token).
 	Billing Billing
 	// Exchange is the name of the exchange the bid was made to ("" for
 	// the default exchange): its settings (price keys) apply to the bid's
@@ -237,30 +312,89 @@ func (k *Keys) Len() int { return len(k.macs) }
 var enc = base64.RawURLEncoding
 
 // Append appends the signed token for t to dst (URL-safe, no escaping
-// needed) and returns the extended buffer. A zero t.Issued means now; the
-// expiry is t.Expires, which must not be before Issued (a zero Expires
-// means Issued + 0: already expiring). On ErrField dst is returned
-// unchanged. It makes no allocation when dst has room for the token plus
-// its binary form (about twice the token).
+// needed) and returns the extended buffer: a version 5 token of the
+// audience of t.Kind, good for every route of that audience (AppendBid
+// makes both tokens of a bid with one HMAC). A zero t.Issued means now;
+// the expiries are t.Expires and t.ClickExpires, which must not be before
+// Issued (a zero Expires means Issued + 0: already expiring). On ErrField
+// dst is returned unchanged. It makes no allocation when dst has room for
+// the token plus its binary form (about twice the token).
 func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
-	if err := checkFields(t); err != nil {
+	if t.Kind < KindWin || t.Kind > maxKind {
+		return dst, fmt.Errorf("%w: kind %d", ErrField, t.Kind)
+	}
+	start := len(dst)
+	dst, e, err := k.appendSigned(dst, t)
+	if err != nil {
 		return dst, err
+	}
+	var mac [2 * MACBytes]byte
+	copy(mac[:], dst[e:])
+	dst = appendHalf(dst[:e], &mac, t.Kind.Audience())
+	dst = enc.AppendEncode(dst, dst[start:e+audienceBytes+MACBytes])
+	n := copy(dst[start:], dst[e+audienceBytes+MACBytes:])
+	return dst[:start+n], nil
+}
+
+// AppendBid appends the two tokens of one bid to dst, first the
+// AudienceExchange token (for its nurl, burl and lurl), then the
+// AudienceMarkup token (for its impression tracker and click links), and
+// returns the extended buffer and the offset where the second starts:
+// dst[len(dst before):mid] is the exchange token, dst[mid:] the markup
+// token. Both carry the same payload, signed with one HMAC; t.Kind is
+// not used. Errors and allocations are as Append's (room for both tokens
+// and the binary form).
+func (k *Keys) AppendBid(dst []byte, t *Token) (_ []byte, mid int, err error) {
+	start := len(dst)
+	dst, e, err := k.appendSigned(dst, t)
+	if err != nil {
+		return dst, start, err
+	}
+	var mac [2 * MACBytes]byte
+	copy(mac[:], dst[e:])
+	raw := e + audienceBytes + MACBytes // end of one binary token
+	dst = appendHalf(dst[:e], &mac, AudienceExchange)
+	dst = enc.AppendEncode(dst, dst[start:raw])
+	exch := len(dst)
+	dst[e] = byte(AudienceMarkup)
+	copy(dst[e+audienceBytes:raw], mac[MACBytes:])
+	dst = enc.AppendEncode(dst, dst[start:raw])
+	n := copy(dst[start:], dst[raw:])
+	return dst[:start+n], start + (exch - raw), nil
+}
+
+// appendHalf appends the audience byte and a's half of mac.
+func appendHalf(dst []byte, mac *[2 * MACBytes]byte, a Audience) []byte {
+	dst = append(dst, byte(a))
+	return append(dst, mac[int(a)*MACBytes:int(a+1)*MACBytes]...)
+}
+
+// appendSigned appends t's version 5 payload and its full HMAC (32 bytes)
+// to dst; e is where the payload ends. On error dst is unchanged.
+func (k *Keys) appendSigned(dst []byte, t *Token) (_ []byte, e int, err error) {
+	if err := checkFields(t); err != nil {
+		return dst, 0, err
 	}
 	issued := t.Issued
 	if issued.IsZero() {
 		issued = time.Now()
 	}
-	ttl := int64(0)
+	ttl, clickTTL := int64(0), int64(0)
 	if !t.Expires.IsZero() {
 		ttl = t.Expires.Unix() - issued.Unix()
-		if ttl < 0 {
-			return dst, fmt.Errorf("%w: expires before issued", ErrField)
-		}
+	}
+	clickTTL = ttl
+	if !t.ClickExpires.IsZero() {
+		clickTTL = t.ClickExpires.Unix() - issued.Unix()
+	}
+	if ttl < 0 || clickTTL < 0 {
+		return dst, 0, fmt.Errorf("%w: expires before issued", ErrField)
 	}
 	start := len(dst) // the binary payload goes here first, then its base64
-	dst = append(dst, version, byte(t.Kind))
+	dst = append(dst, version)
 	dst = binary.AppendUvarint(dst, uint64(issued.Unix()))
 	dst = binary.AppendUvarint(dst, uint64(ttl))
+	dst = binary.AppendUvarint(dst, uint64(clickTTL))
 	dst = binary.AppendUvarint(dst, uint64(t.PriceMicros))
 	if t.Currency == "" {
 		dst = append(dst, 0, 0, 0)
@@ -291,20 +425,16 @@ func (k *Keys) Append(dst []byte, t *Token) ([]byte, error) {
 		dst = binary.AppendUvarint(dst, uint64(len(t.Exchange)))
 		dst = append(dst, t.Exchange...)
 	}
-	e := len(dst)
-	dst = k.mac(0, dst, dst[start:e])[:e+MACBytes] // payload | mac, truncated
-	e += MACBytes
-	dst = enc.AppendEncode(dst, dst[start:e])
-	n := copy(dst[start:], dst[e:])
-	return dst[:start+n], nil
+	dst = binary.AppendUvarint(dst, uint64(t.ValueMicros))
+	dst = binary.AppendUvarint(dst, uint64(t.Segment))
+	dst = binary.AppendUvarint(dst, uint64(t.Bucket))
+	e = len(dst)
+	return k.mac(0, dst, dst[start:e]), e, nil
 }
 
 func checkFields(t *Token) error {
-	if t.Kind < KindWin || t.Kind > maxKind {
-		return fmt.Errorf("%w: kind %d", ErrField, t.Kind)
-	}
-	if t.PriceMicros < 0 || t.Group < 0 || t.Product < 0 {
-		return fmt.Errorf("%w: negative price or id", ErrField)
+	if t.PriceMicros < 0 || t.ValueMicros < 0 || t.Group < 0 || t.Product < 0 {
+		return fmt.Errorf("%w: negative price, value or id", ErrField)
 	}
 	if len(t.Products) > MaxProducts {
 		return fmt.Errorf("%w: %d products, more than %d", ErrField, len(t.Products), MaxProducts)
@@ -339,7 +469,10 @@ func (k *Keys) mac(i int, dst, msg []byte) []byte {
 }
 
 // Parse checks the token s and fills *t. want is the kind the caller
-// accepts (0 accepts any). now is compared with the expiry.
+// accepts (0 accepts any): a token of version 4 or older of that kind, or
+// a version 5 token of its audience (then t.Kind is want). now is compared
+// with the expiry of that kind (ClickExpires for KindClick, else
+// Expires).
 //
 // It decodes into buf (grown if too small) and returns it: t's string
 // fields point into that buffer (no copy) and stay valid until it is
@@ -362,12 +495,22 @@ func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) (
 	if err != nil || n < 2+MACBytes {
 		return buf[:0], ErrMalformed
 	}
-	msg := buf[:n-MACBytes]
+	payload := buf[:n-MACBytes] // what decodePayload reads
+	msg := payload              // what the MAC covers
+	half := 0                   // which half of the HMAC the token shows
+	if buf[0] == version {
+		// version | ... | audience | MAC: the audience picks the half, so
+		// it is outside the MAC (either half is a 128-bit tag of msg).
+		msg = payload[:len(payload)-audienceBytes]
+		if a := payload[len(payload)-1]; a <= byte(maxAudience) {
+			half = int(a) * MACBytes
+		}
+	}
 	got := buf[n-MACBytes : n]
 	ok := false
 	for i := range k.macs {
 		mac := k.mac(i, buf[:n], msg)[n:] // into buf's spare room
-		if subtle.ConstantTimeCompare(mac[:MACBytes], got) == 1 {
+		if subtle.ConstantTimeCompare(mac[half:half+MACBytes], got) == 1 {
 			ok = true
 			break
 		}
@@ -377,41 +520,67 @@ func (k *Keys) Parse(t *Token, s []byte, want Kind, now time.Time, buf []byte) (
 		// about its content.
 		return buf[:0], ErrSignature
 	}
-	if err := decodePayload(t, msg); err != nil {
+	if err := decodePayload(t, payload); err != nil {
 		*t = Token{Products: prods}
 		return buf[:0], err
 	}
 	if want != 0 && t.Kind != want {
-		return buf, ErrKind
+		if payload[0] != version || want > maxKind || want.Audience() != t.Kind.Audience() {
+			return buf, ErrKind
+		}
+		t.Kind = want // a version 5 token serves every kind of its audience
 	}
-	if now.After(t.Expires) {
+	exp := t.Expires
+	if t.Kind == KindClick {
+		exp = t.ClickExpires
+	}
+	if now.After(exp) {
 		return buf, ErrExpired
 	}
 	return buf, nil
 }
 
-// decodePayload fills t from a verified payload; strings alias p.
+// decodePayload fills t from a verified payload (for version 5, the
+// payload and the audience byte after it); strings alias p.
 func decodePayload(t *Token, p []byte) error {
 	if len(p) < 2 || p[0] < version1 || p[0] > version {
 		return ErrMalformed
 	}
 	ver := p[0]
-	t.Kind = Kind(p[1])
-	if t.Kind < KindWin || t.Kind > maxKind {
-		return ErrMalformed
+	if ver == version {
+		a := Audience(p[len(p)-1])
+		if a > maxAudience {
+			return ErrMalformed
+		}
+		t.Kind = a.firstKind()
+		p = p[1 : len(p)-audienceBytes]
+	} else {
+		t.Kind = Kind(p[1])
+		if t.Kind < KindWin || t.Kind > maxKind {
+			return ErrMalformed
+		}
+		p = p[2:]
 	}
-	p = p[2:]
-	var vals [3]uint64
-	for i := range vals {
+	// issued, ttl, click ttl (version 5), price
+	var vals [4]uint64
+	nvals := 3
+	if ver == version {
+		nvals = 4
+	}
+	for i := range nvals {
 		v, n := binary.Uvarint(p)
 		if n <= 0 || v > 1<<62 {
 			return ErrMalformed
 		}
 		vals[i], p = v, p[n:]
 	}
+	if ver != version {
+		vals[3], vals[2] = vals[2], vals[1] // one expiry; the price
+	}
 	t.Issued = time.Unix(int64(vals[0]), 0)
 	t.Expires = time.Unix(int64(vals[0]+vals[1]), 0)
-	t.PriceMicros = int64(vals[2])
+	t.ClickExpires = time.Unix(int64(vals[0]+vals[2]), 0)
+	t.PriceMicros = int64(vals[3])
 	if len(p) < 3 {
 		return ErrMalformed
 	}
@@ -453,7 +622,7 @@ func decodePayload(t *Token, p []byte) error {
 		}
 		p = p[copy(t.Nonce[:], p):]
 	}
-	if ver >= version {
+	if ver >= version4 {
 		if len(p) < 1 || p[0]&^flagsMask != 0 {
 			return ErrMalformed
 		}
@@ -471,6 +640,17 @@ func decodePayload(t *Token, p []byte) error {
 			}
 			t.Exchange, p = str(p[n:n+int(l)]), p[n+int(l):]
 		}
+	}
+	if ver >= version {
+		var vals [3]uint64 // value, segment, bucket
+		for i, limit := range [...]uint64{1 << 62, 1<<32 - 1, 1<<16 - 1} {
+			v, n := binary.Uvarint(p)
+			if n <= 0 || v > limit {
+				return ErrMalformed
+			}
+			vals[i], p = v, p[n:]
+		}
+		t.ValueMicros, t.Segment, t.Bucket = int64(vals[0]), uint32(vals[1]), uint16(vals[2])
 	}
 	if len(p) != 0 {
 		return ErrMalformed

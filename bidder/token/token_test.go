@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"reflect"
 	"strings"
@@ -56,6 +57,9 @@ func TestRoundTrip(t *testing.T) {
 	most.Kind, most.Products = KindClick, make([]int64, MaxProducts)
 	most.Products[MaxProducts-1] = 1 << 62
 	cases = append(cases, most)
+	shaded := sample() // the shading fields at their bounds
+	shaded.ValueMicros, shaded.Segment, shaded.Bucket = 1<<62, 1<<32-1, 1<<16-1
+	cases = append(cases, shaded)
 	for i, want := range cases {
 		tok, err := k.Append(nil, &want)
 		if err != nil {
@@ -67,13 +71,13 @@ func TestRoundTrip(t *testing.T) {
 			}
 		}
 		var got Token
-		if _, err := k.Parse(&got, tok, 0, want.Issued, nil); err != nil {
+		if _, err := k.Parse(&got, tok, want.Kind, want.Issued, nil); err != nil {
 			t.Fatalf("%d: Parse: %v", i, err)
 		}
-		if !got.Issued.Equal(want.Issued) || !got.Expires.Equal(want.Expires) {
-			t.Errorf("%d: times %v %v, want %v %v", i, got.Issued, got.Expires, want.Issued, want.Expires)
+		if !got.Issued.Equal(want.Issued) || !got.Expires.Equal(want.Expires) || !got.ClickExpires.Equal(want.Expires) {
+			t.Errorf("%d: times %v %v %v, want %v %v", i, got.Issued, got.Expires, got.ClickExpires, want.Issued, want.Expires)
 		}
-		got.Issued, got.Expires, want.Issued, want.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+		got.Issued, got.Expires, got.ClickExpires, want.Issued, want.Expires = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%d: got %+v\nwant %+v", i, got, want)
 		}
@@ -94,7 +98,10 @@ func TestIsHMAC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		payload, mac := raw[:len(raw)-MACBytes], raw[len(raw)-MACBytes:]
+		payload, mac := raw[:len(raw)-audienceBytes-MACBytes], raw[len(raw)-MACBytes:]
+		if a := raw[len(payload)]; a != byte(AudienceExchange) {
+			t.Fatalf("win token of audience %d", a)
+		}
 		h := hmac.New(sha256.New, key)
 		h.Write(payload)
 		if want := h.Sum(nil)[:MACBytes]; !hmac.Equal(mac, want) {
@@ -236,13 +243,54 @@ func TestKindString(t *testing.T) {
 	}
 }
 
-// older returns tok rewritten in format ver (1: no product list, no
-// nonce; 2: no nonce; 3: no flags), re-signed with key1. tok must have no
-// products, a zero nonce and no flags.
-func older(t *testing.T, tok []byte, ver byte) string {
+// payloadV4 is tk's payload in format 4 (one kind, one expiry, no
+// shading fields), the format before the current one.
+func payloadV4(tk *Token) []byte {
+	p := []byte{version4, byte(tk.Kind)}
+	p = binary.AppendUvarint(p, uint64(tk.Issued.Unix()))
+	p = binary.AppendUvarint(p, uint64(tk.Expires.Unix()-tk.Issued.Unix()))
+	p = binary.AppendUvarint(p, uint64(tk.PriceMicros))
+	if tk.Currency == "" {
+		p = append(p, 0, 0, 0)
+	} else {
+		p = append(p, tk.Currency...)
+	}
+	for _, s := range [...]string{tk.Campaign, tk.Creative, tk.Auction, tk.Imp, tk.User, tk.URL} {
+		p = binary.AppendUvarint(p, uint64(len(s)))
+		p = append(p, s...)
+	}
+	p = binary.AppendUvarint(p, uint64(tk.Group))
+	p = binary.AppendUvarint(p, uint64(tk.Product))
+	p = binary.AppendUvarint(p, uint64(len(tk.Products)))
+	for _, id := range tk.Products {
+		p = binary.AppendUvarint(p, uint64(id))
+	}
+	p = append(p, tk.Nonce[:]...)
+	flags := byte(tk.Billing) << flagBillingShift
+	if tk.Test {
+		flags |= flagTest
+	}
+	if tk.Exchange != "" {
+		flags |= flagExchange
+	}
+	p = append(p, flags)
+	if tk.Exchange != "" {
+		p = binary.AppendUvarint(p, uint64(len(tk.Exchange)))
+		p = append(p, tk.Exchange...)
+	}
+	return p
+}
+
+// older returns tk signed (with key1) in format ver (4: one kind, one
+// expiry, no shading fields; 3: no flags either; 2: no nonce either; 1:
+// no product list either). For ver < 4, tk must have no products, a zero
+// nonce and no flags.
+func older(t *testing.T, tk Token, ver byte) string {
 	t.Helper()
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	payload := payloadV4(&tk)
+	if ver == version4 {
+		return resign(payload)
+	}
 	if payload[len(payload)-1] != 0 {
 		t.Fatalf("unexpected flags %x", payload)
 	}
@@ -252,7 +300,7 @@ func older(t *testing.T, tok []byte, ver byte) string {
 		return resign(payload)
 	}
 	n := len(payload) - 16
-	if payload[0] != version || !bytes.Equal(payload[n:], make([]byte, 16)) || payload[n-1] != 0 {
+	if !bytes.Equal(payload[n:], make([]byte, 16)) || payload[n-1] != 0 {
 		t.Fatalf("unexpected layout %x", payload)
 	}
 	payload = payload[:n] // drop the nonce: version 2
@@ -263,10 +311,27 @@ func older(t *testing.T, tok []byte, ver byte) string {
 	return resign(payload)
 }
 
+// resign signs a payload of version 1 to 4 with key1.
 func resign(payload []byte) string {
 	m := hmac.New(sha256.New, key1)
 	m.Write(payload)
 	return base64.RawURLEncoding.EncodeToString(append(bytes.Clone(payload), m.Sum(nil)[:MACBytes]...))
+}
+
+// resign5 signs a version 5 payload (without the audience byte) with key1
+// for audience a.
+func resign5(payload []byte, a Audience) string {
+	m := hmac.New(sha256.New, key1)
+	m.Write(payload)
+	mac := m.Sum(nil)[int(a)*MACBytes : int(a+1)*MACBytes]
+	return base64.RawURLEncoding.EncodeToString(append(append(bytes.Clone(payload), byte(a)), mac...))
+}
+
+// payload5 returns the payload of the version 5 token tok (without the
+// audience byte and the MAC).
+func payload5(tok []byte) []byte {
+	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
+	return bytes.Clone(raw[:len(raw)-audienceBytes-MACBytes])
 }
 
 // TestVersion1 checks that click tokens of the first format (version 1:
@@ -276,17 +341,21 @@ func TestVersion1(t *testing.T) {
 	k := mustKeys(t, key1)
 	want := sample()
 	want.Kind, want.URL, want.Group, want.Product = KindClick, "https://shop.example.com/item/9", 4, 9
-	tok, err := k.Append(nil, &want)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v1 := older(t, tok, version1)
+	want.Expires = want.Issued.Add(720 * time.Hour) // a click's lifetime
+	v1 := older(t, want, version1)
 	var got Token
-	if _, err := k.Parse(&got, []byte(v1), KindClick, want.Issued, nil); err != nil {
-		t.Fatalf("version 1 token: %v", err)
+	if _, err := k.Parse(&got, []byte(v1), KindClick, want.Expires, nil); err != nil {
+		t.Fatalf("version 1 token at its expiry: %v", err)
 	}
-	if got.URL != want.URL || got.Product != 9 || got.Group != 4 || len(got.Products) != 0 || got.Nonce != ([16]byte{}) {
+	if got.URL != want.URL || got.Product != 9 || got.Group != 4 || len(got.Products) != 0 || got.Nonce != ([16]byte{}) ||
+		!got.ClickExpires.Equal(want.Expires) || got.ValueMicros != 0 {
 		t.Errorf("got %+v", got)
+	}
+	if _, err := k.Parse(&got, []byte(v1), KindClick, want.Expires.Add(time.Second), nil); !errors.Is(err, ErrExpired) {
+		t.Errorf("version 1 token after its expiry: %v", err)
+	}
+	if _, err := k.Parse(&got, []byte(v1), KindImp, want.Issued, nil); !errors.Is(err, ErrKind) {
+		t.Errorf("version 1 click token as imp: %v, want ErrKind", err)
 	}
 	// A version 1 payload with trailing bytes (a product list) is not valid.
 	raw, _ := base64.RawURLEncoding.DecodeString(v1)
@@ -306,12 +375,8 @@ func TestVersion2(t *testing.T) {
 	bill.Kind = KindBill
 	var nonces [2][16]byte
 	for i, want := range []Token{win, bill} {
-		tok, err := k.Append(nil, &want)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var got Token
-		if _, err := k.Parse(&got, []byte(older(t, tok, version2)), want.Kind, want.Issued, nil); err != nil {
+		if _, err := k.Parse(&got, []byte(older(t, want, version2)), want.Kind, want.Issued, nil); err != nil {
 			t.Fatalf("version 2 token: %v", err)
 		}
 		if got.Campaign != want.Campaign || got.Nonce != ([16]byte{}) {
@@ -331,9 +396,8 @@ func TestVersion2(t *testing.T) {
 		t.Errorf("another imp derives the same nonce")
 	}
 	// A version 2 payload with a nonce after it is not valid.
-	tok, _ := k.Append(nil, &win)
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	payload := payloadV4(&win)
+	payload = payload[:len(payload)-1] // the flags
 	payload[0] = version2
 	var got Token
 	if _, err := k.Parse(&got, []byte(resign(payload)), 0, win.Issued, nil); !errors.Is(err, ErrMalformed) {
@@ -360,10 +424,13 @@ func TestNonce(t *testing.T) {
 	if got.Nonce != want.Nonce || got.NoticeNonce() != want.Nonce {
 		t.Errorf("nonce %x (notice nonce %x), want %x", got.Nonce, got.NoticeNonce(), want.Nonce)
 	}
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	short := raw[:len(raw)-MACBytes-1]
+	v4 := payloadV4(&want)
+	short := v4[:len(v4)-2] // no flags, the nonce one byte short
 	if _, err := k.Parse(&got, []byte(resign(short)), 0, want.Issued, nil); !errors.Is(err, ErrMalformed) {
 		t.Errorf("truncated nonce: %v, want ErrMalformed", err)
+	}
+	if _, err := k.Parse(&got, []byte(older(t, want, version4)), KindWin, want.Issued, nil); err != nil || got.Nonce != want.Nonce {
+		t.Errorf("version 4: nonce %x, %v", got.Nonce, err)
 	}
 }
 
@@ -391,19 +458,28 @@ func TestTestFlag(t *testing.T) {
 		if _, err := k.Parse(&got, tok, KindImp, now, nil); err != nil || got.Test != test {
 			t.Fatalf("test=%v: got %v, %v", test, got.Test, err)
 		}
+		tk := Token{Kind: KindImp, Issued: now, Expires: now.Add(time.Hour), Campaign: "c", Test: test}
+		if _, err := k.Parse(&got, []byte(older(t, tk, version4)), KindImp, now, nil); err != nil || got.Test != test {
+			t.Fatalf("version 4, test=%v: got %v, %v", test, got.Test, err)
+		}
 		if !test {
-			if _, err := k.Parse(&got, []byte(older(t, tok, version3)), KindImp, now, nil); err != nil || got.Test {
+			if _, err := k.Parse(&got, []byte(older(t, tk, version3)), KindImp, now, nil); err != nil || got.Test {
 				t.Fatalf("version 3: got %v, %v", got.Test, err)
 			}
 		}
 	}
-	tok, _ := k.Append(nil, &Token{Kind: KindLoss, Issued: now, Expires: now.Add(time.Hour)})
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	payload := bytes.Clone(raw[:len(raw)-MACBytes])
-	payload[len(payload)-1] = 0x80
+	tk := Token{Kind: KindLoss, Issued: now, Expires: now.Add(time.Hour)}
+	tok, _ := k.Append(nil, &tk)
+	payload := payload5(tok)
+	payload[len(payload)-4] = 0x80 // flags, then value, segment, bucket (one byte each)
 	var got Token
-	if _, err := k.Parse(&got, []byte(resign(payload)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+	if _, err := k.Parse(&got, []byte(resign5(payload, AudienceExchange)), 0, now, nil); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("unknown flag: %v", err)
+	}
+	payload = payloadV4(&tk)
+	payload[len(payload)-1] = 0x80
+	if _, err := k.Parse(&got, []byte(resign(payload)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("unknown flag, version 4: %v", err)
 	}
 }
 
@@ -431,8 +507,14 @@ func TestBillingAndExchange(t *testing.T) {
 			got.Exchange != c.exchange || got.Test != c.test || got.Campaign != "c" {
 			t.Fatalf("%+v: got %+v, %v", c, got, err)
 		}
+		tk := Token{Kind: KindImp, Issued: now, Expires: now.Add(time.Hour), Campaign: "c",
+			Billing: c.billing, Exchange: c.exchange, Test: c.test}
+		if _, err := k.Parse(&got, []byte(older(t, tk, version4)), KindImp, now, nil); err != nil || got.Billing != c.billing ||
+			got.Exchange != c.exchange || got.Test != c.test || got.Campaign != "c" {
+			t.Fatalf("version 4 %+v: got %+v, %v", c, got, err)
+		}
 		if c.billing == BillingBurl && c.exchange == "" && !c.test {
-			if _, err := k.Parse(&got, []byte(older(t, tok, version3)), KindImp, now, nil); err != nil ||
+			if _, err := k.Parse(&got, []byte(older(t, tk, version3)), KindImp, now, nil); err != nil ||
 				got.Billing != BillingBurl || got.Exchange != "" {
 				t.Fatalf("version 3: got %+v, %v", got, err)
 			}
@@ -442,13 +524,17 @@ func TestBillingAndExchange(t *testing.T) {
 		t.Fatalf("billing 3: %v, want ErrField", err)
 	}
 	tok, _ := k.Append(nil, &Token{Kind: KindWin, Issued: now, Expires: now.Add(time.Hour)})
-	raw, _ := base64.RawURLEncoding.DecodeString(string(tok))
-	payload := bytes.Clone(raw[:len(raw)-MACBytes])
+	payload := payload5(tok)
+	v4 := payloadV4(&Token{Kind: KindWin, Issued: now, Expires: now.Add(time.Hour)})
 	var got Token
 	for _, flags := range []byte{flagBilling, flagExchange} { // billing 3; an exchange flag with no name
-		payload[len(payload)-1] = flags
-		if _, err := k.Parse(&got, []byte(resign(payload)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+		payload[len(payload)-4] = flags
+		if _, err := k.Parse(&got, []byte(resign5(payload, AudienceExchange)), 0, now, nil); !errors.Is(err, ErrMalformed) {
 			t.Fatalf("flags %#x: %v, want ErrMalformed", flags, err)
+		}
+		v4[len(v4)-1] = flags
+		if _, err := k.Parse(&got, []byte(resign(v4)), 0, now, nil); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("version 4 flags %#x: %v, want ErrMalformed", flags, err)
 		}
 	}
 	for _, s := range []string{"burl", "nurl", "render"} {

@@ -1,0 +1,31 @@
+//go:build !race
+
+package bidder
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/bidder/shading"
+)
+
+// TestShadedBidAllocations pins a first-price bid priced by a trained
+// Shader (shaded, its segment counted, its tokens carrying segment and
+// bucket) at the allocations of an unshaded one: shading adds none.
+func TestShadedBidAllocations(t *testing.T) {
+	f := newFixture(t, func(o *Options) { o.Shading = &shading.Options{} })
+	trainShader(t, f.b.Shader(), time.Now())
+	h := f.b.Handler()
+	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "at", 1)
+	shaded := bidAllocs(t, h, bidCtx(body), "a shaded bid")
+	plain := newFixture(t, nil)
+	unshaded := bidAllocs(t, plain.b.Handler(), bidCtx(body), "an unshaded bid")
+	t.Logf("first-price bid: %.0f allocations shaded, %.0f without shading", shaded, unshaded)
+	if shaded > unshaded {
+		t.Errorf("%.0f allocations per shaded bid, want at most the %.0f of an unshaded one", shaded, unshaded)
+	}
+	if got := f.counter("rtbd_shading_bids_total", "how", "shaded") + f.counter("rtbd_shading_bids_total", "how", "explored"); got == 0 {
+		t.Error("no bid was shaded")
+	}
+}
