@@ -246,6 +246,9 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		b.fxm.requestRates[result].Inc()
 	}
 
+	if bg := b.opts.Budgets; bg != nil && ex == nil {
+		bg.CountOpportunity(now) // the traffic curve of even pacing
+	}
 	td := time.Now()
 	catalogTime := b.plan(st, set, cur, uid, ex != nil)
 	reason := rtb.NoBidUnknownError
@@ -458,7 +461,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 			}
 			continue
 		}
-		bid := c.BidMicros(req, st.now)
+		bid := b.pacedBid(st, set, c)
 		price, ok := rates.Convert(bid, c.Currency, cur)
 		if !ok {
 			if ie != nil {

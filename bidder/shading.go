@@ -305,3 +305,17 @@ func (s *Server) stopShading() {
 	}
 	s.shadingWG.Wait()
 }
+
+// pacedBid is campaign c's bid for st.req (micros of its currency): its
+// bid_cpm times its strategy, times its pacing multiplier (even pacing
+// with a daily budget: spend.Budgets.PaceMultiplier) unless the request is
+// a test. Bid shading then prices this paced value.
+func (b *Bidder) pacedBid(st *reqState, set *campaign.Set, c *campaign.Campaign) int64 {
+	bid := c.BidMicros(&st.req, st.now)
+	if bg := b.opts.Budgets; bg != nil && st.req.Test != 1 && c.Pacing == campaign.PacingEven && c.DailyBudgetMicros > 0 {
+		if m := bg.PaceMultiplier(b.budgetOf(set, c), st.now); m < 1 {
+			bid = int64(float64(bid) * m)
+		}
+	}
+	return bid
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/shading"
+	"github.com/rtbd/rtbd/bidder/spend"
 )
 
 // trainShader teaches sh, at the exchange level of exchange 0, a landscape
@@ -356,5 +357,31 @@ func TestShadingNotices(t *testing.T) {
 	mf.get(fill(b.burl, cpm(price), cpm(price/2)))
 	if observed("loss") != 7 || observed("win") != 2 || minToWin() != 2 {
 		t.Errorf("other reasons, forged, second price: losses %v wins %v m held %v; want 7, 2, 2", observed("loss"), observed("win"), minToWin())
+	}
+}
+
+// TestEvenPacingLowersPrice: a campaign with even pacing and a daily budget
+// whose spend runs far ahead of its target bids a lower price, in every
+// auction, instead of skipping auctions.
+func TestEvenPacingLowersPrice(t *testing.T) {
+	set := moneyCampaigns(t, "")
+	for _, c := range set.All() {
+		c.Pacing, c.DailyBudgetMicros = campaign.PacingEven, 10_000_000
+	}
+	mf := newMoneyFixture(t, set)
+	p0, _ := shadedBid(mf, 2)
+	p1, _ := shadedBid(mf, 2)
+	if p0 != 1.5 || p1 != 1.5 {
+		t.Fatalf("prices %v %v before any spend, want the value 1.5", p0, p1)
+	}
+	_ = mf.w.Add("money", "", 5_000_000, mf.clock.Now()) // half the day's budget at noon's first minute
+	mf.clock.Add(time.Minute)
+	p2, _ := shadedBid(mf, 2)
+	if p2 >= 1.5 || p2 <= 1.5/10 {
+		t.Errorf("price %v after spending far ahead of the target, want below the value 1.5 (and at least value/10)", p2)
+	}
+	st := mf.bg.Status(spend.FromCampaign(set.All()[0]), mf.clock.Now())
+	if st.PacingMultiplier >= 1 || !st.Bidding {
+		t.Errorf("status %+v, want a multiplier below 1 and bidding", st)
 	}
 }

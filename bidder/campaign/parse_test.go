@@ -545,7 +545,7 @@ func TestParseCurrencyAnyCase(t *testing.T) {
 // campaign's spec carries the key only when it is off (a row with the key
 // is refused by a bidder that predates it).
 func TestBidShading(t *testing.T) {
-	const base = "campaigns:\n  - id: a\n    adomain: [shop.com]\n    product_group_id: 1\n    status: active\n    bid_cpm: 1.5\n    creative: {template: medium, sizes: [[300, 250]]}\n"
+	const base = "campaigns:\n  - id: a\n    adomain: [shop.com]\n    product_group_id: 1\n    status: active\n    bid_cpm: 1.5\n    creative: {template: medium, sizes: [\"300x250\"]}\n"
 	for _, tc := range []struct{ extra, want string }{{"", ShadingAuto}, {"    bid_shading: off\n", ShadingOff}, {"    bid_shading: auto\n", ShadingAuto}} {
 		set, err := Parse([]byte(base+tc.extra), "campaigns.yaml")
 		if err != nil {
