@@ -258,14 +258,14 @@ func (r *Result) Print(w io.Writer) {
 	fmt.Fprintf(w, "first-price exchange: value %.2f CPM, %d auctions to learn, %d measured, m: %v, loss notices: %v\n",
 		c.Value, c.Learn, c.Measure, c.MinToWin, c.LossNotices)
 	fmt.Fprintf(w, "%-12s %8s %8s %8s %10s %10s %10s %8s %8s\n", "segment", "oracle", "cost/win", "value", "surplus/a", "oracle/a", "ratio", "wins", "wins@v")
-	line := func(name string, op float64, sh, or, v Stats) {
-		fmt.Fprintf(w, "%-12s %8.3f %8.3f %8.3f %10.4f %10.4f %10.3f %8d %8d\n", name, op, sh.CostPerWin(), c.Value,
+	line := func(name, op string, sh, or, v Stats) {
+		fmt.Fprintf(w, "%-12s %8s %8.3f %8.3f %10.4f %10.4f %10.3f %8d %8d\n", name, op, sh.CostPerWin(), c.Value,
 			sh.Surplus/float64(max(sh.Auctions, 1)), or.Surplus/float64(max(or.Auctions, 1)), ratio(sh.Surplus, or.Surplus), sh.Wins, v.Wins)
 	}
 	for _, s := range r.Segments {
-		line(s.Name, s.OraclePrice, s.Shaded, s.Oracle, s.Value)
+		line(s.Name, fmt.Sprintf("%.3f", s.OraclePrice), s.Shaded, s.Oracle, s.Value)
 	}
-	line("all", 0, r.Shaded, r.Oracle, r.Value)
+	line("all", "-", r.Shaded, r.Oracle, r.Value)
 	fmt.Fprintf(w, "cost per win %.3f vs %.3f bidding the value (%.1f%% lower); wins %d vs %d\n", r.Shaded.CostPerWin(), c.Value,
 		100*(1-r.Shaded.CostPerWin()/c.Value), r.Shaded.Wins, r.Value.Wins)
 	if c.Shift != 0 {
