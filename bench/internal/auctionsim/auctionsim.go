@@ -1,11 +1,3 @@
-// Package auctionsim is the harness's first-price exchange: segments whose
-// highest competing bid is lognormal with known parameters, floors, a shift
-// of every landscape mid-run, notices with or without the minimum bid to
-// win (m) and with or without loss notices, played in-process on a fake
-// clock against bidder/shading. It measures the surplus (value - price,
-// summed over wins) against the oracle's (the best fixed bid per segment,
-// computed from the known distribution and played on the same draws), the
-// cost per win, and the wins and cost of bidding the value.
 package auctionsim
 
 import (
