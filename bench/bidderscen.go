@@ -373,7 +373,9 @@ func (r *nurlRing) harvest(body []byte) {
 		return
 	}
 	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	r.add(bytes.ReplaceAll(u, priceMacro, []byte("0.50")))
+	// The clearing price is the requests' floor: never above a bid, shaded
+	// (first price) or not.
+	r.add(bytes.ReplaceAll(u, priceMacro, []byte("0.01")))
 }
 
 // winTarget sends harvested win notices; with none harvested yet it

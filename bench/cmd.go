@@ -54,6 +54,13 @@ func Usage(w io.Writer) {
   rtbd bench ghz [flags]      ghz against one catalog node (make bench-ghz): GetProductMasters
                               vs an empty health check, node CPU per call, ratios; flags:
                               -ghz -products -ids -rate -concurrency -connections -duration
+  rtbd bench auction [flags]  bid shading and pacing in-process on a fake clock: a simulated
+                              first-price exchange (lognormal competing bids per segment,
+                              floors, a +30% shift), surplus against the oracle's with and
+                              without m, cost per win against bidding the value; then a
+                              compressed day of adaptive against throttled pacing; flags:
+                              -seed -value -learn -measure -after -shift -half-life
+                              -pacing-days -pacing-auctions -pacing-budget
   rtbd bench all [flags]      the standard comparison (make bench): store level, then
                               bidder level, in one report; flags: -duration -warmup -weights
                               -store-rate -bidder-rate -nodes -products -groups -out -work
@@ -155,7 +162,7 @@ Examples:
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		Usage(stderr)
-		return fmt.Errorf("%w: rtbd bench needs a scenario: store, bidder, soak, scale, ghz, all or compare", ErrUsage)
+		return fmt.Errorf("%w: rtbd bench needs a scenario: store, bidder, soak, scale, ghz, auction, all or compare", ErrUsage)
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
@@ -179,8 +186,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ghzMain(ctx, args[1:], stdout, stderr)
 	case "recommend":
 		return recommendMain(ctx, args[1:], stdout, stderr)
+	case "auction":
+		return auctionMain(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, scale, ghz, all or compare)", ErrUsage, args[0])
+	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, scale, ghz, auction, all or compare)", ErrUsage, args[0])
 }
 
 // common holds the flags every scenario has.

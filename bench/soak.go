@@ -702,11 +702,13 @@ func noticePath(body, key []byte, path string) (string, bool) {
 	return string(u), true
 }
 
-// soakPrice is the clearing price every notice reports (CPM), and
-// soakChargeMicros the charge of one billed impression in micros.
+// soakPrice is the clearing price every notice reports (CPM): the floor
+// of the harness's requests, so it is never above a bid (a first-price
+// bid is shaded, but never below the floor); soakChargeMicros the charge
+// of one billed impression in micros.
 const (
-	soakPrice        = "0.50"
-	soakChargeMicros = 500
+	soakPrice        = "0.01"
+	soakChargeMicros = 10
 )
 
 // sendNotices sends a bid's nurl, then its burl, as an exchange does:

@@ -195,7 +195,7 @@ func TestNurlRing(t *testing.T) {
 	r.harvest([]byte(`{"id":"x","seatbid":[{"bid":[{"price":1,"nurl":"http://h:1/win?t=AbC\u0026p=${AUCTION_PRICE}","adm":"x"}]}]}`))
 	r.harvest([]byte(`{"id":"x","nbr":2}`))
 	got, ok := r.pick(rand.New(rand.NewPCG(1, 1)), []byte("http://127.0.0.1:9"))
-	if !ok || string(got) != "http://127.0.0.1:9/win?t=AbC&p=0.50" || r.seen != 1 {
+	if !ok || string(got) != "http://127.0.0.1:9/win?t=AbC&p=0.01" || r.seen != 1 {
 		t.Errorf("picked %q %v (seen %d)", got, ok, r.seen)
 	}
 	for i := 0; i < nurlRingSize+10; i++ {

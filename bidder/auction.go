@@ -13,6 +13,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -60,6 +61,14 @@ type candidate struct {
 	deferred bool
 	// dsa is what its bid says under the EU DSA (supplycheck.go).
 	dsa dsa.Decision
+	// value is the price before bid shading (see shading.go); seg the
+	// bid's shading segment (0 unless first price), how and shadeLevel how
+	// price was set, winProb the estimated P(win) at it.
+	value      int64
+	seg        shading.SegmentID
+	how        shading.How
+	shadeLevel int8
+	winProb    float64
 }
 
 // impPlan is the outcome of candidate selection for one imp (plan).
@@ -245,6 +254,9 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		b.fxm.requestRates[result].Inc()
 	}
 
+	if bg := b.opts.Budgets; bg != nil && ex == nil {
+		bg.CountOpportunity(now) // the traffic curve of even pacing
+	}
 	td := time.Now()
 	catalogTime := b.plan(st, set, cur, uid, ex != nil)
 	reason := rtb.NoBidUnknownError
@@ -462,7 +474,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 			reason = worse(reason, nbr)
 			continue
 		}
-		bid := c.BidMicros(req, st.now)
+		bid := b.pacedBid(st, set, c)
 		price, ok := rates.Convert(bid, c.Currency, cur)
 		if !ok {
 			if ie != nil {
@@ -511,12 +523,13 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 		}
 		st.cands = append(st.cands, candidate{c: c, price: price, floor: f, dealID: dealID, kind: kind, w: w, h: h,
 			charge: money.PerImpression(bid), deferred: deferred, dsa: dd})
+		b.shade(st, imp, &st.cands[len(st.cands)-1])
 	}
-	// Highest price first (insertion sort: a handful of candidates; stable,
-	// so equal prices keep the file order).
+	// Highest value first (insertion sort: a handful of candidates; stable,
+	// so equal values keep the file order).
 	cs := st.cands[first:]
 	for a := 1; a < len(cs); a++ {
-		for j := a; j > 0 && cs[j].price > cs[j-1].price; j-- {
+		for j := a; j > 0 && cs[j].value > cs[j-1].value; j-- {
 			cs[j], cs[j-1] = cs[j-1], cs[j]
 		}
 	}
@@ -652,11 +665,17 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 		if ex == nil {
 			b.recordBid(st, i, cd, products, cur)
 		}
+		if ex == nil && st.req.Test != 1 {
+			b.learnBid(cd, st.now)
+		}
 		if ie != nil {
 			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)
+			ie.shading(cd)
 		}
-		for _, rest := range cs[k+1:] {
+		for j := k + 1; j < len(cs); j++ {
+			rest := &cs[j]
 			ie.campaign(rest.c.ID, "outbid", "", rest.price, rest.floor, rest.dealID)
+			ie.shading(rest)
 		}
 		ie.done(bidMade, "")
 		return bidMade, catalogTime
@@ -946,12 +965,13 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	st.tok = token.Token{
 		Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL), ClickExpires: st.now.Add(b.opts.ClickTTL),
 		Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
-		PriceMicros: cd.price, ValueMicros: cd.price, Currency: cur, Group: group, Products: st.clickIDs,
+		PriceMicros: cd.price, ValueMicros: cd.value, Currency: cur, Group: group, Products: st.clickIDs,
 		Nonce: st.nonce, Billing: x.Billing, Test: req.Test == 1,
 	}
 	if st.exchange != 0 {
 		st.tok.Exchange = x.Name
 	}
+	shadedToken(&st.tok, cd)
 	a = len(st.arena)
 	mid := 0
 	var err error
@@ -1021,8 +1041,8 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	st.arena = strconv.AppendUint(st.arena, b.bidSeq.Add(1), 36)
 	bidID := str(st.arena[a:])
 
-	nurl := st.noticeURL(st.urls.win, exchTok, priceMacro)
-	burl := st.noticeURL(st.urls.bill, exchTok, priceMacro)
+	nurl := st.noticeURL(st.urls.win, exchTok, winMacros)
+	burl := st.noticeURL(st.urls.bill, exchTok, winMacros)
 	lurl := st.noticeURL(st.urls.loss, exchTok, lossMacros)
 	seat := c.Seat
 	if seat == "" {
@@ -1058,11 +1078,13 @@ func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) 
 	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st, Cells: st.b.cells}
 }
 
-// The query after a notice URL's token: the price macro (nurl, burl, the
-// impression tracker) and, for the lurl (see serveLoss), the loss reason
-// and the price that would have won.
+// The query after a notice URL's token: the price macro (the impression
+// tracker), with the minimum bid to win (nurl, burl: on a win, the price
+// to tie, for bid shading), and for the lurl (see serveLoss) the loss
+// reason and the price that would have won.
 const (
 	priceMacro = "&p=${AUCTION_PRICE}"
+	winMacros  = "&p=${AUCTION_PRICE}&m=${AUCTION_MIN_TO_WIN}"
 	lossMacros = "&r=${AUCTION_LOSS}&m=${AUCTION_MIN_TO_WIN}"
 )
 

@@ -19,6 +19,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -273,6 +274,11 @@ type Options struct {
 	// RateLimits bound /event, /usersync and /match per source. The zero
 	// value limits nothing.
 	RateLimits RateLimitOptions
+	// Shading, when set, shades first-price bids (package bidder/shading,
+	// see shading.go; its Exchanges are taken from Exchanges); nil bids
+	// every auction at the campaign's value. Its Refresh is the caller's
+	// to run (Bidder.Shader; Start runs it).
+	Shading *shading.Options
 }
 
 // ErrOptions is wrapped by New's errors.
@@ -429,6 +435,9 @@ type Bidder struct {
 
 	lm *lossMetrics
 
+	shader *shading.Shader // nil: no bid shading
+	sm     *shadingMetrics
+
 	srv    atomic.Pointer[fasthttp.Server] // the latest NewServer's, for the connection metrics
 	limits rateLimits
 	src    *sourceGuard // exchanges.NAME.allow_cidrs (sources.go)
@@ -522,6 +531,10 @@ func New(opts Options) (*Bidder, error) {
 	rates := opts.Rates
 	b.fx.Store(&rates)
 	b.lm = lm
+	b.shader = newShader(opts.Shading, xs)
+	if b.sm, err = newShadingMetrics(opts.Registerer, b.shader); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	b.matchStore, _ = opts.Users.(MatchStore)
 	if opts.ImageResizeURL != "" {
 		b.resize, _ = creative.ParseResizeURL(opts.ImageResizeURL) // checked by ensureDefaults

@@ -117,12 +117,12 @@ func (f *fixture) bidOn(exchange, format string) billedBid {
 		}
 	}
 	for _, u := range []struct {
-		dst    *string
-		url    string
-		prefix string
-	}{{&got.nurl, bid.NURL, PathWin}, {&got.burl, bid.BURL, PathBill}, {&got.imp, tracker, PathImp}} {
+		dst            *string
+		url            string
+		prefix, suffix string
+	}{{&got.nurl, bid.NURL, PathWin, winMacros}, {&got.burl, bid.BURL, PathBill, winMacros}, {&got.imp, tracker, PathImp, priceMacro}} {
 		p, ok := strings.CutPrefix(u.url, base)
-		if !ok || !strings.HasPrefix(p, u.prefix+"?t=") || !strings.HasSuffix(p, "&p=${AUCTION_PRICE}") {
+		if !ok || !strings.HasPrefix(p, u.prefix+"?t=") || !strings.HasSuffix(p, u.suffix) {
 			f.t.Fatalf("%s notice URL %q", u.prefix, u.url)
 		}
 		*u.dst = p
@@ -311,7 +311,7 @@ func TestEstimatedPrice(t *testing.T) {
 		t.Fatalf("bill again with a price: %d", st)
 	}
 	b2 := f.bidOnce(userBulk, 0)
-	if st := f.do(fasthttp.MethodGet, strings.TrimSuffix(b2.burl, "&p=${AUCTION_PRICE}"), nil).status; st != 204 {
+	if st := f.do(fasthttp.MethodGet, strings.TrimSuffix(b2.burl, winMacros), nil).status; st != 204 {
 		t.Fatalf("no p: %d", st)
 	}
 	for _, c := range []struct {

@@ -65,6 +65,10 @@ type CampaignExplain struct {
 	PriceMicros int64  `json:"price_micros,omitempty"`
 	FloorMicros int64  `json:"floor_micros,omitempty"`
 	DealID      string `json:"deal_id,omitempty"`
+	// ValueMicros is the price before bid shading and Shading how the
+	// price was set from it (shaded, or why not).
+	ValueMicros int64  `json:"value_micros,omitempty"`
+	Shading     string `json:"shading,omitempty"`
 }
 
 func (e *Explain) note(format string, args ...any) {
@@ -144,6 +148,15 @@ func (ie *ImpExplain) campaign(id, decision, reason string, price, floor int64, 
 	}
 	ie.Campaigns = append(ie.Campaigns, &CampaignExplain{ID: id, Decision: decision, Reason: reason,
 		PriceMicros: price, FloorMicros: floor, DealID: deal})
+}
+
+// shading notes how cd's price was set on the last campaign entry.
+func (ie *ImpExplain) shading(cd *candidate) {
+	if ie == nil || len(ie.Campaigns) == 0 {
+		return
+	}
+	last := ie.Campaigns[len(ie.Campaigns)-1]
+	last.ValueMicros, last.Shading = cd.value, shadingNote(cd)
 }
 
 func (ie *ImpExplain) done(r rtb.NoBidReason, note string) {

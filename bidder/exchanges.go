@@ -43,6 +43,13 @@ type Exchange struct {
 	// a request from outside is 403 before any work (see sources.go).
 	// None: any source.
 	AllowCIDRs []netip.Prefix
+	// LossNotices: the exchange fires the lurl of lost bids; without (the
+	// default) a first-price bid with no win within NoticeWait counts as
+	// lost for bid shading.
+	LossNotices bool
+	// NoticeWait is how long after a bid its win notice may still arrive.
+	// Default shading.DefaultNoticeWait (60s).
+	NoticeWait time.Duration
 }
 
 // UserIDOptions configure rtbd's own user id: its cookie, where /event and

@@ -20,8 +20,8 @@ import (
 //
 // TOKEN is the bid's exchange token (token.AudienceExchange), the one of
 // its nurl and burl. The exchange fires it when the bid lost, with r the
-// OpenRTB 2.6 loss reason code and m the price that would have won (m is
-// accepted and not used). Answers, counted in
+// OpenRTB 2.6 loss reason code and m the price that would have won (m
+// teaches bid shading: see shading.go). Answers, counted in
 // rtbd_notices_total{kind="loss", outcome}:
 //
 //	accepted     204; counted in rtbd_loss_total{reason} and, with
@@ -106,5 +106,6 @@ func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
 	if w := b.opts.Spend; w != nil {
 		_ = w.Count(tok.Campaign, spend.CountLosses+int(reason)) // closing: a statistic, not money
 	}
+	b.learnLoss(tok, reason, args.Peek("m"), now)
 	return outAccepted
 }

@@ -347,6 +347,7 @@ func (b *Bidder) notice(rc *fasthttp.RequestCtx, kind int) int {
 		}
 		return b.notCharged(err)
 	}
+	b.learnWin(tok, args.Peek("m"), now) // bid shading: the bid's charging notice is its win
 	if estimated {
 		return outEstimated
 	}

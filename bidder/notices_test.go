@@ -138,7 +138,7 @@ func (f *fixture) bidOnce(uid string, wantNBR rtb.NoBidReason) gotBid {
 	b := resp.SeatBid[0].Bid[0]
 	strip := func(u string) string {
 		p, ok := strings.CutPrefix(u, "https://bid.example.com")
-		if !ok || !strings.HasSuffix(p, "&p=${AUCTION_PRICE}") {
+		if !ok || !strings.HasSuffix(p, winMacros) {
 			f.t.Fatalf("notice URL %q", u)
 		}
 		return p

@@ -34,7 +34,9 @@ import (
 // copied by records.Recorder.Put into each sink's bounded buffer: no
 // allocation, no waiting on a sink. Test requests' bids carry test=true;
 // the notices of test bids make no record (they are not counted either).
-// value_micros is 0: bids carry no unshaded value yet.
+// value_micros is the bid's value before bid shading (the bid's own
+// price when it was not shaded), from the candidate or the notice's token
+// (0 for tokens signed before tokens carried it).
 
 // deviceTypeNames are AdCOM 1.0 device types.
 var deviceTypeNames = [...]string{"", "mobile_tablet", "pc", "connected_tv", "phone", "tablet", "connected_device", "set_top_box", "ooh"}
@@ -75,7 +77,7 @@ func (b *Bidder) recordBid(st *reqState, i int, cd *candidate, products []*catal
 	}
 	req := &st.req
 	rec := records.Record{Kind: records.KindBid, Time: st.now, Nonce: st.nonce, RequestID: req.ID, ImpID: req.Imp[i].ID,
-		Exchange: b.exchanges.list[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, Currency: cur,
+		Exchange: b.exchanges.list[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, ValueMicros: cd.value, Currency: cur,
 		Test: req.Test == 1}
 	requestContext(&rec, req)
 	if cd.kind == mediaBanner {
@@ -120,7 +122,7 @@ func noticeRecord(k records.Kind, tok *token.Token, price int64, now time.Time) 
 		x = DefaultExchange
 	}
 	return records.Record{Kind: k, Time: now, Nonce: tok.NoticeNonce(), RequestID: tok.Auction, ImpID: tok.Imp,
-		Exchange: x, CampaignID: tok.Campaign, PriceMicros: price, Currency: tok.Currency, Test: tok.Test}
+		Exchange: x, CampaignID: tok.Campaign, PriceMicros: price, ValueMicros: tok.ValueMicros, Currency: tok.Currency, Test: tok.Test}
 }
 
 // recordNotice records an accepted /win or /imp notice (a /bill is

@@ -119,7 +119,8 @@ func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
 		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
-			AllowCIDRs: x.Prefixes(), Domain: x.Domain})
+			AllowCIDRs: x.Prefixes(), Domain: x.Domain,
+			LossNotices: x.LossNotices, NoticeWait: x.NoticeWait})
 	}
 	u := cfg.User
 	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
@@ -180,6 +181,10 @@ type Server struct {
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
+
+	// The bid shading refresh loop (shading.go).
+	shadingStop chan struct{}
+	shadingWG   sync.WaitGroup
 }
 
 // Start opens the product store (the local index at catalog.data, or the
@@ -214,6 +219,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 			s.fx.close()
 			s.supply.Close()
 			s.stopSpendGate()
+			s.stopShading()
 			s.closeStores()
 			s.gcFloor.Stop()
 		}
@@ -304,9 +310,11 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		opts.Admission = NewAdmission(AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
 			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
 	}
+	opts.Shading = shadingFromConfig(cfg.Shading)
 	if s.Bidder, err = New(opts); err != nil {
 		return nil, err
 	}
+	s.startShading(cfg.Shading.RefreshInterval)
 	if s.fx != nil {
 		s.fx.start(s.Bidder)
 	}
@@ -326,6 +334,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		NoPprof: !cfg.Admin.Pprof})
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
+	s.admin.Handle("GET /admin/shading", s.Bidder.ShadingHandler())
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
@@ -569,6 +578,7 @@ func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdownDelay(ctx)
 	s.stopSpendGate()
+	s.stopShading()
 	sctx, cancel := context.WithTimeout(ctx, s.cfg.Bidder.ShutdownTimeout)
 	defer cancel()
 	herr := errors.Join(s.http.ShutdownWithContext(sctx), s.public.shutdown(sctx))

@@ -206,11 +206,11 @@ func checkBid(t *testing.T, f *fixture, req *openrtb2.BidRequest, imp *openrtb2.
 		kind token.Kind
 	}{{bid.NURL, PathWin, token.KindWin}, {bid.BURL, PathBill, token.KindBill}} {
 		prefix := base + n.path + "?t="
-		if !strings.HasPrefix(n.u, prefix) || !strings.HasSuffix(n.u, "&p=${AUCTION_PRICE}") {
-			t.Errorf("%s URL %q: want %s...&p=${AUCTION_PRICE}", n.kind, n.u, prefix)
+		if !strings.HasPrefix(n.u, prefix) || !strings.HasSuffix(n.u, winMacros) {
+			t.Errorf("%s URL %q: want %s...%s", n.kind, n.u, prefix, winMacros)
 			continue
 		}
-		tok := strings.TrimSuffix(strings.TrimPrefix(n.u, prefix), "&p=${AUCTION_PRICE}")
+		tok := strings.TrimSuffix(strings.TrimPrefix(n.u, prefix), winMacros)
 		var tk token.Token
 		if _, err := f.keys.Parse(&tk, []byte(tok), n.kind, time.Now(), nil); err != nil {
 			t.Errorf("%s token does not verify: %v", n.kind, err)

@@ -87,6 +87,8 @@ type Config struct {
 	Supply Supply `yaml:"supply"`
 	// Notice configures the /win and /bill notice handler.
 	Notice Notice `yaml:"notice"`
+	// Shading configures first-price bid shading (package bidder/shading).
+	Shading Shading `yaml:"shading"`
 	// Campaigns configures where the bidder's campaigns come from.
 	Campaigns Campaigns `yaml:"campaigns"`
 	// Exchanges lists the exchanges (SSPs) this bidder serves, by name
@@ -172,6 +174,40 @@ func (c *Config) RecordsDir() string {
 		return c.Records.Dir
 	}
 	return filepath.Join(c.Bidder.DataDir, "records")
+}
+
+// Shading configures first-price bid shading (package bidder/shading):
+// per segment of the bid landscape, the estimate of the win probability
+// by price that prices first-price bids.
+type Shading struct {
+	// HalfLife is the half-life of the observations (a landscape that
+	// moves is learned again within a few).
+	HalfLife time.Duration `yaml:"half_life"`
+	// MaxSegments bounds the segments held (about 8 KiB each); the least
+	// recently bid on go first.
+	MaxSegments int `yaml:"max_segments"`
+	// MinObservations is the decayed observations a segment needs before
+	// its estimate prices bids (else a coarser segment's does).
+	MinObservations float64 `yaml:"min_observations"`
+	// Explore is the fraction of shaded bids whose price is moved at random
+	// (never above the value nor below the floor).
+	Explore float64 `yaml:"explore"`
+	// RefreshInterval is how often the estimates are rebuilt from the
+	// observations.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+}
+
+// Validate reports the problems of the shading section.
+func (s Shading) Validate(p *Problems) {
+	p.Positive("half_life", s.HalfLife)
+	p.Range("max_segments", int64(s.MaxSegments), 16, 1<<20)
+	if !(s.MinObservations >= 1 && s.MinObservations <= 1e6) {
+		p.Addf("min_observations", "must be between 1 and 1000000, got %v", s.MinObservations)
+	}
+	if !(s.Explore >= 0 && s.Explore <= 0.5) {
+		p.Addf("explore", "must be between 0 and 0.5, got %v", s.Explore)
+	}
+	p.Positive("refresh_interval", s.RefreshInterval)
 }
 
 // Campaign sources (Campaigns.Source).
@@ -801,6 +837,13 @@ type Exchange struct {
 	// requests and server-to-server notices come from; a request from
 	// outside is refused (403). Empty: any source.
 	AllowCIDRs []string `yaml:"allow_cidrs,omitempty"`
+	// LossNotices says the exchange fires the lurl of lost bids; without
+	// them (false, Prebid Server's way) a first-price bid with no win
+	// notice within NoticeWait counts as lost for bid shading.
+	LossNotices bool `yaml:"loss_notices"`
+	// NoticeWait is how long after a bid its win notice may still arrive;
+	// bid shading learns only from bids older than that. 0: 60s.
+	NoticeWait time.Duration `yaml:"notice_wait"`
 }
 
 // Prefixes returns AllowCIDRs parsed (validated: each is a prefix or an
@@ -842,6 +885,9 @@ func (e Exchange) Validate(p *Problems) {
 				p.Addf(fmt.Sprintf("allow_cidrs[%d]", i), "want an IP address or a CIDR prefix (203.0.113.0/24), got %q", s)
 			}
 		}
+	}
+	if e.NoticeWait < 0 || e.NoticeWait > time.Hour {
+		p.Addf("notice_wait", "must be between 0 (60s) and 1h, got %v", e.NoticeWait)
 	}
 }
 

@@ -109,6 +109,7 @@ func TestDefaultsLoadAndValidate(t *testing.T) {
 	want.Spend, want.User, want.Redis, want.Aerospike, want.Fraud, want.Notice = c.Spend, c.User, c.Redis, c.Aerospike, c.Fraud, c.Notice
 	want.Campaigns, want.Exchanges, want.Records = c.Campaigns, c.Exchanges, c.Records
 	want.Supply = c.Supply
+	want.Shading = c.Shading
 	if c.Bidder.HTTPListen != "127.0.0.1:8080" {
 		t.Errorf("bidder.http_listen default %q", c.Bidder.HTTPListen)
 	}

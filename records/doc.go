@@ -14,7 +14,7 @@
 // price_micros (the bid's price CPM, or a notice's clearing price CPM, in
 // currency), spend_micros (charge records: what was charged for the
 // impression, in the campaign's currency), value_micros (the unshaded
-// value; 0 until bids carry one), currency, products (the product ids
+// value: the price when not shaded), currency, products (the product ids
 // shown), reason (no-bid and loss reasons), m_micros (a loss notice's m),
 // test (the request had test: 1), user_id, group_id and product_id (view
 // records; a user id only when the privacy decision allowed

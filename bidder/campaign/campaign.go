@@ -29,6 +29,15 @@ const (
 	PacingASAP = "asap"
 )
 
+// Values of Campaign.BidShading.
+const (
+	// ShadingAuto shades the campaign's bids in first-price auctions
+	// (package bidder/shading): the default.
+	ShadingAuto = "auto"
+	// ShadingOff bids the campaign's value in every auction.
+	ShadingOff = "off"
+)
+
 // Values of Creative.Template.
 const (
 	TemplateLight  = "light"
@@ -73,6 +82,9 @@ type Campaign struct {
 	FrequencyCap FrequencyCap
 	// Pacing is PacingEven (default) or PacingASAP; enforced by the spend package.
 	Pacing string
+	// BidShading is ShadingAuto (default) or ShadingOff: whether the bidder
+	// shades the campaign's first-price bids below its value.
+	BidShading string
 	// Targeting restricts the traffic the campaign bids on; see Set.Match.
 	Targeting Targeting
 	// Creative describes what the campaign can serve.

@@ -130,6 +130,7 @@ func (k *compiler) campaign(i int, s *Spec) *Campaign {
 		c.FrequencyCap = frequencyCap(p.Sub("frequency_cap"), fc)
 	}
 	c.Pacing = oneOf(p, "pacing", s.Pacing, PacingEven, PacingEven, PacingASAP)
+	c.BidShading = oneOf(p, "bid_shading", s.BidShading, ShadingAuto, ShadingAuto, ShadingOff)
 	if s.Targeting != nil {
 		c.Targeting = targeting(p.Sub("targeting"), s.Targeting)
 	}

@@ -60,7 +60,8 @@
 //	    daily_budget: 50000              # currency units; 0 or absent = unlimited
 //	    total_budget: 1500000
 //	    frequency_cap: {impressions: 3, period: 24h}  # Go duration or days (7d)
-//	    pacing: even                     # even (default) | asap
+//	    pacing: even                     # even (default: a lower price when ahead) | asap
+//	    bid_shading: auto                # auto (default): shade first-price bids | off
 //	    targeting:                       # every list optional: absent = any
 //	      site_domains: [example.com, news.example.jp]  # and their subdomains
 //	      site_domains_deny: [bad.example.com]

@@ -26,6 +26,7 @@ func baseCampaign() *Campaign {
 		BidCPMMicros:   1_000_000,
 		Strategy:       Strategy{Type: StrategyFixed},
 		Pacing:         PacingEven,
+		BidShading:     ShadingAuto,
 		Creative:       Creative{Template: TemplateLight, Sizes: [][2]int64{{300, 250}}},
 	}
 }

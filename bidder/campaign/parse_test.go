@@ -92,6 +92,7 @@ func TestParseFullExample(t *testing.T) {
 		TotalBudgetMicros: 1_500_000_000_000,
 		FrequencyCap:      FrequencyCap{Impressions: 3, Period: 24 * time.Hour},
 		Pacing:            PacingEven,
+		BidShading:        ShadingAuto,
 		Targeting: Targeting{
 			SiteDomains:     []string{"example.com", "news.example.jp"},
 			SiteDomainsDeny: []string{"bad.example.com"},
@@ -133,6 +134,7 @@ func TestParseFullExample(t *testing.T) {
 		BidCPMMicros:   1_250_000,
 		Strategy:       Strategy{Type: StrategyFixed},
 		Pacing:         PacingEven,
+		BidShading:     ShadingAuto,
 		Creative:       Creative{Template: TemplateLight, Sizes: [][2]int64{{300, 250}}},
 	}}
 	if d := diffCampaigns(s.All(), want); d != "" {
@@ -226,6 +228,7 @@ func TestParseInvalid(t *testing.T) {
 		{"product group not int", edit("product_group_id: 1", "product_group_id: one"), []string{`campaigns[0].product_group_id: "one" is not an integer`}},
 		{"bad status", edit("status: active", "status: running"), []string{`campaigns[0].status: "running" is not one of active, paused`}},
 		{"missing status", edit("    status: active\n", ""), []string{"campaigns[0].status: missing"}},
+		{"bad bid_shading", edit("    status: active", "    status: active\n    bid_shading: always"), []string{`campaigns[0].bid_shading: "always" is not one of auto, off`}},
 		{"bid zero", edit("bid_cpm: 1.5", "bid_cpm: 0"), []string{"campaigns[0].bid_cpm: must be > 0"}},
 		{"bid negative", edit("bid_cpm: 1.5", "bid_cpm: -1"), []string{"campaigns[0].bid_cpm: must be > 0"}},
 		{"bid missing", edit("    bid_cpm: 1.5\n", ""), []string{"campaigns[0].bid_cpm: missing"}},
@@ -543,5 +546,29 @@ func TestParseCurrencyAnyCase(t *testing.T) {
 	}
 	if c := s.All()[0]; c.Currency != "EUR" {
 		t.Errorf("currency %q, want EUR", c.Currency)
+	}
+}
+
+// TestBidShading: bid_shading defaults to auto, off turns it off, and a
+// campaign's spec carries the key only when it is off (a row with the key
+// is refused by a bidder that predates it).
+func TestBidShading(t *testing.T) {
+	const base = "campaigns:\n  - id: a\n    adomain: [shop.com]\n    product_group_id: 1\n    status: active\n    bid_cpm: 1.5\n    creative: {template: medium, sizes: [\"300x250\"]}\n"
+	for _, tc := range []struct{ extra, want string }{{"", ShadingAuto}, {"    bid_shading: off\n", ShadingOff}, {"    bid_shading: auto\n", ShadingAuto}} {
+		set, err := Parse([]byte(base+tc.extra), "campaigns.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.extra, err)
+		}
+		cs := set.All()
+		if cs[0].BidShading != tc.want {
+			t.Errorf("%q: BidShading %q, want %q", tc.extra, cs[0].BidShading, tc.want)
+		}
+		specs, err := Specs(cs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := specs[0].BidShading; (got == ShadingOff) != (tc.want == ShadingOff) || got == ShadingAuto {
+			t.Errorf("%q: spec bid_shading %q", tc.extra, got)
+		}
 	}
 }

@@ -37,6 +37,7 @@ type Spec struct {
 	TotalBudget    Decimal           `yaml:"total_budget,omitempty"`
 	FrequencyCap   *FrequencyCapSpec `yaml:"frequency_cap,omitempty"`
 	Pacing         string            `yaml:"pacing,omitempty"`
+	BidShading     string            `yaml:"bid_shading,omitempty"`
 	Targeting      *TargetingSpec    `yaml:"targeting,omitempty"`
 	Creative       *CreativeSpec     `yaml:"creative"`
 	Deals          []string          `yaml:"deals,flow,omitempty"`
@@ -178,6 +179,11 @@ func specOf(c *Campaign) Spec {
 		DealsOnly:      c.DealsOnly,
 		Seat:           c.Seat,
 		Bundle:         c.Bundle,
+	}
+	if c.BidShading == ShadingOff {
+		// Written only when not the default: a row with the key is refused
+		// by a bidder that predates it.
+		y.BidShading = ShadingOff
 	}
 	if loc != time.UTC {
 		y.TimeZone = loc.String()

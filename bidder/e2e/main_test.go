@@ -229,6 +229,9 @@ func campaignsYAML(t testing.TB, extra string) string {
 		t.Fatal(err)
 	}
 	y = append(y, extra...)
+	// The fleet's requests are first price (at 1) and its notices report a
+	// fixed clearing price, the value: every campaign bids it, unshaded.
+	y = bytes.ReplaceAll(y, []byte("    pacing: asap\n"), []byte("    pacing: asap\n    bid_shading: off\n"))
 	path := filepath.Join(t.TempDir(), "campaigns.yaml")
 	if err := os.WriteFile(path, y, 0o644); err != nil {
 		t.Fatal(err)

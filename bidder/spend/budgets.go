@@ -2,6 +2,7 @@ package spend
 
 import (
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
@@ -11,8 +12,10 @@ import (
 type Pacing uint8
 
 const (
-	// PacingEven spreads the daily budget over the day: Check throttles the
-	// bid probability once spend runs ahead of the day's elapsed fraction.
+	// PacingEven spreads the daily budget over the day's traffic: the
+	// campaign bids value / (1 + mu), its pacing multiplier (see Pacer and
+	// Budgets.PaceMultiplier) raised when spend runs ahead of the target
+	// curve and lowered when behind; it never skips an auction for pacing.
 	PacingEven Pacing = iota
 	// PacingASAP bids whenever budget is left.
 	PacingASAP
@@ -66,7 +69,7 @@ const (
 	ReasonNone        Reason = iota // bidding
 	ReasonDailyBudget               // today's spend reached the daily budget
 	ReasonTotalBudget               // lifetime spend reached the total budget
-	ReasonPacing                    // even pacing: ahead of the spend curve, throttled
+	ReasonPacing                    // not answered any more: even pacing lowers the price (PaceMultiplier) instead
 	// ReasonUnread: a budgeted campaign whose fleet totals this bidder has
 	// not read yet (BudgetOptions.WaitForTotals), paused until it has.
 	ReasonUnread
@@ -116,6 +119,9 @@ type BudgetOptions struct {
 	// WinRateFloor is the lowest win rate exposure assumes, in (0, 1].
 	// Default 0.01 (config spend.win_rate_floor).
 	WinRateFloor float64
+	// Pacer tunes even pacing's multiplier (see Pacer). The zero value is
+	// its defaults.
+	Pacer PacerOptions
 }
 
 // Budgets answers, on the bid path, whether a campaign may bid: budgets,
@@ -147,6 +153,9 @@ type Budgets struct {
 	w    *Writer
 	opts BudgetOptions
 	wake chan struct{} // the gate loop's (WaitForTotals)
+
+	traffic TrafficCurve // this bidder's bid opportunities by hour (CountOpportunity)
+	pacers  sync.Map     // campaign id -> *Pacer (even pacing with a daily budget)
 }
 
 // NewBudgets returns the budget view of w.
@@ -192,8 +201,8 @@ func (b *Budgets) register(c *CampaignBudget) *campState {
 }
 
 // Check reports whether campaign c may bid at now, and if not why: the
-// total budget, the daily budget (today in c's time zone), or even pacing's
-// throttle, or (WaitForTotals) fleet totals not read yet. Spend is the
+// total budget, the daily budget (today in c's time zone), or
+// (WaitForTotals) fleet totals not read yet. Spend is the
 // last known fleet total plus this bidder's unconfirmed spend plus its
 // exposure (see Budgets). A campaign seen for the first time is registered
 // (its totals are read at once under WaitForTotals, else by the Writer's
@@ -245,30 +254,67 @@ func (b *Budgets) check(cs *campState, c *CampaignBudget, now time.Time, draw bo
 	if daySpent >= c.DailyMicros {
 		return false, ReasonDailyBudget, 0
 	}
-	if c.Pacing != PacingEven {
-		return true, ReasonNone, 1
-	}
-	p := b.pacingProbability(c.DailyMicros, daySpent, dayFraction(now, y, mo, d, loc))
-	if p >= 1 {
-		return true, ReasonNone, 1
-	}
-	if !draw {
-		return p > 0, ReasonPacing, p
-	}
-	if p <= 0 || b.opts.Rand() >= p {
-		return false, ReasonPacing, p
-	}
-	return true, ReasonNone, p
+	// Even pacing lowers the price (PaceMultiplier), it skips no auction.
+	_ = draw
+	return true, ReasonNone, 1
 }
 
-// pacingProbability: 1 while spent is under daily * (frac + slack), then
-// falling linearly to 0 at PacingWidth * daily above that.
-func (b *Budgets) pacingProbability(daily, spent int64, frac float64) float64 {
-	allowed := float64(daily) * (frac + b.opts.PacingSlack)
+// CountOpportunity counts a bid opportunity (a bid request) at now: the
+// traffic curve even pacing's target follows. An atomic add.
+func (b *Budgets) CountOpportunity(now time.Time) { b.traffic.Count(now) }
+
+// PaceMultiplier is the factor of campaign c's value at now: 1 / (1 + mu)
+// for even pacing with a daily budget (its Pacer moved first when an
+// interval has passed: see Pacer), 1 otherwise and for a campaign Check
+// has not seen yet. The spend it compares with the target is the fleet's
+// as last known plus this bidder's unconfirmed. No allocation once the
+// campaign's Pacer exists.
+func (b *Budgets) PaceMultiplier(c *CampaignBudget, now time.Time) float64 {
+	if c.Pacing != PacingEven || c.DailyMicros <= 0 {
+		return 1
+	}
+	cs := b.w.lookup(c.ID)
+	if cs == nil {
+		return 1
+	}
+	v, ok := b.pacers.Load(c.ID)
+	if !ok {
+		v, _ = b.pacers.LoadOrStore(c.ID, NewPacer(b.opts.Pacer))
+	}
+	p := v.(*Pacer)
+	loc := c.location()
+	y, mo, d := now.In(loc).Date()
+	today := int32(y*10000 + int(mo)*100 + d)
+	daySpent, _ := cs.spent(today)
+	start := time.Date(y, mo, d, 0, 0, 0, 0, loc)
+	p.Update(now, today, start, time.Date(y, mo, d+1, 0, 0, 0, 0, loc), daySpent, c.DailyMicros, &b.traffic)
+	return p.Multiplier()
+}
+
+// pacingTarget is even pacing's target spend of c by now: the daily
+// budget times the share of the day's traffic gone.
+func (b *Budgets) pacingTarget(c *CampaignBudget, now time.Time) int64 {
+	loc := c.location()
+	y, mo, d := now.In(loc).Date()
+	start, end := time.Date(y, mo, d, 0, 0, 0, 0, loc), time.Date(y, mo, d+1, 0, 0, 0, 0, loc)
+	all := b.traffic.Share(start, end)
+	if all <= 0 {
+		return 0
+	}
+	return int64(float64(c.DailyMicros) * b.traffic.Share(start, now) / all)
+}
+
+// ThrottleProbability is the bid probability of pacing by throttling (the
+// way even pacing worked before its multiplier; the harness compares the
+// two): 1
+// while spent is under daily x (frac + slack), frac the elapsed fraction
+// of the day, then falling linearly to 0 at width x daily above that.
+func ThrottleProbability(daily, spent int64, frac, slack, width float64) float64 {
+	allowed := float64(daily) * (frac + slack)
 	if float64(spent) < allowed {
 		return 1
 	}
-	over := (float64(spent) - allowed) / (float64(daily) * b.opts.PacingWidth)
+	over := (float64(spent) - allowed) / (float64(daily) * width)
 	return max(0, 1-over)
 }
 
@@ -375,10 +421,13 @@ type Status struct {
 	DailyBudgetMicros    int64  `json:"daily_budget_micros"`
 	TotalBudgetMicros    int64  `json:"total_budget_micros"`
 	Pacing               string `json:"pacing"`
-	// PacingAllowedMicros is what even pacing allows by now (0 for asap).
+	// PacingAllowedMicros is even pacing's target spend by now: the daily
+	// budget times the share of the day's traffic gone (0 for asap).
 	PacingAllowedMicros int64 `json:"pacing_allowed_micros"`
-	// BidProbability is 1 when bidding freely, between 0 and 1 when pacing
-	// throttles, 0 when stopped.
+	// PacingMultiplier is even pacing's factor of the campaign's value,
+	// 1 / (1 + mu) (1 for asap and without a daily budget).
+	PacingMultiplier float64 `json:"pacing_multiplier"`
+	// BidProbability is 1 when bidding, 0 when stopped.
 	BidProbability float64 `json:"bid_probability"`
 	Bidding        bool    `json:"bidding"`
 	// Reason is why not bidding, or throttled ("ok" otherwise).
@@ -408,8 +457,9 @@ func (b *Budgets) Status(c CampaignBudget, now time.Time) Status {
 	if c.Pacing == PacingASAP {
 		s.Pacing = "asap"
 	} else if c.DailyMicros > 0 {
-		s.PacingAllowedMicros = int64(float64(c.DailyMicros) * (dayFraction(now, y, mo, d, loc) + b.opts.PacingSlack))
+		s.PacingAllowedMicros = b.pacingTarget(&c, now)
 	}
+	s.PacingMultiplier = b.PaceMultiplier(&c, now)
 	if f := cs.fleet.Load(); f != nil {
 		s.FleetTotalMicros = f.totalMicros
 		if f.day == today {

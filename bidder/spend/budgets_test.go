@@ -1,6 +1,7 @@
 package spend_test
 
 import (
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -65,39 +66,64 @@ func TestBudgetsDailyAndTotal(t *testing.T) {
 	}
 }
 
-// TestPacingEven: at noon UTC half the day is gone; with slack 1% and width
-// 5%, spend under 51% bids, 52% bids with probability 0.8, 56% never.
+// TestPacingEven: even pacing never skips an auction; its multiplier
+// falls when spend runs ahead of the target (flat traffic: the elapsed
+// share of the day) and comes back when it falls behind; asap and a
+// campaign without a daily budget keep 1.
 func TestPacingEven(t *testing.T) {
 	w := newWriter(t, memPebble(t), spend.Options{FlushInterval: time.Hour, ThresholdImps: -1, BudgetFraction: -1})
-	b := spend.NewBudgets(w, spend.BudgetOptions{PacingSlack: 0.01, PacingWidth: 0.05, Rand: seq(0.79, 0.81, 0.0)})
-	c := spend.CampaignBudget{ID: "p", DailyMicros: 1_000_000}
-	_ = w.Add("p", "", 500_000, noon)
-	if ok, r := b.Check(c, noon); !ok {
-		t.Fatalf("under the curve: %v %v", ok, r)
+	b := spend.NewBudgets(w, spend.BudgetOptions{Pacer: spend.PacerOptions{Interval: time.Minute}})
+	c := spend.CampaignBudget{ID: "p", DailyMicros: 1_440_000} // 1,000 a minute
+	now := noon
+	if ok, r := b.Check(c, now); !ok || r != spend.ReasonNone {
+		t.Fatalf("check: %v %v", ok, r)
 	}
-	_ = w.Add("p", "", 20_000, noon) // 520k: 10k over 510k allowed -> p = 0.8
-	if ok, _ := b.Check(c, noon); !ok {
-		t.Error("rand 0.79 < p 0.8: must bid")
+	if m := b.PaceMultiplier(&c, now); m != 1 {
+		t.Fatalf("multiplier %v at the start, want 1", m)
 	}
-	if ok, r := b.Check(c, noon); ok || r != spend.ReasonPacing {
-		t.Errorf("rand 0.81 >= p 0.8: %v %v, want pacing", ok, r)
+	// Five minutes at 3x the target: mu rises.
+	for range 5 {
+		_ = w.Add("p", "", 3000, now)
+		now = now.Add(time.Minute)
+		b.PaceMultiplier(&c, now)
 	}
-	st := b.Status(c, noon)
-	if st.BidProbability < 0.79 || st.BidProbability > 0.81 || st.PacingAllowedMicros != 510_000 || st.Reason != "pacing" || !st.Bidding {
+	high := b.PaceMultiplier(&c, now)
+	if high >= 0.9 {
+		t.Errorf("multiplier %v after spending 3x the target, want well below 1", high)
+	}
+	if ok, r := b.Check(c, now); !ok {
+		t.Errorf("ahead of the curve: %v %v, want bidding (at a lower price)", ok, r)
+	}
+	st := b.Status(c, now)
+	if st.PacingMultiplier != high || st.BidProbability != 1 || st.PacingAllowedMicros <= 0 {
 		t.Errorf("status %+v", st)
 	}
-	_ = w.Add("p", "", 40_000, noon) // 560k: p = 0
-	if ok, r := b.Check(c, noon); ok || r != spend.ReasonPacing {
-		t.Errorf("far ahead of the curve: %v %v", ok, r)
+	// Ten minutes spending nothing: mu falls back to 0.
+	for range 10 {
+		now = now.Add(time.Minute)
+		b.PaceMultiplier(&c, now)
 	}
-	// Later in the day the curve has caught up.
-	if ok, _ := b.Check(c, noon.Add(2*time.Hour)); !ok {
-		t.Error("at 14:00 560k is under the curve")
+	if m := b.PaceMultiplier(&c, now); m <= high || m < 0.99 {
+		t.Errorf("multiplier %v after spending nothing, want back to 1 (was %v)", m, high)
 	}
-	// ASAP ignores the curve.
-	c.Pacing = spend.PacingASAP
-	if ok, _ := b.Check(c, noon); !ok {
-		t.Error("asap under the daily budget must bid")
+	for _, other := range []spend.CampaignBudget{{ID: "a", DailyMicros: 1000, Pacing: spend.PacingASAP}, {ID: "u"}} {
+		b.Check(other, now)
+		if m := b.PaceMultiplier(&other, now); m != 1 {
+			t.Errorf("%s: multiplier %v, want 1", other.ID, m)
+		}
+	}
+}
+
+// TestThrottleProbability: at noon with slack 1% and width 5%, spend under
+// 51% bids, 52% with probability 0.8, 56% never.
+func TestThrottleProbability(t *testing.T) {
+	for _, tc := range []struct {
+		spent int64
+		want  float64
+	}{{500_000, 1}, {520_000, 0.8}, {560_000, 0}} {
+		if p := spend.ThrottleProbability(1_000_000, tc.spent, 0.5, 0.01, 0.05); math.Abs(p-tc.want) > 1e-9 {
+			t.Errorf("spent %d: %v, want %v", tc.spent, p, tc.want)
+		}
 	}
 }
 

@@ -34,7 +34,8 @@
 //     (Delta.Counts), which the store adds to the campaign's lifetime
 //     counters: no store write per count.
 //   - Budgets: Check (total budget, daily budget in the campaign's time
-//     zone, even or ASAP pacing) and FreqOK, from the last known fleet
+//     zone; even pacing's multiplier, PaceMultiplier, lowers the price
+//     instead of skipping auctions) and FreqOK, from the last known fleet
 //     totals plus this bidder's unconfirmed counts plus the exposure of its
 //     unbilled bids (Bid records each bid made). With WaitForTotals a
 //     budgeted campaign is paused until its fleet totals are read
