@@ -65,7 +65,9 @@ type Sink struct {
 	cl, chg *kgo.Client
 	m       *records.SinkMetrics
 	durable uint64
-	row     records.Row
+	// row is Write's (the recorder's goroutine), chgRow WriteCharges'
+	// (the charge exporter's): the two run concurrently.
+	row, chgRow records.Row
 }
 
 // Open makes the producers (connections are made lazily: a broker down at
@@ -115,9 +117,10 @@ func (s *Sink) Name() string { return records.SinkKafka }
 // Topic is the topic of kind k.
 func (s *Sink) Topic(k records.Kind) string { return s.opts.TopicPrefix + k.String() }
 
-func (s *Sink) message(r *records.Record) (*kgo.Record, error) {
-	r.ToRow(&s.row)
-	v, err := json.Marshal(&s.row)
+// message encodes r through row, a scratch Row of the calling goroutine.
+func (s *Sink) message(r *records.Record, row *records.Row) (*kgo.Record, error) {
+	r.ToRow(row)
+	v, err := json.Marshal(row)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +133,7 @@ func (s *Sink) message(r *records.Record) (*kgo.Record, error) {
 func (s *Sink) Write(recs []records.Record) {
 	for i := range recs {
 		k := recs[i].Kind
-		kr, err := s.message(&recs[i])
+		kr, err := s.message(&recs[i], &s.row)
 		if err != nil {
 			s.m.Dropped(k, 1)
 			s.m.Fail(err)
@@ -155,7 +158,7 @@ func (s *Sink) Tick(time.Time) {}
 func (s *Sink) WriteCharges(recs []records.Record) (uint64, error) {
 	krs := make([]*kgo.Record, 0, len(recs))
 	for i := range recs {
-		kr, err := s.message(&recs[i])
+		kr, err := s.message(&recs[i], &s.chgRow)
 		if err != nil {
 			return s.durable, err
 		}
