@@ -269,7 +269,8 @@ func bid(t *testing.T, addr, request string, bill bool) {
 	var br struct {
 		SeatBid []struct {
 			Bid []struct {
-				BURL string `json:"burl"`
+				BURL  string  `json:"burl"`
+				Price float64 `json:"price"`
 			} `json:"bid"`
 		} `json:"seatbid"`
 	}
@@ -283,7 +284,9 @@ func bid(t *testing.T, addr, request string, bill bool) {
 	if i := strings.Index(burl, "/bill"); i >= 0 {
 		burl = "http://" + addr + burl[i:]
 	}
-	nr, err := http.Get(priceMacro.ReplaceAllString(burl, "1.25"))
+	// cleared at the bid's own price: a shaded first-price bid may be
+	// below any fixed one, and a price above the bid is refused
+	nr, err := http.Get(priceMacro.ReplaceAllString(burl, strconv.FormatFloat(br.SeatBid[0].Bid[0].Price, 'f', -1, 64)))
 	if err != nil {
 		t.Fatal(err)
 	}
