@@ -193,7 +193,7 @@ func recordsConfig(t *testing.T, k *kafkaCluster, extra ...string) bidderConfig 
 	return bidderConfig{dataDir: filepath.Join(t.TempDir(), "bidder"), campaigns: campaignsYAML(t, ""), sets: append(sets, extra...)}
 }
 
-// TestRecordsCounts (acceptance 1): bids with wins, losses, charges,
+// TestRecordsCounts: bids with wins, losses, charges,
 // clicks, views and sampled no-bids; with no drop counted, the records of
 // each kind (files and Kafka) equal the bidder's own counters, every
 // charge joins a bid by nonce, and rtbd report's spend per campaign equals
@@ -335,7 +335,7 @@ func TestRecordsCounts(t *testing.T) {
 	}
 }
 
-// TestRecordsKill9 (acceptance 2): a bidder killed with SIGKILL right
+// TestRecordsKill9: a bidder killed with SIGKILL right
 // after it accepted 1,000 bills; after a restart, the files and the Kafka
 // topic each hold 1,000 distinct charge nonces.
 func TestRecordsKill9(t *testing.T) {
@@ -392,7 +392,7 @@ func TestRecordsKill9(t *testing.T) {
 	}
 }
 
-// TestRecordsKafkaCut (acceptance 3): Kafka cut off (the relay holds
+// TestRecordsKafkaCut: Kafka cut off (the relay holds
 // every byte) under a load of bids and bills for RTBD_RECORDS_CUT: no
 // /bill is refused, non-charge records are dropped and counted once the
 // producer's buffer (records.buffer_bytes, 1 MiB here) is full, and every
