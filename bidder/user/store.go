@@ -51,6 +51,13 @@ type Options struct {
 	// MatchTTL is how long a match entry (PutMatch) lives after its last
 	// write. 0: entries never expire (config user.match_ttl, default 720h).
 	MatchTTL time.Duration
+	// CacheEntries is how many users' stored profiles Get keeps in memory
+	// (direct-mapped: a user read evicts the one hashing to the same
+	// entry; profiles over 2 KiB stored are not kept), and whether each
+	// has none: Get of a recent user then skips Pebble. Every write
+	// through the Store invalidates its user's entry. Default 65,536;
+	// negative: no cache.
+	CacheEntries int
 	// FS is the file system Pebble uses. nil: the operating system's
 	// (vfs.Default); tests may pass vfs.NewMem().
 	FS vfs.FS
@@ -74,6 +81,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.CacheEntries == 0 {
+		o.CacheEntries = 1 << 16
 	}
 	var errs []error
 	for _, f := range []struct {
@@ -125,6 +135,7 @@ type Store struct {
 
 	stripes [numStripes]stripe
 	keys    sync.Pool // *[]byte, for Get
+	cache   *valueCache
 	in      interner
 
 	hit, miss, fail, views prometheus.Counter
@@ -141,7 +152,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("user: store %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, seed: maphash.MakeSeed()}
+	s := &Store{db: db, opts: opts, seed: maphash.MakeSeed(), cache: newValueCache(opts.CacheEntries)}
 	s.keys.New = func() any {
 		b := make([]byte, 0, 1+MaxUIDLen)
 		return &b
@@ -221,7 +232,8 @@ func (s *Store) limits() Limits {
 // reports whether there is one. It allocates nothing of its own once p's
 // capacities suffice (segments are interned), on a hit or a miss; Pebble
 // itself allocates one 16-byte slice per disk table it reads on a hit (none
-// from the memtable).
+// from the memtable). A user read recently is answered from the value
+// cache (Options.CacheEntries) without asking Pebble.
 // The profile is decoded out of Pebble's buffer before that is released, so
 // p owns all its memory. Errors: ctx's, ErrInvalidUID, ErrClosed, ErrCorrupt
 // (a stored value that does not decode) or an I/O error; p is empty then.
@@ -241,6 +253,18 @@ func (s *Store) Get(ctx context.Context, uid string, p *Profile) (found bool, er
 		s.fail.Inc()
 		return false, ErrClosed
 	}
+	h := maphash.String(s.seed, uid)
+	cs, hit, gen := s.cache.lookup(h, uid)
+	if hit {
+		if cs.absent {
+			cs.mu.Unlock()
+			s.miss.Inc()
+			return false, nil
+		}
+		found, err = s.decode(uid, cs.val, p)
+		cs.mu.Unlock()
+		return s.settleGet(uid, found, err)
+	}
 	kp := s.keys.Get().(*[]byte)
 	key := appendKey((*kp)[:0], uid)
 	v, closer, err := s.db.Get(key)
@@ -248,28 +272,45 @@ func (s *Store) Get(ctx context.Context, uid string, p *Profile) (found bool, er
 	s.keys.Put(kp)
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
+			s.cache.fill(h, gen, uid, nil, false)
 			s.miss.Inc()
 			return false, nil
 		}
 		s.fail.Inc()
 		return false, fmt.Errorf("user: get: %w", err)
 	}
+	s.cache.fill(h, gen, uid, v, true)
+	found, err = s.decode(uid, v, p) // copies out of v
+	_ = closer.Close()               // v is invalid from here on
+	return s.settleGet(uid, found, err)
+}
+
+// decode decodes the stored value v of uid into p: found false when it has
+// expired.
+func (s *Store) decode(uid string, v []byte, p *Profile) (found bool, err error) {
 	body, live := unstamp(v, time.Now())
-	if live {
-		err = decodeProfile(body, p, &s.in) // copies out of v
-	}
-	_ = closer.Close() // v is invalid from here on
 	if !live {
-		s.miss.Inc()
-		s.dropExpired(uid)
 		return false, nil
 	}
-	if err != nil {
-		s.fail.Inc()
+	if err := decodeProfile(body, p, &s.in); err != nil {
 		return false, fmt.Errorf("user: uid %q: %w", uid, err)
 	}
-	s.hit.Inc()
 	return true, nil
+}
+
+// settleGet counts Get's result and deletes an expired profile. The caller
+// holds s.mu shared.
+func (s *Store) settleGet(uid string, found bool, err error) (bool, error) {
+	switch {
+	case err != nil:
+		s.fail.Inc()
+	case !found:
+		s.miss.Inc()
+		s.dropExpired(uid)
+	default:
+		s.hit.Inc()
+	}
+	return found, err
 }
 
 // stampTag starts a stored value that carries an expiry: stampTag, the
@@ -322,6 +363,7 @@ func (s *Store) dropExpired(uid string) {
 	_ = closer.Close()
 	if !live {
 		_ = s.db.Delete(st.key, pebble.NoSync)
+		s.cache.invalidate(maphash.String(s.seed, uid))
 	}
 }
 
@@ -353,7 +395,9 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	}
 	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 	st.val = appendStamped(st.val[:0], &st.p, s.opts.TTL, time.Now())
-	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
+	err = s.db.Set(st.key, st.val, pebble.NoSync)
+	s.cache.invalidate(maphash.String(s.seed, uid))
+	if err != nil {
 		return fmt.Errorf("user: record view: %w", err)
 	}
 	s.views.Inc()
@@ -399,7 +443,9 @@ func (s *Store) Put(ctx context.Context, uid string, p *Profile) error {
 	}
 	defer s.unlockStripe(st)
 	st.val = appendStamped(st.val[:0], p, s.opts.TTL, time.Now())
-	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
+	err = s.db.Set(st.key, st.val, pebble.NoSync)
+	s.cache.invalidate(maphash.String(s.seed, uid))
+	if err != nil {
 		return fmt.Errorf("user: put: %w", err)
 	}
 	return nil
@@ -509,7 +555,9 @@ func (w *BulkWriter) commit(o *pebble.WriteOptions) error {
 	if w.s.closed {
 		return ErrClosed
 	}
-	if err := w.b.Commit(o); err != nil {
+	err := w.b.Commit(o)
+	w.s.cache.invalidateAll()
+	if err != nil {
 		return fmt.Errorf("user: bulk commit: %w", err)
 	}
 	w.b.Reset()
