@@ -219,7 +219,8 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	} else {
 		found, err = b.opts.Users.Get(&st.dctx, uid, &st.profile)
 	}
-	m.stage[stageUser].Observe(time.Since(t).Seconds())
+	td := time.Now() // the user stage's end, the decision's start
+	m.stage[stageUser].Observe(td.Sub(t).Seconds())
 	if err != nil {
 		switch {
 		case st.dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
@@ -257,7 +258,6 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	if bg := b.opts.Budgets; bg != nil && ex == nil {
 		bg.CountOpportunity(now) // the traffic curve of even pacing
 	}
-	td := time.Now()
 	catalogTime := b.plan(st, set, cur, uid, ex != nil)
 	reason := rtb.NoBidUnknownError
 	for i := range req.Imp {
@@ -270,7 +270,8 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 			reason = worse(reason, nbr)
 		}
 	}
-	m.stage[stageDecide].Observe((time.Since(td) - catalogTime).Seconds())
+	st.decided = time.Now()
+	m.stage[stageDecide].Observe((st.decided.Sub(td) - catalogTime).Seconds())
 	if len(st.bids) == 0 {
 		if reason == rtb.NoBidUnknownError {
 			reason = rtb.NoBidNoMatchingCampaign
@@ -631,9 +632,8 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 			}
 			continue
 		}
-		t := time.Now()
-		products, nbr := b.fetch(st, cd.c)
-		catalogTime += time.Since(t)
+		products, nbr, d := b.fetch(st, cd.c)
+		catalogTime += d
 		if nbr == rtb.NoBidDeadline {
 			ie.campaign(cd.c.ID, "rejected", "deadline passed in the catalog lookup", cd.price, cd.floor, cd.dealID)
 			return nbr, catalogTime
@@ -689,57 +689,58 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 // creative template), cached per request: found in st.fetched when plan's
 // batch (or an earlier imp) asked it, else asked now. bidMade means
 // products were found.
-func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) ([]*catalogpb.Product, rtb.NoBidReason) {
+func (b *Bidder) fetch(st *reqState, c *campaign.Campaign) (_ []*catalogpb.Product, _ rtb.NoBidReason, d time.Duration) {
 	g := c.ProductGroupID
 	q1, q2 := c.Creative.Quantities()
 	for k := range st.fetched {
 		f := &st.fetched[k]
 		if f.group == g && f.q1 == q1 && f.q2 == q2 {
 			if f.state == fetchPending {
-				b.answerPending(st, k)
+				d = b.answerPending(st, k)
 			}
 			switch f.state {
 			case fetchDeadline:
 				st.m.misses[missCatalog].Inc()
-				return nil, rtb.NoBidDeadline
+				return nil, rtb.NoBidDeadline, d
 			case fetchFailed:
-				return nil, rtb.NoBidTechnicalError
+				return nil, rtb.NoBidTechnicalError, d
 			}
 			if f.end == f.start {
-				return nil, rtb.NoBidNoProducts
+				return nil, rtb.NoBidNoProducts, d
 			}
-			return st.products[f.start:f.end], bidMade
+			return st.products[f.start:f.end], bidMade, d
 		}
 	}
-	if !time.Now().Before(st.deadline) {
+	t := time.Now()
+	if !t.Before(st.deadline) {
 		st.m.misses[missCatalog].Inc()
-		return nil, rtb.NoBidDeadline
+		return nil, rtb.NoBidDeadline, 0
 	}
 	pm := st.pm
 	pm.ProductGroupId = g
 	pm.Product1QuantityAtMost, pm.Product1Ids = q1, st.profile.ViewedIn(g)
 	pm.Product2QuantityAtMost, pm.Product2Ids = q2, st.profile.RecommendedIn(g)
 	pm.SimilarToViewed = len(pm.Product2Ids) == 0 // no Recommended: products like the viewed ones
-	t := time.Now()
 	resp, err := b.opts.Products.GetProductMasters(&st.dctx, pm)
-	st.m.stage[stageCatalog].Observe(time.Since(t).Seconds())
+	d = time.Since(t)
+	st.m.stage[stageCatalog].Observe(d.Seconds())
 	pm.Product1Ids, pm.Product2Ids = nil, nil
 	if err != nil {
 		kind := catalogErrKind(err)
 		st.m.catErrs[kind].Inc()
 		if kind == errDeadline || st.dctx.Err() != nil {
 			st.m.misses[missCatalog].Inc()
-			return nil, rtb.NoBidDeadline
+			return nil, rtb.NoBidDeadline, d
 		}
-		return nil, rtb.NoBidTechnicalError
+		return nil, rtb.NoBidTechnicalError, d
 	}
 	start := len(st.products)
 	st.addProducts(resp)
 	st.fetched = append(st.fetched, fetched{group: g, q1: q1, q2: q2, start: start, end: len(st.products)})
 	if len(st.products) == start {
-		return nil, rtb.NoBidNoProducts
+		return nil, rtb.NoBidNoProducts, d
 	}
-	return st.products[start:], bidMade
+	return st.products[start:], bidMade, d
 }
 
 // addProducts appends the products of resp to st.products: the viewed
@@ -781,20 +782,21 @@ func (st *reqState) want(c *campaign.Campaign) {
 
 // answerPending answers the pending lookup st.fetched[k] from b.cached's
 // cache when it can, else asks every lookup still pending in one call
-// (fetchBatch).
-func (b *Bidder) answerPending(st *reqState, k int) {
+// (fetchBatch). It returns the time spent in the catalog.
+func (b *Bidder) answerPending(st *reqState, k int) time.Duration {
 	if t := time.Now(); b.cached != nil && t.Before(st.deadline) {
 		if b.cached.GetProductMastersCached(st.pmBatch[k], &st.pmCached) {
-			st.m.stage[stageCatalog].Observe(time.Since(t).Seconds())
+			d := time.Since(t)
+			st.m.stage[stageCatalog].Observe(d.Seconds())
 			f := &st.fetched[k]
 			f.start = len(st.products)
 			st.addProducts(&st.pmCached)
 			f.end, f.state = len(st.products), fetchDone
 			resetResp(&st.pmCached)
-			return
+			return d
 		}
 	}
-	b.fetchBatch(st)
+	return b.fetchBatch(st)
 }
 
 // fetchBatch asks b.batch, in one call under the request's deadline, the
@@ -816,7 +818,8 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 	}
 	reqs := st.pmAsk
 	defer clear(st.pmAsk)
-	if !time.Now().Before(st.deadline) {
+	t := time.Now()
+	if !t.Before(st.deadline) {
 		st.settle(fetchDeadline)
 		return 0
 	}
@@ -824,7 +827,6 @@ func (b *Bidder) fetchBatch(st *reqState) time.Duration {
 		st.pmResps = append(st.pmResps, nil)
 	}
 	resps := st.pmResps[:n]
-	t := time.Now()
 	err := b.batch.GetProductMastersBatch(&st.dctx, reqs, resps)
 	d := time.Since(t)
 	st.m.stage[stageCatalog].Observe(d.Seconds())
@@ -950,6 +952,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	// token lists the products that get a link).
 	st.clickIDs = st.clickIDs[:0]
 	var group int64
+	base := creative.IsHTTPURL(c.Creative.ClickBase) // every product has a landing URL
 	for _, p := range products {
 		if p == nil {
 			continue
@@ -957,7 +960,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 		if group == 0 {
 			group = p.ProductGroupId
 		}
-		if hasLanding(c, p) {
+		if base || creative.IsHTTPURL(p.LandingUrl) { // landingURL(c, p) != ""
 			st.clickIDs = append(st.clickIDs, p.ProductId)
 		}
 	}
@@ -1167,12 +1170,6 @@ func landingURL(c *campaign.Campaign, p *catalogpb.Product) string {
 		l = l[1:]
 	}
 	return base + "/" + l
-}
-
-// hasLanding reports whether landingURL(c, p) is not empty, without
-// building it (the bid path calls it for every product).
-func hasLanding(c *campaign.Campaign, p *catalogpb.Product) bool {
-	return creative.IsHTTPURL(p.LandingUrl) || c != nil && creative.IsHTTPURL(c.Creative.ClickBase)
 }
 
 // relativeOK reports whether l can be appended to a click base.

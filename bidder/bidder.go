@@ -279,6 +279,8 @@ type Options struct {
 	// every auction at the campaign's value. Its Refresh is the caller's
 	// to run (Bidder.Shader; Start runs it).
 	Shading *shading.Options
+
+	realClock bool // Now is time.Now: the bid path reuses its clock reads
 }
 
 // ErrOptions is wrapped by New's errors.
@@ -379,6 +381,7 @@ func (o *Options) ensureDefaults() error {
 		o.MaxConns = DefaultMaxConns
 	}
 	if o.Now == nil {
+		o.realClock = true
 		o.Now = time.Now
 	}
 	if _, xerrs := newExchangeSet(o.Exchanges); len(xerrs) > 0 {
@@ -689,13 +692,14 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx, ex int) {
 		return
 	}
 	err := b.dec.DecodeRequestExts(body, &st.req, &st.exts)
-	m.stage[stageDecode].Observe(time.Since(now).Seconds()) // body decompression included
+	decoded := time.Now()
+	m.stage[stageDecode].Observe(decoded.Sub(now).Seconds()) // body decompression included
 	var nbr rtb.NoBidReason
 	switch {
 	case err != nil:
 		nbr = rtb.NoBidInvalidRequest
 	default:
-		nbr = b.run(st, start, nil)
+		nbr = b.run(st, start, decoded, nil)
 	}
 	b.respond(rc, st, nbr, start)
 }
@@ -760,8 +764,9 @@ func peekTMax(rc *fasthttp.RequestCtx) int64 {
 	return rtb.PeekTMax(rc.PostBody())
 }
 
-// run computes the deadline and runs the auction for a decoded request.
-func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason {
+// run computes the deadline and runs the auction for a decoded request,
+// decoded at now (a clock read the bid path reuses).
+func (b *Bidder) run(st *reqState, start, now time.Time, ex *Explain) rtb.NoBidReason {
 	budget := b.budget(st.req.TMax)
 	if budget < b.opts.MinBudget {
 		st.m.misses[missTMax].Inc()
@@ -771,7 +776,7 @@ func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason
 		return rtb.NoBidDeadline
 	}
 	st.deadline = start.Add(budget)
-	if left := time.Until(st.deadline); left < b.opts.MinBudget {
+	if left := st.deadline.Sub(now); left < b.opts.MinBudget {
 		// The request waited (in the socket, for the CPU) most of its
 		// budget away before it got here.
 		st.m.misses[missQueue].Inc()
@@ -785,13 +790,19 @@ func (b *Bidder) run(st *reqState, start time.Time, ex *Explain) rtb.NoBidReason
 	if ex != nil {
 		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.margin(b.tmax(st.req.TMax)))
 	}
-	return b.auction(st, b.opts.Now(), ex)
+	if !b.opts.realClock {
+		now = b.opts.Now()
+	}
+	return b.auction(st, now, ex)
 }
 
 // respond writes the bid response in st (nbr < 0) or the no-bid nbr.
 func (b *Bidder) respond(rc *fasthttp.RequestCtx, st *reqState, nbr rtb.NoBidReason, start time.Time) {
 	m := b.m
-	t := time.Now() // one clock read per stage boundary: a bid reads it often
+	t := st.decided // the auction's last clock read: one per stage boundary
+	if t.IsZero() {
+		t = time.Now()
+	}
 	if nbr == bidMade && t.After(st.deadline) {
 		m.misses[missDecide].Inc()
 		nbr = rtb.NoBidDeadline

@@ -41,6 +41,8 @@ type reqState struct {
 	deadline time.Time
 	dctx     deadlineCtx
 	now      time.Time
+	// decided is when the auction ended (zero before): respond's clock.
+	decided time.Time
 
 	pm       *catalogpb.ProductMastersRequest
 	matched  []*campaign.Campaign
@@ -217,7 +219,7 @@ func (st *reqState) reset() {
 	if cap(st.secure) > maxKeptSlice {
 		st.secure = nil
 	}
-	st.deadline = time.Time{}
+	st.deadline, st.decided = time.Time{}, time.Time{}
 	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
 	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
 	st.fxOwn = nil
