@@ -109,14 +109,6 @@ type reqState struct {
 	path pathState // supply-path verdict (supplycheck.go)
 }
 
-// link is the bid the creative being rendered belongs to.
-type link struct {
-	c *campaign.Campaign
-	// tok is the bid's markup token (in the arena), shared by the
-	// click URLs of all its products: /click?t=TOKEN.PRODUCT.
-	tok []byte
-}
-
 // Buffers above these capacities are dropped when a state returns to the
 // pool, so that one huge request does not pin memory.
 const (
