@@ -3,7 +3,6 @@ package bidder
 import (
 	"context"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
@@ -74,17 +73,13 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	ex.setPrivacy("ok")
 	b.explainPath(st, ex)
 	if !anyServable(set, req) {
-		if ex != nil {
-			ex.note("no imp has a banner or native object, nor a video one that a campaign with a VAST template could serve")
-		}
+		ex.noServableImp()
 		return rtb.NoBidUnsupportedImpType
 	}
 	st.fxOwn = b.rates()
 	cur := b.responseCurrency(req, st.fxOwn)
 	if cur == "" {
-		if ex != nil {
-			ex.note("none of the request's currencies %v has a rate in bidder.fx_rates", req.Cur)
-		}
+		ex.noCurrency(req.Cur)
 		return rtb.NoBidNoMatchingCampaign
 	}
 	st.resp.Cur = cur
@@ -100,9 +95,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	if b.opts.Fraud != nil {
 		if blocked, nbr := b.fraudCheck(req, uid); blocked {
-			if ex != nil {
-				ex.note("blocked by the fraud lists: %s", nbr)
-			}
+			ex.fraud(nbr)
 			return nbr
 		}
 	}
@@ -137,23 +130,17 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		case st.dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			m.misses[missUser].Inc()
 			m.userErrs[errDeadline].Inc()
-			if ex != nil {
-				ex.setUser(uid, false, "deadline: "+err.Error())
-			}
+			ex.userFailed(uid, "deadline: ", err)
 			return rtb.NoBidDeadline
 		case errors.Is(err, user.ErrInvalidUID):
-			if ex != nil {
-				ex.setUser(uid, false, err.Error())
-			}
+			ex.userFailed(uid, "", err)
 			return rtb.NoBidUnmatchedUser
 		case errors.Is(err, user.ErrClosed):
 			m.userErrs[errClosed].Inc()
 		default:
 			m.userErrs[errOther].Inc()
 		}
-		if ex != nil {
-			ex.setUser(uid, false, "store error: "+err.Error())
-		}
+		ex.userFailed(uid, "store error: ", err)
 		return rtb.NoBidTechnicalError
 	}
 	if !found {
@@ -162,14 +149,14 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	ex.setUser(uid, true, "")
 	ex.setProfile(&st.profile)
-	if result, present := st.fxReq.read(&st.exts.Currency); present && ex == nil {
+	if result, present := st.fxReq.read(&st.exts.Currency); present && !ex.dry() {
 		b.fxm.requestRates[result].Inc()
 	}
 
-	if bg := b.opts.Budgets; bg != nil && ex == nil {
+	if bg := b.opts.Budgets; bg != nil && !ex.dry() {
 		bg.CountOpportunity(now) // the traffic curve of even pacing
 	}
-	catalogTime := b.plan(st, set, cur, uid, ex != nil)
+	catalogTime := b.plan(st, set, cur, uid, ex.dry())
 	reason := rtb.NoBidUnknownError
 	for i := range req.Imp {
 		nbr, ct := b.bidImp(st, set, i, cur, uid, ex)
@@ -319,57 +306,42 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 	for k := range cs {
 		cd := &cs[k]
 		if k >= maxTries {
-			if ie != nil {
-				ie.campaign(cd.c.ID, "not tried", "outbid; "+strconv.Itoa(maxTries)+" candidates tried already", cd.price, cd.floor, cd.dealID)
-			}
+			ie.notTried(cd)
 			continue
 		}
 		products, nbr, d := b.fetch(st, cd.c)
 		catalogTime += d
 		if nbr == rtb.NoBidDeadline {
-			ie.campaign(cd.c.ID, "rejected", "deadline passed in the catalog lookup", cd.price, cd.floor, cd.dealID)
+			ie.candidate(cd, "rejected", "deadline passed in the catalog lookup")
 			return nbr, catalogTime
 		}
 		if nbr != bidMade {
 			reason = worse(reason, nbr)
-			if ie != nil {
-				ie.campaign(cd.c.ID, "rejected", "catalog: "+nbr.String(), cd.price, cd.floor, cd.dealID)
-			}
+			ie.failed(cd, "catalog", nbr)
 			continue
 		}
 		if secure {
 			if products = st.httpsOnly(products); len(products) == 0 {
 				reason = worse(reason, rtb.NoBidNoProducts)
-				ie.campaign(cd.c.ID, "rejected", "secure imp and no product with an https image", cd.price, cd.floor, cd.dealID)
+				ie.candidate(cd, "rejected", "secure imp and no product with an https image")
 				continue
 			}
 		}
 		if nbr := b.addBid(st, i, cd, products, cur, uid, secure); nbr != bidMade {
 			reason = worse(reason, nbr)
-			if ie != nil {
-				ie.campaign(cd.c.ID, "rejected", "creative: "+nbr.String(), cd.price, cd.floor, cd.dealID)
-			}
+			ie.failed(cd, "creative", nbr)
 			continue
 		}
-		if bg := b.opts.Budgets; bg != nil && ex == nil && st.req.Test != 1 { // an Explain's bid is not sent; a test bid is never billed
-			bg.Bid(cd.c.ID, cd.charge, st.now)
-		}
-		if ex == nil {
+		if !ex.dry() { // a debug run's bid is not sent
+			if bg := b.opts.Budgets; bg != nil && st.req.Test != 1 { // a test bid is never billed
+				bg.Bid(cd.c.ID, cd.charge, st.now)
+			}
 			b.recordBid(st, i, cd, products, cur)
+			if st.req.Test != 1 {
+				b.learnBid(cd, st.now)
+			}
 		}
-		if ex == nil && st.req.Test != 1 {
-			b.learnBid(cd, st.now)
-		}
-		if ie != nil {
-			ie.campaign(cd.c.ID, "bid", cd.kind.String()+" with "+strconv.Itoa(len(products))+" products", cd.price, cd.floor, cd.dealID)
-			ie.shading(cd)
-		}
-		for j := k + 1; j < len(cs); j++ {
-			rest := &cs[j]
-			ie.campaign(rest.c.ID, "outbid", "", rest.price, rest.floor, rest.dealID)
-			ie.shading(rest)
-		}
-		ie.done(bidMade, "")
+		ie.bid(cd, len(products), cs[k+1:])
 		return bidMade, catalogTime
 	}
 	ie.done(reason, "")

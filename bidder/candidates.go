@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
@@ -150,10 +149,7 @@ func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain 
 func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid string, ie *ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
 	req := &st.req
 	imp := &req.Imp[i]
-	var rej *campaign.Rejections
-	if ie != nil {
-		rej = &campaign.Rejections{}
-	}
+	rej := ie.matchRejections()
 	st.matched = set.Match(req, imp, st.profile.Segments, st.now, st.matched[:0], rej)
 	ie.rejections(rej)
 	if len(st.matched) == 0 {
@@ -180,21 +176,13 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 		g := c.ProductGroupID
 		if len(st.profile.ViewedIn(g)) == 0 && len(st.profile.RecommendedIn(g)) == 0 {
 			reason = worse(reason, rtb.NoBidNoProducts)
-			if ie != nil {
-				ie.campaign(c.ID, "rejected", "user has no viewed or recommended products in group "+strconv.FormatInt(g, 10), 0, 0, "")
-			}
+			ie.noProducts(c)
 			continue
 		}
 		kind, w, h := chooseMedia(c, imp, secure)
 		if kind == mediaNone {
 			reason = worse(reason, rtb.NoBidUnsupportedImpType)
-			if ie != nil {
-				why := "no creative for this imp"
-				if secure && imp.Video != nil && c.Creative.VASTPlainHTTP {
-					why = "secure imp and the VAST template has http URLs"
-				}
-				ie.campaign(c.ID, "rejected", why, 0, 0, "")
-			}
+			ie.noCreative(c, imp, secure)
 			continue
 		}
 		dd, nbr := b.pathCheck(st, c, kind, ie)
@@ -205,9 +193,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 		bid := b.pacedBid(st, set, c)
 		price, ok := rates.Convert(bid, c.Currency, cur)
 		if !ok {
-			if ie != nil {
-				ie.campaign(c.ID, "rejected", "campaign currency "+c.Currency+" has no rate in bidder.fx_rates", 0, 0, "")
-			}
+			ie.noCampaignRate(c)
 			continue
 		}
 		floor, floorCur := impFloor, impFloorCur
@@ -220,13 +206,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 		f, ok := st.fxReq.convertFloor(rates, floor, floorCur, cur)
 		if !ok {
 			reason = worse(reason, rtb.NoBidBelowFloor)
-			if ie != nil {
-				why := "floor currency " + floorCur + " has no rate in bidder.fx_rates"
-				if st.fxReq.custom && !st.fxReq.usePBS {
-					why = "floor currency " + floorCur + " has no rate to " + cur + " in the request's ext.prebid.currency.rates (usepbsrates: false)"
-				}
-				ie.campaign(c.ID, "rejected", why, price, 0, dealID)
-			}
+			ie.noFloorRate(c, floorCur, cur, st.fxReq.custom && !st.fxReq.usePBS, price, dealID)
 			continue
 		}
 		if price <= 0 || price < f {
@@ -243,9 +223,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 				deferred = true
 			} else if nbr, why := b.budgetOK(st, set, c, uid); nbr != bidMade {
 				reason = worse(reason, nbr)
-				if ie != nil {
-					ie.campaign(c.ID, "rejected", budgetWhy(nbr, why), price, f, dealID)
-				}
+				ie.overBudget(c, nbr, why, price, f, dealID)
 				continue
 			}
 		}
