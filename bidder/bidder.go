@@ -16,6 +16,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/shading"
+	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -62,7 +63,7 @@ type Bidder struct {
 	notices sync.Pool           // *noticeState
 	cells   *creative.CellCache // nil without Options.CellCache
 	replays *replaySet
-	budgets atomic.Pointer[budgetCache]
+	budgets *spend.BudgetCache
 
 	batch  BatchProductStore  // Options.Products when it is one; nil: lookups one by one
 	cached CachedProductStore // Options.Products when it is one
@@ -134,6 +135,7 @@ func New(opts Options) (*Bidder, error) {
 	_, _ = rand.Read(rnd[:])
 	b := &Bidder{
 		opts:        opts,
+		budgets:     spend.NewBudgetCache(opts.Spend),
 		inFlight:    inFlight,
 		m:           m,
 		dbgM:        dbg,
