@@ -299,7 +299,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 }
 
 // tryCands tries the candidates cs of imp i, highest price first, until
-// one bids: at most maxTries, each one catalog lookup (from st.fetched
+// one bids: at most maxTries, each one catalog lookup (from the request's lookups
 // when plan fetched it).
 func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, cur, uid string, ex *Explain, ie *ImpExplain) (rtb.NoBidReason, time.Duration) {
 	var catalogTime time.Duration

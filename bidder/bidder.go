@@ -17,6 +17,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -65,8 +66,7 @@ type Bidder struct {
 	replays *replaySet
 	budgets *spend.BudgetCache
 
-	batch  BatchProductStore  // Options.Products when it is one; nil: lookups one by one
-	cached CachedProductStore // Options.Products when it is one
+	products *catalog.Fetcher // Options.Products, asked as it allows (plain, batched, near-cached)
 
 	exchanges  exchangeSet
 	redirects  redirectHosts
@@ -152,8 +152,7 @@ func New(opts Options) (*Bidder, error) {
 		limits:      limits,
 		src:         src,
 	}
-	b.batch, _ = opts.Products.(BatchProductStore)
-	b.cached, _ = opts.Products.(CachedProductStore)
+	b.products = catalog.NewFetcher(opts.Products)
 	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}

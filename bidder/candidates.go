@@ -97,14 +97,12 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, i
 }
 
 // plan selects the candidates of every imp of st.req (st.plans[i], in
-// st.cands) and, with a BatchProductStore, collects in st.fetched the
-// lookups of every candidate that may be tried: per imp, the best
-// maxTries of those whose budgets are checked, and the deferred ones
+// st.cands) and, when the product store answers in batches, tells the
+// fetcher the lookups of every candidate that may be tried: per imp, the
+// best maxTries of those whose budgets are checked, and the deferred ones
 // (budgets checked only when the imp is bid on: they may drop out) ranked
-// above the last of them. A plain BatchProductStore is asked them all now,
-// in one call; a CachedProductStore is asked each from its cache when
-// bidImp's fetch reaches it, the first it lacks asking the rest in one
-// call (answerPending). It returns the time spent in the catalog.
+// above the last of them; then lets it prefetch them (catalog.Fetcher). It
+// returns the time spent in the catalog.
 //
 // The debug run (explain) checks no budget here: bidImp selects again,
 // explaining, with the budgets checked as it goes.
@@ -120,23 +118,20 @@ func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain 
 		reason, ok, secure := b.selectCands(st, set, i, cur, uid, nil, mode)
 		st.plans = append(st.plans, impPlan{start: start, end: len(st.cands), reason: reason, ok: ok, secure: secure})
 	}
-	if b.batch == nil {
+	if !b.products.Batched() {
 		return 0 // looked up one by one, as bidImp reaches each candidate
 	}
 	for _, p := range st.plans {
 		tries := 0
 		for k := p.start; k < p.end && tries < maxTries; k++ {
 			cd := &st.cands[k]
-			st.want(cd.c)
+			b.products.Want(&st.lookups, st.query(cd.c))
 			if !cd.deferred {
 				tries++
 			}
 		}
 	}
-	if b.cached != nil {
-		return 0
-	}
-	return b.fetchBatch(st)
+	return b.products.Prefetch(&st.dctx, &st.lookups, st.deadline)
 }
 
 // selectCands appends to st.cands the candidates of imp i (the campaigns

@@ -28,39 +28,11 @@ import (
 // or remote catalog nodes (*remote.Client), through the same code path.
 // The returned products are shared and must not be modified. It must honour
 // ctx: return soon after its deadline passes (both implementations do),
-// since the bidder calls it on the request's goroutine.
+// since the bidder calls it on the request's goroutine. A store that
+// answers lookups in batches (catalog.BatchGetter, catalog.CachedGetter:
+// the remote client) is asked in batches (see catalog.Fetcher).
 type ProductStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
-}
-
-// BatchProductStore is a ProductStore that answers several lookups at once
-// (the remote client, *remote.Client). With one, the bidder makes one call
-// per bid request: the lookups of every imp's candidates, collected after
-// candidate selection. A ProductStore that is not one (the local index) is
-// asked lookup by lookup, as the auction reaches each candidate.
-type BatchProductStore interface {
-	// GetProductMastersBatch answers every request of reqs, resps[i] for
-	// reqs[i] (len(resps) == len(reqs)), in one round trip where it can.
-	// A non-nil resps[i] (kept by the caller from an earlier batch) is
-	// filled in place or replaced by one the store does not keep; the
-	// caller may then empty its lists for the next batch. The products in
-	// them are shared and must not be modified.
-	GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error
-}
-
-// CachedProductStore is a BatchProductStore with a cache in front of its
-// round trips (the remote client with its near cache on). The bidder asks
-// its cache lookup by lookup, as the auction reaches each candidate (as it
-// asks the local index), and makes the request's one batch call, for every
-// lookup not answered yet, at the first lookup the cache cannot answer:
-// a bid whose products are cached then looks up only the candidates it
-// tries, and a request still makes at most one call.
-type CachedProductStore interface {
-	BatchProductStore
-	// GetProductMastersCached answers req into resp (its lists reset and
-	// reused) from the cache alone, with GetProductMasters' rules, or
-	// reports false, having asked no node.
-	GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool
 }
 
 // UserStore holds the retargeting profiles (user.store: *user.Store, the

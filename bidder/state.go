@@ -18,6 +18,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
@@ -44,22 +45,13 @@ type reqState struct {
 	// decided is when the auction ended (zero before): respond's clock.
 	decided time.Time
 
-	pm       *catalogpb.ProductMastersRequest
-	matched  []*campaign.Campaign
-	cands    []candidate // every imp's, st.plans[i] saying where
-	plans    []impPlan   // per imp
-	fetched  []fetched
-	products []*catalogpb.Product
-	// pmBatch and pmResps are the requests and answers of the one
-	// BatchProductStore call (fetchBatch): reused, never shrunk.
-	pmBatch []*catalogpb.ProductMastersRequest
-	pmResps []*catalogpb.ProductMastersResponse
-	// pending and pmAsk are the lookups of st.fetched the batch call asks
-	// (those still pending) and their requests; pmCached is the answer of
-	// a lookup the CachedProductStore's cache answers.
-	pending  []int
-	pmAsk    []*catalogpb.ProductMastersRequest
-	pmCached catalogpb.ProductMastersResponse
+	matched []*campaign.Campaign
+	cands   []candidate // every imp's, st.plans[i] saying where
+	plans   []impPlan   // per imp
+	// lookups are the request's product lookups (b.products) and their
+	// products; q is the query being asked.
+	lookups catalog.Lookups
+	q       catalog.Query
 
 	native    creative.NativeRequest
 	nativeImp int // index of the imp parsed into native, -1 none
@@ -119,7 +111,6 @@ const (
 func newReqState(b *Bidder) *reqState {
 	st := &reqState{
 		b: b, m: b.m,
-		pm:        &catalogpb.ProductMastersRequest{},
 		urls:      &b.urls,
 		arena:     make([]byte, 0, 16<<10),
 		out:       make([]byte, 0, 16<<10),
@@ -129,6 +120,7 @@ func newReqState(b *Bidder) *reqState {
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand's contract since Go 1.24)
 	st.rng = rand.NewChaCha8(seed)
 	st.enc.SafeAdM = st.isSafeAdM
+	st.lookups.Observe = st.observeCatalog
 	return st
 }
 
@@ -181,15 +173,8 @@ func (st *reqState) reset() {
 	st.matched = st.matched[:0]
 	st.cands = st.cands[:0]
 	st.plans = st.plans[:0]
-	st.fetched = st.fetched[:0]
-	for _, pm := range st.pmBatch {
-		pm.Product1Ids, pm.Product2Ids = nil, nil // views of the last request's profile
-	}
-	clear(st.products)
-	st.products = st.products[:0]
-	if cap(st.products) > maxKeptSlice {
-		st.products = nil
-	}
+	st.lookups.Reset()
+	st.q = catalog.Query{}
 	clear(st.bids)
 	st.bids = st.bids[:0]
 	clear(st.safeAdM)
@@ -212,8 +197,6 @@ func (st *reqState) reset() {
 		st.secure = nil
 	}
 	st.deadline, st.decided = time.Time{}, time.Time{}
-	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
-	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
 	st.fxOwn = nil
 	st.path.reset()
 	st.fxReq.reset()
