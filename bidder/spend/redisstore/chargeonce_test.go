@@ -3,8 +3,8 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // TestChargeOnceLostReplies (acceptance): a proxy in front of a real
