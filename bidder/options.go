@@ -35,8 +35,8 @@ type ProductStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
 
-// UserStore holds the retargeting profiles (user.store: *user.Store, the
-// embedded Pebble keyspace; *redisuser.Store; *aerostore.UserStore; all
+// UserStore holds the retargeting profiles (user.store: *pebblestore.Store, the
+// embedded Pebble keyspace; *redisstore.Store; *aerostore.UserStore; all
 // pass bidder/user/usertest). Get decodes into the caller's reused Profile
 // and never renews the profile's expiry; it must honour ctx like
 // ProductStore, since a slow store must cost a no-bid, not a stall.
