@@ -62,6 +62,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	m := st.m
 	st.now = now
 	set := b.opts.Campaigns.Current()
+	st.a = round{set: set, ex: ex}
 	if set == nil || set.Len() == 0 {
 		ex.note("no campaigns loaded")
 		return rtb.NoBidNoMatchingCampaign
@@ -156,10 +157,11 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	if bg := b.opts.Budgets; bg != nil && !ex.dry() {
 		bg.CountOpportunity(now) // the traffic curve of even pacing
 	}
-	catalogTime := b.plan(st, set, cur, uid, ex.dry())
+	st.a.cur, st.a.uid = cur, uid
+	catalogTime := b.plan(st)
 	reason := rtb.NoBidUnknownError
 	for i := range req.Imp {
-		nbr, ct := b.bidImp(st, set, i, cur, uid, ex)
+		nbr, ct := b.bidImp(st, i)
 		catalogTime += ct
 		if nbr == rtb.NoBidDeadline {
 			return nbr
@@ -252,7 +254,8 @@ func floorCurrency(req *openrtb2.BidRequest) string {
 // bidImp runs the auction of imp i: at most one bid, the highest price
 // among the matching campaigns that have products for the user. It returns
 // bidMade or the reason, and the time spent in the catalog.
-func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string, ex *Explain) (rtb.NoBidReason, time.Duration) {
+func (b *Bidder) bidImp(st *reqState, i int) (rtb.NoBidReason, time.Duration) {
+	ex := st.a.ex
 	var (
 		cs     []candidate
 		reason rtb.NoBidReason
@@ -264,7 +267,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		// budgets checked now (plan deferred them all).
 		ie = ex.imp(&st.req.Imp[i])
 		start := len(st.cands)
-		r, ok, sec := b.selectCands(st, set, i, cur, uid, ie, budgetsNow)
+		r, ok, sec := b.selectCands(st, i, ie, budgetsNow)
 		if !ok {
 			return r, 0
 		}
@@ -281,7 +284,7 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 		for k := range cs {
 			if cs[k].deferred {
 				cs[k].deferred = false
-				if nbr, _ := b.budgetOK(st, set, cs[k].c, uid); nbr != bidMade {
+				if nbr, _ := b.budgetOK(st, cs[k].c); nbr != bidMade {
 					reason = worse(reason, nbr)
 					continue
 				}
@@ -295,13 +298,13 @@ func (b *Bidder) bidImp(st *reqState, set *campaign.Set, i int, cur, uid string,
 	if secure {
 		st.urls = &b.secureURLs
 	}
-	return b.tryCands(st, i, cs, reason, secure, cur, uid, ex, ie)
+	return b.tryCands(st, i, cs, reason, secure, ie)
 }
 
 // tryCands tries the candidates cs of imp i, highest price first, until
 // one bids: at most maxTries, each one catalog lookup (from the request's lookups
 // when plan fetched it).
-func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, cur, uid string, ex *Explain, ie *ImpExplain) (rtb.NoBidReason, time.Duration) {
+func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, ie *ImpExplain) (rtb.NoBidReason, time.Duration) {
 	var catalogTime time.Duration
 	for k := range cs {
 		cd := &cs[k]
@@ -327,16 +330,16 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 				continue
 			}
 		}
-		if nbr := b.addBid(st, i, cd, products, cur, uid, secure); nbr != bidMade {
+		if nbr := b.addBid(st, i, cd, products, secure); nbr != bidMade {
 			reason = worse(reason, nbr)
 			ie.failed(cd, "creative", nbr)
 			continue
 		}
-		if !ex.dry() { // a debug run's bid is not sent
+		if !st.a.ex.dry() { // a debug run's bid is not sent
 			if bg := b.opts.Budgets; bg != nil && st.req.Test != 1 { // a test bid is never billed
 				bg.Bid(cd.c.ID, cd.charge, st.now)
 			}
-			b.recordBid(st, i, cd, products, cur)
+			b.recordBid(st, i, cd, products)
 			if st.req.Test != 1 {
 				b.learnBid(cd, st.now)
 			}

@@ -106,16 +106,16 @@ func chooseMedia(c *campaign.Campaign, imp *openrtb2.Imp, secure bool) (media, i
 //
 // The debug run (explain) checks no budget here: bidImp selects again,
 // explaining, with the budgets checked as it goes.
-func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain bool) time.Duration {
+func (b *Bidder) plan(st *reqState) time.Duration {
 	st.cands = st.cands[:0]
 	st.plans = st.plans[:0]
 	mode := budgetsDeferBid
-	if explain {
+	if st.a.ex.dry() {
 		mode = budgetsDeferAll
 	}
 	for i := range st.req.Imp {
 		start := len(st.cands)
-		reason, ok, secure := b.selectCands(st, set, i, cur, uid, nil, mode)
+		reason, ok, secure := b.selectCands(st, i, nil, mode)
 		st.plans = append(st.plans, impPlan{start: start, end: len(st.cands), reason: reason, ok: ok, secure: secure})
 	}
 	if !b.products.Batched() {
@@ -141,7 +141,8 @@ func (b *Bidder) plan(st *reqState, set *campaign.Set, cur, uid string, explain 
 // when the imp gets no bid whatever the catalog says (the reason is then
 // final and ie done). With Options.Budgets, mode says which candidates'
 // budgets and frequency caps are checked now; the others are deferred.
-func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid string, ie *ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
+func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
+	set, cur := st.a.set, st.a.cur
 	req := &st.req
 	imp := &req.Imp[i]
 	rej := ie.matchRejections()
@@ -216,7 +217,7 @@ func (b *Bidder) selectCands(st *reqState, set *campaign.Set, i int, cur, uid st
 			// its exposure then counts it.
 			if mode == budgetsDeferAll || mode == budgetsDeferBid && candidateOf(st.cands[:first], c) {
 				deferred = true
-			} else if nbr, why := b.budgetOK(st, set, c, uid); nbr != bidMade {
+			} else if nbr, why := b.budgetOK(st, c); nbr != bidMade {
 				reason = worse(reason, nbr)
 				ie.overBudget(c, nbr, why, price, f, dealID)
 				continue
@@ -250,13 +251,13 @@ func candidateOf(cs []candidate, c *campaign.Campaign) bool {
 // budgetOK checks c's budgets and pacing, then the user's frequency cap
 // (Options.Budgets is set): bidMade, or the no-bid reason (and, for a
 // budget, spend's reason).
-func (b *Bidder) budgetOK(st *reqState, set *campaign.Set, c *campaign.Campaign, uid string) (rtb.NoBidReason, spend.Reason) {
+func (b *Bidder) budgetOK(st *reqState, c *campaign.Campaign) (rtb.NoBidReason, spend.Reason) {
 	bg := b.opts.Budgets
-	cb := b.budgetOf(set, c)
+	cb := b.budgetOf(st.a.set, c)
 	if ok, why := budgetCheck(bg, cb, st.req.Test == 1, st.now); !ok {
 		return rtb.NoBidBudgetExhausted, why
 	}
-	if cb.FreqCap > 0 && !bg.FreqOK(*cb, uid, st.now) {
+	if cb.FreqCap > 0 && !bg.FreqOK(*cb, st.a.uid, st.now) {
 		return rtb.NoBidFrequencyCapped, spend.ReasonNone
 	}
 	return bidMade, spend.ReasonNone

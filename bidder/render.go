@@ -27,7 +27,7 @@ func str(b []byte) string {
 // addBid renders the creative and adds the bid of candidate cd on imp i.
 // Its URLs start with st.urls (secure: products and template already
 // checked for https).
-func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, cur, uid string, secure bool) rtb.NoBidReason {
+func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, secure bool) rtb.NoBidReason {
 	req := &st.req
 	imp := &req.Imp[i]
 	c := cd.c
@@ -74,8 +74,8 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 	x := &b.exchanges.list[st.exchange]
 	st.tok = token.Token{
 		Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL), ClickExpires: st.now.Add(b.opts.ClickTTL),
-		Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: uid,
-		PriceMicros: cd.price, ValueMicros: cd.value, Currency: cur, Group: group, Products: st.clickIDs,
+		Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: st.a.uid,
+		PriceMicros: cd.price, ValueMicros: cd.value, Currency: st.a.cur, Group: group, Products: st.clickIDs,
 		Nonce: st.nonce, Billing: x.Billing, Test: req.Test == 1,
 	}
 	if st.exchange != 0 {

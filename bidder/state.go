@@ -37,6 +37,7 @@ type reqState struct {
 	uidBuf   []byte // the uid resolved through the match table
 
 	req      openrtb2.BidRequest
+	a        round    // the auction's request-level values
 	exts     rtb.Exts // req's ext members, filled with req by the decoder
 	profile  user.Profile
 	deadline time.Time
@@ -99,6 +100,16 @@ type reqState struct {
 	fxReq requestRates // the request's own (ext.prebid.currency)
 
 	path pathState // supply-path verdict (supplycheck.go)
+}
+
+// round holds what one request's auction fixes before any imp is bid on
+// (Bidder.auction sets it): every step of the auction reads it from the
+// request state instead of taking it as parameters.
+type round struct {
+	set *campaign.Set // the campaigns: one CampaignSource.Current per request
+	cur string        // the response currency
+	uid string        // the user (resolved through the match table)
+	ex  *Explain      // the debug run's trace; nil on the bid path
 }
 
 // Buffers above these capacities are dropped when a state returns to the
@@ -169,6 +180,7 @@ func (b *Bidder) putState(st *reqState) {
 func (st *reqState) reset() {
 	st.m = st.b.m
 	st.exchange = 0
+	st.a = round{}
 	clear(st.matched)
 	st.matched = st.matched[:0]
 	st.cands = st.cands[:0]
