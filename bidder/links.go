@@ -130,6 +130,9 @@ type publicURLs struct {
 	win, bill, click string // base + "/win?t=", "/bill?t=", "/click?t="
 	imp, loss        string // base + "/imp?t=", "/loss?t="
 	clickBase        string // base + "/click/"
+	// plain: base needs no HTML escaping (creative.IsPlain), so neither do
+	// the click links built on it (the token is base64url, the ids digits).
+	plain bool
 }
 
 func newPublicURLs(base, notices string) publicURLs {
@@ -139,7 +142,7 @@ func newPublicURLs(base, notices string) publicURLs {
 	if notices == "" {
 		notices = base
 	}
-	return publicURLs{ok: true, base: base,
+	return publicURLs{ok: true, base: base, plain: creative.IsPlain(base),
 		win: notices + PathWin + "?t=", bill: notices + PathBill + "?t=", click: base + PathClick + "?t=",
 		imp: base + PathImp + "?t=", loss: notices + PathLoss + "?t=", clickBase: base + PathClickBase}
 }

@@ -185,7 +185,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 }
 
 func creativeBanner(st *reqState, cd *candidate, products []*catalogpb.Product) creative.Banner {
-	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st, Cells: st.b.cells}
+	return creative.Banner{W: int(cd.w), H: int(cd.h), Products: products, Advertiser: cd.c.Advertiser, Links: st, Cells: st.b.cells, PlainLinks: st.urls.plain}
 }
 
 // buildResponse fills st.resp from st.bids: one seatbid per seat.
