@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/internal/cpuset"
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
@@ -76,13 +74,6 @@ type BidderOptions struct {
 	// its own, so that an overload run offers twice the bidder's capacity
 	// without starving the generator that offers it.
 	BidderProcs int
-	// BidderCPUs, if set (taskset's -c form, e.g. "1"), runs the started
-	// bidders on those CPUs (under taskset, with GOMAXPROCS their number
-	// unless BidderProcs says otherwise) and moves the harness's own
-	// threads to the other CPUs for the run: the bidder and the load
-	// generator then each have cores of their own, as with SSPs on other
-	// machines. Linux only.
-	BidderCPUs string
 	// Overload, after the runs, searches each topology's highest bid rate
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
@@ -144,16 +135,6 @@ func (o BidderOptions) Validate() error {
 	}
 	if o.BidderProcs > 0 && o.HTTPURL != "" {
 		p.addf("bidder-procs: applies to bidders the harness starts, not to -http")
-	}
-	if o.BidderCPUs != "" {
-		switch cpus, err := cpuset.Parse(o.BidderCPUs); {
-		case err != nil:
-			p.addf("bidder-cpus: %v", err)
-		case o.HTTPURL != "":
-			p.addf("bidder-cpus: applies to bidders the harness starts, not to -http")
-		case len(cpuset.Others(cpus)) == 0:
-			p.addf("bidder-cpus: %q leaves no CPU for the harness", o.BidderCPUs)
-		}
 	}
 	for _, w := range o.Weights {
 		if w != 3 && w != 15 && w != 30 {
@@ -444,18 +425,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	logf := logTo(o.Log, "bench: ")
 	var cleanups cleanupStack
 	defer cleanups.run()
-	if o.BidderCPUs != "" {
-		cpus, _ := cpuset.Parse(o.BidderCPUs) // validated
-		if _, err := exec.LookPath("taskset"); err != nil {
-			return nil, fmt.Errorf("bench: bidder-cpus needs taskset (util-linux): %w", err)
-		}
-		restore, err := cpuset.PinSelf(cpuset.Others(cpus))
-		if err != nil {
-			return nil, fmt.Errorf("bench: bidder-cpus: %w", err)
-		}
-		cleanups.add(func() { _ = restore() })
-		logf("bidders on CPUs %s, the harness on %s", o.BidderCPUs, cpuset.Format(cpuset.Others(cpus)))
-	}
 	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
 	if err != nil {
 		return nil, err
@@ -650,7 +619,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 			return nil, stop, err
 		}
 		b := newBidder("bidder-local", exe, cfg, workDir, append(data, o.BidderArgs...))
-		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
+		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -678,7 +647,7 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 			return nil, stop, err
 		}
 		b := newBidder("bidder-remote", exe, cfg, workDir, append(append(data, "-catalog", target), o.BidderArgs...))
-		b.env, b.prefix = o.bidderEnv(), o.bidderPrefix()
+		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -832,7 +801,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
 		if len(killNotes) > 0 {
 			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)%s",
-				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateSteal(r)+lateServer(r)))
+				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateServer(r)))
 		}
 		if r.Successes == 0 && r.Requests > 0 {
 			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
@@ -918,10 +887,10 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 	ss, err := FindMaxRates(ctx, targets, FindMaxRateOptions{
 		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
-		StealRetries: 3, MaxSteps: 30,
-		Load:    OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
-		Watches: watches,
-		Logf:    logf,
+		MaxSteps: 30,
+		Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
+		Watches:  watches,
+		Logf:     logf,
 	})
 	if err != nil && !errors.Is(err, ErrNoPassingRate) {
 		return fmt.Errorf("bench: overload %s: %w", strings.Join(names, ", "), err)
@@ -957,7 +926,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
 		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
-			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateSteal(r)+lateServer(r)),
+			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateServer(r)),
 			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 		rep.Results = append(rep.Results, r)
@@ -969,24 +938,6 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 	}
 	return nil
-}
-
-// lateSteal says how many of r's answers past tmax came in timeline
-// seconds in which the host stole at least StealWarnPct of the CPUs'
-// time, with the run's steal ("" when none was late or the host was not
-// measured).
-func lateSteal(r *Result) string {
-	if r.Host == nil || r.DeadlineMisses == 0 {
-		return ""
-	}
-	var inSteal int64
-	for _, s := range r.Timeline {
-		if s.StealPct >= StealWarnPct {
-			inSteal += s.DeadlineMisses
-		}
-	}
-	return fmt.Sprintf("; %d of the %d late in seconds when the host stole >= %d%% of the CPUs (the whole run: %.1f%% stolen)",
-		inSteal, r.DeadlineMisses, StealWarnPct, r.Host.StealPct)
 }
 
 // lateServer says how many answers the bidder itself took longer than
@@ -1011,15 +962,6 @@ func (o *BidderOptions) bidderEnv() []string {
 	return nil
 }
 
-// bidderPrefix runs the started bidders under taskset when BidderCPUs is
-// set (Go's runtime then sizes GOMAXPROCS from the CPU set).
-func (o *BidderOptions) bidderPrefix() []string {
-	if o.BidderCPUs == "" {
-		return nil
-	}
-	return []string{"taskset", "-c", o.BidderCPUs}
-}
-
 func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	var o BidderOptions
@@ -1041,7 +983,6 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
-	fs.StringVar(&o.BidderCPUs, "bidder-cpus", "", "run the started bidders on these CPUs (taskset -c form) and the harness on the others")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
 	pops := fs.String("popularity", PopularityDemo, "users of the bid requests: demo, zipf, uniform, or a list (one set of runs each)")
 	nearFlag(fs, &o.BidderArgs)

@@ -237,15 +237,9 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 	if err != nil {
 		return err
 	}
-	// Before the run, on a machine at rest: the floor its latencies sit on.
-	floor := MeasureWakeupFloor(context.Background())
-	if floor != nil {
-		fmt.Fprintf(stderr, "bench: host wake-up floor: %s\n", floor)
-	}
 	rep, err := run()
 	stopProfile()
 	if rep != nil {
-		rep.Wakeup = floor
 		if c.title != "" {
 			rep.Title = c.title
 		}

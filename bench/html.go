@@ -73,9 +73,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if r.GitRev != "" {
 		v.Meta = append(v.Meta, kv{"git", r.GitRev})
 	}
-	if r.Wakeup != nil {
-		v.Meta = append(v.Meta, kv{"wake-up floor", r.Wakeup.String()})
-	}
 	keys := make([]string, 0, len(r.Config))
 	for k := range r.Config {
 		keys = append(keys, k)
@@ -126,9 +123,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 				fmtMs(usToMs(res.Latency.P95Us)), fmtMs(usToMs(res.Latency.P99Us)), fmtMs(usToMs(res.Latency.P999Us)), fmtMs(usToMs(res.Latency.MaxUs)))},
 			{"generator", fmt.Sprintf("%.2f CPU s, %.3f cores, %d workers; send lag p50 %s ms, p99 %s ms",
 				res.GeneratorCPUSec, res.GeneratorCores, res.Workers, fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)))},
-		}
-		if res.Host != nil {
-			tv.Summary = append(tv.Summary, kv{"host CPUs", hostLine(res.Host)})
 		}
 		for _, h := range res.ServerSide {
 			tv.Summary = append(tv.Summary, kv{"server side", serverLine(h)})
@@ -260,7 +254,7 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 <tr><th class="l">replays</th><td class="l">{{.Notices.ReplaysSent}} to the other bidder: {{call $.SoakOutcomes .Notices.ReplayOutcomes}}</td></tr>
 </table>
 <h3>Errors and late answers by cause</h3>
-<p class="note">{{.BidRequests}} bid requests, {{.BidsLate}} past tmax; {{.StealSeconds}} seconds with host steal &gt;= 5%.</p>
+<p class="note">{{.BidRequests}} bid requests, {{.BidsLate}} past tmax.</p>
 <table><tr><th class="l">kind</th><th class="l">outcome</th><th class="l">cause</th><th>count</th></tr>
 {{range .Anomalies}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Outcome}}</td><td class="l">{{.Cause}}</td><td>{{.Count}}</td></tr>
 {{end}}</table>

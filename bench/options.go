@@ -42,7 +42,7 @@ const (
 //
 // Timer granularity. The pacer wakes about every Slice (Go timers on Linux
 // fire with ~1 ms granularity) and hands out every request that came due
-// while it slept. Such a request counts from the pacer's wake-up, not from
+// while it slept. Such a request counts from the pacer's waking, not from
 // its scheduled time, so the generator's own sleep granularity is not
 // charged to the target; any later delay (a busy pool, a slow pacer) is.
 // Result.SendLag shows the total lateness behind schedule.

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/valyala/fasthttp"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -24,7 +25,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bench/internal/httpc"
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -167,7 +167,7 @@ type soakBidder struct {
 	mu     sync.Mutex // guards srv's process during a restart
 	srv    *server
 	up     atomic.Bool
-	client *httpc.Client
+	client *fasthttp.HostClient
 	starts int
 }
 
@@ -213,8 +213,8 @@ type soakFleet struct {
 // under bids, notices, pixel events and clicks at fixed rates for
 // Duration, while faults run on a schedule (SoakFaultKinds, each Rounds
 // times). The report reconciles every accepted billing notice against the
-// store, attributes every error and late answer to a fault window or a
-// second of host steal, and checks every process's RSS (Report.Soak).
+// store, attributes every error and late answer to a fault window and
+// checks every process's RSS (Report.Soak).
 // Processes, namespaces and mounts it made are removed before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
@@ -267,8 +267,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	rep = NewReport(meta)
 	rep.Soak = sum
 
-	// The sampler: RSS of every process and the host's steal, each second,
-	// from the start of the warmup.
+	// The sampler: RSS of every process, each second, from the start of
+	// the warmup.
 	sampler := newSoakSampler(f)
 	samplerDone := make(chan struct{})
 	samplerCtx, stopSampler := context.WithCancel(ctx)
@@ -308,10 +308,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 	rep.UpdateRows()
 	sum.RSS = sampler.rss
-	sum.StealSeconds = sampler.stealSeconds()
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
 	f.reconcile(context.WithoutCancel(ctx), sum)
-	f.attribute(sum, sampler, rs)
+	f.attribute(sum, rs)
 	sum.judgeRSS(o.RSSWarmup, f.measured)
 	sum.verdict(o, rs)
 	if runErr != nil {
@@ -459,10 +458,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if err := srv.start(ctx, false); err != nil {
 			return stop, err
 		}
-		c, err := httpc.New(httpc.Options{Addrs: []string{srv.Addr()}, MaxConns: 512, MaxIdle: 5 * time.Second})
-		if err != nil {
-			return stop, fmt.Errorf("bench: %w", err)
-		}
+		c := newHTTPClient(srv.Addr(), 512)
 		f.pids.Store(name, srv.PID())
 		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
 		b.up.Store(true)
@@ -572,7 +568,7 @@ type soakTarget struct {
 	method     string
 	uri        func(w *Worker, dst []byte) ([]byte, bool) // false: nothing to send yet
 	body       func(w *Worker, dst []byte) []byte
-	check      func(status int, resp *httpc.Response) Outcome
+	check      func(status int, resp *fasthttp.Response) Outcome
 	tmax       time.Duration
 }
 
@@ -582,25 +578,25 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 	s := scratch(w, t.method)
 	intended := w.Deadline.Add(-t.f.o.Timeout)
 	var ok bool
-	s.req.URI, ok = t.uri(w, s.req.URI[:0])
+	s.uri, ok = t.uri(w, s.uri[:0])
 	if !ok {
 		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
 		return ErrOther
 	}
-	s.setBody(w, t.body)
 	b := t.f.pick(w.Rand, nil)
 	if b == nil {
 		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
 		return ErrConn
 	}
-	if err := b.client.Do(&s.req, w.Deadline, &s.resp); err != nil {
+	s.prepare(w, b.client.Addr, t.body)
+	if err := s.do(b.client, w.Deadline); err != nil {
 		out := ClassifyError(err)
 		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, err.Error())
 		return out
 	}
-	out := t.check(s.resp.Status, &s.resp)
+	out := t.check(s.resp.StatusCode(), &s.resp)
 	if out.IsError() {
-		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.Status))
+		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.StatusCode()))
 	} else if t.tmax > 0 {
 		if lat := time.Since(intended); lat > t.tmax {
 			t.f.rec.add(t.f.measured, t.kind, "late", b.name, lat.Round(time.Millisecond).String())
@@ -623,20 +619,20 @@ func (f *soakFleet) loads() []Load {
 			return wls[w.Rand.IntN(len(wls))].body(w, dst)
 		},
 	}
-	bids.check = func(status int, resp *httpc.Response) Outcome {
+	bids.check = func(status int, resp *fasthttp.Response) Outcome {
 		if status == 200 {
-			f.harvestBid(resp.Body)
+			f.harvestBid(resp.Body())
 		}
 		return ClassifyHTTPStatus(status, nil)
 	}
 	eventURI := o.DemoSize.eventURI(o.Seed)
 	ev := &soakTarget{name: "soak events", kind: "event", f: f, method: "GET",
 		uri:   func(w *Worker, dst []byte) ([]byte, bool) { return eventURI(w, dst), true },
-		check: func(status int, _ *httpc.Response) Outcome { return ClassifyHTTPStatus(status, nil) },
+		check: func(status int, _ *fasthttp.Response) Outcome { return ClassifyHTTPStatus(status, nil) },
 	}
 	click := &soakTarget{name: "soak clicks", kind: "click", f: f, method: "GET",
 		uri: func(w *Worker, dst []byte) ([]byte, bool) { return f.harvest.pick(w.Rand, dst) },
-		check: func(status int, _ *httpc.Response) Outcome {
+		check: func(status int, _ *fasthttp.Response) Outcome {
 			if status == 302 || status == 303 || status == 307 {
 				return OK // the redirect to the landing page
 			}
@@ -735,8 +731,9 @@ func (f *soakFleet) sendNotices(nurl, burl string) {
 // sendNotice sends one notice; ok when a bidder answered it (204 with its
 // outcome, or a refusal); out is the X-Rtbd-Notice outcome.
 func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBidder) (out string, by *soakBidder, ok bool) {
-	req := httpc.Request{Method: "GET", URI: []byte(path)}
-	var resp httpc.Response
+	var req fasthttp.Request
+	var resp fasthttp.Response
+	req.SetRequestURI(path)
 	deadline := time.Now().Add(20 * time.Second)
 	for attempt := 0; time.Now().Before(deadline); attempt++ {
 		if attempt > 0 {
@@ -750,22 +747,24 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBid
 			continue
 		}
 		t0 := time.Now()
-		err := b.client.Do(&req, t0.Add(f.o.Timeout), &resp)
+		req.SetHost(b.client.Addr)
+		err := b.client.DoDeadline(&req, &resp, t0.Add(f.o.Timeout))
 		if err != nil {
 			f.rec.add(f.measured, kind, ClassifyError(err).String(), b.name, err.Error())
 			f.notices.retry()
 			continue
 		}
 		f.notices.latency(time.Since(t0))
-		if resp.Status == 503 || resp.Status >= 500 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+string(resp.Header(noticeHeader)))
+		status := resp.StatusCode()
+		if status >= 500 {
+			f.rec.add(f.measured, kind, ClassifyHTTPStatus(status, nil).String(), b.name, "HTTP "+strconv.Itoa(status)+" "+string(resp.Header.Peek(noticeHeader)))
 			f.notices.retry()
 			continue
 		}
-		o := string(resp.Header(noticeHeader))
-		if resp.Status != 204 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+o)
-			return "refused " + strconv.Itoa(resp.Status) + " " + o, b, true
+		o := string(resp.Header.Peek(noticeHeader))
+		if status != 204 {
+			f.rec.add(f.measured, kind, ClassifyHTTPStatus(status, nil).String(), b.name, "HTTP "+strconv.Itoa(status)+" "+o)
+			return "refused " + strconv.Itoa(status) + " " + o, b, true
 		}
 		return o, b, true
 	}
@@ -978,17 +977,14 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 		sum.Notices.Accepted, sum.Notices.Distinct, sum.Notices.Lost, sum.Notices.DoubleCharged, sum.Notices.StoreImps, storeKeys, sum.Notices.StoreMicros)
 }
 
-// soakSampler reads every process's RSS and the host's steal once a
-// second.
+// soakSampler reads every process's RSS once a second.
 type soakSampler struct {
-	f     *soakFleet
-	rss   []SoakRSS
-	steal map[int]float64 // second since the measured start -> steal %
-	t0    time.Time
+	f   *soakFleet
+	rss []SoakRSS
 }
 
 func newSoakSampler(f *soakFleet) *soakSampler {
-	s := &soakSampler{f: f, steal: map[int]float64{}}
+	s := &soakSampler{f: f}
 	s.rss = append(s.rss, SoakRSS{Name: "redis-server"})
 	for _, n := range f.nodes {
 		s.rss = append(s.rss, SoakRSS{Name: n.name})
@@ -1010,7 +1006,6 @@ func (s *soakSampler) pids() []int {
 }
 
 func (s *soakSampler) run(ctx context.Context) {
-	prev, _ := proc.HostCPUs()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -1030,27 +1025,7 @@ func (s *soakSampler) run(ctx context.Context) {
 			}
 			s.rss[i].Samples = append(s.rss[i].Samples, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes, PID: pid})
 		}
-		cur, err := proc.HostCPUs()
-		if err == nil && len(prev) > 0 {
-			var d proc.CPUTimes
-			for _, c := range cur {
-				d = d.Add(c.Sub(cpuOf(prev, c.CPU)))
-			}
-			// The second that just ended.
-			s.steal[int(at-1+1e-9)] = share(-1, d).StealPct
-		}
-		prev = cur
 	}
-}
-
-func (s *soakSampler) stealSeconds() int {
-	n := 0
-	for sec, v := range s.steal {
-		if sec >= 0 && v >= StealWarnPct {
-			n++
-		}
-	}
-	return n
 }
 
 // pid is the server's current process id, 0 when it is not running.
@@ -1062,9 +1037,8 @@ func (s *server) pid() int {
 }
 
 // attribute puts every error and late answer of the measured phase in the
-// fault window it fell in, else a second with host steal >= 5%, else
-// "unattributed".
-func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
+// fault window it fell in, else "unattributed".
+func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 	f.rec.mu.Lock()
 	all := slices.Clone(f.rec.all)
 	f.rec.mu.Unlock()
@@ -1079,12 +1053,6 @@ func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
 			if a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+grace {
 				cause = fl.Label
 				break
-			}
-		}
-		if cause == "" {
-			sec := int(a.AtSec)
-			if s.steal[sec] >= StealWarnPct || s.steal[sec-1] >= StealWarnPct {
-				cause = fmt.Sprintf("host steal >= %d%%", StealWarnPct)
 			}
 		}
 		if cause == "" {

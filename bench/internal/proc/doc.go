@@ -1,9 +1,7 @@
 // Package proc reads process and socket statistics from Linux /proc for the
 // benchmark harness: CPU seconds of a process (/proc/PID/stat), its peak and
 // current resident set size (VmHWM and VmRSS in /proc/PID/status), the CPU
-// time of the calling process (getrusage RUSAGE_SELF), the host's per-CPU
-// times, steal included (/proc/stat, read with github.com/prometheus/procfs),
-// and the number of
+// time of the calling process (getrusage RUSAGE_SELF), and the number of
 // ESTABLISHED TCP sockets in /proc/net/tcp and /proc/net/tcp6 that match a
 // local port range or a remote port. The /proc files are parsed by
 // github.com/prometheus/procfs.
