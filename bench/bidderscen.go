@@ -583,16 +583,16 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 		return "", err
 	}
 	select {
-	case <-c.exited:
+	case <-c.Done():
 	case <-ctx.Done():
-		c.kill()
+		c.Kill()
 		return "", ctx.Err()
 	case <-time.After(30 * time.Minute):
-		c.kill()
-		return "", c.failure("did not finish in 30 minutes")
+		c.Kill()
+		return "", c.Failure("did not finish in 30 minutes")
 	}
-	if c.err != nil {
-		return "", c.failure("failed")
+	if c.Err() != nil {
+		return "", c.Failure("failed")
 	}
 	return dir, nil
 }
@@ -835,7 +835,7 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 		return nil, nil
 	}
 	oldPID := n.PID()
-	n.kill()
+	n.Kill()
 	killed := time.Since(start)
 	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
 	events := []Event{{AtSec: killed.Seconds(), What: n.name + " killed"}}

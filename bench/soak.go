@@ -511,16 +511,16 @@ func runToEnd(ctx context.Context, name, exe string, args []string, log string, 
 		return err
 	}
 	select {
-	case <-c.exited:
+	case <-c.Done():
 	case <-ctx.Done():
-		c.kill()
+		c.Kill()
 		return ctx.Err()
 	case <-time.After(limit):
-		c.kill()
-		return c.failure("did not finish in " + limit.String())
+		c.Kill()
+		return c.Failure("did not finish in " + limit.String())
 	}
-	if c.err != nil {
-		return c.failure("failed")
+	if c.Err() != nil {
+		return c.Failure("failed")
 	}
 	return nil
 }
@@ -1030,7 +1030,7 @@ func (s *soakSampler) run(ctx context.Context) {
 
 // pid is the server's current process id, 0 when it is not running.
 func (s *server) pid() int {
-	if s.child == nil || s.exitedNow() {
+	if s.child == nil || s.Exited() {
 		return 0
 	}
 	return s.PID()
@@ -1082,8 +1082,8 @@ var errSkipped = errors.New("skipped")
 
 // signalOf sends sig to the server's current process.
 func signalOf(s *server, sig syscall.Signal) error {
-	if s.child == nil || s.exitedNow() {
+	if s.child == nil || s.Exited() {
 		return fmt.Errorf("%s: not running", s.name)
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.Signal(sig)
 }

@@ -88,7 +88,7 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 		n := f.nodes[fl.target]
 		rec.Label, rec.Target = n.name+" kill -9", n.name
 		old := n.srv.pid()
-		n.srv.kill()
+		n.srv.Kill()
 		sleepCtx(ctx, f.o.Outage)
 		if err := n.srv.start(bg, true); err != nil {
 			return fmt.Errorf("restart: %w", err)
@@ -98,7 +98,7 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 	case FaultRedisKill:
 		rec.Label, rec.Target = "redis kill -9", "redis-server"
 		old := f.redis.pid()
-		f.redis.kill()
+		f.redis.Kill()
 		sleepCtx(ctx, f.o.Outage)
 		if err := f.redis.start(bg, true); err != nil {
 			return fmt.Errorf("restart: %w", err)
@@ -123,21 +123,21 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 				return err
 			}
 			select {
-			case <-b.srv.exited:
+			case <-b.srv.Done():
 			case <-time.After(30 * time.Second):
-				b.srv.kill()
+				b.srv.Kill()
 				return fmt.Errorf("pid %d did not exit within 30 s of SIGTERM (killed)", old)
 			}
 			code := -1
-			if b.srv.cmd.ProcessState != nil {
-				code = b.srv.cmd.ProcessState.ExitCode()
+			if st := b.srv.State(); st != nil {
+				code = st.ExitCode()
 			}
 			how = fmt.Sprintf("pid %d SIGTERM, exited %d after %v", old, code, time.Since(t0).Round(time.Millisecond))
 			if code != 0 {
 				rec.Error = fmt.Sprintf("exit code %d after SIGTERM, want 0", code)
 			}
 		} else {
-			b.srv.kill()
+			b.srv.Kill()
 			how = fmt.Sprintf("pid %d killed (SIGKILL)", old)
 		}
 		b.starts++
@@ -197,14 +197,14 @@ func (f *soakFleet) ingestFault(ctx context.Context, rec *SoakFault, prefix []st
 		return err
 	}
 	select {
-	case <-c.exited:
+	case <-c.Done():
 	case <-time.After(5 * time.Minute):
-		c.kill()
+		c.Kill()
 		return fmt.Errorf("ingest did not end within 5 minutes")
 	}
-	code := c.cmd.ProcessState.ExitCode()
+	code := c.State().ExitCode()
 	after, _ := os.ReadFile(filepath.Join(f.catalog, "CURRENT"))
-	last := lastLine(c.tail.String())
+	last := lastLine(c.Tail())
 	rec.Detail = fmt.Sprintf("rtbd ingest into the served catalog (tmpfs): exit %d: %s; live version %s", code, last,
 		map[bool]string{true: "unchanged", false: "CHANGED"}[bytes.Equal(before, after)])
 	switch {

@@ -78,7 +78,7 @@ func TestStoresConformance(t *testing.T) {
 			t.Fatalf("load: %d, %v", n, err)
 		}
 		catalogtest.RunProductsOnly(t, rs) // a product store: no similar lists
-		s.kill()
+		s.Kill()
 		_, err := rs.GetProductMasters(ctx, &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: []int64{1}})
 		if got := classifyStoreError(err); got != ErrConn {
 			t.Errorf("redis killed: %v classified %v, want conn", err, got)
