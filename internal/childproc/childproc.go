@@ -42,8 +42,10 @@ type Spec struct {
 	// Path is the executable (see Self and Build).
 	Path string
 	Args []string
-	// Env is added to the parent's environment.
-	Env []string
+	// Env is added to the parent's environment (BareEnv: is the whole
+	// environment).
+	Env     []string
+	BareEnv bool
 	// Dir is the working directory; empty: the parent's.
 	Dir string
 	// Log, when set, is a file the child's stdout and stderr are appended to.
@@ -51,9 +53,9 @@ type Spec struct {
 	// Stdin, when set, is the child's standard input (an *os.File, e.g.
 	// the read end of os.Pipe, is handed over as is).
 	Stdin io.Reader
-	// Stdout, when set, also gets the child's stdout (after the log and
-	// the tail).
-	Stdout io.Writer
+	// Stdout and Stderr, when set, also get the child's stdout and
+	// stderr (beside the log and the tail).
+	Stdout, Stderr io.Writer
 	// TailBytes bounds the output kept for errors; zero means 16 KiB.
 	TailBytes int
 }
@@ -75,7 +77,10 @@ func Start(s Spec) (*Proc, error) {
 	p := &Proc{name: s.Name, tail: &tail{max: s.TailBytes}, done: make(chan struct{})}
 	cmd := exec.Command(s.Path, s.Args...)
 	cmd.Dir = s.Dir
-	if len(s.Env) > 0 {
+	switch {
+	case s.BareEnv:
+		cmd.Env = append([]string{}, s.Env...)
+	case len(s.Env) > 0:
 		cmd.Env = append(os.Environ(), s.Env...)
 	}
 	var out io.Writer = p.tail
@@ -90,6 +95,9 @@ func Start(s Spec) (*Proc, error) {
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = s.Stdin, out, out
 	if s.Stdout != nil {
 		cmd.Stdout = io.MultiWriter(out, s.Stdout)
+	}
+	if s.Stderr != nil {
+		cmd.Stderr = io.MultiWriter(out, s.Stderr)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -255,13 +263,20 @@ func Self() (string, error) {
 }
 
 // Build builds the main package in dir (the module root for rtbd) into
-// out with the go command in PATH, and returns out.
+// out with the go command of $GOROOT (else the one in PATH), and returns
+// out as an absolute path.
 func Build(ctx context.Context, dir, out string) (string, error) {
 	out, err := filepath.Abs(out)
 	if err != nil {
 		return "", fmt.Errorf("childproc: %w", err)
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, ".")
+	goCmd := "go"
+	if root := os.Getenv("GOROOT"); root != "" {
+		if _, err := os.Stat(filepath.Join(root, "bin", "go")); err == nil {
+			goCmd = filepath.Join(root, "bin", "go")
+		}
+	}
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-o", out, ".")
 	cmd.Dir = dir
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("childproc: go build in %s: %w\n%s", dir, err, b)
