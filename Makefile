@@ -206,7 +206,7 @@ fuzz: # every fuzz target of every package, FUZZTIME each
 clean:
 	rm -rf bin
 
-.PHONY: bench-scale bench-scale-clean bench-near bench-ghz
+.PHONY: bench-scale bench-scale-clean bench-near
 
 # The talk's scale (bench/README.md, "The talk's scale"): the largest catalog
 # whose ingest fits the free disk of /tmp, 20M to 100M products (or
@@ -229,31 +229,9 @@ bench-scale-clean:
 # ratio), then the store level (local, grpc, grpc-near, redis) at one
 # offered rate.
 NEAR_CACHE_BYTES ?= 256MiB
+NEAR_FLAGS ?=
 bench-near: build deps
-	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 2000 -duration 5s -win-ratio 0 -event-rate -1 -saturate 64 -overload -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
-	./$(BIN) bench store -weights 15 -rate 1000 -duration 10s -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near-store
-
-# ghz (installed in /tmp/bin when absent) against one catalog node:
-# GetProductMasters of 15 ids vs an empty health check, with the node's CPU
-# per call and the ratios.
-bench-ghz: build
-	@test -x /tmp/bin/ghz || command -v ghz >/dev/null 2>&1 || { echo "installing ghz into /tmp/bin"; GOBIN=/tmp/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0; }
-	./$(BIN) bench ghz
-
-# A catalog node's cost per call under ghz (bench/README.md, "ghz against a
-# catalog node"): the empty health check beside GetProductMasters of 15
-# ids, alternated, with the node's CPU per call from /proc. The catalog
-# (100,000 products) and the request stream are made once in $(NODE_BENCH).
-# Compare builds: bench/ghz/node-cpu.sh OLD_BINARY bin/rtbd (same env).
-NODE_BENCH ?= /tmp/rtbd-bench-node
-.PHONY: bench-node
-bench-node: build
-	@command -v ghz >/dev/null 2>&1 || test -x $(GOBIN)/ghz || $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0
-	@if [ ! -e $(NODE_BENCH)/idx/CURRENT ]; then mkdir -p $(NODE_BENCH) && \
-		./$(BIN) gen -products 100000 -groups 10 -seed 1 -out $(NODE_BENCH)/feed.csv.gz && \
-		./$(BIN) ingest -data $(NODE_BENCH)/idx $(NODE_BENCH)/feed.csv.gz >/dev/null 2>&1 && \
-		./$(BIN) bench store -products 100000 -groups 10 -weights 15 -requests 20000 -ghz-data $(NODE_BENCH)/req15.json; fi
-	GHZ=$$(command -v ghz || echo $(GOBIN)/ghz) DATA=$(NODE_BENCH)/idx REQS=$(NODE_BENCH)/req15.json bench/ghz/node-cpu.sh ./$(BIN)
+	./$(BIN) bench near -near-cache $(NEAR_CACHE_BYTES) -out bench/results $(NEAR_FLAGS)
 
 # The bidder with its local index beside the bidder on a remote catalog
 # node, under wrk (installed from Debian when absent): requests/s, p50/p99

@@ -968,7 +968,6 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var topos string
 	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench bidder", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
 	fs.IntVar(&o.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
 	fs.StringVar(&o.DemoDir, "demo", "", "demo directory")

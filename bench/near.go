@@ -8,11 +8,14 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // EnvNearCacheBytes sets the default of the -near-cache flag: the near
@@ -338,4 +341,36 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 		out = append(out, line)
 	}
 	return out
+}
+
+// nearMain is `rtbd bench near`: the bidder level with Zipf and uniform
+// users (-users each) and the near cache on the remote bidder, at -rate
+// and then at each topology's highest rate holding the p99 (-overload,
+// -saturate), then the store level with its grpc-near target; reports in
+// -out/near and -out/near-store.
+func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rtbd bench near", flag.ContinueOnError)
+	size := fs.String("near-cache", "256MiB", "near cache of the remote bidder and of the grpc-near target (a size)")
+	out := fs.String("out", "", "directory of the two reports (near/ and near-store/)")
+	users := fs.Int("users", 100_000, "users of each popularity")
+	rate := fs.Float64("rate", 2000, "bidder level offered bid rate, req/s")
+	dur := fs.Duration("duration", 5*time.Second, "measured time per run")
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+		return err
+	}
+	outOf := func(sub string) []string {
+		if *out == "" {
+			return nil
+		}
+		return []string{"-out", filepath.Join(*out, sub)}
+	}
+	bargs := append([]string{"-popularity", "zipf,uniform", "-users", strconv.Itoa(*users), "-weights", "15", "-nodes", "1",
+		"-rate", strconv.FormatFloat(*rate, 'f', -1, 64), "-duration", dur.String(), "-win-ratio", "0", "-event-rate", "-1",
+		"-saturate", "64", "-overload", "-near-cache", *size}, outOf("near")...)
+	if err := bidderMain(ctx, bargs, stdout, stderr); err != nil {
+		return err
+	}
+	sargs := append([]string{"-weights", "15", "-rate", "1000", "-duration", (2 * *dur).String(), "-near-cache", *size}, outOf("near-store")...)
+	return storeMain(ctx, sargs, stdout, stderr)
 }

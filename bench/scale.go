@@ -651,7 +651,6 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var o ScaleOptions
 	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	c.register(fs, 300, 100*time.Millisecond, 20*time.Second, 2*time.Second)
 	def := 0
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {

@@ -66,9 +66,9 @@ func TestStoreScenarioEndToEnd(t *testing.T) {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
-	stamped, _ := filepath.Glob(filepath.Join(out, "store-*.json"))
+	stamped, _ := filepath.Glob(filepath.Join(out, "*-store.json"))
 	if len(stamped) != 1 {
-		t.Errorf("timestamped copies: %v", stamped)
+		t.Errorf("dated copies: %v", stamped)
 	}
 	txt, _ := os.ReadFile(filepath.Join(out, "latest.txt"))
 	if !bytes.Equal(txt, stdout.Bytes()) {
