@@ -20,7 +20,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
@@ -395,7 +394,6 @@ type topo struct {
 	bidder *server
 	nodes  []*server
 	watch  Watch
-	conns  []string // bidder->node conn names
 }
 
 // metricsURL is the started bidder's /metrics ("" for a running one).
@@ -497,7 +495,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				}
 				for i, r := range rs {
 					rep.Results = append(rep.Results, r)
-					e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w), ConnNames: t.conns}
+					e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w)}
 					if name != o.Topologies[0] { // remote/15 win -> local/15 win
 						e.Baseline = o.Topologies[0] + strings.TrimPrefix(r.Target, name)
 					}
@@ -608,9 +606,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	case TopologyExternal:
 		u, _ := url.Parse(o.HTTPURL)
 		t.addr = u.Host
-		if port := portOf(u.Host); port != 0 {
-			t.watch.Conns = append(t.watch.Conns, WatchConns{Name: "harness->bidder", Filter: proc.TCPFilter{RemotePort: port}})
-		}
 		return t, stop, nil
 	case TopologyLocal:
 		logf("starting a bidder with the local index (%s)", cfg)
@@ -653,11 +648,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 		}
 		stops.add(func() { b.stop(15 * time.Second) })
 		t.bidder = b
-		for i, port := range staticPorts(target) {
-			cn := fmt.Sprintf("bidder->node%d", i+1)
-			t.watch.Conns = append(t.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port, Loopback: o.GRPCTarget == ""}})
-			t.conns = append(t.conns, cn)
-		}
 	}
 	t.addr = t.bidder.Addr()
 	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
@@ -666,7 +656,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	for _, n := range t.nodes {
 		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
 	}
-	t.watch.Conns = append([]WatchConns{{Name: "harness->bidder", Filter: proc.TCPFilter{RemotePort: uint16(t.bidder.port), Loopback: true}}}, t.watch.Conns...)
 	return t, stop, nil
 }
 
@@ -913,7 +902,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		if s.Best != nil {
 			s.Best.Target = name + " max"
 			rep.Results = append(rep.Results, s.Best)
-			*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload", ConnNames: t.conns})
+			*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload"})
 		}
 		rate := 2 * s.MaxRate
 		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
@@ -930,7 +919,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 		rep.Results = append(rep.Results, r)
-		*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max", ConnNames: t.conns})
+		*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max"})
 		logf("  %s", r.Notes[len(r.Notes)-2])
 		logf("  %s", r.Notes[len(r.Notes)-1])
 		if err != nil {

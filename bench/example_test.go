@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // Example shows the calls the bench mode makes: a target, an open-loop run
@@ -20,10 +19,7 @@ func Example() {
 	})
 	res, err := bench.RunOpenLoop(ctx, bids, bench.OpenLoopOptions{
 		Rate: 3000, Duration: time.Minute, Warmup: 10 * time.Second, Tmax: 100 * time.Millisecond,
-		Watch: bench.Watch{
-			Processes: []bench.WatchProcess{{Name: "rtbd", PID: 12345}},
-			Conns:     []bench.WatchConns{{Name: "bidder inbound", Filter: proc.TCPFilter{LocalPortMin: 8080}}},
-		},
+		Watch: bench.Watch{Processes: []bench.WatchProcess{{Name: "rtbd", PID: 12345}}},
 	})
 	if err != nil {
 		return

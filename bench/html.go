@@ -138,10 +138,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 			tv.Summary = append(tv.Summary, kv{"process " + p.Name, fmt.Sprintf("pid %d: %.2f CPU s, %.3f cores, peak RSS %.1f MiB %s",
 				p.PID, p.CPUSec, p.Cores, float64(p.PeakRSSBytes)/(1<<20), p.Error)})
 		}
-		for _, c := range res.Conns {
-			tv.Summary = append(tv.Summary, kv{"conns " + c.Name, fmt.Sprintf("%s: min %d, max %d, mean %.1f, last %d (%d samples) %s",
-				c.Filter, c.Min, c.Max, c.Mean, c.Last, c.Samples, c.Error)})
-		}
 		v.Targets = append(v.Targets, tv)
 	}
 	if err := htmlPage.Execute(w, v); err != nil {

@@ -12,7 +12,6 @@ import (
 func sampleReport() *Report {
 	a := synthResult("bids <local>", 1, 5, 200, 2000, 0)
 	a.Processes = []ProcessStats{{Name: "rtbd", PID: 42, CPUSec: 1.5, Cores: 0.3, PeakRSSBytes: 64 << 20, RSSBytes: 60 << 20}}
-	a.Conns = []ConnStats{{Name: "bidder", Filter: "local:8080", Samples: 5, Min: 3, Max: 4, Mean: 3.5, Last: 4}}
 	b := synthResult("bids grpc & catalog", 2, 5, 200, 2100, 0)
 	b.Events = []Event{{AtSec: 2.25, What: "node <1> killed"}, {AtSec: 3.5, What: "node <1> ready"}}
 	r := NewReport(Meta{Title: "local vs grpc", GitRev: "abc123", Config: map[string]string{"rate": "200", "duration": "5s"}, Notes: []string{"synthetic"}}, a, b)
@@ -84,7 +83,7 @@ func TestWriteText(t *testing.T) {
 		"rtbd bench report: local vs grpc", "git abc123", "duration", // metadata, config
 		"target", "avg ms", "p50 ms", "p99 ms", "req/s 1m", "5m", "15m", "errors %", // comparison columns
 		"Summary:", "Requests/sec:", "Response time histogram", "∎", "Latency distribution:", "99.9 % in",
-		"Moving throughput", "of 60 s (run shorter than window)", "Processes:", "peak RSS MiB", "TCP connections", "local:8080",
+		"Moving throughput", "of 60 s (run shorter than window)", "Processes:", "peak RSS MiB",
 		"Timeline", "max ms", "max rate search", "3,500.0 req/s",
 		"<- node <1> killed at 2.2 s", "<- node <1> ready at 3.5 s", // events on their seconds' rows
 	} {

@@ -69,7 +69,6 @@ type Result struct {
 	GeneratorCores  float64        `json:"generator_cores"`
 	GeneratorShared int            `json:"generator_shared,omitempty"`
 	Processes       []ProcessStats `json:"processes,omitempty"`
-	Conns           []ConnStats    `json:"conns,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
 	// Events are what the harness did during the run (a node killed, back
 	// up), marked on the timeline.
@@ -187,17 +186,4 @@ type ProcessStats struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"` // VmHWM at the end: lifetime peak of the process
 	RSSBytes     int64   `json:"rss_bytes"`      // VmRSS at the end
 	Error        string  `json:"error,omitempty"`
-}
-
-// ConnStats are ESTABLISHED TCP socket counts sampled during the measured
-// phase.
-type ConnStats struct {
-	Name    string  `json:"name"`
-	Filter  string  `json:"filter"`
-	Samples int     `json:"samples"`
-	Min     int     `json:"min"`
-	Max     int     `json:"max"`
-	Mean    float64 `json:"mean"`
-	Last    int     `json:"last"`
-	Error   string  `json:"error,omitempty"`
 }

@@ -169,15 +169,6 @@ func writeResult(ew *errWriter, res *Result) {
 		}
 		ew.flush(tw)
 	}
-	if len(res.Conns) > 0 {
-		ew.printf("\nTCP connections (ESTABLISHED):\n")
-		tw = ew.tab()
-		fmt.Fprintf(tw, "  name\tfilter\tsamples\tmin\tmax\tmean\tlast\terror\n")
-		for _, c := range res.Conns {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%.1f\t%d\t%s\n", c.Name, c.Filter, c.Samples, c.Min, c.Max, c.Mean, c.Last, c.Error)
-		}
-		ew.flush(tw)
-	}
 	for _, n := range res.Notes {
 		ew.printf("note: %s\n", n)
 	}

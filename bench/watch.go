@@ -8,8 +8,8 @@ import (
 	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
-// watcher measures the generator's CPU and the watched processes and
-// sockets over the measured phase of a run.
+// watcher measures the generator's CPU, the watched processes and their
+// own histograms over the measured phase of a run.
 type watcher struct {
 	w     Watch
 	from  time.Time
@@ -21,7 +21,6 @@ type watcher struct {
 	selfErr  error
 	procCPU0 []time.Duration
 	procErr  []error
-	conns    []connAcc
 	// hist0 and hist1: the servers' histograms at the start and the end.
 	hist0, hist1       []histSnapshot
 	hist0Err, hist1Err []error
@@ -29,26 +28,6 @@ type watcher struct {
 	// final
 	wall1 time.Time
 	self1 time.Duration
-}
-
-type connAcc struct {
-	n, min, max, last int
-	sum               float64
-	err               error
-}
-
-func (a *connAcc) add(v int, err error) {
-	if err != nil {
-		a.err = err
-		return
-	}
-	if a.n == 0 || v < a.min {
-		a.min = v
-	}
-	a.max = max(a.max, v)
-	a.last = v
-	a.sum += float64(v)
-	a.n++
 }
 
 // startWatch begins measuring at from (the end of warmup), or at stop if
@@ -61,7 +40,6 @@ func startWatch(w Watch, from time.Time) *watcher {
 		done:     make(chan struct{}),
 		procCPU0: make([]time.Duration, len(w.Processes)),
 		procErr:  make([]error, len(w.Processes)),
-		conns:    make([]connAcc, len(w.Conns)),
 	}
 	go wa.loop()
 	return wa
@@ -87,12 +65,6 @@ func (wa *watcher) readHistograms() ([]histSnapshot, []error) {
 	return snaps, errs
 }
 
-func (wa *watcher) sampleConns() {
-	for i, c := range wa.w.Conns {
-		wa.conns[i].add(proc.CountEstablished(c.Filter))
-	}
-}
-
 func (wa *watcher) loop() {
 	defer close(wa.done)
 	t := time.NewTimer(time.Until(wa.from))
@@ -104,26 +76,7 @@ func (wa *watcher) loop() {
 		return
 	}
 	wa.baseline()
-	if len(wa.w.Conns) == 0 {
-		<-wa.stopc
-		return
-	}
-	iv := wa.w.Interval
-	if iv <= 0 {
-		iv = time.Second
-	}
-	tick := time.NewTicker(iv)
-	defer tick.Stop()
-	connC := tick.C
-	wa.sampleConns()
-	for {
-		select {
-		case <-connC:
-			wa.sampleConns()
-		case <-wa.stopc:
-			return
-		}
-	}
+	<-wa.stopc
 }
 
 // stop ends the measurement (after the run's last answer).
@@ -137,12 +90,9 @@ func (wa *watcher) stop() {
 	}
 	wa.self1 = self1
 	wa.hist1, wa.hist1Err = wa.readHistograms()
-	if len(wa.w.Conns) > 0 {
-		wa.sampleConns()
-	}
 }
 
-// apply writes generator, process and conn stats into r.
+// apply writes generator, process and server-side stats into r.
 func (wa *watcher) apply(r *Result) {
 	wall := wa.wall1.Sub(wa.wall0).Seconds()
 	if wa.selfErr == nil {
@@ -184,16 +134,5 @@ func (wa *watcher) apply(r *Result) {
 			h = serverHistogram(w, wa.hist0[i], wa.hist1[i], time.Duration(r.TmaxMs*1e6))
 		}
 		r.ServerSide = append(r.ServerSide, h)
-	}
-	for i, c := range wa.w.Conns {
-		a := wa.conns[i]
-		cs := ConnStats{Name: c.Name, Filter: c.Filter.String(), Samples: a.n, Min: a.min, Max: a.max, Last: a.last}
-		if a.n > 0 {
-			cs.Mean = a.sum / float64(a.n)
-		}
-		if a.err != nil {
-			cs.Error = a.err.Error()
-		}
-		r.Conns = append(r.Conns, cs)
 	}
 }
