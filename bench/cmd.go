@@ -510,7 +510,6 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&faults, "faults", "", "fault kinds (default all): "+strings.Join(SoakFaultKinds, ","))
 	fs.DurationVar(&o.FaultGrace, "fault-grace", 5*time.Second, "errors this long after a fault's recovery are still its")
 	fs.DurationVar(&o.Outage, "outage", 3*time.Second, "how long a killed node or redis-server stays down")
-	fs.StringVar(&o.Netns, "netns", "auto", "network namespaces for the catalog nodes: auto, on, off (SIGSTOP instead)")
 	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
 	o.DemoSize.register(fs)
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")

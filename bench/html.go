@@ -239,7 +239,6 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 <table><tr><th>start s</th><th>end s</th><th class="l">fault</th><th class="l">detail</th></tr>
 {{range .Faults}}<tr><td>{{printf "%.1f" .StartSec}}</td><td>{{printf "%.1f" .EndSec}}</td><td class="l">{{.Label}}</td><td class="l">{{if .Error}}<b>ERROR {{.Error}}</b>; {{end}}{{.Detail}}</td></tr>
 {{end}}</table>
-{{range .Skipped}}<p class="note">skipped {{.Kind}}: {{.Why}}</p>{{end}}
 <h3>Billing notices against the store</h3>
 <table>
 <tr><th class="l">accepted</th><td class="l">{{.Notices.Accepted}} ({{.Notices.Distinct}} distinct impressions)</td></tr>

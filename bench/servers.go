@@ -22,26 +22,18 @@ const readyTimeout = 60 * time.Second
 // server is a child process serving on loopback ports the harness chose.
 type server struct {
 	*child
-	name   string
-	exe    string
-	args   func(port, admin int) []string
-	ready  func(ctx context.Context, s *server) error
-	log    string
-	env    []string // added to the child's environment
-	prefix []string // a command that runs exe (ip netns exec NS)
-	port   int      // main port (gRPC, HTTP, redis)
-	admin  int      // admin port, 0 if none
-	host   string   // the address it listens on; "" = 127.0.0.1
+	name  string
+	exe   string
+	args  func(port, admin int) []string
+	ready func(ctx context.Context, s *server) error
+	log   string
+	env   []string // added to the child's environment
+	port  int      // main port (gRPC, HTTP, redis)
+	admin int      // admin port, 0 if none
 }
 
-// Addr is host:port (127.0.0.1 unless host is set).
-func (s *server) Addr() string {
-	h := s.host
-	if h == "" {
-		h = "127.0.0.1"
-	}
-	return net.JoinHostPort(h, strconv.Itoa(s.port))
-}
+// Addr is 127.0.0.1:port.
+func (s *server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // start starts the server on free ports (fresh ones unless keepPorts and
 // ports were chosen before: a restart reuses them), retrying when a port
@@ -58,11 +50,7 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		exe, args := s.exe, s.args(s.port, s.admin)
-		if len(s.prefix) > 0 {
-			exe, args = s.prefix[0], append(append(s.prefix[1:len(s.prefix):len(s.prefix)], exe), args...)
-		}
-		c, err := startChild(s.name, exe, args, s.log, s.env...)
+		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...)
 		if err != nil {
 			return err
 		}

@@ -6,12 +6,10 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"github.com/valyala/fasthttp"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,10 +63,6 @@ type SoakOptions struct {
 	// Outage is how long a killed catalog node or redis-server stays down
 	// and a cut-off node cut off. Default 3s (cut: 5s).
 	Outage time.Duration
-	// Netns: "auto" (network namespaces when root and ip(8) exist), "on"
-	// (required) or "off" (catalog nodes on loopback; the network cut is
-	// a stopped process, SIGSTOP/SIGCONT).
-	Netns string
 	// RSSWarmup is how long after a process starts its RSS is not judged.
 	// Default 60s (a third of Duration when that is shorter).
 	RSSWarmup time.Duration
@@ -93,13 +87,11 @@ const (
 	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
 	FaultBidderKill = "bidder-kill" // kill -9 of a bidder, restarted at once on its data dir
 	FaultBidderTerm = "bidder-term" // SIGTERM of a bidder (exit 0 expected), restarted
-	FaultNodeCut    = "node-cut"    // a catalog node cut off from the network (netns link down, or SIGSTOP)
-	FaultDiskFull   = "disk-full"   // an ingest into the served catalog on a full tmpfs (exit 1, live version kept)
-	FaultDiskSlow   = "disk-slow"   // an ingest under cgroup v2 io.max (a slow disk)
+	FaultNodeCut    = "node-cut"    // a catalog node stopped (SIGSTOP, then SIGCONT): connections open, nothing answered
 )
 
 // SoakFaultKinds are every fault kind, in schedule order.
-var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut, FaultDiskFull, FaultDiskSlow}
+var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut}
 
 func (o SoakOptions) withDefaults() SoakOptions {
 	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
@@ -118,7 +110,6 @@ func (o SoakOptions) withDefaults() SoakOptions {
 	}
 	o.FaultGrace = cmp.Or(o.FaultGrace, 5*time.Second)
 	o.Outage = cmp.Or(o.Outage, 3*time.Second)
-	o.Netns = cmp.Or(o.Netns, "auto")
 	o.RSSWarmup = cmp.Or(o.RSSWarmup, min(60*time.Second, o.Duration/3))
 	o.DemoSize = o.DemoSize.withDefaults()
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
@@ -149,11 +140,6 @@ func (o SoakOptions) Validate() error {
 		if !slices.Contains(SoakFaultKinds, f) {
 			p.addf("faults: unknown %q (want %s)", f, strings.Join(SoakFaultKinds, ","))
 		}
-	}
-	switch o.Netns {
-	case "auto", "on", "off":
-	default:
-		p.addf("netns: want auto, on or off, got %q", o.Netns)
 	}
 	o.DemoSize.validate(&p)
 	return p.err()
@@ -187,7 +173,6 @@ type soakFleet struct {
 	work     string
 	demo     string
 	catalog  string // the catalog data dir the nodes serve
-	tmpfs    bool   // catalog is a size-limited tmpfs
 	redis    *server
 	nodes    []*soakNode
 	bidders  []*soakBidder
@@ -236,9 +221,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	sum := &SoakSummary{}
-	env := probeSoakEnv(o)
-	sum.Environment = env.notes
-	stop, err := f.start(ctx, env, sum)
+	sum.Environment = []string{"network cut: a stopped process (SIGSTOP, then SIGCONT)"}
+	stop, err := f.start(ctx)
 	cleanups.add(stop)
 	if err != nil {
 		return nil, err
@@ -260,7 +244,6 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"faults":       strings.Join(o.Faults, ","),
 		"fault_grace":  o.FaultGrace.String(),
 		"outage":       o.Outage.String(),
-		"netns":        strconv.FormatBool(env.netns),
 		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
 		"demo":         o.DemoSize.String(),
 	}}
@@ -280,7 +263,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 
 	f.measured = time.Now().Add(o.Warmup)
-	sched := f.schedule(env, sum)
+	sched := f.schedule()
 	schedCtx, stopSched := context.WithCancel(ctx)
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); f.runFaults(schedCtx, sched, sum) }()
@@ -319,51 +302,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	return rep, nil
 }
 
-// soakEnv is what the machine allows.
-type soakEnv struct {
-	root, netns, tmpfs bool
-	ioMax              string // the cgroup v2 directory with the io controller ("" = none)
-	notes              []string
-	skipped            map[string]string // fault kind -> why it cannot run
-}
-
-func probeSoakEnv(o SoakOptions) soakEnv {
-	e := soakEnv{root: os.Geteuid() == 0, skipped: map[string]string{}}
-	_, ipErr := execLookPath("ip")
-	switch {
-	case o.Netns == "off":
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): -netns off")
-	case !e.root:
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): network namespaces need root")
-	case ipErr != nil:
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): no ip(8) (apt-get install iproute2)")
-	default:
-		e.netns = true
-		e.notes = append(e.notes, "network cut: the catalog nodes run in network namespaces of their own, reached over veth pairs; the node's end of the pair is set down (packets dropped, a black hole) and up again")
-	}
-	if e.root {
-		e.tmpfs = true
-	}
-	if e.root && slices.Contains(o.Faults, FaultDiskFull) {
-		e.notes = append(e.notes, "full disk: the catalog data dir the nodes serve is a tmpfs with about 1 MiB free; an ingest of the feed into it must fail (exit 1) and leave the live version serving")
-	} else if !e.root {
-		e.skipped[FaultDiskFull] = "needs root (mount -t tmpfs -o size=...)"
-	}
-	if slices.Contains(o.Faults, FaultDiskSlow) {
-		e.ioMax, e.skipped[FaultDiskSlow] = cgroupIOMax(e.root)
-	}
-	if e.skipped[FaultDiskSlow] == "" {
-		delete(e.skipped, FaultDiskSlow)
-	}
-	if e.ioMax != "" && slices.Contains(o.Faults, FaultDiskSlow) {
-		e.notes = append(e.notes, "slow disk: an ingest into a copy of the catalog on the work dir's disk, in a cgroup v2 with io.max wbps=1MiB/s rbps=1MiB/s")
-	}
-	return e
-}
-
 // start writes the demo and starts the fleet; the returned function stops
 // everything (also after an error).
-func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (func(), error) {
+func (f *soakFleet) start(ctx context.Context) (func(), error) {
 	o := f.o
 	var stops cleanupStack
 	stop := stops.run
@@ -389,36 +330,13 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		return stop, err
 	}
 
-	// The catalog the nodes serve: on a tmpfs with about 1 MiB free when
-	// allowed (the full-disk fault), else the demo's.
 	f.catalog = filepath.Join(f.demo, "catalog")
-	if env.tmpfs && slices.Contains(o.Faults, FaultDiskFull) {
-		dir, undo, err := tmpfsCatalog(f.catalog, filepath.Join(f.work, "catalog-tmpfs"))
-		if err != nil {
-			env.skipped[FaultDiskFull] = err.Error() // a map: the schedule sees it
-		} else {
-			stops.add(undo)
-			f.catalog, f.tmpfs = dir, true
-		}
-	}
 
 	// Catalog nodes.
-	subnet := 1 + os.Getpid()%250
 	for i := 1; i <= 2; i++ {
 		n := &soakNode{name: fmt.Sprintf("node%d", i)}
-		host := ""
-		if env.netns {
-			ns, link, addr, undo, err := makeNetns(subnet, i)
-			if undo != nil {
-				stops.add(undo)
-			}
-			if err != nil {
-				return stop, err
-			}
-			n.ns, n.nsLink, host = ns, link, addr
-		}
-		n.srv = newSoakNode(n.name, f.exe, f.catalog, f.work, host, n.ns, o.NodeArgs)
-		f.logf("starting catalog %s%s", n.name, map[bool]string{true: " in network namespace " + n.ns, false: ""}[n.ns != ""])
+		n.srv = newCatalogNode(n.name, f.exe, f.catalog, f.work, o.NodeArgs)
+		f.logf("starting catalog %s", n.name)
 		if err := n.srv.start(ctx, false); err != nil {
 			return stop, err
 		}
@@ -479,26 +397,6 @@ func newRedisServerAOF(exe, dir, logDir string) *server {
 	s.args = func(port, _ int) []string {
 		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
 			"--appendfsync", "always", "--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
-	}
-	return s
-}
-
-// newSoakNode describes a catalog node listening on host (a namespace's
-// address, or loopback), run in network namespace ns when set.
-func newSoakNode(name, exe, dataDir, logDir, host, ns string, extra []string) *server {
-	s := newCatalogNode(name, exe, dataDir, logDir, extra)
-	if host != "" {
-		s.host = host
-		s.args = func(port, admin int) []string {
-			a := []string{"-mode=catalog", "-data", dataDir,
-				"-grpc-listen", net.JoinHostPort(host, strconv.Itoa(port)),
-				"-admin-listen", net.JoinHostPort(host, strconv.Itoa(admin)),
-				"-set", "log.level=warn", "-set", "log.format=json"}
-			return append(a, extra...)
-		}
-	}
-	if ns != "" {
-		s.prefix = []string{"ip", "netns", "exec", ns}
 	}
 	return s
 }
@@ -1076,9 +974,6 @@ func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 }
 
 func cmpStrings(a, b string) int { return strings.Compare(a, b) }
-
-// errSkipped marks a fault the machine cannot run.
-var errSkipped = errors.New("skipped")
 
 // signalOf sends sig to the server's current process.
 func signalOf(s *server, sig syscall.Signal) error {

@@ -15,10 +15,9 @@ type SoakSummary struct {
 	// Checks are the soak's verdicts, each with what it measured.
 	Checks []SoakCheck `json:"checks"`
 	// Environment says how the faults were made on this machine.
-	Environment []string      `json:"environment,omitempty"`
-	Faults      []SoakFault   `json:"faults"`
-	Skipped     []SoakSkipped `json:"skipped,omitempty"`
-	Notices     SoakNotices   `json:"notices"`
+	Environment []string    `json:"environment,omitempty"`
+	Faults      []SoakFault `json:"faults"`
+	Notices     SoakNotices `json:"notices"`
 	// BidRequests and BidsLate (answers past tmax) of the measured phase.
 	BidRequests int64 `json:"bid_requests"`
 	BidsLate    int64 `json:"bids_late"`
@@ -50,12 +49,6 @@ type SoakFault struct {
 	EndSec   float64 `json:"end_sec"` // recovered (restarted and ready, link up, ingest ended)
 	Detail   string  `json:"detail,omitempty"`
 	Error    string  `json:"error,omitempty"`
-}
-
-// SoakSkipped is a fault kind this machine could not run.
-type SoakSkipped struct {
-	Kind string `json:"kind"`
-	Why  string `json:"why"`
 }
 
 // SoakNotices reconciles the billing notices with the store.
@@ -231,10 +224,7 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 	var parts []string
 	pass := true
 	for _, k := range o.Faults {
-		skipped := slices.ContainsFunc(s.Skipped, func(x SoakSkipped) bool { return x.Kind == k })
 		switch {
-		case skipped:
-			parts = append(parts, k+" skipped")
 		case ran[k] >= o.Rounds && len(failed[k]) == 0:
 			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
 		default:
@@ -336,9 +326,6 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 	}
 	for _, e := range s.Environment {
 		ew.printf("  env: %s\n", e)
-	}
-	for _, k := range s.Skipped {
-		ew.printf("  skipped %s: %s\n", k.Kind, k.Why)
 	}
 	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
 	tw := ew.tab()

@@ -250,7 +250,7 @@ func TestMainUsageErrors(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := Main(ctx, []string{"-h"}, &out, &errb); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "rtbd bench store") {
+	if err := Main(ctx, []string{"-h"}, &out, &errb); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "rtbd bench SCENARIO") || !strings.Contains(out.String(), "  near ") {
 		t.Errorf("-h: %v", err)
 	}
 	if err := Main(ctx, []string{"compare", "/nonexistent/a.json", "/nonexistent/b.json"}, &out, &errb); err == nil || errors.Is(err, ErrUsage) {
