@@ -136,15 +136,18 @@ bench-rss:
 # (a bidder with the local index vs one with 2 catalog nodes; bids + win
 # notices + pixel events). Writes bench/results/latest.{txt,json,html}.
 # Compare two runs: ./bin/rtbd bench compare OLD.json bench/results/latest.json
+# TASKSET pins a bench run and the processes it starts from outside the
+# harness, e.g. make bench TASKSET="taskset -c 1".
+TASKSET ?=
 bench: build deps
-	./$(BIN) bench all -out bench/results
+	$(TASKSET) ./$(BIN) bench all -out bench/results
 
 # The fleet of bidder/e2e's TestFleetEndToEnd (redis-server, PostgreSQL, two
 # catalog nodes, three bidders) under a steady load for FLEET_BENCH (60s),
 # the bidders restarted one after another; printed every second, no asserts.
 FLEET_BENCH ?= 60s
 bench-fleet: deps
-	FLEET_BENCH=$(FLEET_BENCH) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
+	FLEET_BENCH=$(FLEET_BENCH) $(TASKSET) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
 
 # Fault-injection soak (bench/README.md): two bidders sharing redis-server
 # (AOF, appendfsync always) and two catalog nodes under bids, notices,
@@ -152,7 +155,7 @@ bench-fleet: deps
 # the network namespaces and the tmpfs. Writes bench/results/soak/latest.*.
 SOAK_DURATION ?= 10m
 bench-soak: build deps
-	./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
+	$(TASKSET) ./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
 
 # Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,
@@ -217,7 +220,7 @@ clean:
 # disk while it ingests, ~20 GB after; ~15-30 min on 2 vCPUs.
 SCALE_DATA ?= /tmp/rtbd-scale
 bench-scale: build
-	./$(BIN) bench scale -data $(SCALE_DATA) -out bench/results/scale
+	$(TASKSET) ./$(BIN) bench scale -data $(SCALE_DATA) -out bench/results/scale
 
 bench-scale-clean:
 	rm -rf $(SCALE_DATA)
@@ -231,7 +234,7 @@ bench-scale-clean:
 NEAR_CACHE_BYTES ?= 256MiB
 NEAR_FLAGS ?=
 bench-near: build deps
-	./$(BIN) bench near -near-cache $(NEAR_CACHE_BYTES) -out bench/results $(NEAR_FLAGS)
+	$(TASKSET) ./$(BIN) bench near -near-cache $(NEAR_CACHE_BYTES) -out bench/results $(NEAR_FLAGS)
 
 # The bidder with its local index beside the bidder on a remote catalog
 # node, under wrk (installed from Debian when absent): requests/s, p50/p99
