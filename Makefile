@@ -139,8 +139,9 @@ bench-rss:
 # TASKSET pins a bench run and the processes it starts from outside the
 # harness, e.g. make bench TASKSET="taskset -c 1".
 TASKSET ?=
+BENCH_FLAGS ?=
 bench: build deps
-	$(TASKSET) ./$(BIN) bench all -out bench/results
+	$(TASKSET) ./$(BIN) bench all -out bench/results $(BENCH_FLAGS)
 
 # The fleet of bidder/e2e's TestFleetEndToEnd (redis-server, PostgreSQL, two
 # catalog nodes, three bidders) under a steady load for FLEET_BENCH (60s),
