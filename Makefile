@@ -150,10 +150,10 @@ FLEET_BENCH ?= 60s
 bench-fleet: deps
 	FLEET_BENCH=$(FLEET_BENCH) $(TASKSET) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
 
-# Fault-injection soak (bench/README.md): two bidders sharing redis-server
+# Fault-injection soak (bench/README.md, "rtbd bench soak"): two bidders sharing redis-server
 # (AOF, appendfsync always) and two catalog nodes under bids, notices,
-# events and clicks for SOAK_DURATION (10m), every fault twice; root for
-# the network namespaces and the tmpfs. Writes bench/results/soak/latest.*.
+# events and clicks for SOAK_DURATION (10m), every fault twice. Writes
+# bench/results/soak/latest.*.
 SOAK_DURATION ?= 10m
 bench-soak: build deps
 	$(TASKSET) ./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
@@ -212,7 +212,7 @@ clean:
 
 .PHONY: bench-scale bench-scale-clean bench-near
 
-# The talk's scale (bench/README.md, "The talk's scale"): the largest catalog
+# The talk's scale (bench/README.md, "rtbd bench scale"): the largest catalog
 # whose ingest fits the free disk of /tmp, 20M to 100M products (or
 # RTBD_BENCH_SCALE_PRODUCTS), generated and piped into the bulk ingest, then
 # one catalog node (RSS) and 15-id lookups, uniform and Zipf, through the node
@@ -240,7 +240,7 @@ bench-near: build deps
 # The bidder with its local index beside the bidder on a remote catalog
 # node, under wrk (installed from Debian when absent): requests/s, p50/p99
 # and server CPU per request for the demo's sample request over its 1,000
-# users, alternated for ROUNDS (bench/README.md, "wrk: remote vs local").
+# users, alternated for ROUNDS (figures: bench/results/2026-12-05-remote-vs-local.md).
 .PHONY: bench-wrk
 bench-wrk: build
 	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
