@@ -155,13 +155,11 @@ type soakBidder struct {
 	starts int
 }
 
-// soakNode is one catalog node slot: its process and, with network
-// namespaces, the namespace it runs in and its end of the veth pair.
+// soakNode is one catalog node slot: its current process (restarted on
+// the same ports).
 type soakNode struct {
-	name   string
-	srv    *server
-	ns     string // network namespace ("" = loopback)
-	nsLink string // the node's end of the veth pair
+	name string
+	srv  *server
 }
 
 // soakFleet is what RunSoak started.
@@ -198,7 +196,7 @@ type soakFleet struct {
 // times). The report reconciles every accepted billing notice against the
 // store, attributes every error and late answer to a fault window and
 // checks every process's RSS (Report.Soak).
-// Processes, namespaces and mounts it made are removed before it returns.
+// The processes it started are stopped before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
