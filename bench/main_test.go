@@ -12,7 +12,6 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bench/internal/loopback"
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
@@ -75,8 +74,27 @@ func startHelperServer(t testing.TB) (addr string, pid int) {
 	return addr, p.PID()
 }
 
-// startServer serves h on 127.0.0.1:0 in-process until cleanup.
+// startServer serves h on 127.0.0.1:0 in-process until cleanup, which
+// shuts it down and fails t if it has not stopped within 5 s.
 func startServer(t testing.TB, h fasthttp.RequestHandler) string {
 	t.Helper()
-	return loopback.Serve(t, &fasthttp.Server{Handler: h})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Serve(ln)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Shutdown()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("server did not stop within 5 s")
+		}
+	})
+	return ln.Addr().String()
 }
