@@ -65,9 +65,22 @@ func (st *reqState) AppendClickRef(dst []byte, p *catalogpb.Product) []byte {
 
 // linked reports whether product p of the bid being rendered gets a click
 // link: the bid has a markup token and p is one of the ids it lists (those
-// with a landing URL).
+// with a landing URL). The creatives ask in product order, so the id after
+// the last one found is tried first.
 func (st *reqState) linked(p *catalogpb.Product) bool {
-	return st.link.c != nil && len(st.link.tok) > 0 && slices.Contains(st.clickIDs, p.ProductId)
+	if st.link.c == nil || len(st.link.tok) == 0 {
+		return false
+	}
+	ids := st.clickIDs
+	if k := st.link.next; k < len(ids) && ids[k] == p.ProductId {
+		st.link.next++
+		return true
+	}
+	k := slices.Index(ids, p.ProductId)
+	if k >= 0 {
+		st.link.next = k + 1
+	}
+	return k >= 0
 }
 
 // clickSep separates the token and the product id in a click URL's t
@@ -119,6 +132,8 @@ type link struct {
 	// tok is the bid's markup token (in the arena), shared by the
 	// click URLs of all its products: /click?t=TOKEN.PRODUCT.
 	tok []byte
+	// next is the index in clickIDs after the last product linked.
+	next int
 }
 
 // publicURLs are the prefixes of rtbd's URLs in a bid, built once from
