@@ -27,6 +27,13 @@ type BatchGetter interface {
 	GetProductMastersBatch(ctx context.Context, reqs []*catalogpb.ProductMastersRequest, resps []*catalogpb.ProductMastersResponse) error
 }
 
+// IntoGetter is a ProductGetter that answers into the caller's response,
+// reusing its lists (the local index, *Local): the fetcher keeps one per
+// request state, so a lookup allocates nothing.
+type IntoGetter interface {
+	GetProductMastersInto(ctx context.Context, req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) error
+}
+
 // CachedGetter is a BatchGetter with a near cache in front of its round
 // trips (the remote client with its near cache on).
 type CachedGetter interface {
@@ -53,6 +60,7 @@ type CachedGetter interface {
 // A Fetcher is safe for concurrent use; a Lookups is one request's.
 type Fetcher struct {
 	store  ProductGetter
+	into   IntoGetter   // store, when it is one
 	batch  BatchGetter  // store, when it is one
 	cached CachedGetter // store, when it is one
 }
@@ -60,6 +68,7 @@ type Fetcher struct {
 // NewFetcher returns the fetcher of store.
 func NewFetcher(store ProductGetter) *Fetcher {
 	f := &Fetcher{store: store}
+	f.into, _ = store.(IntoGetter)
 	f.batch, _ = store.(BatchGetter)
 	f.cached, _ = store.(CachedGetter)
 	return f
@@ -110,7 +119,8 @@ type Lookups struct {
 
 	looked   []looked
 	products []*catalogpb.Product
-	pm       catalogpb.ProductMastersRequest // the plain store's request
+	pm       catalogpb.ProductMastersRequest  // the plain store's request
+	answer   catalogpb.ProductMastersResponse // and its answer, with an IntoGetter
 	// batch and resps are the requests and answers of the one batch call:
 	// reused, never shrunk; pending and ask are the lookups it asks.
 	batch   []*catalogpb.ProductMastersRequest
@@ -219,7 +229,13 @@ func (f *Fetcher) Get(ctx context.Context, l *Lookups, q *Query, deadline time.T
 		return nil, FetchDeadline, 0
 	}
 	q.fill(&l.pm)
-	resp, err := f.store.GetProductMasters(ctx, &l.pm)
+	var resp *catalogpb.ProductMastersResponse
+	var err error
+	if f.into != nil {
+		resp, err = &l.answer, f.into.GetProductMastersInto(ctx, &l.pm, &l.answer)
+	} else {
+		resp, err = f.store.GetProductMasters(ctx, &l.pm)
+	}
 	d = time.Since(t)
 	l.pm.Product1Ids, l.pm.Product2Ids = nil, nil
 	l.observe(d, err)
@@ -231,6 +247,7 @@ func (f *Fetcher) Get(ctx context.Context, l *Lookups, q *Query, deadline time.T
 	}
 	start := len(l.products)
 	l.addProducts(resp)
+	resetResp(&l.answer) // the products are in l.products now
 	l.looked = append(l.looked, looked{group: q.Group, q1: q.ViewedMax, q2: q.RecommendedMax, start: start, end: len(l.products)})
 	if len(l.products) == start {
 		return nil, FetchNone, d
