@@ -74,7 +74,7 @@
 //     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
 //     privacy opt-out, device.dnt/lmt, a GPP section listed in
 //     regs.gpp_sid that says no (or does not parse): no bid (nbr 505). See
-//     privacyCheck.
+//     package privacy.
 //  5. Fraud (Options.Fraud, when Redis is configured): site domain, app
 //     bundle, device IP, IFA and user against the in-memory block lists;
 //     a hit is a no-bid with the list's nbr (7, 4 or 5).
