@@ -810,7 +810,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		name string
 		sets []string
 	}{
-		{"local", []string{"bidder.fx_file=" + fxFile, "bidder.gc_floor_mb=8", "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
+		{"local", []string{"bidder.fx_file=" + fxFile, "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
 		{"remote", []string{"catalog.target=static:///" + n.Addr(), "redis.addr=" + closed, "bidder.public_listen=127.0.0.1:0"}},
 	} {
 		reg := newRecorder()
@@ -922,7 +922,7 @@ var metricNameRE = regexp.MustCompile(`Name:\s*"(rtbd_[a-z0-9_]+)"`)
 func metricNamesInCode(t *testing.T) []string {
 	t.Helper()
 	var names []string
-	for _, dir := range []string{"admin", "bidder", "catalog", "configs", "ingest", "rtb"} {
+	for _, dir := range []string{"admin", "bidder", "catalog", "configs", "ingest", "overload", "rtb"} {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

@@ -29,12 +29,13 @@ var layers = map[string][]string{
 	"catalog/catalogpb": nil,
 	"catalog/internal":  {"catalog/catalogpb"},
 	"records":           {"internal"}, // log-level records: schema, reader, sinks, report
-	"catalog":           {"configs", "admin", "internal"},
+	"overload":          nil,          // in-flight bound, admission, connection limits, drain, rate limits
+	"catalog":           {"configs", "admin", "internal", "overload"},
 	"ingest":            {"catalog", "configs", "admin", "rtb/money", "internal", "records"},
-	"bidder":            {"rtb", "catalog", "configs", "admin", "internal", "records"},
-	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal", "records"}, // the demo writes a feed and ingests it
-	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal", "records"},
-	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal", "records"},
+	"bidder":            {"rtb", "catalog", "configs", "admin", "internal", "records", "overload"},
+	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal", "records", "overload"}, // the demo writes a feed and ingests it
+	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal", "records", "overload"},
+	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal", "records", "overload"},
 }
 
 // never lists imports that the rules of the parts allow but that would put

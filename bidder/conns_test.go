@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/rtbd/rtbd/overload"
 )
 
 // rawConn is a client connection that speaks HTTP/1.1 by hand, so that a
@@ -226,7 +228,7 @@ func TestMaxConnsHoldsThenRejects(t *testing.T) {
 // BenchmarkConns measures a bidder process (the fixture, served as rtbd
 // serves it, with the default bidder.max_conns) under many connections:
 // its VmRSS after warm-up, with RTBD_BENCH_CONNS connections (default
-// DefaultMaxConns) open and idle before their first request, and again
+// overload.DefaultMaxConns) open and idle before their first request, and again
 // after one bid on each (kept alive, idle); then the rest of
 // RTBD_BENCH_CONN_ATTEMPTS connection attempts (default 20,000), each
 // sending a bid request, while the held connections bid. It prints the
@@ -244,7 +246,7 @@ func BenchmarkConns(b *testing.B) {
 		}
 		return def
 	}
-	conns, attempts := envInt("RTBD_BENCH_CONNS", DefaultMaxConns), envInt("RTBD_BENCH_CONN_ATTEMPTS", 20_000)
+	conns, attempts := envInt("RTBD_BENCH_CONNS", overload.DefaultMaxConns), envInt("RTBD_BENCH_CONN_ATTEMPTS", 20_000)
 	child := startChild(b, "local")
 	proc, err := procfs.NewProc(child.cmd.Process.Pid)
 	if err != nil {
@@ -327,7 +329,7 @@ func BenchmarkConns(b *testing.B) {
 	per := func(after uint64) float64 { return float64(int64(after)-int64(rss0)) / float64(conns) / 1024 }
 	line := fmt.Sprintf("CONNS max_conns=%d held=%d first-bid-failed=%d attempts=%d refused=%d served-over-max=%d failed=%d (first: %v) bids-during=%d bids-during-failed=%d "+
 		"VmRSS warm=%d kB idle-new=%d kB idle-after-a-bid=%d kB after-flood=%d kB per-conn idle-new=%.1f KiB idle-after-a-bid=%.1f KiB",
-		DefaultMaxConns, conns, failedFirst.Load(), attempts, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr, during[0], during[1],
+		overload.DefaultMaxConns, conns, failedFirst.Load(), attempts, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr, during[0], during[1],
 		rss0>>10, rss1>>10, rss2>>10, rss3>>10, per(rss1), per(rss2))
 	b.Log(line)
 	fmt.Println(line)

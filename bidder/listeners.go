@@ -10,6 +10,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/overload"
 )
 
 // # Two listeners
@@ -104,8 +106,7 @@ type publicListener struct {
 	open    atomic.Int64
 	perAddr atomic.Int64 // refused at accept
 	silent  atomic.Int64 // closed by the first-byte timeout
-	mu      sync.Mutex
-	byAddr  map[netip.Addr]int
+	addrs   *overload.AddrLimit
 }
 
 // PublicListener wraps ln for the public server (see the two listeners
@@ -121,7 +122,7 @@ func PublicListener(ln net.Listener, o PublicOptions) (net.Listener, error) {
 	if o.FirstByteTimeout <= 0 {
 		o.FirstByteTimeout = DefaultPublicFirstByteTimeout
 	}
-	l := &publicListener{Listener: ln, o: o, byAddr: make(map[netip.Addr]int)}
+	l := &publicListener{Listener: ln, o: o, addrs: overload.NewAddrLimit(o.MaxConnsPerAddr)}
 	if reg := o.Registerer; reg != nil {
 		const refusedHelp = "Connections the public listener (bidder.public_listen) closed at accept: reason per_addr (bidder.public_max_conns_per_addr held from the address), max_conns (bidder.public_max_conns held: answered 503)."
 		server := o.Server
@@ -149,7 +150,7 @@ func PublicListener(ln net.Listener, o PublicOptions) (net.Listener, error) {
 			}
 		}
 	}
-	return drainListener{l}, nil
+	return overload.Drain(l), nil
 }
 
 // Accept returns the next connection within the per-address limit, its
@@ -165,7 +166,7 @@ func (l *publicListener) Accept() (net.Conn, error) {
 			addr = a.AddrPort().Addr().Unmap()
 		}
 		if addr.IsValid() && !l.trusted(addr) {
-			if !l.take(addr) {
+			if !l.addrs.Take(addr) {
 				l.perAddr.Add(1)
 				c.Close()
 				continue
@@ -187,26 +188,6 @@ func (l *publicListener) trusted(a netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-func (l *publicListener) take(a netip.Addr) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byAddr[a] >= l.o.MaxConnsPerAddr {
-		return false
-	}
-	l.byAddr[a]++
-	return true
-}
-
-func (l *publicListener) drop(a netip.Addr) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byAddr[a] <= 1 {
-		delete(l.byAddr, a)
-	} else {
-		l.byAddr[a]--
-	}
 }
 
 // firstByteConn bounds its reads by the first-byte deadline (by) until
@@ -257,7 +238,7 @@ func (c *firstByteConn) SetDeadline(t time.Time) error {
 	return c.SetReadDeadline(t)
 }
 
-// CloseWrite half-closes the connection (drainConn's drain after a 413).
+// CloseWrite half-closes the connection (overload.Drain's drain after a 413).
 func (c *firstByteConn) CloseWrite() error {
 	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
 		return cw.CloseWrite()
@@ -270,7 +251,7 @@ func (c *firstByteConn) Close() error {
 	c.once.Do(func() {
 		c.l.open.Add(-1)
 		if c.addr.IsValid() {
-			c.l.drop(c.addr)
+			c.l.addrs.Drop(c.addr)
 		}
 	})
 	return err

@@ -29,7 +29,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
-	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
@@ -39,6 +38,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/overload"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -153,7 +153,6 @@ type Server struct {
 	cfg         *configs.Config
 	log         *zap.Logger
 	Bidder      *Bidder
-	gcFloor     *gcfloor.Floor // nil when bidder.gc_floor_mb is 0
 	products    closableStore
 	remote      *remote.Client // nil with the local index
 	users       ProfileStore
@@ -221,7 +220,6 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 			s.stopSpendGate()
 			s.stopShading()
 			s.closeStores()
-			s.gcFloor.Stop()
 		}
 	}()
 	opts, ephemeral, err := optionsFromConfig(cfg.Bidder)
@@ -305,9 +303,11 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.campaigns
 	opts.Logger, opts.Registerer = log, reg
-	s.gcFloor = gcfloor.Start(gcfloor.Options{Bytes: int64(cfg.Bidder.GCFloorMB) << 20, Logger: log, Registerer: reg})
+	if cfg.Bidder.GCFloorMB != 0 {
+		log.Warn("deprecated config key: it has no effect", zap.String("key", "bidder.gc_floor_mb"), zap.Int("value", cfg.Bidder.GCFloorMB))
+	}
 	if cfg.Bidder.AdmissionLatency > 0 {
-		opts.Admission = NewAdmission(AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
+		opts.Admission = overload.NewAdmission(overload.AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
 			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
 	}
 	opts.Shading = shadingFromConfig(cfg.Shading)
@@ -602,7 +602,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.fx.close()
 	s.supply.Close()
 	cerr := s.closeStores()
-	s.gcFloor.Stop()
 	s.log.Info("bidder stopped")
 	return errors.Join(herr, aerr, werr, cerr)
 }

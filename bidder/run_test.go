@@ -17,7 +17,9 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -99,7 +101,6 @@ func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
 // admin endpoints, and shuts down.
 func TestServerLocal(t *testing.T) {
 	cfg := testConfig(t)
-	cfg.Bidder.GCFloorMB = 64 // off by default; on here, its metrics are served
 	s, shutdown := startStoppable(t, cfg)
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
@@ -112,8 +113,7 @@ func TestServerLocal(t *testing.T) {
 	}
 	st, metrics := httpDo(t, "GET", admin+"/metrics", nil)
 	for _, want := range []string{`rtbd_bidder_requests_total{exchange="default"} 1`, `rtbd_bidder_bids_total{exchange="default"} 1`, `rtbd_bidder_nobids_total{nbr="deadline"} 0`,
-		`rtbd_bidder_stage_seconds_count{stage="catalog"} 1`, "rtbd_bidder_in_flight 0", "rtbd_campaign_reloads_total", "rtbd_user_lookups_total",
-		"rtbd_gc_floor_percent", "rtbd_gc_floor_live_bytes"} {
+		`rtbd_bidder_stage_seconds_count{stage="catalog"} 1`, "rtbd_bidder_in_flight 0", "rtbd_campaign_reloads_total", "rtbd_user_lookups_total"} {
 		if st != 200 || !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %q", want)
 		}
@@ -354,4 +354,46 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestDeprecatedGCFloorKey: a config that still sets bidder.gc_floor_mb
+// (the GC floor is gone) loads, and the bidder starts with it and logs a
+// warning naming the key.
+func TestDeprecatedGCFloorKey(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "rtbd.yaml")
+	if err := os.WriteFile(path, []byte("bidder:\n  gc_floor_mb: 256\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loaded, err := configs.Load(path)
+	if err != nil {
+		t.Fatalf("a config with bidder.gc_floor_mb does not load: %v", err)
+	}
+	if loaded.Bidder.GCFloorMB != 256 {
+		t.Fatalf("bidder.gc_floor_mb read as %d, want 256", loaded.Bidder.GCFloorMB)
+	}
+	cfg := testConfig(t)
+	cfg.Bidder.GCFloorMB = loaded.Bidder.GCFloorMB
+	core, logs := observer.New(zap.WarnLevel)
+	s, err := Start(cfg, zap.New(core))
+	if err != nil {
+		t.Fatalf("start with bidder.gc_floor_mb set: %v", err)
+	}
+	warned := logs.FilterField(zap.String("key", "bidder.gc_floor_mb")).All()
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(warned) != 1 || warned[0].Level != zap.WarnLevel {
+		t.Fatalf("warnings naming bidder.gc_floor_mb: %v, want one", warned)
+	}
+	// Unset, no warning.
+	cfg2 := testConfig(t)
+	core2, logs2 := observer.New(zap.WarnLevel)
+	s2, err := Start(cfg2, zap.New(core2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Shutdown(context.Background())
+	if n := logs2.FilterField(zap.String("key", "bidder.gc_floor_mb")).Len(); n != 0 {
+		t.Fatalf("%d warnings about bidder.gc_floor_mb when it is not set", n)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/overload"
 )
 
 // # Per-exchange sources
@@ -160,11 +161,7 @@ func (l *sourceListener) Accept() (net.Conn, error) {
 		}
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && !l.allowed(a.AddrPort().Addr().Unmap()) {
 			l.closed.Inc()
-			if dc, ok := c.(*drainConn); ok {
-				dc.Conn.Close() // at once: no drain for a refused source
-			} else {
-				c.Close()
-			}
+			overload.CloseNow(c) // at once: no drain for a refused source
 			continue
 		}
 		return c, nil

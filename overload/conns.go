@@ -1,4 +1,4 @@
-package bidder
+package overload
 
 import (
 	"sync/atomic"
@@ -7,10 +7,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// DefaultMaxConns is Options.MaxConns's default (bidder.max_conns).
+// DefaultMaxConns is the default bound of the connections a server holds
+// (bidder.max_conns).
 const DefaultMaxConns = 10_000
 
-// limitConns bounds the connections s holds and makes the idle ones cheap.
+// LimitConns bounds the connections s holds to max and makes the idle ones
+// cheap.
 //
 // fasthttp serves each connection, for its whole life, on one worker of a
 // pool of Server.Concurrency workers; a connection accepted while every
@@ -18,24 +20,23 @@ const DefaultMaxConns = 10_000
 // closed and counted (GetRejectedConnectionsCount). An idle keep-alive
 // connection keeps its worker, so that is exactly a bound on the
 // connections held, idle ones included, with the overflow answered and
-// counted: what MaxConns asks for, without a listener of our own.
+// counted, without a listener of our own.
 //
 // ReduceMemoryUsage hands a connection's read and write buffers and its
 // request and response bodies back to fasthttp's pools while it waits for
 // its next request, so an idle connection holds its goroutine and a small
 // reader instead of about 20 KiB of buffers (bidder/README.md has the
-// measured cost); an active one takes them from the pools (no allocation
+// cost); an active one takes them from the pools (no allocation
 // once they are warm).
-func (b *Bidder) limitConns(s *fasthttp.Server) {
-	s.Concurrency = b.opts.MaxConns
+func LimitConns(s *fasthttp.Server, max int) {
+	s.Concurrency = max
 	s.ReduceMemoryUsage = true
-	b.srv.Store(s)
 }
 
-// registerConnMetrics registers rtbd_bidder_conns_open and
-// rtbd_bidder_conns_rejected_total, read when scraped from the server
-// NewServer returned last (0 before one).
-func registerConnMetrics(reg prometheus.Registerer, srv *atomic.Pointer[fasthttp.Server]) error {
+// RegisterConnMetrics registers rtbd_bidder_conns_open and
+// rtbd_bidder_conns_rejected_total, read when scraped from the server srv
+// holds (0 while it holds none).
+func RegisterConnMetrics(reg prometheus.Registerer, srv *atomic.Pointer[fasthttp.Server]) error {
 	if reg == nil {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package bidder
+package overload
 
 import (
 	"io"
@@ -6,18 +6,20 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/valyala/fasthttp"
-
-	"github.com/rtbd/rtbd/bidder/arrival"
+	"github.com/rtbd/rtbd/overload/arrival"
 )
 
-// DefaultMaxDrainBytes is Options.MaxDrainBytes's default: what a
-// connection closed after a 413 reads and discards, so that a client still
+// DefaultMaxDrainBytes is the default of what a connection closed after a
+// 413 reads and discards (bidder.max_drain_bytes), so that a client still
 // sending its body reads the 413 instead of a TCP reset.
 const DefaultMaxDrainBytes = 32 << 20
 
-// drainListener wraps the bid server's connections (Listen) so that one
-// answered 413 can be closed gracefully.
+// Drain wraps a server's listener so that a connection answered with an
+// error before its body was read (413) can be closed gracefully (see
+// DrainOnClose), and one the server refused at accept is drained too.
+func Drain(ln net.Listener) net.Listener { return drainListener{ln} }
+
+// drainListener is Drain's listener.
 type drainListener struct{ net.Listener }
 
 func (l drainListener) Accept() (net.Conn, error) {
@@ -28,7 +30,7 @@ func (l drainListener) Accept() (net.Conn, error) {
 	return &drainConn{Conn: c}, nil
 }
 
-// drainConn is a bid server connection. Closing one marked by drainOnClose
+// drainConn is a connection of Drain. Closing one marked by DrainOnClose
 // half-closes it (the client sees the response end), then reads and
 // discards up to drain bytes within timeout (until the client closes
 // first), then closes: closing a socket with unread data sends a TCP reset,
@@ -91,24 +93,24 @@ func (c *drainConn) Close() error {
 	return c.Conn.Close()
 }
 
-// drainOnClose marks rc's connection (when it came from Listen) to be
-// drained when fasthttp closes it after the response.
-func (b *Bidder) drainOnClose(rc *fasthttp.RequestCtx) {
-	if c, ok := rc.Conn().(*drainConn); ok && b.opts.MaxDrainBytes > 0 {
-		c.timeout.Store(int64(b.opts.DrainTimeout))
-		c.drain.Store(int64(b.opts.MaxDrainBytes))
+// DrainOnClose marks c (when it came from Drain) to be half-closed and
+// drained of up to bytes within timeout when the server closes it after
+// its response. It reports whether c was marked.
+func DrainOnClose(c net.Conn, bytes int64, timeout time.Duration) bool {
+	dc, ok := c.(*drainConn)
+	if !ok || bytes <= 0 {
+		return false
 	}
+	dc.timeout.Store(int64(timeout))
+	dc.drain.Store(bytes)
+	return true
 }
 
-// expect is the server's ExpectHandler: a request with Expect:
-// 100-continue that declares a body over MaxBodyBytes gets 413 and no
-// 100 Continue (fasthttp then closes the connection, drained in case the
-// client sends its body anyway).
-func (b *Bidder) expect(rc *fasthttp.RequestCtx) int {
-	if rc.Request.Header.ContentLength() > b.opts.MaxBodyBytes {
-		b.m.rejected[rejTooLarge].Inc()
-		b.drainOnClose(rc)
-		return fasthttp.StatusRequestEntityTooLarge
+// CloseNow closes c at once, without the drain a connection of Drain does
+// when closed (one refused by the caller's own rule at accept).
+func CloseNow(c net.Conn) error {
+	if dc, ok := c.(*drainConn); ok {
+		return dc.Conn.Close()
 	}
-	return fasthttp.StatusContinue
+	return c.Close()
 }

@@ -1,4 +1,4 @@
-package bidder
+package overload
 
 import (
 	"math"
@@ -15,10 +15,10 @@ import (
 // under overload is where the time goes: every answer gets later until
 // all of them, bids included, arrive after the SSP's tmax.
 //
-// The design, in full (bidder/OVERLOAD.md explains and measures it):
+// The design, in full (README.md beside this file explains it):
 //
 //   - Wait and allowance. A request's wait is arrival (the kernel's receive
-//     time, bidder/arrival) to handler start. Its allowed wait is the
+//     time, overload/arrival) to handler start. Its allowed wait is the
 //     larger of Target and a sixteenth of its budget (the tmax-derived
 //     budget the deadline uses), so a request with a long tmax may wait
 //     longer than one with a short tmax. Its lateness is wait / allowed

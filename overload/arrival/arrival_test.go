@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/arrival"
+	"github.com/rtbd/rtbd/overload/arrival"
 )
 
 // pair returns a stamped server side and its client, on loopback.

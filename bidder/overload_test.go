@@ -13,9 +13,9 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/internal/testclock"
-	"github.com/rtbd/rtbd/bidder/ratelimit"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/overload"
 )
 
 // fromCtx is a GET of path with the uid cookie, from peer ip (and
@@ -39,7 +39,7 @@ func limitedFixture(t *testing.T, edit func(*Options)) *fixture {
 	return newFixture(t, func(o *Options) {
 		o.Exchanges = []Exchange{{Name: "ssp1"}}
 		o.UserID.SyncRedirectHosts = []string{"ssp1.example"}
-		l := ratelimit.Limit{Rate: 1, Burst: 5}
+		l := overload.Limit{Rate: 1, Burst: 5}
 		o.RateLimits = RateLimitOptions{Event: l, UserSync: l, Match: l, Sources: 1024}
 		if edit != nil {
 			edit(o)

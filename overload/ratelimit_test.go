@@ -1,4 +1,4 @@
-package ratelimit
+package overload
 
 import (
 	"encoding/binary"
@@ -17,7 +17,7 @@ func key(i uint32) Key {
 // A source gets Burst requests at once, then one per 1/Rate; another
 // source has its own bucket.
 func TestBurstThenRate(t *testing.T) {
-	l := New(Limit{Rate: 10, Burst: 5}, 1024)
+	l := NewLimiter(Limit{Rate: 10, Burst: 5}, 1024)
 	now := time.Now().UnixNano()
 	a, b := key(1), key(2)
 	for i := range 5 {
@@ -53,7 +53,7 @@ func TestBurstThenRate(t *testing.T) {
 
 // IPv4 and its IPv4-mapped IPv6 form are one source.
 func TestMappedIsSameSource(t *testing.T) {
-	l := New(Limit{Rate: 1, Burst: 1}, 1024)
+	l := NewLimiter(Limit{Rate: 1, Burst: 1}, 1024)
 	now := time.Now().UnixNano()
 	if !l.Allow(KeyOf(netip.MustParseAddr("192.0.2.1")), now) {
 		t.Fatal("first refused")
@@ -67,7 +67,7 @@ func TestMappedIsSameSource(t *testing.T) {
 // limited source that stays active keeps its bucket while the others are
 // ones that came once (their buckets full again).
 func TestTableBounded(t *testing.T) {
-	l := New(Limit{Rate: 1, Burst: 2}, 1024)
+	l := NewLimiter(Limit{Rate: 1, Burst: 2}, 1024)
 	if l.Sources() != 1024 {
 		t.Fatalf("Sources %d, want 1024", l.Sources())
 	}
@@ -99,7 +99,7 @@ func TestTableBounded(t *testing.T) {
 // When more sources are active at once than the table holds, it stays
 // bounded and counts the buckets it forgot.
 func TestTableBoundedUnderManyActiveSources(t *testing.T) {
-	l := New(Limit{Rate: 1, Burst: 1}, 1024)
+	l := NewLimiter(Limit{Rate: 1, Burst: 1}, 1024)
 	now := time.Now().UnixNano()
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -121,7 +121,7 @@ func TestTableBoundedUnderManyActiveSources(t *testing.T) {
 }
 
 func TestNilAllows(t *testing.T) {
-	var l *Limiter = New(Limit{}, 1024)
+	var l *Limiter = NewLimiter(Limit{}, 1024)
 	if l != nil {
 		t.Fatal("rate 0 is not nil")
 	}
@@ -131,7 +131,7 @@ func TestNilAllows(t *testing.T) {
 }
 
 func TestAllowAllocatesNothing(t *testing.T) {
-	l := New(Limit{Rate: 1e6, Burst: 10}, 1024)
+	l := NewLimiter(Limit{Rate: 1e6, Burst: 10}, 1024)
 	k := key(7)
 	now := time.Now().UnixNano()
 	if n := testing.AllocsPerRun(1000, func() { l.Allow(k, now) }); n != 0 {
@@ -140,7 +140,7 @@ func TestAllowAllocatesNothing(t *testing.T) {
 }
 
 func BenchmarkAllow(b *testing.B) {
-	l := New(Limit{Rate: 100, Burst: 200}, 65536)
+	l := NewLimiter(Limit{Rate: 100, Burst: 200}, 65536)
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		i := uint32(0)

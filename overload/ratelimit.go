@@ -1,6 +1,15 @@
-// Package ratelimit limits requests per source (a client's IP address)
+package overload
+
+import (
+	"hash/maphash"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+)
+
+// Rate limits: a Limiter limits requests per source (a client's IP address)
 // with a token bucket per source, held in a table of fixed size: however
-// many sources ask, the memory is what New allocated.
+// many sources ask, the memory is what NewLimiter allocated.
 //
 // The table is set-associative: a source's hash picks a set of Ways
 // entries, and a source not in its set takes the entry whose bucket is
@@ -14,14 +23,6 @@
 // Each bucket is the generic cell rate algorithm's single timestamp (the
 // time at which the bucket will be full again), so a check is a hash, a
 // lock and a compare: no allocation.
-package ratelimit
-
-import (
-	"hash/maphash"
-	"net/netip"
-	"sync"
-	"sync/atomic"
-)
 
 // Ways is how many entries a set of the table holds.
 const Ways = 8
@@ -40,7 +41,7 @@ type Limit struct {
 	Burst int
 }
 
-// Stats are a Limiter's counts since New.
+// Stats are a Limiter's counts since NewLimiter.
 type Stats struct {
 	Allowed, Limited uint64
 	// Evicted counts sources forgotten while their bucket was not yet
@@ -68,10 +69,10 @@ type set struct {
 	full [Ways]int64
 }
 
-// New returns a Limiter for l with room for at least sources sources
+// NewLimiter returns a Limiter for l with room for at least sources sources
 // (rounded up to a power of two sets of Ways), or nil when l.Rate <= 0.
 // Burst < 1 is 1.
-func New(l Limit, sources int) *Limiter {
+func NewLimiter(l Limit, sources int) *Limiter {
 	if !(l.Rate > 0) {
 		return nil
 	}

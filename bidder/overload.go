@@ -1,15 +1,14 @@
 package bidder
 
 import (
-	"bytes"
 	"net"
 	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder/ratelimit"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/overload"
 )
 
 // RateLimitOptions bound the endpoints that write the user store per
@@ -18,9 +17,9 @@ import (
 type RateLimitOptions struct {
 	// Event, UserSync and Match are the limits of /event, /usersync and
 	// /match; a Rate of 0 is no limit.
-	Event, UserSync, Match ratelimit.Limit
+	Event, UserSync, Match overload.Limit
 	// Sources is how many sources each limit remembers (see
-	// ratelimit.New). Default 65,536.
+	// overload.NewLimiter). Default 65,536.
 	Sources int
 	// TrustedProxies are the peers whose X-Forwarded-For names the source
 	// (its rightmost address that is not a trusted proxy). Empty: the
@@ -39,7 +38,7 @@ const (
 var limitNames = [numLimits]string{"event", "usersync", "match"}
 
 type rateLimits struct {
-	lim     [numLimits]*ratelimit.Limiter // nil: no limit
+	lim     [numLimits]*overload.Limiter // nil: no limit
 	limited [numLimits]prometheus.Counter
 	trusted []netip.Prefix
 }
@@ -50,8 +49,8 @@ func newRateLimits(o RateLimitOptions, reg prometheus.Registerer) (rateLimits, e
 		sources = 65536
 	}
 	var r rateLimits
-	for i, l := range [numLimits]ratelimit.Limit{o.Event, o.UserSync, o.Match} {
-		r.lim[i] = ratelimit.New(l, sources)
+	for i, l := range [numLimits]overload.Limit{o.Event, o.UserSync, o.Match} {
+		r.lim[i] = overload.NewLimiter(l, sources)
 	}
 	r.trusted = o.TrustedProxies
 	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_rate_limited_total",
@@ -82,10 +81,9 @@ func (b *Bidder) allowed(rc *fasthttp.RequestCtx, endpoint int) bool {
 }
 
 // source is rc's client: the peer's address, or, when the peer is a
-// trusted proxy, the rightmost address of X-Forwarded-For that is not one
-// (an entry that is not an address ends the walk at the hop before it).
-func (r *rateLimits) source(rc *fasthttp.RequestCtx) ratelimit.Key {
-	return ratelimit.KeyOf(r.clientAddr(rc))
+// trusted proxy, X-Forwarded-For's (see overload.ClientAddr).
+func (r *rateLimits) source(rc *fasthttp.RequestCtx) overload.Key {
+	return overload.KeyOf(r.clientAddr(rc))
 }
 
 // clientAddr is source's address.
@@ -94,47 +92,16 @@ func (r *rateLimits) clientAddr(rc *fasthttp.RequestCtx) netip.Addr {
 	if a, ok := rc.RemoteAddr().(*net.TCPAddr); ok {
 		peer, _ = netip.AddrFromSlice(a.IP)
 	}
-	peer = peer.Unmap()
-	if !r.trustedAddr(peer) {
-		return peer
-	}
-	xff := rc.Request.Header.Peek(fasthttp.HeaderXForwardedFor)
-	for len(xff) > 0 {
-		i := bytes.LastIndexByte(xff, ',')
-		part := bytes.TrimSpace(xff[i+1:])
-		if i < 0 {
-			xff = nil
-		} else {
-			xff = xff[:i]
-		}
-		a, err := netip.ParseAddr(string(part))
-		if err != nil {
-			break
-		}
-		peer = a.Unmap()
-		if !r.trustedAddr(peer) {
-			break
-		}
-	}
-	return peer
-}
-
-func (r *rateLimits) trustedAddr(a netip.Addr) bool {
-	for _, p := range r.trusted {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
+	return overload.ClientAddr(peer, rc.Request.Header.Peek(fasthttp.HeaderXForwardedFor), r.trusted)
 }
 
 // rateLimitsFromConfig maps bidder.rate_limits (validated: every trusted
 // proxy parses as a prefix or an address).
 func rateLimitsFromConfig(c configs.RateLimits) RateLimitOptions {
 	o := RateLimitOptions{Sources: c.Sources,
-		Event:    ratelimit.Limit{Rate: c.Event.Rate, Burst: c.Event.Burst},
-		UserSync: ratelimit.Limit{Rate: c.UserSync.Rate, Burst: c.UserSync.Burst},
-		Match:    ratelimit.Limit{Rate: c.Match.Rate, Burst: c.Match.Burst}}
+		Event:    overload.Limit{Rate: c.Event.Rate, Burst: c.Event.Burst},
+		UserSync: overload.Limit{Rate: c.UserSync.Rate, Burst: c.UserSync.Burst},
+		Match:    overload.Limit{Rate: c.Match.Rate, Burst: c.Match.Burst}}
 	for _, s := range c.TrustedProxies {
 		if p, err := netip.ParsePrefix(s); err == nil {
 			o.TrustedProxies = append(o.TrustedProxies, p.Masked())
@@ -143,4 +110,23 @@ func rateLimitsFromConfig(c configs.RateLimits) RateLimitOptions {
 		}
 	}
 	return o
+}
+
+// drainOnClose marks rc's connection (when it came from Listen) to be
+// drained when fasthttp closes it after the response (overload.Drain).
+func (b *Bidder) drainOnClose(rc *fasthttp.RequestCtx) {
+	overload.DrainOnClose(rc.Conn(), int64(b.opts.MaxDrainBytes), b.opts.DrainTimeout)
+}
+
+// expect is the server's ExpectHandler: a request with Expect:
+// 100-continue that declares a body over MaxBodyBytes gets 413 and no
+// 100 Continue (fasthttp then closes the connection, drained in case the
+// client sends its body anyway).
+func (b *Bidder) expect(rc *fasthttp.RequestCtx) int {
+	if rc.Request.Header.ContentLength() > b.opts.MaxBodyBytes {
+		b.m.rejected[rejTooLarge].Inc()
+		b.drainOnClose(rc)
+		return fasthttp.StatusRequestEntityTooLarge
+	}
+	return fasthttp.StatusContinue
 }
