@@ -43,6 +43,7 @@ import (
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
@@ -818,7 +819,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		if setup.name == "remote" { // browsers apart, every exchange restricted: the source metrics
 			cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.0/8"}}}
 		}
-		s, err := bidder.StartRegistry(cfg, nil, reg)
+		s, err := server.StartRegistry(cfg, nil, reg)
 		if err != nil {
 			t.Fatalf("bidder (%s): %v", setup.name, err)
 		}
@@ -829,7 +830,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		}
 	}
 	preg := newRecorder()
-	if s, err := bidder.StartRegistry(base("postgres", "campaigns.source=postgres",
+	if s, err := server.StartRegistry(base("postgres", "campaigns.source=postgres",
 		"campaigns.postgres.dsn=postgres://rtbd@"+closed+"/rtbd?connect_timeout=2"), nil, preg); err == nil {
 		s.Shutdown(ctx)
 		t.Fatal("a bidder started on a PostgreSQL that is not there")

@@ -35,23 +35,8 @@
 //	                     replay-checked, counted by OpenRTB loss reason
 //	                     (loss.go); a test bid's notices: outcome test
 //
-// Run (the main program's bidder mode) adds the admin listener: /metrics,
-// /healthz, /readyz (one line per dependency; 503 only while shutting
-// down, with a remote catalog unreachable for longer than
-// admin.ready_catalog_grace, or at start until the budgeted campaigns'
-// fleet totals are read or spend.startup_read_timeout has passed:
-// readiness.go, spendgate.go), POST /admin/debug/bid
-// (Explain: why each campaign did or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
-// cap and bidding state per campaign: CampaignsHandler) and, with a remote
-// catalog, POST /admin/catalog/refresh. Start opens the spend store the
-// config chooses (spend.store: embedded Pebble in bidder.data_dir/spend,
-// redis.addr, or aerospike.hosts), the spend Writer and Budgets, and the
-// fraud lists when redis.addr is set, and reads the fleet totals of the
-// budgeted campaigns before serving (Budgets pauses a budgeted campaign
-// until they are read, spend.ReasonUnread). Shutdown turns /readyz 503,
-// serves on for bidder.shutdown_delay, drains, then closes the Writer
-// (final flush) after the HTTP server has stopped and before the stores
-// close.
+// The process around a Bidder (its stores, listeners, admin endpoints,
+// readiness, spend gate and instance lease) is package bidder/server.
 //
 // # A bid request
 //
@@ -149,6 +134,6 @@
 // # Concurrency and ownership
 //
 // A Bidder is safe for concurrent use. It does not own the stores in
-// Options; a Server (Start) owns the ones it opened and closes them in
-// Shutdown.
+// Options; a bidder/server.Server owns the ones it opened and closes them
+// in Shutdown.
 package bidder

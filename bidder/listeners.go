@@ -2,6 +2,7 @@ package bidder
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/overload"
 )
@@ -255,4 +257,11 @@ func (c *firstByteConn) Close() error {
 		}
 	})
 	return err
+}
+
+// fasthttpLogger adapts zap to fasthttp.Logger.
+type fasthttpLogger struct{ l *zap.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) {
+	f.l.Debug(fmt.Sprintf(format, args...))
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/overload"
 )
 
@@ -93,23 +92,6 @@ func (r *rateLimits) clientAddr(rc *fasthttp.RequestCtx) netip.Addr {
 		peer, _ = netip.AddrFromSlice(a.IP)
 	}
 	return overload.ClientAddr(peer, rc.Request.Header.Peek(fasthttp.HeaderXForwardedFor), r.trusted)
-}
-
-// rateLimitsFromConfig maps bidder.rate_limits (validated: every trusted
-// proxy parses as a prefix or an address).
-func rateLimitsFromConfig(c configs.RateLimits) RateLimitOptions {
-	o := RateLimitOptions{Sources: c.Sources,
-		Event:    overload.Limit{Rate: c.Event.Rate, Burst: c.Event.Burst},
-		UserSync: overload.Limit{Rate: c.UserSync.Rate, Burst: c.UserSync.Burst},
-		Match:    overload.Limit{Rate: c.Match.Rate, Burst: c.Match.Burst}}
-	for _, s := range c.TrustedProxies {
-		if p, err := netip.ParsePrefix(s); err == nil {
-			o.TrustedProxies = append(o.TrustedProxies, p.Masked())
-		} else if a, err := netip.ParseAddr(s); err == nil {
-			o.TrustedProxies = append(o.TrustedProxies, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-		}
-	}
-	return o
 }
 
 // drainOnClose marks rc's connection (when it came from Listen) to be

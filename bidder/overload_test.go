@@ -14,7 +14,6 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/overload"
 )
 
@@ -180,27 +179,5 @@ func TestRateLimitForwardedFor(t *testing.T) {
 	}
 	if st := status("192.0.2.9", "203.0.114.200"); st != 429 {
 		t.Fatalf("an untrusted peer choosing X-Forwarded-For: %d, want 429", st)
-	}
-}
-
-func TestRateLimitsFromConfig(t *testing.T) {
-	cfg, err := configs.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cfg.Bidder.RateLimits
-	c.TrustedProxies = []string{"10.0.0.0/8", "192.0.2.1", "2001:db8::/32"}
-	o := rateLimitsFromConfig(c)
-	if o.Event.Rate != c.Event.Rate || o.Event.Burst != c.Event.Burst || o.Match.Rate != c.Match.Rate || o.Sources != c.Sources {
-		t.Errorf("limits %+v from %+v", o, c)
-	}
-	want := []string{"10.0.0.0/8", "192.0.2.1/32", "2001:db8::/32"}
-	if len(o.TrustedProxies) != len(want) {
-		t.Fatalf("trusted %v, want %v", o.TrustedProxies, want)
-	}
-	for i, p := range o.TrustedProxies {
-		if p.String() != want[i] {
-			t.Errorf("trusted[%d] %s, want %s", i, p, want[i])
-		}
 	}
 }

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/redisuser"
@@ -19,15 +20,15 @@ import (
 // path's UserStore, Put to load profiles, and Close. Put and RecordView
 // renew a profile's expiry (user.ttl); Get never does.
 type ProfileStore interface {
-	UserStore
+	bidder.UserStore
 	Put(ctx context.Context, uid string, p *user.Profile) error
 	Close() error
 }
 
 // sharedUsers is a store on a client the Server owns and closes itself.
 type sharedUsers interface {
-	UserStore
-	MatchStore
+	bidder.UserStore
+	bidder.MatchStore
 	Put(ctx context.Context, uid string, p *user.Profile) error
 }
 
@@ -43,13 +44,13 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	switch kind {
 	case configs.UserStoreRedis:
 		if s.rdb == nil {
-			return fmt.Errorf("%w: user.store redis needs redis.addr", ErrOptions)
+			return fmt.Errorf("%w: user.store redis needs redis.addr", bidder.ErrOptions)
 		}
 		s.users = noClose{redisuser.New(s.rdb, redisuser.Options{Prefix: cfg.Redis.Prefix,
 			TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
 	case configs.UserStoreAerospike:
 		if s.aero == nil {
-			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrOptions)
+			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", bidder.ErrOptions)
 		}
 		st := aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
 			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"bytes"
@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -37,7 +37,7 @@ func testConfig(t *testing.T) *configs.Config {
 	}
 	dir := t.TempDir()
 	campaigns := filepath.Join(dir, "campaigns.yaml")
-	if err := os.WriteFile(campaigns, readFile(t, filepath.Join("testdata", "campaigns.yaml")), 0o644); err != nil {
+	if err := os.WriteFile(campaigns, readFile(t, filepath.Join("..", "testdata", "campaigns.yaml")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Catalog.Data = catalogDir()
@@ -103,7 +103,7 @@ func TestServerLocal(t *testing.T) {
 	cfg := testConfig(t)
 	s, shutdown := startStoppable(t, cfg)
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+	status, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 	if status != 200 || !strings.Contains(string(resp), `"nurl":"http://127.0.0.1:8080/win?t=`) {
 		t.Fatalf("bid: %d %.300s", status, resp)
 	}
@@ -153,7 +153,7 @@ func TestServerLocal(t *testing.T) {
 	}
 	cid := br.SeatBid[0].Bid[0].CID
 	st, cb := httpDo(t, "GET", admin+"/admin/campaigns", nil)
-	var camps []CampaignStatus
+	var camps []bidder.CampaignStatus
 	if err := json.Unmarshal(cb, &camps); st != 200 || err != nil {
 		t.Fatalf("/admin/campaigns: %d %v %.300s", st, err, cb)
 	}
@@ -227,7 +227,7 @@ func TestServerRemote(t *testing.T) {
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 500)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+		status, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 		if status == 200 {
 			if !strings.Contains(string(resp), "https://img.example.com/1/1.jpg") {
 				t.Errorf("bid without the products: %.300s", resp)
@@ -244,7 +244,7 @@ func TestServerRemote(t *testing.T) {
 	// the bids rendered its cells (misses; the cell cache keeps a product's
 	// cell from its second sighting on), and later bids reuse them.
 	for i := range 2 {
-		if status, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body); status != 200 {
+		if status, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body); status != 200 {
 			t.Fatalf("bid %d: %d %s", i+2, status, resp)
 		}
 	}
@@ -283,65 +283,6 @@ func TestStartErrorsNameTheKey(t *testing.T) {
 		if !strings.Contains(err.Error(), tc.key) {
 			t.Errorf("error %q does not name %s", err, tc.key)
 		}
-	}
-}
-
-// TestGracefulDrain: a request in flight when the server shuts down is
-// answered; new connections are refused.
-func TestGracefulDrain(t *testing.T) {
-	bp := &blockingProducts{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	f := newFixture(t, func(o *Options) {
-		bp.ProductStore = o.Products
-		o.Products = bp
-	})
-	srv := f.b.NewServer()
-	srv.CloseOnShutdown = true
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve(ln)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 5000)
-	result := make(chan int, 1)
-	go func() {
-		c := &fasthttp.Client{ReadTimeout: 10 * time.Second}
-		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-		req.SetRequestURI("http://" + ln.Addr().String() + PathBid)
-		req.Header.SetMethod("POST")
-		req.SetBody(body)
-		if err := c.Do(req, resp); err != nil {
-			result <- -1
-			return
-		}
-		result <- resp.StatusCode()
-	}()
-	select {
-	case <-bp.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("request never reached the catalog")
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.ShutdownWithContext(context.Background()) }()
-	time.Sleep(50 * time.Millisecond) // let Shutdown close the listener
-	close(bp.release)
-	select {
-	case st := <-result:
-		if st != 200 {
-			t.Errorf("in-flight request got %d during shutdown, want 200", st)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("in-flight request never answered")
-	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("shutdown did not finish")
-	}
-	if _, err := net.DialTimeout("tcp", ln.Addr().String(), time.Second); err == nil {
-		t.Error("accepting after shutdown")
 	}
 }
 

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 )
 
@@ -17,8 +18,8 @@ import (
 // CPM, so money wins whenever it may bid), and returns the file's path.
 func gateCampaigns(t *testing.T, extra string) string {
 	t.Helper()
-	y := string(readFile(t, filepath.Join("testdata", "money-campaign.yaml"))) + extra
-	y += string(readFile(t, filepath.Join("testdata", "free-campaign.yaml")))
+	y := string(readFile(t, filepath.Join("..", "testdata", "money-campaign.yaml"))) + extra
+	y += string(readFile(t, filepath.Join("..", "testdata", "free-campaign.yaml")))
 	path := filepath.Join(t.TempDir(), "gate-campaigns.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func gateCampaigns(t *testing.T, extra string) string {
 func bidCampaign(t *testing.T, s *Server) string {
 	t.Helper()
 	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, req)
+	st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req)
 	switch st {
 	case 204:
 		return ""
@@ -102,7 +103,7 @@ func TestSpendGateStoreDown(t *testing.T) {
 		t.Errorf("debug bid lacks the reason budget: totals_unread:\n%s", dbg)
 	}
 	_, adm := httpDo(t, "GET", "http://"+s.AdminAddr()+"/admin/campaigns", nil)
-	var camps []CampaignStatus
+	var camps []bidder.CampaignStatus
 	if err := json.Unmarshal(adm, &camps); err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
@@ -48,7 +49,7 @@ func TestServerUsersRedis(t *testing.T) {
 	bid := func(s *Server) (nbr int, bids int, took time.Duration) {
 		t.Helper()
 		t0 := time.Now()
-		st, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+		st, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 		took = time.Since(t0)
 		var br struct {
 			NBR     int `json:"nbr"`

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,8 +15,8 @@ import (
 	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
-	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -81,7 +80,7 @@ func TestTwoListeners(t *testing.T) {
 		t.Fatalf("public listener %q, exchange listener %q", s.PublicAddr(), s.Addr())
 	}
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	st, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
+	st, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 	var br openrtb2.BidResponse
 	if st != 200 || json.Unmarshal(resp, &br) != nil || len(br.SeatBid) != 1 {
 		t.Fatalf("bid on the exchange listener: %d %.300s", st, resp)
@@ -91,7 +90,7 @@ func TestTwoListeners(t *testing.T) {
 		!strings.Contains(bid.AdM, "http://127.0.0.1:8080/click/") {
 		t.Errorf("nurl %q burl %q (want bidder.notice_url), adm %.300q (clicks on public_url)", bid.NURL, bid.BURL, bid.AdM)
 	}
-	if st, _ := httpDo(t, "POST", "http://"+s.PublicAddr()+PathBid, body); st != 404 {
+	if st, _ := httpDo(t, "POST", "http://"+s.PublicAddr()+bidder.PathBid, body); st != 404 {
 		t.Errorf("bid on the public listener: %d, want 404", st)
 	}
 	// cleared at the bid's own price: a shaded first-price bid may be below any fixed one
@@ -102,7 +101,7 @@ func TestTwoListeners(t *testing.T) {
 	if st, _ := httpDo(t, "GET", "http://"+s.Addr()+bill, nil); st != 204 {
 		t.Errorf("bill on the exchange listener: %d, want 204", st)
 	}
-	for _, p := range []string{PathEvent, PathUserSync, PathMatch, PathClick, PathImp} {
+	for _, p := range []string{bidder.PathEvent, bidder.PathUserSync, bidder.PathMatch, bidder.PathClick, bidder.PathImp} {
 		if st, _ := httpDo(t, "GET", "http://"+s.Addr()+p, nil); st != 404 {
 			t.Errorf("%s on the exchange listener: %d, want 404", p, st)
 		}
@@ -123,11 +122,11 @@ func TestAllowCIDRs(t *testing.T) {
 	inside, outside := clientFrom("127.0.0.3"), clientFrom("127.0.0.1")
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	url := "http://" + s.Addr()
-	if st, b := doWith(t, outside, "POST", url+PathBid+"/x1", body); st != 403 {
+	if st, b := doWith(t, outside, "POST", url+bidder.PathBid+"/x1", body); st != 403 {
 		t.Fatalf("bid from outside: %d %s, want 403", st, b)
 	}
 	// Not even a body that does not decode is read.
-	if st, _ := doWith(t, outside, "POST", url+PathBid+"/x1", []byte("{not json")); st != 403 {
+	if st, _ := doWith(t, outside, "POST", url+bidder.PathBid+"/x1", []byte("{not json")); st != 403 {
 		t.Fatalf("garbage from outside: %d, want 403", st)
 	}
 	if got := scrape(t, s.AdminAddr(), `rtbd_bidder_source_refused_total{exchange="x1",route="bid"}`); got != 2 {
@@ -136,10 +135,10 @@ func TestAllowCIDRs(t *testing.T) {
 	if got := scrape(t, s.AdminAddr(), `rtbd_bidder_requests_total{exchange="x1"}`); got != 0 {
 		t.Errorf("requests of x1 counted %v after refusals, want 0 (no work)", got)
 	}
-	if st, _ := doWith(t, outside, "POST", url+PathBid+"/open", body); st != 200 {
+	if st, _ := doWith(t, outside, "POST", url+bidder.PathBid+"/open", body); st != 200 {
 		t.Errorf("bid to an exchange without ranges: %d", st)
 	}
-	st, resp := doWith(t, inside, "POST", url+PathBid+"/x1", body)
+	st, resp := doWith(t, inside, "POST", url+bidder.PathBid+"/x1", body)
 	var br openrtb2.BidResponse
 	if st != 200 || json.Unmarshal(resp, &br) != nil || len(br.SeatBid) != 1 {
 		t.Fatalf("bid from inside: %d %.300s", st, resp)
@@ -213,7 +212,7 @@ func probeBids(t *testing.T, s *Server, src string) {
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	for i := 0; i < 20; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+s.Addr()+PathBid, bytes.NewReader(body))
+		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+s.Addr()+bidder.PathBid, bytes.NewReader(body))
 		resp, err := c.Do(req)
 		if err != nil {
 			cancel()
@@ -256,7 +255,7 @@ func TestListenerFloods(t *testing.T) {
 	})
 	t.Run("exchange", func(t *testing.T) {
 		cfg := twoListenerConfig(t)
-		cfg.Exchanges = configs.Exchanges{DefaultExchange: {AllowCIDRs: []string{"127.0.0.1/32"}}}
+		cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.1/32"}}}
 		s := startWithBulkUser(t, cfg)
 		silentFlood(t, s.Addr(), "127.0.0.2", flood)
 		probeBids(t, s, "127.0.0.1")
@@ -264,34 +263,4 @@ func TestListenerFloods(t *testing.T) {
 			t.Errorf("closed at accept %v, want %d", got, flood)
 		}
 	})
-}
-
-// BenchmarkBidSourceRefused is the CPU of a bid request refused for its
-// source (exchanges.NAME.allow_cidrs), from dispatch to the 403, beside
-// the same request's full bid (the baseline): a ratio of one run.
-func BenchmarkBidSourceRefused(b *testing.B) {
-	f := newFixture(b, func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "x1", AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}, {Name: "open"}}
-	})
-	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	for _, c := range []struct{ name, path string }{{"refused", PathBid + "/x1"}, {"bid", PathBid + "/open"}} {
-		b.Run(c.name, func(b *testing.B) {
-			var req fasthttp.Request
-			req.Header.SetMethod("POST")
-			req.Header.SetContentType("application/json")
-			req.SetRequestURI(c.path)
-			req.SetBody(body)
-			var rc fasthttp.RequestCtx
-			rc.Init(&req, &net.TCPAddr{IP: net.IPv4(198, 51, 100, 7), Port: 1234}, nil)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				rc.Response.Reset()
-				f.b.serveHTTP(&rc)
-			}
-			if want := map[string]int{"refused": 403, "bid": 200}[c.name]; rc.Response.StatusCode() != want {
-				b.Fatalf("%s: %d, want %d", c.name, rc.Response.StatusCode(), want)
-			}
-		})
-	}
 }

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -27,7 +28,7 @@ func (s *Server) takeInstanceLease(cfg *configs.Config, store spend.Store, insta
 	defer cancel()
 	l, err := spend.AcquireLease(ctx, ls, instance, spend.NewLeaseHolder(), spend.LeaseOptions{TTL: ttl, Logger: log})
 	if errors.Is(err, spend.ErrLeaseHeld) {
-		return fmt.Errorf("%w: spend.instance_id %q: %w", ErrOptions, instance, err)
+		return fmt.Errorf("%w: spend.instance_id %q: %w", bidder.ErrOptions, instance, err)
 	}
 	if err != nil {
 		return fmt.Errorf("bidder: spend.instance_id %q: %w", instance, err)
@@ -75,7 +76,7 @@ func (s *Server) leaseState() (string, bool) {
 func defaultInstanceID(log *zap.Logger) (string, error) {
 	h, err := os.Hostname()
 	if err != nil || !configs.ValidInstanceID(h) {
-		return "", fmt.Errorf("%w: spend.instance_id is empty and the host name %q (%v) is not 1-32 of [0-9A-Za-z._-]: set spend.instance_id", ErrOptions, h, err)
+		return "", fmt.Errorf("%w: spend.instance_id is empty and the host name %q (%v) is not 1-32 of [0-9A-Za-z._-]: set spend.instance_id", bidder.ErrOptions, h, err)
 	}
 	log.Info("spend.instance_id is empty: using the host name; give each bidder on one host its own spend.instance_id",
 		zap.String("instance_id", h))

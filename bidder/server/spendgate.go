@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"cmp"
@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rtbd/rtbd/admin"
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
@@ -51,10 +52,10 @@ func secureImpsRefused(c configs.Bidder) bool {
 // optionsFromConfig maps the bidder section of the configuration to
 // Options (without the stores, Logger and Registerer): rates parsed, token
 // keys built (a random key, with ephemeral true, when none is configured).
-func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err error) {
+func optionsFromConfig(c configs.Bidder) (opts bidder.Options, ephemeral bool, err error) {
 	rates, err := money.ParseRates(c.FXRates)
 	if err != nil {
-		return Options{}, false, err
+		return bidder.Options{}, false, err
 	}
 	var secrets [][]byte
 	for _, k := range c.TokenKeys {
@@ -63,19 +64,19 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 	if len(secrets) == 0 {
 		k := make([]byte, 32)
 		if _, err := rand.Read(k); err != nil {
-			return Options{}, false, fmt.Errorf("bidder: token key: %w", err)
+			return bidder.Options{}, false, fmt.Errorf("bidder: token key: %w", err)
 		}
 		secrets, ephemeral = [][]byte{k}, true
 	}
 	keys, err := token.NewKeys(secrets...)
 	if err != nil {
-		return Options{}, false, fmt.Errorf("bidder: bidder.token_keys: %w", err)
+		return bidder.Options{}, false, fmt.Errorf("bidder: bidder.token_keys: %w", err)
 	}
 	vendor := c.GDPRVendorID
 	if vendor < 0 || vendor > 65535 {
-		return Options{}, false, fmt.Errorf("%w: bidder.gdpr_vendor_id %d", ErrOptions, vendor)
+		return bidder.Options{}, false, fmt.Errorf("%w: bidder.gdpr_vendor_id %d", bidder.ErrOptions, vendor)
 	}
-	return Options{
+	return bidder.Options{
 		Keys:            keys,
 		PublicURL:       c.PublicURL,
 		ImageResizeURL:  c.ImageResizeURL,
@@ -111,19 +112,19 @@ func optionsFromConfig(c configs.Bidder) (opts Options, ephemeral bool, err erro
 
 // userIDFromConfig maps the exchanges map and the uid settings of the user
 // section to Options.
-func userIDFromConfig(cfg *configs.Config) ([]Exchange, UserIDOptions) {
-	var xs []Exchange
+func userIDFromConfig(cfg *configs.Config) ([]bidder.Exchange, bidder.UserIDOptions) {
+	var xs []bidder.Exchange
 	for _, name := range cfg.Exchanges.Names() {
 		x, _ := cfg.Exchanges.Get(name)
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
+		xs = append(xs, bidder.Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
 			AllowCIDRs: x.Prefixes(), Domain: x.Domain,
 			LossNotices: x.LossNotices, NoticeWait: x.NoticeWait})
 	}
 	u := cfg.User
-	return xs, UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
+	return xs, bidder.UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
 		TrustQueryUID: u.TrustQueryUID, SyncRedirectHosts: u.SyncRedirectHosts}
 }
 
@@ -142,7 +143,7 @@ func dataDirError(dir, what string, err error) error {
 
 // closableStore is a ProductStore the server opened and closes.
 type closableStore interface {
-	ProductStore
+	bidder.ProductStore
 	Close() error
 }
 
@@ -152,7 +153,7 @@ type closableStore interface {
 type Server struct {
 	cfg         *configs.Config
 	log         *zap.Logger
-	Bidder      *Bidder
+	Bidder      *bidder.Bidder
 	products    closableStore
 	remote      *remote.Client // nil with the local index
 	users       ProfileStore
@@ -166,9 +167,9 @@ type Server struct {
 	records     *recordsRun      // nil when records are off
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
-	fraud       *fraud.Lists  // nil without redis.addr
-	fx          *fxFile       // nil without bidder.fx_file
-	supply      *supply.Store // nil without supply.dir
+	fraud       *fraud.Lists   // nil without redis.addr
+	fx          *bidder.FXFile // nil without bidder.fx_file
+	supply      *supply.Store  // nil without supply.dir
 	http        *fasthttp.Server
 	ln          net.Listener
 	public      *publicServer // bidder.public_listen's, nil without it
@@ -215,7 +216,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
 	defer func() {
 		if err != nil {
-			s.fx.close()
+			s.fx.Close()
 			s.supply.Close()
 			s.stopSpendGate()
 			s.stopShading()
@@ -228,7 +229,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	}
 	opts.Exchanges, opts.UserID = userIDFromConfig(cfg)
 	if cfg.Bidder.FXFile != "" {
-		if s.fx, opts.Rates, err = newFXFile(cfg.Bidder, opts.Rates, log, reg); err != nil {
+		if s.fx, opts.Rates, err = bidder.NewFXFile(cfg.Bidder, opts.Rates, log, reg); err != nil {
 			return nil, err
 		}
 	}
@@ -311,12 +312,12 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
 	}
 	opts.Shading = shadingFromConfig(cfg.Shading)
-	if s.Bidder, err = New(opts); err != nil {
+	if s.Bidder, err = bidder.New(opts); err != nil {
 		return nil, err
 	}
 	s.startShading(cfg.Shading.RefreshInterval)
 	if s.fx != nil {
-		s.fx.start(s.Bidder)
+		s.fx.Start(s.Bidder)
 	}
 	s.http = s.Bidder.NewServer()
 	if cfg.Bidder.PublicListen != "" {
@@ -347,9 +348,9 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		s.public.close()
 		return nil, fmt.Errorf("bidder: admin.listen: %w", err)
 	}
-	bidLn := Listen(s.ln)
+	bidLn := bidder.Listen(s.ln)
 	if allow := s.Bidder.SourceFilter(); allow != nil && s.public != nil {
-		if bidLn, err = SourceFilterListener(bidLn, allow, reg); err != nil {
+		if bidLn, err = bidder.SourceFilterListener(bidLn, allow, reg); err != nil {
 			s.ln.Close()
 			s.public.close()
 			return nil, fmt.Errorf("bidder: metrics: %w", err)
@@ -398,12 +399,12 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	switch kind {
 	case configs.SpendStoreRedis:
 		if s.rdb == nil {
-			return fmt.Errorf("%w: spend.store redis needs redis.addr", ErrOptions)
+			return fmt.Errorf("%w: spend.store redis needs redis.addr", bidder.ErrOptions)
 		}
 		store = redisstore.New(s.rdb, redisstore.Options{Prefix: cfg.Redis.Prefix})
 	case configs.SpendStoreAerospike:
 		if s.aero == nil {
-			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", ErrOptions)
+			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", bidder.ErrOptions)
 		}
 		st := aerostore.NewSpendStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -517,11 +518,11 @@ func (s *Server) AdminRoutes() []string { return s.admin.Patterns() }
 
 // Campaigns is the campaign source: the file watcher, or the PostgreSQL
 // table of campaigns.source postgres.
-func (s *Server) Campaigns() CampaignSource { return s.campaigns }
+func (s *Server) Campaigns() bidder.CampaignSource { return s.campaigns }
 
 // campaignSource is a CampaignSource the server opened and closes.
 type campaignSource interface {
-	CampaignSource
+	bidder.CampaignSource
 	Close() error
 }
 
@@ -599,7 +600,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.spendClosed = true
 		werr = s.settleJournal(werr)
 	}
-	s.fx.close()
+	s.fx.Close()
 	s.supply.Close()
 	cerr := s.closeStores()
 	s.log.Info("bidder stopped")
@@ -680,11 +681,4 @@ func Run(ctx context.Context, cfg *configs.Config, log *zap.Logger) error {
 		return fmt.Errorf("bidder: http server stopped: %w", err)
 	}
 	return s.Shutdown(context.Background())
-}
-
-// fasthttpLogger adapts zap to fasthttp.Logger.
-type fasthttpLogger struct{ l *zap.Logger }
-
-func (f fasthttpLogger) Printf(format string, args ...any) {
-	f.l.Debug(fmt.Sprintf(format, args...))
 }

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"path/filepath"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
@@ -21,7 +22,7 @@ var cidRE = regexp.MustCompile(`"cid":"([^"]+)"`)
 // refresh and a disabled row stops its campaign, and no request fails.
 func TestServerPostgresCampaigns(t *testing.T) {
 	pg := pgtest.Start(t)
-	set, specs := pg.LoadFile(t, filepath.Join("testdata", "campaigns.yaml"))
+	set, specs := pg.LoadFile(t, filepath.Join("..", "testdata", "campaigns.yaml"))
 	cfg := testConfig(t)
 	cfg.Bidder.Campaigns = "/nonexistent/campaigns.yaml" // not read with source postgres
 	cfg.Campaigns.Source, cfg.Campaigns.Postgres.DSN = configs.CampaignsPostgres, pg.DSN
@@ -34,7 +35,7 @@ func TestServerPostgresCampaigns(t *testing.T) {
 		t.Fatalf("%d campaigns loaded, want %d", n, set.Len())
 	}
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	url := "http://" + s.Addr() + PathBid
+	url := "http://" + s.Addr() + bidder.PathBid
 	bidCID := func() (int, string) {
 		st, resp := httpDo(t, "POST", url, body)
 		if m := cidRE.FindSubmatch(resp); m != nil {

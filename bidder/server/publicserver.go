@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -32,7 +33,7 @@ func (s *Server) startPublic(cfg *configs.Config, reg Registry) (*publicServer, 
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.public_listen %s: %w", b.PublicListen, err)
 	}
-	p.ln, err = PublicListener(tcp, PublicOptions{MaxConnsPerAddr: b.PublicMaxConnsPerAddr,
+	p.ln, err = bidder.PublicListener(tcp, bidder.PublicOptions{MaxConnsPerAddr: b.PublicMaxConnsPerAddr,
 		FirstByteTimeout: b.PublicFirstByteTimeout, TrustedProxies: rateLimitsFromConfig(b.RateLimits).TrustedProxies,
 		Server: p.http, Registerer: reg})
 	if err != nil {

@@ -1,4 +1,4 @@
-package bidder
+package server
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/catalog"
 )
@@ -82,7 +83,7 @@ func TestReadyzRemoteCatalog(t *testing.T) {
 	wantLines(t, body, "not ready: catalog", "shutting_down: no", "catalog: remote, 1 node resolved, none reachable for ")
 	// Bids are still answered (no-bids: no products) while unready.
 	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	if st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, req); st != 204 {
+	if st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req); st != 204 {
 		t.Errorf("bid with the catalog down: %d %.300s, want a 204 no-bid", st, b)
 	}
 
@@ -109,7 +110,7 @@ func TestReadyzRedisDown(t *testing.T) {
 	body := readyzUntil(t, s, 200, 10*time.Second)
 	wantLines(t, body, "ready\n", "catalog: local", "redis: reachable")
 	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	if st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, req); st != 200 {
+	if st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req); st != 200 {
 		t.Fatalf("bid with Redis up: %d %.300s", st, b)
 	}
 
@@ -126,7 +127,7 @@ func TestReadyzRedisDown(t *testing.T) {
 		// Every bid request is answered within its deadline's order of
 		// magnitude (the client gives up after 10s: a hang fails).
 		c := &http.Client{Timeout: 10 * time.Second}
-		resp, err := c.Post("http://"+s.Addr()+PathBid, "application/json", bytes.NewReader(req))
+		resp, err := c.Post("http://"+s.Addr()+bidder.PathBid, "application/json", bytes.NewReader(req))
 		if err != nil {
 			t.Fatalf("bid with Redis down: %v", err)
 		}
