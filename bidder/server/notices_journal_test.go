@@ -10,10 +10,10 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/bidder/token"
 )
 

@@ -11,8 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // TestServerRedis: Start with redis.addr set (as -redis does) picks the

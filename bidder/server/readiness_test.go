@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/catalog"
 )
 
