@@ -42,11 +42,11 @@ import (
 
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 	"github.com/rtbd/rtbd/records/report"
 )
@@ -508,8 +508,8 @@ var flagFiles = map[string]string{
 	"rtbd":            "configs/README.md",
 	"rtbd ingest":     "ingest/README.md",
 	"rtbd gen":        "ingest/README.md",
-	"rtbd gen -demo":  "bidder/README.md",
-	"rtbd gen -users": "bidder/README.md",
+	"rtbd gen -demo":  "gen/README.md",
+	"rtbd gen -users": "gen/README.md",
 	"rtbd report":     "records/README.md",
 }
 

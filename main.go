@@ -18,10 +18,10 @@ import (
 
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 	"github.com/rtbd/rtbd/records/report"
 )

@@ -149,7 +149,7 @@ type Options struct {
 	// sizes the catalog lacks; "" serves the product images as they are.
 	ImageResizeURL string
 	// DemoImages serves the demo catalog's images (package
-	// bidder/internal/demoimg) at demoimg.PathPrefix.
+	// bidder/demoimg) at demoimg.PathPrefix.
 	DemoImages bool
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string

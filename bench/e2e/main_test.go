@@ -18,10 +18,10 @@ import (
 	"testing"
 
 	"github.com/rtbd/rtbd/admin"
-	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 )
 
 // asRTBD makes the test binary act as rtbd when re-executed by the bench.

@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/aerostore"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
@@ -47,12 +46,12 @@ func LoadUsers(ctx context.Context, cfg *configs.Config, o Options, log *zap.Log
 		if cfg.Aerospike.Hosts == "" {
 			return 0, "", fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrBadOptions)
 		}
-		c, err := aero.Connect(cfg.Aerospike.Hosts, nil)
+		c, err := aerostore.Connect(cfg.Aerospike.Hosts)
 		if err != nil {
 			return 0, "", fmt.Errorf("demo: users: aerospike.hosts: %w", err)
 		}
 		defer c.Close()
-		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
+		s := aerostore.NewUserStore(c, aerostore.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		n, err = putUsers(ctx, s, o)
 		return n, "aerospike " + cfg.Aerospike.Hosts, err

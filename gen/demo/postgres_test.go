@@ -11,7 +11,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/gen/demo"
 )
 
 // TestDemoCampaignsPostgres: -campaigns-postgres loads the demo's campaigns

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/internal/demoimg"
+	"github.com/rtbd/rtbd/bidder/demoimg"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest"

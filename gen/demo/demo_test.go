@@ -15,12 +15,12 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/rtb"
 )
 

@@ -10,10 +10,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/redisstore"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
 

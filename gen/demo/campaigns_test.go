@@ -13,7 +13,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/gen/demo"
 )
 
 // wed is a Wednesday, 03:00 UTC.

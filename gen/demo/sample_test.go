@@ -5,13 +5,13 @@ import (
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/rtb"
 )
 
 // BenchmarkDecodeSample decodes the demo's sample request as the bidder
 // does (into a reused request and Exts). Compare builds with benchstat:
-// go test -run '^$' -bench DecodeSample -count 10 ./bidder/demo
+// go test -run '^$' -bench DecodeSample -count 10 ./gen/demo
 func BenchmarkDecodeSample(b *testing.B) {
 	body := demo.SampleRequest("")
 	var req openrtb2.BidRequest
