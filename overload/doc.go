@@ -2,7 +2,8 @@
 // more than it can do: the in-flight bound (InFlight), shedding by each
 // request's queueing delay against its own budget (Admission, fed by the
 // kernel's receive times of overload/arrival), connection limits
-// (LimitConns for a fasthttp server, AddrLimit per remote address),
+// (LimitConns for a fasthttp server, AddrLimit per remote address,
+// PublicListener for the bidder's public listener),
 // graceful closing of refused connections (Drain, DrainOnClose), and
 // per-source rate limits (Limiter, ClientAddr).
 //

@@ -7,8 +7,8 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/overload"
 )
 
 // publicServer is the browser-facing server of bidder.public_listen (see
@@ -33,7 +33,7 @@ func (s *Server) startPublic(cfg *configs.Config, reg Registry) (*publicServer, 
 	if err != nil {
 		return nil, fmt.Errorf("bidder: bidder.public_listen %s: %w", b.PublicListen, err)
 	}
-	p.ln, err = bidder.PublicListener(tcp, bidder.PublicOptions{MaxConnsPerAddr: b.PublicMaxConnsPerAddr,
+	p.ln, err = overload.PublicListener(tcp, overload.PublicOptions{MaxConnsPerAddr: b.PublicMaxConnsPerAddr,
 		FirstByteTimeout: b.PublicFirstByteTimeout, TrustedProxies: rateLimitsFromConfig(b.RateLimits).TrustedProxies,
 		Server: p.http, Registerer: reg})
 	if err != nil {

@@ -351,7 +351,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	}
 	bidLn := bidder.Listen(s.ln)
 	if allow := s.Bidder.SourceFilter(); allow != nil && s.public != nil {
-		if bidLn, err = bidder.SourceFilterListener(bidLn, allow, reg); err != nil {
+		if bidLn, err = sourceFilterListener(bidLn, allow, reg); err != nil {
 			s.ln.Close()
 			s.public.close()
 			return nil, fmt.Errorf("bidder: metrics: %w", err)
