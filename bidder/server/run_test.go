@@ -49,6 +49,9 @@ func testConfig(t *testing.T) *configs.Config {
 	cfg.Bidder.TokenKeys = []string{string(testKey)}
 	cfg.Bidder.AccessLogSample = 1
 	cfg.Bidder.ShutdownDelay = 0 // tests that measure the delay set it
+	// No shading exploration: a bid is its campaign's price, so a bill at
+	// a fixed price below it clears (an explored bid may be lower).
+	cfg.Shading.Explore = 0
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
