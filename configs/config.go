@@ -346,7 +346,7 @@ type Bidder struct {
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AdmissionLatency turns on admission control by queueing delay
-	// (bidder.Admission): a bid request may wait (arrival to handler) the
+	// (overload.Admission): a bid request may wait (arrival to handler) the
 	// larger of this and 1/16 of its tmax-derived budget; once the
 	// requests' average wait has stayed above what they may for
 	// AdmissionInterval, those that waited longer are shed before

@@ -10,7 +10,7 @@
 // keeps spending its CPU on bids nobody will take. With the arrival time
 // the bidder counts its deadline from the arrival, answers a request that
 // already waited past its budget with an immediate no-bid, and sheds by
-// the measured queueing delay (bidder.Admission).
+// the measured queueing delay (overload.Admission).
 //
 // How: Listen wraps a TCP listener. On Linux each accepted socket gets the
 // SO_TIMESTAMPNS option, and Conn.Read reads with recvmsg(2) through the
