@@ -189,6 +189,10 @@ func runAuctionFixture(t *testing.T, fx *auctionFixture) fixtureExpect {
 		o.TMaxMarginRatio = fx.Bidder.MarginRatio
 	}
 	f := newMoneyFixture(t, set, edits)
+	// The bidder's clock stands still at the wall clock's time (tokens
+	// verify against it in checkResponse): bills and the request checked
+	// fall in the same budget day and frequency window.
+	f.clock.Add(time.Since(f.clock.Now()))
 	if fx.Bidder.Shading == "trained" {
 		trainShader(t, f.b.Shader(), f.clock.Now())
 	}
@@ -279,6 +283,11 @@ func runAuctionFixture(t *testing.T, fx *auctionFixture) fixtureExpect {
 				got.Bids = append(got.Bids, gb)
 			}
 		}
+		if len(got.Bids) > 0 {
+			// Every bid valid field by field against its request (tokens,
+			// notice URLs, floor, size, markup, clicks followed).
+			checkResponse(t, f.fixture, body, r, fixtureUID(t, body))
+		}
 	}
 	if fx.Expect.Explain != nil {
 		got.Explain = explainOf(t, f, body)
@@ -330,6 +339,25 @@ func explainOf(t *testing.T, f *moneyFixture, body []byte) *fixtureExplain {
 		}
 	}
 	return out
+}
+
+// fixtureUID is the uid the bidder reads from the request: user.buyeruid,
+// else user.id.
+func fixtureUID(t *testing.T, body []byte) string {
+	t.Helper()
+	var req struct {
+		User struct {
+			BuyerUID string `json:"buyeruid"`
+			ID       string `json:"id"`
+		} `json:"user"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if req.User.BuyerUID != "" {
+		return req.User.BuyerUID
+	}
+	return req.User.ID
 }
 
 // parseCounterKey splits name{a="x",b="y"} into the name and label pairs.
@@ -427,12 +455,12 @@ func lineDiff(want, got string) string {
 		case i < len(a) && j < len(b) && a[i] == b[j]:
 			fmt.Fprintf(&out, "  %s\n", a[i])
 			i, j = i+1, j+1
-		case j < len(b) && (i == len(a) || lcs[i][j+1] >= lcs[i+1][j]):
-			fmt.Fprintf(&out, "+ %s\n", b[j])
-			j++
-		default:
+		case i < len(a) && (j == len(b) || lcs[i+1][j] >= lcs[i][j+1]):
 			fmt.Fprintf(&out, "- %s\n", a[i])
 			i++
+		default:
+			fmt.Fprintf(&out, "+ %s\n", b[j])
+			j++
 		}
 	}
 	return out.String()
