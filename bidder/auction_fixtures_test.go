@@ -37,14 +37,12 @@ const fixtureDir = "testdata/auction"
 type auctionFixture struct {
 	// Bidder are the options of the test bidder the case needs.
 	Bidder struct {
-		NBRBody      *bool   `yaml:"nbr_body"` // default true
-		GDPRVendorID uint16  `yaml:"gdpr_vendor_id"`
-		DSADomain    string  `yaml:"dsa_domain"`
-		Supply       bool    `yaml:"supply"`          // the supply store of package supply's fixture
-		Exchange     string  `yaml:"exchange_domain"` // the default exchange's advertising system domain
-		Shading      string  `yaml:"shading"`         // "trained": a Shader taught a landscape far below every value
-		TMaxMargin   string  `yaml:"tmax_margin"`     // a duration; "" the bidder's default
-		MarginRatio  float64 `yaml:"tmax_margin_ratio"`
+		NBRBody      *bool  `yaml:"nbr_body"` // default true
+		GDPRVendorID uint16 `yaml:"gdpr_vendor_id"`
+		DSADomain    string `yaml:"dsa_domain"`
+		Supply       bool   `yaml:"supply"`          // the supply store of package supply's fixture
+		Exchange     string `yaml:"exchange_domain"` // the default exchange's advertising system domain
+		Shading      string `yaml:"shading"`         // "trained": a Shader taught a landscape far below every value
 	} `yaml:"bidder"`
 	// Campaigns is a campaigns file (the YAML of campaigns.yaml); "" the
 	// tests' testdata/campaigns.yaml.
@@ -179,14 +177,6 @@ func runAuctionFixture(t *testing.T, fx *auctionFixture) fixtureExpect {
 		default:
 			t.Fatalf("bidder.shading %q: want trained or nothing", fx.Bidder.Shading)
 		}
-		if fx.Bidder.TMaxMargin != "" {
-			d, err := time.ParseDuration(fx.Bidder.TMaxMargin)
-			if err != nil {
-				t.Fatalf("bidder.tmax_margin: %v", err)
-			}
-			o.TMaxMargin = d
-		}
-		o.TMaxMarginRatio = fx.Bidder.MarginRatio
 	}
 	f := newMoneyFixture(t, set, edits)
 	// The bidder's clock stands still at the wall clock's time (tokens
