@@ -8,6 +8,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/privacy"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
@@ -67,8 +68,9 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		ex.note("no campaigns loaded")
 		return rtb.NoBidNoMatchingCampaign
 	}
-	if why := privacyCheck(req, &st.exts, b.opts.GDPRVendorID); why != privacyOK {
-		ex.setPrivacy(why)
+	sig := privacy.FromRequest(req, &st.exts)
+	if d := sig.Decide(b.opts.GDPRVendorID); !d.Allowed() {
+		ex.setPrivacy(d.String())
 		return rtb.NoBidPrivacy
 	}
 	ex.setPrivacy("ok")

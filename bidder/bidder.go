@@ -13,11 +13,12 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/overload"
+	"github.com/rtbd/rtbd/overload/arrival"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -72,7 +73,7 @@ type Bidder struct {
 	redirects  redirectHosts
 	matchStore MatchStore // Options.Users' match table; nil: none
 
-	inFlight *atomic.Int64 // also read by the rtbd_bidder_in_flight gauge
+	inFlight *overload.InFlight // also read by the rtbd_bidder_in_flight gauge
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
 
@@ -103,10 +104,10 @@ func New(opts Options) (*Bidder, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	inFlight := new(atomic.Int64)
+	inFlight := overload.NewInFlight(opts.MaxInFlight)
 	xs, _ := newExchangeSet(opts.Exchanges)
 	redirects, _ := newRedirectHosts(opts.UserID.SyncRedirectHosts)
-	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.Load()) }, xs.names())
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.N()) }, xs.names())
 	if err != nil {
 		return nil, err
 	}
@@ -153,7 +154,7 @@ func New(opts Options) (*Bidder, error) {
 		src:         src,
 	}
 	b.products = catalog.NewFetcher(opts.Products)
-	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
+	if err := overload.RegisterConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
@@ -220,14 +221,15 @@ func (b *Bidder) NewServer() *fasthttp.Server {
 		ExpectHandler:      b.expect,
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
-	b.limitConns(s)
+	overload.LimitConns(s, b.opts.MaxConns)
+	b.srv.Store(s)
 	return s
 }
 
 // Listen wraps a listener for the bid server so that each request's
-// arrival time is known (bidder/arrival; on Linux TCP) and a connection
+// arrival time is known (overload/arrival; on Linux TCP) and a connection
 // closed after a 413 is drained first (see NewServer).
-func Listen(ln net.Listener) net.Listener { return drainListener{arrival.Listen(ln)} }
+func Listen(ln net.Listener) net.Listener { return overload.Drain(arrival.Listen(ln)) }
 
 // ErrorHandler is the fasthttp.Server.ErrorHandler to pair with Handler
 // (NewServer sets it): fasthttp calls it for requests it cannot read. A
@@ -260,7 +262,7 @@ var (
 // /openrtb2/bid/{name} (exchange ex of b.exchanges).
 //
 // Its clock starts when the request arrived, if the connection knows
-// (bidder/arrival: the kernel's receive time), else at the handler's
+// (overload/arrival: the kernel's receive time), else at the handler's
 // start: the deadline, the total latency and the access log count the
 // time the request waited in the socket and for the CPU, as the SSP's
 // tmax does.
@@ -281,9 +283,9 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx, ex int) {
 		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
 		return
 	}
-	n := b.inFlight.Add(1)
-	defer b.inFlight.Add(-1)
-	if n > int64(b.opts.MaxInFlight) {
+	admitted := b.inFlight.Enter()
+	defer b.inFlight.Leave()
+	if !admitted {
 		m.shed.Inc()
 		b.shed(rc, start)
 		return

@@ -88,31 +88,6 @@ func TestNative(t *testing.T) {
 	}
 }
 
-// TestMultiImp: one bid per imp at most, each with its own size; an imp
-// no campaign serves gets none.
-func TestMultiImp(t *testing.T) {
-	f := newFixture(t, nil)
-	body := nativeBid(
-		map[string]any{"id": "a", "banner": map[string]any{"format": []any{map[string]any{"w": 970, "h": 250}, map[string]any{"w": 728, "h": 90}}}},
-		map[string]any{"id": "b", "banner": map[string]any{"w": 160, "h": 600}},
-		map[string]any{"id": "c", "banner": map[string]any{"w": 999, "h": 999}},
-		map[string]any{"id": "d", "video": map[string]any{"mimes": []string{"video/mp4"}}},
-	)
-	r := f.bid(body)
-	_, bids := checkResponse(t, f, body, r, userBulk)
-	got := map[string]string{}
-	for _, b := range bids {
-		got[b.bid.ImpID] = fmt.Sprintf("%dx%d", b.bid.W, b.bid.H)
-	}
-	if len(got) != 2 || got["a"] != "728x90" || got["b"] != "160x600" {
-		t.Errorf("bids by imp %v, want a:728x90 b:160x600", got)
-	}
-	// The two banners share one catalog lookup (same group and template).
-	if n := f.counter("rtbd_bidder_stage_seconds", "stage", "catalog"); n != 1 {
-		t.Errorf("%v catalog lookups, want 1 (cached per request)", n)
-	}
-}
-
 // TestEscapedCreative: the fixture's full product has a title with markup,
 // quotes and &; the banner shows it as text.
 func TestEscapedCreative(t *testing.T) {

@@ -19,6 +19,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/overload"
 	"github.com/rtbd/rtbd/records"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
@@ -88,7 +89,7 @@ type Options struct {
 	// sizes the catalog lacks; "" serves the product images as they are.
 	ImageResizeURL string
 	// DemoImages serves the demo catalog's images (package
-	// bidder/internal/demoimg) at demoimg.PathPrefix.
+	// bidder/demoimg) at demoimg.PathPrefix.
 	DemoImages bool
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
@@ -112,7 +113,7 @@ type Options struct {
 	// MaxDrainBytes is how much of a body over the server's backstop (see
 	// NewServer) is read and discarded after the 413, before the connection
 	// closes, so the client reads the 413 rather than a reset. Default
-	// DefaultMaxDrainBytes; negative: none, closed at once.
+	// overload.DefaultMaxDrainBytes; negative: none, closed at once.
 	MaxDrainBytes int
 	// DrainTimeout bounds that draining. Default 5s (rtbd: bidder.read_timeout).
 	DrainTimeout time.Duration
@@ -121,7 +122,7 @@ type Options struct {
 	MaxInFlight int
 	// Admission, when set, sheds bid requests before decoding them
 	// while a queue stands in front of the handler (see Admission).
-	Admission *Admission
+	Admission *overload.Admission
 	// Overload503 answers shed requests 503 instead of a no-bid (nbr 507).
 	Overload503 bool
 	// NBRBody answers no-bids 200 {"id":..,"nbr":N} instead of 204.
@@ -209,7 +210,7 @@ type Options struct {
 	// use the real clock.
 	Now func() time.Time
 	// MaxConns bounds the connections a server from NewServer holds (see
-	// NewServer). Default DefaultMaxConns.
+	// NewServer). Default overload.DefaultMaxConns.
 	MaxConns int
 	// RateLimits bound /event, /usersync and /match per source. The zero
 	// value limits nothing.
@@ -302,11 +303,11 @@ func (o *Options) ensureDefaults() error {
 		o.MaxBodyBytes = rtb.DefaultMaxBodyBytes
 	}
 	if o.MaxDrainBytes == 0 {
-		o.MaxDrainBytes = DefaultMaxDrainBytes
+		o.MaxDrainBytes = overload.DefaultMaxDrainBytes
 	}
 	def(&o.DrainTimeout, 5*time.Second)
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 1024
+		o.MaxInFlight = overload.DefaultMaxInFlight
 	}
 	if o.UserID.CookieName == "" {
 		o.UserID.CookieName = "rtbd_uid"
@@ -318,7 +319,7 @@ func (o *Options) ensureDefaults() error {
 		o.Logger = zap.NewNop()
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
+		o.MaxConns = overload.DefaultMaxConns
 	}
 	if o.Now == nil {
 		o.realClock = true
