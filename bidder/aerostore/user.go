@@ -225,7 +225,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool,
 
 // Put replaces uid's profile after p.Validate with the store's limits.
 func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error {
-	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: 100}); err != nil {
+	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: maxRecommended}); err != nil {
 		return err
 	}
 	t, err := s.timeout(ctx)
