@@ -34,7 +34,9 @@
 // a miss (segment strings are interned; Pebble allocates 16 bytes per disk
 // table read on a hit). RecordView (the tracking pixel) is a
 // read-modify-write under a striped mutex, so concurrent views of one user
-// are never lost.
+// are never lost. SetRecommended (an outside recommender's lists, `rtbd
+// users recommend`) replaces a profile's Recommended products under the
+// same lock, so it and a concurrent view are both kept.
 //
 // Expiry: with Options.TTL, every write stamps the value with its expiry
 // (a tag byte and the Unix time in nanoseconds before the profile bytes);
