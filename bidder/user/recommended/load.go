@@ -11,12 +11,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/aerostore"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
 )
 
-// Setter is the store Load writes to: user.Store, redisuser.Store and
+// Setter is the store Load writes to: pebblestore.Store, redisstore.Store and
 // aerostore.UserStore.
 type Setter interface {
 	SetRecommended(ctx context.Context, uid string, rec []user.GroupIDs) error
@@ -190,7 +190,7 @@ func Load(ctx context.Context, s Setter, r io.Reader, o Options) (Summary, error
 // isConflict reports whether err is a shared store's ErrConflict: the
 // profile kept changing under the write (one hot user, not the store).
 func isConflict(err error) bool {
-	return errors.Is(err, redisuser.ErrConflict) || errors.Is(err, aerostore.ErrConflict)
+	return errors.Is(err, redisstore.ErrConflict) || errors.Is(err, aerostore.ErrConflict)
 }
 
 // readLine returns the next line without its newline (nil at the end),

@@ -15,9 +15,11 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/aerostore"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
@@ -147,18 +149,18 @@ func Open(ctx context.Context, cfg *configs.Config, log *zap.Logger) (*Store, er
 			return nil, fmt.Errorf("%w: user.store redis needs redis.addr", ErrUsage)
 		}
 		c := redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, ContextTimeoutEnabled: true})
-		s := redisuser.New(c, redisuser.Options{Prefix: cfg.Redis.Prefix, TTL: u.TTL, MatchTTL: u.MatchTTL,
+		s := redisstore.New(c, redisstore.Options{Prefix: cfg.Redis.Prefix, TTL: u.TTL, MatchTTL: u.MatchTTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		return &Store{Setter: s, Limits: lim, Where: "redis " + cfg.Redis.Addr, close: c.Close}, nil
 	case configs.UserStoreAerospike:
 		if cfg.Aerospike.Hosts == "" {
 			return nil, fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrUsage)
 		}
-		c, err := aerostore.Connect(cfg.Aerospike.Hosts, nil)
+		c, err := aero.Connect(cfg.Aerospike.Hosts, nil)
 		if err != nil {
 			return nil, fmt.Errorf("recommended: aerospike.hosts: %w", err)
 		}
-		s := aerostore.NewUserStore(c, aerostore.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
+		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err = s.Check(cctx)
@@ -171,7 +173,7 @@ func Open(ctx context.Context, cfg *configs.Config, log *zap.Logger) (*Store, er
 			close: func() error { c.Close(); return nil }}, nil
 	default:
 		dir := filepath.Join(cfg.Bidder.DataDir, "users")
-		s, err := user.Open(dir, user.Options{Logger: log, TTL: u.TTL, MatchTTL: u.MatchTTL,
+		s, err := pebblestore.Open(dir, pebblestore.Options{Logger: log, TTL: u.TTL, MatchTTL: u.MatchTTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
 			return nil, fmt.Errorf("recommended: user store %s is held by another process (a running bidder on bidder.data_dir %s?): the embedded store is one process's; stop the bidder for the load, or keep profiles in Redis or Aerospike (user.store): %w",

@@ -16,12 +16,14 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
-	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/aerostore"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/bidder/user/recommended"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
+	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
 
 // input is a file of good lines, bad ones (each rejected with its number)
@@ -111,7 +113,7 @@ func wantRun(t *testing.T, out, errOut string, err error, where string) {
 func TestMainPebble(t *testing.T) {
 	data := t.TempDir()
 	dir := filepath.Join(data, "users")
-	s, err := user.Open(dir, user.Options{})
+	s, err := pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +141,7 @@ func TestMainPebble(t *testing.T) {
 	}
 	out, errOut, err := run(t, "-data", data)
 	wantRun(t, out, errOut, err, dir)
-	s, err = user.Open(dir, user.Options{})
+	s, err = pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +156,7 @@ func TestHoldStore(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestMainPebble")
 	}
-	s, err := user.Open(dir, user.Options{})
+	s, err := pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func TestMainRedis(t *testing.T) {
 	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
 	c := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { c.Close() })
-	s := redisuser.New(c, redisuser.Options{Prefix: "reco:"})
+	s := redisstore.New(c, redisstore.Options{Prefix: "reco:"})
 	seed(t, s)
 	cfg := filepath.Join(t.TempDir(), "rtbd.yaml")
 	if err := os.WriteFile(cfg, []byte("redis:\n  addr: "+r.Addr+"\n  prefix: \"reco:\"\nuser:\n  ttl: 2h\n"), 0o644); err != nil {
@@ -182,17 +184,17 @@ func TestMainRedis(t *testing.T) {
 }
 
 func TestMainAerospike(t *testing.T) {
-	srv, err := aerotest.Start(aerotest.Options{Namespace: "reco"})
+	srv, err := aerospiketest.Start(aerospiketest.Options{Namespace: "reco"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Close() })
-	c, err := aerostore.Connect(srv.Addr(), nil)
+	c, err := aero.Connect(srv.Addr(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s := aerostore.NewUserStore(c, aerostore.Options{Namespace: "reco"})
+	s := aerostore.NewUserStore(c, aero.Options{Namespace: "reco"})
 	seed(t, s)
 	cfg := filepath.Join(t.TempDir(), "rtbd.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("aerospike:\n  hosts: %s\n  namespace: reco\n", srv.Addr())), 0o644); err != nil {
@@ -209,7 +211,7 @@ func TestMainAerospike(t *testing.T) {
 func TestLoadStoreDown(t *testing.T) {
 	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
 	c := redis.NewClient(&redis.Options{Addr: r.Addr, MaxRetries: -1})
-	s := redisuser.New(c, redisuser.Options{})
+	s := redisstore.New(c, redisstore.Options{})
 	c.Close() // every call fails: client is closed
 	in := strings.Repeat(`{"uid": "u", "recommended": []}`+"\n", 1000)
 	sum, err := recommended.Load(context.Background(), s, strings.NewReader(in), recommended.Options{Workers: 3})
@@ -224,7 +226,7 @@ func TestLoadStoreDown(t *testing.T) {
 // TestLoadLongLine: a line over MaxLineBytes is rejected and the next one
 // is read.
 func TestLoadLongLine(t *testing.T) {
-	s, err := user.Open(t.TempDir(), user.Options{})
+	s, err := pebblestore.Open(t.TempDir(), pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
