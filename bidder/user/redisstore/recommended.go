@@ -58,7 +58,7 @@ func (s *Store) SetRecommended(ctx context.Context, uid string, rec []user.Group
 			continue // a view was recorded meanwhile: read again
 		}
 		if err != nil {
-			return fmt.Errorf("redisuser: set recommended: %w", err)
+			return fmt.Errorf("redisstore: set recommended: %w", err)
 		}
 		return nil
 	}
