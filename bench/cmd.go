@@ -69,6 +69,10 @@ func Usage(w io.Writer) {
                               offline evaluation of the similar-product lists: each user's
                               last view held out, hit rate and recall at -k against the most
                               popular products of the group, coverage; products from -data
+  rtbd bench recommend-lists -users DIR [flags]
+                              the catalog's recommendations for users' viewed products (an
+                              embedded user store), as the JSON Lines 'rtbd users recommend'
+                              reads; flags: -data -uid-prefix -first -last -quantity -out
   rtbd bench render [-out DIR] [-q] A.json
                               the text (stdout) and, with -out, the three files again
                               from a JSON report (e.g. after upgrading rtbd)
@@ -186,6 +190,8 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return ghzMain(ctx, args[1:], stdout, stderr)
 	case "recommend":
 		return recommendMain(ctx, args[1:], stdout, stderr)
+	case "recommend-lists":
+		return recommendListsMain(ctx, args[1:], stdout, stderr)
 	case "auction":
 		return auctionMain(args[1:], stdout, stderr)
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // Scenarios are the scenarios of `rtbd bench` (Main's first argument).
-var Scenarios = []string{"store", "bidder", "all", "soak", "scale", "ghz", "auction", "render", "compare", "recommend"}
+var Scenarios = []string{"store", "bidder", "all", "soak", "scale", "ghz", "auction", "render", "compare", "recommend", "recommend-lists"}
 
 var (
 	flagSetsMu sync.Mutex

@@ -13,9 +13,13 @@
 # (`rtbd gen -views`, $VIEW_USERS users), the demo's feed ingested again
 # with them (`rtbd ingest -views`: every product gets a similar list), and
 # the second half of the users made viewed-only by `rtbd users recommend`
-# (an empty list each). Population "reco" is demo-user-1 .. N/2 (Recommended
-# in the profile), "viewed" is demo-user-N/2+1 .. N (viewed only; the
-# same generator, so the same mix of groups and viewed counts).
+# (an empty list each), the first half given as Recommended what the
+# catalog recommends from their viewed products (`rtbd bench
+# recommend-lists`, loaded by `rtbd users recommend`). Population "reco" is
+# demo-user-1 .. N/2 (Recommended in the profile), "viewed" is
+# demo-user-N/2+1 .. N (viewed only); the same generator (the same mix of
+# groups and viewed counts) and creatives of the same size, so the two
+# differ only in where the recommended products come from.
 #
 # Per round (ROUNDS): one local bidder, reco then viewed (viewed first on
 # even rounds), each warmed by WARMUP of wrk then measured for DURATION
@@ -45,15 +49,17 @@ command -v wrk >/dev/null 2>&1 || { echo "recommend-cpu.sh: needs wrk (apt-get i
 mkdir -p "$WORK"
 if [ ! -e "$WORK/ready" ]; then
 	rm -rf "$DEMO" "$WORK/views"
-	"$BIN" gen -demo -hint=false -out "$DEMO" -users "$USERS" >/dev/null
+	"$BIN" gen -demo -hint=false -out "$DEMO" -users "$USERS" -products 20000 -groups 8 -seed 1 >/dev/null
 	"$BIN" gen -views "$WORK/views" -products 20000 -groups 8 -seed 1 -view-users "$VIEW_USERS" >/dev/null
-	"$BIN" ingest -data "$DEMO/catalog" -views "$WORK/views" -progress none "$DEMO/feed.csv.gz" | grep -E '^ *(similar lists|views) '
+	"$BIN" ingest -data "$DEMO/catalog" -views "$WORK/views" -progress none "$DEMO/feed.csv.gz" 2>"$WORK/ingest.log" | grep -E '^ *(similar lists|views) '
 	i=$((HALF + 1))
 	while [ $i -le "$USERS" ]; do
 		echo "{\"uid\": \"demo-user-$i\", \"recommended\": []}"
 		i=$((i + 1))
 	done >"$WORK/viewed-only.jsonl"
 	"$BIN" users recommend -config "$DEMO/rtbd.yaml" -in "$WORK/viewed-only.jsonl"
+	"$BIN" bench recommend-lists -data "$DEMO/catalog" -users "$DEMO/bidder/users" -first 1 -last "$HALF" -out "$WORK/reco.jsonl"
+	"$BIN" users recommend -config "$DEMO/rtbd.yaml" -in "$WORK/reco.jsonl"
 	touch "$WORK/ready"
 fi
 export REQUEST="$DEMO/sample-request.json"
