@@ -23,18 +23,19 @@
 #
 # Per round (ROUNDS): one local bidder, reco then viewed (viewed first on
 # even rounds), each warmed by WARMUP of wrk then measured for DURATION
-# (wrk -t1 -c$CONNS, bench/wrk/users.lua with FIRST/USERS picking the
+# (wrk -t1 -c$CONNS, default 16, bench/wrk/users.lua with FIRST/USERS picking the
 # population); then a catalog node and a bidder on it, the same two runs.
 # Per run: requests/s, wrk's p50 and p99, server CPU per request
 # (utime+stime from /proc/PID/stat: the bidder, plus the node when remote),
-# the bids and no-bids of the run; per round the viewed/reco ratios.
+# the bids and no-bids of the run and CPU per bid; per round the
+# viewed/reco ratios.
 set -eu
 BIN=${1:-bin/rtbd}
 WORK=${WORK:-/tmp/rtbd-reco-cpu}
 ROUNDS=${ROUNDS:-3}
 DURATION=${DURATION:-8s}
 WARMUP=${WARMUP:-4s}
-CONNS=${CONNS:-32}
+CONNS=${CONNS:-16}
 USERS=${USERS:-1000}
 VIEW_USERS=${VIEW_USERS:-40000}
 HTTP=${HTTP:-127.0.0.1:18280}
@@ -98,8 +99,9 @@ measure() { # topology population pids...: one wrk run, one line
 		/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2}
 		/Non-2xx/ {bad=$NF}
 		END {split(k0, a, " "); split(k1, b, " ");
-			printf "%-14s req/s %8.0f  p50 %7s  p99 %7s  cpu/req %7.1f us  non-2xx %d  bids %d no-bids %d\n",
-			name, rps, p50, p99, (c1-c0)/tick*1e6/reqs, bad, b[1]-a[1], b[2]-a[2]}'
+			bids = b[1]-a[1]; cpu = (c1-c0)/tick*1e6
+			printf "%-14s req/s %8.0f  p50 %7s  p99 %7s  cpu/req %7.1f us  non-2xx %d  bids %d no-bids %d  cpu/bid %7.1f us\n",
+			name, rps, p50, p99, cpu/reqs, bad, bids, b[2]-a[2], (bids > 0 ? cpu/bids : 0)}'
 }
 pair() { # topology round pids...: both populations, alternated by round
 	top=$1; r=$2; shift 2
@@ -109,8 +111,8 @@ pair() { # topology round pids...: both populations, alternated by round
 	echo "  $y"
 	printf '%s\n%s\n' "$x" "$y" | awk -v top="$top" '
 		function ms(s) { if (s ~ /us$/) return s/1000; if (s ~ /ms$/) return s+0; if (s ~ /s$/) return s*1000; return s }
-		{cpu[NR]=$10; p99[NR]=ms($8)}
-		END {printf "  %s viewed/reco: cpu/req %.3f, p99 %.3f (%.2f ms vs %.2f ms)\n", top, cpu[2]/cpu[1], p99[2]/p99[1], p99[2], p99[1]}'
+		{cpu[NR]=$10; bid[NR]=$(NF-1); p99[NR]=ms($8)}
+		END {printf "  %s viewed/reco: cpu/req %.3f, cpu/bid %.3f, p99 %.3f (%.2f ms vs %.2f ms)\n", top, cpu[2]/cpu[1], bid[2]/bid[1], p99[2]/p99[1], p99[2], p99[1]}'
 }
 for r in $(seq "$ROUNDS"); do
 	echo "round $r"
