@@ -58,9 +58,12 @@ func Usage(w io.Writer) {
                               first-price exchange (lognormal competing bids per segment,
                               floors, a +30% shift), surplus against the oracle's with and
                               without m, cost per win against bidding the value; then a
-                              compressed day of adaptive against throttled pacing; flags:
+                              compressed day of adaptive against throttled pacing; with
+                              -bidders N the shading runs again by N bidders sharing one
+                              redis-server, one restarted mid-run; flags:
                               -seed -value -learn -measure -after -shift -half-life
-                              -pacing-days -pacing-auctions -pacing-budget
+                              -pacing-days -pacing-auctions -pacing-budget -bidders -sync
+                              -restart-at -redis-server
   rtbd bench all [flags]      the standard comparison (make bench): store level, then
                               bidder level, in one report; flags: -duration -warmup -weights
                               -store-rate -bidder-rate -nodes -products -groups -out -work

@@ -30,6 +30,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
+	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
@@ -161,6 +162,7 @@ type Server struct {
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
+	shadeStore  shading.Store      // the spend store's bid shading counts, nil when it has none
 	spendW      *spend.Writer
 	lease       *spend.Lease     // the instance lease in a shared spend store, nil otherwise
 	journal     *journal.Journal // accepted notices until the store has them
@@ -314,7 +316,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.Bidder, err = New(opts); err != nil {
 		return nil, err
 	}
-	s.startShading(cfg.Shading.RefreshInterval)
+	s.startShading(cfg.Shading)
 	if s.fx != nil {
 		s.fx.start(s.Bidder)
 	}
@@ -419,6 +421,9 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 			return dataDirError(cfg.Bidder.DataDir, " (spend)", err)
 		}
 		s.spendDB, store = db, db
+	}
+	if st, ok := store.(shading.Store); ok {
+		s.shadeStore = st
 	}
 	instance, err := instanceID(cfg, log)
 	if err != nil {

@@ -1,6 +1,7 @@
 package bidder
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/shading"
@@ -68,6 +70,7 @@ type shadingMetrics struct {
 	bids     [shading.NumHow]prometheus.Counter
 	minToWin [shading.NumBadMinToWin]prometheus.Counter
 	observed [2]prometheus.Counter // loss, win
+	fleet    [2][2]prometheus.Counter // load, sync x error, ok
 }
 
 func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingMetrics, error) {
@@ -80,6 +83,9 @@ func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingM
 	obs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_observations_total",
 		Help: "Wins and losses bid shading learned from (once per bid and bidder)."},
 		[]string{"outcome"})
+	fleet := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_fleet_total",
+		Help: "Reads and writes of the fleet's shading counts in the spend store: op load (at start) or sync (flush and read, every shading.fleet_interval), result ok or error."},
+		[]string{"op", "result"})
 	segs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_shading_segments",
 		Help: "Bid shading segments held (all levels)."}, func() float64 { return float64(sh.Len()) })
 	m := &shadingMetrics{}
@@ -90,8 +96,11 @@ func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingM
 		m.minToWin[r] = mtw.WithLabelValues(r.String())
 	}
 	m.observed[0], m.observed[1] = obs.WithLabelValues("loss"), obs.WithLabelValues("win")
+	for i, op := range []string{"load", "sync"} {
+		m.fleet[i][0], m.fleet[i][1] = fleet.WithLabelValues(op, "error"), fleet.WithLabelValues(op, "ok")
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{bids, mtw, obs, segs} {
+		for _, c := range []prometheus.Collector{bids, mtw, obs, fleet, segs} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -271,31 +280,94 @@ func shadingFromConfig(c configs.Shading) *shading.Options {
 	if explore == 0 {
 		explore = -1 // off (the zero value of shading.Options is its default)
 	}
-	return &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
+	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
+	if c.FleetInterval > 0 {
+		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon}
+	}
+	return o
 }
 
-// startShading runs the Shader's Refresh every interval until stopShading.
-func (s *Server) startShading(interval time.Duration) {
+// fleetLoadTimeout bounds a starting bidder's first read of the fleet's
+// shading counts: a slow store delays serving by at most this much (the
+// coarse segments, read first, are in by then).
+const fleetLoadTimeout = 5 * time.Second
+
+// startShading runs the Shader's Refresh every shading.refresh_interval
+// and, with a spend store that keeps shading counts and
+// shading.fleet_interval > 0, Sync every fleet_interval, until
+// stopShading. Before that it loads the fleet's counts (Shader.Load,
+// coarse segments first, within fleetLoadTimeout), so a restarted bidder
+// shades from its first bid.
+func (s *Server) startShading(c configs.Shading) {
 	sh := s.Bidder.Shader()
-	if sh == nil || interval <= 0 {
+	if sh == nil || c.RefreshInterval <= 0 {
 		return
+	}
+	st := s.shadeStore
+	if c.FleetInterval <= 0 {
+		st = nil
+	}
+	sm := s.Bidder.sm
+	if st != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), fleetLoadTimeout)
+		stats, err := sh.Load(ctx, st, time.Now())
+		cancel()
+		sm.fleet[fleetLoad][boolIndex(err == nil)].Inc()
+		if err != nil {
+			s.log.Warn("bid shading: the fleet's counts not (all) loaded; the rest is read in the background", zap.Int("segments", stats.Segments), zap.Error(err))
+		} else {
+			s.log.Info("bid shading: the fleet's counts loaded", zap.Int("segments", stats.Segments), zap.Int("entries", stats.Read))
+		}
 	}
 	stop := make(chan struct{})
 	s.shadingStop = stop
 	s.shadingWG.Add(1)
 	go func() {
 		defer s.shadingWG.Done()
-		t := time.NewTicker(interval)
+		t := time.NewTicker(c.RefreshInterval)
 		defer t.Stop()
+		var syncC <-chan time.Time
+		if st != nil {
+			ts := time.NewTicker(c.FleetInterval)
+			defer ts.Stop()
+			syncC = ts.C
+		}
 		for {
 			select {
 			case <-stop:
+				if st != nil { // flush what settled since the last sync
+					ctx, cancel := context.WithTimeout(context.Background(), fleetLoadTimeout)
+					_, err := sh.Sync(ctx, st, time.Now())
+					cancel()
+					sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
+				}
 				return
 			case now := <-t.C:
 				sh.Refresh(now)
+			case now := <-syncC:
+				ctx, cancel := context.WithTimeout(context.Background(), c.FleetInterval)
+				_, err := sh.Sync(ctx, st, now)
+				cancel()
+				sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
+				if err != nil {
+					s.log.Warn("bid shading: sync with the fleet's counts", zap.Error(err))
+				}
 			}
 		}
 	}()
+}
+
+// Operations of rtbd_shading_fleet_total.
+const (
+	fleetLoad = iota
+	fleetSync
+)
+
+func boolIndex(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
 }
 
 func (s *Server) stopShading() {
