@@ -69,7 +69,7 @@ import (
 type shadingMetrics struct {
 	bids     [shading.NumHow]prometheus.Counter
 	minToWin [shading.NumBadMinToWin]prometheus.Counter
-	observed [2]prometheus.Counter // loss, win
+	observed [2]prometheus.Counter    // loss, win
 	fleet    [2][2]prometheus.Counter // load, sync x error, ok
 }
 
