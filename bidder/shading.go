@@ -288,16 +288,20 @@ func shadingFromConfig(c configs.Shading) *shading.Options {
 }
 
 // fleetLoadTimeout bounds a starting bidder's first read of the fleet's
-// shading counts: a slow store delays serving by at most this much (the
-// coarse segments, read first, are in by then).
+// shading counts (and spend.flush_timeout does): a slow store delays
+// serving by at most this much (the coarse segments, read first, are in
+// by then).
 const fleetLoadTimeout = 5 * time.Second
 
 // startShading runs the Shader's Refresh every shading.refresh_interval
 // and, with a spend store that keeps shading counts and
 // shading.fleet_interval > 0, Sync every fleet_interval, until
-// stopShading. Before that it loads the fleet's counts (Shader.Load,
-// coarse segments first, within fleetLoadTimeout), so a restarted bidder
-// shades from its first bid.
+// stopShading. Before serving it loads the fleet's counts (Shader.Load,
+// coarse segments first, within fleetLoadTimeout and spend.flush_timeout),
+// so a restarted bidder shades from its first bid; when the spend store
+// did not answer the startup read of the budgets, or the load fails, the
+// load is retried in the background every fleet_interval instead (the
+// start is not delayed twice by a store that is down).
 func (s *Server) startShading(c configs.Shading) {
 	sh := s.Bidder.Shader()
 	if sh == nil || c.RefreshInterval <= 0 {
@@ -308,16 +312,21 @@ func (s *Server) startShading(c configs.Shading) {
 		st = nil
 	}
 	sm := s.Bidder.sm
-	if st != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), fleetLoadTimeout)
+	load := func(timeout time.Duration) bool {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		stats, err := sh.Load(ctx, st, time.Now())
 		cancel()
 		sm.fleet[fleetLoad][boolIndex(err == nil)].Inc()
 		if err != nil {
-			s.log.Warn("bid shading: the fleet's counts not (all) loaded; the rest is read in the background", zap.Int("segments", stats.Segments), zap.Error(err))
-		} else {
-			s.log.Info("bid shading: the fleet's counts loaded", zap.Int("segments", stats.Segments), zap.Int("entries", stats.Read))
+			s.log.Warn("bid shading: the fleet's counts not (all) loaded; retrying in the background", zap.Int("segments", stats.Segments), zap.Error(err))
+			return false
 		}
+		s.log.Info("bid shading: the fleet's counts loaded", zap.Int("segments", stats.Segments), zap.Int("entries", stats.Read))
+		return true
+	}
+	loaded := true
+	if st != nil {
+		loaded = s.gateErr == nil && load(min(fleetLoadTimeout, s.spendW.Options().FlushTimeout))
 	}
 	stop := make(chan struct{})
 	s.shadingStop = stop
@@ -336,7 +345,7 @@ func (s *Server) startShading(c configs.Shading) {
 			select {
 			case <-stop:
 				if st != nil { // flush what settled since the last sync
-					ctx, cancel := context.WithTimeout(context.Background(), fleetLoadTimeout)
+					ctx, cancel := context.WithTimeout(context.Background(), min(fleetLoadTimeout, s.spendW.Options().FlushTimeout))
 					_, err := sh.Sync(ctx, st, time.Now())
 					cancel()
 					sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
@@ -345,6 +354,9 @@ func (s *Server) startShading(c configs.Shading) {
 			case now := <-t.C:
 				sh.Refresh(now)
 			case now := <-syncC:
+				if !loaded {
+					loaded = load(c.FleetInterval)
+				}
 				ctx, cancel := context.WithTimeout(context.Background(), c.FleetInterval)
 				_, err := sh.Sync(ctx, st, now)
 				cancel()
