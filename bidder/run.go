@@ -180,7 +180,7 @@ type Server struct {
 
 	// The startup spend gate (spendgate.go).
 	gateStart time.Time
-	gateErr   error // the startup read's error: the spend store did not answer
+	gateErr   error       // the startup read's error: the spend store did not answer
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
