@@ -62,7 +62,7 @@ func (c *SlotCounts) Empty() bool {
 // Options.MaxSegments) times the slots of FleetOptions.Horizon. The spend
 // stores implement it (pebblestore for one bidder's own counts across
 // restarts, redisstore and aerostore for a fleet); they all pass the shared
-// suite (bidder/internal/spendtest.RunShadingSuite). Implementations are safe
+// suite (bidder/spend/spendtest.RunShadingSuite). Implementations are safe
 // for concurrent use.
 type Store interface {
 	// AddShading adds each entry's counts (entry.Slot is slot) to its

@@ -5,14 +5,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
-	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/internal/clocktest"
 )
 
 func TestShadingSuite(t *testing.T) {
-	clk := testclock.New(time.Now())
+	clk := clocktest.New(time.Now())
 	spendtest.RunShadingSuite(t, func(t *testing.T) shading.Store {
 		s, err := pebblestore.Open(filepath.Join(t.TempDir(), "spend"), pebblestore.Options{Now: clk.Now, NoSync: true})
 		if err != nil {

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 func TestShadingSuite(t *testing.T) {
