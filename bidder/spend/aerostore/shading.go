@@ -17,14 +17,15 @@ import (
 // Bid shading's counts (shading.Store), shared by the fleet, in the spend
 // set:
 //
-//	h|SLOT|SEG   bins KIND BUCKET (shading.KindName and the price bucket,
+//	|h|SLOT|SEG  bins KIND BUCKET (shading.KindName and the price bucket,
 //	             e.g. "w17"), integers: the fleet's counts of segment SEG
 //	             (hex) in the slot starting at SLOT (unix s)
-//	hx|SLOT      bin s, a blob: the ids (4 bytes BE each) of the segments
+//	|hx|SLOT     bin s, a blob: the ids (4 bytes BE each) of the segments
 //	             with counts in SLOT, appended once per bidder and slot (a
 //	             retried add may append one twice: readers dedupe)
 //
-// An add is one BatchOperate: per segment, ADD of its non-zero counts;
+// The leading '|' keeps them apart from the campaigns' records (a campaign
+// id has no '|'). An add is one BatchOperate: per segment, ADD of its non-zero counts;
 // APPEND of the new segments to the slot's index; every record with the
 // TTL left until the add's expiry (a write with a TTL, so the namespace
 // needs nsup-period, as for the day records: ErrTTLRefused). A read is one
@@ -41,10 +42,10 @@ import (
 const shadeIndexBin = "s"
 
 func shadeRecKey(slot int64, seg shading.SegmentID) string {
-	return "h|" + strconv.FormatInt(slot, 10) + "|" + strconv.FormatUint(uint64(seg), 16)
+	return "|h|" + strconv.FormatInt(slot, 10) + "|" + strconv.FormatUint(uint64(seg), 16)
 }
 
-func shadeIndexKey(slot int64) string { return "hx|" + strconv.FormatInt(slot, 10) }
+func shadeIndexKey(slot int64) string { return "|hx|" + strconv.FormatInt(slot, 10) }
 
 // AddShading implements shading.Store.
 func (s *SpendStore) AddShading(ctx context.Context, slot int64, counts []shading.SlotCounts, index []shading.SegmentID, expires time.Time) error {
