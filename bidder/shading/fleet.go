@@ -139,9 +139,10 @@ var ErrNoFleet = errors.New("shading: no fleet options")
 
 // SyncStats say what one Sync or Load did.
 type SyncStats struct {
-	// Flushed: entries (segment counts) added to the store; Read: entries
+	// Flushed: entries (segment counts) added to the store, Fields their
+	// non-zero counts (a store's field or bin increments); Read: entries
 	// read; Segments: segments read (Load: loaded).
-	Flushed, Read, Segments int
+	Flushed, Fields, Read, Segments int
 }
 
 func (s *Shader) slotOf(unixSec int64) int64 {
@@ -205,6 +206,15 @@ func (s *Shader) Sync(ctx context.Context, st Store, now time.Time) (SyncStats, 
 			}
 		} else {
 			stats.Flushed = len(adds)
+			for i := range adds {
+				for k := range NumKinds {
+					for _, v := range adds[i].N[k] {
+						if v != 0 {
+							stats.Fields++
+						}
+					}
+				}
+			}
 			for _, g := range from {
 				g.mu.Lock()
 				g.fl.indexed = cur

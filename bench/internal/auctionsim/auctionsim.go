@@ -128,6 +128,10 @@ type Result struct {
 	Restart Restart
 	// Err is the first error of the fleet's store (Sync, Load), if any.
 	Err error
+	// Notices are the notices told to the bidders (wins, and losses when
+	// the exchange sends them); Syncs, Flushed and Fields what the fleet's
+	// Syncs wrote: entries (segment x slot) and their non-zero counts.
+	Notices, Syncs, Flushed, Fields int
 }
 
 // Restart is the first second of a restarted bidder: its bids by how
@@ -235,9 +239,13 @@ func Run(cfg Config) *Result {
 		if fleet {
 			for k, sh := range shaders {
 				if now.Sub(lastSync[k]) >= cfg.SyncEvery {
-					if _, err := sh.Sync(ctx, cfg.Store, now); err != nil {
+					st, err := sh.Sync(ctx, cfg.Store, now)
+					if err != nil {
 						errs = append(errs, err)
 					}
+					res.Syncs++
+					res.Flushed += st.Flushed
+					res.Fields += st.Fields
 					sh.Refresh(now)
 					lastSync[k] = now
 				}
@@ -283,6 +291,7 @@ func Run(cfg Config) *Result {
 		won := price >= tie
 		m := micros(tie)
 		if won || cfg.LossNotices {
+			res.Notices++
 			shaders[pick()].Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
 		}
 		switch {
@@ -362,5 +371,9 @@ func (r *Result) Print(w io.Writer) {
 			}
 		}
 		fmt.Fprintf(w, "; mean price %.3f of the value\n", rs.MeanShade)
+	}
+	if c.Bidders > 1 && c.Store != nil {
+		fmt.Fprintf(w, "store writes: %d syncs flushed %d segment-slot entries, %d count increments, for %d notices (%.2f per notice)\n",
+			r.Syncs, r.Flushed, r.Fields, r.Notices, float64(r.Fields)/float64(max(r.Notices, 1)))
 	}
 }
