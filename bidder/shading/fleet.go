@@ -347,8 +347,8 @@ func (s *Shader) applyFleet(g *segment, rs []SlotCounts, from, cur, t int64) {
 
 // Load is a starting bidder's first read of the fleet's counts: the
 // segments in the store's indexes over the horizon, coarsest level first
-// (the exchanges, then publishers, then formats; at most
-// Options.MaxSegments, so the finest are the ones left out), each level's
+// (the exchanges, then publishers, then formats; as many as the segment
+// table holds without evicting any, so the finest are the ones left out), each level's
 // estimates published as soon as it is read, so a restarted bidder shades
 // from its coarse segments while the finer ones load. Call it before
 // serving, with a deadline; then Sync periodically. Returns the segments
@@ -387,7 +387,11 @@ func (s *Shader) Load(ctx context.Context, st Store, now time.Time) (SyncStats, 
 		}
 		level := make([]*segment, 0, hi-lo)
 		for _, id := range ids[lo:hi] {
-			level = append(level, s.segment(id, t))
+			// A full shard keeps what it holds (coarser segments, or
+			// segments this bidder has bid on since it started).
+			if g := s.segmentEvict(id, t, false); g != nil {
+				level = append(level, g)
+			}
 		}
 		n, err := s.readFleet(ctx, st, level, t, cur)
 		stats.Read += n

@@ -120,3 +120,50 @@ func TestLoadDecaysBySlotAge(t *testing.T) {
 		t.Errorf("loaded %+v, want %.0f bids (100 now, 100 one half-life ago at half weight)", v, want)
 	}
 }
+
+// TestLoadBounded: a fleet with more segments than a bidder holds loads
+// the coarse ones first and drops the finest, within Options.MaxSegments.
+func TestLoadBounded(t *testing.T) {
+	st := pebbleStore(t)
+	now := time.Now().Truncate(time.Minute)
+	slot := now.Unix()
+	var adds []shading.SlotCounts
+	var index []shading.SegmentID
+	seen := map[shading.SegmentID]bool{}
+	for p := range 4 {
+		for w := range 40 {
+			fine := shading.Segment(1, "pub"+string(rune('a'+p)), shading.FormatBanner, int64(100+w), 250)
+			for _, id := range []shading.SegmentID{fine, fine.At(shading.LevelPublisher), fine.At(shading.LevelExchange)} {
+				if !seen[id] {
+					seen[id] = true
+					c := shading.SlotCounts{Segment: id, Slot: slot}
+					c.N[shading.KindMins][20] = 200
+					adds, index = append(adds, c), append(index, id)
+				}
+			}
+		}
+	}
+	if err := st.AddShading(context.Background(), slot, adds, index, now.Add(time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	const maxSegs = 64
+	s := shading.New(shading.Options{MaxSegments: maxSegs, Explore: -1, Fleet: &shading.FleetOptions{Slot: time.Minute}})
+	stats, err := s.Load(context.Background(), st, now.Add(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Len() > maxSegs || stats.Segments != s.Len() || s.Len() < 5 {
+		t.Fatalf("loaded %d segments, holding %d; want between the 5 coarse ones and %d", stats.Segments, s.Len(), maxSegs)
+	}
+	levels := map[string]int{}
+	for _, v := range s.Snapshot(nil) {
+		levels[v.Level]++
+	}
+	if levels["exchange"] != 1 || levels["publisher"] != 4 {
+		t.Errorf("levels held %v, want the exchange and its 4 publishers, whatever fine ones fit", levels)
+	}
+	d := s.Price(shading.Segment(1, "pubz", shading.FormatBanner, 1, 1), shading.FirstPrice, true, 4_000_000, 0)
+	if d.How != shading.HowShaded || d.Level != shading.LevelExchange {
+		t.Errorf("a new publisher after Load: %+v, want shaded by the exchange's estimate", d)
+	}
+}

@@ -250,6 +250,12 @@ func (s *Shader) lookup(id SegmentID) *segment {
 // segment returns id's segment, creating it (and evicting the least
 // recently seen of its shard when full); allocates only then.
 func (s *Shader) segment(id SegmentID, now int64) *segment {
+	return s.segmentEvict(id, now, true)
+}
+
+// segmentEvict is segment; without evict it returns nil instead of
+// evicting a segment when id's shard is full.
+func (s *Shader) segmentEvict(id SegmentID, now int64, evict bool) *segment {
 	if g := s.lookup(id); g != nil {
 		return g
 	}
@@ -258,6 +264,9 @@ func (s *Shader) segment(id SegmentID, now int64) *segment {
 	defer sh.mu.Unlock()
 	if g := sh.segs[id]; g != nil {
 		return g
+	}
+	if len(sh.segs) >= s.perCap && !evict {
+		return nil
 	}
 	if len(sh.segs) >= s.perCap {
 		var old *segment
