@@ -301,7 +301,8 @@ const fleetLoadTimeout = 5 * time.Second
 // so a restarted bidder shades from its first bid; when the spend store
 // did not answer the startup read of the budgets, or the load fails, the
 // load is retried in the background every fleet_interval instead (the
-// start is not delayed twice by a store that is down).
+// start is not delayed twice by a store that is down). At stop, what
+// settled since the last Sync is flushed, unless the store failed it.
 func (s *Server) startShading(c configs.Shading) {
 	sh := s.Bidder.Shader()
 	if sh == nil || c.RefreshInterval <= 0 {
@@ -335,6 +336,7 @@ func (s *Server) startShading(c configs.Shading) {
 		defer s.shadingWG.Done()
 		t := time.NewTicker(c.RefreshInterval)
 		defer t.Stop()
+		syncOK := loaded // the store answered last time
 		var syncC <-chan time.Time
 		if st != nil {
 			ts := time.NewTicker(c.FleetInterval)
@@ -344,7 +346,7 @@ func (s *Server) startShading(c configs.Shading) {
 		for {
 			select {
 			case <-stop:
-				if st != nil { // flush what settled since the last sync
+				if st != nil && syncOK { // flush what settled since the last sync (not into a store that is down)
 					ctx, cancel := context.WithTimeout(context.Background(), min(fleetLoadTimeout, s.spendW.Options().FlushTimeout))
 					_, err := sh.Sync(ctx, st, time.Now())
 					cancel()
@@ -360,6 +362,7 @@ func (s *Server) startShading(c configs.Shading) {
 				ctx, cancel := context.WithTimeout(context.Background(), c.FleetInterval)
 				_, err := sh.Sync(ctx, st, now)
 				cancel()
+				syncOK = err == nil
 				sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
 				if err != nil {
 					s.log.Warn("bid shading: sync with the fleet's counts", zap.Error(err))
