@@ -64,6 +64,15 @@ import (
 // An m that is absent, the unfilled macro, not a price, negative, above the
 // price on a win, at or below it on a loss, or absurd is not used and is
 // counted in rtbd_shading_min_to_win_total by that result.
+//
+// # A fleet learns as one
+//
+// The spend store keeps the counts too (shading.Store: Pebble a single
+// bidder's own across restarts, Redis and Aerospike the fleet's): a
+// background loop Syncs every shading.fleet_interval (flush what settled
+// here, read the fleet's counts of the segments held), and Start loads
+// the fleet's counts, coarse segments first, before serving. The bid path
+// never waits for the store.
 
 // shadingMetrics are the rtbd_shading_* metrics.
 type shadingMetrics struct {
