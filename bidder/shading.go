@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"strconv"
@@ -9,12 +8,10 @@ import (
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/prometheus/client_golang/prometheus"
-	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -283,123 +280,27 @@ func (b *Bidder) ShadingHandler() http.Handler {
 	})
 }
 
-// shadingFromConfig maps the shading section to Options.Shading.
-func shadingFromConfig(c configs.Shading) *shading.Options {
-	explore := c.Explore
-	if explore == 0 {
-		explore = -1 // off (the zero value of shading.Options is its default)
-	}
-	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
-	if c.FleetInterval > 0 {
-		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon}
-	}
-	return o
-}
-
-// fleetLoadTimeout bounds a starting bidder's first read of the fleet's
-// shading counts (and spend.flush_timeout does): a slow store delays
-// serving by at most this much (the coarse segments, read first, are in
-// by then).
-const fleetLoadTimeout = 5 * time.Second
-
-// startShading runs the Shader's Refresh every shading.refresh_interval
-// and, with a spend store that keeps shading counts and
-// shading.fleet_interval > 0, Sync every fleet_interval, until
-// stopShading. Before serving it loads the fleet's counts (Shader.Load,
-// coarse segments first, within fleetLoadTimeout and spend.flush_timeout),
-// so a restarted bidder shades from its first bid; when the spend store
-// did not answer the startup read of the budgets, or the load fails, the
-// load is retried in the background every fleet_interval instead (the
-// start is not delayed twice by a store that is down). At stop, what
-// settled since the last Sync is flushed, unless the store failed it.
-func (s *Server) startShading(c configs.Shading) {
-	sh := s.Bidder.Shader()
-	if sh == nil || c.RefreshInterval <= 0 {
-		return
-	}
-	st := s.shadeStore
-	if c.FleetInterval <= 0 {
-		st = nil
-	}
-	sm := s.Bidder.sm
-	load := func(timeout time.Duration) bool {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		stats, err := sh.Load(ctx, st, time.Now())
-		cancel()
-		sm.fleet[fleetLoad][boolIndex(err == nil)].Inc()
-		if err != nil {
-			s.log.Warn("bid shading: the fleet's counts not (all) loaded; retrying in the background", zap.Int("segments", stats.Segments), zap.Error(err))
-			return false
-		}
-		s.log.Info("bid shading: the fleet's counts loaded", zap.Int("segments", stats.Segments), zap.Int("entries", stats.Read))
-		return true
-	}
-	loaded := true
-	if st != nil {
-		loaded = s.gateErr == nil && load(min(fleetLoadTimeout, s.spendW.Options().FlushTimeout))
-	}
-	stop := make(chan struct{})
-	s.shadingStop = stop
-	s.shadingWG.Add(1)
-	go func() {
-		defer s.shadingWG.Done()
-		t := time.NewTicker(c.RefreshInterval)
-		defer t.Stop()
-		syncOK := loaded // the store answered last time
-		var syncC <-chan time.Time
-		if st != nil {
-			ts := time.NewTicker(c.FleetInterval)
-			defer ts.Stop()
-			syncC = ts.C
-		}
-		for {
-			select {
-			case <-stop:
-				if st != nil && syncOK { // flush what settled since the last sync (not into a store that is down)
-					ctx, cancel := context.WithTimeout(context.Background(), min(fleetLoadTimeout, s.spendW.Options().FlushTimeout))
-					_, err := sh.Sync(ctx, st, time.Now())
-					cancel()
-					sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
-				}
-				return
-			case now := <-t.C:
-				sh.Refresh(now)
-			case now := <-syncC:
-				if !loaded {
-					loaded = load(c.FleetInterval)
-				}
-				ctx, cancel := context.WithTimeout(context.Background(), c.FleetInterval)
-				_, err := sh.Sync(ctx, st, now)
-				cancel()
-				syncOK = err == nil
-				sm.fleet[fleetSync][boolIndex(err == nil)].Inc()
-				if err != nil {
-					s.log.Warn("bid shading: sync with the fleet's counts", zap.Error(err))
-				}
-			}
-		}
-	}()
-}
-
 // Operations of rtbd_shading_fleet_total.
 const (
 	fleetLoad = iota
 	fleetSync
 )
 
-func boolIndex(ok bool) int {
+// CountShadingFleet counts one read or write of the fleet's shading counts
+// in rtbd_shading_fleet_total: a load (at start) or a sync, ok or not.
+// Nil-safe without shading.
+func (b *Bidder) CountShadingFleet(load, ok bool) {
+	if b.shader == nil || b.sm == nil {
+		return
+	}
+	op, r := fleetSync, 0
+	if load {
+		op = fleetLoad
+	}
 	if ok {
-		return 1
+		r = 1
 	}
-	return 0
-}
-
-func (s *Server) stopShading() {
-	if s.shadingStop != nil {
-		close(s.shadingStop)
-		s.shadingStop = nil
-	}
-	s.shadingWG.Wait()
+	b.sm.fleet[op][r].Inc()
 }
 
 // pacedBid is campaign c's bid for st.req (micros of its currency): its
