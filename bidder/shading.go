@@ -67,9 +67,9 @@ import (
 // The spend store keeps the counts too (shading.Store: Pebble a single
 // bidder's own across restarts, Redis and Aerospike the fleet's): a
 // background loop Syncs every shading.fleet_interval (flush what settled
-// here, read the fleet's counts of the segments held), and Start loads
-// the fleet's counts, coarse segments first, before serving. The bid path
-// never waits for the store.
+// here, read the fleet's counts of the segments held), and the bidder
+// process (bidder/server) loads the fleet's counts, coarse segments
+// first, before serving. The bid path never waits for the store.
 
 // shadingMetrics are the rtbd_shading_* metrics.
 type shadingMetrics struct {
