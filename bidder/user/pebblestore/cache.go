@@ -11,11 +11,12 @@ import "sync"
 // so that neither a hit nor a fill allocates once the slot's buffers have
 // grown; values over maxCachedValue bytes are not kept.
 //
-// Every write of a profile (Store.Put, RecordView, the expiry delete, a
-// BulkWriter's commit) invalidates the uid's slot after Pebble has the
-// write; a read that missed fills its slot only if no invalidation came
-// between its Pebble read and the fill (the slot's generation), so the
-// cache never serves a value older than the last write it has seen.
+// Every write of a profile (Store.setProfile: Put, RecordView,
+// SetRecommended; the expiry delete; a BulkWriter's commit) invalidates
+// the uid's slot after Pebble has the write; a read that missed fills its
+// slot only if no invalidation came between its Pebble read and the fill
+// (the slot's generation), so the cache never serves a value older than
+// the last write it has seen.
 // Expiry is checked on every hit, from the value's own stamp.
 type valueCache struct {
 	slots []cacheSlot // len is a power of two

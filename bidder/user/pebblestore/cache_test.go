@@ -12,7 +12,8 @@ import (
 
 // TestCacheSeesEveryWrite reads users through the value cache (one entry,
 // so that users evict each other, and the default size) and checks that
-// every write path is visible to the next Get: Put, RecordView, a bulk load,
+// every write path is visible to the next Get: Put, RecordView,
+// SetRecommended, a bulk load,
 // a profile over the cached size, and a user first read as absent.
 func TestCacheSeesEveryWrite(t *testing.T) {
 	for _, entries := range []int{1, 0, -1} {
@@ -59,6 +60,13 @@ func TestCacheSeesEveryWrite(t *testing.T) {
 			}
 			if _, got := get("u1"); len(got.ViewedIn(77)) != 1 || got.ViewedIn(77)[0] != 7001 {
 				t.Fatalf("after RecordView: viewed in 77 = %v", got.ViewedIn(77))
+			}
+			// SetRecommended after a cached read.
+			if err := s.SetRecommended(ctx, "u1", []user.GroupIDs{{Group: 77, IDs: []int64{7002}}}); err != nil {
+				t.Fatal(err)
+			}
+			if _, got := get("u1"); len(got.RecommendedIn(77)) != 1 || got.RecommendedIn(77)[0] != 7002 {
+				t.Fatalf("after SetRecommended: recommended in 77 = %v", got.RecommendedIn(77))
 			}
 			// A bulk load replaces a cached profile.
 			w, err := s.NewBulkWriter()

@@ -216,6 +216,15 @@ func (s *Store) lockStripe(uid string) (*stripe, error) {
 	return st, nil
 }
 
+// setProfile writes uid's stored value st.val at st.key (the caller holds
+// uid's stripe) and invalidates uid's value cache entry: every write of a
+// profile goes through it, so that Get never serves an older value.
+func (s *Store) setProfile(uid string, st *stripe) error {
+	err := s.db.Set(st.key, st.val, pebble.NoSync)
+	s.cache.invalidate(maphash.String(s.seed, uid))
+	return err
+}
+
 func (s *Store) unlockStripe(st *stripe) {
 	st.mu.Unlock()
 	s.mu.RUnlock()
@@ -392,9 +401,7 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	}
 	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 	st.val = appendStamped(st.val[:0], &st.p, s.opts.TTL, time.Now())
-	err = s.db.Set(st.key, st.val, pebble.NoSync)
-	s.cache.invalidate(maphash.String(s.seed, uid))
-	if err != nil {
+	if err := s.setProfile(uid, st); err != nil {
 		return fmt.Errorf("user: record view: %w", err)
 	}
 	s.views.Inc()
@@ -440,9 +447,7 @@ func (s *Store) Put(ctx context.Context, uid string, p *user.Profile) error {
 	}
 	defer s.unlockStripe(st)
 	st.val = appendStamped(st.val[:0], p, s.opts.TTL, time.Now())
-	err = s.db.Set(st.key, st.val, pebble.NoSync)
-	s.cache.invalidate(maphash.String(s.seed, uid))
-	if err != nil {
+	if err := s.setProfile(uid, st); err != nil {
 		return fmt.Errorf("user: put: %w", err)
 	}
 	return nil
