@@ -75,11 +75,6 @@ type BidderOptions struct {
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
 	Overload bool
-	// Saturate > 0, after the runs, runs each topology closed loop with
-	// that many connections, bids alone at the middle weight, taking
-	// turns (runSaturated): the throughput when the bidder is the
-	// bottleneck, and the CPU per bid there.
-	Saturate int
 	// KillNodeAt > 0 kills catalog node 1 (SIGKILL) that long into every
 	// remote run's measured phase and restarts it 2 s later.
 	KillNodeAt time.Duration
@@ -165,9 +160,6 @@ func (o BidderOptions) Validate() error {
 	}
 	if o.KillNodeAt < 0 {
 		p.addf("kill-node-at: must be >= 0")
-	}
-	if o.Saturate < 0 {
-		p.addf("saturate: must be >= 0 (connections), got %d", o.Saturate)
 	}
 	for _, pop := range o.Popularities {
 		switch pop {
@@ -314,11 +306,11 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				}
 			}
 		}
-		if !o.Overload && o.Saturate == 0 {
+		if !o.Overload {
 			stop()
 			continue
 		}
-		// The saturated and overload runs come after every topology's
+		// The overload runs come after every topology's
 		// runs, with all of them up, taking turns.
 		cleanups.add(stop)
 		topos = append(topos, t)
@@ -326,15 +318,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	for _, pop := range o.Popularities {
 		if len(topos) == 0 {
 			break
-		}
-		if o.Saturate > 0 {
-			if err := runSaturated(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
-				rep.UpdateRows()
-				return rep, err
-			}
-		}
-		if !o.Overload {
-			continue
 		}
 		if err := runOverload(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
 			rep.UpdateRows()
@@ -350,9 +333,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	rep.Tables = append(rep.Tables, BuildTable(title, entries))
 	if len(otherEntries) > 0 {
 		title := "Bidder level: the other loads of the same runs (win notices, pixel events)"
-		if o.Saturate > 0 {
-			title += ", the saturated runs"
-		}
 		if o.Overload {
 			title += " and the overload runs"
 		}
@@ -639,7 +619,6 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
 	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
-	fs.IntVar(&o.Saturate, "saturate", 0, "closed-loop runs with this many connections, topologies taking turns")
 	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
 	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")

@@ -53,9 +53,6 @@ func init() {
 			return auctionMain(args, stdout, stderr)
 		}},
 		{"recommend", "offline evaluation of the similar-product lists: hit rate and recall at k of each user's held-out last view, coverage", recommendMain},
-		{"render", "the text and, with -out, the three files again from a JSON report", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-			return renderMain(args, stdout, stderr)
-		}},
 		{"compare", "per target and metric the change from report A to B with a noise-aware verdict; -fail exits 1 on a regression", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return compareMain(args, stdout, stderr)
 		}},
@@ -374,24 +371,6 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		rep.Title = "standard comparison: store level and bidder level"
 		return rep, err
 	})
-}
-
-func renderMain(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rtbd bench render", flag.ContinueOnError)
-	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
-	quiet := fs.Bool("q", false, "no report text on stdout")
-	seeFlags(fs)
-	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: rtbd bench render needs one report file, got %d arguments", ErrUsage, fs.NArg())
-	}
-	rep, err := LoadReport(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	return writeOutputs(rep, "render", *out, *quiet, stdout, stderr)
 }
 
 // mergeReport appends b's results, searches, tables and notes to a, and

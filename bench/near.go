@@ -238,8 +238,7 @@ func cpuPerRequestUs(r *Result, prefix string) float64 {
 // the first's of the same weight and popularity: successful bids/s, the
 // CPU per bid request of the bidder and of the catalog nodes (from
 // /proc), and the remote bidder's near-cache hit ratio. Nothing when
-// fewer than two topologies ran. The saturated runs have their own notes
-// (runSaturated).
+// fewer than two topologies ran.
 func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearStats) []string {
 	if len(topologies) < 2 {
 		return nil
@@ -252,7 +251,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	var out []string
 	for _, r := range rs {
 		rest, ok := strings.CutPrefix(r.Target, remote+"/")
-		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") || strings.Contains(rest, " saturated ") {
+		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
 			continue
 		}
 		l := byName[local+"/"+rest]
@@ -288,8 +287,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 
 // nearMain is `rtbd bench near`: the bidder level with Zipf and uniform
 // users (-users each) and the near cache on the remote bidder, at -rate
-// and then at each topology's highest rate holding the p99 (-overload,
-// -saturate), then the store level with its grpc-near target; reports in
+// and then at each topology's highest rate holding the p99 (-overload), then the store level with its grpc-near target; reports in
 // -out/near and -out/near-store.
 func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench near", flag.ContinueOnError)
@@ -310,7 +308,7 @@ func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	bargs := append([]string{"-popularity", "zipf,uniform", "-users", strconv.Itoa(*users), "-weights", "15", "-nodes", "1",
 		"-rate", strconv.FormatFloat(*rate, 'f', -1, 64), "-duration", dur.String(), "-win-ratio", "0", "-event-rate", "-1",
-		"-saturate", "64", "-overload", "-near-cache", *size}, outOf("near")...)
+		"-overload", "-near-cache", *size}, outOf("near")...)
 	if err := bidderMain(ctx, bargs, stdout, stderr); err != nil {
 		return err
 	}

@@ -84,14 +84,13 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 // bidder keeps its own copy of the demo's data directory, so both stay up
 // after their runs, and their searches for the highest rate take turns
 // (the step rates of each follow its own search, and its best step is a
-// passing one); then each is offered twice its rate. -saturate runs each
-// closed loop, in turns, before that.
+// passing one); then each is offered twice its rate.
 func TestBidderOverloadInterleaved(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a demo, two bidders and a node")
 	}
 	rep, progress := runBidderBench(t, "-nodes", "1", "-duration", "1s", "-warmup", "200ms", "-rate", "100", "-max-rate", "50", "-p99", "50ms",
-		"-win-ratio", "0", "-event-rate", "-1", "-saturate", "4", "-overload")
+		"-win-ratio", "0", "-event-rate", "-1", "-overload")
 	if len(rep.Searches) != 2 {
 		t.Fatalf("%d searches, want local and remote", len(rep.Searches))
 	}
@@ -143,27 +142,6 @@ func TestBidderOverloadInterleaved(t *testing.T) {
 	}
 	if len(twice) != 2 {
 		t.Errorf("2x runs %v, want one per topology", twice)
-	}
-	// -saturate: 3 closed-loop runs per topology, in turns, and a note for
-	// each topology, the remote's with its ratios.
-	var sat []string
-	for _, r := range rep.Results {
-		if strings.Contains(r.Target, " saturated ") {
-			sat = append(sat, r.Target)
-			if r.Successes == 0 || r.Errors.Total != 0 {
-				t.Errorf("%s: %d bids, errors %+v", r.Target, r.Successes, r.Errors)
-			}
-		}
-	}
-	wantSat := []string{"local/15 demo saturated 1", "remote/15 demo saturated 1", "remote/15 demo saturated 2",
-		"local/15 demo saturated 2", "local/15 demo saturated 3", "remote/15 demo saturated 3"}
-	if !slices.Equal(sat, wantSat) {
-		t.Errorf("saturated runs %v, want %v", sat, wantSat)
-	}
-	notes := strings.Join(rep.Notes, "\n")
-	if !strings.Contains(notes, "saturated local/15 demo (4 connections, 3 runs): ") ||
-		!strings.Contains(notes, "saturated remote/15 demo (4 connections, 3 runs): ") || !strings.Contains(notes, "; vs local: bids/s ") {
-		t.Errorf("notes lack the saturated figures:\n%s", notes)
 	}
 }
 
