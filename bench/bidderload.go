@@ -309,8 +309,8 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
-		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
-			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateServer(r)),
+		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v",
+			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within),
 			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 		rep.Results = append(rep.Results, r)
@@ -322,18 +322,4 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 	}
 	return nil
-}
-
-// lateServer says how many answers the bidder itself took longer than
-// tmax over, from arrival (its rtbd_bidder_request_seconds), beside the
-// harness's count and the generator's send lag ("" when not watched).
-func lateServer(r *Result) string {
-	for _, h := range r.ServerSide {
-		if h.Metric != "rtbd_bidder_request_seconds" || h.Error != "" || h.OverTmax < 0 {
-			continue
-		}
-		return fmt.Sprintf("; the bidder's own histogram: %d of its %d answers took over %s from arrival (the rest of the harness's late count is the way there and back: generator send lag p99 %s ms, max %s ms)",
-			h.OverTmax, h.Count, time.Duration(h.TmaxBoundSec*1e9), fmtMs(usToMs(r.SendLag.P99Us)), fmtMs(usToMs(r.SendLag.MaxUs)))
-	}
-	return ""
 }

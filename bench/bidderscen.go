@@ -433,8 +433,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	}
 	t.addr = t.bidder.Addr()
 	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
-	t.watch.Histograms = append(t.watch.Histograms, WatchHistogram{Name: t.bidder.name,
-		URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics", Metric: "rtbd_bidder_request_seconds"})
 	for _, n := range t.nodes {
 		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
 	}
@@ -562,17 +560,12 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 		for _, x := range rs {
 			x.Events = append(x.Events, killEvents...)
 		}
-		// The bidder's histogram is of bid requests: it belongs to the
-		// bids' result, not to the win notices' and pixel events'.
-		for _, x := range rs[1:] {
-			x.ServerSide = nil
-		}
 		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
 			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
 		if len(killNotes) > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)%s",
-				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateServer(r)))
+			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)",
+				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors))
 		}
 		if r.Successes == 0 && r.Requests > 0 {
 			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")

@@ -124,9 +124,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 			{"generator", fmt.Sprintf("%.2f CPU s, %.3f cores, %d workers; send lag p50 %s ms, p99 %s ms",
 				res.GeneratorCPUSec, res.GeneratorCores, res.Workers, fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)))},
 		}
-		for _, h := range res.ServerSide {
-			tv.Summary = append(tv.Summary, kv{"server side", serverLine(h)})
-		}
 		for _, m := range res.Moving {
 			cov := ""
 			if !m.Complete {

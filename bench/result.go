@@ -73,11 +73,6 @@ type Result struct {
 	// Events are what the harness did during the run (a node killed, back
 	// up), marked on the timeline.
 	Events []Event `json:"events,omitempty"`
-	// ServerSide are the watched servers' own latency histograms over the
-	// measured phase (Watch.Histograms), for the whole run: RunMixed gives
-	// every load's result the same (the bidder scenario keeps them on the
-	// bids' result only).
-	ServerSide []ServerHistogram `json:"server_side,omitempty"`
 }
 
 // Event is a moment of a run, in seconds since the measured phase began.

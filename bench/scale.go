@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -592,8 +591,7 @@ func runScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, wo
 		return nil, err
 	}
 	defer b.stop(15 * time.Second)
-	watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}},
-		Histograms: []WatchHistogram{{Name: "bidder-remote", URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(b.admin)) + "/metrics", Metric: "rtbd_bidder_request_seconds"}}}
+	watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
 	var out []*Result
 	for _, pop := range []struct {
 		name, prefix string

@@ -119,9 +119,6 @@ func writeResult(ew *errWriter, res *Result) {
 		gen += fmt.Sprintf("; send lag p50 %s ms, p99 %s ms, max %s ms", fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)), fmtMs(usToMs(res.SendLag.MaxUs)))
 	}
 	fmt.Fprintf(tw, "  Generator:\t%s; %d workers\n", gen, res.Workers)
-	for _, h := range res.ServerSide {
-		fmt.Fprintf(tw, "  Server side:\t%s\n", serverLine(h))
-	}
 	ew.flush(tw)
 
 	if len(res.Histogram) > 0 {
@@ -277,22 +274,3 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 func (e *errWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(e, 0, 0, 2, ' ', 0) }
 
 func (e *errWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() }
-
-// serverLine describes a server's own histogram over a run: "bidder
-// rtbd_bidder_request_seconds: 480000 observations, p50 <= 5 ms, p99 <=
-// 30 ms, 0 over 100 ms (tmax)".
-func serverLine(h ServerHistogram) string {
-	if h.Error != "" {
-		return fmt.Sprintf("%s %s: unavailable: %s", h.Name, h.Metric, h.Error)
-	}
-	s := fmt.Sprintf("%s %s: %d observations", h.Name, h.Metric, h.Count)
-	for _, q := range []float64{0.5, 0.99} {
-		if le, ok := h.QuantileBound(q); ok {
-			s += fmt.Sprintf(", p%g <= %s ms", q*100, fmtMs(le*1000))
-		}
-	}
-	if h.OverTmax >= 0 {
-		s += fmt.Sprintf(", %d over %s ms (tmax)", h.OverTmax, fmtMs(h.TmaxBoundSec*1000))
-	}
-	return s
-}
