@@ -102,7 +102,7 @@ func TestSoakReportRenders(t *testing.T) {
 			t.Errorf("text report lacks %q", want)
 		}
 	}
-	for _, want := range []string{`id="soak"`, "RSS of every process", "redis &lt;kill&gt; -9"} {
+	for _, want := range []string{"Fault-injection soak", "RSS of every process", "redis &lt;kill&gt; -9"} {
 		if !strings.Contains(htm.String(), want) {
 			t.Errorf("html report lacks %q", want)
 		}
