@@ -207,34 +207,6 @@ func TestPrivacyGPPBounds(t *testing.T) {
 	}
 }
 
-// TestPrivacyGPPEndToEnd: a bid request whose US national section opts
-// out gets nbr 505; without the opt-out, a bid.
-func TestPrivacyGPPEndToEnd(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.NBRBody = true })
-	fx := gppFixtures(t)
-	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
-	for _, tc := range []struct {
-		fixture string
-		nbr     int
-	}{
-		{"usnat-sale-optout", 505},
-		{"usnat-gpc", 505},
-		{"usnat-clean", 0},
-	} {
-		body := withUser(t, base, userBulk, "regs", map[string]any{"gpp": fx[tc.fixture].GPP, "gpp_sid": []int{7}})
-		r := f.bid(body)
-		var nb struct {
-			NBR int `json:"nbr"`
-		}
-		if err := json.Unmarshal(r.body, &nb); err != nil || r.status != 200 || nb.NBR != tc.nbr {
-			t.Errorf("%s: status %d body %.200s, want nbr %d", tc.fixture, r.status, r.body, tc.nbr)
-		}
-	}
-	if got := f.counter("rtbd_bidder_nobids_total", "nbr", "privacy"); got != 2 {
-		t.Errorf("nobids{privacy} = %v, want 2", got)
-	}
-}
-
 // knownPrivacyReasons are every answer privacyDecision may give.
 var knownPrivacyReasons = map[string]bool{
 	privacyOK: true, privacyCOPPA: true, privacyNoConsent: true, privacyBadConsent: true,
