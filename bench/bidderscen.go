@@ -278,7 +278,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		}
 		if err := warmTopology(ctx, o, t, logf); err != nil {
 			stop()
-			rep.UpdateRows()
 			return rep, err
 		}
 		for _, pop := range o.Popularities {
@@ -301,7 +300,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				}
 				if err != nil {
 					stop()
-					rep.UpdateRows()
 					return rep, err
 				}
 			}
@@ -320,11 +318,9 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			break
 		}
 		if err := runOverload(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
-			rep.UpdateRows()
 			return rep, err
 		}
 	}
-	rep.UpdateRows()
 	rep.Notes = append(rep.Notes, remoteLocalLines(o.Topologies, rep.Results, near)...)
 	title := "Bidder level: bid requests, " + strings.Join(o.Topologies, " vs ")
 	if len(o.Topologies) > 1 {

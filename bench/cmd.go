@@ -388,7 +388,6 @@ func mergeReport(a, b *Report, prefix string) {
 	for k, v := range b.Config {
 		a.Config[prefix+k] = v
 	}
-	a.UpdateRows()
 }
 
 // writeOutputs prints the text report to stdout (unless quiet) and, with

@@ -58,7 +58,6 @@ type Result struct {
 	Distribution []Percentile      `json:"distribution"` // 10, 25, 50, 75, 90, 95, 99, 99.9
 	Percentiles  []Percentile      `json:"percentiles"`  // the percentile curve for charts, 0 .. 100
 	Timeline     []Second          `json:"timeline"`     // per 1 s window of the measured phase, by completion time
-	Moving       []MovingRate      `json:"moving"`       // 1, 5, 15 minute moving throughput
 
 	// GeneratorCPUSec is the CPU time (user+sys, getrusage RUSAGE_SELF) of
 	// the whole harness process during the measured phase; GeneratorCores
@@ -153,22 +152,6 @@ type Second struct {
 	// the drain tail (and a partial last window) is false. Compare and the
 	// moving rates use full windows only.
 	Full bool `json:"full"`
-}
-
-// MovingRate is the throughput (completed requests per second) over a
-// trailing window of WindowSec seconds at the end of the run, computed from
-// the full timeline windows. EWMA is exponentially weighted with one tick
-// per second and alpha = 1 - exp(-1/WindowSec), started at the first
-// window's rate, like Dropwizard/Codahale meters' 1/5/15-minute rates. SMA
-// is the plain mean over the last CoveredSec seconds. When the run is
-// shorter than the window, CoveredSec < WindowSec and Complete is false: the
-// numbers then describe only what the run covers.
-type MovingRate struct {
-	WindowSec  int     `json:"window_sec"`
-	CoveredSec int     `json:"covered_sec"`
-	Complete   bool    `json:"complete"`
-	EWMA       float64 `json:"ewma"`
-	SMA        float64 `json:"sma"`
 }
 
 // ProcessStats are /proc figures of a watched process over the measured

@@ -557,13 +557,11 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 			entries = append(entries, TableEntry{Result: r, Group: "bidder level (remote catalog)"})
 		}
 		if err != nil {
-			rep.UpdateRows()
 			return rep, err
 		}
 	}
 	stEnd, _ := proc.ReadStatus(node.PID())
 	rep.Notes = append(rep.Notes, fmt.Sprintf("catalog node RSS at the end: %d MiB (peak %d MiB)", stEnd.VmRSSBytes>>20, stEnd.VmHWMBytes>>20))
-	rep.UpdateRows()
 	rep.Tables = append(rep.Tables, BuildTable(fmt.Sprintf("The talk's scale: %d products, %d-id lookups", si.Products, o.IDs), entries))
 	rep.Notes = append(rep.Notes, scaleSummary(rep.Results)...)
 	return rep, nil

@@ -285,7 +285,6 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		r.Events = events
 		rep.Results = append(rep.Results, r)
 	}
-	rep.UpdateRows()
 	sum.RSS = sampler.rss
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
 	f.reconcile(context.WithoutCancel(ctx), sum)
