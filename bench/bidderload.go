@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -240,51 +239,37 @@ func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, lo
 }
 
 // runOverload finds each topology's highest bid rate holding the
-// objective at the middle weight with the users of popularity pop, the
-// topologies' searches interleaved step by step (FindMaxRates: a host
-// whose speed drifts moves them alike), then offers each twice its rate,
-// one topology after the other. The near cache's hits and misses over
-// the searches go into near under each search's best row (when the bidder
-// has a near cache; interleaving does not mix them, as each topology has
-// its own bidder).
+// objective at the middle weight with the users of popularity pop, then
+// offers it twice that rate. The near cache's hits and misses over the
+// search go into near under the search's best row (when the bidder has a
+// near cache).
 func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
 	wl := bidWorkload{users: o.Users, weight: w}
 	if u, ok := popUsers(pop); ok {
 		wl.userPrefix = u.prefix
 	}
-	names := make([]string, len(ts))
-	targets := make([]Target, len(ts))
-	watches := make([]Watch, len(ts)) // each step watches its own topology's processes
-	near0 := make([]NearStats, len(ts))
-	for i, t := range ts {
-		names[i] = fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
-		targets[i] = bidTarget(names[i], t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-		watches[i] = t.watch
+	for _, t := range ts {
+		name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
+		var near0 NearStats
 		if u := t.metricsURL(); u != "" {
-			near0[i] = readNearStats(ctx, u)
+			near0 = readNearStats(ctx, u)
 		}
-	}
-	step := min(o.Load.Duration, 5*time.Second)
-	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)%s",
-		strings.Join(names, ", "), o.Load.P99, o.Load.Tmax, map[bool]string{true: "; the searches' steps interleaved", false: ""}[len(ts) > 1])
-	ss, err := FindMaxRates(ctx, targets, FindMaxRateOptions{
-		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
-		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
-		MaxSteps: 30,
-		Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
-		Watches:  watches,
-		Logf:     logf,
-	})
-	if err != nil && !errors.Is(err, ErrNoPassingRate) {
-		return fmt.Errorf("bench: overload %s: %w", strings.Join(names, ", "), err)
-	}
-	for i, t := range ts {
-		s := ss[i]
+		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
+			name, o.Load.P99, o.Load.Tmax)
+		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
+			Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
+			StepDuration: min(o.Load.Duration, 5*time.Second), StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
+			MaxSteps: 30,
+			Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
+			Logf:     logf,
+		})
+		if err != nil && !errors.Is(err, ErrNoPassingRate) {
+			return fmt.Errorf("bench: overload %s: %w", name, err)
+		}
 		rep.Searches = append(rep.Searches, s)
-		name := names[i]
 		if u := t.metricsURL(); u != "" {
-			if ns := readNearStats(ctx, u).Sub(near0[i]); ns.Found {
+			if ns := readNearStats(ctx, u).Sub(near0); ns.Found {
 				near[name+" max"] = ns
 			}
 		}

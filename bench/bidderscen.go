@@ -207,8 +207,7 @@ func (t *topo) metricsURL() string {
 // before it returns. The report's Table compares each remote row with the
 // local row of its weight; with Overload or KillNodeAt it has the extra
 // runs and notes. With Overload, every topology stays up after its runs,
-// and the overload runs of all of them come last, interleaved
-// (runOverload).
+// and the overload runs of all of them come last (runOverload).
 func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -308,8 +307,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 			stop()
 			continue
 		}
-		// The overload runs come after every topology's
-		// runs, with all of them up, taking turns.
+		// The overload runs come after every topology's runs.
 		cleanups.add(stop)
 		topos = append(topos, t)
 	}
