@@ -158,7 +158,7 @@ func TestSoakSchedule(t *testing.T) {
 			t.Errorf("%s scheduled %d times, want %d", k, count[k], want)
 		}
 	}
-	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut} {
+	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultNodeCut} {
 		if len(targets[k]) != 2 {
 			t.Errorf("%s hits %v, want both nodes or bidders once each", k, targets[k])
 		}
