@@ -207,37 +207,6 @@ func classifyWin(status int, outcome []byte) Outcome {
 	return ClassifyHTTPStatus(status, nil)
 }
 
-// killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
-// restarts it on the same ports; it returns notes and timeline events with
-// the times since the start of the measured phase.
-func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) ([]string, []Event) {
-	start := time.Now().Add(warmup)
-	select {
-	case <-time.After(time.Until(start.Add(at))):
-	case <-ctx.Done():
-		return nil, nil
-	}
-	oldPID := n.PID()
-	n.Kill()
-	killed := time.Since(start)
-	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
-	events := []Event{{AtSec: killed.Seconds(), What: n.name + " killed"}}
-	select {
-	case <-time.After(2 * time.Second):
-	case <-ctx.Done():
-	}
-	err := n.start(context.WithoutCancel(ctx), true)
-	up := time.Since(start)
-	if err != nil {
-		logf("  restarting %s failed: %v", n.name, err)
-		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)},
-			append(events, Event{AtSec: up.Seconds(), What: n.name + " restart failed"})
-	}
-	logf("  restarted %s (pid %d), ready at t=%.1f s", n.name, n.PID(), up.Seconds())
-	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; marked on the timeline (its CPU figure covers the old pid only)",
-		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}, append(events, Event{AtSec: up.Seconds(), What: n.name + " ready"})
-}
-
 // runOverload finds each topology's highest bid rate holding the
 // objective at the middle weight with the users of popularity pop, then
 // offers it twice that rate. The near cache's hits and misses over the

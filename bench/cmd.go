@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -100,7 +99,6 @@ type common struct {
 	work, exe   string
 	quiet       bool
 	weights     string
-	cpuProfile  string
 	seed        uint64
 	durationSet bool
 }
@@ -124,21 +122,12 @@ func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuratio
 	fs.StringVar(&c.work, "work", "", "directory for children's logs (kept)")
 	fs.StringVar(&c.exe, "rtbd", "", "rtbd binary (default: this executable)")
 	fs.StringVar(&c.weights, "weights", "3,15,30", "products per request")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file")
 }
 
-// startProfile starts the CPU profile when asked; the returned function
-// stops it.
-// runAndWrite runs one scenario under the optional CPU profile, then
-// titles its report, stamps the git revision and writes it (-out, stdout).
+// runAndWrite runs one scenario, then titles its report, stamps the git revision and writes it (-out, stdout).
 // The scenario's error wins over a write error.
 func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (*Report, error)) error {
-	stopProfile, err := c.startProfile()
-	if err != nil {
-		return err
-	}
 	rep, err := run()
-	stopProfile()
 	if rep != nil {
 		if c.title != "" {
 			rep.Title = c.title
@@ -149,21 +138,6 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 		}
 	}
 	return err
-}
-
-func (c *common) startProfile() (func(), error) {
-	if c.cpuProfile == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(c.cpuProfile)
-	if err != nil {
-		return nil, fmt.Errorf("bench: -cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("bench: -cpuprofile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // finish validates the common flags after parsing.

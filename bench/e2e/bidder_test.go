@@ -13,13 +13,12 @@ import (
 // TestBidderScenarioEndToEnd runs `rtbd bench bidder` at a tiny size: a
 // demo written by `rtbd gen -demo`, a bidder with the local index, then two
 // catalog nodes and a bidder with -catalog pointing to them, each loaded
-// with bids, win notices and pixel events together; catalog node 1 is
-// killed 1 s into the remote run and restarted.
+// with bids, win notices and pixel events together.
 func TestBidderScenarioEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a demo, two bidders and two nodes")
 	}
-	rep, _ := runBidderBench(t, "-nodes", "2", "-duration", "4s", "-warmup", "500ms", "-rate", "100", "-kill-node-at", "1s")
+	rep, _ := runBidderBench(t, "-nodes", "2", "-duration", "4s", "-warmup", "500ms", "-rate", "100")
 	want := []string{"local/15", "local/15 win", "local/15 event", "remote/15", "remote/15 win", "remote/15 event"}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
@@ -53,10 +52,6 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 	remote := rep.Results[3]
 	if len(remote.Processes) != 3 {
 		t.Errorf("remote: watched %+v, want the bidder and 2 nodes", remote.Processes)
-	}
-	notes := strings.Join(remote.Notes, "\n")
-	if !strings.Contains(notes, "catalog-node-1") || !strings.Contains(notes, "restarted on the same port") {
-		t.Errorf("remote: notes lack the node kill and restart:\n%s", notes)
 	}
 	if len(rep.Tables) == 0 || len(rep.Tables[0].Rows) != 2 {
 		t.Fatalf("tables %+v", rep.Tables)
