@@ -152,8 +152,8 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	ex.setUser(uid, true, "")
 	ex.setProfile(&st.profile)
-	if result, present := st.fxReq.read(&st.exts.Currency); present && !ex.dry() {
-		b.fxm.requestRates[result].Inc()
+	if result, present := st.fxReq.Read(&st.exts.Currency); present && !ex.dry() {
+		b.fxm.RequestRates[result].Inc()
 	}
 
 	if bg := b.opts.Budgets; bg != nil && !ex.dry() {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/catalog"
@@ -86,7 +87,7 @@ type Bidder struct {
 	resize *creative.ResizeURL // Options.ImageResizeURL; nil: none
 
 	fx  atomic.Pointer[money.Rates] // rtbd's own rates: Options.Rates, then SetRates
-	fxm *fxMetrics
+	fxm *fx.Metrics
 
 	lm *lossMetrics
 
@@ -157,7 +158,7 @@ func New(opts Options) (*Bidder, error) {
 	if err := overload.RegisterConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
-	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
+	if b.fxm, err = fx.NewMetrics(opts.Registerer); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	rates := opts.Rates
@@ -503,3 +504,19 @@ func (b *Bidder) writeNoBid(rc *fasthttp.RequestCtx, id string, nbr rtb.NoBidRea
 
 // bidMade is the "reason" auction returns when it made at least one bid.
 const bidMade rtb.NoBidReason = -1
+
+// rates returns rtbd's own rates (Options.Rates, or what SetRates last
+// set). The value is immutable: hold the pointer for a whole request.
+func (b *Bidder) rates() *money.Rates { return b.fx.Load() }
+
+// SetRates replaces rtbd's own conversion rates (bidder.fx_rates with
+// bidder.fx_file's), atomically: a request in flight finishes with the
+// rates it started with. Options.Currency must keep a rate. Safe for
+// concurrent use.
+func (b *Bidder) SetRates(r money.Rates) error {
+	if !r.Known(b.opts.Currency) {
+		return fmt.Errorf("%w: bidder currency %s has no rate", ErrOptions, b.opts.Currency)
+	}
+	b.fx.Store(&r)
+	return nil
+}

@@ -199,10 +199,10 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 		} else if dealFloor > 0 {
 			floor, floorCur = dealFloor, dealCur
 		}
-		f, ok := st.fxReq.convertFloor(rates, floor, floorCur, cur)
+		f, ok := st.fxReq.ConvertFloor(rates, floor, floorCur, cur)
 		if !ok {
 			reason = worse(reason, rtb.NoBidBelowFloor)
-			ie.noFloorRate(c, floorCur, cur, st.fxReq.custom && !st.fxReq.usePBS, price, dealID)
+			ie.noFloorRate(c, floorCur, cur, st.fxReq.RequestOnly(), price, dealID)
 			continue
 		}
 		if price <= 0 || price < f {

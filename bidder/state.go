@@ -15,6 +15,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -96,8 +97,8 @@ type reqState struct {
 	rng   *rand.ChaCha8
 	nonce [16]byte // of the bid being made: every token of the bid carries it
 
-	fxOwn *money.Rates // rtbd's rates for this request (Bidder.rates)
-	fxReq requestRates // the request's own (ext.prebid.currency)
+	fxOwn *money.Rates    // rtbd's rates for this request (Bidder.rates)
+	fxReq fx.RequestRates // the request's own (ext.prebid.currency)
 
 	path pathState // supply-path verdict (supplycheck.go)
 }
@@ -211,7 +212,7 @@ func (st *reqState) reset() {
 	st.deadline, st.decided = time.Time{}, time.Time{}
 	st.fxOwn = nil
 	st.path.reset()
-	st.fxReq.reset()
+	st.fxReq.Reset()
 }
 
 // readBody returns the request body, decompressed if gzip-encoded, or the

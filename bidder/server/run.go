@@ -29,6 +29,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
+	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -170,9 +171,9 @@ type Server struct {
 	records     *recordsRun      // nil when records are off
 	spendClosed bool             // by Shutdown
 	budgets     *spend.Budgets
-	fraud       *fraud.Lists   // nil without redis.addr
-	fx          *bidder.FXFile // nil without bidder.fx_file
-	supply      *supply.Store  // nil without supply.dir
+	fraud       *fraud.Lists  // nil without redis.addr
+	fx          *fx.File      // nil without bidder.fx_file
+	supply      *supply.Store // nil without supply.dir
 	http        *fasthttp.Server
 	ln          net.Listener
 	public      *publicServer // bidder.public_listen's, nil without it
@@ -233,7 +234,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	}
 	opts.Exchanges, opts.UserID = userIDFromConfig(cfg)
 	if cfg.Bidder.FXFile != "" {
-		if s.fx, opts.Rates, err = bidder.NewFXFile(cfg.Bidder, opts.Rates, log, reg); err != nil {
+		if s.fx, opts.Rates, err = fx.NewFile(cfg.Bidder, opts.Rates, log, reg); err != nil {
 			return nil, err
 		}
 	}

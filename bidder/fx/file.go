@@ -1,4 +1,4 @@
-package bidder
+package fx
 
 import (
 	"fmt"
@@ -17,12 +17,12 @@ import (
 // maxFXFileBytes bounds a currency file (Prebid's is about 10 KB).
 const maxFXFileBytes = 4 << 20
 
-// FXFile keeps a Bidder's rates current from bidder.fx_file: read at
+// File keeps a Bidder's rates current from bidder.fx_file: read at
 // start, then every bidder.fx_refresh_interval; a failed read keeps the
 // last good rates (logged, counted); rates older than bidder.fx_max_age
 // (by dataAsOf) are used with a warning. The rtbd_fx_rates_age_seconds
 // gauge shows their age.
-type FXFile struct {
+type File struct {
 	path     string
 	base     money.Rates // bidder.fx_rates: the file's rates go over them
 	currency string      // bidder.currency: must keep a rate
@@ -44,15 +44,15 @@ const (
 	fxRefreshError
 )
 
-// NewFXFile reads c.FXFile (its rates over base) and registers the
+// NewFile reads c.FXFile (its rates over base) and registers the
 // file's metrics on reg. The rates to start with are returned; an error
-// names the key. Call start to refresh them.
-func NewFXFile(c configs.Bidder, base money.Rates, log *zap.Logger, reg prometheus.Registerer) (*FXFile, money.Rates, error) {
+// names the key. Call Start to refresh them.
+func NewFile(c configs.Bidder, base money.Rates, log *zap.Logger, reg prometheus.Registerer) (*File, money.Rates, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	cur, _ := money.Code(c.Currency)
-	w := &FXFile{path: c.FXFile, base: base, currency: cur, interval: c.FXRefreshInterval, maxAge: c.FXMaxAge,
+	w := &File{path: c.FXFile, base: base, currency: cur, interval: c.FXRefreshInterval, maxAge: c.FXMaxAge,
 		log: log, now: time.Now, stop: make(chan struct{})}
 	r, err := w.load()
 	if err != nil {
@@ -78,7 +78,7 @@ func NewFXFile(c configs.Bidder, base money.Rates, log *zap.Logger, reg promethe
 
 // load reads and parses the file and returns its rates over w.base,
 // recording their dataAsOf and warning when they are stale.
-func (w *FXFile) load() (money.Rates, error) {
+func (w *File) load() (money.Rates, error) {
 	fh, err := os.Open(w.path)
 	if err != nil {
 		return money.Rates{}, err
@@ -111,9 +111,15 @@ func (w *FXFile) load() (money.Rates, error) {
 	return r, nil
 }
 
+// Target takes the rates of each refresh (a *bidder.Bidder): an error
+// refuses them and the target keeps its own.
+type Target interface {
+	SetRates(money.Rates) error
+}
+
 // refresh reads the file again and gives b its rates; on failure b keeps
 // its rates, and the failure is counted and logged.
-func (w *FXFile) refresh(b *Bidder) {
+func (w *File) refresh(b Target) {
 	r, err := w.load()
 	if err == nil {
 		err = b.SetRates(r)
@@ -127,7 +133,7 @@ func (w *FXFile) refresh(b *Bidder) {
 }
 
 // Start refreshes b's rates every interval until Close.
-func (w *FXFile) Start(b *Bidder) {
+func (w *File) Start(b Target) {
 	w.wg.Add(1)
 	go func() {
 		defer w.wg.Done()
@@ -145,7 +151,7 @@ func (w *FXFile) Start(b *Bidder) {
 }
 
 // Close stops the refreshes and waits for one in progress. nil-safe.
-func (w *FXFile) Close() {
+func (w *File) Close() {
 	if w == nil {
 		return
 	}
