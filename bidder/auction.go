@@ -8,6 +8,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/privacy"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/rtb"
@@ -58,31 +59,31 @@ func worse(a, b rtb.NoBidReason) rtb.NoBidReason {
 // auction decides the bids for st.req (decoded and validated) at now, and
 // fills st.resp. It returns bidMade or the no-bid reason. ex, when not
 // nil, records why each campaign did or did not bid (debug endpoint).
-func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReason {
+func (b *Bidder) auction(st *reqState, now time.Time, ex *explain.Explain) rtb.NoBidReason {
 	req := &st.req
 	m := st.m
 	st.now = now
 	set := b.opts.Campaigns.Current()
 	st.a = round{set: set, ex: ex}
 	if set == nil || set.Len() == 0 {
-		ex.note("no campaigns loaded")
+		ex.Note("no campaigns loaded")
 		return rtb.NoBidNoMatchingCampaign
 	}
 	sig := privacy.FromRequest(req, &st.exts)
 	if d := sig.Decide(b.opts.GDPRVendorID); !d.Allowed() {
-		ex.setPrivacy(d.String())
+		ex.SetPrivacy(d.String())
 		return rtb.NoBidPrivacy
 	}
-	ex.setPrivacy("ok")
+	ex.SetPrivacy("ok")
 	b.explainPath(st, ex)
 	if !anyServable(set, req) {
-		ex.noServableImp()
+		ex.NoServableImp()
 		return rtb.NoBidUnsupportedImpType
 	}
 	st.fxOwn = b.rates()
 	cur := b.responseCurrency(req, st.fxOwn)
 	if cur == "" {
-		ex.noCurrency(req.Cur)
+		ex.NoCurrency(req.Cur)
 		return rtb.NoBidNoMatchingCampaign
 	}
 	st.resp.Cur = cur
@@ -98,12 +99,12 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 	}
 	if b.opts.Fraud != nil {
 		if blocked, nbr := b.fraudCheck(req, uid); blocked {
-			ex.fraud(nbr)
+			ex.Fraud(nbr)
 			return nbr
 		}
 	}
 	if uid == "" {
-		ex.setUser("", false, "no user.buyeruid or user.id")
+		ex.SetUser("", false, "no user.buyeruid or user.id")
 		return rtb.NoBidUnmatchedUser
 	}
 	t := time.Now()
@@ -133,30 +134,30 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		case st.dctx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 			m.misses[missUser].Inc()
 			m.userErrs[errDeadline].Inc()
-			ex.userFailed(uid, "deadline: ", err)
+			ex.UserFailed(uid, "deadline: ", err)
 			return rtb.NoBidDeadline
 		case errors.Is(err, user.ErrInvalidUID):
-			ex.userFailed(uid, "", err)
+			ex.UserFailed(uid, "", err)
 			return rtb.NoBidUnmatchedUser
 		case errors.Is(err, user.ErrClosed):
 			m.userErrs[errClosed].Inc()
 		default:
 			m.userErrs[errOther].Inc()
 		}
-		ex.userFailed(uid, "store error: ", err)
+		ex.UserFailed(uid, "store error: ", err)
 		return rtb.NoBidTechnicalError
 	}
 	if !found {
-		ex.setUser(uid, false, "unknown user")
+		ex.SetUser(uid, false, "unknown user")
 		return rtb.NoBidUnmatchedUser
 	}
-	ex.setUser(uid, true, "")
-	ex.setProfile(&st.profile)
-	if result, present := st.fxReq.Read(&st.exts.Currency); present && !ex.dry() {
+	ex.SetUser(uid, true, "")
+	ex.SetProfile(&st.profile)
+	if result, present := st.fxReq.Read(&st.exts.Currency); present && !ex.Dry() {
 		b.fxm.RequestRates[result].Inc()
 	}
 
-	if bg := b.opts.Budgets; bg != nil && !ex.dry() {
+	if bg := b.opts.Budgets; bg != nil && !ex.Dry() {
 		bg.CountOpportunity(now) // the traffic curve of even pacing
 	}
 	st.a.cur, st.a.uid = cur, uid
@@ -262,12 +263,12 @@ func (b *Bidder) bidImp(st *reqState, i int) (rtb.NoBidReason, time.Duration) {
 		cs     []candidate
 		reason rtb.NoBidReason
 		secure bool
-		ie     *ImpExplain
+		ie     *explain.ImpExplain
 	)
 	if ex != nil {
 		// The debug run selects again, explaining each campaign, with the
 		// budgets checked now (plan deferred them all).
-		ie = ex.imp(&st.req.Imp[i])
+		ie = ex.Imp(&st.req.Imp[i])
 		start := len(st.cands)
 		r, ok, sec := b.selectCands(st, i, ie, budgetsNow)
 		if !ok {
@@ -306,38 +307,38 @@ func (b *Bidder) bidImp(st *reqState, i int) (rtb.NoBidReason, time.Duration) {
 // tryCands tries the candidates cs of imp i, highest price first, until
 // one bids: at most maxTries, each one catalog lookup (from the request's lookups
 // when plan fetched it).
-func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, ie *ImpExplain) (rtb.NoBidReason, time.Duration) {
+func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidReason, secure bool, ie *explain.ImpExplain) (rtb.NoBidReason, time.Duration) {
 	var catalogTime time.Duration
 	for k := range cs {
 		cd := &cs[k]
 		if k >= maxTries {
-			ie.notTried(cd)
+			explainNotTried(ie, cd)
 			continue
 		}
 		products, nbr, d := b.fetch(st, cd.c)
 		catalogTime += d
 		if nbr == rtb.NoBidDeadline {
-			ie.candidate(cd, "rejected", "deadline passed in the catalog lookup")
+			explainCandidate(ie, cd, "rejected", "deadline passed in the catalog lookup")
 			return nbr, catalogTime
 		}
 		if nbr != bidMade {
 			reason = worse(reason, nbr)
-			ie.failed(cd, "catalog", nbr)
+			explainFailed(ie, cd, "catalog", nbr)
 			continue
 		}
 		if secure {
 			if products = st.httpsOnly(products); len(products) == 0 {
 				reason = worse(reason, rtb.NoBidNoProducts)
-				ie.candidate(cd, "rejected", "secure imp and no product with an https image")
+				explainCandidate(ie, cd, "rejected", "secure imp and no product with an https image")
 				continue
 			}
 		}
 		if nbr := b.addBid(st, i, cd, products, secure); nbr != bidMade {
 			reason = worse(reason, nbr)
-			ie.failed(cd, "creative", nbr)
+			explainFailed(ie, cd, "creative", nbr)
 			continue
 		}
-		if !st.a.ex.dry() { // a debug run's bid is not sent
+		if !st.a.ex.Dry() { // a debug run's bid is not sent
 			if bg := b.opts.Budgets; bg != nil && st.req.Test != 1 { // a test bid is never billed
 				bg.Bid(cd.c.ID, cd.charge, st.now)
 			}
@@ -346,9 +347,9 @@ func (b *Bidder) tryCands(st *reqState, i int, cs []candidate, reason rtb.NoBidR
 				b.learnBid(cd, st.now)
 			}
 		}
-		ie.bid(cd, len(products), cs[k+1:])
+		explainBid(ie, cd, len(products), cs[k+1:])
 		return bidMade, catalogTime
 	}
-	ie.done(reason, "")
+	explainDone(ie, reason, "")
 	return reason, catalogTime
 }

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/user"
 )
@@ -304,7 +305,7 @@ func explainOf(t *testing.T, f *moneyFixture, body []byte) *fixtureExplain {
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var ex Explain
+	var ex explain.Explain
 	if err := json.Unmarshal(b, &ex); err != nil {
 		t.Fatalf("debug endpoint: status %d %s", resp.StatusCode, b)
 	}

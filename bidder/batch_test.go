@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -220,7 +221,7 @@ func explainImps(t *testing.T, f *fixture, body []byte) string {
 	out, err := json.Marshal(struct {
 		Decision string
 		NBR      int
-		Imps     []*ImpExplain
+		Imps     []*explain.ImpExplain
 	}{ex.Decision, ex.NBR, ex.Imps})
 	if err != nil {
 		t.Fatal(err)

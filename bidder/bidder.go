@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -397,12 +398,12 @@ func peekTMax(rc *fasthttp.RequestCtx) int64 {
 
 // run computes the deadline and runs the auction for a decoded request,
 // decoded at now (a clock read the bid path reuses).
-func (b *Bidder) run(st *reqState, start, now time.Time, ex *Explain) rtb.NoBidReason {
+func (b *Bidder) run(st *reqState, start, now time.Time, ex *explain.Explain) rtb.NoBidReason {
 	budget := b.budget(st.req.TMax)
 	if budget < b.opts.MinBudget {
 		st.m.misses[missTMax].Inc()
 		if ex != nil {
-			ex.note("tmax leaves %s after the margin, less than min_budget %s", budget, b.opts.MinBudget)
+			ex.Note("tmax leaves %s after the margin, less than min_budget %s", budget, b.opts.MinBudget)
 		}
 		return rtb.NoBidDeadline
 	}
@@ -412,14 +413,14 @@ func (b *Bidder) run(st *reqState, start, now time.Time, ex *Explain) rtb.NoBidR
 		// budget away before it got here.
 		st.m.misses[missQueue].Inc()
 		if ex != nil {
-			ex.note("the request arrived %s ago: %s of its %s budget left, less than min_budget %s",
+			ex.Note("the request arrived %s ago: %s of its %s budget left, less than min_budget %s",
 				time.Since(start), left, budget, b.opts.MinBudget)
 		}
 		return rtb.NoBidDeadline
 	}
 	st.dctx.reset(st.deadline)
 	if ex != nil {
-		ex.note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.margin(b.tmax(st.req.TMax)))
+		ex.Note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.margin(b.tmax(st.req.TMax)))
 	}
 	if !b.opts.realClock {
 		now = b.opts.Now()

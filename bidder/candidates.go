@@ -7,6 +7,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/rtb"
@@ -110,7 +111,7 @@ func (b *Bidder) plan(st *reqState) time.Duration {
 	st.cands = st.cands[:0]
 	st.plans = st.plans[:0]
 	mode := budgetsDeferBid
-	if st.a.ex.dry() {
+	if st.a.ex.Dry() {
 		mode = budgetsDeferAll
 	}
 	for i := range st.req.Imp {
@@ -141,19 +142,19 @@ func (b *Bidder) plan(st *reqState) time.Duration {
 // when the imp gets no bid whatever the catalog says (the reason is then
 // final and ie done). With Options.Budgets, mode says which candidates'
 // budgets and frequency caps are checked now; the others are deferred.
-func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
+func (b *Bidder) selectCands(st *reqState, i int, ie *explain.ImpExplain, mode int) (reason rtb.NoBidReason, ok, secure bool) {
 	set, cur := st.a.set, st.a.cur
 	req := &st.req
 	imp := &req.Imp[i]
-	rej := ie.matchRejections()
+	rej := ie.MatchRejections()
 	st.matched = set.Match(req, imp, st.profile.Segments, st.now, st.matched[:0], rej)
-	ie.rejections(rej)
+	ie.Rejections(rej)
 	if len(st.matched) == 0 {
 		if imp.Banner == nil && imp.Native == nil {
-			ie.done(rtb.NoBidUnsupportedImpType, "no banner or native, and no campaign with a VAST template matches")
+			explainDone(ie, rtb.NoBidUnsupportedImpType, "no banner or native, and no campaign with a VAST template matches")
 			return rtb.NoBidUnsupportedImpType, false, false
 		}
-		ie.done(rtb.NoBidNoMatchingCampaign, "no campaign matches")
+		explainDone(ie, rtb.NoBidNoMatchingCampaign, "no campaign matches")
 		return rtb.NoBidNoMatchingCampaign, false, false
 	}
 	// A secure imp (imp.secure=1) gets only https: rtbd's URLs from the
@@ -161,7 +162,7 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 	// http URLs.
 	secure = imp.Secure != nil && *imp.Secure == 1
 	if secure && !b.secureURLs.ok {
-		ie.done(rtb.NoBidInsecure, "secure imp and no https base: set bidder.secure_public_url")
+		explainDone(ie, rtb.NoBidInsecure, "secure imp and no https base: set bidder.secure_public_url")
 		return rtb.NoBidInsecure, false, true
 	}
 	reason = rtb.NoBidNoMatchingCampaign
@@ -172,13 +173,13 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 		g := c.ProductGroupID
 		if len(st.profile.ViewedIn(g)) == 0 && len(st.profile.RecommendedIn(g)) == 0 {
 			reason = worse(reason, rtb.NoBidNoProducts)
-			ie.noProducts(c)
+			ie.NoProducts(c)
 			continue
 		}
 		kind, w, h := chooseMedia(c, imp, secure)
 		if kind == mediaNone {
 			reason = worse(reason, rtb.NoBidUnsupportedImpType)
-			ie.noCreative(c, imp, secure)
+			ie.NoCreative(c, imp, secure)
 			continue
 		}
 		dd, nbr := b.pathCheck(st, c, kind, ie)
@@ -189,7 +190,7 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 		bid := b.pacedBid(st, set, c)
 		price, ok := rates.Convert(bid, c.Currency, cur)
 		if !ok {
-			ie.noCampaignRate(c)
+			ie.NoCampaignRate(c)
 			continue
 		}
 		floor, floorCur := impFloor, impFloorCur
@@ -202,12 +203,12 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 		f, ok := st.fxReq.ConvertFloor(rates, floor, floorCur, cur)
 		if !ok {
 			reason = worse(reason, rtb.NoBidBelowFloor)
-			ie.noFloorRate(c, floorCur, cur, st.fxReq.RequestOnly(), price, dealID)
+			ie.NoFloorRate(c, floorCur, cur, st.fxReq.RequestOnly(), price, dealID)
 			continue
 		}
 		if price <= 0 || price < f {
 			reason = worse(reason, rtb.NoBidBelowFloor)
-			ie.campaign(c.ID, "rejected", "bid below the floor", price, f, dealID)
+			ie.Campaign(c.ID, "rejected", "bid below the floor", price, f, dealID)
 			continue
 		}
 		deferred := false
@@ -219,7 +220,7 @@ func (b *Bidder) selectCands(st *reqState, i int, ie *ImpExplain, mode int) (rea
 				deferred = true
 			} else if nbr, why := b.budgetOK(st, c); nbr != bidMade {
 				reason = worse(reason, nbr)
-				ie.overBudget(c, nbr, why, price, f, dealID)
+				explainOverBudget(ie, c, nbr, why, price, f, dealID)
 				continue
 			}
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -265,14 +266,14 @@ func TestDebugExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var ex Explain
+	var ex explain.Explain
 	if err := json.NewDecoder(resp.Body).Decode(&ex); err != nil {
 		t.Fatal(err)
 	}
 	if ex.Decision != "bid" || !ex.User.Found || len(ex.Imps) != 1 || ex.Campaigns != 4 || len(ex.Response) == 0 {
 		t.Fatalf("explain %+v", ex)
 	}
-	by := map[string]*CampaignExplain{}
+	by := map[string]*explain.CampaignExplain{}
 	for _, c := range ex.Imps[0].Campaigns {
 		by[c.ID] = c
 	}
@@ -294,7 +295,7 @@ func TestDebugExplain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp2.Body.Close()
-	var ex2 Explain
+	var ex2 explain.Explain
 	json.NewDecoder(resp2.Body).Decode(&ex2)
 	if ex2.Decision != "no-bid" || ex2.NBR != 8 || ex2.User.Problem != "unknown user" {
 		t.Errorf("unknown user explained as %+v", ex2)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -107,10 +108,10 @@ type reqState struct {
 // (Bidder.auction sets it): every step of the auction reads it from the
 // request state instead of taking it as parameters.
 type round struct {
-	set *campaign.Set // the campaigns: one CampaignSource.Current per request
-	cur string        // the response currency
-	uid string        // the user (resolved through the match table)
-	ex  *Explain      // the debug run's trace; nil on the bid path
+	set *campaign.Set    // the campaigns: one CampaignSource.Current per request
+	cur string           // the response currency
+	uid string           // the user (resolved through the match table)
+	ex  *explain.Explain // the debug run's trace; nil on the bid path
 }
 
 // Buffers above these capacities are dropped when a state returns to the

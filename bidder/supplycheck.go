@@ -8,6 +8,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/rtb"
 )
@@ -74,13 +75,13 @@ func supplyNBR(r supply.Reason) rtb.NoBidReason {
 // pathCheck applies campaign c's supply setting and the request's DSA
 // requirement to c serving kind on imp: bidMade and the DSA decision, or
 // the no-bid reason (counted; explained in ie).
-func (b *Bidder) pathCheck(st *reqState, c *campaign.Campaign, kind media, ie *ImpExplain) (dsa.Decision, rtb.NoBidReason) {
+func (b *Bidder) pathCheck(st *reqState, c *campaign.Campaign, kind media, ie *explain.ImpExplain) (dsa.Decision, rtb.NoBidReason) {
 	if c.Supply.Active() {
 		v := b.supplyVerdict(st)
 		if why := c.Supply.Refuse(v); why != supply.OK {
 			st.m.supplyRefusals[why].Inc()
 			if ie != nil {
-				ie.campaign(c.ID, "rejected", "supply: "+v.Explain(&st.path.req, why), 0, 0, "")
+				ie.Campaign(c.ID, "rejected", "supply: "+v.Explain(&st.path.req, why), 0, 0, "")
 			}
 			return dsa.Decision{}, supplyNBR(why)
 		}
@@ -91,7 +92,7 @@ func (b *Bidder) pathCheck(st *reqState, c *campaign.Campaign, kind media, ie *I
 	if d.Reason != dsa.OK {
 		st.m.dsaRefusals[d.Reason].Inc()
 		if ie != nil {
-			ie.campaign(c.ID, "rejected", d.Reason.Explain(), 0, 0, "")
+			ie.Campaign(c.ID, "rejected", d.Reason.Explain(), 0, 0, "")
 		}
 		return d, rtb.NoBidDSA
 	}
@@ -136,7 +137,7 @@ func dsaExt(st *reqState, d *dsa.Decision, bid *openrtb2.Bid) {
 
 // explainPath is the debug endpoint's account of the request's supply
 // path and DSA signals.
-func (b *Bidder) explainPath(st *reqState, ex *Explain) {
+func (b *Bidder) explainPath(st *reqState, ex *explain.Explain) {
 	if ex == nil {
 		return
 	}

@@ -1,19 +1,18 @@
-package bidder
+// Package explain is the answer of the bidder's debug endpoint (POST
+// /admin/debug/bid): for one bid request, what the auction decided and
+// why, imp by imp and campaign by campaign. Every method returns at once
+// on a nil receiver, the bid path's value.
+package explain
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/http"
 	"sort"
-	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/rtb"
 )
 
 // Explain is the answer of the debug endpoint (POST /admin/debug/bid on the
@@ -71,25 +70,29 @@ type CampaignExplain struct {
 	Shading     string `json:"shading,omitempty"`
 }
 
-func (e *Explain) note(format string, args ...any) {
+// Note adds a note.
+func (e *Explain) Note(format string, args ...any) {
 	if e != nil {
 		e.Notes = append(e.Notes, fmt.Sprintf(format, args...))
 	}
 }
 
-func (e *Explain) setPrivacy(s string) {
+// SetPrivacy records the privacy decision.
+func (e *Explain) SetPrivacy(s string) {
 	if e != nil {
 		e.Privacy = s
 	}
 }
 
-func (e *Explain) setUser(id string, found bool, problem string) {
+// SetUser records the user lookup.
+func (e *Explain) SetUser(id string, found bool, problem string) {
 	if e != nil {
 		e.User.ID, e.User.Found, e.User.Problem = id, found, problem
 	}
 }
 
-func (e *Explain) setProfile(p *user.Profile) {
+// SetProfile records the user's profile.
+func (e *Explain) SetProfile(p *user.Profile) {
 	if e == nil {
 		return
 	}
@@ -102,7 +105,8 @@ func (e *Explain) setProfile(p *user.Profile) {
 	e.User.Segments = append([]string(nil), p.Segments...)
 }
 
-func (e *Explain) imp(imp *openrtb2.Imp) *ImpExplain {
+// Imp starts the explain of imp (nil on a nil e).
+func (e *Explain) Imp(imp *openrtb2.Imp) *ImpExplain {
 	if e == nil {
 		return nil
 	}
@@ -128,7 +132,8 @@ func (e *Explain) imp(imp *openrtb2.Imp) *ImpExplain {
 	return ie
 }
 
-func (ie *ImpExplain) rejections(r *campaign.Rejections) {
+// Rejections adds the campaigns the match rejected.
+func (ie *ImpExplain) Rejections(r *campaign.Rejections) {
 	if ie == nil || r == nil {
 		return
 	}
@@ -142,7 +147,8 @@ func (ie *ImpExplain) rejections(r *campaign.Rejections) {
 	}
 }
 
-func (ie *ImpExplain) campaign(id, decision, reason string, price, floor int64, deal string) {
+// Campaign adds one campaign's decision; prices in micros.
+func (ie *ImpExplain) Campaign(id, decision, reason string, price, floor int64, deal string) {
 	if ie == nil {
 		return
 	}
@@ -150,86 +156,11 @@ func (ie *ImpExplain) campaign(id, decision, reason string, price, floor int64, 
 		PriceMicros: price, FloorMicros: floor, DealID: deal})
 }
 
-// shading notes how cd's price was set on the last campaign entry.
-func (ie *ImpExplain) shading(cd *candidate) {
-	if ie == nil || len(ie.Campaigns) == 0 {
-		return
-	}
-	last := ie.Campaigns[len(ie.Campaigns)-1]
-	last.ValueMicros, last.Shading = cd.value, shadingNote(cd)
-}
-
-func (ie *ImpExplain) done(r rtb.NoBidReason, note string) {
+// Done records the imp's result ("bid" or the no-bid reason) and a note.
+func (ie *ImpExplain) Done(result, note string) {
 	if ie == nil {
 		return
 	}
-	ie.Result = nbrLabel(r)
+	ie.Result = result
 	ie.Note = note
-}
-
-// Explain runs the auction for body (a JSON bid request, uncompressed) as
-// the bid endpoint would, without counting it in the bid metrics, and
-// reports every decision. The deadline is computed as for a real request;
-// the catalog and user store are really queried. A request that does not
-// decode gives an Explain with nbr 2 and the decoder's error in Notes.
-func (b *Bidder) Explain(body []byte) *Explain {
-	start := time.Now()
-	ex := &Explain{}
-	st := newReqState(b)
-	st.reset()
-	st.m = b.dbgM // debug runs count in metrics nobody gathers
-	nbr := rtb.NoBidInvalidRequest
-	if err := b.dec.DecodeRequestExts(body, &st.req, &st.exts); err != nil {
-		ex.note("%v", err)
-	} else {
-		ex.RequestID = st.req.ID
-		if s := b.opts.Campaigns.Current(); s != nil {
-			ex.Campaigns = s.Len()
-		}
-		nbr = b.run(st, start, time.Now(), ex)
-		if nbr == bidMade {
-			if out, err := rtb.AppendResponse(nil, &st.resp); err == nil {
-				ex.Response = out
-			} else {
-				ex.note("encoding the response: %v", err)
-			}
-		}
-	}
-	st.dctx.reset(time.Time{})
-	ex.Decision = "no-bid"
-	if nbr == bidMade {
-		ex.Decision = "bid"
-	} else {
-		ex.NBR, ex.Reason = int(nbr), nbr.String()
-	}
-	ex.TookMicro = time.Since(start).Microseconds()
-	return ex
-}
-
-// DebugHandler is the admin endpoint POST /admin/debug/bid: the body is a
-// bid request (gzip not needed: it is an operator's tool), the answer the
-// Explain as indented JSON. Bodies over MaxBodyBytes get 413.
-func (b *Bidder) DebugHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
-			w.Header().Set("Allow", http.MethodPost)
-			http.Error(w, "POST a bid request", http.StatusMethodNotAllowed)
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, int64(b.opts.MaxBodyBytes)))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				http.Error(w, "body larger than bidder.max_body_bytes", http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "reading the body: "+err.Error(), http.StatusBadRequest)
-			return
-		}
-		ex := b.Explain(body)
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(ex)
-	})
 }
