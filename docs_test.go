@@ -42,6 +42,7 @@ import (
 
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
@@ -819,7 +820,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		reg := newRecorder()
 		cfg := base(setup.name, setup.sets...)
 		if setup.name == "remote" { // browsers apart, every exchange restricted: the source metrics
-			cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.0/8"}}}
+			cfg.Exchanges = configs.Exchanges{exchange.Default: {AllowCIDRs: []string{"127.0.0.0/8"}}}
 		}
 		s, err := server.StartRegistry(cfg, nil, reg)
 		if err != nil {

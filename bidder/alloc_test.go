@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/overload"
 )
@@ -89,7 +90,7 @@ func TestSimilarBidAllocations(t *testing.T) {
 // (/openrtb2/bid/{name}) and resolving user.id through the match table
 // cost no allocation over the plain bid.
 func TestExchangeBidAllocations(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.Exchanges = []Exchange{{Name: "pbs"}} })
+	f := newFixture(t, func(o *Options) { o.Exchanges = []exchange.Exchange{{Name: "pbs"}} })
 	if err := f.users.PutMatch(t.Context(), "pbs:x-bulk", userBulk); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestAdmissionAllocations(t *testing.T) {
 // allocation over the plain bid.
 func TestBillingTrackerAllocations(t *testing.T) {
 	f := newFixture(t, func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "render", Billing: token.BillingRender}}
+		o.Exchanges = []exchange.Exchange{{Name: "render", Billing: token.BillingRender}}
 		o.BannerImpPixel = true
 	})
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)

@@ -115,7 +115,7 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *explain.Explain) rtb.N
 	var found bool
 	var err error
 	if matchable {
-		st.matchKey = user.MatchKey(st.matchKey[:0], b.exchanges.list[st.exchange].Name, uid)
+		st.matchKey = user.MatchKey(st.matchKey[:0], b.exchanges.List[st.exchange].Name, uid)
 		matchable = len(st.matchKey) <= user.MaxUIDLen
 	}
 	if matchable {

@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -169,7 +170,7 @@ func runAuctionFixture(t *testing.T, fx *auctionFixture) fixtureExpect {
 			o.Supply = openSupply(t)
 		}
 		if fx.Bidder.Exchange != "" {
-			o.Exchanges = []Exchange{{Name: DefaultExchange, Domain: fx.Bidder.Exchange}}
+			o.Exchanges = []exchange.Exchange{{Name: exchange.Default, Domain: fx.Bidder.Exchange}}
 		}
 		switch fx.Bidder.Shading {
 		case "":

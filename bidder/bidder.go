@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/shading"
@@ -71,8 +72,8 @@ type Bidder struct {
 
 	products *catalog.Fetcher // Options.Products, asked as it allows (plain, batched, near-cached)
 
-	exchanges  exchangeSet
-	redirects  redirectHosts
+	exchanges  exchange.Set
+	redirects  exchange.RedirectHosts
 	matchStore MatchStore // Options.Users' match table; nil: none
 
 	inFlight *overload.InFlight // also read by the rtbd_bidder_in_flight gauge
@@ -97,7 +98,7 @@ type Bidder struct {
 
 	srv    atomic.Pointer[fasthttp.Server] // the latest NewServer's, for the connection metrics
 	limits rateLimits
-	src    *sourceGuard // exchanges.NAME.allow_cidrs (sources.go)
+	src    *exchange.Guard // exchanges.NAME.allow_cidrs (sources.go)
 }
 
 // New returns a Bidder. Errors wrap ErrOptions (a missing store, a bad
@@ -107,9 +108,9 @@ func New(opts Options) (*Bidder, error) {
 		return nil, err
 	}
 	inFlight := overload.NewInFlight(opts.MaxInFlight)
-	xs, _ := newExchangeSet(opts.Exchanges)
-	redirects, _ := newRedirectHosts(opts.UserID.SyncRedirectHosts)
-	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.N()) }, xs.names())
+	xs, _ := exchange.NewSet(opts.Exchanges)
+	redirects, _ := exchange.NewRedirectHosts(opts.UserID.SyncRedirectHosts)
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.N()) }, xs.Names())
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,7 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
-	dbg, _ := newMetrics(nil, nil, xs.names())
+	dbg, _ := newMetrics(nil, nil, xs.Names())
 	cells := creative.NewCellCache(opts.CellCache)
 	if err := registerCellMetrics(opts.Registerer, cells); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
@@ -130,7 +131,7 @@ func New(opts Options) (*Bidder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
-	src, err := newSourceGuard(xs, opts.Registerer)
+	src, err := exchange.NewGuard(xs, opts.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
@@ -260,7 +261,7 @@ var (
 	contentJSON   = "application/json"
 )
 
-// serveBid is POST /openrtb2/bid (exchange 0, DefaultExchange) and POST
+// serveBid is POST /openrtb2/bid (exchange 0, exchange.Default) and POST
 // /openrtb2/bid/{name} (exchange ex of b.exchanges).
 //
 // Its clock starts when the request arrived, if the connection knows

@@ -15,13 +15,14 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
 )
 
 // billingExchanges are one exchange per billing mode, named after it.
-var billingExchanges = []Exchange{
+var billingExchanges = []exchange.Exchange{
 	{Name: "burl", Billing: token.BillingBurl},
 	{Name: "nurl", Billing: token.BillingNurl},
 	{Name: "render", Billing: token.BillingRender},
@@ -247,7 +248,7 @@ func TestBillingAcrossBidders(t *testing.T) {
 func TestImpNotice(t *testing.T) {
 	xEnc, xInt := []byte("exchange-enc-key-0123456789abcde"), []byte("exchange-int-key-0123456789abcde")
 	f := newMoneyFixture(t, billingCampaigns(t), func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "render", Billing: token.BillingRender, PriceEncryptionKey: xEnc, PriceIntegrityKey: xInt}}
+		o.Exchanges = []exchange.Exchange{{Name: "render", Billing: token.BillingRender, PriceEncryptionKey: xEnc, PriceIntegrityKey: xInt}}
 	})
 	start := f.clock.Now()
 	b := f.bidOn("render", "native11")

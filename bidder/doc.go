@@ -13,7 +13,7 @@
 //	POST /openrtb2/bid/{exchange}
 //	                     the same for an exchange of Options.Exchanges
 //	                     (404 for another name; /openrtb2/bid is
-//	                     DefaultExchange)
+//	                     exchange.Default)
 //	GET /event           product view pixel (?pg=&pid=&ev=view[&uid=]):
 //	                     1x1 GIF; the uid is a signed uid= or the uid
 //	                     cookie; none: a cookie is set, nothing recorded

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
@@ -70,7 +71,7 @@ import (
 //
 // Every token of a bid carries its exchange's billing mode
 // (Exchange.Billing, token.Billing, config exchanges.NAME.billing) and,
-// for an exchange other than DefaultExchange, the exchange's name (for
+// for an exchange other than exchange.Default, the exchange's name (for
 // its price keys), both signed. The mode decides which notices charge:
 //
 //	burl (default)  /bill
@@ -381,10 +382,10 @@ func (b *Bidder) clearingPrice(p []byte, tok *token.Token) (price int64, estimat
 	enc, integ := b.opts.PriceEncryptionKey, b.opts.PriceIntegrityKey
 	name := tok.Exchange
 	if name == "" {
-		name = DefaultExchange
+		name = exchange.Default
 	}
-	if i, found := b.exchanges.index[name]; found && len(b.exchanges.list[i].PriceEncryptionKey) > 0 {
-		enc, integ = b.exchanges.list[i].PriceEncryptionKey, b.exchanges.list[i].PriceIntegrityKey
+	if i, found := b.exchanges.Index[name]; found && len(b.exchanges.List[i].PriceEncryptionKey) > 0 {
+		enc, integ = b.exchanges.List[i].PriceEncryptionKey, b.exchanges.List[i].PriceIntegrityKey
 	}
 	if len(enc) == 0 {
 		return 0, false, false

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/supply"
@@ -64,9 +65,9 @@ type Options struct {
 	Keys *token.Keys
 
 	// Exchanges are the exchanges served by name, at PathBid + "/" + Name
-	// (404 for any other name); DefaultExchange (PathBid) always exists
+	// (404 for any other name); exchange.Default (PathBid) always exists
 	// and may be listed to give it settings.
-	Exchanges []Exchange
+	Exchanges []exchange.Exchange
 	// UserID configures rtbd's uid cookie and the uid rules of /event,
 	// /usersync and /match.
 	UserID UserIDOptions
@@ -325,14 +326,46 @@ func (o *Options) ensureDefaults() error {
 		o.realClock = true
 		o.Now = time.Now
 	}
-	if _, xerrs := newExchangeSet(o.Exchanges); len(xerrs) > 0 {
+	if _, xerrs := exchange.NewSet(o.Exchanges); len(xerrs) > 0 {
 		errs = append(errs, xerrs...)
 	}
-	if _, herrs := newRedirectHosts(o.UserID.SyncRedirectHosts); len(herrs) > 0 {
+	if _, herrs := exchange.NewRedirectHosts(o.UserID.SyncRedirectHosts); len(herrs) > 0 {
 		errs = append(errs, herrs...)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
 	}
 	return nil
+}
+
+// UserIDOptions configure rtbd's own user id: its cookie, where /event and
+// /match may take it from, and where /usersync and /match may redirect.
+type UserIDOptions struct {
+	// CookieName is the uid cookie's name. Default "rtbd_uid".
+	CookieName string
+	// CookieDomain is its Domain attribute; "": the host that set it.
+	CookieDomain string
+	// CookieMaxAge is its Max-Age. Default 8760h.
+	CookieMaxAge time.Duration
+	// TrustQueryUID accepts an unsigned uid= in the query of /event and
+	// /match; otherwise only a uid signed with Keys (token.Keys.AppendUID)
+	// is taken from the query.
+	TrustQueryUID bool
+	// SyncRedirectHosts are the hosts /usersync and /match redirect to:
+	// "host[:port]" (https) or "http://host[:port]" (http or https). None:
+	// every redirect is refused (400).
+	SyncRedirectHosts []string
+}
+
+// MatchStore is the match table (/match): an exchange's own user id ->
+// rtbd's uid. The user stores of rtbd implement it (*pebblestore.Store,
+// *redisstore.Store, *aerostore.UserStore); a UserStore without it serves
+// /match 503 and resolves no bid through it.
+type MatchStore interface {
+	// PutMatch stores key (user.MatchKey) -> uid.
+	PutMatch(ctx context.Context, key, uid string) error
+	// GetMatched resolves key to rtbd's uid, else to fallback, appends it
+	// to dst and reads its profile into p, in one store round trip where
+	// the store allows. It must honour ctx like UserStore.Get.
+	GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) (uid []byte, found bool, err error)
 }

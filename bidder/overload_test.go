@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/internal/clocktest"
 	"github.com/rtbd/rtbd/overload"
@@ -36,7 +37,7 @@ func fromCtx(path, cookie, ip, xff string) *fasthttp.RequestCtx {
 
 func limitedFixture(t *testing.T, edit func(*Options)) *fixture {
 	return newFixture(t, func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "ssp1"}}
+		o.Exchanges = []exchange.Exchange{{Name: "ssp1"}}
 		o.UserID.SyncRedirectHosts = []string{"ssp1.example"}
 		l := overload.Limit{Rate: 1, Burst: 5}
 		o.RateLimits = RateLimitOptions{Event: l, UserSync: l, Match: l, Sources: 1024}

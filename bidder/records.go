@@ -7,6 +7,7 @@ import (
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
@@ -77,7 +78,7 @@ func (b *Bidder) recordBid(st *reqState, i int, cd *candidate, products []*catal
 	}
 	req := &st.req
 	rec := records.Record{Kind: records.KindBid, Time: st.now, Nonce: st.nonce, RequestID: req.ID, ImpID: req.Imp[i].ID,
-		Exchange: b.exchanges.list[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, ValueMicros: cd.value, Currency: st.a.cur,
+		Exchange: b.exchanges.List[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, ValueMicros: cd.value, Currency: st.a.cur,
 		Test: req.Test == 1}
 	requestContext(&rec, req)
 	if cd.kind == mediaBanner {
@@ -109,7 +110,7 @@ func (b *Bidder) recordNoBid(st *reqState, nbr rtb.NoBidReason) {
 	}
 	req := &st.req
 	rec := records.Record{Kind: records.KindNoBid, Time: b.opts.Now(), Nonce: r.NewNonce(), RequestID: req.ID,
-		Exchange: b.exchanges.list[st.exchange].Name, Reason: nbr.String(), Test: req.Test == 1}
+		Exchange: b.exchanges.List[st.exchange].Name, Reason: nbr.String(), Test: req.Test == 1}
 	requestContext(&rec, req)
 	r.Put(&rec)
 }
@@ -119,7 +120,7 @@ func (b *Bidder) recordNoBid(st *reqState, nbr rtb.NoBidReason) {
 func noticeRecord(k records.Kind, tok *token.Token, price int64, now time.Time) records.Record {
 	x := tok.Exchange
 	if x == "" {
-		x = DefaultExchange
+		x = exchange.Default
 	}
 	return records.Record{Kind: k, Time: now, Nonce: tok.NoticeNonce(), RequestID: tok.Auction, ImpID: tok.Imp,
 		Exchange: x, CampaignID: tok.Campaign, PriceMicros: price, ValueMicros: tok.ValueMicros, Currency: tok.Currency, Test: tok.Test}

@@ -71,7 +71,7 @@ func (b *Bidder) addBid(st *reqState, i int, cd *candidate, products []*catalogp
 			st.clickIDs = append(st.clickIDs, p.ProductId)
 		}
 	}
-	x := &b.exchanges.list[st.exchange]
+	x := &b.exchanges.List[st.exchange]
 	st.tok = token.Token{
 		Issued: st.now, Expires: st.now.Add(b.opts.NoticeTTL), ClickExpires: st.now.Add(b.opts.ClickTTL),
 		Campaign: c.ID, Creative: crid, Auction: st.req.ID, Imp: imp.ID, User: st.a.uid,

@@ -10,6 +10,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/token"
 )
 
@@ -37,7 +38,7 @@ func (f *fixture) bidWithID(exchange, id string) string {
 // either is still a replay.
 func TestReplayKeyIsTheBid(t *testing.T) {
 	f := newMoneyFixture(t, billingCampaigns(t), func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "one", Billing: token.BillingBurl}, {Name: "two", Billing: token.BillingBurl}}
+		o.Exchanges = []exchange.Exchange{{Name: "one", Billing: token.BillingBurl}, {Name: "two", Billing: token.BillingBurl}}
 	})
 	start := f.clock.Now()
 	a := f.bidWithID("one", "same-request")

@@ -69,7 +69,7 @@ var routes = [...]route{
 	{pattern: PathClickBase + "{token}/{product}", path: PathClickBase, prefix: true, public: true, serve: (*Bidder).serveClick},
 	{pattern: PathBid + "/{exchange}", path: PathBid + "/", prefix: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		path := rc.Path()
-		if i, ok := b.exchanges.index[string(path[len(PathBid)+1:])]; ok {
+		if i, ok := b.exchanges.Index[string(path[len(PathBid)+1:])]; ok {
 			if !b.bidSourceRefused(rc, i) {
 				b.serveBid(rc, i)
 			}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/exchange"
 )
 
 // Every route of Routes reaches a handler of its own (an answer other
@@ -13,7 +15,7 @@ import (
 func TestRoutesDispatch(t *testing.T) {
 	f := newFixture(t, func(o *Options) {
 		o.DemoImages = true
-		o.Exchanges = []Exchange{{Name: "pbs"}}
+		o.Exchanges = []exchange.Exchange{{Name: "pbs"}}
 	})
 	fill := strings.NewReplacer("{exchange}", "pbs", "{token}", "tok", "{product}", "1", "{group}", "1", "{id}", "2")
 	routes := Routes()

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/exchange"
 )
 
 // TestGracefulDrain: a request in flight when the server shuts down is
@@ -75,7 +77,7 @@ func TestGracefulDrain(t *testing.T) {
 // the same request's full bid (the baseline): a ratio of one run.
 func BenchmarkBidSourceRefused(b *testing.B) {
 	f := newFixture(b, func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "x1", AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}, {Name: "open"}}
+		o.Exchanges = []exchange.Exchange{{Name: "x1", AllowCIDRs: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24")}}, {Name: "open"}}
 	})
 	body := withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
 	for _, c := range []struct{ name, path string }{{"refused", PathBid + "/x1"}, {"bid", PathBid + "/open"}} {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
@@ -117,13 +118,13 @@ func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingM
 
 // newShader builds the Bidder's Shader from Options.Shading and the
 // exchanges (their index is the exchange of a segment id).
-func newShader(o *shading.Options, xs exchangeSet) *shading.Shader {
+func newShader(o *shading.Options, xs exchange.Set) *shading.Shader {
 	if o == nil {
 		return nil
 	}
 	so := *o
-	so.Exchanges = make([]shading.Exchange, len(xs.list))
-	for i, x := range xs.list {
+	so.Exchanges = make([]shading.Exchange, len(xs.List))
+	for i, x := range xs.List {
 		so.Exchanges[i] = shading.Exchange{LossNotices: x.LossNotices, NoticeWait: x.NoticeWait}
 	}
 	return shading.New(so)
@@ -272,7 +273,7 @@ func (b *Bidder) ShadingHandler() http.Handler {
 		out := struct {
 			Enabled  bool                  `json:"enabled"`
 			Segments []shading.SegmentView `json:"segments"`
-		}{Enabled: b.shader != nil, Segments: b.shader.Snapshot(b.exchanges.names())}
+		}{Enabled: b.shader != nil, Segments: b.shader.Snapshot(b.exchanges.Names())}
 		if out.Segments == nil {
 			out.Segments = []shading.SegmentView{}
 		}

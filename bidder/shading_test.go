@@ -12,6 +12,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 )
@@ -240,7 +241,7 @@ func TestShadingExplainAndView(t *testing.T) {
 			exch = &view.Segments[i]
 		}
 	}
-	if exch == nil || exch.Exchange != DefaultExchange || exch.Source != "min_to_win" || len(exch.Curve) == 0 || exch.LastValue <= exch.LastPrice {
+	if exch == nil || exch.Exchange != exchange.Default || exch.Source != "min_to_win" || len(exch.Curve) == 0 || exch.LastValue <= exch.LastPrice {
 		t.Errorf("/admin/shading: exchange segment %+v", exch)
 	}
 	plain := newFixture(t, nil)
@@ -278,7 +279,7 @@ func shadedBid(mf *moneyFixture, at int) (float64, bidURLs) {
 func TestShadingNotices(t *testing.T) {
 	mf := newMoneyFixture(t, moneyCampaigns(t, ""), func(o *Options) {
 		o.Shading = &shading.Options{Explore: -1, ExploreCold: -1}
-		o.Exchanges = []Exchange{{Name: DefaultExchange, LossNotices: true}}
+		o.Exchanges = []exchange.Exchange{{Name: exchange.Default, LossNotices: true}}
 	})
 	observed := func(outcome string) float64 { return mf.counter("rtbd_shading_observations_total", "outcome", outcome) }
 	mtw := func(result string) float64 { return mf.counter("rtbd_shading_min_to_win_total", "result", result) }

@@ -34,7 +34,7 @@ type reqState struct {
 	b *Bidder
 	m *metrics
 
-	exchange int    // index in b.exchanges (0: DefaultExchange)
+	exchange int    // index in b.exchanges (0: exchange.Default)
 	matchKey []byte // user.MatchKey of a request without user.buyeruid
 	uidBuf   []byte // the uid resolved through the match table
 

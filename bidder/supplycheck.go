@@ -38,7 +38,7 @@ func (b *Bidder) supplyVerdict(st *reqState) *supply.Verdict {
 	}
 	req := &st.req
 	r := &ps.req
-	*r = supply.Request{ExchangeDomain: b.exchanges.list[st.exchange].Domain}
+	*r = supply.Request{ExchangeDomain: b.exchanges.List[st.exchange].Domain}
 	if s := req.Source; s != nil && s.SChain != nil {
 		r.Chain = s.SChain
 	} else if len(st.exts.SChain25.Nodes) > 0 {

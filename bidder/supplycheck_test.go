@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/rtb"
 )
@@ -79,7 +80,7 @@ func TestSupplyFixtureAuction(t *testing.T) {
 		if f == nil {
 			f = newFixture(t, func(o *Options) {
 				o.Campaigns, o.Supply = src, store
-				o.Exchanges = []Exchange{{Name: DefaultExchange, Domain: c.ExchangeDomain}}
+				o.Exchanges = []exchange.Exchange{{Name: exchange.Default, Domain: c.ExchangeDomain}}
 			})
 			fixtures[c.ExchangeDomain] = f
 		}

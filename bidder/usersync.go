@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/privacy"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -35,7 +36,7 @@ const maxRedirectBytes = 4096
 // userinfo (user@host), backslashes, spaces, control and non-ASCII
 // characters, percent-encoding or anything but host[:port] in the
 // authority, and an empty host.
-func checkRedirect(raw string, hosts redirectHosts) error {
+func checkRedirect(raw string, hosts exchange.RedirectHosts) error {
 	if raw == "" || len(raw) > maxRedirectBytes {
 		return errRedirect
 	}
@@ -154,7 +155,7 @@ func (b *Bidder) requestUID(rc *fasthttp.RequestCtx, q []byte, buf []byte) (stri
 // serveUserSync is GET /usersync?redirect=URL&gdpr=&gdpr_consent=&gpp=&gpp_sid=&us_privacy=,
 // an exchange-initiated user sync (Prebid Server's userSync.redirect): 302
 // to URL with the exchange's uid macro (x= names the exchange, default
-// DefaultExchange's: "$UID") replaced by rtbd's uid, URL-escaped. The uid
+// exchange.Default's: "$UID") replaced by rtbd's uid, URL-escaped. The uid
 // is the cookie's, or a new one set as the cookie. When the privacy
 // decision says no personalisation, no cookie is set and the macro is
 // replaced by "" (Prebid Server's /setuid then forgets rtbd's id). 400
@@ -192,18 +193,18 @@ func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 	b.redirect(rc, dest)
 }
 
-// exchangeArg returns the exchange named by x= (DefaultExchange's when
+// exchangeArg returns the exchange named by x= (exchange.Default's when
 // absent) and whether it exists.
-func (b *Bidder) exchangeArg(args *fasthttp.Args) (Exchange, bool) {
+func (b *Bidder) exchangeArg(args *fasthttp.Args) (exchange.Exchange, bool) {
 	v := args.Peek("x")
 	if len(v) == 0 {
-		return b.exchanges.list[0], true
+		return b.exchanges.List[0], true
 	}
-	i, ok := b.exchanges.index[string(v)]
+	i, ok := b.exchanges.Index[string(v)]
 	if !ok {
-		return Exchange{}, false
+		return exchange.Exchange{}, false
 	}
-	return b.exchanges.list[i], true
+	return b.exchanges.List[i], true
 }
 
 // maxXUIDBytes bounds an exchange's user id in /match (its match key must

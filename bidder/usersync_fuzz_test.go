@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/user"
 )
 
@@ -12,7 +13,7 @@ import (
 // absolute http(s) URL to an allowlisted host, without userinfo,
 // backslashes or control characters, whatever the input.
 func FuzzCheckRedirect(f *testing.F) {
-	hosts, _ := newRedirectHosts([]string{"pbs.example", "http://plain.example:8000"})
+	hosts, _ := exchange.NewRedirectHosts([]string{"pbs.example", "http://plain.example:8000"})
 	for _, s := range []string{"https://pbs.example/setuid?uid=$UID", "//evil.example", `/\evil.example`, "https://user@pbs.example/",
 		"javascript:alert(1)", "https://pbs%2eexample/", "http://plain.example:8000/x", "https://pbs.example\\@evil/"} {
 		f.Add(s)

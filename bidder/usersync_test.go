@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/privacy/privacytest"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
@@ -235,7 +236,7 @@ func TestUserSyncPrebidServer(t *testing.T) {
 	// An exchange's own macro.
 	f2 := newFixture(t, func(o *Options) {
 		o.UserID.SyncRedirectHosts = []string{"sync.example"}
-		o.Exchanges = []Exchange{{Name: "ssp", UIDMacro: "[UID]"}}
+		o.Exchanges = []exchange.Exchange{{Name: "ssp", UIDMacro: "[UID]"}}
 	})
 	rc = getCtx("/usersync?x=ssp&redirect="+url.QueryEscape("https://sync.example/s?id=[UID]&u=$UID"), "rtbd_uid=abc")
 	f2.b.Handler()(rc)
@@ -310,7 +311,7 @@ func TestUserSyncRedirectRefused(t *testing.T) {
 // request of that exchange with only user.id then bids for rtbd's user.
 func TestMatchThenBid(t *testing.T) {
 	f := newFixture(t, func(o *Options) {
-		o.Exchanges = []Exchange{{Name: "ssp1"}, {Name: "ssp2"}}
+		o.Exchanges = []exchange.Exchange{{Name: "ssp1"}, {Name: "ssp2"}}
 		o.UserID.SyncRedirectHosts = []string{"ssp1.example"}
 	})
 	h := f.b.Handler()

@@ -4,7 +4,7 @@ import (
 	"encoding/base64"
 	"testing"
 
-	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -26,7 +26,7 @@ func TestBillingFromConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	xs, _ := userIDFromConfig(cfg)
-	got := map[string]bidder.Exchange{}
+	got := map[string]exchange.Exchange{}
 	for _, x := range xs {
 		got[x.Name] = x
 	}
@@ -36,7 +36,7 @@ func TestBillingFromConfig(t *testing.T) {
 	if x := got["ssp"]; x.Billing != token.BillingNurl || x.PriceEncryptionKey != nil {
 		t.Errorf("ssp: %+v", x)
 	}
-	if x := got[bidder.DefaultExchange]; x.Billing != token.BillingBurl || x.PriceEncryptionKey != nil {
+	if x := got[exchange.Default]; x.Billing != token.BillingBurl || x.PriceEncryptionKey != nil {
 		t.Errorf("default: %+v", x)
 	}
 }

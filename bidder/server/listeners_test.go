@@ -17,6 +17,7 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -255,7 +256,7 @@ func TestListenerFloods(t *testing.T) {
 	})
 	t.Run("exchange", func(t *testing.T) {
 		cfg := twoListenerConfig(t)
-		cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.1/32"}}}
+		cfg.Exchanges = configs.Exchanges{exchange.Default: {AllowCIDRs: []string{"127.0.0.1/32"}}}
 		s := startWithBulkUser(t, cfg)
 		silentFlood(t, s.Addr(), "127.0.0.2", flood)
 		probeBids(t, s, "127.0.0.1")

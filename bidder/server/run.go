@@ -28,6 +28,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/creative"
+	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/internal/aero"
@@ -115,14 +116,14 @@ func optionsFromConfig(c configs.Bidder) (opts bidder.Options, ephemeral bool, e
 
 // userIDFromConfig maps the exchanges map and the uid settings of the user
 // section to Options.
-func userIDFromConfig(cfg *configs.Config) ([]bidder.Exchange, bidder.UserIDOptions) {
-	var xs []bidder.Exchange
+func userIDFromConfig(cfg *configs.Config) ([]exchange.Exchange, bidder.UserIDOptions) {
+	var xs []exchange.Exchange
 	for _, name := range cfg.Exchanges.Names() {
 		x, _ := cfg.Exchanges.Get(name)
 		billing, _ := token.ParseBilling(x.Billing) // validated
 		enc, _ := configs.DecodeKey(x.PriceKeys.Encryption)
 		integ, _ := configs.DecodeKey(x.PriceKeys.Integrity)
-		xs = append(xs, bidder.Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
+		xs = append(xs, exchange.Exchange{Name: name, UIDMacro: x.Macro(), Billing: billing, PriceEncryptionKey: enc, PriceIntegrityKey: integ,
 			AllowCIDRs: x.Prefixes(), Domain: x.Domain,
 			LossNotices: x.LossNotices, NoticeWait: x.NoticeWait})
 	}

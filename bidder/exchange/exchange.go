@@ -1,20 +1,21 @@
-package bidder
+// Package exchange is the bidder's exchanges (config exchanges.NAME):
+// their settings, the set a Bidder serves, the hosts /usersync and /match
+// may redirect to, and the counters of the per-exchange source check.
+package exchange
 
 import (
-	"context"
 	"fmt"
 	"net/netip"
 	"strings"
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/configs"
 )
 
-// DefaultExchange is the exchange of POST /openrtb2/bid (no name in the
+// Default is the exchange of POST /openrtb2/bid (no name in the
 // path, config exchanges): it always exists.
-const DefaultExchange = configs.DefaultExchange
+const Default = configs.DefaultExchange
 
 // DefaultUIDMacro is the uid macro of an exchange that sets none.
 const DefaultUIDMacro = configs.DefaultUIDMacro
@@ -29,7 +30,7 @@ type Exchange struct {
 	// redirect URL. Default DefaultUIDMacro.
 	UIDMacro string
 	// Billing is which notices of the exchange's bids charge (see
-	// notices.go). Default token.BillingBurl.
+	// the bidder's notices). Default token.BillingBurl.
 	Billing token.Billing
 	// PriceEncryptionKey and PriceIntegrityKey (raw bytes) decrypt the
 	// exchange's encrypted clearing prices; nil: Options'.
@@ -52,47 +53,16 @@ type Exchange struct {
 	NoticeWait time.Duration
 }
 
-// UserIDOptions configure rtbd's own user id: its cookie, where /event and
-// /match may take it from, and where /usersync and /match may redirect.
-type UserIDOptions struct {
-	// CookieName is the uid cookie's name. Default "rtbd_uid".
-	CookieName string
-	// CookieDomain is its Domain attribute; "": the host that set it.
-	CookieDomain string
-	// CookieMaxAge is its Max-Age. Default 8760h.
-	CookieMaxAge time.Duration
-	// TrustQueryUID accepts an unsigned uid= in the query of /event and
-	// /match; otherwise only a uid signed with Keys (token.Keys.AppendUID)
-	// is taken from the query.
-	TrustQueryUID bool
-	// SyncRedirectHosts are the hosts /usersync and /match redirect to:
-	// "host[:port]" (https) or "http://host[:port]" (http or https). None:
-	// every redirect is refused (400).
-	SyncRedirectHosts []string
+// Set is a Bidder's exchanges: index 0 is Default.
+type Set struct {
+	List  []Exchange
+	Index map[string]int // Name -> index in List
 }
 
-// MatchStore is the match table (/match): an exchange's own user id ->
-// rtbd's uid. The user stores of rtbd implement it (*pebblestore.Store,
-// *redisstore.Store, *aerostore.UserStore); a UserStore without it serves
-// /match 503 and resolves no bid through it.
-type MatchStore interface {
-	// PutMatch stores key (user.MatchKey) -> uid.
-	PutMatch(ctx context.Context, key, uid string) error
-	// GetMatched resolves key to rtbd's uid, else to fallback, appends it
-	// to dst and reads its profile into p, in one store round trip where
-	// the store allows. It must honour ctx like UserStore.Get.
-	GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) (uid []byte, found bool, err error)
-}
-
-// exchangeSet is the Bidder's exchanges: index 0 is DefaultExchange.
-type exchangeSet struct {
-	list  []Exchange
-	index map[string]int // Name -> index in list
-}
-
-// newExchangeSet checks the exchanges of Options and fills the defaults.
-func newExchangeSet(xs []Exchange) (exchangeSet, []error) {
-	s := exchangeSet{list: []Exchange{{Name: DefaultExchange, UIDMacro: DefaultUIDMacro}}, index: map[string]int{DefaultExchange: 0}}
+// NewSet checks the exchanges of a Bidder's options and fills the
+// defaults.
+func NewSet(xs []Exchange) (Set, []error) {
+	s := Set{List: []Exchange{{Name: Default, UIDMacro: DefaultUIDMacro}}, Index: map[string]int{Default: 0}}
 	var errs []error
 	for _, x := range xs {
 		if x.UIDMacro == "" {
@@ -110,34 +80,36 @@ func newExchangeSet(xs []Exchange) (exchangeSet, []error) {
 			errs = append(errs, fmt.Errorf("exchange %q: a name is 1-32 lower-case letters, digits, '_' or '-'", x.Name))
 			continue
 		}
-		if x.Name == DefaultExchange {
-			s.list[0] = x
+		if x.Name == Default {
+			s.List[0] = x
 			continue
 		}
-		if _, dup := s.index[x.Name]; dup {
+		if _, dup := s.Index[x.Name]; dup {
 			errs = append(errs, fmt.Errorf("exchange %q listed twice", x.Name))
 			continue
 		}
-		s.index[x.Name] = len(s.list)
-		s.list = append(s.list, x)
+		s.Index[x.Name] = len(s.List)
+		s.List = append(s.List, x)
 	}
 	return s, errs
 }
 
-func (s exchangeSet) names() []string {
-	names := make([]string, len(s.list))
-	for i, x := range s.list {
+// Names returns the exchanges' names, by index.
+func (s Set) Names() []string {
+	names := make([]string, len(s.List))
+	for i, x := range s.List {
 		names[i] = x.Name
 	}
 	return names
 }
 
-// redirectHosts is user.sync_redirect_hosts as a set: "https://host" for
+// RedirectHosts is user.sync_redirect_hosts as a set: "https://host" for
 // every entry, and "http://host" for the entries listed with http://.
-type redirectHosts map[string]bool
+type RedirectHosts map[string]bool
 
-func newRedirectHosts(hosts []string) (redirectHosts, []error) {
-	set := redirectHosts{}
+// NewRedirectHosts checks hosts and makes their set.
+func NewRedirectHosts(hosts []string) (RedirectHosts, []error) {
+	set := RedirectHosts{}
 	var errs []error
 	for _, h := range hosts {
 		if msg := configs.CheckRedirectHost(h); msg != "" {
