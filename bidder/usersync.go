@@ -22,50 +22,6 @@ const (
 	PathMatch    = "/match"
 )
 
-// errRedirect is what checkRedirect refuses (the answer is 400).
-var errRedirect = errors.New("bidder: redirect target not allowed")
-
-// maxRedirectBytes bounds a redirect URL.
-const maxRedirectBytes = 4096
-
-// checkRedirect returns nil when raw (a redirect= value, already
-// percent-decoded once from the query) may be redirected to: an absolute
-// https URL (or http for a host listed with http://) whose host[:port],
-// after url.Parse, is exactly one of hosts. Refused: other schemes
-// (javascript:, data:), scheme-relative (//host) and relative URLs,
-// userinfo (user@host), backslashes, spaces, control and non-ASCII
-// characters, percent-encoding or anything but host[:port] in the
-// authority, and an empty host.
-func checkRedirect(raw string, hosts exchange.RedirectHosts) error {
-	if raw == "" || len(raw) > maxRedirectBytes {
-		return errRedirect
-	}
-	for i := 0; i < len(raw); i++ {
-		if c := raw[i]; c <= ' ' || c >= 0x7f || c == '\\' {
-			return errRedirect
-		}
-	}
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok || (scheme != "https" && scheme != "http") {
-		return errRedirect // other schemes, relative and scheme-relative URLs
-	}
-	authority := rest
-	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-		authority = rest[:i]
-	}
-	if authority == "" || strings.ContainsAny(authority, "@%") {
-		return errRedirect
-	}
-	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != scheme || u.User != nil || u.Opaque != "" || u.Host != authority {
-		return errRedirect
-	}
-	if !hosts[scheme+"://"+strings.ToLower(u.Host)] {
-		return errRedirect
-	}
-	return nil
-}
-
 // validCookieUID reports whether v, the value of rtbd's uid cookie, is a
 // uid rtbd could have set: 1 to user.MaxUIDLen URL-safe characters
 // (letters, digits, '-', '_', '.').
@@ -159,7 +115,7 @@ func (b *Bidder) requestUID(rc *fasthttp.RequestCtx, q []byte, buf []byte) (stri
 // is the cookie's, or a new one set as the cookie. When the privacy
 // decision says no personalisation, no cookie is set and the macro is
 // replaced by "" (Prebid Server's /setuid then forgets rtbd's id). 400
-// for a missing or refused redirect (see checkRedirect) or an unknown x.
+// for a missing or refused redirect (see exchange.RedirectHosts.Check) or an unknown x.
 func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 	if !allowGet(rc) {
 		return
@@ -179,7 +135,7 @@ func (b *Bidder) serveUserSync(rc *fasthttp.RequestCtx) {
 		}
 	}
 	dest := strings.ReplaceAll(string(args.Peek("redirect")), x.UIDMacro, url.QueryEscape(uid))
-	if err := checkRedirect(dest, b.redirects); err != nil {
+	if err := b.redirects.Check(dest); err != nil {
 		b.m.syncs[syncInvalid].Inc()
 		syncRefused(rc, refusedRedirect)
 		return
@@ -234,7 +190,7 @@ func (b *Bidder) serveMatch(rc *fasthttp.RequestCtx) {
 		refused = refusedExchange
 	case len(xuid) == 0 || len(xuid) > maxXUIDBytes || user.CheckUID(xuid) != nil:
 		refused = refusedXUID
-	case dest != "" && checkRedirect(dest, b.redirects) != nil:
+	case dest != "" && b.redirects.Check(dest) != nil:
 		refused = refusedRedirect
 	}
 	if refused != "" {
