@@ -233,6 +233,10 @@ func TestDefaultsAgree(t *testing.T) {
 	}
 	h := handedFrom(t, def)
 	documented := documentedDefaults(t)
+	scratch, err := configs.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
 	seen := map[string]bool{}
 	for _, r := range defaultRows() {
 		if seen[r.key] {
@@ -254,7 +258,7 @@ func TestDefaultsAgree(t *testing.T) {
 		}
 		if doc, ok := documented[r.key]; !ok {
 			t.Errorf("%s: no row in configs/README.md's key table", r.key)
-		} else if got := asConfigured(t, r.key, doc); got != want {
+		} else if got := asConfigured(scratch, r.key, doc, want); got != want {
 			t.Errorf("%s: rtbd.yaml's default is %s, configs/README.md says %s", r.key, want, doc)
 		}
 	}
@@ -269,13 +273,10 @@ func TestDefaultsAgree(t *testing.T) {
 }
 
 // asConfigured is a default as the reference table writes it ("1h",
-// "[a, b]", `""`), as configs.Config.Get writes it.
-func asConfigured(t *testing.T, key, doc string) string {
-	t.Helper()
-	c, err := configs.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
+// "[a, b]", `""`), as configs.Config.Get writes it: set into c, read,
+// and c's key set back to def.
+func asConfigured(c *configs.Config, key, doc, def string) string {
+	defer c.Set(key, def)
 	v := doc
 	if v == `""` {
 		v = ""
