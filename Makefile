@@ -12,7 +12,9 @@ RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 
 	-e '/ascii$$' -e '/demoimg$$' -e '/cliflag$$' -e '/cputime$$' -e '/splitmix$$' -e '/cpuset$$')
 # Test binaries are linked without DWARF (-w): no test reads it, and it is
 # half of each link's CPU (stack traces and profiles use the symbol table).
-TESTFLAGS ?= -count=1 -ldflags=-w
+# Four packages at a time on two cores: much of a package's test time
+# waits (outages, timeouts, child processes), and the waits overlap.
+TESTFLAGS ?= -count=1 -ldflags=-w -p 4
 # The race pass runs -short: the tests that say "SKIPPED in -short"
 # (connection floods, million-line loads, multi-process load scenarios)
 # and the command-line auction simulation (one goroutine) run once, in
