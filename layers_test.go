@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -109,10 +110,20 @@ func violations(pkgs []pkg) []string {
 			if !isTest && slices.Contains(never[from], to) {
 				out = append(out, fmt.Sprintf("%s imports %s", shown(from), shown(to)))
 			}
+			if !isTest && !testHelper(from) && testHelper(to) {
+				out = append(out, fmt.Sprintf("%s imports the test helper %s: only tests and other test helpers may", shown(from), shown(to)))
+			}
 		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// testHelper reports whether rel is a test-helper package: one whose name
+// ends in "test" (bidder/spend/spendtest, internal/aerospiketest, ...).
+// Product code never imports one; tests and other test helpers do.
+func testHelper(rel string) bool {
+	return strings.HasSuffix(path.Base(rel), "test")
 }
 
 // allowed reports whether a package of part may import one of toPart.
@@ -200,10 +211,15 @@ func TestViolations(t *testing.T) {
 		{module + "/bench/internal/proc", []string{module + "/bidder/user"}},
 		{module + "/newpart", []string{module + "/rtb"}},
 		{module + "/bidder", []string{module + "/newpart"}},
+		{module + "/bidder/user/pebblestore", []string{module + "/bidder/user/usertest"}},
+		{module + "/bidder/user/pebblestore [" + module + "/bidder/user/pebblestore.test]", []string{module + "/bidder/user/usertest"}},
+		{module + "/bidder/user/aerostore_test [" + module + "/bidder/user/aerostore.test]", []string{module + "/internal/aerospiketest"}},
+		{module + "/bidder/internal/aero/aerostoretest", []string{module + "/internal/aerospiketest"}},
 	}
 	got := violations(bad)
 	want := []string{
 		"bidder/spend imports ingest/feedgen",
+		"bidder/user/pebblestore imports the test helper bidder/user/usertest",
 		"catalog imports bidder",
 		"catalog imports catalog/remote",
 		"catalog/catalogtest imports ingest/feedgen",

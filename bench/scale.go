@@ -24,6 +24,7 @@ import (
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/ingest/feed"
@@ -395,7 +396,7 @@ type benchUsers struct {
 // (a bidder's data_dir/users; the bidder must not be running), each user
 // with ids products of the catalog of products in groups.
 func writeBenchUsers(ctx context.Context, dir string, products, groups, ids, count int, sets ...benchUsers) error {
-	s, err := user.Open(dir, user.Options{MaxRecommended: 100, MaxViewed: 50})
+	s, err := pebblestore.Open(dir, pebblestore.Options{MaxRecommended: 100, MaxViewed: 50})
 	if err != nil {
 		return fmt.Errorf("bench: users: %w", err)
 	}

@@ -15,10 +15,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
 
 func TestCatalogWorkloadMatchesCatalogtest(t *testing.T) {
@@ -85,7 +85,7 @@ func TestStoresConformance(t *testing.T) {
 		}
 	})
 	t.Run("aerospike", func(t *testing.T) {
-		srv, err := aerotest.Start(aerotest.Options{})
+		srv, err := aerospiketest.Start(aerospiketest.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -69,8 +69,8 @@ type CachedProductStore interface {
 	GetProductMastersCached(req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) bool
 }
 
-// UserStore holds the retargeting profiles (user.store: *user.Store, the
-// embedded Pebble keyspace; *redisuser.Store; *aerostore.UserStore; all
+// UserStore holds the retargeting profiles (user.store: *pebblestore.Store, the
+// embedded Pebble keyspace; *redisstore.Store; *aerostore.UserStore; all
 // pass bidder/user/usertest). Get decodes into the caller's reused Profile
 // and never renews the profile's expiry; it must honour ctx like
 // ProductStore, since a slow store must cost a no-bid, not a stall.

@@ -72,8 +72,8 @@ type UserIDOptions struct {
 }
 
 // MatchStore is the match table (/match): an exchange's own user id ->
-// rtbd's uid. The user stores of rtbd implement it (*user.Store,
-// *redisuser.Store, *aerostore.UserStore); a UserStore without it serves
+// rtbd's uid. The user stores of rtbd implement it (*pebblestore.Store,
+// *redisstore.Store, *aerostore.UserStore); a UserStore without it serves
 // /match 503 and resolves no bid through it.
 type MatchStore interface {
 	// PutMatch stores key (user.MatchKey) -> uid.

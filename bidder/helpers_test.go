@@ -20,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
@@ -59,7 +60,7 @@ type fixture struct {
 	b        *Bidder
 	opts     Options
 	local    *catalog.Local
-	users    *user.Store
+	users    *pebblestore.Store
 	set      *campaign.Set
 	keys     *token.Keys
 	reg      *prometheus.Registry
@@ -124,7 +125,7 @@ func newFixture(t testing.TB, edit func(*Options)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.local.Close() })
-	f.users, err = user.Open(filepath.Join(t.TempDir(), "users"), user.Options{})
+	f.users, err = pebblestore.Open(filepath.Join(t.TempDir(), "users"), pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/internal/clocktest"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -43,7 +43,7 @@ func moneyCampaigns(t testing.TB, extra string) *campaign.Set {
 // spend Writer over a real Pebble spend store.
 type moneyFixture struct {
 	*fixture
-	clock *testclock.Clock
+	clock *clocktest.Clock
 	store *pebblestore.Store
 	w     *spend.Writer
 	bg    *spend.Budgets
@@ -72,7 +72,7 @@ func newMoneyFixture(t *testing.T, set *campaign.Set, edits ...func(*Options)) *
 // every interval.
 func newMoneyFixtureOn(t *testing.T, set *campaign.Set, store spend.Store, interval time.Duration, edits ...func(*Options)) *moneyFixture {
 	t.Helper()
-	mf := &moneyFixture{clock: testclock.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))}
+	mf := &moneyFixture{clock: clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))}
 	var err error
 	mf.w, err = spend.NewWriter(store, spend.Options{FlushInterval: interval})
 	if err != nil {

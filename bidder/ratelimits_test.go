@@ -12,10 +12,10 @@ import (
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/ratelimit"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/internal/clocktest"
 )
 
 // fromCtx is a GET of path with the uid cookie, from peer ip (and
@@ -123,7 +123,7 @@ func TestRateLimitPerSource(t *testing.T) {
 func TestRateLimitTableBounded(t *testing.T) {
 	// A stopped clock: the flooder's bucket gets no refill however long
 	// the 50,000 requests take (under -race on a busy host, seconds).
-	clock := testclock.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
+	clock := clocktest.New(time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC))
 	f := limitedFixture(t, func(o *Options) { o.Now = clock.Now })
 	h := f.b.Handler()
 	l := f.b.limits.lim[limitEvent]

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/catalog"
 )
 

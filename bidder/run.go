@@ -24,13 +24,14 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rtbd/rtbd/admin"
-	"github.com/rtbd/rtbd/bidder/aerostore"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/gcfloor"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/aerostore"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -380,7 +381,7 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		s.rdb = redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, ContextTimeoutEnabled: true})
 	}
 	if cfg.Aerospike.Hosts != "" {
-		c, err := aerostore.Connect(cfg.Aerospike.Hosts, nil)
+		c, err := aero.Connect(cfg.Aerospike.Hosts, nil)
 		if err != nil {
 			return fmt.Errorf("bidder: aerospike.hosts: %w", err)
 		}
@@ -408,7 +409,7 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		if s.aero == nil {
 			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", ErrOptions)
 		}
-		st := aerostore.NewSpendStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace})
+		st := aerostore.NewSpendStore(s.aero, aero.Options{Namespace: cfg.Aerospike.Namespace})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := st.Check(ctx)
 		cancel()

@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
-	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
+	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
 
 // TestStartAerospikeNsupPeriod: a namespace that refuses writes with a
@@ -28,13 +28,13 @@ func TestStartAerospikeUserStoreNsupPeriod(t *testing.T) {
 	startNsupPeriod(t, map[string]string{"spend.store": "pebble", "user.store": "aerospike", "user.ttl": "720h"}, "user.store")
 }
 
-// startNsupPeriod starts a bidder with settings on an aerotest server
+// startNsupPeriod starts a bidder with settings on an aerospiketest server
 // with nsup-period 0 and 120: the first must fail wrapping ErrTTLRefused,
 // naming want, nsup-period and the namespace; the second must start.
 func startNsupPeriod(t *testing.T, settings map[string]string, want string) {
 	t.Helper()
 	for _, zero := range []bool{true, false} {
-		srv, err := aerotest.Start(aerotest.Options{Namespace: "rtbd", NsupPeriodZero: zero})
+		srv, err := aerospiketest.Start(aerospiketest.Options{Namespace: "rtbd", NsupPeriodZero: zero})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -63,7 +63,7 @@ func startNsupPeriod(t *testing.T, settings map[string]string, want string) {
 			s.Shutdown(context.Background())
 			t.Fatal("Start with nsup-period 0 succeeded")
 		}
-		if !errors.Is(err, aerostore.ErrTTLRefused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nsup-period") || !strings.Contains(err.Error(), `"rtbd"`) {
+		if !errors.Is(err, aero.ErrTTLRefused) || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "nsup-period") || !strings.Contains(err.Error(), `"rtbd"`) {
 			t.Errorf("Start with nsup-period 0: %v, want ErrTTLRefused naming %s, nsup-period and the namespace", err, want)
 		}
 	}

@@ -7,7 +7,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
-	"github.com/rtbd/rtbd/bidder/user"
+	userpebble "github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/records"
@@ -60,9 +60,9 @@ func pgsourceOptions(cfg *configs.Config) pgsource.Options {
 
 // userOptions is the embedded user store's share of the user and bidder
 // sections (the shared stores take the same limits and expiries).
-func userOptions(cfg *configs.Config) user.Options {
+func userOptions(cfg *configs.Config) userpebble.Options {
 	u := cfg.User
-	return user.Options{BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20,
+	return userpebble.Options{BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20,
 		TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}
 }
 

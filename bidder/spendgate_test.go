@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // gateCampaigns writes the money campaign (1.5 CPM) with extra lines, and

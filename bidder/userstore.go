@@ -9,9 +9,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/aerostore"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -45,13 +47,13 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		if s.rdb == nil {
 			return fmt.Errorf("%w: user.store redis needs redis.addr", ErrOptions)
 		}
-		s.users = noClose{redisuser.New(s.rdb, redisuser.Options{Prefix: cfg.Redis.Prefix,
+		s.users = noClose{redisstore.New(s.rdb, redisstore.Options{Prefix: cfg.Redis.Prefix,
 			TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})}
 	case configs.UserStoreAerospike:
 		if s.aero == nil {
 			return fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrOptions)
 		}
-		st := aerostore.NewUserStore(s.aero, aerostore.Options{Namespace: cfg.Aerospike.Namespace,
+		st := aerostore.NewUserStore(s.aero, aero.Options{Namespace: cfg.Aerospike.Namespace,
 			UserTTL: u.TTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := st.Check(ctx)
@@ -63,7 +65,7 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	default:
 		uo := userOptions(cfg)
 		uo.Logger, uo.Registerer = log, reg
-		db, err := user.Open(filepath.Join(cfg.Bidder.DataDir, "users"), uo)
+		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "users"), uo)
 		if err != nil {
 			return dataDirError(cfg.Bidder.DataDir, "", err)
 		}

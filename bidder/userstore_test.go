@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap/zaptest"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 )

@@ -13,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 )
 
 // getCtx returns a GET request for path (with its query) and the cookie
@@ -147,7 +148,7 @@ func TestEventTrustQueryUID(t *testing.T) {
 // TestEventCapsAndTTL: profiles written by /event stay within the caps
 // and expire with a short user.ttl.
 func TestEventCapsAndTTL(t *testing.T) {
-	users, err := user.Open(filepath.Join(t.TempDir(), "users"), user.Options{MaxGroups: 3, MaxViewed: 4, TTL: time.Second})
+	users, err := pebblestore.Open(filepath.Join(t.TempDir(), "users"), pebblestore.Options{MaxGroups: 3, MaxViewed: 4, TTL: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -694,7 +694,7 @@ const (
 )
 
 // User configures the user profile store (packages bidder/user,
-// bidder/user/redisuser, bidder/aerostore).
+// bidder/user/pebblestore, bidder/user/redisstore, bidder/user/aerostore).
 type User struct {
 	// Store holds the profiles: "auto" (aerospike when aerospike.hosts is
 	// set, else redis when redis.addr is set, else the embedded Pebble

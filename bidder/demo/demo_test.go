@@ -17,6 +17,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/demo"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/configs"
@@ -37,7 +38,7 @@ func generate(t *testing.T, o demo.Options) *demo.Result {
 // profiles reads every demo user's profile, encoded, keyed by uid.
 func profiles(t *testing.T, dir string, n int) map[string][]byte {
 	t.Helper()
-	s, err := user.Open(dir, user.Options{})
+	s, err := pebblestore.Open(dir, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestGenerate(t *testing.T) {
 			}
 		}
 	}
-	s, err := user.Open(r.Users, user.Options{})
+	s, err := pebblestore.Open(r.Users, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestGenerate(t *testing.T) {
 		req.Imp[0].Secure == nil || *req.Imp[0].Secure != 0 { // the demo serves plain http: a secure imp is nbr 509
 		t.Fatalf("sample request: %s", body)
 	}
-	s, err = user.Open(r.Users, user.Options{})
+	s, err = pebblestore.Open(r.Users, pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

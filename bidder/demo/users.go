@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
@@ -154,7 +155,7 @@ func contains(s []int64, v int64) bool {
 // them). The store must not be open in another process (a running bidder).
 // It returns the number of users written.
 func WriteUsers(ctx context.Context, dir string, o Options, log *zap.Logger) (n int, err error) {
-	return writeUsersPebble(ctx, dir, o, user.Options{Logger: log})
+	return writeUsersPebble(ctx, dir, o, pebblestore.Options{Logger: log})
 }
 
 // demoStock checks o and returns it with defaults, and its Stock.
@@ -171,12 +172,12 @@ func demoStock(o Options) (Options, *Stock, error) {
 }
 
 // writeUsersPebble is WriteUsers with the store's options (caps, TTL).
-func writeUsersPebble(ctx context.Context, dir string, o Options, uo user.Options) (n int, err error) {
+func writeUsersPebble(ctx context.Context, dir string, o Options, uo pebblestore.Options) (n int, err error) {
 	o, stock, err := demoStock(o)
 	if err != nil {
 		return 0, err
 	}
-	s, err := user.Open(dir, uo)
+	s, err := pebblestore.Open(dir, uo)
 	if err != nil {
 		return 0, fmt.Errorf("demo: users: %w", err)
 	}

@@ -8,9 +8,11 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/aerostore"
+	"github.com/rtbd/rtbd/bidder/internal/aero"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/aerostore"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -37,7 +39,7 @@ func LoadUsers(ctx context.Context, cfg *configs.Config, o Options, log *zap.Log
 		}
 		c := redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, ContextTimeoutEnabled: true})
 		defer c.Close()
-		s := redisuser.New(c, redisuser.Options{Prefix: cfg.Redis.Prefix, TTL: u.TTL,
+		s := redisstore.New(c, redisstore.Options{Prefix: cfg.Redis.Prefix, TTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		n, err = putUsers(ctx, s, o)
 		return n, "redis " + cfg.Redis.Addr, err
@@ -45,18 +47,18 @@ func LoadUsers(ctx context.Context, cfg *configs.Config, o Options, log *zap.Log
 		if cfg.Aerospike.Hosts == "" {
 			return 0, "", fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrBadOptions)
 		}
-		c, err := aerostore.Connect(cfg.Aerospike.Hosts, nil)
+		c, err := aero.Connect(cfg.Aerospike.Hosts, nil)
 		if err != nil {
 			return 0, "", fmt.Errorf("demo: users: aerospike.hosts: %w", err)
 		}
 		defer c.Close()
-		s := aerostore.NewUserStore(c, aerostore.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
+		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		n, err = putUsers(ctx, s, o)
 		return n, "aerospike " + cfg.Aerospike.Hosts, err
 	default:
 		dir := filepath.Join(cfg.Bidder.DataDir, UsersDir)
-		n, err = writeUsersPebble(ctx, dir, o, user.Options{Logger: log, TTL: u.TTL,
+		n, err = writeUsersPebble(ctx, dir, o, pebblestore.Options{Logger: log, TTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
 		return n, dir, err
 	}

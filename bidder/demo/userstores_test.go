@@ -10,11 +10,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bidder/aerostore/aerotest"
 	"github.com/rtbd/rtbd/bidder/demo"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/user/redisstore"
+	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
 
 // TestUsersToConfiguredRedis: `rtbd gen -users N -config FILE` with
@@ -35,7 +35,7 @@ func TestUsersToConfiguredRedis(t *testing.T) {
 	ctx := context.Background()
 	o := demo.Options{Products: 300, Groups: 3, Seed: 2}
 	stock := demo.NewStock(o)
-	s := redisuser.New(c, redisuser.Options{Prefix: "demo:"})
+	s := redisstore.New(c, redisstore.Options{Prefix: "demo:"})
 	for i := 1; i <= 3; i++ {
 		var got, want user.Profile
 		demo.UserProfile(i, o, stock, &want)
@@ -65,7 +65,7 @@ func TestDemoRedis(t *testing.T) {
 	c := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer c.Close()
 	var p user.Profile
-	found, err := redisuser.New(c, redisuser.Options{}).Get(context.Background(), demo.UserID(4), &p)
+	found, err := redisstore.New(c, redisstore.Options{}).Get(context.Background(), demo.UserID(4), &p)
 	if err != nil || !found {
 		t.Fatalf("%s in Redis: %v %v", demo.UserID(4), found, err)
 	}
@@ -76,7 +76,7 @@ func TestDemoRedis(t *testing.T) {
 // into that namespace; without the flag the default namespace, which this
 // cluster lacks, is refused with an error naming it.
 func TestDemoAerospike(t *testing.T) {
-	srv, err := aerotest.Start(aerotest.Options{Namespace: "demo-ns"})
+	srv, err := aerospiketest.Start(aerospiketest.Options{Namespace: "demo-ns"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,10 +23,10 @@ import (
 
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
-	"github.com/rtbd/rtbd/bidder/user/redisuser"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	userredis "github.com/rtbd/rtbd/bidder/user/redisstore"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
@@ -223,7 +223,7 @@ func startFleet(t *testing.T, budget string) *fleet {
 	f.pg.LoadFile(t, f.camps)
 
 	// The load user's profile, in the fleet's user store.
-	users := redisuser.New(f.rdb, redisuser.Options{Prefix: "rtbd:", TTL: time.Hour})
+	users := userredis.New(f.rdb, userredis.Options{Prefix: "rtbd:", TTL: time.Hour})
 	if err := users.Put(context.Background(), fleetLoadUser, testProfile()); err != nil {
 		t.Fatal(err)
 	}

@@ -53,6 +53,7 @@ import (
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -243,7 +244,7 @@ func campaignsYAML(t testing.TB, extra string) string {
 // (before the bidder opens it).
 func writeUser(t testing.TB, dataDir string) {
 	t.Helper()
-	us, err := user.Open(filepath.Join(dataDir, "users"), user.Options{})
+	us, err := pebblestore.Open(filepath.Join(dataDir, "users"), pebblestore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

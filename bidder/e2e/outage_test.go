@@ -12,9 +12,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/rtb"
+
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
 
 // phaseStats is what the SSP side saw during one phase of TestRedisOutage.
@@ -64,7 +66,7 @@ func TestRedisOutage(t *testing.T) {
 	if err := direct.Incr(ctx, "rtbd:fraud:version").Err(); err != nil {
 		t.Fatal(err)
 	}
-	rl := startRelay(t, r.Addr)
+	rl := netfaulttest.Start(t, r.Addr)
 	p := startBidder(t, "outage", bidderConfig{
 		dataDir:   filepath.Join(t.TempDir(), "bidder"),
 		campaigns: campaignsYAML(t, ""),

@@ -28,6 +28,8 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/records"
 	"github.com/rtbd/rtbd/records/report"
+
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
 
 // The log-level records' acceptance tests. Sizes are kept small for `make
@@ -36,7 +38,7 @@ import (
 // RTBD_RECORDS_CUT (the Kafka cut, default 5s; 30s). Kafka is a kfake
 // cluster in this test process, or the real cluster of
 // RTBD_KAFKA_BROKERS (TestRecordsKafkaCut needs kfake: it cuts the
-// connection with the relay).
+// connection with a netfaulttest proxy).
 
 func envInt(name string, def int) int {
 	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
@@ -54,14 +56,14 @@ type kafkaCluster struct {
 
 // startKafka starts kfake (its listeners behind a relay when relayed, so
 // that the test can cut the bidder from it), or uses RTBD_KAFKA_BROKERS.
-func startKafka(t *testing.T, relayed bool) (*kafkaCluster, *relay) {
+func startKafka(t *testing.T, relayed bool) (*kafkaCluster, *netfaulttest.Proxy) {
 	t.Helper()
 	k := &kafkaCluster{prefix: fmt.Sprintf("rtbd%d.", time.Now().UnixNano())}
 	if b := os.Getenv("RTBD_KAFKA_BROKERS"); b != "" && !relayed {
 		k.brokers = strings.Split(b, ",")
 		return k, nil
 	}
-	var rl *relay
+	var rl *netfaulttest.Proxy
 	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(4)}
 	if relayed {
 		opts = append(opts, kfake.ListenFn(func(network, addr string) (net.Listener, error) {
@@ -69,8 +71,8 @@ func startKafka(t *testing.T, relayed bool) (*kafkaCluster, *relay) {
 			if err != nil {
 				return nil, err
 			}
-			rl = startRelay(t, ln.Addr().String())
-			return advertised{Listener: ln, addr: rl.ln.Addr()}, nil
+			rl = netfaulttest.Start(t, ln.Addr().String())
+			return advertised{Listener: ln, addr: rl.ListenAddr()}, nil
 		}))
 	}
 	c, err := kfake.NewCluster(opts...)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/fraud"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // TestCheckAllocs pins Check at zero allocations, hits and misses,

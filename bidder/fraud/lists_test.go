@@ -12,7 +12,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/rtb"
 )
 

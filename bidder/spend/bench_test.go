@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // BenchmarkAdd measures win notices absorbed per second by one Writer

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 // seq returns a Rand that yields vs in turn (then repeats the last).

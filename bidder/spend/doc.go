@@ -10,7 +10,7 @@
 //   - Store (declared here, the consumer): Flush adds deltas atomically and
 //     returns the fleet-wide totals after the add; Read returns totals.
 //     Implementations: pebblestore (embedded default, one bidder),
-//     redisstore (fleet), and bidder/aerostore (fleet, Aerospike). All pass
+//     redisstore (fleet), and aerostore (fleet, Aerospike). All pass
 //     spendtest.RunStoreSuite.
 //   - Writer: AddNotice(campaign, notice) per accepted notice, keyed by its
 //     bid's nonce and what it counts (Add(campaign, user, micros, at) for

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
 var noon = time.Date(2024, 5, 1, 12, 0, 0, 0, time.UTC)

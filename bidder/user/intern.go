@@ -5,19 +5,19 @@ import (
 	"sync/atomic"
 )
 
-// maxInterned bounds the interner: segments come from a small vocabulary;
+// maxInterned bounds the Interner: segments come from a small vocabulary;
 // past this many distinct strings, new ones are allocated per decode.
 const maxInterned = 1024
 
-// interner hands out one shared string per distinct segment, so that
+// Interner hands out one shared string per distinct segment, so that
 // decoding a profile does not allocate its segments. Lookups are one atomic
 // load and a map read; additions copy the map (bounded by maxInterned).
-type interner struct {
+type Interner struct {
 	m  atomic.Pointer[map[string]string]
 	mu sync.Mutex
 }
 
-func (in *interner) intern(b []byte) string {
+func (in *Interner) intern(b []byte) string {
 	if m := in.m.Load(); m != nil {
 		if s, ok := (*m)[string(b)]; ok { // no allocation: map lookup by string(b)
 			return s
@@ -48,3 +48,6 @@ func (in *interner) intern(b []byte) string {
 	in.m.Store(&n)
 	return s
 }
+
+// Decode is DecodeProfile sharing the segment strings through in.
+func (in *Interner) Decode(b []byte, p *Profile) error { return decodeProfile(b, p, in) }

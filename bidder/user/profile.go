@@ -194,8 +194,8 @@ func CheckUID[T string | []byte](uid T) error {
 	return nil
 }
 
-// validUID is CheckUID without the error value (no allocation).
-func validUID[T string | []byte](uid T) bool {
+// ValidUID is CheckUID without the error value (no allocation).
+func ValidUID[T string | []byte](uid T) bool {
 	return len(uid) > 0 && len(uid) <= MaxUIDLen && !hasControl(uid) && validUTF8(uid)
 }
 
@@ -261,8 +261,8 @@ func DecodeProfile(b []byte, p *Profile) error {
 	return decodeProfile(b, p, nil)
 }
 
-// decodeProfile is DecodeProfile with an optional interner for segments.
-func decodeProfile(b []byte, p *Profile, in *interner) error {
+// decodeProfile is DecodeProfile with an optional Interner for segments.
+func decodeProfile(b []byte, p *Profile, in *Interner) error {
 	if err := decodeInto(b, p, in); err != nil {
 		p.Reset()
 		return err
@@ -272,7 +272,7 @@ func decodeProfile(b []byte, p *Profile, in *interner) error {
 
 func corrupt(what string) error { return fmt.Errorf("%w: %s", ErrCorrupt, what) }
 
-func decodeInto(b []byte, p *Profile, in *interner) (err error) {
+func decodeInto(b []byte, p *Profile, in *Interner) (err error) {
 	if len(b) == 0 {
 		return corrupt("empty")
 	}

@@ -180,12 +180,12 @@ func TestValidate(t *testing.T) {
 
 func TestCheckUID(t *testing.T) {
 	for _, uid := range []string{"a", "demo-user-1", strings.Repeat("x", MaxUIDLen), "ユーザー", "55816b39711f9b5acf3b90e313ed29e51665623f"} {
-		if err := CheckUID(uid); err != nil || !validUID(uid) {
+		if err := CheckUID(uid); err != nil || !ValidUID(uid) {
 			t.Errorf("CheckUID(%q) = %v", uid, err)
 		}
 	}
 	for _, uid := range []string{"", strings.Repeat("x", MaxUIDLen+1), "a\tb", "a\x7f", "\xff\xfe", "a\nb"} {
-		if err := CheckUID(uid); !errors.Is(err, ErrInvalidUID) || validUID(uid) {
+		if err := CheckUID(uid); !errors.Is(err, ErrInvalidUID) || ValidUID(uid) {
 			t.Errorf("CheckUID(%q) = %v, want ErrInvalidUID", uid, err)
 		}
 	}

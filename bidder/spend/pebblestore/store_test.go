@@ -8,10 +8,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
-	"github.com/rtbd/rtbd/bidder/internal/testclock"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/internal/clocktest"
 )
 
 func newStore(t *testing.T) spend.Store {
@@ -69,7 +69,7 @@ func TestReopen(t *testing.T) {
 // TestSweep: expired frequency counts and applied ids are deleted by the
 // sweep inside a later Flush; live ones stay.
 func TestSweep(t *testing.T) {
-	ck := testclock.New(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
+	ck := clocktest.New(time.Date(2024, 5, 1, 0, 0, 0, 0, time.UTC))
 	s, err := pebblestore.Open("spend", pebblestore.Options{FS: vfs.NewMem(), Now: ck.Now, SweepInterval: time.Minute})
 	if err != nil {
 		t.Fatal(err)

@@ -3,8 +3,9 @@ package redisstore_test
 import (
 	"testing"
 
-	"github.com/rtbd/rtbd/bidder/internal/spendtest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
+	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
 
 // TestChargeOnceLostReplies (acceptance): a proxy in front of a real
@@ -14,8 +15,8 @@ import (
 // once, day, total and frequency.
 func TestChargeOnceLostReplies(t *testing.T) {
 	r := spendtest.StartRedis(t, spendtest.RedisOptions{Persist: true})
-	p := spendtest.StartDropProxy(t, r.Addr)
-	s := redisstore.New(client(t, p.Addr), redisstore.Options{})
+	p := netfaulttest.Start(t, r.Addr)
+	s := redisstore.New(client(t, p.Addr()), redisstore.Options{})
 	p.DropEvery(3, 40)
 	want, _ := spendtest.ChargeNotices(t, s, 1200)
 	p.DropEvery(0, 0)

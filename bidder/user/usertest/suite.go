@@ -1,6 +1,6 @@
 // Package usertest is the conformance suite every user profile store
-// passes: the embedded Pebble store (bidder/user), Redis
-// (bidder/user/redisuser) and Aerospike (bidder/aerostore).
+// passes: the embedded Pebble store (bidder/user/pebblestore), Redis
+// (bidder/user/redisstore) and Aerospike (bidder/user/aerostore).
 package usertest
 
 import (
