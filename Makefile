@@ -14,7 +14,9 @@ RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 
 # half of each link's CPU (stack traces and profiles use the symbol table).
 # Four packages at a time on two cores: much of a package's test time
 # waits (outages, timeouts, child processes), and the waits overlap.
-TESTFLAGS ?= -count=1 -ldflags=-w -p 4
+# -vet=off: make test has run the whole of go vet first (target vet, and
+# deploy's before its tests); go test's own vet subset would repeat it.
+TESTFLAGS ?= -count=1 -ldflags=-w -p 4 -vet=off
 # The race pass runs -short: the tests that say "SKIPPED in -short"
 # (connection floods, million-line loads, multi-process load scenarios)
 # and the command-line auction simulation (one goroutine) run once, in
