@@ -152,23 +152,27 @@ bench-rss:
 # (a bidder with the local index vs one with 2 catalog nodes; bids + win
 # notices + pixel events). Writes bench/results/latest.{txt,json,html}.
 # Compare two runs: ./bin/rtbd bench compare OLD.json bench/results/latest.json
+# TASKSET pins a bench run and the processes it starts from outside the
+# harness, e.g. make bench TASKSET="taskset -c 1".
+TASKSET ?=
+BENCH_FLAGS ?=
 bench: build deps
-	./$(BIN) bench all -out bench/results
+	$(TASKSET) ./$(BIN) bench all -out bench/results $(BENCH_FLAGS)
 
 # The fleet of bidder/e2e's TestFleetEndToEnd (redis-server, PostgreSQL, two
 # catalog nodes, three bidders) under a steady load for FLEET_BENCH (60s),
 # the bidders restarted one after another; printed every second, no asserts.
 FLEET_BENCH ?= 60s
 bench-fleet: deps
-	FLEET_BENCH=$(FLEET_BENCH) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
+	FLEET_BENCH=$(FLEET_BENCH) $(TASKSET) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
 
-# Fault-injection soak (bench/README.md): two bidders sharing redis-server
+# Fault-injection soak (bench/README.md, "rtbd bench soak"): two bidders sharing redis-server
 # (AOF, appendfsync always) and two catalog nodes under bids, notices,
-# events and clicks for SOAK_DURATION (10m), every fault twice; root for
-# the network namespaces and the tmpfs. Writes bench/results/soak/latest.*.
+# events and clicks for SOAK_DURATION (10m), every fault twice. Writes
+# bench/results/soak/latest.*.
 SOAK_DURATION ?= 10m
 bench-soak: build deps
-	./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
+	$(TASKSET) ./$(BIN) bench soak -duration $(SOAK_DURATION) -out bench/results/soak
 
 # Ingest benchmark: a 10M-product CSV (generated once, ~3.9 GB, reused),
 # bulk path vs -method=batch in one run (child processes: rows/s, MB/s, CPU,
@@ -222,9 +226,9 @@ fuzz: # every fuzz target of every package, FUZZTIME each
 clean:
 	rm -rf bin
 
-.PHONY: bench-scale bench-scale-clean bench-near bench-ghz
+.PHONY: bench-scale bench-scale-clean bench-near
 
-# The talk's scale (bench/README.md, "The talk's scale"): the largest catalog
+# The talk's scale (bench/README.md, "rtbd bench scale"): the largest catalog
 # whose ingest fits the free disk of /tmp, 20M to 100M products (or
 # RTBD_BENCH_SCALE_PRODUCTS), generated and piped into the bulk ingest, then
 # one catalog node (RSS) and 15-id lookups, uniform and Zipf, through the node
@@ -233,7 +237,7 @@ clean:
 # disk while it ingests, ~20 GB after; ~15-30 min on 2 vCPUs.
 SCALE_DATA ?= /tmp/rtbd-scale
 bench-scale: build
-	./$(BIN) bench scale -data $(SCALE_DATA) -out bench/results/scale
+	$(TASKSET) ./$(BIN) bench scale -data $(SCALE_DATA) -out bench/results/scale
 
 bench-scale-clean:
 	rm -rf $(SCALE_DATA)
@@ -245,36 +249,14 @@ bench-scale-clean:
 # ratio), then the store level (local, grpc, grpc-near, redis) at one
 # offered rate.
 NEAR_CACHE_BYTES ?= 256MiB
+NEAR_FLAGS ?=
 bench-near: build deps
-	./$(BIN) bench bidder -popularity zipf,uniform -users 100000 -weights 15 -nodes 1 -rate 2000 -duration 5s -win-ratio 0 -event-rate -1 -saturate 64 -overload -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near
-	./$(BIN) bench store -weights 15 -rate 1000 -duration 10s -near-cache $(NEAR_CACHE_BYTES) -out bench/results/near-store
-
-# ghz (installed in /tmp/bin when absent) against one catalog node:
-# GetProductMasters of 15 ids vs an empty health check, with the node's CPU
-# per call and the ratios.
-bench-ghz: build
-	@test -x /tmp/bin/ghz || command -v ghz >/dev/null 2>&1 || { echo "installing ghz into /tmp/bin"; GOBIN=/tmp/bin $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0; }
-	./$(BIN) bench ghz
-
-# A catalog node's cost per call under ghz (bench/README.md, "ghz against a
-# catalog node"): the empty health check beside GetProductMasters of 15
-# ids, alternated, with the node's CPU per call from /proc. The catalog
-# (100,000 products) and the request stream are made once in $(NODE_BENCH).
-# Compare builds: bench/ghz/node-cpu.sh OLD_BINARY bin/rtbd (same env).
-NODE_BENCH ?= /tmp/rtbd-bench-node
-.PHONY: bench-node
-bench-node: build
-	@command -v ghz >/dev/null 2>&1 || test -x $(GOBIN)/ghz || $(GO) install github.com/bojand/ghz/cmd/ghz@v0.121.0
-	@if [ ! -e $(NODE_BENCH)/idx/CURRENT ]; then mkdir -p $(NODE_BENCH) && \
-		./$(BIN) gen -products 100000 -groups 10 -seed 1 -out $(NODE_BENCH)/feed.csv.gz && \
-		./$(BIN) ingest -data $(NODE_BENCH)/idx $(NODE_BENCH)/feed.csv.gz >/dev/null 2>&1 && \
-		./$(BIN) bench store -products 100000 -groups 10 -weights 15 -requests 20000 -ghz-data $(NODE_BENCH)/req15.json; fi
-	GHZ=$$(command -v ghz || echo $(GOBIN)/ghz) DATA=$(NODE_BENCH)/idx REQS=$(NODE_BENCH)/req15.json bench/ghz/node-cpu.sh ./$(BIN)
+	$(TASKSET) ./$(BIN) bench near -near-cache $(NEAR_CACHE_BYTES) -out bench/results $(NEAR_FLAGS)
 
 # The bidder with its local index beside the bidder on a remote catalog
 # node, under wrk (installed from Debian when absent): requests/s, p50/p99
 # and server CPU per request for the demo's sample request over its 1,000
-# users, alternated for ROUNDS (bench/README.md, "wrk: remote vs local").
+# users, alternated for ROUNDS (figures: bench/results/2026-12-05-remote-vs-local.md).
 .PHONY: bench-wrk
 bench-wrk: build
 	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }

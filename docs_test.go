@@ -530,7 +530,7 @@ func flagItems(t *testing.T) []item {
 		cmd := fs.Name()
 		file := flagFiles[cmd]
 		if strings.HasPrefix(cmd, "rtbd bench ") {
-			file = "bench/README.md"
+			file = "bench/FLAGS.md"
 		}
 		if file == "" {
 			t.Fatalf("flag set %q: add its command to flagFiles", cmd)

@@ -12,9 +12,10 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // asRtbdEnv makes the test binary rtbd itself (see TestMain): run with its
@@ -118,33 +119,25 @@ func TestFleetQuickPath(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "configs", "fleet.yaml"), []byte(localize(string(fleet))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "RTBD_LOG_FORMAT=json")
-	var bg []*exec.Cmd
+	extra := []string{"RTBD_LOG_FORMAT=json"} // beside the test's environment
+	var bg []*childproc.Proc
 	t.Cleanup(func() {
 		for i := len(bg) - 1; i >= 0; i-- {
-			c := bg[i]
-			c.Process.Signal(syscall.SIGTERM)
-			done := make(chan struct{})
-			go func() { c.Wait(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(15 * time.Second):
-				c.Process.Kill()
-				<-done
-			}
+			_ = bg[i].Stop(15 * time.Second)
 		}
 	})
-	command := func(words []string) *exec.Cmd {
-		name, args := words[0], words[1:]
-		var c *exec.Cmd
-		if name == "rtbd" {
-			c = exec.Command(os.Args[0], args...)
-			c.Env = append(append([]string(nil), env...), asRtbdEnv+"=1")
-		} else {
-			c = exec.Command(name, args...)
-			c.Env = env
+	// spec is the child of one step: rtbd is this test binary in its role.
+	spec := func(words []string) childproc.Spec {
+		s := childproc.Spec{Name: words[0], Path: words[0], Args: words[1:], Env: extra, Dir: dir}
+		if words[0] == "rtbd" {
+			s.Path, s.Env = os.Args[0], append(append([]string(nil), extra...), asRtbdEnv+"=1")
 		}
-		c.Dir = dir
+		return s
+	}
+	command := func(ctx context.Context, words []string) *exec.Cmd {
+		s := spec(words)
+		c := exec.CommandContext(ctx, s.Path, s.Args...)
+		c.Env, c.Dir = append(os.Environ(), s.Env...), dir
 		return c
 	}
 	bids := 0
@@ -154,26 +147,25 @@ func TestFleetQuickPath(t *testing.T) {
 		words := shellWords(strings.TrimSuffix(line, " &"))
 		switch {
 		case words[0] == "export":
-			env = append(env, words[1])
+			extra = append(extra, words[1])
 		case background:
-			c := command(words)
-			logf, err := os.Create(filepath.Join(dir, fmt.Sprintf("step%d.log", n)))
+			sp := spec(words)
+			sp.Log = filepath.Join(dir, fmt.Sprintf("step%d.log", n))
+			p, err := childproc.Start(sp)
 			if err != nil {
-				t.Fatal(err)
-			}
-			c.Stdout, c.Stderr = logf, logf
-			if err := c.Start(); err != nil {
 				t.Fatalf("%s: %v", line, err)
 			}
-			bg = append(bg, c)
+			bg = append(bg, p)
 			t.Cleanup(func() {
 				if t.Failed() {
-					b, _ := os.ReadFile(logf.Name())
+					b, _ := os.ReadFile(sp.Log)
 					t.Logf("%s:\n%s", line, b)
 				}
 			})
 			if words[0] == "redis-server" { // the next step talks to it
-				waitPort(t, "127.0.0.1:"+ports["6379"])
+				if err := p.WaitReady(context.Background(), 10*time.Second, childproc.PortReady("127.0.0.1:"+ports["6379"])); err != nil {
+					t.Fatal(err)
+				}
 			}
 		case strings.Contains(line, "/readyz"):
 			// Not ready yet is an answer too: ask again until both verdicts
@@ -181,7 +173,7 @@ func TestFleetQuickPath(t *testing.T) {
 			var out []byte
 			deadline := time.Now().Add(60 * time.Second)
 			for {
-				out, _ = command(words).Output()
+				out, _ = command(context.Background(), words).Output()
 				ready := 0
 				for _, l := range strings.Split(string(out), "\n") {
 					if l == "ready" {
@@ -198,10 +190,7 @@ func TestFleetQuickPath(t *testing.T) {
 			}
 		default:
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			c := command(words)
-			c = exec.CommandContext(ctx, c.Path, c.Args[1:]...)
-			c.Env, c.Dir = command(words).Env, dir
-			out, err := c.CombinedOutput()
+			out, err := command(ctx, words).CombinedOutput()
 			cancel()
 			if err != nil {
 				t.Fatalf("%s: %v\n%s", line, err, out)
@@ -216,20 +205,5 @@ func TestFleetQuickPath(t *testing.T) {
 	}
 	if bids != 2 {
 		t.Fatalf("the quick path asked for %d bids, want one from each of two bidders", bids)
-	}
-}
-
-// waitPort waits up to 10s for addr to accept a connection.
-func waitPort(t *testing.T, addr string) {
-	t.Helper()
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		c, err := net.Dial("tcp", addr)
-		if err == nil {
-			c.Close()
-			return
-		}
-		if time.Now().After(end) {
-			t.Fatalf("%s not accepting after 10s: %v", addr, err)
-		}
 	}
 }

@@ -3,20 +3,23 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // holdLockEnv makes the test binary a process that holds the fcntl lock
-// (as Pebble takes it) of the file it names until its stdin closes.
+// (as Pebble takes it) of the file it names until SIGTERM.
 const holdLockEnv = "RTBDTEST_HOLD_LOCK"
 
 func TestMain(m *testing.M) {
@@ -34,8 +37,10 @@ func TestMain(m *testing.M) {
 			fmt.Println(err)
 			os.Exit(1)
 		}
+		term := make(chan os.Signal, 1)
+		signal.Notify(term, syscall.SIGTERM)
 		fmt.Println("locked")
-		io.Copy(io.Discard, os.Stdin)
+		<-term
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -52,22 +57,20 @@ func TestDataDirLockedOnce(t *testing.T) {
 	if err := os.MkdirAll(filepath.Join(dataDir, "users"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	holder := exec.Command(os.Args[0], "-test.run=^$")
-	holder.Env = append(os.Environ(), holdLockEnv+"="+filepath.Join(dataDir, "users", "LOCK"))
-	in, err := holder.StdinPipe()
+	holder, err := childproc.Start(childproc.Spec{Name: "lock holder", Path: os.Args[0], Args: []string{"-test.run=^$"},
+		Env: []string{holdLockEnv + "=" + filepath.Join(dataDir, "users", "LOCK")}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := holder.StdoutPipe()
+	defer holder.Stop(10 * time.Second)
+	err = holder.WaitReady(context.Background(), 30*time.Second, func(context.Context) error {
+		if holder.Tail() != "locked" {
+			return fmt.Errorf("lock holder: %q", holder.Tail())
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := holder.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { in.Close(); holder.Wait() }()
-	if line, err := bufio.NewReader(out).ReadString('\n'); err != nil || line != "locked\n" {
-		t.Fatalf("lock holder: %q, %v", line, err)
 	}
 
 	logged := captureStderr(t) // the logger's output

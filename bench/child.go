@@ -1,144 +1,40 @@
 package bench
 
 import (
-	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
+
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // ErrChild is wrapped when a process the harness started fails to start,
 // to become ready, or dies.
-var ErrChild = errors.New("bench: child process")
+var ErrChild = childproc.ErrChild
 
 // child is a process the harness started (a catalog node, a bidder,
-// redis-server). Its combined output is kept in a bounded tail for error
-// messages and, when logPath is set, written to that file.
-type child struct {
-	name   string
-	cmd    *exec.Cmd
-	tail   *tailBuffer
-	log    *os.File
-	exited chan struct{}
-	err    error // from Wait, valid after exited is closed
-}
+// redis-server, an ingest): internal/childproc's, which dies with the
+// harness and keeps its output in a log file and a bounded tail.
+type child struct{ *childproc.Proc }
 
-// startChild starts exe with args. The child gets SIGKILL if the harness's
-// thread that started it dies (Pdeathsig), so an aborted bench leaves no
-// servers behind.
-// The child gets the harness's environment plus env.
+// startChild starts exe with args, its output appended to logPath (none
+// when ""), with the harness's environment plus env.
 func startChild(name, exe string, args []string, logPath string, env ...string) (*child, error) {
-	c := &child{name: name, tail: &tailBuffer{max: 16 << 10}, exited: make(chan struct{})}
-	cmd := exec.Command(exe, args...)
-	if len(env) > 0 {
-		cmd.Env = append(os.Environ(), env...)
+	p, err := childproc.Start(childproc.Spec{Name: name, Path: exe, Args: args, Env: env, Log: logPath})
+	if err != nil {
+		return nil, err
 	}
-	var out io.Writer = c.tail
-	if logPath != "" {
-		f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: log: %w", ErrChild, name, err)
-		}
-		c.log = f
-		out = io.MultiWriter(c.tail, f)
-	}
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		if c.log != nil {
-			c.log.Close()
-		}
-		return nil, fmt.Errorf("%w: %s: start %s: %w", ErrChild, name, exe, err)
-	}
-	c.cmd = cmd
-	go func() {
-		c.err = cmd.Wait()
-		if c.log != nil {
-			c.log.Close()
-		}
-		close(c.exited)
-	}()
-	return c, nil
+	return &child{p}, nil
 }
 
-// PID is the child's process id.
-func (c *child) PID() int { return c.cmd.Process.Pid }
-
-// exitedNow reports whether the child has exited.
-func (c *child) exitedNow() bool {
-	select {
-	case <-c.exited:
-		return true
-	default:
-		return false
-	}
-}
-
-// failure describes the child's exit with the tail of its output.
-func (c *child) failure(what string) error {
-	return fmt.Errorf("%w: %s (pid %d) %s: %v; last output:\n%s", ErrChild, c.name, c.PID(), what, c.err, c.tail.String())
-}
-
-// stop sends SIGTERM, waits up to grace, then SIGKILL. It returns once the
-// process is gone.
-func (c *child) stop(grace time.Duration) {
-	if c.exitedNow() {
-		return
-	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	t := time.NewTimer(grace)
-	defer t.Stop()
-	select {
-	case <-c.exited:
-	case <-t.C:
-		c.kill()
-	}
-}
-
-// kill sends SIGKILL and waits (bounded) for the exit.
-func (c *child) kill() {
-	_ = c.cmd.Process.Kill()
-	select {
-	case <-c.exited:
-	case <-time.After(10 * time.Second):
-	}
-}
-
-// waitReady polls ready every 50 ms until it returns nil, the child exits,
-// ctx ends, or timeout passes.
-func (c *child) waitReady(ctx context.Context, timeout time.Duration, ready func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	var last error
-	for {
-		pctx, pcancel := context.WithTimeout(ctx, time.Second)
-		last = ready(pctx)
-		pcancel()
-		if last == nil {
-			return nil
-		}
-		select {
-		case <-c.exited:
-			return c.failure("exited before it was ready")
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %s (pid %d) not ready within %v: %v; last output:\n%s", ErrChild, c.name, c.PID(), timeout, last, c.tail.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
+// stop sends SIGTERM, waits up to grace, then SIGKILL.
+func (c *child) stop(grace time.Duration) { _ = c.Stop(grace) }
 
 // addrInUse reports whether the child's output says its port was taken
 // (between freePort and its listen).
 func (c *child) addrInUse() bool {
-	return strings.Contains(strings.ToLower(c.tail.String()), "address already in use")
+	return strings.Contains(strings.ToLower(c.Tail()), "address already in use")
 }
 
 // freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
@@ -151,28 +47,4 @@ func freePort() (int, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tailBuffer keeps the last max bytes written to it. Safe for concurrent
-// use.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(bytes.TrimSpace(t.b))
 }

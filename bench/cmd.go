@@ -15,8 +15,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
@@ -28,132 +26,52 @@ var ErrUsage = errors.New("bench: usage")
 // a target regressed.
 var ErrRegression = errors.New("bench: regression")
 
+// scenario is one `rtbd bench` subcommand: its name, a line of help and
+// the function that parses its flags and runs it.
+type scenario struct {
+	name, summary string
+	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+// scenarios are every `rtbd bench` subcommand, in the order of the help
+// (set by init: a scenario's -h help refers to the list).
+var scenarios []scenario
+
+// Scenarios are the names of `rtbd bench`'s scenarios (Main's first
+// argument).
+var Scenarios []string
+
+func init() {
+	scenarios = []scenario{
+		{"store", "one ProductMastersRequest stream at one load to each product store: the local index, a catalog node over gRPC (and its near cache), Redis, Aerospike", storeMain},
+		{"bidder", "a bidder on the local index beside one on catalog nodes, separate processes from one demo: bids, win notices and pixel events together", bidderMain},
+		{"all", "the standard comparison (make bench): store level, then bidder level, one report", allMain},
+		{"near", "remote vs local with the near cache (make bench-near): bidder level with Zipf and uniform users, then store level", nearMain},
+		{"soak", "fault injection (make bench-soak): two bidders, redis-server, two catalog nodes under load while processes are killed and cut off; every accepted notice reconciled", soakMain},
+		{"scale", "the talk's scale (make bench-scale): 20M-100M products through the bulk ingest, lookups through one node and a bidder on it", scaleMain},
+		{"auction", "bid shading and pacing in-process on a fake clock: surplus against the oracle's, cost per win, a compressed day of pacing", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return auctionMain(args, stdout, stderr)
+		}},
+		{"recommend", "offline evaluation of the similar-product lists: hit rate and recall at k of each user's held-out last view, coverage", recommendMain},
+		{"render", "the text and, with -out, the three files again from a JSON report", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return renderMain(args, stdout, stderr)
+		}},
+		{"compare", "per target and metric the change from report A to B with a noise-aware verdict; -fail exits 1 on a regression", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+			return compareMain(args, stdout, stderr)
+		}},
+	}
+	for _, s := range scenarios {
+		Scenarios = append(Scenarios, s.name)
+	}
+}
+
 // Usage writes the help of `rtbd bench`.
 func Usage(w io.Writer) {
-	fmt.Fprint(w, `rtbd bench: measure rtbd deployments side by side (local index vs remote catalog)
-
-  rtbd bench store  [flags]   store level: the same ProductMastersRequest stream, at the
-                              same load, straight to the local Pebble index (in-process),
-                              a catalog node over gRPC (catalog/remote), Redis (one MGET
-                              per request) and, with -aerospike, Aerospike (one BatchGet)
-  rtbd bench bidder [flags]   bidder level: a bidder with the local index and a bidder
-                              with -catalog pointing to -nodes catalog nodes, separate
-                              processes on loopback from one demo; bids, win notices and
-                              pixel events together
-  rtbd bench soak [flags]     fault-injection soak (make bench-soak): 2 bidders sharing
-                              redis-server (AOF, appendfsync always) and 2 catalog nodes,
-                              bids, notices, events and clicks at fixed rates while catalog
-                              nodes, redis-server and bidders are killed (-9, SIGTERM), a node
-                              is cut off and ingest meets a full and a slow disk; reconciles
-                              every accepted notice with the store; flags: rtbd bench soak -h
-  rtbd bench scale [flags]    the talk's scale (make bench-scale): 20M-100M products (as the
-                              free disk allows, or -products) piped into the bulk ingest, one
-                              catalog node, uniform and Zipf lookups through it and through a
-                              bidder on it; flags: -products -data -users -ids -rate -bid-rate
-                              -duration -warmup -skip-bidder -ingest-only -near-cache
-  rtbd bench ghz [flags]      ghz against one catalog node (make bench-ghz): GetProductMasters
-                              vs an empty health check, node CPU per call, ratios; flags:
-                              -ghz -products -ids -rate -concurrency -connections -duration
-  rtbd bench auction [flags]  bid shading and pacing in-process on a fake clock: a simulated
-                              first-price exchange (lognormal competing bids per segment,
-                              floors, a +30% shift), surplus against the oracle's with and
-                              without m, cost per win against bidding the value; then a
-                              compressed day of adaptive against throttled pacing; flags:
-                              -seed -value -learn -measure -after -shift -half-life
-                              -pacing-days -pacing-auctions -pacing-budget
-  rtbd bench all [flags]      the standard comparison (make bench): store level, then
-                              bidder level, in one report; flags: -duration -warmup -weights
-                              -store-rate -bidder-rate -nodes -products -groups -out -work
-                              -rtbd -title -q -skip-bidder
-  rtbd bench recommend -views DIR [flags]
-                              offline evaluation of the similar-product lists: each user's
-                              last view held out, hit rate and recall at -k against the most
-                              popular products of the group, coverage; products from -data
-  rtbd bench render [-out DIR] [-q] A.json
-                              the text (stdout) and, with -out, the three files again
-                              from a JSON report (e.g. after upgrading rtbd)
-  rtbd bench compare [-fail] A.json B.json
-                              per target and metric (p50, p99, avg, throughput) the change
-                              from A to B with a noise-aware verdict: "no change",
-                              "regression", "improvement" or "inconclusive"; -fail returns
-                              an error (exit 1) on any regression
-
-The harness starts what it measures itself (from this rtbd binary, or -rtbd PATH) on
-127.0.0.1 and stops it at the end; -grpc TARGET / -http URL / -redis ADDR point it at
-running endpoints instead. Latency is measured from each request's intended send time
-(open loop: no coordinated omission).
-
-Load (every target gets the same):
-  -rate R             open loop: R requests/s offered (default 1000)
-  -concurrency C      closed loop: C workers, each waiting for its answer
-  -find-max           search the highest open-loop rate holding -p99 (doubling from
-                      -rate, then bisection; each step -duration)
-  -p99 D              find-max objective (default 5ms)
-  -max-rate R         find-max cap (default 100000)
-  -duration D         measured time per target and weight (default 20s)
-  -warmup D           discarded warmup before each run (default 2s; 0s for none)
-  -timeout D          hard per-request deadline (default 1s)
-  -tmax D             soft deadline counted as deadline misses (bidder default 100ms)
-  -max-in-flight N    open-loop concurrency bound (default 1024)
-  -arrival A          uniform (default) or poisson
-  -seed N             request stream seed (default 1)
-
-Output:
-  -out DIR            write DIR/latest.{txt,json,html} and a timestamped copy of each
-                      (JSON schema rtbd-bench/v1, see package bench); text also to stdout
-  -title S            report title
-  -q                  no report text on stdout (progress still on stderr)
-  -work DIR           keep the children's logs (and a built index) in DIR
-  -rtbd PATH          rtbd binary to start children from (default: this executable)
-  -cpuprofile FILE    write the harness's own CPU profile (go tool pprof)
-
-Store flags:
-  -products N -groups G   synthetic catalog of 'rtbd gen -products N -groups G -seed 1'
-                          (defaults 100000, 10)
-  -weights 3,15,30        products per request, one row per weight and target
-  -uniform                uniform popularity (default Zipf s=1.1)
-  -requests N             distinct requests per weight, cycled (default 20000)
-  -targets LIST           subset of local,grpc,redis,aerospike (default all available)
-  -data DIR               index to use (or build and keep); default a temporary one
-  -grpc TARGET            running catalog nodes (static:///h:p,... dns:///... file:///...)
-  -conns-per-node N       catalog/remote connections per node (default the client's, 2)
-  -node-set KEY=VALUE     setting for the started catalog node (repeatable)
-  -redis ADDR             running Redis (the harness writes keys p:{group}:{id} into it)
-  -redis-server PATH      redis-server binary to start (default /usr/bin/redis-server)
-  -aerospike HOSTS        Aerospike seed hosts (host:port,...); enables that target
-  -aerospike-ns NS        Aerospike namespace (default test)
-  -verify N               requests checked for identical answers first (default 200)
-  -near-cache SIZE        the grpc-near target's near cache (default 64MiB); grpc-near is
-                          a target only when catalog/remote has a near cache
-  -ghz-data FILE          write the first weight's request stream (-requests of them) as
-                          ghz -D JSON and exit (see bench/README.md)
-
-Bidder flags:
-  -nodes N                catalog nodes of the remote bidder (default 2)
-  -demo DIR               demo directory to use (or write) ('rtbd gen -demo -out DIR');
-                          default a temporary one
-  -products N -groups G -users U   demo size (defaults 20000, 8, 1000)
-  -weights 3,15,30        products per bid (campaign templates' quantities)
-  -topologies LIST        subset of local,remote (default both)
-  -win-ratio F            win notices per bid answered with a bid (default 0.2)
-  -event-rate R           pixel events/s beside the bids (default rate/10)
-  -http URL               measure a running bidder (its base URL) instead of starting any
-  -grpc TARGET            remote bidder's catalog: running nodes instead of started ones
-  -overload               find the bidder's highest rate holding -p99, then offer twice it
-  -kill-node-at D         in the remote topology kill catalog node 1 D into the run and
-                          restart it 2 s later (timeline shows it)
-  -popularity LIST        users of the bids: demo (the demo's), zipf, uniform (-users users
-                          written by the harness, ids Zipf-popular or uniform); one set each
-  -near-cache SIZE        catalog.near_cache_bytes of the started bidders (env
-                          RTBD_BENCH_NEAR_CACHE_BYTES); the report gives the remote bidder's
-                          near-cache hit ratio from its /metrics (n/a without one)
-
-Examples:
-  rtbd bench store -duration 20s -rate 2000 -out bench/results
-  rtbd bench store -targets local,grpc -find-max -p99 5ms -weights 15
-  rtbd bench bidder -nodes 2 -rate 500 -duration 20s -out bench/results
-  rtbd bench compare bench/results/old.json bench/results/latest.json
-`)
+	fmt.Fprintf(w, "rtbd bench SCENARIO [flags]: start what it measures on 127.0.0.1, load it, report (bench/README.md)\n\n")
+	for _, s := range scenarios {
+		fmt.Fprintf(w, "  %-10s %s\n", s.name, s.summary)
+	}
+	fmt.Fprintf(w, "\nrtbd bench SCENARIO -h lists its flags.\n")
 }
 
 // Main runs `rtbd bench` with args (after "bench"). Reports go to stdout,
@@ -162,34 +80,19 @@ Examples:
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		Usage(stderr)
-		return fmt.Errorf("%w: rtbd bench needs a scenario: store, bidder, soak, scale, ghz, auction, all or compare", ErrUsage)
+		return fmt.Errorf("%w: rtbd bench needs a scenario: %s", ErrUsage, strings.Join(Scenarios, ", "))
 	}
 	switch args[0] {
 	case "-h", "-help", "--help", "help":
 		Usage(stdout)
 		return flag.ErrHelp
-	case "store":
-		return storeMain(ctx, args[1:], stdout, stderr)
-	case "bidder":
-		return bidderMain(ctx, args[1:], stdout, stderr)
-	case "compare":
-		return compareMain(args[1:], stdout, stderr)
-	case "all":
-		return allMain(ctx, args[1:], stdout, stderr)
-	case "soak":
-		return soakMain(ctx, args[1:], stdout, stderr)
-	case "render":
-		return renderMain(args[1:], stdout, stderr)
-	case "scale":
-		return scaleMain(ctx, args[1:], stdout, stderr)
-	case "ghz":
-		return ghzMain(ctx, args[1:], stdout, stderr)
-	case "recommend":
-		return recommendMain(ctx, args[1:], stdout, stderr)
-	case "auction":
-		return auctionMain(args[1:], stdout, stderr)
 	}
-	return fmt.Errorf("%w: unknown scenario %q (want store, bidder, soak, scale, ghz, auction, all or compare)", ErrUsage, args[0])
+	for _, s := range scenarios {
+		if s.name == args[0] {
+			return s.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	return fmt.Errorf("%w: unknown scenario %q (want one of %s)", ErrUsage, args[0], strings.Join(Scenarios, ", "))
 }
 
 // common holds the flags every scenario has.
@@ -237,15 +140,9 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 	if err != nil {
 		return err
 	}
-	// Before the run, on a machine at rest: the floor its latencies sit on.
-	floor := MeasureWakeupFloor(context.Background())
-	if floor != nil {
-		fmt.Fprintf(stderr, "bench: host wake-up floor: %s\n", floor)
-	}
 	rep, err := run()
 	stopProfile()
 	if rep != nil {
-		rep.Wakeup = floor
 		if c.title != "" {
 			rep.Title = c.title
 		}
@@ -329,7 +226,6 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var targets string
 	var nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench store", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	c.register(fs, 1000, 0, 20*time.Second, 2*time.Second)
 	fs.IntVar(&o.Products, "products", 100_000, "catalog products")
 	fs.IntVar(&o.Groups, "groups", 10, "catalog product groups")
@@ -345,7 +241,6 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.AerospikeHosts, "aerospike", "", "Aerospike hosts")
 	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
 	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
-	ghzData := fs.String("ghz-data", "", "write the first weight's request stream as ghz -D JSON to this file and exit")
 	var unusedArgs []string
 	near := nearFlag(fs, &unusedArgs)
 	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default the bidder's catalog.near_cache_bytes default"
@@ -359,9 +254,6 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	ws, err := c.finish(fs)
 	if err != nil {
 		return err
-	}
-	if *ghzData != "" {
-		return writeGHZData(*ghzData, CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: ws[0], Uniform: o.Uniform}, o.Requests, c.seed, stderr)
 	}
 	o.Weights, o.Load, o.Seed, o.Exe, o.WorkDir, o.Log = ws, c.load, c.seed, c.exe, c.work, stderr
 	if targets != "" {
@@ -380,7 +272,6 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 func compareMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench compare", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	fail := fs.Bool("fail", false, "return an error (exit 1) when any metric regressed")
 	seeFlags(fs)
 	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
@@ -422,7 +313,6 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var so StoreOptions
 	var bo BidderOptions
 	fs := flag.NewFlagSet("rtbd bench all", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	c.register(fs, 1000, 0, 8*time.Second, time.Second)
 	storeRate := fs.Float64("store-rate", 1000, "store level offered rate, req/s")
 	bidderRate := fs.Float64("bidder-rate", 300, "bidder level offered bid rate, req/s")
@@ -488,7 +378,6 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 
 func renderMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench render", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
 	quiet := fs.Bool("q", false, "no report text on stdout")
 	seeFlags(fs)
@@ -523,38 +412,9 @@ func mergeReport(a, b *Report, prefix string) {
 	a.UpdateRows()
 }
 
-// writeGHZData writes n requests of w as a JSON array of
-// ProductMastersRequests (proto field names), the form ghz's -D takes; ghz
-// sends them round-robin, so it replays the harness's stream.
-func writeGHZData(path string, w CatalogWorkload, n int, seed uint64, stderr io.Writer) error {
-	reqs, err := w.Requests(n, seed)
-	if err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	var b bytes.Buffer
-	b.WriteString("[\n")
-	mo := protojson.MarshalOptions{UseProtoNames: true}
-	for i, r := range reqs {
-		j, err := mo.Marshal(r)
-		if err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		b.Write(j)
-		if i < len(reqs)-1 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('\n')
-	}
-	b.WriteString("]\n")
-	if err := writeFileAtomic(path, b.Bytes()); err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "bench: wrote %d requests of %d products (seed %d) to %s\n", n, w.IDs, seed, path)
-	return nil
-}
-
 // writeOutputs prints the text report to stdout (unless quiet) and, with
-// out, writes out/latest.{txt,json,html} and a timestamped copy of each.
+// out, writes out/latest.{txt,json,html} and a dated copy of each
+// (out/2006-01-02T150405Z-scenario.*: the results kept beside the code).
 func writeOutputs(rep *Report, scenario, out string, quiet bool, stdout, stderr io.Writer) error {
 	var txt, js, htm bytes.Buffer
 	if err := WriteText(&txt, rep); err != nil {
@@ -577,18 +437,18 @@ func writeOutputs(rep *Report, scenario, out string, quiet bool, stdout, stderr 
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	stamp := rep.Created.UTC().Format("20060102T150405Z")
+	stamp := rep.Created.UTC().Format("2006-01-02T150405Z")
 	for _, f := range []struct {
 		ext string
 		b   []byte
 	}{{"txt", txt.Bytes()}, {"json", js.Bytes()}, {"html", htm.Bytes()}} {
-		for _, name := range []string{"latest." + f.ext, fmt.Sprintf("%s-%s.%s", scenario, stamp, f.ext)} {
+		for _, name := range []string{"latest." + f.ext, fmt.Sprintf("%s-%s.%s", stamp, scenario, f.ext)} {
 			if err := writeFileAtomic(filepath.Join(out, name), f.b); err != nil {
 				return err
 			}
 		}
 	}
-	fmt.Fprintf(stderr, "bench: wrote %s/latest.{txt,json,html} and %s-%s.*\n", out, scenario, stamp)
+	fmt.Fprintf(stderr, "bench: wrote %s/latest.{txt,json,html} and %s-%s.*\n", out, stamp, scenario)
 	return nil
 }
 
@@ -650,7 +510,6 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.StringVar(&faults, "faults", "", "fault kinds (default all): "+strings.Join(SoakFaultKinds, ","))
 	fs.DurationVar(&o.FaultGrace, "fault-grace", 5*time.Second, "errors this long after a fault's recovery are still its")
 	fs.DurationVar(&o.Outage, "outage", 3*time.Second, "how long a killed node or redis-server stays down")
-	fs.StringVar(&o.Netns, "netns", "auto", "network namespaces for the catalog nodes: auto, on, off (SIGSTOP instead)")
 	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
 	o.DemoSize.register(fs)
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/internal/proc"
-	"github.com/rtbd/rtbd/bench/internal/target"
 )
 
 // Example shows the calls the bench mode makes: a target, an open-loop run
@@ -16,22 +14,12 @@ import (
 // formats, and a comparison with an earlier report.
 func Example() {
 	ctx := context.Background()
-	bids, err := target.NewHTTP(target.HTTPOptions{
-		Name: "bids",
-		URL:  "http://127.0.0.1:8080/openrtb2/auction",
-		Body: func(w *bench.Worker, dst []byte) []byte {
-			return fmt.Appendf(dst, `{"id":"%d-%d","imp":[{"id":"1"}],"tmax":100}`, w.ID, w.Seq)
-		},
+	bids := bench.NewHTTPTarget("bids", "127.0.0.1:8080", "/openrtb2/bid", func(w *bench.Worker, dst []byte) []byte {
+		return fmt.Appendf(dst, `{"id":"%d-%d","imp":[{"id":"1"}],"tmax":100}`, w.ID, w.Seq)
 	})
-	if err != nil {
-		return
-	}
 	res, err := bench.RunOpenLoop(ctx, bids, bench.OpenLoopOptions{
 		Rate: 3000, Duration: time.Minute, Warmup: 10 * time.Second, Tmax: 100 * time.Millisecond,
-		Watch: bench.Watch{
-			Processes: []bench.WatchProcess{{Name: "rtbd", PID: 12345}},
-			Conns:     []bench.WatchConns{{Name: "bidder inbound", Filter: proc.TCPFilter{LocalPortMin: 8080}}},
-		},
+		Watch: bench.Watch{Processes: []bench.WatchProcess{{Name: "rtbd", PID: 12345}}},
 	})
 	if err != nil {
 		return

@@ -8,9 +8,6 @@ import (
 	"sync/atomic"
 )
 
-// Scenarios are the scenarios of `rtbd bench` (Main's first argument).
-var Scenarios = []string{"store", "bidder", "all", "soak", "scale", "ghz", "auction", "render", "compare", "recommend"}
-
 var (
 	flagSetsMu sync.Mutex
 	// flagsSeen, while FlagSets runs, is given each scenario's flag set

@@ -73,9 +73,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 	if r.GitRev != "" {
 		v.Meta = append(v.Meta, kv{"git", r.GitRev})
 	}
-	if r.Wakeup != nil {
-		v.Meta = append(v.Meta, kv{"wake-up floor", r.Wakeup.String()})
-	}
 	keys := make([]string, 0, len(r.Config))
 	for k := range r.Config {
 		keys = append(keys, k)
@@ -127,9 +124,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 			{"generator", fmt.Sprintf("%.2f CPU s, %.3f cores, %d workers; send lag p50 %s ms, p99 %s ms",
 				res.GeneratorCPUSec, res.GeneratorCores, res.Workers, fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)))},
 		}
-		if res.Host != nil {
-			tv.Summary = append(tv.Summary, kv{"host CPUs", hostLine(res.Host)})
-		}
 		for _, h := range res.ServerSide {
 			tv.Summary = append(tv.Summary, kv{"server side", serverLine(h)})
 		}
@@ -143,10 +137,6 @@ func WriteHTML(w io.Writer, r *Report) error {
 		for _, p := range res.Processes {
 			tv.Summary = append(tv.Summary, kv{"process " + p.Name, fmt.Sprintf("pid %d: %.2f CPU s, %.3f cores, peak RSS %.1f MiB %s",
 				p.PID, p.CPUSec, p.Cores, float64(p.PeakRSSBytes)/(1<<20), p.Error)})
-		}
-		for _, c := range res.Conns {
-			tv.Summary = append(tv.Summary, kv{"conns " + c.Name, fmt.Sprintf("%s: min %d, max %d, mean %.1f, last %d (%d samples) %s",
-				c.Filter, c.Min, c.Max, c.Mean, c.Last, c.Samples, c.Error)})
 		}
 		v.Targets = append(v.Targets, tv)
 	}
@@ -249,7 +239,6 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 <table><tr><th>start s</th><th>end s</th><th class="l">fault</th><th class="l">detail</th></tr>
 {{range .Faults}}<tr><td>{{printf "%.1f" .StartSec}}</td><td>{{printf "%.1f" .EndSec}}</td><td class="l">{{.Label}}</td><td class="l">{{if .Error}}<b>ERROR {{.Error}}</b>; {{end}}{{.Detail}}</td></tr>
 {{end}}</table>
-{{range .Skipped}}<p class="note">skipped {{.Kind}}: {{.Why}}</p>{{end}}
 <h3>Billing notices against the store</h3>
 <table>
 <tr><th class="l">accepted</th><td class="l">{{.Notices.Accepted}} ({{.Notices.Distinct}} distinct impressions)</td></tr>
@@ -260,7 +249,7 @@ th{background:#f4f4f4}td.l,th.l{text-align:left}
 <tr><th class="l">replays</th><td class="l">{{.Notices.ReplaysSent}} to the other bidder: {{call $.SoakOutcomes .Notices.ReplayOutcomes}}</td></tr>
 </table>
 <h3>Errors and late answers by cause</h3>
-<p class="note">{{.BidRequests}} bid requests, {{.BidsLate}} past tmax; {{.StealSeconds}} seconds with host steal &gt;= 5%.</p>
+<p class="note">{{.BidRequests}} bid requests, {{.BidsLate}} past tmax.</p>
 <table><tr><th class="l">kind</th><th class="l">outcome</th><th class="l">cause</th><th>count</th></tr>
 {{range .Anomalies}}<tr><td class="l">{{.Kind}}</td><td class="l">{{.Outcome}}</td><td class="l">{{.Cause}}</td><td>{{.Count}}</td></tr>
 {{end}}</table>

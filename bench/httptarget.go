@@ -9,15 +9,11 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-
-	"github.com/rtbd/rtbd/bench/internal/httpc"
 )
 
-// httpTarget is the scenarios' HTTP target: one request per Do through
-// the harness's HTTP/1.1 client (bench/internal/httpc) with keep-alive
-// connections, the request URI and body built per request.
-// (bench/internal/target.HTTP is the general one; it cannot be used here
-// because it imports bench.) Safe for concurrent use.
+// httpTarget is the scenarios' HTTP target: one request per Do through a
+// fasthttp.HostClient with keep-alive connections, the request URI and
+// body built per request. Safe for concurrent use.
 type httpTarget struct {
 	name   string
 	method string
@@ -30,63 +26,84 @@ type httpTarget struct {
 	// checkHeader, if set, makes check get this response header's value
 	// instead of the body.
 	checkHeader string
-	client      *httpc.Client
+	client      *fasthttp.HostClient
 }
 
-// httpScratch is a worker's reusable request and response (Worker.State).
+// newHTTPClient is the harness's client of one server: no retries (a
+// notice is sent once, so its outcome is known exactly), no
+// normalisation of the paths it replays.
+func newHTTPClient(addr string, maxConns int) *fasthttp.HostClient {
+	return &fasthttp.HostClient{
+		Addr:                      addr,
+		MaxConns:                  maxConns,
+		MaxConnWaitTimeout:        DefaultTimeout,
+		MaxIdleConnDuration:       5 * time.Second,
+		MaxIdemponentCallAttempts: 1,
+		DisablePathNormalizing:    true,
+		NoDefaultUserAgentHeader:  true,
+	}
+}
+
+// httpScratch is a worker's reusable request, response and URI buffer
+// (Worker.State).
 type httpScratch struct {
-	req  httpc.Request
-	resp httpc.Response
+	req  fasthttp.Request
+	resp fasthttp.Response
+	uri  []byte
 }
 
 // scratch returns w's httpScratch, made with method on first use.
 func scratch(w *Worker, method string) *httpScratch {
 	s, _ := w.State.(*httpScratch)
 	if s == nil {
-		s = &httpScratch{req: httpc.Request{Method: method}}
+		s = &httpScratch{}
+		s.req.Header.SetMethod(method)
 		w.State = s
 	}
 	return s
 }
 
-// setBody makes body's output (in w.Buf) the JSON body of the request; a
-// nil body sends none.
-func (s *httpScratch) setBody(w *Worker, body func(w *Worker, dst []byte) []byte) {
-	s.req.Body, s.req.ContentType = nil, ""
+// prepare sets the request's URI to s.uri and its JSON body to body's
+// output (in w.Buf); a nil body sends none.
+func (s *httpScratch) prepare(w *Worker, addr string, body func(w *Worker, dst []byte) []byte) {
+	s.req.SetRequestURIBytes(s.uri)
+	s.req.SetHost(addr)
+	s.req.ResetBody()
 	if body != nil {
 		w.Buf = body(w, w.Buf[:0])
-		s.req.Body, s.req.ContentType = w.Buf, "application/json"
+		s.req.SetBodyRaw(w.Buf)
+		s.req.Header.SetContentType("application/json")
 	}
+}
+
+// do sends s.req through c by deadline (DefaultTimeout from now when zero).
+func (s *httpScratch) do(c *fasthttp.HostClient, deadline time.Time) error {
+	if deadline.IsZero() {
+		deadline = time.Now().Add(DefaultTimeout)
+	}
+	return c.DoDeadline(&s.req, &s.resp, deadline)
 }
 
 func newHTTPTarget(name, addr, method string, maxConns int, uri, body func(*Worker, []byte) []byte, check func(int, []byte) Outcome) *httpTarget {
 	if check == nil {
 		check = ClassifyHTTPStatus
 	}
-	c, err := httpc.New(httpc.Options{Addrs: []string{addr}, MaxConns: maxConns})
-	if err != nil {
-		panic(err) // addr comes from a server this harness started
-	}
-	return &httpTarget{name: name, method: method, uri: uri, body: body, check: check, client: c}
+	return &httpTarget{name: name, method: method, uri: uri, body: body, check: check, client: newHTTPClient(addr, maxConns)}
 }
 
 func (h *httpTarget) Name() string { return h.name }
 
 func (h *httpTarget) Do(_ context.Context, w *Worker) Outcome {
 	s := scratch(w, h.method)
-	s.req.URI = h.uri(w, s.req.URI[:0])
-	s.setBody(w, h.body)
-	deadline := w.Deadline
-	if deadline.IsZero() {
-		deadline = time.Now().Add(DefaultTimeout)
-	}
-	if err := h.client.Do(&s.req, deadline, &s.resp); err != nil {
+	s.uri = h.uri(w, s.uri[:0])
+	s.prepare(w, h.client.Addr, h.body)
+	if err := s.do(h.client, w.Deadline); err != nil {
 		return ClassifyError(err)
 	}
 	if h.checkHeader != "" {
-		return h.check(s.resp.Status, s.resp.Header(h.checkHeader))
+		return h.check(s.resp.StatusCode(), s.resp.Header.Peek(h.checkHeader))
 	}
-	return h.check(s.resp.Status, s.resp.Body)
+	return h.check(s.resp.StatusCode(), s.resp.Body())
 }
 
 // ClassifyHTTPStatus is the harness's HTTP classification: 200 = OK, 204 =
@@ -107,17 +124,16 @@ func ClassifyHTTPStatus(status int, _ []byte) Outcome {
 
 // ClassifyError maps a transport error to an outcome:
 //   - ErrTimeout: a deadline passed (a net.Error whose Timeout() is true,
-//     context.DeadlineExceeded, httpc.ErrNoFreeConns: no connection came
-//     free before the request's deadline, and fasthttp's timeouts);
+//     context.DeadlineExceeded and fasthttp's timeouts);
 //   - ErrConn: refused, reset, broken or closed connections and other
 //     network errors;
-//   - ErrOther: anything else (e.g. httpc.ErrBadResponse, ErrTooLarge).
+//   - ErrOther: anything else (e.g. a malformed response).
 func ClassifyError(err error) Outcome {
 	var ne net.Error
 	switch {
 	case err == nil:
 		return OK
-	case errors.Is(err, httpc.ErrNoFreeConns), errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
+	case errors.Is(err, fasthttp.ErrTimeout), errors.Is(err, fasthttp.ErrDialTimeout),
 		errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return ErrTimeout
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, fasthttp.ErrNoFreeConns),
@@ -131,4 +147,16 @@ func ClassifyError(err error) Outcome {
 		return ErrConn
 	}
 	return ErrOther
+}
+
+// NewHTTPTarget is a Target sending one request to http://addr+path per
+// Do: POST with body's output as JSON when body is set, GET otherwise;
+// ClassifyHTTPStatus classifies the answers. Safe for concurrent use.
+func NewHTTPTarget(name, addr, path string, body func(w *Worker, dst []byte) []byte) Target {
+	method := "GET"
+	if body != nil {
+		method = "POST"
+	}
+	uri := func(_ *Worker, dst []byte) []byte { return append(dst, path...) }
+	return newHTTPTarget(name, addr, method, 1024, uri, body, nil)
 }

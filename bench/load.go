@@ -124,7 +124,7 @@ func (m LoadModel) run(ctx context.Context, t Target, w Watch) (*Result, *MaxRat
 		lo.Rate, lo.Duration, lo.Warmup, lo.Watch = 0, 0, 0, w
 		s, err := FindMaxRate(ctx, t, FindMaxRateOptions{
 			Objective: Objective{P99: m.P99}, StartRate: m.Rate, MaxRate: m.MaxRate,
-			StepDuration: m.Duration, StepWarmup: m.Warmup, Cooldown: 500 * time.Millisecond, Confirm: 1, StealRetries: 3, Load: lo,
+			StepDuration: m.Duration, StepWarmup: m.Warmup, Cooldown: 500 * time.Millisecond, Confirm: 1, Load: lo,
 		})
 		if err != nil && !errors.Is(err, ErrNoPassingRate) {
 			return nil, s, err

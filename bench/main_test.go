@@ -1,18 +1,18 @@
 package bench_test
 
 import (
-	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bench/internal/loopback"
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // helperEnv makes the test binary act as a trivial fasthttp server when
@@ -28,78 +28,73 @@ func TestMain(m *testing.M) {
 }
 
 // runHelperServer serves 200 "ok" on 127.0.0.1:0, prints "ADDR host:port",
-// and exits when its stdin closes (the parent test ended or died).
+// and serves until SIGTERM (or its parent's death: childproc).
 func runHelperServer() int {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	fmt.Printf("ADDR %s\n", ln.Addr())
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		ctx.SetStatusCode(fasthttp.StatusOK)
 		ctx.SetBodyString("ok")
 	}}
-	go func() { _ = srv.Serve(ln) }()
-	fmt.Printf("ADDR %s\n", ln.Addr())
-	buf := make([]byte, 64)
-	for {
-		if _, err := os.Stdin.Read(buf); err != nil {
-			return 0
-		}
+	if err := srv.Serve(ln); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 	}
+	return 1
 }
 
 // startHelperServer starts the helper subprocess and returns its address and
 // pid; it is stopped at test cleanup.
 func startHelperServer(t testing.TB) (addr string, pid int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), helperEnv+"=1")
-	stdin, err := cmd.StdinPipe()
+	self, err := childproc.Self()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
+	p, err := childproc.Start(childproc.Spec{Name: "helper server", Path: self, Args: []string{"-test.run=^$"}, Env: []string{helperEnv + "=1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan struct{})
-	t.Cleanup(func() {
-		stdin.Close()
-		select {
-		case <-exited:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-exited
-		}
-	})
-	lines := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-				lines <- a
+	t.Cleanup(func() { _ = p.Stop(5 * time.Second) })
+	err = p.WaitReady(context.Background(), 10*time.Second, func(context.Context) error {
+		for _, l := range strings.Split(p.Tail(), "\n") {
+			if a, ok := strings.CutPrefix(l, "ADDR "); ok {
+				addr = a
+				return nil
 			}
 		}
-		_ = cmd.Wait()
-		close(exited)
-	}()
-	select {
-	case addr = <-lines:
-	case <-exited:
-		t.Fatal("helper server exited before printing its address")
-	case <-time.After(10 * time.Second):
-		t.Fatal("helper server did not start within 10 s")
+		return errors.New("no address yet")
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return addr, cmd.Process.Pid
+	return addr, p.PID()
 }
 
-// startServer serves h on 127.0.0.1:0 in-process until cleanup.
+// startServer serves h on 127.0.0.1:0 in-process until cleanup, which
+// shuts it down and fails t if it has not stopped within 5 s.
 func startServer(t testing.TB, h fasthttp.RequestHandler) string {
 	t.Helper()
-	return loopback.Serve(t, &fasthttp.Server{Handler: h})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &fasthttp.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		_ = srv.Serve(ln)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Shutdown()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("server did not stop within 5 s")
+		}
+	})
+	return ln.Addr().String()
 }

@@ -92,15 +92,9 @@ type FindMaxRateOptions struct {
 	MaxSteps int
 	// Confirm re-runs a failing rate up to this many times before the
 	// search believes the failure: a rate fails only if every run of it
-	// fails. On a shared host one stall (a neighbour, the hypervisor) can
-	// fail a step far below capacity and end the search there. Zero: each
-	// step is trusted as measured.
+	// fails, so that one stall does not end the search far below
+	// capacity. Zero: each step is trusted as measured.
 	Confirm int
-	// StealRetries re-runs a failing step whose host steal (Result.Host)
-	// was at least StealWarnPct, up to this many times per rate, before
-	// Confirm applies: the hypervisor held the CPUs, so the step measured
-	// the host, not the target. Zero: steal is only reported.
-	StealRetries int
 	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
 	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
 	// must be zero (the search sets them).
@@ -125,10 +119,6 @@ type RateStep struct {
 	P99Us        int64   `json:"p99_us"`
 	ErrorRatio   float64 `json:"error_ratio"`
 	MissRatio    float64 `json:"miss_ratio"`
-	// StealPct is the host's steal share during the step (absent when not
-	// measured or 0): a failing step on a host that stole its CPUs may
-	// have failed for the host, not for the target.
-	StealPct float64 `json:"steal_pct,omitempty"`
 	// Result is the step's full result (not serialised in reports).
 	Result *Result `json:"-"`
 }
@@ -195,8 +185,8 @@ func FindMaxRates(ctx context.Context, ts []Target, o FindMaxRateOptions) ([]*Ma
 	if o.StartRate < 0 || o.MaxRate < o.StartRate {
 		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
 	}
-	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 || o.StealRetries < 0 {
-		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm, steal_retries: must be >= 0")
+	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 {
+		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
 	}
 	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
 		p.addf("load: rate, duration and warmup must be zero (set by the search)")
@@ -261,15 +251,14 @@ func inTurn(round, k, n int) int {
 
 // rateSearch is one target's search in FindMaxRates.
 type rateSearch struct {
-	o            FindMaxRateOptions
-	t            Target
-	res          *MaxRateResult
-	lo, hi       float64 // highest pass, lowest fail (0 = none yet)
-	rate         float64 // the next step's
-	steps        int
-	retries      int // failed runs of rate so far
-	stealRetries int // of which re-run for the host's steal
-	done         bool
+	o       FindMaxRateOptions
+	t       Target
+	res     *MaxRateResult
+	lo, hi  float64 // highest pass, lowest fail (0 = none yet)
+	rate    float64 // the next step's
+	steps   int
+	retries int // failed runs of rate so far
+	done    bool
 }
 
 // step runs the search's next step; done is set when the search ends
@@ -285,22 +274,15 @@ func (s *rateSearch) step(ctx context.Context) error {
 	s.steps++
 	rate := s.rate
 	why := o.Objective.Check(r)
-	stolen := why != "" && r.Host != nil && r.Host.StealPct >= StealWarnPct && s.stealRetries < o.StealRetries
-	confirm := why != "" && !stolen && s.retries < o.Confirm
+	confirm := why != "" && s.retries < o.Confirm
 	reason := why
-	switch {
-	case stolen:
-		reason += fmt.Sprintf(" (the host stole %.1f%%: re-run)", r.Host.StealPct)
-	case confirm:
+	if confirm {
 		reason += " (re-run to confirm)"
 	}
 	res.Steps = append(res.Steps, RateStep{
 		Rate: rate, Pass: why == "", Reason: reason, Requests: r.Requests, AchievedRate: r.AchievedRate,
 		P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
 	})
-	if r.Host != nil {
-		res.Steps[len(res.Steps)-1].StealPct = r.Host.StealPct
-	}
 	if o.Logf != nil {
 		verdict := "pass"
 		if why != "" {
@@ -309,15 +291,11 @@ func (s *rateSearch) step(ctx context.Context) error {
 		o.Logf("  step %d of %s: %s req/s: p50 %s ms, p99 %s ms: %s", s.steps, s.t.Name(), fmtRate(rate), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), verdict)
 	}
 	s.finish() // the result so far, should the step budget end here
-	switch {
-	case stolen:
-		s.stealRetries++
-		return nil
-	case confirm:
+	if confirm {
 		s.retries++
 		return nil
 	}
-	s.retries, s.stealRetries = 0, 0
+	s.retries = 0
 	if why == "" {
 		if rate > s.lo && (s.hi == 0 || rate < s.hi) {
 			s.lo, res.Best = rate, r

@@ -1,18 +1,23 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // EnvNearCacheBytes sets the default of the -near-cache flag: the near
@@ -145,80 +150,19 @@ func (s *NearStats) add(name string, labels []string, v float64) {
 	}
 }
 
-// parseNearStats reads a Prometheus text exposition (a /metrics body).
-// It scans lines rather than parsing the whole exposition, so that
-// whatever else the page holds cannot make it fail. Families whose # TYPE
-// is gauge, histogram or summary are left out (their samples, _count
-// included); counters and untyped samples count.
+// parseNearStats reads a Prometheus text exposition (a /metrics body);
+// nothing found (never an error) when it cannot be parsed.
 func parseNearStats(r io.Reader) NearStats {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return NearStats{}
+	}
 	var s NearStats
-	types := map[string]string{}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if f := strings.Fields(line); len(f) >= 4 && f[0] == "#" && f[1] == "TYPE" {
-			types[f[2]] = f[3]
-			continue
-		}
-		if line == "" || line[0] == '#' || !strings.HasPrefix(line, NearMetricPrefix) {
-			continue
-		}
-		name, labels, rest := splitSample(line)
-		if !countable(name, types) {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) == 0 {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
-		if err != nil {
-			continue
-		}
-		s.add(name, labels, v)
+	for _, f := range fams {
+		s.addFamily(f)
 	}
 	return s
-}
-
-// countable reports whether a sample of name is a counter's (or of a
-// family without a # TYPE line): not a gauge's, nor part of a histogram
-// or summary (NAME_bucket, NAME_sum, NAME_count of such a family).
-func countable(name string, types map[string]string) bool {
-	if t, ok := types[name]; ok {
-		return t == "counter" || t == "untyped"
-	}
-	for _, suf := range []string{"_bucket", "_sum", "_count"} {
-		if base, ok := strings.CutSuffix(name, suf); ok {
-			if t := types[base]; t == "histogram" || t == "summary" {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// splitSample splits `name{a="x",b="y"} value` into the name, the label
-// values and what follows the labels.
-func splitSample(line string) (name string, labels []string, rest string) {
-	i := strings.IndexAny(line, "{ \t")
-	if i < 0 {
-		return line, nil, ""
-	}
-	name, rest = line[:i], line[i:]
-	if rest[0] != '{' {
-		return name, nil, rest
-	}
-	j := strings.LastIndexByte(rest, '}')
-	if j < 0 {
-		return name, nil, ""
-	}
-	for _, kv := range strings.Split(rest[1:j], ",") {
-		if _, v, ok := strings.Cut(kv, "="); ok {
-			labels = append(labels, strings.Trim(strings.TrimSpace(v), `"`))
-		}
-	}
-	return name, labels, rest[j+1:]
 }
 
 // readNearStats fetches a /metrics URL; Found false (never an error)
@@ -251,24 +195,26 @@ func gatherNearStats(g prometheus.Gatherer) NearStats {
 		return s
 	}
 	for _, f := range fams {
-		for _, m := range f.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetValue())
-			}
-			var v float64
-			switch {
-			case m.GetCounter() != nil:
-				v = m.GetCounter().GetValue()
-			case m.GetUntyped() != nil:
-				v = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			s.add(f.GetName(), labels, v)
-		}
+		s.addFamily(f)
 	}
 	return s
+}
+
+// addFamily counts the hit and miss counters of f (counters and untyped
+// samples only: gauges, histograms and summaries are left out).
+func (s *NearStats) addFamily(f *dto.MetricFamily) {
+	for _, m := range f.GetMetric() {
+		var labels []string
+		for _, l := range m.GetLabel() {
+			labels = append(labels, l.GetValue())
+		}
+		switch {
+		case m.GetCounter() != nil:
+			s.add(f.GetName(), labels, m.GetCounter().GetValue())
+		case m.GetUntyped() != nil:
+			s.add(f.GetName(), labels, m.GetUntyped().GetValue())
+		}
+	}
 }
 
 // cpuPerRequestUs is the CPU the watched processes whose name starts with
@@ -338,4 +284,36 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 		out = append(out, line)
 	}
 	return out
+}
+
+// nearMain is `rtbd bench near`: the bidder level with Zipf and uniform
+// users (-users each) and the near cache on the remote bidder, at -rate
+// and then at each topology's highest rate holding the p99 (-overload,
+// -saturate), then the store level with its grpc-near target; reports in
+// -out/near and -out/near-store.
+func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("rtbd bench near", flag.ContinueOnError)
+	size := fs.String("near-cache", "256MiB", "near cache of the remote bidder and of the grpc-near target (a size)")
+	out := fs.String("out", "", "directory of the two reports (near/ and near-store/)")
+	users := fs.Int("users", 100_000, "users of each popularity")
+	rate := fs.Float64("rate", 2000, "bidder level offered bid rate, req/s")
+	dur := fs.Duration("duration", 5*time.Second, "measured time per run")
+	seeFlags(fs)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+		return err
+	}
+	outOf := func(sub string) []string {
+		if *out == "" {
+			return nil
+		}
+		return []string{"-out", filepath.Join(*out, sub)}
+	}
+	bargs := append([]string{"-popularity", "zipf,uniform", "-users", strconv.Itoa(*users), "-weights", "15", "-nodes", "1",
+		"-rate", strconv.FormatFloat(*rate, 'f', -1, 64), "-duration", dur.String(), "-win-ratio", "0", "-event-rate", "-1",
+		"-saturate", "64", "-overload", "-near-cache", *size}, outOf("near")...)
+	if err := bidderMain(ctx, bargs, stdout, stderr); err != nil {
+		return err
+	}
+	sargs := append([]string{"-weights", "15", "-rate", "1000", "-duration", (2 * *dur).String(), "-near-cache", *size}, outOf("near-store")...)
+	return storeMain(ctx, sargs, stdout, stderr)
 }

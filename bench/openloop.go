@@ -140,7 +140,7 @@ func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, err
 // item is one scheduled request handed from the pacer to a worker.
 type item struct {
 	sched int64 // scheduled send time, ns since t0
-	start int64 // when its latency starts counting: max(sched, pacer wake-up)
+	start int64 // when its latency starts counting: max(sched, pacer waking)
 }
 
 type openLoad struct {

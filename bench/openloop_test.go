@@ -8,19 +8,11 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/internal/target"
 )
 
-func newHTTPTarget(t testing.TB, addr, path string) *target.HTTP {
+func newHTTPTarget(t testing.TB, addr, path string) bench.Target {
 	t.Helper()
-	ht, err := target.NewHTTP(target.HTTPOptions{
-		URL:  "http://" + addr + path,
-		Body: func(w *bench.Worker, dst []byte) []byte { return append(dst, `{"id":"x"}`...) },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ht
+	return bench.NewHTTPTarget("http", addr, path, func(w *bench.Worker, dst []byte) []byte { return append(dst, `{"id":"x"}`...) })
 }
 
 // stallHandler stalls every request arriving during the first 200 ms of

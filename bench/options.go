@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // Arrival is the spacing of an open-loop load's scheduled send times.
@@ -42,7 +40,7 @@ const (
 //
 // Timer granularity. The pacer wakes about every Slice (Go timers on Linux
 // fire with ~1 ms granularity) and hands out every request that came due
-// while it slept. Such a request counts from the pacer's wake-up, not from
+// while it slept. Such a request counts from the pacer's waking, not from
 // its scheduled time, so the generator's own sleep granularity is not
 // charged to the target; any later delay (a busy pool, a slow pacer) is.
 // Result.SendLag shows the total lateness behind schedule.
@@ -72,7 +70,7 @@ type OpenLoopOptions struct {
 	Slice time.Duration
 	// Seed seeds Worker.Rand streams and Poisson gaps. Zero is a valid seed.
 	Seed uint64
-	// Watch lists processes and sockets to measure during the run.
+	// Watch lists processes to measure during the run.
 	Watch Watch
 }
 
@@ -98,7 +96,7 @@ type ClosedLoopOptions struct {
 	Tmax time.Duration
 	// Seed seeds Worker.Rand.
 	Seed uint64
-	// Watch lists processes and sockets to measure during the run.
+	// Watch lists processes to measure during the run.
 	Watch Watch
 }
 
@@ -107,10 +105,6 @@ type Watch struct {
 	// Processes are measured from /proc/PID/stat and status: CPU seconds
 	// over the measured phase and peak RSS at its end.
 	Processes []WatchProcess
-	// Conns are ESTABLISHED TCP socket counts, sampled every Interval.
-	Conns []WatchConns
-	// Interval between conn samples. Zero means 1 s.
-	Interval time.Duration
 	// Histograms are latency histograms the servers keep about
 	// themselves, read at the start and the end of the measured phase.
 	Histograms []WatchHistogram
@@ -122,14 +116,8 @@ type WatchProcess struct {
 	PID  int
 }
 
-// WatchConns names a socket filter to sample.
-type WatchConns struct {
-	Name   string
-	Filter proc.TCPFilter
-}
-
 func (w Watch) empty() bool {
-	return len(w.Processes) == 0 && len(w.Conns) == 0 && len(w.Histograms) == 0
+	return len(w.Processes) == 0 && len(w.Histograms) == 0
 }
 
 type problems []string
@@ -148,9 +136,6 @@ func (w Watch) validate(p *problems, prefix string) {
 		if pr.PID <= 0 {
 			p.addf("%swatch.processes[%d].pid: must be > 0, got %d", prefix, i, pr.PID)
 		}
-	}
-	if w.Interval < 0 {
-		p.addf("%swatch.interval: must be >= 0, got %v", prefix, w.Interval)
 	}
 	for i, h := range w.Histograms {
 		if h.URL == "" || h.Metric == "" {

@@ -2,16 +2,12 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
 	"time"
-
-	"github.com/rtbd/rtbd/bench/internal/cpuset"
-	"github.com/rtbd/rtbd/bench/internal/wakeup"
 )
 
 // Schema is the value of a report's "schema" field this package writes and
@@ -26,66 +22,26 @@ const maxReportBytes = 256 << 20
 // comparison rows built from them, and optional max-rate searches. Write it
 // with WriteText, WriteJSON or WriteHTML; read JSON back with LoadReport.
 type Report struct {
-	Schema     string    `json:"schema"`
-	Title      string    `json:"title,omitempty"`
-	Created    time.Time `json:"created"`
-	Host       string    `json:"host"`
-	GoVersion  string    `json:"go_version"`
-	OS         string    `json:"os"`
-	Arch       string    `json:"arch"`
-	NumCPU     int       `json:"num_cpu"`
-	GOMAXPROCS int       `json:"gomaxprocs"`
-	GitRev     string    `json:"git_rev,omitempty"`
-	// Wakeup is the host's wake-up floor, measured just before the run.
-	// Absent where it cannot be measured (one CPU, not Linux).
-	Wakeup   *WakeupFloor      `json:"wakeup,omitempty"`
-	Config   map[string]string `json:"config,omitempty"`
-	Notes    []string          `json:"notes,omitempty"`
-	Results  []*Result         `json:"results"`
-	Rows     []Row             `json:"rows"`
-	Searches []*MaxRateResult  `json:"searches,omitempty"`
+	Schema     string            `json:"schema"`
+	Title      string            `json:"title,omitempty"`
+	Created    time.Time         `json:"created"`
+	Host       string            `json:"host"`
+	GoVersion  string            `json:"go_version"`
+	OS         string            `json:"os"`
+	Arch       string            `json:"arch"`
+	NumCPU     int               `json:"num_cpu"`
+	GOMAXPROCS int               `json:"gomaxprocs"`
+	GitRev     string            `json:"git_rev,omitempty"`
+	Config     map[string]string `json:"config,omitempty"`
+	Notes      []string          `json:"notes,omitempty"`
+	Results    []*Result         `json:"results"`
+	Rows       []Row             `json:"rows"`
+	Searches   []*MaxRateResult  `json:"searches,omitempty"`
 	// Tables are comparison tables built by a scenario (BuildTable):
 	// the talk's columns, ours, and ratios to a baseline row. Optional.
 	Tables []Table `json:"tables,omitempty"`
 	// Soak is the fault-injection soak's findings (rtbd bench soak).
 	Soak *SoakSummary `json:"soak,omitempty"`
-}
-
-// WakeupFloor is what the host makes any request and answer between two
-// processes pay, whatever the server does (bench/internal/wakeup): the round trip
-// of a pipe to a thread sleeping on another CPU (two wake-ups, as a
-// request into a server and its answer back into the generator), and on
-// the same CPU for comparison. On a VM whose idle vCPUs halt, each
-// cross-CPU wake-up goes through the hypervisor.
-type WakeupFloor struct {
-	Cross wakeup.Result `json:"cross_cpu"`
-	Same  wakeup.Result `json:"same_cpu"`
-}
-
-// String is one line for reports.
-func (w *WakeupFloor) String() string {
-	us := func(d time.Duration) string { return d.Round(time.Microsecond).String() }
-	return fmt.Sprintf("a pipe round trip to a thread sleeping on another CPU takes p50 %s, p99 %s (same CPU: p50 %s, p99 %s)",
-		us(w.Cross.P50), us(w.Cross.P99), us(w.Same.P50), us(w.Same.P99))
-}
-
-// MeasureWakeupFloor measures the host's WakeupFloor between the first two
-// CPUs this process may use, or returns nil where it cannot (one CPU, not
-// Linux).
-func MeasureWakeupFloor(ctx context.Context) *WakeupFloor {
-	cpus, err := cpuset.Allowed()
-	if err != nil || len(cpus) < 2 {
-		return nil
-	}
-	cross, err := wakeup.Measure(ctx, wakeup.Options{From: cpus[0], To: cpus[1]})
-	if err != nil {
-		return nil
-	}
-	same, err := wakeup.Measure(ctx, wakeup.Options{From: cpus[0], To: cpus[0]})
-	if err != nil {
-		return nil
-	}
-	return &WakeupFloor{Cross: cross, Same: same}
 }
 
 // Meta is what the caller knows about a run; NewReport adds the host, Go

@@ -7,20 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/rtbd/rtbd/bench/internal/wakeup"
 )
 
 func sampleReport() *Report {
 	a := synthResult("bids <local>", 1, 5, 200, 2000, 0)
 	a.Processes = []ProcessStats{{Name: "rtbd", PID: 42, CPUSec: 1.5, Cores: 0.3, PeakRSSBytes: 64 << 20, RSSBytes: 60 << 20}}
-	a.Conns = []ConnStats{{Name: "bidder", Filter: "local:8080", Samples: 5, Min: 3, Max: 4, Mean: 3.5, Last: 4}}
 	b := synthResult("bids grpc & catalog", 2, 5, 200, 2100, 0)
 	b.Events = []Event{{AtSec: 2.25, What: "node <1> killed"}, {AtSec: 3.5, What: "node <1> ready"}}
 	r := NewReport(Meta{Title: "local vs grpc", GitRev: "abc123", Config: map[string]string{"rate": "200", "duration": "5s"}, Notes: []string{"synthetic"}}, a, b)
-	r.Wakeup = &WakeupFloor{Cross: wakeup.Result{From: 0, To: 1, Samples: 1000, P50: 118 * time.Microsecond, P90: 350 * time.Microsecond, P99: 1283 * time.Microsecond, Max: 3 * time.Millisecond},
-		Same: wakeup.Result{From: 0, To: 0, Samples: 1000, P50: 4 * time.Microsecond, P90: 5 * time.Microsecond, P99: 14 * time.Microsecond, Max: 40 * time.Microsecond}}
 	r.Searches = []*MaxRateResult{{Target: "bids <local>", Objective: "p99 <= 5 ms, errors < 0.1%", P99Ms: 5, MaxRate: 3500, Bracketed: true,
 		Steps: []RateStep{{Rate: 1000, Pass: true, Requests: 5000, P99Us: 3000}, {Rate: 4000, Pass: false, Reason: "p99 9.00 ms > 5 ms", P99Us: 9000}}}}
 	return r
@@ -53,7 +47,7 @@ func TestJSONRoundTrip(t *testing.T) {
 		t.Fatalf("loaded report differs: %+v", back.Rows)
 	}
 	// Field names the schema documents.
-	for _, k := range []string{`"schema": "rtbd-bench/v1"`, `"p99_us"`, `"timeline"`, `"errors"`, `"status_5xx"`, `"generator_cpu_sec"`, `"peak_rss_bytes"`, `"rate_1m"`, `"searches"`, `"cross_cpu"`, `"p99_ns": 1283000`} {
+	for _, k := range []string{`"schema": "rtbd-bench/v1"`, `"p99_us"`, `"timeline"`, `"errors"`, `"status_5xx"`, `"generator_cpu_sec"`, `"peak_rss_bytes"`, `"rate_1m"`, `"searches"`} {
 		if !strings.Contains(first, k) {
 			t.Errorf("JSON lacks %s", k)
 		}
@@ -89,10 +83,9 @@ func TestWriteText(t *testing.T) {
 		"rtbd bench report: local vs grpc", "git abc123", "duration", // metadata, config
 		"target", "avg ms", "p50 ms", "p99 ms", "req/s 1m", "5m", "15m", "errors %", // comparison columns
 		"Summary:", "Requests/sec:", "Response time histogram", "∎", "Latency distribution:", "99.9 % in",
-		"Moving throughput", "of 60 s (run shorter than window)", "Processes:", "peak RSS MiB", "TCP connections", "local:8080",
+		"Moving throughput", "of 60 s (run shorter than window)", "Processes:", "peak RSS MiB",
 		"Timeline", "max ms", "max rate search", "3,500.0 req/s",
 		"<- node <1> killed at 2.2 s", "<- node <1> ready at 3.5 s", // events on their seconds' rows
-		"wake-up floor: a pipe round trip to a thread sleeping on another CPU takes p50 118µs, p99 1.283ms (same CPU: p50 4µs, p99 14µs)",
 	} {
 		if !strings.Contains(out, s) {
 			t.Errorf("text lacks %q", s)
@@ -126,7 +119,7 @@ func TestWriteHTML(t *testing.T) {
 	}
 	for _, s := range []string{"<polyline", "<rect", "Latency by percentile", "Throughput over time", "p99 latency over time",
 		"99.9%", "bids &lt;local&gt;", "grpc &amp; catalog", "max rate", "<table>",
-		"node &lt;1&gt; killed", "node &lt;1&gt; ready", `stroke-dasharray="2 2"`, "wake-up floor", "p99 1.283ms"} { // event marks on the timelines
+		"node &lt;1&gt; killed", "node &lt;1&gt; ready", `stroke-dasharray="2 2"`} { // event marks on the timelines
 		if !strings.Contains(out, s) {
 			t.Errorf("html lacks %q", s)
 		}

@@ -69,48 +69,15 @@ type Result struct {
 	GeneratorCores  float64        `json:"generator_cores"`
 	GeneratorShared int            `json:"generator_shared,omitempty"`
 	Processes       []ProcessStats `json:"processes,omitempty"`
-	Conns           []ConnStats    `json:"conns,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
 	// Events are what the harness did during the run (a node killed, back
 	// up), marked on the timeline.
 	Events []Event `json:"events,omitempty"`
-	// Host is what the machine's CPUs did during the measured phase
-	// (Linux /proc/stat; absent elsewhere). On a shared virtual machine its
-	// steal share says how much of the run's latency tail was the
-	// hypervisor's, not the target's.
-	Host *HostCPU `json:"host,omitempty"`
 	// ServerSide are the watched servers' own latency histograms over the
 	// measured phase (Watch.Histograms), for the whole run: RunMixed gives
 	// every load's result the same (the bidder scenario keeps them on the
 	// bids' result only).
 	ServerSide []ServerHistogram `json:"server_side,omitempty"`
-}
-
-// StealWarnPct is the host steal share (percent of the CPUs' time) from
-// which reports say that the run measured a shared host as much as its
-// target: the hypervisor holding a virtual CPU for milliseconds at a time
-// shows up directly in the latency tail.
-const StealWarnPct = 5
-
-// HostCPU splits the wall time of the machine's CPUs over the measured
-// phase, in percent of it: busy (anything on this machine: the harness,
-// the processes it started, everything else), idle (idle and iowait), and
-// steal: time a virtual CPU wanted to run while the hypervisor ran someone
-// else's. The three add up to 100 (to rounding).
-type HostCPU struct {
-	CPUs     int        `json:"cpus"`
-	BusyPct  float64    `json:"busy_pct"`
-	IdlePct  float64    `json:"idle_pct"`
-	StealPct float64    `json:"steal_pct"`
-	PerCPU   []CPUShare `json:"per_cpu"`
-}
-
-// CPUShare is HostCPU for one CPU.
-type CPUShare struct {
-	CPU      int     `json:"cpu"`
-	BusyPct  float64 `json:"busy_pct"`
-	IdlePct  float64 `json:"idle_pct"`
-	StealPct float64 `json:"steal_pct"`
 }
 
 // Event is a moment of a run, in seconds since the measured phase began.
@@ -187,10 +154,6 @@ type Second struct {
 	P50Us          int64   `json:"p50_us"` // per-window percentiles: 2 significant digits
 	P99Us          int64   `json:"p99_us"`
 	MaxUs          int64   `json:"max_us"`
-	// StealPct is the share of the machine's CPU time stolen by the
-	// hypervisor in this second (Result.Host: absent when it is not
-	// measured; here absent when 0).
-	StealPct float64 `json:"steal_pct,omitempty"`
 	// Full is true when the whole window lies inside the sending phase;
 	// the drain tail (and a partial last window) is false. Compare and the
 	// moving rates use full windows only.
@@ -223,17 +186,4 @@ type ProcessStats struct {
 	PeakRSSBytes int64   `json:"peak_rss_bytes"` // VmHWM at the end: lifetime peak of the process
 	RSSBytes     int64   `json:"rss_bytes"`      // VmRSS at the end
 	Error        string  `json:"error,omitempty"`
-}
-
-// ConnStats are ESTABLISHED TCP socket counts sampled during the measured
-// phase.
-type ConnStats struct {
-	Name    string  `json:"name"`
-	Filter  string  `json:"filter"`
-	Samples int     `json:"samples"`
-	Min     int     `json:"min"`
-	Max     int     `json:"max"`
-	Mean    float64 `json:"mean"`
-	Last    int     `json:"last"`
-	Error   string  `json:"error,omitempty"`
 }

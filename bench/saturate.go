@@ -73,7 +73,7 @@ func runSaturated(ctx context.Context, o BidderOptions, ts []*topo, pop string, 
 				}
 			}
 			rep.Results = append(rep.Results, r)
-			e := TableEntry{Result: r, Group: "saturated", ConnNames: t.conns}
+			e := TableEntry{Result: r, Group: "saturated"}
 			if k > 0 {
 				e.Baseline = fmt.Sprintf("%s/%d %s saturated %d", ts[0].name, w, pop, round+1)
 			}

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/childproc"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
@@ -235,23 +235,18 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	lf, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
-	}
-	defer lf.Close()
-	tail := &tailBuffer{max: 8 << 10}
-	cmd := exec.Command(exe, "ingest", "-data", dir, "-format", "csv", "-progress", "log", "-log-interval", "30s", "-")
-	cmd.Stdout, cmd.Stderr = io.MultiWriter(lf, tail), io.MultiWriter(lf, tail)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	stdin, err := cmd.StdinPipe()
+	pr, stdin, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	cpu0, _ := proc.SelfCPU()
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("%w: rtbd ingest: %w", ErrChild, err)
+	c, err := childproc.Start(childproc.Spec{Name: "rtbd ingest", Path: exe, Stdin: pr, Log: logFile,
+		Args: []string{"ingest", "-data", dir, "-format", "csv", "-progress", "log", "-log-interval", "30s", "-"}})
+	pr.Close()
+	if err != nil {
+		stdin.Close()
+		return nil, err
 	}
 	si := &ScaleIngest{Products: n, Groups: groups, Start: t0.UTC().Format(time.RFC3339), FreeBytesBefore: free}
 	var mu sync.Mutex
@@ -263,7 +258,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 		tick := time.NewTicker(500 * time.Millisecond)
 		defer tick.Stop()
 		for {
-			if st, err := proc.ReadStatus(cmd.Process.Pid); err == nil {
+			if st, err := proc.ReadStatus(c.PID()); err == nil {
 				mu.Lock()
 				si.PeakRSSBytes = max(si.PeakRSSBytes, st.VmHWMBytes)
 				mu.Unlock()
@@ -275,7 +270,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 			}
 		}
 	}()
-	stopWatch := context.AfterFunc(ctx, func() { _ = cmd.Process.Kill() })
+	stopWatch := context.AfterFunc(ctx, c.Kill)
 	defer stopWatch()
 	bw := bufio.NewWriterSize(stdin, 1<<20)
 	_, werr := feedgen.Write(bw, feed.CSV, feedgen.Options{Products: n, Groups: groups, Seed: 1})
@@ -284,12 +279,12 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	}
 	_ = stdin.Close()
 	cpu1, _ := proc.SelfCPU()
-	err = cmd.Wait()
+	err = c.Err()
 	wall := time.Since(t0)
 	close(stopPoll)
 	pollWG.Wait()
 	if err != nil {
-		return nil, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, tail.String())
+		return nil, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, c.Tail())
 	}
 	if werr != nil {
 		return nil, fmt.Errorf("bench: writing the feed into rtbd ingest: %w", werr)
@@ -297,7 +292,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	si.WallSec = wall.Seconds()
 	si.RowsPerSec = float64(n) / wall.Seconds()
 	si.GeneratorCPUSec = (cpu1 - cpu0).Seconds()
-	if ps := cmd.ProcessState; ps != nil {
+	if ps := c.State(); ps != nil {
 		si.CPUSec = (ps.UserTime() + ps.SystemTime()).Seconds()
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			si.MaxRSSBytes = ru.Maxrss << 10
@@ -306,7 +301,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	if si.PeakRSSBytes == 0 {
 		si.PeakRSSBytes = si.MaxRSSBytes
 	}
-	for _, line := range strings.Split(tail.String(), "\n") {
+	for _, line := range strings.Split(c.Tail(), "\n") {
 		if strings.Contains(line, "rows/s") || strings.Contains(line, "products") && strings.Contains(line, "elapsed") {
 			si.Summary = strings.TrimSpace(line)
 		}
@@ -657,7 +652,6 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var o ScaleOptions
 	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	fs.Usage = func() { Usage(stderr) }
 	c.register(fs, 300, 100*time.Millisecond, 20*time.Second, 2*time.Second)
 	def := 0
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {

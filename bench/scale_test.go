@@ -123,33 +123,6 @@ func TestScaleIngestNotes(t *testing.T) {
 	}
 }
 
-func TestParseGHZReport(t *testing.T) {
-	body := []byte(`{"count":1000,"total":2000000000,"average":1500000,"fastest":200000,"slowest":30000000,"rps":500.5,
-"latencyDistribution":[{"percentage":10,"latency":300000},{"percentage":50,"latency":1000000},{"percentage":99,"latency":9000000}],
-"statusCodeDistribution":{"OK":998,"Unavailable":2},"errorDistribution":{"rpc error: code = Unavailable":2}}`)
-	r, err := parseGHZReport(body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.percentileMs(50) != 1 || r.percentileMs(99) != 9 || r.percentileMs(75) != -1 || r.errors() != 2 {
-		t.Fatalf("parsed %+v", r)
-	}
-	if _, err := parseGHZReport([]byte(`{}`)); err == nil {
-		t.Fatal("an empty report accepted")
-	}
-	if _, err := parseGHZReport([]byte(`not json`)); err == nil {
-		t.Fatal("garbage accepted")
-	}
-	health, _ := parseGHZReport([]byte(`{"count":1000,"total":1,"average":500000,"rps":500,"latencyDistribution":[{"percentage":50,"latency":500000},{"percentage":99,"latency":3000000}],"statusCodeDistribution":{"OK":1000}}`))
-	var out bytes.Buffer
-	writeGHZComparison(&out, "title", []GHZCall{{Name: "pm", Report: r, NodeCPUSec: 0.2}, {Name: "health", Report: health, NodeCPUSec: 0.1}})
-	for _, want := range []string{"title", "pm", "health", "200.0", "100.0", "ratio pm / health: p50 2.00x, p99 3.00x, avg 3.00x, node CPU per call 2.00x"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
 func TestNewCommandsUsageErrors(t *testing.T) {
 	t.Setenv("RTBD_BENCH_SCALE_PRODUCTS", "")
 	t.Setenv(EnvNearCacheBytes, "")
@@ -161,8 +134,8 @@ func TestNewCommandsUsageErrors(t *testing.T) {
 		{"scale", "-products", "-5"},
 		{"scale", "-near-cache", "big"},
 		{"scale", "extra"},
-		{"ghz", "-concurrency", "0"},
-		{"ghz", "-products", "3", "-groups", "10"},
+		{"near", "-near-cache", "big"},
+		{"near", "extra"},
 		{"bidder", "-popularity", "pareto"},
 		{"bidder", "-popularity", "zipf", "-http", "http://127.0.0.1:1", "-topologies", "external"},
 		{"bidder", "-near-cache", "-1"},

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"os"
 	"path/filepath"
 	"strconv"
 	"time"
@@ -14,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // readyTimeout bounds how long a started server may take to become ready.
@@ -22,26 +22,18 @@ const readyTimeout = 60 * time.Second
 // server is a child process serving on loopback ports the harness chose.
 type server struct {
 	*child
-	name   string
-	exe    string
-	args   func(port, admin int) []string
-	ready  func(ctx context.Context, s *server) error
-	log    string
-	env    []string // added to the child's environment
-	prefix []string // a command that runs exe (e.g. taskset -c 1)
-	port   int      // main port (gRPC, HTTP, redis)
-	admin  int      // admin port, 0 if none
-	host   string   // the address it listens on; "" = 127.0.0.1
+	name  string
+	exe   string
+	args  func(port, admin int) []string
+	ready func(ctx context.Context, s *server) error
+	log   string
+	env   []string // added to the child's environment
+	port  int      // main port (gRPC, HTTP, redis)
+	admin int      // admin port, 0 if none
 }
 
-// Addr is host:port (127.0.0.1 unless host is set).
-func (s *server) Addr() string {
-	h := s.host
-	if h == "" {
-		h = "127.0.0.1"
-	}
-	return net.JoinHostPort(h, strconv.Itoa(s.port))
-}
+// Addr is 127.0.0.1:port.
+func (s *server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
 
 // start starts the server on free ports (fresh ones unless keepPorts and
 // ports were chosen before: a restart reuses them), retrying when a port
@@ -58,21 +50,17 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		exe, args := s.exe, s.args(s.port, s.admin)
-		if len(s.prefix) > 0 {
-			exe, args = s.prefix[0], append(append(s.prefix[1:len(s.prefix):len(s.prefix)], exe), args...)
-		}
-		c, err := startChild(s.name, exe, args, s.log, s.env...)
+		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...)
 		if err != nil {
 			return err
 		}
 		s.child = c
-		err = c.waitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
+		err = c.WaitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
 		if err == nil {
 			return nil
 		}
 		last = err
-		c.kill()
+		c.Kill()
 		if !c.addrInUse() || keepPorts {
 			return err
 		}
@@ -151,20 +139,7 @@ func newBidder(name, exe, config, logDir string, extra []string) *server {
 
 // httpReady asks the admin listener's /readyz for 200.
 func httpReady(ctx context.Context, s *server) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort("127.0.0.1", strconv.Itoa(s.admin))+"/readyz", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("readyz: %d %s", resp.StatusCode, body)
-	}
-	return nil
+	return childproc.HTTPReady("http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.admin)) + "/readyz")(ctx)
 }
 
 // DefaultRedisServer is the redis-server binary the store scenario starts.
@@ -206,9 +181,5 @@ func executable(exe string) (string, error) {
 	if exe != "" {
 		return exe, nil
 	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("bench: finding the rtbd binary (give -rtbd PATH): %w", err)
-	}
-	return p, nil
+	return childproc.Self()
 }

@@ -1,19 +1,16 @@
 package bench
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
+	"github.com/valyala/fasthttp"
 	"io"
 	"math/rand/v2"
-	"net"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,7 +21,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bench/internal/httpc"
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -65,10 +61,6 @@ type SoakOptions struct {
 	// Outage is how long a killed catalog node or redis-server stays down
 	// and a cut-off node cut off. Default 3s (cut: 5s).
 	Outage time.Duration
-	// Netns: "auto" (network namespaces when root and ip(8) exist), "on"
-	// (required) or "off" (catalog nodes on loopback; the network cut is
-	// a stopped process, SIGSTOP/SIGCONT).
-	Netns string
 	// RSSWarmup is how long after a process starts its RSS is not judged.
 	// Default 60s (a third of Duration when that is shorter).
 	RSSWarmup time.Duration
@@ -93,13 +85,11 @@ const (
 	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
 	FaultBidderKill = "bidder-kill" // kill -9 of a bidder, restarted at once on its data dir
 	FaultBidderTerm = "bidder-term" // SIGTERM of a bidder (exit 0 expected), restarted
-	FaultNodeCut    = "node-cut"    // a catalog node cut off from the network (netns link down, or SIGSTOP)
-	FaultDiskFull   = "disk-full"   // an ingest into the served catalog on a full tmpfs (exit 1, live version kept)
-	FaultDiskSlow   = "disk-slow"   // an ingest under cgroup v2 io.max (a slow disk)
+	FaultNodeCut    = "node-cut"    // a catalog node stopped (SIGSTOP, then SIGCONT): connections open, nothing answered
 )
 
 // SoakFaultKinds are every fault kind, in schedule order.
-var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut, FaultDiskFull, FaultDiskSlow}
+var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut}
 
 func (o SoakOptions) withDefaults() SoakOptions {
 	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
@@ -118,7 +108,6 @@ func (o SoakOptions) withDefaults() SoakOptions {
 	}
 	o.FaultGrace = cmp.Or(o.FaultGrace, 5*time.Second)
 	o.Outage = cmp.Or(o.Outage, 3*time.Second)
-	o.Netns = cmp.Or(o.Netns, "auto")
 	o.RSSWarmup = cmp.Or(o.RSSWarmup, min(60*time.Second, o.Duration/3))
 	o.DemoSize = o.DemoSize.withDefaults()
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
@@ -150,11 +139,6 @@ func (o SoakOptions) Validate() error {
 			p.addf("faults: unknown %q (want %s)", f, strings.Join(SoakFaultKinds, ","))
 		}
 	}
-	switch o.Netns {
-	case "auto", "on", "off":
-	default:
-		p.addf("netns: want auto, on or off, got %q", o.Netns)
-	}
 	o.DemoSize.validate(&p)
 	return p.err()
 }
@@ -167,17 +151,15 @@ type soakBidder struct {
 	mu     sync.Mutex // guards srv's process during a restart
 	srv    *server
 	up     atomic.Bool
-	client *httpc.Client
+	client *fasthttp.HostClient
 	starts int
 }
 
-// soakNode is one catalog node slot: its process and, with network
-// namespaces, the namespace it runs in and its end of the veth pair.
+// soakNode is one catalog node slot: its current process (restarted on
+// the same ports).
 type soakNode struct {
-	name   string
-	srv    *server
-	ns     string // network namespace ("" = loopback)
-	nsLink string // the node's end of the veth pair
+	name string
+	srv  *server
 }
 
 // soakFleet is what RunSoak started.
@@ -187,7 +169,6 @@ type soakFleet struct {
 	work     string
 	demo     string
 	catalog  string // the catalog data dir the nodes serve
-	tmpfs    bool   // catalog is a size-limited tmpfs
 	redis    *server
 	nodes    []*soakNode
 	bidders  []*soakBidder
@@ -213,9 +194,9 @@ type soakFleet struct {
 // under bids, notices, pixel events and clicks at fixed rates for
 // Duration, while faults run on a schedule (SoakFaultKinds, each Rounds
 // times). The report reconciles every accepted billing notice against the
-// store, attributes every error and late answer to a fault window or a
-// second of host steal, and checks every process's RSS (Report.Soak).
-// Processes, namespaces and mounts it made are removed before it returns.
+// store, attributes every error and late answer to a fault window and
+// checks every process's RSS (Report.Soak).
+// The processes it started are stopped before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -236,9 +217,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
 	sum := &SoakSummary{}
-	env := probeSoakEnv(o)
-	sum.Environment = env.notes
-	stop, err := f.start(ctx, env, sum)
+	sum.Environment = []string{"network cut: a stopped process (SIGSTOP, then SIGCONT)"}
+	stop, err := f.start(ctx)
 	cleanups.add(stop)
 	if err != nil {
 		return nil, err
@@ -260,15 +240,14 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"faults":       strings.Join(o.Faults, ","),
 		"fault_grace":  o.FaultGrace.String(),
 		"outage":       o.Outage.String(),
-		"netns":        strconv.FormatBool(env.netns),
 		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
 		"demo":         o.DemoSize.String(),
 	}}
 	rep = NewReport(meta)
 	rep.Soak = sum
 
-	// The sampler: RSS of every process and the host's steal, each second,
-	// from the start of the warmup.
+	// The sampler: RSS of every process, each second, from the start of
+	// the warmup.
 	sampler := newSoakSampler(f)
 	samplerDone := make(chan struct{})
 	samplerCtx, stopSampler := context.WithCancel(ctx)
@@ -280,7 +259,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 
 	f.measured = time.Now().Add(o.Warmup)
-	sched := f.schedule(env, sum)
+	sched := f.schedule()
 	schedCtx, stopSched := context.WithCancel(ctx)
 	schedDone := make(chan struct{})
 	go func() { defer close(schedDone); f.runFaults(schedCtx, sched, sum) }()
@@ -308,10 +287,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 	rep.UpdateRows()
 	sum.RSS = sampler.rss
-	sum.StealSeconds = sampler.stealSeconds()
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
 	f.reconcile(context.WithoutCancel(ctx), sum)
-	f.attribute(sum, sampler, rs)
+	f.attribute(sum, rs)
 	sum.judgeRSS(o.RSSWarmup, f.measured)
 	sum.verdict(o, rs)
 	if runErr != nil {
@@ -320,51 +298,9 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	return rep, nil
 }
 
-// soakEnv is what the machine allows.
-type soakEnv struct {
-	root, netns, tmpfs bool
-	ioMax              string // the cgroup v2 directory with the io controller ("" = none)
-	notes              []string
-	skipped            map[string]string // fault kind -> why it cannot run
-}
-
-func probeSoakEnv(o SoakOptions) soakEnv {
-	e := soakEnv{root: os.Geteuid() == 0, skipped: map[string]string{}}
-	_, ipErr := execLookPath("ip")
-	switch {
-	case o.Netns == "off":
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): -netns off")
-	case !e.root:
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): network namespaces need root")
-	case ipErr != nil:
-		e.notes = append(e.notes, "network cut: a stopped process (SIGSTOP, then SIGCONT): no ip(8) (apt-get install iproute2)")
-	default:
-		e.netns = true
-		e.notes = append(e.notes, "network cut: the catalog nodes run in network namespaces of their own, reached over veth pairs; the node's end of the pair is set down (packets dropped, a black hole) and up again")
-	}
-	if e.root {
-		e.tmpfs = true
-	}
-	if e.root && slices.Contains(o.Faults, FaultDiskFull) {
-		e.notes = append(e.notes, "full disk: the catalog data dir the nodes serve is a tmpfs with about 1 MiB free; an ingest of the feed into it must fail (exit 1) and leave the live version serving")
-	} else if !e.root {
-		e.skipped[FaultDiskFull] = "needs root (mount -t tmpfs -o size=...)"
-	}
-	if slices.Contains(o.Faults, FaultDiskSlow) {
-		e.ioMax, e.skipped[FaultDiskSlow] = cgroupIOMax(e.root)
-	}
-	if e.skipped[FaultDiskSlow] == "" {
-		delete(e.skipped, FaultDiskSlow)
-	}
-	if e.ioMax != "" && slices.Contains(o.Faults, FaultDiskSlow) {
-		e.notes = append(e.notes, "slow disk: an ingest into a copy of the catalog on the work dir's disk, in a cgroup v2 with io.max wbps=1MiB/s rbps=1MiB/s")
-	}
-	return e
-}
-
 // start writes the demo and starts the fleet; the returned function stops
 // everything (also after an error).
-func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (func(), error) {
+func (f *soakFleet) start(ctx context.Context) (func(), error) {
 	o := f.o
 	var stops cleanupStack
 	stop := stops.run
@@ -390,36 +326,13 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		return stop, err
 	}
 
-	// The catalog the nodes serve: on a tmpfs with about 1 MiB free when
-	// allowed (the full-disk fault), else the demo's.
 	f.catalog = filepath.Join(f.demo, "catalog")
-	if env.tmpfs && slices.Contains(o.Faults, FaultDiskFull) {
-		dir, undo, err := tmpfsCatalog(f.catalog, filepath.Join(f.work, "catalog-tmpfs"))
-		if err != nil {
-			env.skipped[FaultDiskFull] = err.Error() // a map: the schedule sees it
-		} else {
-			stops.add(undo)
-			f.catalog, f.tmpfs = dir, true
-		}
-	}
 
 	// Catalog nodes.
-	subnet := 1 + os.Getpid()%250
 	for i := 1; i <= 2; i++ {
 		n := &soakNode{name: fmt.Sprintf("node%d", i)}
-		host := ""
-		if env.netns {
-			ns, link, addr, undo, err := makeNetns(subnet, i)
-			if undo != nil {
-				stops.add(undo)
-			}
-			if err != nil {
-				return stop, err
-			}
-			n.ns, n.nsLink, host = ns, link, addr
-		}
-		n.srv = newSoakNode(n.name, f.exe, f.catalog, f.work, host, n.ns, o.NodeArgs)
-		f.logf("starting catalog %s%s", n.name, map[bool]string{true: " in network namespace " + n.ns, false: ""}[n.ns != ""])
+		n.srv = newCatalogNode(n.name, f.exe, f.catalog, f.work, o.NodeArgs)
+		f.logf("starting catalog %s", n.name)
 		if err := n.srv.start(ctx, false); err != nil {
 			return stop, err
 		}
@@ -459,10 +372,7 @@ func (f *soakFleet) start(ctx context.Context, env soakEnv, sum *SoakSummary) (f
 		if err := srv.start(ctx, false); err != nil {
 			return stop, err
 		}
-		c, err := httpc.New(httpc.Options{Addrs: []string{srv.Addr()}, MaxConns: 512, MaxIdle: 5 * time.Second})
-		if err != nil {
-			return stop, fmt.Errorf("bench: %w", err)
-		}
+		c := newHTTPClient(srv.Addr(), 512)
 		f.pids.Store(name, srv.PID())
 		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
 		b.up.Store(true)
@@ -487,26 +397,6 @@ func newRedisServerAOF(exe, dir, logDir string) *server {
 	return s
 }
 
-// newSoakNode describes a catalog node listening on host (a namespace's
-// address, or loopback), run in network namespace ns when set.
-func newSoakNode(name, exe, dataDir, logDir, host, ns string, extra []string) *server {
-	s := newCatalogNode(name, exe, dataDir, logDir, extra)
-	if host != "" {
-		s.host = host
-		s.args = func(port, admin int) []string {
-			a := []string{"-mode=catalog", "-data", dataDir,
-				"-grpc-listen", net.JoinHostPort(host, strconv.Itoa(port)),
-				"-admin-listen", net.JoinHostPort(host, strconv.Itoa(admin)),
-				"-set", "log.level=warn", "-set", "log.format=json"}
-			return append(a, extra...)
-		}
-	}
-	if ns != "" {
-		s.prefix = []string{"ip", "netns", "exec", ns}
-	}
-	return s
-}
-
 // runToEnd runs a command to its end (bounded by limit) and returns its
 // failure with the tail of its output.
 func runToEnd(ctx context.Context, name, exe string, args []string, log string, limit time.Duration) error {
@@ -515,16 +405,16 @@ func runToEnd(ctx context.Context, name, exe string, args []string, log string, 
 		return err
 	}
 	select {
-	case <-c.exited:
+	case <-c.Done():
 	case <-ctx.Done():
-		c.kill()
+		c.Kill()
 		return ctx.Err()
 	case <-time.After(limit):
-		c.kill()
-		return c.failure("did not finish in " + limit.String())
+		c.Kill()
+		return c.Failure("did not finish in " + limit.String())
 	}
-	if c.err != nil {
-		return c.failure("failed")
+	if c.Err() != nil {
+		return c.Failure("failed")
 	}
 	return nil
 }
@@ -561,290 +451,6 @@ func (f *soakFleet) pollReady(ctx context.Context, b *soakBidder) {
 		cancel()
 		b.up.Store(err == nil)
 	}
-}
-
-// soakTarget is one kind of request of the soak's load, through the
-// balancer; it logs every error and every answer past Tmax with its time
-// and bidder.
-type soakTarget struct {
-	name, kind string
-	f          *soakFleet
-	method     string
-	uri        func(w *Worker, dst []byte) ([]byte, bool) // false: nothing to send yet
-	body       func(w *Worker, dst []byte) []byte
-	check      func(status int, resp *httpc.Response) Outcome
-	tmax       time.Duration
-}
-
-func (t *soakTarget) Name() string { return t.name }
-
-func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
-	s := scratch(w, t.method)
-	intended := w.Deadline.Add(-t.f.o.Timeout)
-	var ok bool
-	s.req.URI, ok = t.uri(w, s.req.URI[:0])
-	if !ok {
-		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
-		return ErrOther
-	}
-	s.setBody(w, t.body)
-	b := t.f.pick(w.Rand, nil)
-	if b == nil {
-		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
-		return ErrConn
-	}
-	if err := b.client.Do(&s.req, w.Deadline, &s.resp); err != nil {
-		out := ClassifyError(err)
-		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, err.Error())
-		return out
-	}
-	out := t.check(s.resp.Status, &s.resp)
-	if out.IsError() {
-		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.Status))
-	} else if t.tmax > 0 {
-		if lat := time.Since(intended); lat > t.tmax {
-			t.f.rec.add(t.f.measured, t.kind, "late", b.name, lat.Round(time.Millisecond).String())
-		}
-	}
-	return out
-}
-
-// loads are the bid, pixel event and click loads of RunMixed (notices
-// follow the bids, scheduled by the bid target).
-func (f *soakFleet) loads() []Load {
-	o := f.o
-	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
-	opts := func(rate float64, seed uint64) OpenLoopOptions {
-		return OpenLoopOptions{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}
-	}
-	bids := &soakTarget{name: "soak bids", kind: "bid", f: f, method: "POST", tmax: o.Tmax,
-		uri: func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },
-		body: func(w *Worker, dst []byte) []byte {
-			return wls[w.Rand.IntN(len(wls))].body(w, dst)
-		},
-	}
-	bids.check = func(status int, resp *httpc.Response) Outcome {
-		if status == 200 {
-			f.harvestBid(resp.Body)
-		}
-		return ClassifyHTTPStatus(status, nil)
-	}
-	eventURI := o.DemoSize.eventURI(o.Seed)
-	ev := &soakTarget{name: "soak events", kind: "event", f: f, method: "GET",
-		uri:   func(w *Worker, dst []byte) ([]byte, bool) { return eventURI(w, dst), true },
-		check: func(status int, _ *httpc.Response) Outcome { return ClassifyHTTPStatus(status, nil) },
-	}
-	click := &soakTarget{name: "soak clicks", kind: "click", f: f, method: "GET",
-		uri: func(w *Worker, dst []byte) ([]byte, bool) { return f.harvest.pick(w.Rand, dst) },
-		check: func(status int, _ *httpc.Response) Outcome {
-			if status == 302 || status == 303 || status == 307 {
-				return OK // the redirect to the landing page
-			}
-			return ClassifyHTTPStatus(status, nil)
-		},
-	}
-	ls := []Load{{Target: bids, Options: opts(o.Rate, 0)}}
-	if o.EventRate > 0 {
-		ls = append(ls, Load{Target: ev, Options: opts(o.EventRate, 1)})
-	}
-	if o.ClickRate > 0 {
-		ls = append(ls, Load{Target: click, Options: opts(o.ClickRate, 2)})
-	}
-	return ls
-}
-
-var (
-	burlKey   = []byte(`"burl":"`)
-	clickLink = regexp.MustCompile(`/click\?t=[A-Za-z0-9_\-]+\.[0-9]+`)
-)
-
-// harvestBid keeps a bid's click links and, for WinRatio of the bids,
-// schedules its nurl and burl.
-func (f *soakFleet) harvestBid(body []byte) {
-	if m := clickLink.Find(body); m != nil {
-		f.harvest.add(m)
-	}
-	if f.stopping.Load() || rand.Float64() >= f.o.WinRatio {
-		return
-	}
-	nurl, ok1 := noticePath(body, nurlKey, "/win?")
-	burl, ok2 := noticePath(body, burlKey, "/bill?")
-	if !ok1 || !ok2 {
-		return
-	}
-	delay := f.o.NoticeDelay + rand.N(f.o.NoticeDelay+1)
-	f.pendingWG.Add(1)
-	time.AfterFunc(delay, func() {
-		defer f.pendingWG.Done()
-		f.sendNotices(nurl, burl)
-	})
-}
-
-// noticePath is the path and query of the notice URL after key in a bid
-// response, unescaped, with the price macro filled (0.50 CPM).
-func noticePath(body, key []byte, path string) (string, bool) {
-	i := bytes.Index(body, key)
-	if i < 0 {
-		return "", false
-	}
-	rest := body[i+len(key):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return "", false
-	}
-	u := rest[:j]
-	k := bytes.Index(u, []byte(path))
-	if k < 0 {
-		return "", false
-	}
-	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	u = bytes.ReplaceAll(u, priceMacro, []byte(soakPrice))
-	return string(u), true
-}
-
-// soakPrice is the clearing price every notice reports (CPM): the floor
-// of the harness's requests, so it is never above a bid (a first-price
-// bid is shaded, but never below the floor); soakChargeMicros the charge
-// of one billed impression in micros.
-const (
-	soakPrice        = "0.01"
-	soakChargeMicros = 10
-)
-
-// sendNotices sends a bid's nurl, then its burl, as an exchange does:
-// each to a bidder the balancer picks, retried (another bidder, after a
-// pause) while refused, answered 503 or lost in transit, for up to 20 s.
-func (f *soakFleet) sendNotices(nurl, burl string) {
-	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
-	if _, _, ok := f.sendNotice(rng, "win", nurl, nil); !ok {
-		return
-	}
-	out, by, ok := f.sendNotice(rng, "bill", burl, nil)
-	f.notices.bill(burl, out, ok)
-	if !ok || out != "accepted" || rng.Float64() >= f.o.ReplayRatio || f.stopping.Load() {
-		return
-	}
-	f.pendingWG.Add(1)
-	time.AfterFunc(2*time.Second, func() {
-		defer f.pendingWG.Done()
-		rout, _, rok := f.sendNotice(rng, "bill-replay", burl, by)
-		f.notices.replay(rout, rok)
-	})
-}
-
-// sendNotice sends one notice; ok when a bidder answered it (204 with its
-// outcome, or a refusal); out is the X-Rtbd-Notice outcome.
-func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBidder) (out string, by *soakBidder, ok bool) {
-	req := httpc.Request{Method: "GET", URI: []byte(path)}
-	var resp httpc.Response
-	deadline := time.Now().Add(20 * time.Second)
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		if attempt > 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
-		b := f.pick(rng, avoid)
-		if b == nil && avoid != nil {
-			b = f.pick(rng, nil)
-		}
-		if b == nil {
-			continue
-		}
-		t0 := time.Now()
-		err := b.client.Do(&req, t0.Add(f.o.Timeout), &resp)
-		if err != nil {
-			f.rec.add(f.measured, kind, ClassifyError(err).String(), b.name, err.Error())
-			f.notices.retry()
-			continue
-		}
-		f.notices.latency(time.Since(t0))
-		if resp.Status == 503 || resp.Status >= 500 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+string(resp.Header(noticeHeader)))
-			f.notices.retry()
-			continue
-		}
-		o := string(resp.Header(noticeHeader))
-		if resp.Status != 204 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(resp.Status, nil).String(), b.name, "HTTP "+strconv.Itoa(resp.Status)+" "+o)
-			return "refused " + strconv.Itoa(resp.Status) + " " + o, b, true
-		}
-		return o, b, true
-	}
-	f.rec.add(f.measured, kind, "gave_up", "", "no bidder took it within 20 s")
-	return "", nil, false
-}
-
-// noticeHeader is bidder.HeaderNoticeOutcome.
-const noticeHeader = "X-Rtbd-Notice"
-
-// noticeBook counts the billing notices and keeps the accepted ones for
-// the reconciliation. Safe for concurrent use.
-type noticeBook struct {
-	mu             sync.Mutex
-	accepted       []string // burl paths answered 204 accepted or replay
-	outcomes       map[string]int64
-	replays        map[string]int64
-	retries        int64
-	gaveUp         int64
-	lats           []time.Duration
-	replaysSent    int64
-	replaysGaveUp  int64
-	acceptedOrigin int64
-}
-
-func (n *noticeBook) bill(path, out string, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.outcomes == nil {
-		n.outcomes = map[string]int64{}
-	}
-	if !ok {
-		n.gaveUp++
-		return
-	}
-	n.outcomes[out]++
-	if out == "accepted" || out == "replay" {
-		n.accepted = append(n.accepted, path)
-	}
-}
-
-func (n *noticeBook) replay(out string, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.replays == nil {
-		n.replays = map[string]int64{}
-	}
-	n.replaysSent++
-	if !ok {
-		n.replaysGaveUp++
-		return
-	}
-	n.replays[out]++
-}
-
-func (n *noticeBook) retry() {
-	n.mu.Lock()
-	n.retries++
-	n.mu.Unlock()
-}
-
-func (n *noticeBook) latency(d time.Duration) {
-	n.mu.Lock()
-	n.lats = append(n.lats, d)
-	n.mu.Unlock()
-}
-
-// anomalyLog is every error and late answer of the run, with its time.
-// Safe for concurrent use.
-type anomalyLog struct {
-	mu  sync.Mutex
-	all []SoakAnomaly
-}
-
-func (l *anomalyLog) add(measured time.Time, kind, outcome, bidder, detail string) {
-	a := SoakAnomaly{AtSec: time.Since(measured).Seconds(), Kind: kind, Outcome: outcome, Bidder: bidder, Detail: detail}
-	l.mu.Lock()
-	l.all = append(l.all, a)
-	l.mu.Unlock()
 }
 
 // reconcile checks every accepted billing notice against the store: its
@@ -978,17 +584,14 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 		sum.Notices.Accepted, sum.Notices.Distinct, sum.Notices.Lost, sum.Notices.DoubleCharged, sum.Notices.StoreImps, storeKeys, sum.Notices.StoreMicros)
 }
 
-// soakSampler reads every process's RSS and the host's steal once a
-// second.
+// soakSampler reads every process's RSS once a second.
 type soakSampler struct {
-	f     *soakFleet
-	rss   []SoakRSS
-	steal map[int]float64 // second since the measured start -> steal %
-	t0    time.Time
+	f   *soakFleet
+	rss []SoakRSS
 }
 
 func newSoakSampler(f *soakFleet) *soakSampler {
-	s := &soakSampler{f: f, steal: map[int]float64{}}
+	s := &soakSampler{f: f}
 	s.rss = append(s.rss, SoakRSS{Name: "redis-server"})
 	for _, n := range f.nodes {
 		s.rss = append(s.rss, SoakRSS{Name: n.name})
@@ -1010,7 +613,6 @@ func (s *soakSampler) pids() []int {
 }
 
 func (s *soakSampler) run(ctx context.Context) {
-	prev, _ := proc.HostCPUs()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for {
@@ -1030,41 +632,20 @@ func (s *soakSampler) run(ctx context.Context) {
 			}
 			s.rss[i].Samples = append(s.rss[i].Samples, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes, PID: pid})
 		}
-		cur, err := proc.HostCPUs()
-		if err == nil && len(prev) > 0 {
-			var d proc.CPUTimes
-			for _, c := range cur {
-				d = d.Add(c.Sub(cpuOf(prev, c.CPU)))
-			}
-			// The second that just ended.
-			s.steal[int(at-1+1e-9)] = share(-1, d).StealPct
-		}
-		prev = cur
 	}
-}
-
-func (s *soakSampler) stealSeconds() int {
-	n := 0
-	for sec, v := range s.steal {
-		if sec >= 0 && v >= StealWarnPct {
-			n++
-		}
-	}
-	return n
 }
 
 // pid is the server's current process id, 0 when it is not running.
 func (s *server) pid() int {
-	if s.child == nil || s.exitedNow() {
+	if s.child == nil || s.Exited() {
 		return 0
 	}
 	return s.PID()
 }
 
 // attribute puts every error and late answer of the measured phase in the
-// fault window it fell in, else a second with host steal >= 5%, else
-// "unattributed".
-func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
+// fault window it fell in, else "unattributed".
+func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 	f.rec.mu.Lock()
 	all := slices.Clone(f.rec.all)
 	f.rec.mu.Unlock()
@@ -1079,12 +660,6 @@ func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
 			if a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+grace {
 				cause = fl.Label
 				break
-			}
-		}
-		if cause == "" {
-			sec := int(a.AtSec)
-			if s.steal[sec] >= StealWarnPct || s.steal[sec-1] >= StealWarnPct {
-				cause = fmt.Sprintf("host steal >= %d%%", StealWarnPct)
 			}
 		}
 		if cause == "" {
@@ -1109,13 +684,10 @@ func (f *soakFleet) attribute(sum *SoakSummary, s *soakSampler, rs []*Result) {
 
 func cmpStrings(a, b string) int { return strings.Compare(a, b) }
 
-// errSkipped marks a fault the machine cannot run.
-var errSkipped = errors.New("skipped")
-
 // signalOf sends sig to the server's current process.
 func signalOf(s *server, sig syscall.Signal) error {
-	if s.child == nil || s.exitedNow() {
+	if s.child == nil || s.Exited() {
 		return fmt.Errorf("%s: not running", s.name)
 	}
-	return s.cmd.Process.Signal(sig)
+	return s.Signal(sig)
 }

@@ -15,22 +15,18 @@ type SoakSummary struct {
 	// Checks are the soak's verdicts, each with what it measured.
 	Checks []SoakCheck `json:"checks"`
 	// Environment says how the faults were made on this machine.
-	Environment []string      `json:"environment,omitempty"`
-	Faults      []SoakFault   `json:"faults"`
-	Skipped     []SoakSkipped `json:"skipped,omitempty"`
-	Notices     SoakNotices   `json:"notices"`
+	Environment []string    `json:"environment,omitempty"`
+	Faults      []SoakFault `json:"faults"`
+	Notices     SoakNotices `json:"notices"`
 	// BidRequests and BidsLate (answers past tmax) of the measured phase.
 	BidRequests int64 `json:"bid_requests"`
 	BidsLate    int64 `json:"bids_late"`
 	// Anomalies count every error and late answer by request kind,
 	// outcome and cause: the fault window it fell in (the fault's start
-	// to its recovery plus the fault grace), a second in which the host
-	// stole >= 5% of the CPUs, or "unattributed".
+	// to its recovery plus the fault grace) or "unattributed".
 	Anomalies []SoakAnomalyCount `json:"anomalies"`
 	// Unattributed are the first 50 anomalies with no cause, in full.
 	Unattributed []SoakAnomaly `json:"unattributed,omitempty"`
-	// StealSeconds counts the seconds of the run with host steal >= 5%.
-	StealSeconds int `json:"steal_seconds"`
 	// RSS is every process's resident set, once a second; RSSChecks
 	// judge each process incarnation after its warm-up.
 	RSS       []SoakRSS      `json:"rss"`
@@ -53,12 +49,6 @@ type SoakFault struct {
 	EndSec   float64 `json:"end_sec"` // recovered (restarted and ready, link up, ingest ended)
 	Detail   string  `json:"detail,omitempty"`
 	Error    string  `json:"error,omitempty"`
-}
-
-// SoakSkipped is a fault kind this machine could not run.
-type SoakSkipped struct {
-	Kind string `json:"kind"`
-	Why  string `json:"why"`
 }
 
 // SoakNotices reconciles the billing notices with the store.
@@ -234,10 +224,7 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 	var parts []string
 	pass := true
 	for _, k := range o.Faults {
-		skipped := slices.ContainsFunc(s.Skipped, func(x SoakSkipped) bool { return x.Kind == k })
 		switch {
-		case skipped:
-			parts = append(parts, k+" skipped")
 		case ran[k] >= o.Rounds && len(failed[k]) == 0:
 			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
 		default:
@@ -279,9 +266,9 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 		SoakCheck{Name: "bids past tmax <= 0.01%", Pass: ratio <= 0.0001,
 			Detail: fmt.Sprintf("%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)},
 		SoakCheck{Name: "every late answer attributed", Pass: lateUnattr == 0,
-			Detail: fmt.Sprintf("%d late bid answers logged, %d in no fault window and no second of host steal >= %d%% (%d such seconds)", late, lateUnattr, StealWarnPct, s.StealSeconds)},
+			Detail: fmt.Sprintf("%d late bid answers logged, %d in no fault window", late, lateUnattr)},
 		SoakCheck{Name: "every error attributed", Pass: errsUnattr == 0,
-			Detail: fmt.Sprintf("%d errors (every kind of request), %d in no fault window and no second of host steal", errs, errsUnattr)})
+			Detail: fmt.Sprintf("%d errors (every kind of request), %d in no fault window", errs, errsUnattr)})
 
 	var judged, flat int
 	var bad []string
@@ -340,9 +327,6 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 	for _, e := range s.Environment {
 		ew.printf("  env: %s\n", e)
 	}
-	for _, k := range s.Skipped {
-		ew.printf("  skipped %s: %s\n", k.Kind, k.Why)
-	}
 	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
 	tw := ew.tab()
 	fmt.Fprintf(tw, "  start\tend\tfault\tdetail\n")
@@ -363,7 +347,7 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 	for _, k := range n.LostKeys {
 		ew.printf("  lost: %s\n", k)
 	}
-	ew.printf("\nErrors and late answers by cause (%d bid requests, %d past tmax; %d seconds with host steal >= %d%%)\n", s.BidRequests, s.BidsLate, s.StealSeconds, StealWarnPct)
+	ew.printf("\nErrors and late answers by cause (%d bid requests, %d past tmax)\n", s.BidRequests, s.BidsLate)
 	tw = ew.tab()
 	fmt.Fprintf(tw, "  kind\toutcome\tcause\tcount\n")
 	for _, a := range s.Anomalies {

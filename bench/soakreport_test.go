@@ -40,13 +40,12 @@ func TestSoakJudgeRSS(t *testing.T) {
 }
 
 func TestSoakVerdict(t *testing.T) {
-	o := SoakOptions{Faults: []string{FaultNodeKill, FaultDiskSlow}}.withDefaults()
+	o := SoakOptions{Faults: []string{FaultNodeKill}}.withDefaults()
 	s := &SoakSummary{
 		Faults: []SoakFault{
 			{Kind: FaultNodeKill, Label: "node1 kill -9", StartSec: 10, EndSec: 13},
 			{Kind: FaultNodeKill, Label: "node2 kill -9", StartSec: 40, EndSec: 43, Error: "restart: boom"},
 		},
-		Skipped:     []SoakSkipped{{Kind: FaultDiskSlow, Why: "no io controller"}},
 		Notices:     SoakNotices{Accepted: 100, Distinct: 100, StoreImps: 101, StoreKeys: 100, StoreMicros: 101 * soakChargeMicros},
 		BidRequests: 100_000, BidsLate: 5,
 		Anomalies: []SoakAnomalyCount{
@@ -77,9 +76,6 @@ func TestSoakVerdict(t *testing.T) {
 		if c.Pass != pass {
 			t.Errorf("check %q: pass %v, want %v (%s)", name, c.Pass, pass, c.Detail)
 		}
-	}
-	if !strings.Contains(got["faults"].Detail, "disk-slow skipped") {
-		t.Errorf("faults detail %q does not say disk-slow was skipped", got["faults"].Detail)
 	}
 }
 
@@ -142,12 +138,7 @@ func TestSoakNoticesAccount(t *testing.T) {
 
 func TestSoakSchedule(t *testing.T) {
 	f := &soakFleet{o: SoakOptions{Duration: 10 * time.Minute}.withDefaults()}
-	env := soakEnv{skipped: map[string]string{FaultDiskSlow: "no io controller"}}
-	sum := &SoakSummary{}
-	sched := f.schedule(env, sum)
-	if len(sum.Skipped) != 1 || sum.Skipped[0].Kind != FaultDiskSlow {
-		t.Errorf("skipped %+v, want disk-slow only", sum.Skipped)
-	}
+	sched := f.schedule()
 	count := map[string]int{}
 	targets := map[string]map[int]bool{}
 	last := time.Duration(0)
@@ -163,11 +154,7 @@ func TestSoakSchedule(t *testing.T) {
 		last = fl.at
 	}
 	for _, k := range SoakFaultKinds {
-		want := 2
-		if k == FaultDiskSlow {
-			want = 0
-		}
-		if count[k] != want {
+		if want := 2; count[k] != want {
 			t.Errorf("%s scheduled %d times, want %d", k, count[k], want)
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,7 +16,6 @@ import (
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -179,7 +177,6 @@ type storeRun struct {
 	name      string
 	store     productStore
 	watch     Watch
-	connNames []string
 	inProcess bool
 	note      string
 	// near gathers the client's near-cache metrics (grpc-near); nil else.
@@ -309,7 +306,7 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 				continue
 			}
 			rep.Results = append(rep.Results, res)
-			e := TableEntry{Result: res, Group: fmt.Sprintf("%d products", w), ConnNames: r.connNames, InProcess: r.inProcess}
+			e := TableEntry{Result: res, Group: fmt.Sprintf("%d products", w), InProcess: r.inProcess}
 			if name != base {
 				e.Baseline = base
 			}
@@ -381,19 +378,10 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			logf("started a catalog node: %s -mode=catalog (pid %d, gRPC %s)", exe, n.PID(), n.Addr())
 			cleanups.add(func() { n.stop(15 * time.Second) })
 			target = "static:///" + n.Addr()
-			r.watch = Watch{
-				Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}},
-				Conns:     []WatchConns{{Name: "harness->node", Filter: proc.TCPFilter{RemotePort: uint16(n.port), Loopback: true}}},
-			}
-			r.connNames = []string{"harness->node"}
+			r.watch = Watch{Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}}}
 			r.note = fmt.Sprintf("a catalog node (pid %d, %s) reached through catalog/remote (round robin, health-checked)", n.PID(), n.Addr())
 		} else {
 			r.note = "running catalog nodes at " + target + " through catalog/remote"
-			for i, port := range staticPorts(target) {
-				cn := fmt.Sprintf("harness->node%d", i+1)
-				r.watch.Conns = append(r.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port}})
-				r.connNames = append(r.connNames, cn)
-			}
 		}
 		ro := remote.Options{Target: target, ConnsPerNode: o.ConnsPerNode, CallTimeout: time.Second}
 		if name == StoreGRPCNear {
@@ -433,18 +421,10 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			logf("started %s (pid %d, %s)", o.RedisServer, s.PID(), s.Addr())
 			cleanups.add(func() { s.stop(10 * time.Second) })
 			addr = s.Addr()
-			r.watch = Watch{
-				Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}},
-				Conns:     []WatchConns{{Name: "harness->redis", Filter: proc.TCPFilter{RemotePort: uint16(s.port), Loopback: true}}},
-			}
-			r.connNames = []string{"harness->redis"}
+			r.watch = Watch{Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}}}
 			r.note = fmt.Sprintf("redis-server (pid %d, %s, persistence off); one MGET of all the request's ids, decoded and filtered by the catalog's rules in the harness", s.PID(), addr)
 		} else {
 			r.note = "Redis at " + addr + "; one MGET per request"
-			if port := portOf(addr); port != 0 {
-				r.watch.Conns = []WatchConns{{Name: "harness->redis", Filter: proc.TCPFilter{RemotePort: port}}}
-				r.connNames = []string{"harness->redis"}
-			}
 		}
 		rs := newRedisStore(addr, o.RedisPool)
 		cleanups.add(func() { rs.Close() })
@@ -466,13 +446,6 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			return nil, nil, err
 		}
 		r := &storeRun{name: name, store: s, note: "Aerospike at " + o.AerospikeHosts + ", namespace " + o.AerospikeNamespace + "; one BatchGet per request"}
-		for i, h := range splitList(o.AerospikeHosts) {
-			if port := portOf(h); port != 0 {
-				cn := fmt.Sprintf("harness->aerospike%d", i+1)
-				r.watch.Conns = append(r.watch.Conns, WatchConns{Name: cn, Filter: proc.TCPFilter{RemotePort: port}})
-				r.connNames = append(r.connNames, cn)
-			}
-		}
 		t0 := time.Now()
 		n, err := s.load(ctx, func(yield func(*catalogpb.Product) error) error { return EachIndexedProduct(dataDir, yield) })
 		if err != nil {
@@ -658,33 +631,6 @@ func (quietPebbleLogger) Infof(string, ...any)  {}
 func (quietPebbleLogger) Errorf(string, ...any) {}
 func (quietPebbleLogger) Fatalf(format string, args ...any) {
 	panic(fmt.Sprintf("pebble: "+format, args...))
-}
-
-// staticPorts returns the ports of a static:/// target's addresses.
-func staticPorts(target string) []uint16 {
-	rest, ok := strings.CutPrefix(target, "static:///")
-	if !ok {
-		return nil
-	}
-	var ports []uint16
-	for _, a := range splitList(rest) {
-		if p := portOf(a); p != 0 && !slices.Contains(ports, p) {
-			ports = append(ports, p)
-		}
-	}
-	return ports
-}
-
-func portOf(hostport string) uint16 {
-	i := strings.LastIndexByte(hostport, ':')
-	if i < 0 {
-		return 0
-	}
-	p, err := strconv.ParseUint(hostport[i+1:], 10, 16)
-	if err != nil {
-		return 0
-	}
-	return uint16(p)
 }
 
 // splitList splits a comma-separated list, trimming spaces and dropping

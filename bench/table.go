@@ -19,8 +19,8 @@ type Table struct {
 
 // TableRow is one target's line of a Table. Ratio fields are this row's
 // value divided by its baseline row's (0 when the row is a baseline or has
-// none). Conns, ServerCPUSec and ServerRSSMB are -1 when not applicable
-// (an in-process store has no server process or connections).
+// none). ServerCPUSec and ServerRSSMB are -1 when not applicable (an
+// in-process store has no server process).
 type TableRow struct {
 	Target   string `json:"target"`
 	Group    string `json:"group,omitempty"`    // rows with the same group are compared ("3 products")
@@ -40,7 +40,6 @@ type TableRow struct {
 	ErrorPct      float64 `json:"error_pct"`
 	NoBidPct      float64 `json:"no_bid_pct"`
 	Misses        int64   `json:"deadline_misses"`
-	Conns         int     `json:"conns"`           // max ESTABLISHED sockets of the named filters (sum); -1 n/a
 	HarnessCPUSec float64 `json:"harness_cpu_sec"` // the bench process (generator, and an in-process store)
 	ServerCPUSec  float64 `json:"server_cpu_sec"`  // watched child processes, summed; -1 n/a
 	ServerRSSMB   float64 `json:"server_rss_mb"`   // their peak RSS (VmHWM), summed, MiB; -1 n/a
@@ -58,9 +57,6 @@ type TableEntry struct {
 	// the row whose values the ratio columns divide by ("" = this is a
 	// baseline, or no ratios).
 	Group, Baseline string
-	// ConnNames selects the Result.Conns (by name) summed into the
-	// connections column; none: n/a.
-	ConnNames []string
 	// InProcess marks a target served inside the harness: the server
 	// columns are n/a (its CPU is in the harness column).
 	InProcess bool
@@ -82,17 +78,10 @@ func BuildTable(title string, entries []TableEntry) Table {
 			OfferedRate: r.OfferedRate, P90Ms: usToMs(l.P90Us), P999Ms: usToMs(l.P999Us), MaxMs: usToMs(l.MaxUs),
 			Requests: r.Requests, Errors: r.Errors.Total, ErrorPct: 100 * r.ErrorRatio(),
 			NoBidPct: 100 * ratio(r.NoBids, r.Requests), Misses: r.DeadlineMisses,
-			Conns: -1, HarnessCPUSec: r.GeneratorCPUSec, ServerCPUSec: -1, ServerRSSMB: -1,
+			HarnessCPUSec: r.GeneratorCPUSec, ServerCPUSec: -1, ServerRSSMB: -1,
 		}
 		if r.GeneratorShared > 1 {
 			row.HarnessCPUSec /= float64(r.GeneratorShared) // shared by a mixed run's loads: split evenly
-		}
-		for _, name := range e.ConnNames {
-			for _, c := range r.Conns {
-				if c.Name == name && c.Error == "" {
-					row.Conns = max(row.Conns, 0) + c.Max
-				}
-			}
 		}
 		if !e.InProcess && len(r.Processes) > 0 {
 			row.ServerCPUSec, row.ServerRSSMB = 0, 0
@@ -131,7 +120,7 @@ func safeDiv(a, b float64) float64 {
 var tableHeader = []string{"target", "group",
 	"avg ms", "p50 ms", "p99 ms", "req/s",
 	"avg ×", "p50 ×", "p99 ×", "req/s ×",
-	"offered", "p90 ms", "p99.9 ms", "max ms", "requests", "errors", "no-bid %", "misses", "conns", "harness CPU s", "server CPU s", "server RSS MB"}
+	"offered", "p90 ms", "p99.9 ms", "max ms", "requests", "errors", "no-bid %", "misses", "harness CPU s", "server CPU s", "server RSS MB"}
 
 func tableCells(r TableRow) []string {
 	ratio := func(v float64) string {
@@ -149,10 +138,6 @@ func tableCells(r TableRow) []string {
 		}
 		return fmt.Sprintf(f, v)
 	}
-	conns := "-"
-	if r.Conns >= 0 {
-		conns = fmt.Sprint(r.Conns)
-	}
 	offered := "-"
 	if r.OfferedRate > 0 {
 		offered = fmtRate(r.OfferedRate)
@@ -161,7 +146,7 @@ func tableCells(r TableRow) []string {
 		fmtMs(r.AvgMs), fmtMs(r.P50Ms), fmtMs(r.P99Ms), fmtRate(r.Rate),
 		ratio(r.RatioAvg), ratio(r.RatioP50), ratio(r.RatioP99), ratio(r.RatioRate),
 		offered, fmtMs(r.P90Ms), fmtMs(r.P999Ms), fmtMs(r.MaxMs), fmt.Sprint(r.Requests),
-		fmt.Sprint(r.Errors), fmt.Sprintf("%.1f", r.NoBidPct), fmt.Sprint(r.Misses), conns,
+		fmt.Sprint(r.Errors), fmt.Sprintf("%.1f", r.NoBidPct), fmt.Sprint(r.Misses),
 		fmt.Sprintf("%.2f", r.HarnessCPUSec), na(r.ServerCPUSec, "%.2f"), na(r.ServerRSSMB, "%.1f")}
 }
 

@@ -66,16 +66,6 @@ func (o Outcome) String() string {
 // IsError reports whether o is one of the Err* outcomes.
 func (o Outcome) IsError() bool { return o >= ErrTimeout && o <= ErrOther }
 
-// ParseOutcome is the inverse of Outcome.String.
-func ParseOutcome(s string) (Outcome, error) {
-	for i, n := range outcomeNames {
-		if n == s {
-			return Outcome(i), nil
-		}
-	}
-	return 0, fmt.Errorf("%w: unknown outcome %q", ErrInvalid, s)
-}
-
 // Worker is the per-goroutine state handed to Target.Do. The harness creates
 // one per worker goroutine and reuses it for every request that goroutine
 // sends, so a Target can keep scratch buffers and objects in it without

@@ -31,9 +31,6 @@ func WriteText(w io.Writer, r *Report) error {
 		ew.printf("  git %s", r.GitRev)
 	}
 	ew.printf("\n")
-	if r.Wakeup != nil {
-		ew.printf("wake-up floor: %s\n", r.Wakeup)
-	}
 	if len(r.Config) > 0 {
 		ew.printf("config:\n")
 		keys := make([]string, 0, len(r.Config))
@@ -122,9 +119,6 @@ func writeResult(ew *errWriter, res *Result) {
 		gen += fmt.Sprintf("; send lag p50 %s ms, p99 %s ms, max %s ms", fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)), fmtMs(usToMs(res.SendLag.MaxUs)))
 	}
 	fmt.Fprintf(tw, "  Generator:\t%s; %d workers\n", gen, res.Workers)
-	if h := res.Host; h != nil {
-		fmt.Fprintf(tw, "  Host:\t%s\n", hostLine(h))
-	}
 	for _, h := range res.ServerSide {
 		fmt.Fprintf(tw, "  Server side:\t%s\n", serverLine(h))
 	}
@@ -175,27 +169,13 @@ func writeResult(ew *errWriter, res *Result) {
 		}
 		ew.flush(tw)
 	}
-	if len(res.Conns) > 0 {
-		ew.printf("\nTCP connections (ESTABLISHED):\n")
-		tw = ew.tab()
-		fmt.Fprintf(tw, "  name\tfilter\tsamples\tmin\tmax\tmean\tlast\terror\n")
-		for _, c := range res.Conns {
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%d\t%.1f\t%d\t%s\n", c.Name, c.Filter, c.Samples, c.Min, c.Max, c.Mean, c.Last, c.Error)
-		}
-		ew.flush(tw)
-	}
 	for _, n := range res.Notes {
 		ew.printf("note: %s\n", n)
 	}
 	if len(res.Timeline) > 0 {
 		ew.printf("\nTimeline (1 s windows, by completion time; * = drain or partial window):\n")
 		tw = ew.tab()
-		steal := res.Host != nil
-		head := "  t\trequests\tok\tno-bid\terrors\tmiss\tavg ms\tp50 ms\tp99 ms\tmax ms"
-		if steal {
-			head += "\tsteal %"
-		}
-		fmt.Fprintln(tw, head)
+		fmt.Fprintln(tw, "  t\trequests\tok\tno-bid\terrors\tmiss\tavg ms\tp50 ms\tp99 ms\tmax ms")
 		tl := res.Timeline
 		for i, s := range tl {
 			if len(tl) > maxTimelineRows && i == maxTimelineRows/2 {
@@ -218,12 +198,8 @@ func writeResult(ew *errWriter, res *Result) {
 			if len(evs) > 0 {
 				ev = "\t<- " + strings.Join(evs, "; ")
 			}
-			st := ""
-			if steal {
-				st = "\t" + strconv.FormatFloat(s.StealPct, 'f', 1, 64)
-			}
-			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s%s%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
-				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)), st, ev)
+			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
+				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)), ev)
 		}
 		ew.flush(tw)
 	}
@@ -237,14 +213,10 @@ func writeSearch(ew *errWriter, s *MaxRateResult) {
 	}
 	ew.printf("max rate: %s req/s (%s)\n", fmtRate(s.MaxRate), state)
 	tw := ew.tab()
-	fmt.Fprintf(tw, "  step\trate\tpass\trequests\tachieved\tp50 ms\tp99 ms\terrors %%\tmiss %%\tsteal %%\treason\n")
+	fmt.Fprintf(tw, "  step\trate\tpass\trequests\tachieved\tp50 ms\tp99 ms\terrors %%\tmiss %%\treason\n")
 	for i, st := range s.Steps {
-		steal := "-"
-		if st.Result == nil || st.Result.Host != nil {
-			steal = strconv.FormatFloat(st.StealPct, 'f', 1, 64)
-		}
-		fmt.Fprintf(tw, "  %d\t%s\t%v\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\t%s\n", i+1, fmtRate(st.Rate), st.Pass, st.Requests, fmtRate(st.AchievedRate),
-			fmtMs(usToMs(st.P50Us)), fmtMs(usToMs(st.P99Us)), 100*st.ErrorRatio, 100*st.MissRatio, steal, st.Reason)
+		fmt.Fprintf(tw, "  %d\t%s\t%v\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\n", i+1, fmtRate(st.Rate), st.Pass, st.Requests, fmtRate(st.AchievedRate),
+			fmtMs(usToMs(st.P50Us)), fmtMs(usToMs(st.P99Us)), 100*st.ErrorRatio, 100*st.MissRatio, st.Reason)
 	}
 	ew.flush(tw)
 }
@@ -305,23 +277,6 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 func (e *errWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(e, 0, 0, 2, ' ', 0) }
 
 func (e *errWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() }
-
-// hostLine describes the host's CPUs over a run: "2 CPUs busy 41.0%,
-// idle 23.5%, steal 35.5% (cpu0 18.0%, cpu1 53.0%)".
-func hostLine(h *HostCPU) string {
-	var per []string
-	for _, c := range h.PerCPU {
-		per = append(per, fmt.Sprintf("cpu%d %.1f%%", c.CPU, c.StealPct))
-	}
-	s := fmt.Sprintf("%d CPUs busy %.1f%%, idle %.1f%%, steal %.1f%%", h.CPUs, h.BusyPct, h.IdlePct, h.StealPct)
-	if len(per) > 1 {
-		s += " (" + strings.Join(per, ", ") + ")"
-	}
-	if h.StealPct >= StealWarnPct {
-		s += "; a shared host: its stalls are in these latencies"
-	}
-	return s
-}
 
 // serverLine describes a server's own histogram over a run: "bidder
 // rtbd_bidder_request_seconds: 480000 observations, p50 <= 5 ms, p99 <=

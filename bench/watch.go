@@ -3,14 +3,13 @@ package bench
 import (
 	"context"
 	"errors"
-	"math"
 	"time"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
-// watcher measures the generator's CPU and the watched processes and
-// sockets over the measured phase of a run.
+// watcher measures the generator's CPU, the watched processes and their
+// own histograms over the measured phase of a run.
 type watcher struct {
 	w     Watch
 	from  time.Time
@@ -22,12 +21,6 @@ type watcher struct {
 	selfErr  error
 	procCPU0 []time.Duration
 	procErr  []error
-	conns    []connAcc
-	// host holds /proc/stat readings: the first at the start of the
-	// measured phase, then one each second, the last at stop. hostErr
-	// stops the sampling (not Linux, or /proc unreadable).
-	host    []hostReading
-	hostErr error
 	// hist0 and hist1: the servers' histograms at the start and the end.
 	hist0, hist1       []histSnapshot
 	hist0Err, hist1Err []error
@@ -35,52 +28,6 @@ type watcher struct {
 	// final
 	wall1 time.Time
 	self1 time.Duration
-}
-
-type hostReading struct {
-	at   time.Time
-	cpus []proc.CPUTimes
-}
-
-func (wa *watcher) sampleHost() {
-	if wa.hostErr != nil {
-		return
-	}
-	cpus, err := readHostCPU()
-	if err == nil && len(cpus) == 0 {
-		err = errNoCPULines
-	}
-	if err != nil {
-		wa.hostErr = err
-		return
-	}
-	wa.host = append(wa.host, hostReading{at: time.Now(), cpus: cpus})
-}
-
-var errNoCPULines = errors.New("no cpuN lines in /proc/stat")
-
-// readHostCPU reads the host's CPU times (a variable for tests, which
-// cannot make a hypervisor steal).
-var readHostCPU = proc.HostCPUs
-
-type connAcc struct {
-	n, min, max, last int
-	sum               float64
-	err               error
-}
-
-func (a *connAcc) add(v int, err error) {
-	if err != nil {
-		a.err = err
-		return
-	}
-	if a.n == 0 || v < a.min {
-		a.min = v
-	}
-	a.max = max(a.max, v)
-	a.last = v
-	a.sum += float64(v)
-	a.n++
 }
 
 // startWatch begins measuring at from (the end of warmup), or at stop if
@@ -93,7 +40,6 @@ func startWatch(w Watch, from time.Time) *watcher {
 		done:     make(chan struct{}),
 		procCPU0: make([]time.Duration, len(w.Processes)),
 		procErr:  make([]error, len(w.Processes)),
-		conns:    make([]connAcc, len(w.Conns)),
 	}
 	go wa.loop()
 	return wa
@@ -105,7 +51,6 @@ func (wa *watcher) baseline() {
 	for i, p := range wa.w.Processes {
 		wa.procCPU0[i], wa.procErr[i] = proc.CPU(p.PID)
 	}
-	wa.sampleHost()
 	wa.hist0, wa.hist0Err = wa.readHistograms()
 }
 
@@ -120,12 +65,6 @@ func (wa *watcher) readHistograms() ([]histSnapshot, []error) {
 	return snaps, errs
 }
 
-func (wa *watcher) sampleConns() {
-	for i, c := range wa.w.Conns {
-		wa.conns[i].add(proc.CountEstablished(c.Filter))
-	}
-}
-
 func (wa *watcher) loop() {
 	defer close(wa.done)
 	t := time.NewTimer(time.Until(wa.from))
@@ -137,31 +76,7 @@ func (wa *watcher) loop() {
 		return
 	}
 	wa.baseline()
-	// The host's CPUs each second of the timeline; the conns each
-	// Interval (none without Conns).
-	hostTick := time.NewTicker(time.Second)
-	defer hostTick.Stop()
-	var connC <-chan time.Time
-	if len(wa.w.Conns) > 0 {
-		iv := wa.w.Interval
-		if iv <= 0 {
-			iv = time.Second
-		}
-		tick := time.NewTicker(iv)
-		defer tick.Stop()
-		connC = tick.C
-		wa.sampleConns()
-	}
-	for {
-		select {
-		case <-hostTick.C:
-			wa.sampleHost()
-		case <-connC:
-			wa.sampleConns()
-		case <-wa.stopc:
-			return
-		}
-	}
+	<-wa.stopc
 }
 
 // stop ends the measurement (after the run's last answer).
@@ -174,14 +89,10 @@ func (wa *watcher) stop() {
 		wa.selfErr = err
 	}
 	wa.self1 = self1
-	wa.sampleHost()
 	wa.hist1, wa.hist1Err = wa.readHistograms()
-	if len(wa.w.Conns) > 0 {
-		wa.sampleConns()
-	}
 }
 
-// apply writes generator, process and conn stats into r.
+// apply writes generator, process and server-side stats into r.
 func (wa *watcher) apply(r *Result) {
 	wall := wa.wall1.Sub(wa.wall0).Seconds()
 	if wa.selfErr == nil {
@@ -215,7 +126,6 @@ func (wa *watcher) apply(r *Result) {
 		}
 		r.Processes = append(r.Processes, ps)
 	}
-	wa.applyHost(r)
 	for i, w := range wa.w.Histograms {
 		h := ServerHistogram{Name: w.Name, Metric: w.Metric, OverTmax: -1}
 		if err := errors.Join(wa.hist0Err[i], wa.hist1Err[i]); err != nil {
@@ -225,71 +135,4 @@ func (wa *watcher) apply(r *Result) {
 		}
 		r.ServerSide = append(r.ServerSide, h)
 	}
-	for i, c := range wa.w.Conns {
-		a := wa.conns[i]
-		cs := ConnStats{Name: c.Name, Filter: c.Filter.String(), Samples: a.n, Min: a.min, Max: a.max, Last: a.last}
-		if a.n > 0 {
-			cs.Mean = a.sum / float64(a.n)
-		}
-		if a.err != nil {
-			cs.Error = a.err.Error()
-		}
-		r.Conns = append(r.Conns, cs)
-	}
-}
-
-// applyHost writes the host's CPU shares over the run and each timeline
-// second's steal into r. Nothing without two readings.
-func (wa *watcher) applyHost(r *Result) {
-	if len(wa.host) < 2 {
-		return
-	}
-	first, last := wa.host[0], wa.host[len(wa.host)-1]
-	h := &HostCPU{CPUs: len(last.cpus)}
-	var sum proc.CPUTimes
-	for _, c := range last.cpus {
-		d := c.Sub(cpuOf(first.cpus, c.CPU))
-		sum = sum.Add(d)
-		h.PerCPU = append(h.PerCPU, share(c.CPU, d))
-	}
-	all := share(-1, sum)
-	h.BusyPct, h.IdlePct, h.StealPct = all.BusyPct, all.IdlePct, all.StealPct
-	r.Host = h
-	// Timeline second i is [Start+i s, Start+i+1 s): the readings i and
-	// i+1 when the ticker kept time; otherwise the two around its middle.
-	for i := range r.Timeline {
-		mid := r.Start.Add(time.Duration(i)*time.Second + 500*time.Millisecond)
-		k := 0
-		for k+2 < len(wa.host) && !wa.host[k+1].at.After(mid) {
-			k++
-		}
-		a, b := wa.host[k], wa.host[k+1]
-		var d proc.CPUTimes
-		for _, c := range b.cpus {
-			d = d.Add(c.Sub(cpuOf(a.cpus, c.CPU)))
-		}
-		r.Timeline[i].StealPct = share(-1, d).StealPct
-	}
-}
-
-// cpuOf returns CPU n's times from cs (zero when absent: hot-plugged).
-func cpuOf(cs []proc.CPUTimes, n int) proc.CPUTimes {
-	for _, c := range cs {
-		if c.CPU == n {
-			return c
-		}
-	}
-	return proc.CPUTimes{CPU: n}
-}
-
-// share turns a delta of CPU times into percentages, rounded to 0.1.
-func share(cpu int, d proc.CPUTimes) CPUShare {
-	s := CPUShare{CPU: cpu}
-	t := d.Total()
-	if t == 0 {
-		return s
-	}
-	pct := func(v float64) float64 { return math.Round(1000*v/t) / 10 }
-	s.BusyPct, s.IdlePct, s.StealPct = pct(d.Busy()), pct(d.Idle+d.IOWait), pct(d.Steal)
-	return s
 }

@@ -302,7 +302,7 @@ func BenchmarkRemote15(b *testing.B) {
 // BenchmarkWire15 is a catalog node's lookup of a 15-product request
 // (AppendProductMasters from a WireCache store, hot cache warm), serial
 // and from 64 goroutines: the part of a node's CPU per call that is its
-// own, beside gRPC's (compare make bench-node).
+// own, beside gRPC's.
 func BenchmarkWire15(b *testing.B) {
 	dir, n := benchDir(b)
 	reqs := catalogtest.Workload{N: n, Groups: benchGroups, Zipf: true, IDs: 15}.Requests(8192, 1)

@@ -18,6 +18,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // The test binary doubles as the ingest command: with childEnv set it runs
@@ -57,33 +58,29 @@ type childResult struct {
 // environment variables, within limit.
 func runChild(t testing.TB, limit time.Duration, env []string, args ...string) childResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), limit)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, os.Args[0], append([]string{"ingest"}, args...)...)
-	cmd.Env = append(os.Environ(), childEnv+"=1")
-	cmd.Env = append(cmd.Env, env...)
 	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
 	start := time.Now()
-	err := cmd.Run()
-	r := childResult{stdout: so.String(), stderr: se.String(), elapsed: time.Since(start)}
-	if ctx.Err() != nil {
-		t.Fatalf("child ingest %v did not end within %v\nstderr: %s", args, limit, r.stderr)
+	p, err := childproc.Start(childproc.Spec{Name: "child ingest", Path: os.Args[0], Args: append([]string{"ingest"}, args...),
+		Env: append([]string{childEnv + "=1"}, env...), Stdout: &so, Stderr: &se})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if ps := cmd.ProcessState; ps != nil {
-		r.code = ps.ExitCode()
-		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
-			r.killed = true
-		}
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			r.maxRSSKiB = ru.Maxrss
-		}
-		r.cpu = ps.UserTime() + ps.SystemTime()
+	if err := p.Wait(limit); err != nil && !p.Exited() {
+		t.Fatalf("child ingest %v: %v\nstderr: %s", args, err, se.String())
 	}
+	ps := p.State()
+	r := childResult{stdout: so.String(), stderr: se.String(), elapsed: time.Since(start), code: ps.ExitCode()}
 	var ee *exec.ExitError
-	if err != nil && !errors.As(err, &ee) {
+	if err := p.Err(); err != nil && !errors.As(err, &ee) {
 		t.Fatalf("child ingest: %v", err)
 	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL {
+		r.killed = true
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		r.maxRSSKiB = ru.Maxrss
+	}
+	r.cpu = ps.UserTime() + ps.SystemTime()
 	return r
 }
 

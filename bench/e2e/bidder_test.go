@@ -46,9 +46,6 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 			h.OverTmax < 0 || h.TmaxBoundSec != 0.1 {
 			t.Errorf("%s: bidder histogram %+v, want ~400 observations and over_tmax against 0.1 s", r.Target, h)
 		}
-		if r.Host == nil {
-			t.Errorf("%s: no host CPU figures", r.Target)
-		}
 	}
 	for _, r := range []*bench.Result{rep.Results[2], rep.Results[5]} { // pixel events
 		if r.Successes == 0 || r.Errors.Total != 0 {
@@ -70,18 +67,6 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 	if len(remote.Processes) != 3 {
 		t.Errorf("remote: watched %+v, want the bidder and 2 nodes", remote.Processes)
 	}
-	conns := 0
-	for _, c := range remote.Conns {
-		if strings.HasPrefix(c.Name, "bidder->node") {
-			conns++
-			if c.Error != "" || c.Max < 1 {
-				t.Errorf("remote: %s %+v", c.Name, c)
-			}
-		}
-	}
-	if conns != 2 {
-		t.Errorf("remote: %d bidder->node conn counts, want 2: %+v", conns, remote.Conns)
-	}
 	notes := strings.Join(remote.Notes, "\n")
 	if !strings.Contains(notes, "catalog-node-1") || !strings.Contains(notes, "restarted on the same port") {
 		t.Errorf("remote: notes lack the node kill and restart:\n%s", notes)
@@ -90,7 +75,7 @@ func TestBidderScenarioEndToEnd(t *testing.T) {
 		t.Fatalf("tables %+v", rep.Tables)
 	}
 	row := rep.Tables[0].Rows[1]
-	if row.Baseline != "local/15" || row.RatioP50 <= 0 || row.Conns < 2 {
+	if row.Baseline != "local/15" || row.RatioP50 <= 0 || row.ServerCPUSec <= 0 {
 		t.Errorf("remote row %+v", row)
 	}
 }

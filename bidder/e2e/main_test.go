@@ -56,6 +56,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // asBidder makes the re-executed test binary run bidderChild. Not RTBD_*:
@@ -202,14 +203,12 @@ func writeAddrs(path, addr, adminAddr string) error {
 
 // proc is one child process (a bidder or a catalog node).
 type proc struct {
+	*childproc.Proc
 	t       testing.TB
 	name    string
-	cmd     *exec.Cmd
 	addr    string // bid server host:port
 	admin   string // admin listener host:port
 	logPath string
-	done    chan struct{}
-	waitErr error
 }
 
 // bidderConfig is what a test sets on a bidder child.
@@ -325,51 +324,31 @@ func instanceID(dataDir string) string {
 func spawn(t testing.TB, name, role, dir string, args []string) *proc {
 	t.Helper()
 	addrFile := args[0]
-	p := &proc{t: t, name: name, logPath: filepath.Join(dir, "stderr.log"), done: make(chan struct{})}
-	logf, err := os.Create(p.logPath)
+	p := &proc{t: t, name: name, logPath: filepath.Join(dir, "stderr.log")}
+	var err error
+	p.Proc, err = childproc.Start(childproc.Spec{Name: name, Path: os.Args[0], Args: args, Env: []string{role + "=1"}, Log: p.logPath})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd = exec.Command(os.Args[0], args...)
-	p.cmd.Env = append(os.Environ(), role+"=1")
-	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	if err := p.cmd.Start(); err != nil {
-		logf.Close()
-		t.Fatal(err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
 	t.Cleanup(func() {
-		p.kill()
+		p.Kill()
 		if t.Failed() {
 			p.dumpLog()
 		}
 	})
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		b, err := os.ReadFile(addrFile)
-		if err == nil {
-			lines := strings.Fields(string(b))
-			if len(lines) == 2 {
-				p.addr, p.admin = lines[0], lines[1]
-				return p
-			}
+	err = p.WaitReady(context.Background(), 60*time.Second, childproc.FileReady(addrFile, func(b []byte) error {
+		lines := strings.Fields(string(b))
+		if len(lines) != 2 {
+			return errors.New("no addresses yet")
 		}
-		select {
-		case <-p.done:
-			p.dumpLog()
-			t.Fatalf("%s exited before serving: %v", name, p.waitErr)
-		default:
-		}
-		if time.Now().After(deadline) {
-			p.dumpLog()
-			t.Fatalf("%s not serving within 60s", name)
-		}
-		time.Sleep(10 * time.Millisecond)
+		p.addr, p.admin = lines[0], lines[1]
+		return nil
+	}))
+	if err != nil {
+		p.dumpLog()
+		t.Fatalf("%s: %v", name, err)
 	}
+	return p
 }
 
 func (p *proc) dumpLog() {
@@ -380,34 +359,15 @@ func (p *proc) dumpLog() {
 	p.t.Logf("%s stderr (tail):\n%s", p.name, b)
 }
 
-func (p *proc) kill() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-}
+func (p *proc) kill() { p.Kill() }
 
 // terminate sends SIGTERM and waits (up to 60s) for the exit; it returns
 // the exit error (nil: Shutdown succeeded).
-func (p *proc) terminate() error {
-	p.signalTerm()
-	return p.wait(60 * time.Second)
-}
+func (p *proc) terminate() error { return p.Stop(60 * time.Second) }
 
-func (p *proc) signalTerm() { _ = p.cmd.Process.Signal(syscall.SIGTERM) }
+func (p *proc) signalTerm() { _ = p.Signal(syscall.SIGTERM) }
 
-func (p *proc) wait(d time.Duration) error {
-	select {
-	case <-p.done:
-		return p.waitErr
-	case <-time.After(d):
-		p.kill()
-		return fmt.Errorf("bidder %s did not exit within %v after SIGTERM", p.name, d)
-	}
-}
+func (p *proc) wait(d time.Duration) error { return p.Wait(d) }
 
 // client is the SSP side: a fasthttp client without retries (a notice is
 // sent once, so its outcome is known exactly).

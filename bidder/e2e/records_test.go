@@ -488,7 +488,7 @@ func TestRecordsKafkaCut(t *testing.T) {
 
 // rss is the bidder's resident set size in kB.
 func rss(t *testing.T, p *proc) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.PID()))
 	if err != nil {
 		return 0
 	}

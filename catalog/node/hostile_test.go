@@ -554,9 +554,9 @@ func BenchmarkNodeHostileClient(b *testing.B) {
 	conns, calls, products := envInt("RTBD_HOSTILE_CONNS", 40), envInt("RTBD_HOSTILE_CALLS", 100), envInt("RTBD_HOSTILE_PRODUCTS", 20_000)
 	dir := b.TempDir()
 	catalogtest.BuildSynthetic(b, dir, products, 1)
-	cmd, addr, admin := startHelperNode(b, dir)
-	defer cmd.Process.Kill()
-	proc, err := procfs.NewProc(cmd.Process.Pid)
+	helper, addr, admin := startHelperNode(b, dir)
+	defer helper.Kill()
+	proc, err := procfs.NewProc(helper.PID())
 	if err != nil {
 		b.Fatal(err)
 	}

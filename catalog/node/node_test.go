@@ -1,11 +1,10 @@
 package node_test
 
 import (
-	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 func TestNodeBadDataDir(t *testing.T) {
@@ -140,8 +140,8 @@ func BenchmarkNodeRSS(b *testing.B) {
 		catalogtest.BuildSynthetic(b, dir, n, 10)
 		b.Logf("built %d products in %s", n, time.Since(start).Round(time.Millisecond))
 	}
-	cmd, addr, _ := startHelperNode(b, dir)
-	defer cmd.Process.Kill()
+	helper, addr, _ := startHelperNode(b, dir)
+	defer helper.Kill()
 	cl := catalogtest.Client(b, addr)
 	reqs := catalogtest.Workload{N: n, Groups: 10, IDs: 15}.Requests(100_000, 3)
 	deadline := time.Now().Add(time.Duration(secs) * time.Second)
@@ -166,7 +166,7 @@ func BenchmarkNodeRSS(b *testing.B) {
 	}
 	wg.Wait()
 	calls.Store(min(calls.Load(), want)) // the Add that stopped each worker made no call
-	p, err := procfs.NewProc(cmd.Process.Pid)
+	p, err := procfs.NewProc(helper.PID())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -186,33 +186,32 @@ func BenchmarkNodeRSS(b *testing.B) {
 // startHelperNode starts a catalog node on dir in a child process (this
 // test binary, BenchmarkNodeRSS with RTBD_NODE_HELPER_DIR set) and returns
 // it with its gRPC and admin addresses. The caller kills it.
-func startHelperNode(b *testing.B, dir string) (cmd *exec.Cmd, addr, admin string) {
-	cmd = exec.Command(os.Args[0], "-test.run=^$", "-test.bench=^BenchmarkNodeRSS$", "-test.benchtime=1x")
-	cmd.Env = append(os.Environ(), "RTBD_NODE_HELPER_DIR="+dir)
-	out, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+func startHelperNode(b *testing.B, dir string) (p *childproc.Proc, addr, admin string) {
+	p, err := childproc.Start(childproc.Spec{Name: "helper node", Path: os.Args[0],
+		Args: []string{"-test.run=^$", "-test.bench=^BenchmarkNodeRSS$", "-test.benchtime=1x"},
+		Env:  []string{"RTBD_NODE_HELPER_DIR=" + dir}})
+	if err != nil {
 		b.Fatal(err)
 	}
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if a, ok := strings.CutPrefix(sc.Text(), "ADMIN "); ok {
-			admin = a
+	err = p.WaitReady(context.Background(), 10*time.Minute, func(context.Context) error {
+		for _, l := range strings.Split(p.Tail(), "\n") {
+			if a, ok := strings.CutPrefix(l, "ADMIN "); ok {
+				admin = a
+			}
+			if a, ok := strings.CutPrefix(l, "ADDR "); ok {
+				addr = a
+			}
 		}
-		if a, ok := strings.CutPrefix(sc.Text(), "ADDR "); ok {
-			addr = a
-			break
+		if addr == "" {
+			return errors.New("no address yet")
 		}
+		return nil
+	})
+	if err != nil {
+		p.Kill()
+		b.Fatal(err)
 	}
-	if addr == "" {
-		cmd.Process.Kill()
-		b.Fatal("helper node did not start")
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
-	return cmd, addr, admin
+	return p, addr, admin
 }
 
 func runHelperNode(t testing.TB, dir string) {

@@ -1,16 +1,7 @@
-// Package proc reads process and socket statistics from Linux /proc for the
-// benchmark harness: CPU seconds of a process (/proc/PID/stat), its peak and
-// current resident set size (VmHWM and VmRSS in /proc/PID/status), the CPU
-// time of the calling process (getrusage RUSAGE_SELF), the host's per-CPU
-// times, steal included (/proc/stat, read with github.com/prometheus/procfs),
-// and the number of
-// ESTABLISHED TCP sockets in /proc/net/tcp and /proc/net/tcp6 that match a
-// local port range or a remote port. The /proc files are parsed by
-// github.com/prometheus/procfs.
-//
-// The readers are safe for concurrent use: they hold no state.
-//
-// /proc/net/tcp lists the sockets of the caller's network namespace, so
-// CountEstablished sees connections of every process on the host namespace,
-// not just the caller's; filter by port to pick the ones of interest.
+// Package proc reads the statistics of the processes the harness starts
+// from Linux /proc (parsed by github.com/prometheus/procfs): CPU seconds
+// of a process (/proc/PID/stat), its peak and current resident set size
+// (VmHWM and VmRSS in /proc/PID/status), and the CPU time of the calling
+// process (getrusage RUSAGE_SELF). The readers hold no state and are safe
+// for concurrent use.
 package proc

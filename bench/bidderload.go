@@ -1,0 +1,339 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Popularities of the bidder scenario's users.
+const (
+	PopularityDemo    = "demo"
+	PopularityZipf    = "zipf"
+	PopularityUniform = "uniform"
+)
+
+// popUsers is the user set of a popularity ("" for the demo's own).
+func popUsers(pop string) (benchUsers, bool) {
+	switch pop {
+	case PopularityZipf:
+		return benchUsers{prefix: "bench-z-", seed: 31}, true
+	case PopularityUniform:
+		return benchUsers{prefix: "bench-u-", uniform: true, seed: 32}, true
+	}
+	return benchUsers{}, false
+}
+
+// popSuffix is a popularity's suffix of target names ("" for demo, so
+// that the default runs keep their names).
+func popSuffix(pop string) string {
+	if pop == PopularityDemo || pop == "" {
+		return ""
+	}
+	return " " + pop
+}
+
+// bidShape is the imp of a weight: the campaign template that wins it.
+func bidShape(weight int) string {
+	switch weight {
+	case 3:
+		return "banner 320x50 | 300x50 | 728x90 (template light: 3 products)"
+	case 15:
+		return "native 1.2 (template medium: 15 products)"
+	}
+	return "banner 160x600 (template heavy: 30 products)"
+}
+
+// bidWorkload builds OpenRTB 2.6 bid requests from the demo: a random demo
+// user, site and device, and the imp of the weight.
+type bidWorkload struct {
+	users  int
+	weight int
+	// userPrefix names the users: userPrefix + 1..users. "": "demo-user-".
+	userPrefix string
+	// each, when set, names every user in turn (1, 2, ..., users, 1, ...)
+	// instead of a random one: the warming pass.
+	each *atomic.Uint64
+}
+
+var benchSites = [...]string{
+	`{"id":"bench-site-1","name":"Example News","domain":"news.example.com","page":"https://news.example.com/articles/1","cat":["IAB12"],"publisher":{"id":"pub-1","domain":"example.com"}}`,
+	`{"id":"bench-site-2","name":"Recipes","domain":"recipes.example.org","page":"https://recipes.example.org/curry","cat":["IAB8"],"publisher":{"id":"pub-2","domain":"example.org"}}`,
+	`{"id":"bench-site-3","name":"Gadgets","domain":"gadgets.example.net","page":"https://gadgets.example.net/review/42","cat":["IAB19"],"publisher":{"id":"pub-3","domain":"example.net"}}`,
+}
+
+var benchDevices = [...]string{
+	`{"ua":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Safari/605.1.15","ip":"203.0.113.7","devicetype":2,"os":"macOS","language":"en","geo":{"country":"USA","region":"CA","type":2}}`,
+	`{"ua":"Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1","ip":"198.51.100.23","devicetype":4,"os":"iOS","language":"ja","geo":{"country":"JPN","type":2}}`,
+	`{"ua":"Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36","ip":"192.0.2.44","devicetype":2,"os":"Windows","language":"en","geo":{"country":"GBR","type":2}}`,
+	`{"ua":"Mozilla/5.0 (Linux; Android 14; Pixel 8) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Mobile Safari/537.36","ip":"198.51.100.99","devicetype":4,"os":"Android","language":"de","geo":{"country":"DEU","type":2}}`,
+}
+
+var lightSizes = [...][2]int{{320, 50}, {300, 50}, {728, 90}}
+
+// nativeRequest is a Native 1.2 request (title, main image, price, sponsor),
+// JSON-escaped for imp.native.request.
+const nativeRequest = `{\"ver\":\"1.2\",\"assets\":[{\"id\":1,\"required\":1,\"title\":{\"len\":25}},{\"id\":2,\"required\":1,\"img\":{\"type\":3,\"wmin\":100,\"hmin\":100}},{\"id\":3,\"data\":{\"type\":6}},{\"id\":4,\"required\":1,\"data\":{\"type\":1}}]}`
+
+func (b bidWorkload) body(w *Worker, dst []byte) []byte {
+	user := 1 + w.Rand.IntN(b.users)
+	if b.each != nil {
+		user = 1 + int((b.each.Add(1)-1)%uint64(b.users))
+	}
+	dst = fmt.Appendf(dst, `{"id":"bench-%d-%d","imp":[{"id":"1",`, w.ID, w.Seq)
+	switch b.weight {
+	case 3:
+		s := lightSizes[w.Rand.IntN(len(lightSizes))]
+		dst = fmt.Appendf(dst, `"banner":{"w":%d,"h":%d,"format":[{"w":%d,"h":%d}]}`, s[0], s[1], s[0], s[1])
+	case 15:
+		dst = append(dst, `"native":{"request":"`+nativeRequest+`","ver":"1.2"}`...)
+	default:
+		dst = append(dst, `"banner":{"w":160,"h":600,"format":[{"w":160,"h":600}]}`...)
+	}
+	dst = append(dst, `,"bidfloor":0.01,"bidfloorcur":"USD","secure":1}],"site":`...)
+	dst = append(dst, benchSites[w.Rand.IntN(len(benchSites))]...)
+	dst = append(dst, `,"device":`...)
+	dst = append(dst, benchDevices[w.Rand.IntN(len(benchDevices))]...)
+	prefix := b.userPrefix
+	if prefix == "" {
+		prefix = "demo-user-"
+	}
+	dst = fmt.Appendf(dst, `,"user":{"id":"%s%d","buyeruid":"%s%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, prefix, user, prefix, user)
+	return dst
+}
+
+// urlRing keeps the last nurlRingSize URLs added (of seen in all), for a
+// load that replays them. Safe for concurrent use.
+type urlRing struct {
+	mu   sync.Mutex
+	buf  [][]byte
+	next int
+	seen int64
+}
+
+const nurlRingSize = 4096
+
+// add keeps a copy of u, in place of the oldest when the ring is full.
+func (r *urlRing) add(u []byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen++
+	if len(r.buf) < nurlRingSize {
+		r.buf = append(r.buf, bytes.Clone(u))
+		return
+	}
+	r.buf[r.next] = append(r.buf[r.next][:0], u...)
+	r.next = (r.next + 1) % nurlRingSize
+}
+
+// pick appends a random recent URL to dst; false when none was added.
+func (r *urlRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) == 0 {
+		return dst, false
+	}
+	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
+}
+
+func (r *urlRing) empty() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.buf) == 0
+}
+
+// nurlRing keeps the path and query of recent bids' win notice URLs
+// (nurl), price macro filled, for the win notice load.
+type nurlRing struct{ urlRing }
+
+var (
+	nurlKey    = []byte(`"nurl":"`)
+	priceMacro = []byte("${AUCTION_PRICE}")
+)
+
+// harvest copies the nurl of a bid response body, if any.
+func (r *nurlRing) harvest(body []byte) {
+	i := bytes.Index(body, nurlKey)
+	if i < 0 {
+		return
+	}
+	rest := body[i+len(nurlKey):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 {
+		return
+	}
+	u := rest[:j]
+	k := bytes.Index(u, []byte("/win?"))
+	if k < 0 {
+		return
+	}
+	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
+	// The clearing price is the requests' floor: never above a bid, shaded
+	// (first price) or not.
+	r.add(bytes.ReplaceAll(u, priceMacro, []byte("0.01")))
+}
+
+// winTarget sends harvested win notices; with none harvested yet it
+// returns ErrOther without sending.
+type winTarget struct {
+	*httpTarget
+	ring *nurlRing
+}
+
+func (t winTarget) Do(ctx context.Context, w *Worker) Outcome {
+	if t.ring.empty() {
+		return ErrOther
+	}
+	return t.httpTarget.Do(ctx, w)
+}
+
+// classifyWin: rtbd answers an accepted (or replayed) notice 204 with
+// X-Rtbd-Notice: accepted (replay): OK. A 204 with "unhandled" (a bidder
+// without a spend writer) is NoBid: counted apart, never as success. A 204
+// without the header (another bidder) is OK; 200 is OK; 4xx (404 before
+// /win exists, 400 for a refused token), 5xx are errors.
+func classifyWin(status int, outcome []byte) Outcome {
+	if status == 204 && string(outcome) == "unhandled" {
+		return NoBid
+	}
+	if status == 204 {
+		return OK
+	}
+	return ClassifyHTTPStatus(status, nil)
+}
+
+// killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
+// restarts it on the same ports; it returns notes and timeline events with
+// the times since the start of the measured phase.
+func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) ([]string, []Event) {
+	start := time.Now().Add(warmup)
+	select {
+	case <-time.After(time.Until(start.Add(at))):
+	case <-ctx.Done():
+		return nil, nil
+	}
+	oldPID := n.PID()
+	n.Kill()
+	killed := time.Since(start)
+	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
+	events := []Event{{AtSec: killed.Seconds(), What: n.name + " killed"}}
+	select {
+	case <-time.After(2 * time.Second):
+	case <-ctx.Done():
+	}
+	err := n.start(context.WithoutCancel(ctx), true)
+	up := time.Since(start)
+	if err != nil {
+		logf("  restarting %s failed: %v", n.name, err)
+		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)},
+			append(events, Event{AtSec: up.Seconds(), What: n.name + " restart failed"})
+	}
+	logf("  restarted %s (pid %d), ready at t=%.1f s", n.name, n.PID(), up.Seconds())
+	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; marked on the timeline (its CPU figure covers the old pid only)",
+		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}, append(events, Event{AtSec: up.Seconds(), What: n.name + " ready"})
+}
+
+// runOverload finds each topology's highest bid rate holding the
+// objective at the middle weight with the users of popularity pop, the
+// topologies' searches interleaved step by step (FindMaxRates: a host
+// whose speed drifts moves them alike), then offers each twice its rate,
+// one topology after the other. The near cache's hits and misses over
+// the searches go into near under each search's best row (when the bidder
+// has a near cache; interleaving does not mix them, as each topology has
+// its own bidder).
+func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
+	w := o.Weights[len(o.Weights)/2]
+	wl := bidWorkload{users: o.Users, weight: w}
+	if u, ok := popUsers(pop); ok {
+		wl.userPrefix = u.prefix
+	}
+	names := make([]string, len(ts))
+	targets := make([]Target, len(ts))
+	watches := make([]Watch, len(ts)) // each step watches its own topology's processes
+	near0 := make([]NearStats, len(ts))
+	for i, t := range ts {
+		names[i] = fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
+		targets[i] = bidTarget(names[i], t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
+		watches[i] = t.watch
+		if u := t.metricsURL(); u != "" {
+			near0[i] = readNearStats(ctx, u)
+		}
+	}
+	step := min(o.Load.Duration, 5*time.Second)
+	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)%s",
+		strings.Join(names, ", "), o.Load.P99, o.Load.Tmax, map[bool]string{true: "; the searches' steps interleaved", false: ""}[len(ts) > 1])
+	ss, err := FindMaxRates(ctx, targets, FindMaxRateOptions{
+		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
+		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
+		MaxSteps: 30,
+		Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
+		Watches:  watches,
+		Logf:     logf,
+	})
+	if err != nil && !errors.Is(err, ErrNoPassingRate) {
+		return fmt.Errorf("bench: overload %s: %w", strings.Join(names, ", "), err)
+	}
+	for i, t := range ts {
+		s := ss[i]
+		rep.Searches = append(rep.Searches, s)
+		name := names[i]
+		if u := t.metricsURL(); u != "" {
+			if ns := readNearStats(ctx, u).Sub(near0[i]); ns.Found {
+				near[name+" max"] = ns
+			}
+		}
+		if s.MaxRate == 0 {
+			msg := fmt.Sprintf("overload %s NOT RUN: not even the search's start rate held the objective (see the search)", name)
+			rep.Notes = append(rep.Notes, msg)
+			logf("  %s", msg)
+			continue
+		}
+		if s.Best != nil {
+			s.Best.Target = name + " max"
+			rep.Results = append(rep.Results, s.Best)
+			*entries = append(*entries, TableEntry{Result: s.Best, Group: "overload"})
+		}
+		rate := 2 * s.MaxRate
+		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
+		bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
+		r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
+			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
+		if r == nil {
+			return err
+		}
+		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
+		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
+		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
+			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateServer(r)),
+			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
+				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
+		rep.Results = append(rep.Results, r)
+		*entries = append(*entries, TableEntry{Result: r, Group: "overload", Baseline: name + " max"})
+		logf("  %s", r.Notes[len(r.Notes)-2])
+		logf("  %s", r.Notes[len(r.Notes)-1])
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// lateServer says how many answers the bidder itself took longer than
+// tmax over, from arrival (its rtbd_bidder_request_seconds), beside the
+// harness's count and the generator's send lag ("" when not watched).
+func lateServer(r *Result) string {
+	for _, h := range r.ServerSide {
+		if h.Metric != "rtbd_bidder_request_seconds" || h.Error != "" || h.OverTmax < 0 {
+			continue
+		}
+		return fmt.Sprintf("; the bidder's own histogram: %d of its %d answers took over %s from arrival (the rest of the harness's late count is the way there and back: generator send lag p99 %s ms, max %s ms)",
+			h.OverTmax, h.Count, time.Duration(h.TmaxBoundSec*1e9), fmtMs(usToMs(r.SendLag.P99Us)), fmtMs(usToMs(r.SendLag.MaxUs)))
+	}
+	return ""
+}
