@@ -9,7 +9,7 @@ GOBIN   := $(shell $(GO) env GOPATH)/bin
 # simulation, small pure helpers) and the root package.
 RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$' \
 	-e '/money$$' -e '/moneytest$$' -e '/auctionsim$$' -e '/decgen$$' -e '/dsa$$' -e '/feedgen$$' \
-	-e '/ascii$$' -e '/demoimg$$' -e '/cliflag$$' -e '/cputime$$' -e '/splitmix$$' -e '/cpuset$$')
+	-e '/ascii$$' -e '/demoimg$$' -e '/cliflag$$' -e '/cputime$$' -e '/splitmix$$')
 # Test binaries are linked without DWARF (-w): no test reads it, and it is
 # half of each link's CPU (stack traces and profiles use the symbol table).
 # Four packages at a time on two cores: much of a package's test time

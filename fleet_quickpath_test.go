@@ -84,8 +84,9 @@ func freeTCPPort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// TestFleetQuickPath runs the quick path of bidder/FLEET.md as written, in a fresh directory holding configs/fleet.yaml, on
-// free ports instead of the fixed ones (rtbd is this test binary, curl
+// TestFleetQuickPath runs the quick path of bidder/FLEET.md as written,
+// in a fresh directory holding configs/fleet.yaml, on free ports instead
+// of the fixed ones (rtbd is this test binary, curl
 // and redis-server the system's): both bidders must answer a bid from
 // their users in Redis through the catalog node.
 func TestFleetQuickPath(t *testing.T) {
