@@ -42,10 +42,11 @@ import (
 
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 	"github.com/rtbd/rtbd/records/report"
 )
@@ -507,8 +508,8 @@ var flagFiles = map[string]string{
 	"rtbd":            "configs/README.md",
 	"rtbd ingest":     "ingest/README.md",
 	"rtbd gen":        "ingest/README.md",
-	"rtbd gen -demo":  "bidder/REFERENCE.md",
-	"rtbd gen -users": "bidder/REFERENCE.md",
+	"rtbd gen -demo":  "gen/README.md",
+	"rtbd gen -users": "gen/README.md",
 	"rtbd report":     "records/README.md",
 }
 
@@ -810,7 +811,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		name string
 		sets []string
 	}{
-		{"local", []string{"bidder.fx_file=" + fxFile, "bidder.gc_floor_mb=8", "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
+		{"local", []string{"bidder.fx_file=" + fxFile, "supply.dir=" + filepath.Join("bidder", "supply", "testdata", "supply")}},
 		{"remote", []string{"catalog.target=static:///" + n.Addr(), "redis.addr=" + closed, "bidder.public_listen=127.0.0.1:0"}},
 	} {
 		reg := newRecorder()
@@ -818,7 +819,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		if setup.name == "remote" { // browsers apart, every exchange restricted: the source metrics
 			cfg.Exchanges = configs.Exchanges{bidder.DefaultExchange: {AllowCIDRs: []string{"127.0.0.0/8"}}}
 		}
-		s, err := bidder.StartRegistry(cfg, nil, reg)
+		s, err := server.StartRegistry(cfg, nil, reg)
 		if err != nil {
 			t.Fatalf("bidder (%s): %v", setup.name, err)
 		}
@@ -829,7 +830,7 @@ func metricAndRouteItems(t *testing.T) []item {
 		}
 	}
 	preg := newRecorder()
-	if s, err := bidder.StartRegistry(base("postgres", "campaigns.source=postgres",
+	if s, err := server.StartRegistry(base("postgres", "campaigns.source=postgres",
 		"campaigns.postgres.dsn=postgres://rtbd@"+closed+"/rtbd?connect_timeout=2"), nil, preg); err == nil {
 		s.Shutdown(ctx)
 		t.Fatal("a bidder started on a PostgreSQL that is not there")
@@ -922,7 +923,7 @@ var metricNameRE = regexp.MustCompile(`Name:\s*"(rtbd_[a-z0-9_]+)"`)
 func metricNamesInCode(t *testing.T) []string {
 	t.Helper()
 	var names []string
-	for _, dir := range []string{"admin", "bidder", "catalog", "configs", "ingest", "rtb"} {
+	for _, dir := range []string{"admin", "bidder", "catalog", "configs", "ingest", "overload", "rtb"} {
 		err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
 				return err

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 )
 

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 )
 

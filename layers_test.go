@@ -30,12 +30,13 @@ var layers = map[string][]string{
 	"catalog/catalogpb": nil,
 	"catalog/internal":  {"catalog/catalogpb"},
 	"records":           {"internal"}, // log-level records: schema, reader, sinks, report
-	"catalog":           {"configs", "admin", "internal"},
+	"overload":          nil,          // in-flight bound, admission, connection limits, drain, rate limits
+	"catalog":           {"configs", "admin", "internal", "overload"},
 	"ingest":            {"catalog", "configs", "admin", "rtb/money", "internal", "records"},
-	"bidder":            {"rtb", "catalog", "configs", "admin", "internal", "records"},
-	"bidder/demo":       {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal", "records"}, // the demo writes a feed and ingests it
-	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal", "records"},
-	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal", "records"},
+	"bidder":            {"rtb", "catalog", "configs", "admin", "internal", "records", "overload"},
+	"gen":               {"bidder", "rtb", "catalog", "configs", "admin", "ingest", "internal", "records", "overload"}, // the rtbd gen -demo environment: it writes a feed and ingests it
+	"bench":             {"rtb", "catalog", "ingest", "bidder", "configs", "admin", "internal", "records", "overload", "gen"},
+	"":                  {"rtb", "catalog", "ingest", "bidder", "bench", "configs", "admin", "internal", "records", "overload", "gen"},
 }
 
 // never lists imports that the rules of the parts allow but that would put
@@ -44,8 +45,6 @@ var layers = map[string][]string{
 var never = map[string][]string{
 	// The server package knows nothing of its client or its node process.
 	"catalog": {"catalog/remote", "catalog/node", "catalog/catalogtest"},
-	// The bid path knows nothing of the demo.
-	"bidder": {"bidder/demo"},
 }
 
 // partOf returns the part of rel (a path relative to the module): the
@@ -191,7 +190,7 @@ func TestLayers(t *testing.T) {
 // TestProductWithoutBench: nothing the product is built or tested from is
 // under bench, however indirectly.
 func TestProductWithoutBench(t *testing.T) {
-	for _, p := range goList(t, "./bidder/...", "./catalog/...", "./ingest/...", "./rtb/...", "./configs/...", "./admin/...") {
+	for _, p := range goList(t, "./bidder/...", "./catalog/...", "./ingest/...", "./rtb/...", "./configs/...", "./admin/...", "./overload/...", "./gen/...") {
 		if r, ok := rel(p.path); ok && topOf(r) == "bench" {
 			t.Errorf("%s is a dependency of the product or its tests", p.path)
 		}
@@ -207,7 +206,8 @@ func TestViolations(t *testing.T) {
 		{module + "/bidder/spend", []string{module + "/ingest/feedgen", module + "/bidder/campaign"}},
 		{module + "/catalog/catalogtest", []string{module + "/ingest/feedgen", module + "/catalog"}},
 		{module + "/configs", []string{module + "/admin"}},
-		{module, []string{module + "/bench", module + "/bidder/demo"}},
+		{module, []string{module + "/bench", module + "/gen/demo"}},
+		{module + "/bidder", []string{module + "/gen/demo"}},
 		{module + "/bench/internal/proc", []string{module + "/bidder/user"}},
 		{module + "/newpart", []string{module + "/rtb"}},
 		{module + "/bidder", []string{module + "/newpart"}},
@@ -218,6 +218,7 @@ func TestViolations(t *testing.T) {
 	}
 	got := violations(bad)
 	want := []string{
+		"bidder imports gen/demo",
 		"bidder/spend imports ingest/feedgen",
 		"bidder/user/pebblestore imports the test helper bidder/user/usertest",
 		"catalog imports bidder",

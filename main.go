@@ -18,10 +18,10 @@ import (
 
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 	"github.com/rtbd/rtbd/ingest"
 	"github.com/rtbd/rtbd/records/report"
 )
@@ -83,7 +83,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case configs.ModeCatalog:
 		err = node.Run(ctx, cfg, log)
 	case configs.ModeBidder:
-		err = bidder.Run(ctx, cfg, log)
+		err = server.Run(ctx, cfg, log)
 	}
 	return exit(stderr, err) // printed once, without a stack trace
 }

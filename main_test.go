@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -90,7 +90,7 @@ func TestSecretsKept(t *testing.T) {
 		cfg.Campaigns.Postgres.DSN != dsn || cfg.Exchanges["pbs"].PriceKeys.Encryption != xenc || cfg.Exchanges["pbs"].PriceKeys.Integrity != xinteg {
 		t.Fatalf("secrets not loaded: %+v", cfg.Masked())
 	}
-	s, err := bidder.Start(cfg, log)
+	s, err := server.Start(cfg, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/overload"
 )
 
 // bidAllocs warms h on rc (pools, caches, buffers), checks that rc is
@@ -107,7 +108,7 @@ func TestExchangeBidAllocations(t *testing.T) {
 // TestAdmissionAllocations pins the admission control's per-request work
 // (reading tmax from the raw body, judging the wait) at no allocation.
 func TestAdmissionAllocations(t *testing.T) {
-	a := NewAdmission(AdmissionOptions{})
+	a := overload.NewAdmission(overload.AdmissionOptions{})
 	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 120)
 	rc := bidCtx(body)
 	now := time.Unix(1_700_000_000, 0)

@@ -13,6 +13,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/dsa"
+	"github.com/rtbd/rtbd/bidder/privacy"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -156,8 +157,9 @@ func (b *Bidder) auction(st *reqState, now time.Time, ex *Explain) rtb.NoBidReas
 		ex.note("no campaigns loaded")
 		return rtb.NoBidNoMatchingCampaign
 	}
-	if why := privacyCheck(req, &st.exts, b.opts.GDPRVendorID); why != privacyOK {
-		ex.setPrivacy(why)
+	sig := privacy.FromRequest(req, &st.exts)
+	if d := sig.Decide(b.opts.GDPRVendorID); !d.Allowed() {
+		ex.setPrivacy(d.String())
 		return rtb.NoBidPrivacy
 	}
 	ex.setPrivacy("ok")

@@ -21,10 +21,8 @@ import (
 	"github.com/prometheus/procfs"
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder/gcfloor"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
-	"github.com/rtbd/rtbd/configs"
 )
 
 // serveChild is the environment variable that makes the test binary a
@@ -145,12 +143,6 @@ func runChild(mode string) int {
 			defer func() { pprof.StopCPUProfile(); out.Close() }()
 		}
 	}
-	// The bidder children run with the GC floor a bidder started from the
-	// default config has (bidder.gc_floor_mb); BIDDER_BENCH_GC_FLOOR_MB
-	// overrides it (0: off, Go's GOGC as set).
-	if kind, _, _ := strings.Cut(mode, ":"); kind == "local" || kind == "remote" {
-		defer gcfloor.Start(gcfloor.Options{Bytes: childGCFloor() << 20}).Stop()
-	}
 	t := &childTB{}
 	defer func() {
 		for i := len(t.cleanups) - 1; i >= 0; i-- {
@@ -219,18 +211,6 @@ func runChild(mode string) int {
 	io.Copy(io.Discard, os.Stdin) // until the parent closes it (or dies)
 	ln.Close()
 	return 0
-}
-
-// childGCFloor is the GC floor of bidder children, in MiB.
-func childGCFloor() int64 {
-	if v, err := strconv.ParseInt(os.Getenv("BIDDER_BENCH_GC_FLOOR_MB"), 10, 64); err == nil {
-		return v
-	}
-	cfg, err := configs.Default()
-	if err != nil {
-		panic(err)
-	}
-	return int64(cfg.Bidder.GCFloorMB)
 }
 
 // bareHandlerN answers a fixed JSON body of about n bytes (at least the

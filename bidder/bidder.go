@@ -16,7 +16,6 @@ import (
 	"github.com/valyala/fasthttp"
 	"go.uber.org/zap"
 
-	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/shading"
@@ -25,6 +24,8 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/overload"
+	"github.com/rtbd/rtbd/overload/arrival"
 	"github.com/rtbd/rtbd/records"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
@@ -148,7 +149,7 @@ type Options struct {
 	// sizes the catalog lacks; "" serves the product images as they are.
 	ImageResizeURL string
 	// DemoImages serves the demo catalog's images (package
-	// bidder/internal/demoimg) at demoimg.PathPrefix.
+	// bidder/demoimg) at demoimg.PathPrefix.
 	DemoImages bool
 	// Seat is seatbid.seat for campaigns without a seat. Default "rtbd".
 	Seat string
@@ -173,7 +174,7 @@ type Options struct {
 	// MaxDrainBytes is how much of a body over the server's backstop (see
 	// NewServer) is read and discarded after the 413, before the connection
 	// closes, so the client reads the 413 rather than a reset. Default
-	// DefaultMaxDrainBytes; negative: none, closed at once.
+	// overload.DefaultMaxDrainBytes; negative: none, closed at once.
 	MaxDrainBytes int
 	// DrainTimeout bounds that draining. Default 5s (rtbd: bidder.read_timeout).
 	DrainTimeout time.Duration
@@ -182,7 +183,7 @@ type Options struct {
 	MaxInFlight int
 	// Admission, when set, sheds bid requests before decoding them
 	// while a queue stands in front of the handler (see Admission).
-	Admission *Admission
+	Admission *overload.Admission
 	// Overload503 answers shed requests 503 instead of a no-bid (nbr 507).
 	Overload503 bool
 	// NBRBody answers no-bids 200 {"id":..,"nbr":N} instead of 204.
@@ -270,7 +271,7 @@ type Options struct {
 	// use the real clock.
 	Now func() time.Time
 	// MaxConns bounds the connections a server from NewServer holds (see
-	// NewServer). Default DefaultMaxConns.
+	// NewServer). Default overload.DefaultMaxConns.
 	MaxConns int
 	// RateLimits bound /event, /usersync and /match per source. The zero
 	// value limits nothing.
@@ -361,11 +362,11 @@ func (o *Options) ensureDefaults() error {
 		o.MaxBodyBytes = rtb.DefaultMaxBodyBytes
 	}
 	if o.MaxDrainBytes == 0 {
-		o.MaxDrainBytes = DefaultMaxDrainBytes
+		o.MaxDrainBytes = overload.DefaultMaxDrainBytes
 	}
 	def(&o.DrainTimeout, 5*time.Second)
 	if o.MaxInFlight <= 0 {
-		o.MaxInFlight = 1024
+		o.MaxInFlight = overload.DefaultMaxInFlight
 	}
 	if o.UserID.CookieName == "" {
 		o.UserID.CookieName = "rtbd_uid"
@@ -377,7 +378,7 @@ func (o *Options) ensureDefaults() error {
 		o.Logger = zap.NewNop()
 	}
 	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
+		o.MaxConns = overload.DefaultMaxConns
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -419,7 +420,7 @@ type Bidder struct {
 	redirects  redirectHosts
 	matchStore MatchStore // Options.Users' match table; nil: none
 
-	inFlight *atomic.Int64 // also read by the rtbd_bidder_in_flight gauge
+	inFlight *overload.InFlight // also read by the rtbd_bidder_in_flight gauge
 	bidSeq   atomic.Uint64
 	logSeq   atomic.Uint64
 
@@ -473,10 +474,10 @@ func New(opts Options) (*Bidder, error) {
 	if err := opts.ensureDefaults(); err != nil {
 		return nil, err
 	}
-	inFlight := new(atomic.Int64)
+	inFlight := overload.NewInFlight(opts.MaxInFlight)
 	xs, _ := newExchangeSet(opts.Exchanges)
 	redirects, _ := newRedirectHosts(opts.UserID.SyncRedirectHosts)
-	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.Load()) }, xs.names())
+	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.N()) }, xs.names())
 	if err != nil {
 		return nil, err
 	}
@@ -523,7 +524,7 @@ func New(opts Options) (*Bidder, error) {
 	}
 	b.batch, _ = opts.Products.(BatchProductStore)
 	b.cached, _ = opts.Products.(CachedProductStore)
-	if err := registerConnMetrics(opts.Registerer, &b.srv); err != nil {
+	if err := overload.RegisterConnMetrics(opts.Registerer, &b.srv); err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	if b.fxm, err = newFXMetrics(opts.Registerer); err != nil {
@@ -590,14 +591,15 @@ func (b *Bidder) NewServer() *fasthttp.Server {
 		ExpectHandler:      b.expect,
 		Logger:             fasthttpLogger{b.opts.Logger.Named("http")},
 	}
-	b.limitConns(s)
+	overload.LimitConns(s, b.opts.MaxConns)
+	b.srv.Store(s)
 	return s
 }
 
 // Listen wraps a listener for the bid server so that each request's
-// arrival time is known (bidder/arrival; on Linux TCP) and a connection
+// arrival time is known (overload/arrival; on Linux TCP) and a connection
 // closed after a 413 is drained first (see NewServer).
-func Listen(ln net.Listener) net.Listener { return drainListener{arrival.Listen(ln)} }
+func Listen(ln net.Listener) net.Listener { return overload.Drain(arrival.Listen(ln)) }
 
 // ErrorHandler is the fasthttp.Server.ErrorHandler to pair with Handler
 // (NewServer sets it): fasthttp calls it for requests it cannot read. A
@@ -630,7 +632,7 @@ var (
 // /openrtb2/bid/{name} (exchange ex of b.exchanges).
 //
 // Its clock starts when the request arrived, if the connection knows
-// (bidder/arrival: the kernel's receive time), else at the handler's
+// (overload/arrival: the kernel's receive time), else at the handler's
 // start: the deadline, the total latency and the access log count the
 // time the request waited in the socket and for the CPU, as the SSP's
 // tmax does.
@@ -651,9 +653,9 @@ func (b *Bidder) serveBid(rc *fasthttp.RequestCtx, ex int) {
 		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
 		return
 	}
-	n := b.inFlight.Add(1)
-	defer b.inFlight.Add(-1)
-	if n > int64(b.opts.MaxInFlight) {
+	admitted := b.inFlight.Enter()
+	defer b.inFlight.Leave()
+	if !admitted {
 		m.shed.Inc()
 		b.shed(rc, start)
 		return

@@ -2,7 +2,6 @@ package bidder
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"html"
 	"path/filepath"
@@ -18,7 +17,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -324,37 +322,5 @@ func TestEstimatedPrice(t *testing.T) {
 	}
 	if micros, imps := f.storedSpend(t, start); micros != 3000 || imps != 2 {
 		t.Errorf("stored %d micros, %d impressions; want 3000 (two estimated 1.5 CPM), 2", micros, imps)
-	}
-}
-
-// TestBillingFromConfig: exchanges.NAME.billing and price_keys reach the
-// Bidder's exchanges (keys decoded from base64); the default exchange bills
-// on burl with no keys of its own.
-func TestBillingFromConfig(t *testing.T) {
-	cfg, err := configs.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, integ := base64.URLEncoding.EncodeToString([]byte("enc-key")), base64.StdEncoding.EncodeToString([]byte("int-key"))
-	cfg.Exchanges = configs.Exchanges{
-		"pbs": {Billing: "render", PriceKeys: configs.PriceKeys{Encryption: enc, Integrity: integ}},
-		"ssp": {Billing: "nurl"},
-	}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	xs, _ := userIDFromConfig(cfg)
-	got := map[string]Exchange{}
-	for _, x := range xs {
-		got[x.Name] = x
-	}
-	if x := got["pbs"]; x.Billing != token.BillingRender || string(x.PriceEncryptionKey) != "enc-key" || string(x.PriceIntegrityKey) != "int-key" {
-		t.Errorf("pbs: %+v", x)
-	}
-	if x := got["ssp"]; x.Billing != token.BillingNurl || x.PriceEncryptionKey != nil {
-		t.Errorf("ssp: %+v", x)
-	}
-	if x := got[DefaultExchange]; x.Billing != token.BillingBurl || x.PriceEncryptionKey != nil {
-		t.Errorf("default: %+v", x)
 	}
 }

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/rtbd/rtbd/overload"
 )
 
 // rawConn is a client connection that speaks HTTP/1.1 by hand, so that a
@@ -133,100 +135,10 @@ func metricNumber(text, name string) float64 {
 	return v
 }
 
-// 4,000 connection attempts against a bidder with bidder.max_conns 200:
-// 200 connections are held (idle, kept alive), every other attempt reads a
-// 503 and the connection's end, the held ones still bid meanwhile, the
-// metrics count both, and a connection closed frees its place.
-func TestMaxConnsHoldsThenRejects(t *testing.T) {
-	const maxConns, attempts = 200, 4_000
-	cfg := testConfig(t)
-	cfg.Bidder.MaxConns = maxConns
-	cfg.Bidder.AccessLogSample = 0
-	s := startWithBulkUser(t, cfg)
-	req := bidRequest(withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk))
-	// A bid or a no-bid (the deadline, on a loaded machine) is an answer.
-	bidOn := func(c *rawConn) {
-		t.Helper()
-		if st, closed, err := c.do(req); err != nil || (st != 200 && st != 204) || closed {
-			t.Fatalf("bid on a held connection: status %d, closed %v, %v", st, closed, err)
-		}
-	}
-	held := make([]*rawConn, maxConns)
-	for i := range held {
-		c, err := dialRaw(s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.c.Close()
-		bidOn(c)
-		held[i] = c
-	}
-	// The rest of the attempts, with bids on the held connections meanwhile.
-	stop := make(chan struct{})
-	bids := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { bids <- n }()
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				return
-			case <-time.After(5 * time.Millisecond):
-			}
-			c := held[i%len(held)]
-			if st, _, err := c.do(req); err != nil || (st != 200 && st != 204) {
-				t.Errorf("bid %d on a held connection during the flood: status %d, %v", n, st, err)
-				return
-			}
-			n++
-		}
-	}()
-	res := flood(s.Addr(), req, attempts-maxConns, 16)
-	close(stop)
-	answered := <-bids
-	if res.failed.Load() > 0 || res.served.Load() > 0 || res.rejected.Load() != attempts-maxConns {
-		t.Fatalf("of %d attempts over max_conns %d: %d rejected (503 and closed), %d served, %d failed (first: %v)",
-			attempts-maxConns, maxConns, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr)
-	}
-	if answered == 0 {
-		t.Fatal("no bid answered on a held connection during the flood")
-	}
-	t.Logf("%d held, %d rejected, %d bids answered on held connections meanwhile", maxConns, res.rejected.Load(), answered)
-	admin := "http://" + s.AdminAddr() + "/metrics"
-	_, m := httpDo(t, "GET", admin, nil)
-	if got := metricNumber(string(m), "rtbd_bidder_conns_rejected_total"); got != attempts-maxConns {
-		t.Errorf("rtbd_bidder_conns_rejected_total %v, want %d", got, attempts-maxConns)
-	}
-	if got := metricNumber(string(m), "rtbd_bidder_conns_open"); got != maxConns {
-		t.Errorf("rtbd_bidder_conns_open %v, want %d", got, maxConns)
-	}
-	// Every held connection still bids; one closed frees a place.
-	for _, c := range held {
-		bidOn(c)
-	}
-	held[0].c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := dialRaw(s.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _, err := c.do(req)
-		c.c.Close()
-		if err == nil && (st == 200 || st == 204) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("a new connection after one held was closed: status %d, %v", st, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // BenchmarkConns measures a bidder process (the fixture, served as rtbd
 // serves it, with the default bidder.max_conns) under many connections:
 // its VmRSS after warm-up, with RTBD_BENCH_CONNS connections (default
-// DefaultMaxConns) open and idle before their first request, and again
+// overload.DefaultMaxConns) open and idle before their first request, and again
 // after one bid on each (kept alive, idle); then the rest of
 // RTBD_BENCH_CONN_ATTEMPTS connection attempts (default 20,000), each
 // sending a bid request, while the held connections bid. It prints the
@@ -244,7 +156,7 @@ func BenchmarkConns(b *testing.B) {
 		}
 		return def
 	}
-	conns, attempts := envInt("RTBD_BENCH_CONNS", DefaultMaxConns), envInt("RTBD_BENCH_CONN_ATTEMPTS", 20_000)
+	conns, attempts := envInt("RTBD_BENCH_CONNS", overload.DefaultMaxConns), envInt("RTBD_BENCH_CONN_ATTEMPTS", 20_000)
 	child := startChild(b, "local")
 	proc, err := procfs.NewProc(child.cmd.Process.Pid)
 	if err != nil {
@@ -327,7 +239,7 @@ func BenchmarkConns(b *testing.B) {
 	per := func(after uint64) float64 { return float64(int64(after)-int64(rss0)) / float64(conns) / 1024 }
 	line := fmt.Sprintf("CONNS max_conns=%d held=%d first-bid-failed=%d attempts=%d refused=%d served-over-max=%d failed=%d (first: %v) bids-during=%d bids-during-failed=%d "+
 		"VmRSS warm=%d kB idle-new=%d kB idle-after-a-bid=%d kB after-flood=%d kB per-conn idle-new=%.1f KiB idle-after-a-bid=%.1f KiB",
-		DefaultMaxConns, conns, failedFirst.Load(), attempts, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr, during[0], during[1],
+		overload.DefaultMaxConns, conns, failedFirst.Load(), attempts, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr, during[0], during[1],
 		rss0>>10, rss1>>10, rss2>>10, rss3>>10, per(rss1), per(rss2))
 	b.Log(line)
 	fmt.Println(line)

@@ -291,11 +291,11 @@ func TestFXFile(t *testing.T) {
 	base, _ := money.ParseRates([]string{"eur=1.08", "JPY=0.0067"})
 	cfg := configs.Bidder{FXFile: path, Currency: "usd", FXRefreshInterval: time.Hour, FXMaxAge: 24 * time.Hour}
 	reg := prometheus.NewRegistry()
-	w, rates, err := newFXFile(cfg, base, nil, reg)
+	w, rates, err := NewFXFile(cfg, base, nil, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.close()
+	defer w.Close()
 	for cur, want := range map[string]int64{"EUR": 1_250_000, "GBP": 1_250_000, "JPY": 6700} {
 		if v, ok := rates.Convert(1_000_000, cur, "USD"); !ok || v != want {
 			t.Errorf("1 %s = %d USD micros (%v), want %d", cur, v, ok, want)
@@ -344,7 +344,7 @@ func TestFXFile(t *testing.T) {
 		}
 		c := cfg
 		c.FXFile, c.Currency = p, "SEK"
-		if _, _, err := newFXFile(c, base, nil, nil); err == nil || !strings.Contains(err.Error(), "bidder.fx_file") {
+		if _, _, err := NewFXFile(c, base, nil, nil); err == nil || !strings.Contains(err.Error(), "bidder.fx_file") {
 			t.Errorf("%s: %v, want an error naming bidder.fx_file", name, err)
 		}
 	}

@@ -219,7 +219,7 @@ func TestOverload(t *testing.T) {
 				t.Fatal("requests did not reach the catalog")
 			}
 		}
-		if n := f.b.inFlight.Load(); n != 2 {
+		if n := f.b.inFlight.N(); n != 2 {
 			t.Errorf("in flight %d, want 2", n)
 		}
 		if g := f.counter("rtbd_bidder_in_flight"); g != 2 {
@@ -250,7 +250,7 @@ func TestOverload(t *testing.T) {
 		if got := f.counter("rtbd_bidder_shed_total", "reason", "in_flight"); got != 1 {
 			t.Errorf("shed_total = %v, want 1", got)
 		}
-		if n := f.b.inFlight.Load(); n != 0 {
+		if n := f.b.inFlight.N(); n != 0 {
 			t.Errorf("in flight after: %d", n)
 		}
 	}

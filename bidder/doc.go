@@ -35,23 +35,8 @@
 //	                     replay-checked, counted by OpenRTB loss reason
 //	                     (loss.go); a test bid's notices: outcome test
 //
-// Run (the main program's bidder mode) adds the admin listener: /metrics,
-// /healthz, /readyz (one line per dependency; 503 only while shutting
-// down, with a remote catalog unreachable for longer than
-// admin.ready_catalog_grace, or at start until the budgeted campaigns'
-// fleet totals are read or spend.startup_read_timeout has passed:
-// readiness.go, spendgate.go), POST /admin/debug/bid
-// (Explain: why each campaign did or did not bid), GET /admin/campaigns (spend, budgets, pacing, frequency
-// cap and bidding state per campaign: CampaignsHandler) and, with a remote
-// catalog, POST /admin/catalog/refresh. Start opens the spend store the
-// config chooses (spend.store: embedded Pebble in bidder.data_dir/spend,
-// redis.addr, or aerospike.hosts), the spend Writer and Budgets, and the
-// fraud lists when redis.addr is set, and reads the fleet totals of the
-// budgeted campaigns before serving (Budgets pauses a budgeted campaign
-// until they are read, spend.ReasonUnread). Shutdown turns /readyz 503,
-// serves on for bidder.shutdown_delay, drains, then closes the Writer
-// (final flush) after the HTTP server has stopped and before the stores
-// close.
+// The process around a Bidder (its stores, listeners, admin endpoints,
+// readiness, spend gate and instance lease) is package bidder/server.
 //
 // # A bid request
 //
@@ -74,7 +59,7 @@
 //     and 4 (and the vendor, when Options.GDPRVendorID is set), a US
 //     privacy opt-out, device.dnt/lmt, a GPP section listed in
 //     regs.gpp_sid that says no (or does not parse): no bid (nbr 505). See
-//     privacyCheck.
+//     package privacy.
 //  5. Fraud (Options.Fraud, when Redis is configured): site domain, app
 //     bundle, device IP, IFA and user against the in-memory block lists;
 //     a hit is a no-bid with the list's nbr (7, 4 or 5).
@@ -149,6 +134,6 @@
 // # Concurrency and ownership
 //
 // A Bidder is safe for concurrent use. It does not own the stores in
-// Options; a Server (Start) owns the ones it opened and closes them in
-// Shutdown.
+// Options; a bidder/server.Server owns the ones it opened and closes them
+// in Shutdown.
 package bidder

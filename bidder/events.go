@@ -11,7 +11,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
-	"github.com/rtbd/rtbd/bidder/internal/demoimg"
+	"github.com/rtbd/rtbd/bidder/demoimg"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"

@@ -88,83 +88,6 @@ func TestNative(t *testing.T) {
 	}
 }
 
-// TestMultiImp: one bid per imp at most, each with its own size; an imp
-// no campaign serves gets none.
-func TestMultiImp(t *testing.T) {
-	f := newFixture(t, nil)
-	body := nativeBid(
-		map[string]any{"id": "a", "banner": map[string]any{"format": []any{map[string]any{"w": 970, "h": 250}, map[string]any{"w": 728, "h": 90}}}},
-		map[string]any{"id": "b", "banner": map[string]any{"w": 160, "h": 600}},
-		map[string]any{"id": "c", "banner": map[string]any{"w": 999, "h": 999}},
-		map[string]any{"id": "d", "video": map[string]any{"mimes": []string{"video/mp4"}}},
-	)
-	r := f.bid(body)
-	_, bids := checkResponse(t, f, body, r, userBulk)
-	got := map[string]string{}
-	for _, b := range bids {
-		got[b.bid.ImpID] = fmt.Sprintf("%dx%d", b.bid.W, b.bid.H)
-	}
-	if len(got) != 2 || got["a"] != "728x90" || got["b"] != "160x600" {
-		t.Errorf("bids by imp %v, want a:728x90 b:160x600", got)
-	}
-	// The two banners share one catalog lookup (same group and template).
-	if n := f.counter("rtbd_bidder_stage_seconds", "stage", "catalog"); n != 1 {
-		t.Errorf("%v catalog lookups, want 1 (cached per request)", n)
-	}
-}
-
-// TestCurrencies: floors in another currency are converted with the rate
-// table; a floor currency without a rate is no bid (below floor), one that
-// is not an ISO 4217 code an invalid request; a request that allows
-// only EUR gets a EUR bid; the JPY campaign is converted.
-func TestCurrencies(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.NBRBody = true })
-	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
-	imp := func(floor float64, cur string) []any {
-		return []any{map[string]any{"id": "1", "bidfloor": floor, "bidfloorcur": cur, "banner": map[string]any{"w": 300, "h": 250}}}
-	}
-	for _, tc := range []struct {
-		name  string
-		body  []byte
-		nbr   int
-		cur   string
-		price float64
-	}{
-		// 1.5 USD CPM = 223.88 JPY: a 200 JPY floor is met, 250 is not.
-		{"JPY floor met", withUser(t, base, userBulk, "imp", imp(200, "JPY")), 0, "USD", 1.5},
-		{"JPY floor missed", withUser(t, base, userBulk, "imp", imp(250, "JPY")), 506, "", 0},
-		{"floor currency without a rate", withUser(t, base, userBulk, "imp", imp(0.01, "CHF")), 506, "", 0},
-		{"floor currency not ISO 4217", withUser(t, base, userBulk, "imp", imp(0.01, "XYZ")), 2, "", 0},
-		// cur [EUR]: 1.5 USD = 1.388888 EUR, rounded down to the micro.
-		{"EUR only", withUser(t, base, userBulk, "cur", []string{"EUR"}), 0, "EUR", 1.388888},
-		{"no known currency", withUser(t, base, userBulk, "cur", []string{"XYZ"}), 500, "", 0},
-		// userFull: the JPY campaign (150 JPY = 1.005 USD).
-		{"JPY campaign", withUser(t, base, userFull), 0, "USD", 1.005},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := f.bid(tc.body)
-			var resp openrtb2.BidResponse
-			if err := json.Unmarshal(r.body, &resp); err != nil {
-				t.Fatal(err)
-			}
-			if tc.nbr != 0 {
-				if resp.NBR == nil || int(*resp.NBR) != tc.nbr {
-					t.Fatalf("%s, want nbr %d", r.body, tc.nbr)
-				}
-				return
-			}
-			uid := userBulk
-			if strings.Contains(tc.name, "JPY campaign") {
-				uid = userFull
-			}
-			checkResponse(t, f, tc.body, r, uid)
-			if resp.Cur != tc.cur || len(resp.SeatBid) != 1 || resp.SeatBid[0].Bid[0].Price != tc.price {
-				t.Errorf("cur %s price %v, want %s %v", resp.Cur, resp.SeatBid[0].Bid[0].Price, tc.cur, tc.price)
-			}
-		})
-	}
-}
-
 // TestEscapedCreative: the fixture's full product has a title with markup,
 // quotes and &; the banner shows it as text.
 func TestEscapedCreative(t *testing.T) {
@@ -210,29 +133,6 @@ func TestClickLinks(t *testing.T) {
 	f := newFixture(t, nil)
 	if r := f.do("GET", "/clicks/x/1", nil); r.status != 404 {
 		t.Errorf("/clicks/x/1: status %d, want 404 (not the click path)", r.status)
-	}
-}
-
-func TestNoProductsAndNoMatch(t *testing.T) {
-	f := newFixture(t, func(o *Options) { o.NBRBody = true })
-	base := readFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
-	for _, tc := range []struct {
-		name string
-		body []byte
-		nbr  int
-	}{
-		{"profile without the campaigns' groups", withUser(t, base, userNone), 503},
-		{"size no campaign serves", withUser(t, base, userBulk, "imp", []any{map[string]any{"id": "1", "banner": map[string]any{"w": 1, "h": 1}}}), 500},
-		{"blocked category", withUser(t, base, userBulk, "bcat", []string{"IAB22"}), 500},
-		{"user id only in user.id", withUser(t, base, "", "user", map[string]any{"id": userBulk}), 0},
-		{"no user", withUser(t, base, "", "user", nil), 8},
-		{"invalid uid", withUser(t, base, "bad\tuid"), 8},
-	} {
-		r := f.bid(tc.body)
-		var nb struct{ NBR int }
-		if err := json.Unmarshal(r.body, &nb); err != nil || nb.NBR != tc.nbr {
-			t.Errorf("%s: %.300s, want nbr %d", tc.name, r.body, tc.nbr)
-		}
 	}
 }
 

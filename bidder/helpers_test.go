@@ -97,9 +97,6 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(serveChild); mode != "" {
 		os.Exit(runChild(mode))
 	}
-	if sets := os.Getenv(configChild); sets != "" {
-		os.Exit(runConfigChild(sets))
-	}
 	code := m.Run()
 	os.RemoveAll(catalogDir())
 	os.Exit(code)

@@ -2,9 +2,6 @@ package bidder
 
 import (
 	"context"
-	"encoding/json"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -55,53 +52,5 @@ func TestNoticesRedisTwoBidders(t *testing.T) {
 	tot, err := store.Read(context.Background(), []string{"money"}, a.clock.Now().Format("2006-01-02"))
 	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 2250 || tot[0].DayMicros != 2250 || tot[0].TotalImps != 2 {
 		t.Fatalf("redis totals %+v %v, want 2250 micros, 2 impressions", tot, err)
-	}
-}
-
-// TestServerRedis: Start with redis.addr set (as -redis does) picks the
-// Redis spend store and syncs the fraud lists: a request from a site on
-// the Redis block list gets nbr 7, a bill is in Redis after Shutdown.
-func TestServerRedis(t *testing.T) {
-	r := spendtest.StartRedis(t, spendtest.RedisOptions{})
-	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
-	defer rdb.Close()
-	ctx := context.Background()
-	if err := rdb.SAdd(ctx, "rtbd:fraud:domains", "blocked.example").Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := rdb.Incr(ctx, "rtbd:fraud:version").Err(); err != nil {
-		t.Fatal(err)
-	}
-	cfg := testConfig(t)
-	if err := cfg.Set("redis.addr", r.Addr); err != nil {
-		t.Fatal(err)
-	}
-	cfg.Bidder.NBRBody = true
-	s, shutdown := startStoppable(t, cfg)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	blocked := withUser(t, body, "", "site", map[string]any{"id": "s1", "domain": "www.blocked.example"})
-	if st, b := httpDo(t, "POST", "http://"+s.Addr()+PathBid, blocked); st != 200 || !strings.Contains(string(b), `"nbr":7`) {
-		t.Fatalf("blocked site: %d %.300s", st, b)
-	}
-	st, resp := httpDo(t, "POST", "http://"+s.Addr()+PathBid, body)
-	var br struct {
-		SeatBid []struct {
-			Bid []struct{ BURL, CID string }
-		}
-	}
-	if err := json.Unmarshal(resp, &br); st != 200 || err != nil || len(br.SeatBid) == 0 {
-		t.Fatalf("bid: %d %v %.300s", st, err, resp)
-	}
-	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", "0.5", 1)
-	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
-		t.Fatalf("bill: %d %s", st, b)
-	}
-	if err := shutdown(); err != nil {
-		t.Errorf("Shutdown: %v", err)
-	}
-	cid := br.SeatBid[0].Bid[0].CID
-	tot, err := redisstore.New(rdb, redisstore.Options{Prefix: "rtbd:"}).Read(ctx, []string{cid}, time.Now().UTC().Format("2006-01-02"))
-	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 500 || tot[0].TotalImps != 1 {
-		t.Errorf("redis after Shutdown: %+v %v, want 500 micros, 1 impression", tot, err)
 	}
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rtbd/rtbd/bidder/arrival"
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
+	"github.com/rtbd/rtbd/overload/arrival"
 	"github.com/rtbd/rtbd/rtb"
 )
 

@@ -3,7 +3,7 @@ package bidder
 import (
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bidder/internal/demoimg"
+	"github.com/rtbd/rtbd/bidder/demoimg"
 	"github.com/rtbd/rtbd/bidder/token"
 )
 

@@ -21,7 +21,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 )
 
@@ -403,8 +402,7 @@ func TestSecureProducts(t *testing.T) {
 }
 
 // TestSecureBaseOptions: an https public_url serves secure imps too; a
-// secure base must be https; rtbd warns at start when secure imps have no
-// base.
+// secure base must be https.
 func TestSecureBaseOptions(t *testing.T) {
 	f := newFixture(t, nil) // public_url https://bid.example.com
 	if !f.b.secureURLs.ok || f.b.secureURLs.base != f.b.opts.PublicURL {
@@ -430,18 +428,6 @@ func TestSecureBaseOptions(t *testing.T) {
 		}
 		if err == nil && tc.secure != "" && b.secureURLs.win != strings.TrimRight(tc.secure, "/")+PathWin+"?t=" {
 			t.Errorf("secure win prefix %q", b.secureURLs.win)
-		}
-	}
-	for _, tc := range []struct {
-		public, secure string
-		refused        bool
-	}{
-		{"http://127.0.0.1:8080", "", true},
-		{"http://127.0.0.1:8080", "https://bid.example.com", false},
-		{"https://bid.example.com", "", false},
-	} {
-		if got := secureImpsRefused(configs.Bidder{PublicURL: tc.public, SecurePublicURL: tc.secure}); got != tc.refused {
-			t.Errorf("secureImpsRefused(%q, %q) = %v, want %v", tc.public, tc.secure, got, tc.refused)
 		}
 	}
 }

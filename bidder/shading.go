@@ -12,7 +12,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
@@ -263,47 +262,6 @@ func (b *Bidder) ShadingHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
-}
-
-// shadingFromConfig maps the shading section to Options.Shading.
-func shadingFromConfig(c configs.Shading) *shading.Options {
-	explore := c.Explore
-	if explore == 0 {
-		explore = -1 // off (the zero value of shading.Options is its default)
-	}
-	return &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
-}
-
-// startShading runs the Shader's Refresh every interval until stopShading.
-func (s *Server) startShading(interval time.Duration) {
-	sh := s.Bidder.Shader()
-	if sh == nil || interval <= 0 {
-		return
-	}
-	stop := make(chan struct{})
-	s.shadingStop = stop
-	s.shadingWG.Add(1)
-	go func() {
-		defer s.shadingWG.Done()
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				sh.Refresh(now)
-			}
-		}
-	}()
-}
-
-func (s *Server) stopShading() {
-	if s.shadingStop != nil {
-		close(s.shadingStop)
-		s.shadingStop = nil
-	}
-	s.shadingWG.Wait()
 }
 
 // pacedBid is campaign c's bid for st.req (micros of its currency): its

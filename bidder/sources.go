@@ -1,7 +1,6 @@
 package bidder
 
 import (
-	"net"
 	"net/netip"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -129,53 +128,4 @@ func (b *Bidder) SourceFilter() []netip.Prefix {
 		all = append(all, x.AllowCIDRs...)
 	}
 	return append(all, b.limits.trusted...)
-}
-
-// SourceFilterListener closes, as it accepts them, the connections whose
-// peer is outside allow (Bidder.SourceFilter), counting them in
-// rtbd_bidder_source_closed_total. Wrap the listener from Listen with it.
-func SourceFilterListener(ln net.Listener, allow []netip.Prefix, reg prometheus.Registerer) (net.Listener, error) {
-	l := &sourceListener{Listener: ln, allow: allow,
-		closed: prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_source_closed_total",
-			Help: "Connections the exchange listener closed at accept: their source is outside every exchange's exchanges.NAME.allow_cidrs and the trusted proxies."})}
-	if reg != nil {
-		if err := reg.Register(l.closed); err != nil {
-			return nil, err
-		}
-	}
-	return l, nil
-}
-
-type sourceListener struct {
-	net.Listener
-	allow  []netip.Prefix
-	closed prometheus.Counter
-}
-
-func (l *sourceListener) Accept() (net.Conn, error) {
-	for {
-		c, err := l.Listener.Accept()
-		if err != nil {
-			return nil, err
-		}
-		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok && !l.allowed(a.AddrPort().Addr().Unmap()) {
-			l.closed.Inc()
-			if dc, ok := c.(*drainConn); ok {
-				dc.Conn.Close() // at once: no drain for a refused source
-			} else {
-				c.Close()
-			}
-			continue
-		}
-		return c, nil
-	}
-}
-
-func (l *sourceListener) allowed(a netip.Addr) bool {
-	for _, p := range l.allow {
-		if p.Contains(a) {
-			return true
-		}
-	}
-	return false
 }

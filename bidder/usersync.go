@@ -10,6 +10,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/privacy"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 )
@@ -295,4 +296,11 @@ func (b *Bidder) pixelOrRedirect(rc *fasthttp.RequestCtx, dest string) {
 	rc.SetContentType("image/gif")
 	rc.SetStatusCode(fasthttp.StatusOK)
 	rc.Response.SetBody(pixelGIF)
+}
+
+// queryAllowed reports whether the privacy signals of a query
+// (privacy.FromQuery) let /event, /usersync or /match personalise.
+func (b *Bidder) queryAllowed(args *fasthttp.Args) bool {
+	sig := privacy.FromQuery(args)
+	return sig.Decide(b.opts.GDPRVendorID).Allowed()
 }

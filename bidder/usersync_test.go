@@ -12,6 +12,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/rtbd/rtbd/bidder/privacy/privacytest"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 )
@@ -371,33 +372,6 @@ func TestMatchThenBid(t *testing.T) {
 // TCF v2 strings: consent for purposes 1-4 and vendor 42; consent for
 // purpose 1 only (no personalised ads).
 var (
-	consentAll  = tcf2([]int{1, 2, 3, 4}, []int{42}, 42, 0, 0)
-	consentNone = tcf2([]int{1}, []int{42}, 42, 0, 0)
+	consentAll  = privacytest.TCF2([]int{1, 2, 3, 4}, []int{42}, 42, 0, 0)
+	consentNone = privacytest.TCF2([]int{1}, []int{42}, 42, 0, 0)
 )
-
-// TestQueryPrivacy: the query form of the signals reaches the same
-// decision as a bid request's.
-func TestQueryPrivacy(t *testing.T) {
-	for _, tc := range []struct {
-		query, want string
-	}{
-		{"", privacyOK},
-		{"gdpr=0", privacyOK},
-		{"gdpr=1", privacyNoConsent},
-		{"gdpr=1&gdpr_consent=" + consentAll, privacyOK},
-		{"gdpr=1&gdpr_consent=" + consentNone, privacyPurposes},
-		{"gdpr=1&gdpr_consent=garbage", privacyBadConsent},
-		{"us_privacy=1YYN", privacyUSOptOut},
-		// GPP section 2 listed: GDPR applies, and its TC string consents to nothing.
-		{"us_privacy=1YNN&gpp=DBABMA~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA&gpp_sid=2", privacyPurposes},
-		{"gpp=DBACNY~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA~1YNN&gpp_sid=6", privacyOK},
-		{"gpp=DBACNY~CPXxRfAPXxRfAAfKABENB-CgAAAAAAAAAAYgAAAAAAAA~1YNN&gpp_sid=2,6", privacyPurposes},
-	} {
-		var args fasthttp.Args
-		args.Parse(tc.query)
-		sig := querySignals(&args)
-		if got := privacyDecision(&sig, 42); got != tc.want {
-			t.Errorf("%q: %q, want %q", tc.query, got, tc.want)
-		}
-	}
-}

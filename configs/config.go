@@ -346,7 +346,7 @@ type Bidder struct {
 	// shed at once.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// AdmissionLatency turns on admission control by queueing delay
-	// (bidder.Admission): a bid request may wait (arrival to handler) the
+	// (overload.Admission): a bid request may wait (arrival to handler) the
 	// larger of this and 1/16 of its tmax-derived budget; once the
 	// requests' average wait has stayed above what they may for
 	// AdmissionInterval, those that waited longer are shed before
@@ -355,10 +355,8 @@ type Bidder struct {
 	// AdmissionInterval: how long the waits must stay above what they may
 	// before shedding; the step of the share of young requests shed.
 	AdmissionInterval time.Duration `yaml:"admission_interval"`
-	// GCFloorMB: the Go GC does not start a cycle while the heap is below
-	// this many MiB (bidder/gcfloor raises GOGC after each collection),
-	// trading memory for fewer collections. 0 (the default) disables it
-	// (GOGC as set).
+	// GCFloorMB is deprecated and has no effect: a config that sets it
+	// still loads, and the bidder logs a warning naming the key.
 	GCFloorMB int `yaml:"gc_floor_mb"`
 	// OverloadResponse is how a shed request is answered: "nobid" (a
 	// no-bid with nbr 507, see NBRBody) or "503".

@@ -18,10 +18,10 @@ import (
 	"testing"
 
 	"github.com/rtbd/rtbd/admin"
-	"github.com/rtbd/rtbd/bidder"
-	"github.com/rtbd/rtbd/bidder/demo"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/gen/demo"
 )
 
 // asRTBD makes the test binary act as rtbd when re-executed by the bench.
@@ -94,7 +94,7 @@ func fakeRTBD(args []string) int {
 	case configs.ModeCatalog:
 		err = node.Run(ctx, cfg, log)
 	case configs.ModeBidder:
-		err = bidder.Run(ctx, cfg, log)
+		err = server.Run(ctx, cfg, log)
 	default:
 		err = errors.New("unknown mode " + cfg.Mode)
 	}

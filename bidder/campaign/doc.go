@@ -20,7 +20,7 @@
 // not match (one of the Reason constants each). Money is int64 micros
 // (millionths of the currency unit) everywhere. Campaigns built in code
 // (tests, `rtbd gen`) become a Set through NewSet, and a file through
-// Marshal (package bidder/demo builds the demo environment's). Campaigns
+// Marshal (package demo builds the demo environment's). Campaigns
 // from any other source (rows of a table) are Specs, the file's items as Go
 // values: Compile validates them into a Set with Parse's checks and
 // messages.

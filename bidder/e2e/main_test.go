@@ -4,8 +4,8 @@
 // then the nurl and burl of the bid response with ${AUCTION_PRICE} filled).
 //
 // The bidders are this test binary re-executed as a small rtbd bidder
-// (bidderChild below: bidder.Start, then bidder.Server.Shutdown on SIGTERM,
-// which is what bidder.Run does, plus a file with the listen addresses), so
+// (bidderChild below: server.Start, then server.Server.Shutdown on SIGTERM,
+// which is what server.Run does, plus a file with the listen addresses), so
 // the tests need no built rtbd binary.
 //
 // Tests:
@@ -52,6 +52,7 @@ import (
 
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/server"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
@@ -106,10 +107,10 @@ func (panicTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 // key=value settings applied over configs.Default() (?key=value: only when
 // the key exists). It serves until
 // SIGTERM/SIGINT, then shuts down gracefully (final spend flush), exactly
-// as bidder.Run does; exit 0 means Shutdown returned no error.
+// as server.Run does; exit 0 means Shutdown returned no error.
 func bidderChild(args []string) int {
 	return runChild("bidder child", args, nil, func(cfg *configs.Config, log *zap.Logger) (childServer, error) {
-		s, err := bidder.Start(cfg, log)
+		s, err := server.Start(cfg, log)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/peer"
+
+	"github.com/rtbd/rtbd/overload"
 )
 
 // limitListener holds at most max connections, and at most perAddr from
@@ -21,18 +23,16 @@ import (
 type limitListener struct {
 	net.Listener
 	max, maxUnread int64
-	perAddr        int
 	open           atomic.Int64
 	refused        prometheus.Counter
 	refusedAddr    prometheus.Counter
 	conns          sync.Map // netip.AddrPort (remote) -> *limitConn
-	mu             sync.Mutex
-	byAddr         map[netip.Addr]int // open connections per remote address
+	addrs          *overload.AddrLimit
 }
 
 func newLimitListener(ln net.Listener, max, perAddr, maxUnread int, reg prometheus.Registerer) *limitListener {
-	l := &limitListener{Listener: ln, max: int64(max), perAddr: perAddr, maxUnread: int64(maxUnread),
-		byAddr: make(map[netip.Addr]int),
+	l := &limitListener{Listener: ln, max: int64(max), maxUnread: int64(maxUnread),
+		addrs: overload.NewAddrLimit(perAddr),
 		refused: prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_catalog_node_conns_refused_total",
 			Help: "Client connections closed at accept because catalog.max_conns were open."}),
 		refusedAddr: prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_catalog_node_conns_refused_per_addr_total",
@@ -61,7 +61,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		lc := &limitConn{Conn: c, l: l}
 		if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
 			lc.key = a.AddrPort()
-			if !l.takeAddr(lc.key.Addr().Unmap()) {
+			if !l.addrs.Take(lc.key.Addr().Unmap()) {
 				l.open.Add(-1)
 				l.refusedAddr.Inc()
 				c.Close()
@@ -70,28 +70,6 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			l.conns.Store(lc.key, lc)
 		}
 		return lc, nil
-	}
-}
-
-// takeAddr counts one more connection from a, unless perAddr are open.
-func (l *limitListener) takeAddr(a netip.Addr) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byAddr[a] >= l.perAddr {
-		return false
-	}
-	l.byAddr[a]++
-	return true
-}
-
-// dropAddr counts one connection from a fewer.
-func (l *limitListener) dropAddr(a netip.Addr) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.byAddr[a] <= 1 {
-		delete(l.byAddr, a)
-	} else {
-		l.byAddr[a]--
 	}
 }
 
@@ -139,7 +117,7 @@ func (c *limitConn) Close() error {
 		c.l.open.Add(-1)
 		if c.key.IsValid() {
 			c.l.conns.CompareAndDelete(c.key, c)
-			c.l.dropAddr(c.key.Addr().Unmap())
+			c.l.addrs.Drop(c.key.Addr().Unmap())
 		}
 	})
 	return err

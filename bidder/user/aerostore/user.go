@@ -317,3 +317,13 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 
 // Options returns the options in force (defaults applied).
 func (s *UserStore) Options() aero.Options { return s.opts }
+
+// Options configures a UserStore (it reads Namespace, UserSet, UserTTL,
+// Timeout, MaxViewed, MaxGroups and KeyPrefix), for callers outside the
+// bidder's packages.
+type Options = aero.Options
+
+// Connect connects to the Aerospike cluster at hosts ("host:port,...")
+// with the client's default policy, for callers outside the bidder's
+// packages.
+func Connect(hosts string) (*as.Client, error) { return aero.Connect(hosts, nil) }
