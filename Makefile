@@ -272,6 +272,17 @@ bench-ab: build
 	@test -n "$(BASE)" || { echo "make bench-ab BASE=/path/to/other/rtbd"; exit 2; }
 	bench/wrk/ab.sh $(BASE) ./$(BIN)
 
+# Server CPU per bid of viewed-only users (recommendations from the similar
+# lists) beside users with Recommended in their profile, alternated on one
+# bidder, then on a remote catalog node (p99 and CPU per request); the setup
+# is made once in RECO_CPU_WORK (bench/README.md, "wrk: recommendations from
+# the profile vs from the similar lists").
+RECO_CPU_WORK ?= /tmp/rtbd-reco-cpu
+.PHONY: bench-recommend-cpu
+bench-recommend-cpu: build
+	@command -v wrk >/dev/null 2>&1 || { echo "installing wrk"; apt-get install -y -qq wrk >/dev/null; }
+	WORK=$(RECO_CPU_WORK) bench/wrk/recommend-cpu.sh ./$(BIN)
+
 # The records' file sink on and off, under wrk, alternated (bench/wrk/records.sh):
 # server CPU per bid request with the Parquet files over without them.
 .PHONY: bench-records

@@ -43,6 +43,7 @@ import (
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/server"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
@@ -505,12 +506,13 @@ func yamlComments(t *testing.T) map[string]string {
 
 // flagFiles is the README that documents each command's flags.
 var flagFiles = map[string]string{
-	"rtbd":            "configs/README.md",
-	"rtbd ingest":     "ingest/README.md",
-	"rtbd gen":        "ingest/README.md",
-	"rtbd gen -demo":  "gen/README.md",
-	"rtbd gen -users": "gen/README.md",
-	"rtbd report":     "records/README.md",
+	"rtbd":                 "configs/README.md",
+	"rtbd ingest":          "ingest/README.md",
+	"rtbd gen":             "ingest/README.md",
+	"rtbd gen -demo":       "gen/README.md",
+	"rtbd gen -users":      "gen/README.md",
+	"rtbd report":          "records/README.md",
+	"rtbd users recommend": "bidder/REFERENCE.md",
 }
 
 // flagItems lists every flag of every command's flag set.
@@ -518,7 +520,7 @@ func flagItems(t *testing.T) []item {
 	t.Helper()
 	t.Setenv(configs.EnvConfigPath, "") // -config's default is $RTBD_CONFIG
 	server, _, _, _ := newServerFlags("rtbd")
-	sets := slices.Concat([]*flag.FlagSet{server}, ingest.FlagSets(), demo.FlagSets(), bench.FlagSets(), report.FlagSets())
+	sets := slices.Concat([]*flag.FlagSet{server}, ingest.FlagSets(), demo.FlagSets(), bench.FlagSets(), report.FlagSets(), recommended.FlagSets())
 	if got := len(bench.FlagSets()); got != len(bench.Scenarios) {
 		t.Fatalf("bench.FlagSets: %d flag sets for %d scenarios", got, len(bench.Scenarios))
 	}

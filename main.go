@@ -19,6 +19,7 @@ import (
 	"github.com/rtbd/rtbd/admin"
 	"github.com/rtbd/rtbd/bench"
 	"github.com/rtbd/rtbd/bidder/server"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/catalog/node"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/gen/demo"
@@ -63,6 +64,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exit(stderr, ingest.Main(ctx, rest, stdout, stderr))
 		case "report":
 			return exit(stderr, report.Main(ctx, rest, stdout, stderr))
+		case "users":
+			return exit(stderr, usersMain(ctx, rest, stdout, stderr))
 		case "config":
 			return exit(stderr, printConfig(rest, stdout, stderr))
 		case "help":
@@ -199,7 +202,7 @@ func cmdUsageErr(cmd string, err error) error {
 func (e usageError) message() string {
 	msg := e.err.Error()
 	if e.cmd != "" {
-		for _, u := range []error{ingest.ErrUsage, demo.ErrUsage} {
+		for _, u := range []error{ingest.ErrUsage, demo.ErrUsage, recommended.ErrUsage} {
 			msg = strings.TrimPrefix(msg, u.Error()+": ")
 		}
 	}
@@ -250,6 +253,7 @@ Jobs:
   rtbd ingest [flags] FEED...   load a product feed into a new index version
   rtbd bench SCENARIO [flags]   measure deployments side by side: store, bidder, all, render, compare (rtbd bench -h)
   rtbd report -records DIR [-by DIMS] [-format F] [-check]  bids, wins, spend... from the log-level records
+  rtbd users recommend -in FILE  set users' Recommended products from an outside recommender (JSON Lines)
   rtbd config [server flags]    print the effective configuration (YAML)
   rtbd help                     this text
 
@@ -257,6 +261,8 @@ Jobs:
 	genUsage(w)
 	fmt.Fprintln(w)
 	ingest.Usage(w)
+	fmt.Fprintln(w)
+	usersUsage(w)
 	fmt.Fprint(w, `
 Exit codes: 0 success, 1 failure (server error, ingest aborted), 2 usage or
 configuration error.

@@ -1,12 +1,17 @@
 package bench
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/rtbd/rtbd/bench/internal/auctionsim"
+	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
@@ -15,7 +20,11 @@ import (
 // bid shading (with the minimum bid to win, and with win notices only,
 // each with a +30% shift of every landscape after the measured auctions),
 // then the pacing simulation (a compressed day, 5x peak to trough).
-// Deterministic for a -seed: no wall clock is measured.
+// Deterministic for a -seed: no wall clock is measured. With -bidders N
+// (N > 1) each shading run is played again by N bidders sharing one
+// redis-server (started on a free loopback port; bid shading's fleet
+// counts, bidder/shading.Store), each bid made by a random bidder and its
+// notice landing on a random one, with bidder 1 restarted mid-run.
 func auctionMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench auction", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
@@ -31,6 +40,10 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	days := fs.Int("pacing-days", pdef.Days, "pacing: days simulated, the last measured (0: no pacing simulation)")
 	perDay := fs.Int("pacing-auctions", pdef.AuctionsPerDay, "pacing: auctions per day")
 	share := fs.Float64("pacing-budget", pdef.BudgetShare, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
+	bidders := fs.Int("bidders", 1, "bidders sharing one redis-server for the fleet runs (1: no fleet runs)")
+	syncEvery := fs.Duration("sync", 5*time.Second, "fleet runs: how often each bidder syncs with the store (shading.fleet_interval; fake time)")
+	restartAt := fs.Int("restart-at", -1, "fleet runs: the auction at which bidder 1 restarts (-1: in the middle of the measured auctions, 0: never)")
+	redisExe := fs.String("redis-server", DefaultRedisServer, "fleet runs: the redis-server binary to start")
 	seeFlags(fs)
 	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
 		return err
@@ -38,8 +51,24 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: rtbd bench auction takes no arguments, got %q", ErrUsage, fs.Args())
 	}
-	if *value <= 0 || *learn < 0 || *measure <= 0 || *after < 0 || *shift <= -1 || *halfLife <= 0 || *days < 0 || *perDay <= 0 || !(*share > 0 && *share <= 1) {
-		return fmt.Errorf("%w: rtbd bench auction: -value, -measure, -half-life and -pacing-auctions must be > 0, -learn, -after and -pacing-days >= 0, -shift > -1, -pacing-budget in (0, 1]", ErrUsage)
+	if *value <= 0 || *learn < 0 || *measure <= 0 || *after < 0 || *shift <= -1 || *halfLife <= 0 || *days < 0 || *perDay <= 0 || !(*share > 0 && *share <= 1) ||
+		*bidders < 1 || *bidders > 64 || *syncEvery <= 0 || *restartAt < -1 {
+		return fmt.Errorf("%w: rtbd bench auction: -value, -measure, -half-life, -sync and -pacing-auctions must be > 0, -learn, -after and -pacing-days >= 0, -shift > -1, -pacing-budget in (0, 1], -bidders 1 to 64, -restart-at >= -1", ErrUsage)
+	}
+	var rdb *redis.Client
+	if *bidders > 1 {
+		dir, err := os.MkdirTemp("", "rtbd-auction-redis")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		srv := newRedisServer(*redisExe, dir, "")
+		if err := srv.start(context.Background(), false); err != nil {
+			return fmt.Errorf("rtbd bench auction: start %s: %w", *redisExe, err)
+		}
+		defer srv.stop(5 * time.Second)
+		rdb = redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
+		defer rdb.Close()
 	}
 	for _, m := range []bool{true, false} {
 		cfg := def
@@ -54,6 +83,19 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 		r.Print(stdout)
 		fmt.Fprintf(stderr, "(%d auctions played in %s)\n", cfg.Learn+cfg.Measure+cfg.After, time.Since(start).Round(time.Millisecond))
 		fmt.Fprintln(stdout)
+		if *bidders > 1 {
+			fc := auctionFleet(cfg, *bidders, *syncEvery, *restartAt)
+			fc.Store = redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("bench:auction:%v:", m)})
+			start := time.Now()
+			fr := auctionsim.Run(fc)
+			if fr.Err != nil {
+				return fmt.Errorf("rtbd bench auction: the fleet's store: %w", fr.Err)
+			}
+			fr.Print(stdout)
+			fmt.Fprintf(stdout, "%d bidders' surplus ratio %.3f vs one bidder's %.3f: %+.3f\n", *bidders, fr.Ratio(), r.Ratio(), fr.Ratio()-r.Ratio())
+			fmt.Fprintf(stderr, "(%d auctions played by %d bidders in %s)\n", fc.Learn+fc.Measure+fc.After, *bidders, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintln(stdout)
+		}
 	}
 	if *days > 0 {
 		p := pdef
@@ -61,4 +103,16 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 		auctionsim.RunPacing(p).Print(stdout)
 	}
 	return nil
+}
+
+// auctionFleet is cfg played by n bidders sharing a store (set by the
+// caller), syncing every sync, bidder 1 restarting at auction restartAt
+// (-1: in the middle of the measured auctions).
+func auctionFleet(cfg auctionsim.Config, n int, sync time.Duration, restartAt int) auctionsim.Config {
+	cfg.Bidders, cfg.SyncEvery, cfg.FleetSlot = n, sync, 30*time.Second
+	cfg.RestartAt = restartAt
+	if restartAt < 0 {
+		cfg.RestartAt = cfg.Learn + cfg.Measure/2
+	}
+	return cfg
 }

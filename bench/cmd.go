@@ -49,10 +49,11 @@ func init() {
 		{"near", "remote vs local with the near cache (make bench-near): bidder level with Zipf and uniform users, then store level", nearMain},
 		{"soak", "fault injection (make bench-soak): two bidders, redis-server, two catalog nodes under load while processes are killed and cut off; every accepted notice reconciled", soakMain},
 		{"scale", "the talk's scale (make bench-scale): 20M-100M products through the bulk ingest, lookups through one node and a bidder on it", scaleMain},
-		{"auction", "bid shading and pacing in-process on a fake clock: surplus against the oracle's, cost per win, a compressed day of pacing", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
+		{"auction", "bid shading and pacing in-process on a fake clock: surplus against the oracle's, cost per win, a compressed day of pacing; -bidders N: N bidders sharing one redis-server", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return auctionMain(args, stdout, stderr)
 		}},
 		{"recommend", "offline evaluation of the similar-product lists: hit rate and recall at k of each user's held-out last view, coverage", recommendMain},
+		{"recommend-lists", "the catalog's recommendations for the viewed products of users of an embedded user store, as the JSON Lines rtbd users recommend reads", recommendListsMain},
 		{"render", "the text and, with -out, the three files again from a JSON report", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return renderMain(args, stdout, stderr)
 		}},

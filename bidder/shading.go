@@ -61,12 +61,22 @@ import (
 // An m that is absent, the unfilled macro, not a price, negative, above the
 // price on a win, at or below it on a loss, or absurd is not used and is
 // counted in rtbd_shading_min_to_win_total by that result.
+//
+// # A fleet learns as one
+//
+// The spend store keeps the counts too (shading.Store: Pebble a single
+// bidder's own across restarts, Redis and Aerospike the fleet's): a
+// background loop Syncs every shading.fleet_interval (flush what settled
+// here, read the fleet's counts of the segments held), and the bidder
+// process (bidder/server) loads the fleet's counts, coarse segments
+// first, before serving. The bid path never waits for the store.
 
 // shadingMetrics are the rtbd_shading_* metrics.
 type shadingMetrics struct {
 	bids     [shading.NumHow]prometheus.Counter
 	minToWin [shading.NumBadMinToWin]prometheus.Counter
-	observed [2]prometheus.Counter // loss, win
+	observed [2]prometheus.Counter    // loss, win
+	fleet    [2][2]prometheus.Counter // load, sync x error, ok
 }
 
 func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingMetrics, error) {
@@ -79,6 +89,9 @@ func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingM
 	obs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_observations_total",
 		Help: "Wins and losses bid shading learned from (once per bid and bidder)."},
 		[]string{"outcome"})
+	fleet := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_fleet_total",
+		Help: "Reads and writes of the fleet's shading counts in the spend store: op load (at start) or sync (flush and read, every shading.fleet_interval), result ok or error."},
+		[]string{"op", "result"})
 	segs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_shading_segments",
 		Help: "Bid shading segments held (all levels)."}, func() float64 { return float64(sh.Len()) })
 	m := &shadingMetrics{}
@@ -89,8 +102,11 @@ func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingM
 		m.minToWin[r] = mtw.WithLabelValues(r.String())
 	}
 	m.observed[0], m.observed[1] = obs.WithLabelValues("loss"), obs.WithLabelValues("win")
+	for i, op := range []string{"load", "sync"} {
+		m.fleet[i][0], m.fleet[i][1] = fleet.WithLabelValues(op, "error"), fleet.WithLabelValues(op, "ok")
+	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{bids, mtw, obs, segs} {
+		for _, c := range []prometheus.Collector{bids, mtw, obs, fleet, segs} {
 			if err := reg.Register(c); err != nil {
 				return nil, err
 			}
@@ -262,6 +278,29 @@ func (b *Bidder) ShadingHandler() http.Handler {
 		}
 		_ = json.NewEncoder(w).Encode(out)
 	})
+}
+
+// Operations of rtbd_shading_fleet_total.
+const (
+	fleetLoad = iota
+	fleetSync
+)
+
+// CountShadingFleet counts one read or write of the fleet's shading counts
+// in rtbd_shading_fleet_total: a load (at start) or a sync, ok or not.
+// Nil-safe without shading.
+func (b *Bidder) CountShadingFleet(load, ok bool) {
+	if b.shader == nil || b.sm == nil {
+		return
+	}
+	op, r := fleetSync, 0
+	if load {
+		op = fleetLoad
+	}
+	if ok {
+		r = 1
+	}
+	b.sm.fleet[op][r].Inc()
 }
 
 // pacedBid is campaign c's bid for st.req (micros of its currency): its

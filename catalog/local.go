@@ -96,8 +96,9 @@ type version struct {
 	name    string
 	db      *pebble.DB
 	hot     *hotCache
-	sim     *simCache // decoded similar lists (nil with the hot cache off)
-	wire    bool      // LocalOptions.WireCache
+	sim     *simCache  // decoded similar lists (nil with the hot cache off)
+	memo    *MergeMemo // merged similar_to_viewed answers (nil with the hot cache off)
+	wire    bool       // LocalOptions.WireCache
 	readers *fileLock
 	refs    atomic.Int64
 	// hash is the version's content hash; iv its IndexVersion with the
@@ -177,7 +178,7 @@ func (l *Local) open(name string, gen uint64) (*version, error) {
 		return nil, err
 	}
 	v := &version{name: name, db: db, hot: newHotCache(l.opts.HotCacheEntries), readers: rl, wire: l.opts.WireCache,
-		sim: newSimCache(l.opts.HotCacheEntries / 4)}
+		sim: newSimCache(l.opts.HotCacheEntries / 4), memo: NewMergeMemo(l.opts.HotCacheEntries / 16)}
 	if v.hash, err = l.contentHash(name, db); err != nil {
 		db.Close()
 		rl.Close()
@@ -590,7 +591,7 @@ func (lk *lookup) secondIDs(req *catalogpb.ProductMastersRequest, wire *[]byte) 
 	if lk.sim == nil {
 		lk.sim = simScratchPool.Get().(*simScratch)
 	}
-	return similarIDs(lk.v.db, lk.v.sim, lk.g, req.Product1Ids, req.Product2QuantityAtMost, lk.sim, wire)
+	return similarIDs(lk.v.db, lk.v.sim, lk.v.memo, lk.g, req.Product1Ids, req.Product2QuantityAtMost, lk.sim, wire)
 }
 
 func (lk *lookup) close() {

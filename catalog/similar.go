@@ -277,9 +277,10 @@ type simScratch struct {
 	ids    [maxSimCands]int64
 }
 
-// simCache caches decoded similar lists of one version, direct-mapped
-// by key hash: a hit reads one atomic pointer and allocates nothing; a
-// miss reads Pebble and replaces the slot. Lists of a version never
+// simCache caches decoded similar lists of one version, two-way set
+// associative by key hash: a hit reads at most two atomic pointers and
+// allocates nothing; a miss reads Pebble and stores the list in its pair
+// of slots (which keeps the two latest keys). Lists of a version never
 // change, so entries need no invalidation (the cache goes with its
 // version). A nil *simCache caches nothing.
 type simCache struct {
@@ -298,32 +299,44 @@ func newSimCache(n int) *simCache {
 	if n <= 0 {
 		return nil
 	}
-	size := 1
+	size := 2
 	for size < n {
 		size <<= 1
 	}
 	return &simCache{slots: make([]atomic.Pointer[simEntry], size), mask: uint64(size - 1)}
 }
 
-func (c *simCache) slot(g, id int64) *atomic.Pointer[simEntry] {
+// pair returns the two slots (g, id) may live in (neighbours).
+func (c *simCache) pair(g, id int64) (*atomic.Pointer[simEntry], *atomic.Pointer[simEntry]) {
 	h := (uint64(g)*0x9e3779b97f4a7c15 ^ uint64(id)) * 0xbf58476d1ce4e5b9
-	return &c.slots[(h>>32)&c.mask]
+	i := (h >> 32) & c.mask
+	return &c.slots[i], &c.slots[i^1]
 }
 
 func (c *simCache) get(g, id int64) ([]Similar, bool) {
 	if c == nil {
 		return nil, false
 	}
-	if e := c.slot(g, id).Load(); e != nil && e.g == g && e.id == id {
+	a, b := c.pair(g, id)
+	if e := a.Load(); e != nil && e.g == g && e.id == id {
+		return e.list, true
+	}
+	if e := b.Load(); e != nil && e.g == g && e.id == id {
 		return e.list, true
 	}
 	return nil, false
 }
 
+// put stores the list of (g, id); the pair keeps the two latest keys.
 func (c *simCache) put(g, id int64, list []Similar) {
-	if c != nil {
-		c.slot(g, id).Store(&simEntry{g: g, id: id, list: list})
+	if c == nil {
+		return
 	}
+	a, b := c.pair(g, id)
+	if old := a.Load(); old != nil && (old.g != g || old.id != id) {
+		b.Store(old)
+	}
+	a.Store(&simEntry{g: g, id: id, list: list})
 }
 
 // similarIDs returns the ids a similar_to_viewed request asks for: the
@@ -334,7 +347,12 @@ func (c *simCache) put(g, id int64, list []Similar) {
 //
 // With wire not nil, each viewed product's list is appended to *wire as a
 // ProductMastersResponse.similar_lists field (a node's answer).
-func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, atMost int32, sc *simScratch, wire *[]byte) ([]int64, error) {
+func similarIDs(db pebble.Reader, cache *simCache, memo *MergeMemo, g int64, viewed []int64, atMost int32, sc *simScratch, wire *[]byte) ([]int64, error) {
+	limit := similarLimit(atMost)
+	memoed, hit := memo.Get(g, viewed, limit, 0, 0, sc.ids[:0])
+	if hit && wire == nil {
+		return memoed, nil
+	}
 	var key *[KeyLen]byte // Pebble keeps the sought key: allocated on a cache miss only
 	var it *pebble.Iterator
 	defer func() {
@@ -381,6 +399,9 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, atMo
 		if wire != nil {
 			*wire = appendSimilarList(*wire, g, v, AppendSimilarValue(nil, list))
 		}
+		if hit {
+			continue // the lists are for wire only
+		}
 		for _, s := range list {
 			if len(cands) == len(sc.cands) {
 				break
@@ -388,7 +409,30 @@ func similarIDs(db pebble.Reader, cache *simCache, g int64, viewed []int64, atMo
 			cands = append(cands, simCand{s.ID, uint64(s.Score)})
 		}
 	}
-	return mergeSimilar(cands, viewed, sc.ids[:0], similarLimit(atMost), sc), nil
+	if hit {
+		return memoed, nil
+	}
+	return mergeMemoed(memo, g, cands, viewed, limit, 0, 0, sc), nil
+}
+
+// mergeMemoed is mergeSimilar into sc.ids for limit, storing the best
+// MemoIDs in memo (when not nil) for the next request of the same merge.
+func mergeMemoed(memo *MergeMemo, g int64, cands []simCand, viewed []int64, limit int, epoch uint32, expires int64, sc *simScratch) []int64 {
+	if memo == nil {
+		return mergeSimilar(cands, viewed, sc.ids[:0], limit, sc)
+	}
+	want := MemoIDs
+	if limit <= 0 {
+		want = 0
+	} else if limit > want {
+		want = limit
+	}
+	merged := mergeSimilar(cands, viewed, sc.ids[:0], want, sc)
+	memo.Put(g, viewed, merged, want == 0 || len(merged) < want, epoch, expires)
+	if limit > 0 && len(merged) > limit {
+		merged = merged[:limit]
+	}
+	return merged
 }
 
 // appendSimilarList appends a ProductMastersResponse.similar_lists field
@@ -452,7 +496,10 @@ func mergeSimilar(cands []simCand, viewed []int64, dst []int64, limit int, sc *s
 		}
 	}
 	better := func(a, b simCand) bool { return a.score > b.score || a.score == b.score && a.id < b.id }
-	if limit <= 0 || limit >= len(kept) {
+	if limit <= 0 || 2*limit >= len(kept) { // a sort beats insertion into a long prefix
+		if limit <= 0 || limit > len(kept) {
+			limit = len(kept)
+		}
 		slices.SortFunc(kept, func(a, b simCand) int {
 			if better(a, b) {
 				return -1
@@ -462,7 +509,7 @@ func mergeSimilar(cands []simCand, viewed []int64, dst []int64, limit int, sc *s
 			}
 			return 0
 		})
-		for _, c := range kept {
+		for _, c := range kept[:limit] {
 			dst = append(dst, c.id)
 		}
 		return dst

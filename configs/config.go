@@ -195,6 +195,15 @@ type Shading struct {
 	// RefreshInterval is how often the estimates are rebuilt from the
 	// observations.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// FleetInterval is how often a bidder flushes its settled counts to
+	// the spend store and reads the fleet's counts of its segments; 0: not
+	// shared (each bidder learns alone, a restart starts empty).
+	FleetInterval time.Duration `yaml:"fleet_interval"`
+	// FleetSlot is the width of the store's time slots (whole seconds).
+	FleetSlot time.Duration `yaml:"fleet_slot"`
+	// FleetHorizon is how far back the fleet's counts are read and how
+	// long the store keeps a slot; at least two slots.
+	FleetHorizon time.Duration `yaml:"fleet_horizon"`
 }
 
 // Validate reports the problems of the shading section.
@@ -208,6 +217,15 @@ func (s Shading) Validate(p *Problems) {
 		p.Addf("explore", "must be between 0 and 0.5, got %v", s.Explore)
 	}
 	p.Positive("refresh_interval", s.RefreshInterval)
+	if s.FleetInterval < 0 {
+		p.Addf("fleet_interval", "must be >= 0 (0: not shared), got %s", s.FleetInterval)
+	}
+	if s.FleetSlot < time.Second || s.FleetSlot%time.Second != 0 {
+		p.Addf("fleet_slot", "must be whole seconds, at least 1s, got %s", s.FleetSlot)
+	}
+	if s.FleetHorizon < 2*s.FleetSlot {
+		p.Addf("fleet_horizon", "must be at least two fleet_slot (%s), got %s", 2*s.FleetSlot, s.FleetHorizon)
+	}
 }
 
 // Campaign sources (Campaigns.Source).

@@ -8,7 +8,8 @@ import (
 
 func TestShadingDefaults(t *testing.T) {
 	c := mustDefault(t)
-	want := Shading{HalfLife: 30 * time.Minute, MaxSegments: 4096, MinObservations: 100, Explore: 0.05, RefreshInterval: time.Second}
+	want := Shading{HalfLife: 30 * time.Minute, MaxSegments: 4096, MinObservations: 100, Explore: 0.05, RefreshInterval: time.Second,
+		FleetInterval: 5 * time.Second, FleetSlot: 5 * time.Minute, FleetHorizon: 2 * time.Hour}
 	if c.Shading != want {
 		t.Errorf("shading defaults %+v, want %+v", c.Shading, want)
 	}
@@ -24,6 +25,10 @@ func TestShadingValidate(t *testing.T) {
 		{"shading.explore", "0.6", "shading.explore: must be between 0 and 0.5"},
 		{"shading.explore", "0", ""},
 		{"shading.refresh_interval", "0s", "shading.refresh_interval: must be > 0"},
+		{"shading.fleet_interval", "-1s", "shading.fleet_interval: must be >= 0"},
+		{"shading.fleet_interval", "0s", ""},
+		{"shading.fleet_slot", "1500ms", "shading.fleet_slot: must be whole seconds"},
+		{"shading.fleet_horizon", "9m", "shading.fleet_horizon: must be at least two fleet_slot"},
 	} {
 		c := mustDefault(t)
 		if err := c.Set(tc.key, tc.value); err != nil {

@@ -15,7 +15,11 @@ func shadingFromConfig(c configs.Shading) *shading.Options {
 	if explore == 0 {
 		explore = -1 // off (the zero value of shading.Options is its default)
 	}
-	return &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
+	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
+	if c.FleetInterval > 0 {
+		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon}
+	}
+	return o
 }
 
 // rateLimitsFromConfig maps bidder.rate_limits (validated: every trusted

@@ -30,6 +30,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/fraud"
 	"github.com/rtbd/rtbd/bidder/internal/aero"
+	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/aerostore"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
@@ -171,6 +172,7 @@ type Server struct {
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
 	spendDB     *pebblestore.Store // the embedded spend store, nil otherwise
+	shadeStore  shading.Store      // the spend store's bid shading counts, nil when it has none
 	spendW      *spend.Writer
 	lease       *spend.Lease     // the instance lease in a shared spend store, nil otherwise
 	journal     *journal.Journal // accepted notices until the store has them
@@ -188,6 +190,7 @@ type Server struct {
 
 	// The startup spend gate (spendgate.go).
 	gateStart time.Time
+	gateErr   error       // the startup read's error: the spend store did not answer
 	gateDone  atomic.Bool // the startup read finished or timed out
 	gateStop  chan struct{}
 	gateWG    sync.WaitGroup
@@ -319,7 +322,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	if s.Bidder, err = bidder.New(opts); err != nil {
 		return nil, err
 	}
-	s.startShading(cfg.Shading.RefreshInterval)
+	s.startShading(cfg.Shading)
 	if s.fx != nil {
 		s.fx.Start(s.Bidder)
 	}
@@ -424,6 +427,9 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 			return dataDirError(cfg.Bidder.DataDir, " (spend)", err)
 		}
 		s.spendDB, store = db, db
+	}
+	if st, ok := store.(shading.Store); ok {
+		s.shadeStore = st
 	}
 	instance, err := instanceID(cfg, log)
 	if err != nil {

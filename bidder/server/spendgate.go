@@ -37,6 +37,7 @@ func (s *Server) startSpendGate() {
 	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, s.spendW.Options().FlushTimeout))
 	n, err := s.budgets.ReadTotals(ctx)
 	cancel()
+	s.gateErr = err
 	if n == 0 {
 		s.gateDone.Store(true)
 		return

@@ -4,6 +4,7 @@ package shading
 
 import (
 	"testing"
+	"time"
 
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
@@ -33,6 +34,17 @@ func TestAllocations(t *testing.T) {
 	}
 	if d.How != HowShaded && d.How != HowExplored {
 		t.Errorf("not shaded: %+v", d)
+	}
+	// Sharing with a fleet (Options.Fleet) adds the settled counts to the
+	// segment's pending ones: still no allocation.
+	f := New(Options{Explore: 0.5, Fleet: &FleetOptions{}})
+	now = learn(f, id, 2000, 4_000_000, 0, func() int64 { return int64(rng.IntN(4_000_000)) }, true, true, t0)
+	if n := testing.AllocsPerRun(1000, func() {
+		d = f.Price(id, FirstPrice, true, 4_000_000, 500_000)
+		f.Bid(id, d.Price, now)
+		f.Observe(id, d.Price, now.Add(-time.Hour), false, 4_500_000, true, now) // settled at once
+	}); n != 0 {
+		t.Errorf("with a fleet: Price, Bid and Observe: %v allocs, want 0", n)
 	}
 }
 

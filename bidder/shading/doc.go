@@ -28,6 +28,21 @@
 // Settled counts decay with Options.HalfLife, so a moved landscape is
 // learned again.
 //
+// # A fleet
+//
+// With Options.Fleet, every count that settles is also kept as pending,
+// and Sync (a background loop, every few seconds) adds the pending counts
+// to a Store (the spend store) in the time slot of now (FleetOptions.Slot
+// wide), then reads the fleet's counts of every segment held over
+// FleetOptions.Horizon and sets the segment's settled counts to the
+// fleet's, each slot weighted by exp(-age/tau) of its middle (decay on
+// read), plus the pending counts: the fleet's own counts included once.
+// A slot is read whole once final (a slot has ended after it) and kept
+// as a decayed sum, so a Sync reads about three keys per segment. Load,
+// at start, reads the segments of the slots' indexes coarsest level
+// first and publishes each level's estimates at once. The store's keys
+// expire a horizon after their slot.
+//
 // # The estimate
 //
 // With enough m, P(win | p) is their empirical distribution function

@@ -99,6 +99,10 @@ type Options struct {
 	// Rand returns a uniform float in [0, 1); safe for concurrent use if
 	// Choose is called concurrently. Default math/rand/v2's Float64.
 	Rand func() float64
+	// Fleet: the Shader shares its counts with a fleet through a Store
+	// (Sync, Load): every settled count is also kept for the next Sync,
+	// and the estimate rests on the fleet's counts. See FleetOptions.
+	Fleet *FleetOptions
 }
 
 func (o *Options) defaults() {
@@ -126,6 +130,11 @@ func (o *Options) defaults() {
 	if o.Rand == nil {
 		o.Rand = rand.Float64
 	}
+	if o.Fleet != nil {
+		f := *o.Fleet
+		f.defaults(o.HalfLife)
+		o.Fleet = &f
+	}
 }
 
 // numShards splits the segment table's lock.
@@ -139,6 +148,8 @@ type Shader struct {
 	tau    float64 // decay time constant, ns
 	perCap int
 	shards [numShards]shard
+	// fleetMu serialises Sync and Load.
+	fleetMu sync.Mutex
 }
 
 type shard struct {
@@ -185,6 +196,8 @@ type segment struct {
 	bids, wins, losses, mins [NumBuckets]float64
 	lastDecay                int64
 	dirty                    bool
+	// fl is the segment's share of the fleet's counts (Options.Fleet), nil without.
+	fl *fleetState
 }
 
 // curve is a segment's estimate: P(win | price) at each bucket edge,
@@ -237,6 +250,12 @@ func (s *Shader) lookup(id SegmentID) *segment {
 // segment returns id's segment, creating it (and evicting the least
 // recently seen of its shard when full); allocates only then.
 func (s *Shader) segment(id SegmentID, now int64) *segment {
+	return s.segmentEvict(id, now, true)
+}
+
+// segmentEvict is segment; without evict it returns nil instead of
+// evicting a segment when id's shard is full.
+func (s *Shader) segmentEvict(id SegmentID, now int64, evict bool) *segment {
 	if g := s.lookup(id); g != nil {
 		return g
 	}
@@ -245,6 +264,9 @@ func (s *Shader) segment(id SegmentID, now int64) *segment {
 	defer sh.mu.Unlock()
 	if g := sh.segs[id]; g != nil {
 		return g
+	}
+	if len(sh.segs) >= s.perCap && !evict {
+		return nil
 	}
 	if len(sh.segs) >= s.perCap {
 		var old *segment
@@ -257,6 +279,9 @@ func (s *Shader) segment(id SegmentID, now int64) *segment {
 	}
 	x := s.exchange(id)
 	g := &segment{id: id, lossNotices: x.LossNotices, wait: int64(x.NoticeWait), lastDecay: now}
+	if s.opts.Fleet != nil {
+		g.fl = &fleetState{}
+	}
 	g.slotNum = [numSlots]int64{-1, -1, -1}
 	g.lastSeen.Store(now)
 	sh.segs[id] = g
@@ -362,6 +387,7 @@ func (s *Shader) Bid(fine SegmentID, priceMicros int64, now time.Time) {
 			c.bids[b]++
 		} else {
 			g.bids[b]++
+			g.fl.add(kindBids, b, 1)
 		}
 		g.dirty = true
 		g.mu.Unlock()
@@ -389,13 +415,17 @@ func (s *Shader) Observe(fine SegmentID, priceMicros int64, issued time.Time, wo
 			c.wins[b]++
 		case won:
 			g.wins[b]++
+			g.fl.add(kindWins, b, 1)
 		case c != nil:
 			c.losses[b]++
 		default:
 			g.losses[b]++
+			g.fl.add(kindLosses, b, 1)
 		}
 		if mOK {
-			g.mins[Bucket(m)]++
+			mb := Bucket(m)
+			g.mins[mb]++
+			g.fl.add(kindMins, mb, 1)
 		}
 		g.dirty = true
 		g.mu.Unlock()
@@ -432,6 +462,13 @@ func (g *segment) settle(i int) {
 		g.bids[b] += float64(c.bids[b])
 		g.wins[b] += float64(c.wins[b])
 		g.losses[b] += float64(c.losses[b])
+	}
+	if f := g.fl; f != nil {
+		for b := range NumBuckets {
+			f.pending[kindBids][b] += c.bids[b]
+			f.pending[kindWins][b] += c.wins[b]
+			f.pending[kindLosses][b] += c.losses[b]
+		}
 	}
 	*c = counts{}
 	g.slotNum[i] = -1

@@ -29,8 +29,11 @@
 //
 // The stores that keep profiles are packages of their own: pebblestore
 // (embedded, the default), redisstore and aerostore (shared by a fleet).
-// They share this package's checks (CheckPut, ConflictBackoff, ErrClosed)
-// and pass one suite, package usertest.
+// They share this package's checks (CheckPut, CheckRecommended,
+// ConflictBackoff, ErrClosed) and its rules for a view (Profile.RecordView)
+// and an outside recommender's lists (Profile.SetRecommended, written by
+// `rtbd users recommend`, package recommended), and pass one suite,
+// package usertest.
 //
 // # Events
 //

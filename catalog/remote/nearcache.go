@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
@@ -31,7 +32,8 @@ import (
 // answers: an entry in use is replaced before it expires, so max age costs
 // no request a miss, and entries no request asks for still expire.
 type nearCache struct {
-	lists  *listCache // similar lists of viewed products (similar.go)
+	lists  *listCache         // similar lists of viewed products (similar.go)
+	memo   *catalog.MergeMemo // merged similar_to_viewed answers from lists (similar.go)
 	shards []ncShard
 	mask   uint64
 	grace  int64 // ns
@@ -193,6 +195,7 @@ func newNearCache(maxBytes int64, grace, maxAge time.Duration, m *metrics) *near
 	}
 	c.ver.Store(&verState{epoch: 1})
 	c.lists = newListCache(maxBytes)
+	c.memo = catalog.NewMergeMemo(int(min(max(maxBytes/16/memoEntryBytes, 1024), 1<<18)))
 	return c
 }
 

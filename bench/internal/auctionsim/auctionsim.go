@@ -1,6 +1,8 @@
 package auctionsim
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -41,6 +43,16 @@ type Config struct {
 	Seed   uint64
 	// Shading tunes the Shader (Rand and Exchanges are set by Run).
 	Shading shading.Options
+	// Bidders, when more than one, share Store (shading.Options.Fleet:
+	// FleetSlot wide slots): each auction's bid is made by a random bidder
+	// and its notice lands on a random one; each bidder Syncs every
+	// SyncEvery. RestartAt, when > 0, replaces bidder 1 at that auction by
+	// a new one that Loads the fleet's counts before its first bid.
+	Bidders   int
+	Store     shading.Store
+	SyncEvery time.Duration
+	FleetSlot time.Duration
+	RestartAt int
 }
 
 // Defaults: the landscape of the acceptance (value 4.00 CPM, four
@@ -111,6 +123,24 @@ type Result struct {
 	// measured ratio (-1: never).
 	AfterRatio []float64
 	Recovery   int
+	// Restart is what the restarted bidder did in its first second
+	// (Config.RestartAt).
+	Restart Restart
+	// Err is the first error of the fleet's store (Sync, Load), if any.
+	Err error
+	// Notices are the notices told to the bidders (wins, and losses when
+	// the exchange sends them); Syncs, Flushed and Fields what the fleet's
+	// Syncs wrote: entries (segment x slot) and their non-zero counts.
+	Notices, Syncs, Flushed, Fields int
+}
+
+// Restart is the first second of a restarted bidder: its bids by how
+// they were priced, and its mean price over the value.
+type Restart struct {
+	Loaded    int // segments Load read
+	Bids      int
+	ByHow     [shading.NumHow]int
+	MeanShade float64
 }
 
 // Ratio is the measured surplus over the oracle's.
@@ -151,7 +181,25 @@ func Run(cfg Config) *Result {
 	opts := cfg.Shading
 	opts.Rand = shadeRand.Float64
 	opts.Exchanges = []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: cfg.NoticeWait}}
-	sh := shading.New(opts)
+	fleet := cfg.Bidders > 1 && cfg.Store != nil
+	if fleet {
+		opts.Fleet = &shading.FleetOptions{Slot: cfg.FleetSlot}
+	}
+	nb := max(cfg.Bidders, 1)
+	shaders := make([]*shading.Shader, nb)
+	for k := range shaders {
+		shaders[k] = shading.New(opts)
+	}
+	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
+	pick := func() int {
+		if nb == 1 {
+			return 0
+		}
+		return lb.IntN(nb)
+	}
+	ctx := context.Background()
+	var errs []error
+	lastSync := make([]time.Time, nb)
 
 	res := &Result{Config: cfg, Recovery: -1}
 	var total float64
@@ -173,13 +221,44 @@ func Run(cfg Config) *Result {
 	if cfg.Shift != 0 {
 		n += cfg.After
 	}
+	for k := range lastSync {
+		lastSync[k] = now.Add(time.Duration(k) * cfg.SyncEvery / time.Duration(nb)) // staggered
+	}
 	var win Stats
 	var winOracle float64
+	var restarted time.Time
+	var shadeSum float64
 	for a := range n {
 		now = now.Add(cfg.Step)
 		if now.Sub(lastRefresh) >= time.Second {
-			sh.Refresh(now)
+			for _, sh := range shaders {
+				sh.Refresh(now)
+			}
 			lastRefresh = now
+		}
+		if fleet {
+			for k, sh := range shaders {
+				if now.Sub(lastSync[k]) >= cfg.SyncEvery {
+					st, err := sh.Sync(ctx, cfg.Store, now)
+					if err != nil {
+						errs = append(errs, err)
+					}
+					res.Syncs++
+					res.Flushed += st.Flushed
+					res.Fields += st.Fields
+					sh.Refresh(now)
+					lastSync[k] = now
+				}
+			}
+			if cfg.RestartAt > 0 && a == cfg.RestartAt {
+				shaders[1] = shading.New(opts)
+				st, err := shaders[1].Load(ctx, cfg.Store, now)
+				if err != nil {
+					errs = append(errs, err)
+				}
+				res.Restart.Loaded = st.Segments
+				restarted, lastSync[1] = now, now
+			}
 		}
 		// The segment.
 		x := rng.Float64() * total
@@ -199,13 +278,21 @@ func Run(cfg Config) *Result {
 		if cfg.Value < s.Floor {
 			continue
 		}
+		bi := pick()
+		sh := shaders[bi]
 		dec := sh.Price(ids[i], shading.FirstPrice, true, value, micros(s.Floor))
 		price := float64(dec.Price) / 1e6
 		sh.Bid(ids[i], dec.Price, now)
+		if bi == 1 && !restarted.IsZero() && now.Sub(restarted) < time.Second {
+			res.Restart.Bids++
+			res.Restart.ByHow[dec.How]++
+			shadeSum += price / cfg.Value
+		}
 		won := price >= tie
 		m := micros(tie)
 		if won || cfg.LossNotices {
-			sh.Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
+			res.Notices++
+			shaders[pick()].Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
 		}
 		switch {
 		case a >= cfg.Learn && !after:
@@ -229,6 +316,10 @@ func Run(cfg Config) *Result {
 		res.Oracle = sum(res.Oracle, r.Oracle)
 		res.Value = sum(res.Value, r.Value)
 	}
+	if res.Restart.Bids > 0 {
+		res.Restart.MeanShade = shadeSum / float64(res.Restart.Bids)
+	}
+	res.Err = errors.Join(errs...)
 	for k, rr := range res.AfterRatio {
 		if rr >= res.Ratio()-0.05 {
 			res.Recovery = (k + 1) * cfg.Window
@@ -247,8 +338,12 @@ func micros(cpm float64) int64 { return int64(math.Round(cpm * 1e6)) }
 // Print writes r as a table.
 func (r *Result) Print(w io.Writer) {
 	c := r.Config
-	fmt.Fprintf(w, "first-price exchange: value %.2f CPM, %d auctions to learn, %d measured, m: %v, loss notices: %v\n",
+	fmt.Fprintf(w, "first-price exchange: value %.2f CPM, %d auctions to learn, %d measured, m: %v, loss notices: %v",
 		c.Value, c.Learn, c.Measure, c.MinToWin, c.LossNotices)
+	if c.Bidders > 1 {
+		fmt.Fprintf(w, ", %d bidders sharing one store (sync every %s)", c.Bidders, c.SyncEvery)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "%-12s %8s %8s %8s %10s %10s %10s %8s %8s\n", "segment", "oracle", "cost/win", "value", "surplus/a", "oracle/a", "ratio", "wins", "wins@v")
 	line := func(name, op string, sh, or, v Stats) {
 		fmt.Fprintf(w, "%-12s %8s %8.3f %8.3f %10.4f %10.4f %10.3f %8d %8d\n", name, op, sh.CostPerWin(), c.Value,
@@ -266,5 +361,19 @@ func (r *Result) Print(w io.Writer) {
 			fmt.Fprintf(w, " %.3f", x)
 		}
 		fmt.Fprintf(w, "\nrecovered within 0.05 of %.3f after %d auctions\n", r.Ratio(), r.Recovery)
+	}
+	if c.RestartAt > 0 {
+		rs := r.Restart
+		fmt.Fprintf(w, "bidder 1 restarted at auction %d, loaded %d segments; its first second: %d bids:", c.RestartAt, rs.Loaded, rs.Bids)
+		for h, k := range rs.ByHow {
+			if k > 0 {
+				fmt.Fprintf(w, " %s %d", shading.How(h), k)
+			}
+		}
+		fmt.Fprintf(w, "; mean price %.3f of the value\n", rs.MeanShade)
+	}
+	if c.Bidders > 1 && c.Store != nil {
+		fmt.Fprintf(w, "store writes: %d syncs flushed %d segment-slot entries, %d count increments, for %d notices (%.2f per notice)\n",
+			r.Syncs, r.Flushed, r.Fields, r.Notices, float64(r.Fields)/float64(max(r.Notices, 1)))
 	}
 }

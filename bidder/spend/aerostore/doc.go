@@ -15,6 +15,9 @@
 //	set "notice", key CAMPAIGN|NOTICEKEY    bins o (origin), sd, st, sf (stamps); TTL until the
 //	                                         Notice's Expires
 //
+// Bid shading's counts (shading.Store) are records of the spend set too:
+// see shading.go.
+//
 // NOTICEKEY is spend.NoticeKey (nonce and kind). The origin is the
 // Delta.Origin, the sealing Writer's spend.Options.InstanceID; its guard
 // bin in a counter record is "g" and 12 hex digits of SHA-256(origin) (13

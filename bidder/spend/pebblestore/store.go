@@ -15,6 +15,9 @@
 //	"x|" + delta id                 -> expires (8 bytes BE unix s): applied ids
 //	                                   of deltas without notices
 //
+// Bid shading's counts (shading.Store) have keys "h|" and "hx|": see
+// shading.go.
+//
 // Frequency keys start with their expiry so that expired counts are dropped
 // by one DeleteRange; notice keys and applied ids are dropped by a scan. Both
 // happen inside a Flush at most once per Options.SweepInterval.

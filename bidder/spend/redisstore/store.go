@@ -17,6 +17,9 @@
 //	                        spend.instance_id ID (spend.LeaseStore);
 //	                        expires after the lease's TTL
 //
+// Bid shading's counts (shading.Store) have keys {P}shade:...: see
+// shading.go.
+//
 // C is the campaign id inside braces, a Redis Cluster hash tag: every key of
 // one campaign lives in one slot, so each delta's script is valid on a
 // cluster too.

@@ -226,7 +226,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool,
 
 // Put replaces uid's profile after p.Validate with the store's limits.
 func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error {
-	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: 100}); err != nil {
+	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: maxRecommended}); err != nil {
 		return err
 	}
 	t, err := s.timeout(ctx)
@@ -268,6 +268,19 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 	if group <= 0 || pid <= 0 {
 		return fmt.Errorf("%w: group %d, product %d", user.ErrInvalidProfile, group, pid)
 	}
+	return s.update(ctx, uid, "record view", func(p *user.Profile, _ bool) bool {
+		p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		return true
+	})
+}
+
+// update is the read-modify-write of uid's profile checked by generation:
+// apply changes the profile read (empty, found false, when there is none)
+// and says whether to write it; the write expects the generation read
+// (create-only when there was no record), and a conflict reads and
+// applies again after a random backoff (at most maxAttempts times, then
+// ErrConflict). what names the operation in errors.
+func (s *UserStore) update(ctx context.Context, uid, what string, apply func(p *user.Profile, found bool) bool) error {
 	k, err := s.key(uid)
 	if err != nil {
 		return err
@@ -286,11 +299,12 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 		rec, aerr := s.c.Get(pol, k, "p")
 		wp := s.writePolicy(t)
 		p.Reset()
+		found := false
 		switch {
 		case aerr != nil && aerr.Matches(types.KEY_NOT_FOUND_ERROR):
 			wp.RecordExistsAction = as.CREATE_ONLY
 		case aerr != nil:
-			return fmt.Errorf("aerostore: record view: %w", aerr)
+			return fmt.Errorf("aerostore: %s: %w", what, aerr)
 		default:
 			b, ok := rec.Bins["p"].([]byte)
 			if !ok {
@@ -301,8 +315,11 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 			}
 			wp.GenerationPolicy = as.EXPECT_GEN_EQUAL
 			wp.Generation = rec.Generation
+			found = true
 		}
-		p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		if !apply(&p, found) {
+			return nil
+		}
 		aerr = s.c.PutBins(wp, k, as.NewBin("p", user.AppendProfile(nil, &p)))
 		if aerr == nil {
 			return nil
@@ -310,7 +327,7 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 		if aerr.Matches(types.GENERATION_ERROR, types.KEY_EXISTS_ERROR) {
 			continue // someone else wrote first: read again
 		}
-		return fmt.Errorf("aerostore: record view: %w", aero.WriteErr(s.opts.Namespace, s.opts.UserSet, aerr))
+		return fmt.Errorf("aerostore: %s: %w", what, aero.WriteErr(s.opts.Namespace, s.opts.UserSet, aerr))
 	}
 	return ErrConflict
 }

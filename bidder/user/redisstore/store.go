@@ -190,10 +190,24 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	if group <= 0 || pid <= 0 {
 		return fmt.Errorf("%w: view of product %d in group %d: ids must be > 0", user.ErrInvalidProfile, pid, group)
 	}
+	return s.update(ctx, uid, "record view", func(p *user.Profile, _ bool) bool {
+		p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		return true
+	})
+}
+
+// update is the read-modify-write of uid's profile under
+// WATCH/MULTI/EXEC: apply changes the profile read (empty, found false,
+// when there is none) and says whether to write it; a concurrent write of
+// the key aborts the EXEC, and the profile is read and applied again (at
+// most maxAttempts times, then ErrConflict). what names the operation in
+// errors.
+func (s *Store) update(ctx context.Context, uid, what string, apply func(p *user.Profile, found bool) bool) error {
 	key := s.key(uid)
 	var p user.Profile
-	apply := func(tx *redis.Tx) error {
+	tx := func(tx *redis.Tx) error {
 		p.Reset()
+		found := false
 		b, err := tx.Get(ctx, key).Bytes()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -203,8 +217,11 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 			if err := user.DecodeProfile(b, &p); err != nil {
 				return fmt.Errorf("user %q: %w", uid, err)
 			}
+			found = true
 		}
-		p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
+		if !apply(&p, found) {
+			return nil
+		}
 		val := user.AppendProfile(nil, &p)
 		_, err = tx.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
 			pipe.Set(ctx, key, val, s.opts.TTL)
@@ -216,12 +233,12 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 		if err := user.ConflictBackoff(ctx, attempt); err != nil {
 			return err
 		}
-		err := s.c.Watch(ctx, apply, key)
+		err := s.c.Watch(ctx, tx, key)
 		if errors.Is(err, redis.TxFailedErr) {
 			continue // someone else wrote first: read again
 		}
 		if err != nil {
-			return fmt.Errorf("redisstore: record view: %w", err)
+			return fmt.Errorf("redisstore: %s: %w", what, err)
 		}
 		return nil
 	}

@@ -203,6 +203,8 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		}
 	})
 
+	runRecommended(t, open)
+
 	t.Run("ConcurrentWriters", func(t *testing.T) {
 		const writers, each = 8, 6
 		s := open(t, Limits{MaxGroups: 20, MaxViewed: writers * each, TTL: time.Hour})
