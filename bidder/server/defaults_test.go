@@ -146,6 +146,8 @@ func defaultRows() []defaultRow {
 		{"shading.max_segments", func(h *handed) any { return h.shading.MaxSegments }, func() any { return shading.DefaultMaxSegments }},
 		{"shading.min_observations", func(h *handed) any { return h.shading.MinObservations }, func() any { return shading.DefaultMinObservations }},
 		{"shading.explore", func(h *handed) any { return max(h.shading.Explore, 0) }, func() any { return shading.DefaultExplore }},
+		{"shading.fleet_slot", func(h *handed) any { return fleetOf(h).Slot }, func() any { return shading.DefaultFleetSlot }},
+		{"shading.fleet_horizon", func(h *handed) any { return fleetOf(h).Horizon }, func() any { return shading.DefaultFleetHalfLives * shading.DefaultHalfLife }},
 		// spend
 		{"spend.flush_interval", func(h *handed) any { return h.spend.FlushInterval }, func() any { return spend.DefaultFlushInterval }},
 		{"spend.flushers", func(h *handed) any { return h.spend.Flushers }, func() any { return spend.DefaultFlushers }},
@@ -209,6 +211,7 @@ var startReads = []string{
 	"bidder.write_timeout", "bidder.idle_timeout", "bidder.shutdown_timeout", "bidder.shutdown_delay",
 	"spend.store", "spend.startup_read_timeout", "spend.journal_dir", "spend.instance_id", "spend.instance_lease",
 	"user.store", "redis.addr", "aerospike.*", "supply.*", "notice.price_keys.*", "shading.refresh_interval",
+	"shading.fleet_interval",
 	"campaigns.source", "campaigns.file", "campaigns.postgres.dsn",
 	"records.files", "records.dir", "records.charge_max_pending", "records.kafka.brokers",
 }
@@ -319,4 +322,13 @@ func joined[T any](xs []T) string {
 		s = append(s, fmt.Sprint(x))
 	}
 	return strings.Join(s, ",")
+}
+
+// fleetOf is the shading fleet's options Start hands over (none when
+// shading.fleet_interval turns the sharing off).
+func fleetOf(h *handed) shading.FleetOptions {
+	if h.shading.Fleet == nil {
+		return shading.FleetOptions{}
+	}
+	return *h.shading.Fleet
 }
