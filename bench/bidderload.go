@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -208,83 +207,38 @@ func classifyWin(status int, outcome []byte) Outcome {
 	return ClassifyHTTPStatus(status, nil)
 }
 
-// killAndRestart kills n (SIGKILL) at warmup+at after now, waits 2 s and
-// restarts it on the same ports; it returns notes and timeline events with
-// the times since the start of the measured phase.
-func killAndRestart(ctx context.Context, n *server, warmup, at time.Duration, logf func(string, ...any)) ([]string, []Event) {
-	start := time.Now().Add(warmup)
-	select {
-	case <-time.After(time.Until(start.Add(at))):
-	case <-ctx.Done():
-		return nil, nil
-	}
-	oldPID := n.PID()
-	n.Kill()
-	killed := time.Since(start)
-	logf("  killed %s (pid %d) at t=%.1f s", n.name, oldPID, killed.Seconds())
-	events := []Event{{AtSec: killed.Seconds(), What: n.name + " killed"}}
-	select {
-	case <-time.After(2 * time.Second):
-	case <-ctx.Done():
-	}
-	err := n.start(context.WithoutCancel(ctx), true)
-	up := time.Since(start)
-	if err != nil {
-		logf("  restarting %s failed: %v", n.name, err)
-		return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s; restart FAILED: %v", n.name, oldPID, killed.Seconds(), err)},
-			append(events, Event{AtSec: up.Seconds(), What: n.name + " restart failed"})
-	}
-	logf("  restarted %s (pid %d), ready at t=%.1f s", n.name, n.PID(), up.Seconds())
-	return []string{fmt.Sprintf("%s (pid %d) killed (SIGKILL) at t=%.1f s, restarted on the same port (pid %d) and ready at t=%.1f s; marked on the timeline (its CPU figure covers the old pid only)",
-		n.name, oldPID, killed.Seconds(), n.PID(), up.Seconds())}, append(events, Event{AtSec: up.Seconds(), What: n.name + " ready"})
-}
-
 // runOverload finds each topology's highest bid rate holding the
-// objective at the middle weight with the users of popularity pop, the
-// topologies' searches interleaved step by step (FindMaxRates: a host
-// whose speed drifts moves them alike), then offers each twice its rate,
-// one topology after the other. The near cache's hits and misses over
-// the searches go into near under each search's best row (when the bidder
-// has a near cache; interleaving does not mix them, as each topology has
-// its own bidder).
+// objective at the middle weight with the users of popularity pop, then
+// offers it twice that rate. The near cache's hits and misses over the
+// search go into near under the search's best row (when the bidder has a
+// near cache).
 func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
 	wl := bidWorkload{users: o.Users, weight: w}
 	if u, ok := popUsers(pop); ok {
 		wl.userPrefix = u.prefix
 	}
-	names := make([]string, len(ts))
-	targets := make([]Target, len(ts))
-	watches := make([]Watch, len(ts)) // each step watches its own topology's processes
-	near0 := make([]NearStats, len(ts))
-	for i, t := range ts {
-		names[i] = fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
-		targets[i] = bidTarget(names[i], t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-		watches[i] = t.watch
+	for _, t := range ts {
+		name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
+		var near0 NearStats
 		if u := t.metricsURL(); u != "" {
-			near0[i] = readNearStats(ctx, u)
+			near0 = readNearStats(ctx, u)
 		}
-	}
-	step := min(o.Load.Duration, 5*time.Second)
-	logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)%s",
-		strings.Join(names, ", "), o.Load.P99, o.Load.Tmax, map[bool]string{true: "; the searches' steps interleaved", false: ""}[len(ts) > 1])
-	ss, err := FindMaxRates(ctx, targets, FindMaxRateOptions{
-		Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
-		StepDuration: step, StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
-		MaxSteps: 30,
-		Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed},
-		Watches:  watches,
-		Logf:     logf,
-	})
-	if err != nil && !errors.Is(err, ErrNoPassingRate) {
-		return fmt.Errorf("bench: overload %s: %w", strings.Join(names, ", "), err)
-	}
-	for i, t := range ts {
-		s := ss[i]
+		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
+			name, o.Load.P99, o.Load.Tmax)
+		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
+			Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
+			StepDuration: min(o.Load.Duration, 5*time.Second), StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
+			MaxSteps: 30,
+			Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
+			Logf:     logf,
+		})
+		if err != nil && !errors.Is(err, ErrNoPassingRate) {
+			return fmt.Errorf("bench: overload %s: %w", name, err)
+		}
 		rep.Searches = append(rep.Searches, s)
-		name := names[i]
 		if u := t.metricsURL(); u != "" {
-			if ns := readNearStats(ctx, u).Sub(near0[i]); ns.Found {
+			if ns := readNearStats(ctx, u).Sub(near0); ns.Found {
 				near[name+" max"] = ns
 			}
 		}
@@ -309,8 +263,8 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
 		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
-		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v%s",
-			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within, lateServer(r)),
+		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v",
+			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within),
 			fmt.Sprintf("overload: successful bids %s/s = %.0f%% of the highest sustainable rate (acceptance: >= 80%%); no-bids %d (shed or past deadline, nbr 507/508)",
 				fmtRate(bidRate), 100*bidRate/max(s.MaxRate, 1e-9), r.NoBids))
 		rep.Results = append(rep.Results, r)
@@ -322,18 +276,4 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 	}
 	return nil
-}
-
-// lateServer says how many answers the bidder itself took longer than
-// tmax over, from arrival (its rtbd_bidder_request_seconds), beside the
-// harness's count and the generator's send lag ("" when not watched).
-func lateServer(r *Result) string {
-	for _, h := range r.ServerSide {
-		if h.Metric != "rtbd_bidder_request_seconds" || h.Error != "" || h.OverTmax < 0 {
-			continue
-		}
-		return fmt.Sprintf("; the bidder's own histogram: %d of its %d answers took over %s from arrival (the rest of the harness's late count is the way there and back: generator send lag p99 %s ms, max %s ms)",
-			h.OverTmax, h.Count, time.Duration(h.TmaxBoundSec*1e9), fmtMs(usToMs(r.SendLag.P99Us)), fmtMs(usToMs(r.SendLag.MaxUs)))
-	}
-	return ""
 }

@@ -14,7 +14,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -66,23 +65,10 @@ type BidderOptions struct {
 	// BidderArgs and NodeArgs are extra flags of the started bidders and
 	// nodes (e.g. "-set", "bidder.max_in_flight=256").
 	BidderArgs, NodeArgs []string
-	// BidderProcs > 0 sets GOMAXPROCS of the started bidders: on a small
-	// machine shared with the harness, 1 leaves the generator a core of
-	// its own, so that an overload run offers twice the bidder's capacity
-	// without starving the generator that offers it.
-	BidderProcs int
 	// Overload, after the runs, searches each topology's highest bid rate
 	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
 	// then offers twice that rate for Load.Duration.
 	Overload bool
-	// Saturate > 0, after the runs, runs each topology closed loop with
-	// that many connections, bids alone at the middle weight, taking
-	// turns (runSaturated): the throughput when the bidder is the
-	// bottleneck, and the CPU per bid there.
-	Saturate int
-	// KillNodeAt > 0 kills catalog node 1 (SIGKILL) that long into every
-	// remote run's measured phase and restarts it 2 s later.
-	KillNodeAt time.Duration
 	// Popularities are the users the bid requests name, one set of runs
 	// each: PopularityDemo (the demo's users demo-user-1..Users, products
 	// uniform within their groups), PopularityZipf or PopularityUniform
@@ -127,12 +113,6 @@ func (o BidderOptions) Validate() error {
 	if o.Nodes < 1 || o.Nodes > 64 {
 		p.addf("nodes: must be 1..64, got %d", o.Nodes)
 	}
-	if o.BidderProcs < 0 || o.BidderProcs > 1024 {
-		p.addf("bidder-procs: must be 0 (all CPUs) to 1024, got %d", o.BidderProcs)
-	}
-	if o.BidderProcs > 0 && o.HTTPURL != "" {
-		p.addf("bidder-procs: applies to bidders the harness starts, not to -http")
-	}
 	for _, w := range o.Weights {
 		if w != 3 && w != 15 && w != 30 {
 			p.addf("weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
@@ -163,12 +143,6 @@ func (o BidderOptions) Validate() error {
 	if o.Load.FindMax {
 		p.addf("find-max: the bidder scenario searches the highest rate with -overload (then offers twice it)")
 	}
-	if o.KillNodeAt < 0 {
-		p.addf("kill-node-at: must be >= 0")
-	}
-	if o.Saturate < 0 {
-		p.addf("saturate: must be >= 0 (connections), got %d", o.Saturate)
-	}
 	for _, pop := range o.Popularities {
 		switch pop {
 		case PopularityDemo:
@@ -179,9 +153,6 @@ func (o BidderOptions) Validate() error {
 		default:
 			p.addf("popularity: unknown %q (want demo, zipf, uniform)", pop)
 		}
-	}
-	if o.KillNodeAt > 0 && o.KillNodeAt+2*time.Second >= o.Load.Duration {
-		p.addf("kill-node-at: %v plus the 2 s outage must end before -duration %v", o.KillNodeAt, o.Load.Duration)
 	}
 	if err := o.Load.Validate(); err != nil {
 		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
@@ -215,8 +186,7 @@ func (t *topo) metricsURL() string {
 // before it returns. The report's Table compares each remote row with the
 // local row of its weight; with Overload or KillNodeAt it has the extra
 // runs and notes. With Overload, every topology stays up after its runs,
-// and the overload runs of all of them come last, interleaved
-// (runOverload).
+// and the overload runs of all of them come last (runOverload).
 func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -262,9 +232,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	meta.Config["popularity"] = strings.Join(o.Popularities, ",")
 	meta.Config["win_ratio"] = strconv.FormatFloat(o.WinRatio, 'g', -1, 64)
 	meta.Config["event_rate"] = fmtRate(max(o.EventRate, 0))
-	if o.KillNodeAt > 0 {
-		meta.Config["kill_node_at"] = o.KillNodeAt.String()
-	}
 	for _, w := range o.Weights {
 		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShape(w)))
 	}
@@ -286,12 +253,11 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		}
 		if err := warmTopology(ctx, o, t, logf); err != nil {
 			stop()
-			rep.UpdateRows()
 			return rep, err
 		}
 		for _, pop := range o.Popularities {
 			for _, w := range o.Weights {
-				rs, ns, err := runBidderMixed(ctx, o, t, w, pop, eventURI, o.KillNodeAt, logf)
+				rs, ns, err := runBidderMixed(ctx, o, t, w, pop, eventURI, logf)
 				if len(rs) > 0 {
 					near[rs[0].Target] = ns
 				}
@@ -309,17 +275,15 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 				}
 				if err != nil {
 					stop()
-					rep.UpdateRows()
 					return rep, err
 				}
 			}
 		}
-		if !o.Overload && o.Saturate == 0 {
+		if !o.Overload {
 			stop()
 			continue
 		}
-		// The saturated and overload runs come after every topology's
-		// runs, with all of them up, taking turns.
+		// The overload runs come after every topology's runs.
 		cleanups.add(stop)
 		topos = append(topos, t)
 	}
@@ -327,21 +291,10 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		if len(topos) == 0 {
 			break
 		}
-		if o.Saturate > 0 {
-			if err := runSaturated(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
-				rep.UpdateRows()
-				return rep, err
-			}
-		}
-		if !o.Overload {
-			continue
-		}
 		if err := runOverload(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
-			rep.UpdateRows()
 			return rep, err
 		}
 	}
-	rep.UpdateRows()
 	rep.Notes = append(rep.Notes, remoteLocalLines(o.Topologies, rep.Results, near)...)
 	title := "Bidder level: bid requests, " + strings.Join(o.Topologies, " vs ")
 	if len(o.Topologies) > 1 {
@@ -350,9 +303,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 	rep.Tables = append(rep.Tables, BuildTable(title, entries))
 	if len(otherEntries) > 0 {
 		title := "Bidder level: the other loads of the same runs (win notices, pixel events)"
-		if o.Saturate > 0 {
-			title += ", the saturated runs"
-		}
 		if o.Overload {
 			title += " and the overload runs"
 		}
@@ -416,7 +366,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 			return nil, stop, err
 		}
 		b := newBidder("bidder-local", exe, cfg, workDir, append(data, o.BidderArgs...))
-		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -444,7 +393,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 			return nil, stop, err
 		}
 		b := newBidder("bidder-remote", exe, cfg, workDir, append(append(data, "-catalog", target), o.BidderArgs...))
-		b.env = o.bidderEnv()
 		if err := b.start(ctx, false); err != nil {
 			return nil, stop, err
 		}
@@ -453,8 +401,6 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	}
 	t.addr = t.bidder.Addr()
 	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
-	t.watch.Histograms = append(t.watch.Histograms, WatchHistogram{Name: t.bidder.name,
-		URL: "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics", Metric: "rtbd_bidder_request_seconds"})
 	for _, n := range t.nodes {
 		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
 	}
@@ -521,8 +467,8 @@ func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(strin
 }
 
 // runBidderMixed runs bids, win notices and pixel events together against
-// one topology at one weight; killAt > 0 kills and restarts node 1.
-func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte, killAt time.Duration, logf func(string, ...any)) ([]*Result, NearStats, error) {
+// one topology at one weight.
+func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte, logf func(string, ...any)) ([]*Result, NearStats, error) {
 	base := fmt.Sprintf("%s/%d%s", t.name, weight, popSuffix(pop))
 	maxConns := max(o.Load.MaxInFlight, 64)
 	ring := &nurlRing{}
@@ -547,18 +493,6 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 		loads = append(loads, Load{Target: ev, Options: OpenLoopOptions{Rate: o.EventRate, MaxInFlight: o.Load.MaxInFlight,
 			Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 2}})
 	}
-	var killNotes []string
-	var killEvents []Event
-	var wg sync.WaitGroup
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	if killAt > 0 && len(t.nodes) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			killNotes, killEvents = killAndRestart(runCtx, t.nodes[0], o.Load.Warmup, killAt, logf)
-		}()
-	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
 		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
 	metricsURL := t.metricsURL()
@@ -566,9 +500,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	if metricsURL != "" {
 		near0 = readNearStats(ctx, metricsURL)
 	}
-	rs, err := RunMixed(runCtx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
-	cancel()
-	wg.Wait()
+	rs, err := RunMixed(ctx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
 	var near NearStats
 	if metricsURL != "" {
 		near = readNearStats(ctx, metricsURL).Sub(near0)
@@ -578,22 +510,10 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	}
 	if len(rs) > 0 {
 		r := rs[0]
-		r.Notes = append(r.Notes, killNotes...)
-		for _, x := range rs {
-			x.Events = append(x.Events, killEvents...)
-		}
-		// The bidder's histogram is of bid requests: it belongs to the
-		// bids' result, not to the win notices' and pixel events'.
-		for _, x := range rs[1:] {
-			x.ServerSide = nil
-		}
 		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
 			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
 			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
-		if len(killNotes) > 0 {
-			r.Notes = append(r.Notes, fmt.Sprintf("during the run with a node killed: %d answers past tmax (%s), %d errors (%+v)%s",
-				r.DeadlineMisses, time.Duration(r.TmaxMs*1e6), r.Errors.Total, r.Errors, lateServer(r)))
-		}
+
 		if r.Successes == 0 && r.Requests > 0 {
 			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
 		}
@@ -615,14 +535,6 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	return rs, near, err
 }
 
-// bidderEnv is the started bidders' extra environment.
-func (o *BidderOptions) bidderEnv() []string {
-	if o.BidderProcs > 0 {
-		return []string{"GOMAXPROCS=" + strconv.Itoa(o.BidderProcs)}
-	}
-	return nil
-}
-
 func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	var o BidderOptions
@@ -639,10 +551,7 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
 	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
-	fs.IntVar(&o.Saturate, "saturate", 0, "closed-loop runs with this many connections, topologies taking turns")
-	fs.DurationVar(&o.KillNodeAt, "kill-node-at", 0, "kill and restart catalog node 1 this long into each remote run")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
-	fs.IntVar(&o.BidderProcs, "bidder-procs", 0, "GOMAXPROCS of the started bidders (0: all CPUs)")
 	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
 	pops := fs.String("popularity", PopularityDemo, "users of the bid requests: demo, zipf, uniform, or a list (one set of runs each)")
 	nearFlag(fs, &o.BidderArgs)

@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"runtime/pprof"
 	"strconv"
 	"strings"
 	"time"
@@ -54,9 +53,6 @@ func init() {
 		}},
 		{"recommend", "offline evaluation of the similar-product lists: hit rate and recall at k of each user's held-out last view, coverage", recommendMain},
 		{"recommend-lists", "the catalog's recommendations for the viewed products of users of an embedded user store, as the JSON Lines rtbd users recommend reads", recommendListsMain},
-		{"render", "the text and, with -out, the three files again from a JSON report", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-			return renderMain(args, stdout, stderr)
-		}},
 		{"compare", "per target and metric the change from report A to B with a noise-aware verdict; -fail exits 1 on a regression", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			return compareMain(args, stdout, stderr)
 		}},
@@ -104,7 +100,6 @@ type common struct {
 	work, exe   string
 	quiet       bool
 	weights     string
-	cpuProfile  string
 	seed        uint64
 	durationSet bool
 }
@@ -128,21 +123,12 @@ func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuratio
 	fs.StringVar(&c.work, "work", "", "directory for children's logs (kept)")
 	fs.StringVar(&c.exe, "rtbd", "", "rtbd binary (default: this executable)")
 	fs.StringVar(&c.weights, "weights", "3,15,30", "products per request")
-	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the harness's CPU profile to this file")
 }
 
-// startProfile starts the CPU profile when asked; the returned function
-// stops it.
-// runAndWrite runs one scenario under the optional CPU profile, then
-// titles its report, stamps the git revision and writes it (-out, stdout).
+// runAndWrite runs one scenario, then titles its report, stamps the git revision and writes it (-out, stdout).
 // The scenario's error wins over a write error.
 func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (*Report, error)) error {
-	stopProfile, err := c.startProfile()
-	if err != nil {
-		return err
-	}
 	rep, err := run()
-	stopProfile()
 	if rep != nil {
 		if c.title != "" {
 			rep.Title = c.title
@@ -153,21 +139,6 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 		}
 	}
 	return err
-}
-
-func (c *common) startProfile() (func(), error) {
-	if c.cpuProfile == "" {
-		return func() {}, nil
-	}
-	f, err := os.Create(c.cpuProfile)
-	if err != nil {
-		return nil, fmt.Errorf("bench: -cpuprofile: %w", err)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("bench: -cpuprofile: %w", err)
-	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // finish validates the common flags after parsing.
@@ -377,24 +348,6 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	})
 }
 
-func renderMain(args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("rtbd bench render", flag.ContinueOnError)
-	out := fs.String("out", "", "output directory for latest.{txt,json,html}")
-	quiet := fs.Bool("q", false, "no report text on stdout")
-	seeFlags(fs)
-	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: rtbd bench render needs one report file, got %d arguments", ErrUsage, fs.NArg())
-	}
-	rep, err := LoadReport(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	return writeOutputs(rep, "render", *out, *quiet, stdout, stderr)
-}
-
 // mergeReport appends b's results, searches, tables and notes to a, and
 // its config under prefix.
 func mergeReport(a, b *Report, prefix string) {
@@ -410,7 +363,6 @@ func mergeReport(a, b *Report, prefix string) {
 	for k, v := range b.Config {
 		a.Config[prefix+k] = v
 	}
-	a.UpdateRows()
 }
 
 // writeOutputs prints the text report to stdout (unless quiet) and, with

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 )
@@ -99,10 +98,6 @@ type FindMaxRateOptions struct {
 	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
 	// must be zero (the search sets them).
 	Load OpenLoopOptions
-	// Watches, for FindMaxRates, is each target's Watch (in the order of
-	// its targets), replacing Load.Watch: each step then watches its own
-	// target's processes. Nil: Load.Watch for every target.
-	Watches []Watch
 	// Logf, when set, is told of each step as it ends: the target, the
 	// rate, and pass or why not.
 	Logf func(format string, args ...any)
@@ -149,27 +144,8 @@ type MaxRateResult struct {
 // pass below the lowest failure. If StartRate already fails, it returns the
 // result with ErrNoPassingRate.
 func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateResult, error) {
-	rs, err := FindMaxRates(ctx, []Target{t}, o)
-	if len(rs) == 0 {
-		return nil, err
-	}
-	return rs[0], err
-}
-
-// FindMaxRates runs FindMaxRate's search for each target, interleaved: a
-// round runs the next step of every search still going, in one order on
-// even rounds and the reverse on odd ones (ABBA), so that a host whose
-// speed drifts over the minutes of a search moves every target's steps
-// alike and their ratio stays a comparison made at one time. Each search
-// goes as it would alone (its own rates, confirmations and end). The
-// results are in the order of ts; the error is the first search's that
-// failed, and the other searches still run to their end.
-func FindMaxRates(ctx context.Context, ts []Target, o FindMaxRateOptions) ([]*MaxRateResult, error) {
-	if len(ts) == 0 {
-		return nil, fmt.Errorf("%w: no target", ErrInvalid)
-	}
 	var p problems
-	if slices.Contains(ts, nil) {
+	if t == nil {
 		p.addf("target: nil")
 	}
 	if o.Objective.P99 <= 0 {
@@ -191,143 +167,73 @@ func FindMaxRates(ctx context.Context, ts []Target, o FindMaxRateOptions) ([]*Ma
 	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
 		p.addf("load: rate, duration and warmup must be zero (set by the search)")
 	}
-	if o.Watches != nil && len(o.Watches) != len(ts) {
-		p.addf("watches: one per target (%d), got %d", len(ts), len(o.Watches))
-	}
 	if err := p.err(); err != nil {
 		return nil, err
 	}
-	ss := make([]*rateSearch, len(ts))
-	out := make([]*MaxRateResult, len(ts))
-	for i, t := range ts {
-		ss[i] = &rateSearch{o: o, t: t, rate: o.StartRate,
-			res: &MaxRateResult{Target: t.Name(), Objective: o.Objective.String(), P99Ms: o.Objective.P99Ms()}}
-		out[i] = ss[i].res
-		if o.Watches != nil {
-			ss[i].o.Load.Watch = o.Watches[i]
-		}
-		ss[i].o.Watches = nil
-	}
-	var first error
-	stepped := false
-	for round := 0; ; round++ {
-		ran := false
-		for k := range ss {
-			s := ss[inTurn(round, k, len(ss))]
-			if s.done {
-				continue
-			}
-			if stepped && o.Cooldown > 0 {
-				select {
-				case <-time.After(o.Cooldown):
-				case <-ctx.Done():
-					return out, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())
-				}
-			}
-			stepped, ran = true, true
-			if err := s.step(ctx); err != nil {
-				s.done = true
-				if ctx.Err() != nil {
-					return out, err
-				}
-				first = cmp.Or(first, err)
+	res := &MaxRateResult{Target: t.Name(), Objective: o.Objective.String(), P99Ms: o.Objective.P99Ms()}
+	var lo, hi float64 // highest pass, lowest fail (0 = none yet)
+	rate, retries := o.StartRate, 0
+	for steps := 1; ; steps++ {
+		if steps > 1 && o.Cooldown > 0 {
+			select {
+			case <-time.After(o.Cooldown):
+			case <-ctx.Done():
+				return res, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())
 			}
 		}
-		if !ran {
-			return out, first
+		lo2 := o.Load
+		lo2.Rate, lo2.Duration, lo2.Warmup = rate, o.StepDuration, o.StepWarmup
+		r, err := RunOpenLoop(ctx, t, lo2)
+		if err != nil {
+			return res, err
 		}
-	}
-}
-
-// inTurn is the index of the k-th of n targets to run in round: in order
-// on even rounds, reversed on odd ones (ABBA), so that no target always
-// runs first.
-func inTurn(round, k, n int) int {
-	if round%2 == 1 {
-		return n - 1 - k
-	}
-	return k
-}
-
-// rateSearch is one target's search in FindMaxRates.
-type rateSearch struct {
-	o       FindMaxRateOptions
-	t       Target
-	res     *MaxRateResult
-	lo, hi  float64 // highest pass, lowest fail (0 = none yet)
-	rate    float64 // the next step's
-	steps   int
-	retries int // failed runs of rate so far
-	done    bool
-}
-
-// step runs the search's next step; done is set when the search ends
-// (with res complete) and on an error.
-func (s *rateSearch) step(ctx context.Context) error {
-	o, res := s.o, s.res
-	lo2 := o.Load
-	lo2.Rate, lo2.Duration, lo2.Warmup = s.rate, o.StepDuration, o.StepWarmup
-	r, err := RunOpenLoop(ctx, s.t, lo2)
-	if err != nil {
-		return err
-	}
-	s.steps++
-	rate := s.rate
-	why := o.Objective.Check(r)
-	confirm := why != "" && s.retries < o.Confirm
-	reason := why
-	if confirm {
-		reason += " (re-run to confirm)"
-	}
-	res.Steps = append(res.Steps, RateStep{
-		Rate: rate, Pass: why == "", Reason: reason, Requests: r.Requests, AchievedRate: r.AchievedRate,
-		P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
-	})
-	if o.Logf != nil {
-		verdict := "pass"
-		if why != "" {
-			verdict = "FAIL: " + reason
+		why := o.Objective.Check(r)
+		confirm := why != "" && retries < o.Confirm
+		reason := why
+		if confirm {
+			reason += " (re-run to confirm)"
 		}
-		o.Logf("  step %d of %s: %s req/s: p50 %s ms, p99 %s ms: %s", s.steps, s.t.Name(), fmtRate(rate), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), verdict)
-	}
-	s.finish() // the result so far, should the step budget end here
-	if confirm {
-		s.retries++
-		return nil
-	}
-	s.retries = 0
-	if why == "" {
-		if rate > s.lo && (s.hi == 0 || rate < s.hi) {
-			s.lo, res.Best = rate, r
+		res.Steps = append(res.Steps, RateStep{
+			Rate: rate, Pass: why == "", Reason: reason, Requests: r.Requests, AchievedRate: r.AchievedRate,
+			P50Us: r.Latency.P50Us, P99Us: r.Latency.P99Us, ErrorRatio: r.ErrorRatio(), MissRatio: r.MissRatio(), Result: r,
+		})
+		if o.Logf != nil {
+			verdict := "pass"
+			if why != "" {
+				verdict = "FAIL: " + reason
+			}
+			o.Logf("  step %d of %s: %s req/s: p50 %s ms, p99 %s ms: %s", steps, t.Name(), fmtRate(rate), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), verdict)
 		}
-	} else if s.hi == 0 || rate < s.hi {
-		s.hi = rate
-	}
-	s.finish()
-	switch {
-	case s.hi == 0: // no failure yet: ramp up
-		if rate >= o.MaxRate {
-			s.done = true
-			return nil
+		switch {
+		case confirm:
+			retries++
+		case why == "":
+			retries = 0
+			if rate > lo && (hi == 0 || rate < hi) {
+				lo, res.Best = rate, r
+			}
+		default:
+			retries = 0
+			if hi == 0 || rate < hi {
+				hi = rate
+			}
 		}
-		s.rate = min(rate*2, o.MaxRate)
-	case s.lo == 0:
-		s.done = true
-		return fmt.Errorf("%w: %s at %g req/s: %s", ErrNoPassingRate, s.t.Name(), rate, why)
-	case (s.hi-s.lo)/s.lo <= o.Precision:
-		s.done = true
-	default:
-		s.rate = (s.lo + s.hi) / 2
-	}
-	return nil
-}
-
-// finish writes the search's standing into its result and ends it when
-// its steps are spent.
-func (s *rateSearch) finish() {
-	s.res.MaxRate = s.lo
-	s.res.Bracketed = s.hi > 0
-	if s.steps >= s.o.MaxSteps {
-		s.done = true
+		res.MaxRate, res.Bracketed = lo, hi > 0
+		switch {
+		case steps >= o.MaxSteps:
+			return res, nil
+		case confirm:
+		case hi == 0: // no failure yet: ramp up
+			if rate >= o.MaxRate {
+				return res, nil
+			}
+			rate = min(rate*2, o.MaxRate)
+		case lo == 0:
+			return res, fmt.Errorf("%w: %s at %g req/s: %s", ErrNoPassingRate, t.Name(), rate, why)
+		case (hi-lo)/lo <= o.Precision:
+			return res, nil
+		default:
+			rate = (lo + hi) / 2
+		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,25 +80,24 @@ func parseByteSize(s string) (int64, error) {
 }
 
 // NearStats are the near cache's hits and misses over a run, read from
-// Prometheus series whose name starts with NearMetricPrefix (summed over
-// every series whose name or labels say "hit", resp. "miss").
+// the remote client's NearLookupsMetric (result "hit" and "hit_absent" are
+// hits, "miss" misses).
 type NearStats struct {
 	Hits, Misses float64
-	// Found is false when no such series exists (a client without a near
-	// cache, or one that exposes no hit and miss counters).
+	// Found is false when the counter is absent (a client without a near
+	// cache).
 	Found bool
 }
 
-// NearMetricPrefix starts the names of the remote client's near-cache
-// metrics.
-const NearMetricPrefix = "rtbd_catalog_client_near"
+// NearLookupsMetric is the remote client's near-cache lookup counter.
+const NearLookupsMetric = "rtbd_catalog_client_near_cache_lookups_total"
 
 // Sub is s minus an earlier reading a.
 func (s NearStats) Sub(a NearStats) NearStats {
 	return NearStats{Hits: s.Hits - a.Hits, Misses: s.Misses - a.Misses, Found: s.Found}
 }
 
-// Ratio is the hit ratio, "n/a" when the series are absent or nothing was
+// Ratio is the hit ratio, "n/a" when the counter is absent or nothing was
 // looked up.
 func (s NearStats) Ratio() string {
 	if !s.Found || s.Hits+s.Misses <= 0 {
@@ -108,65 +109,38 @@ func (s NearStats) Ratio() string {
 // String is "hit ratio R (H hits, M misses)" or "n/a (...)".
 func (s NearStats) String() string {
 	if !s.Found {
-		return "n/a (no " + NearMetricPrefix + "* hit/miss series)"
+		return "n/a (no " + NearLookupsMetric + ")"
 	}
 	return fmt.Sprintf("hit ratio %s (%.0f hits, %.0f misses)", s.Ratio(), s.Hits, s.Misses)
 }
 
-// nearSeriesKind classifies one sample of the near cache's metrics: +1 a
-// hit counter, -1 a miss counter, 0 anything else (gauges such as sizes
-// and ratios, histogram parts, other metrics). name is the metric name,
-// labels the label values.
-func nearSeriesKind(name string, labels []string) int {
-	if !strings.HasPrefix(name, NearMetricPrefix) {
-		return 0
-	}
-	for _, skip := range []string{"ratio", "bytes", "entries", "size", "seconds", "_bucket", "_sum", "evict"} {
-		if strings.Contains(name, skip) {
-			return 0
-		}
-	}
-	text := strings.ToLower(name + " " + strings.Join(labels, " "))
-	hit, miss := strings.Contains(text, "hit"), strings.Contains(text, "miss")
-	switch {
-	case hit && !miss:
-		return 1
-	case miss && !hit:
-		return -1
-	}
-	return 0
-}
-
-// add counts v, the value of a sample of the series name with label values
-// labels, when nearSeriesKind calls it a hit or a miss counter.
-func (s *NearStats) add(name string, labels []string, v float64) {
-	switch nearSeriesKind(name, labels) {
-	case 1:
-		s.Hits += v
-		s.Found = true
-	case -1:
-		s.Misses += v
-		s.Found = true
-	}
-}
-
-// parseNearStats reads a Prometheus text exposition (a /metrics body);
-// nothing found (never an error) when it cannot be parsed.
-func parseNearStats(r io.Reader) NearStats {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		return NearStats{}
-	}
+// nearStatsOf sums the near-cache lookup counter of fams.
+func nearStatsOf(fams []*dto.MetricFamily) NearStats {
 	var s NearStats
 	for _, f := range fams {
-		s.addFamily(f)
+		if f.GetName() != NearLookupsMetric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			v := m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			for _, l := range m.GetLabel() {
+				if l.GetName() != "result" {
+					continue
+				}
+				switch {
+				case strings.HasPrefix(l.GetValue(), "hit"):
+					s.Hits, s.Found = s.Hits+v, true
+				case l.GetValue() == "miss":
+					s.Misses, s.Found = s.Misses+v, true
+				}
+			}
+		}
 	}
 	return s
 }
 
 // readNearStats fetches a /metrics URL; Found false (never an error)
-// when it cannot be read.
+// when it cannot be read or parsed.
 func readNearStats(ctx context.Context, url string) NearStats {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
@@ -183,38 +157,19 @@ func readNearStats(ctx context.Context, url string) NearStats {
 	if resp.StatusCode != http.StatusOK {
 		return NearStats{}
 	}
-	return parseNearStats(io.LimitReader(resp.Body, 32<<20))
+	tp := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := tp.TextToMetricFamilies(io.LimitReader(resp.Body, 32<<20))
+	if err != nil {
+		return NearStats{}
+	}
+	return nearStatsOf(slices.Collect(maps.Values(fams)))
 }
 
-// gatherNearStats sums the near-cache series of a registry (the
+// gatherNearStats sums the near-cache lookups of a registry (the
 // harness's own remote client).
 func gatherNearStats(g prometheus.Gatherer) NearStats {
-	var s NearStats
-	fams, err := g.Gather()
-	if err != nil {
-		return s
-	}
-	for _, f := range fams {
-		s.addFamily(f)
-	}
-	return s
-}
-
-// addFamily counts the hit and miss counters of f (counters and untyped
-// samples only: gauges, histograms and summaries are left out).
-func (s *NearStats) addFamily(f *dto.MetricFamily) {
-	for _, m := range f.GetMetric() {
-		var labels []string
-		for _, l := range m.GetLabel() {
-			labels = append(labels, l.GetValue())
-		}
-		switch {
-		case m.GetCounter() != nil:
-			s.add(f.GetName(), labels, m.GetCounter().GetValue())
-		case m.GetUntyped() != nil:
-			s.add(f.GetName(), labels, m.GetUntyped().GetValue())
-		}
-	}
+	fams, _ := g.Gather()
+	return nearStatsOf(fams)
 }
 
 // cpuPerRequestUs is the CPU the watched processes whose name starts with
@@ -238,8 +193,7 @@ func cpuPerRequestUs(r *Result, prefix string) float64 {
 // the first's of the same weight and popularity: successful bids/s, the
 // CPU per bid request of the bidder and of the catalog nodes (from
 // /proc), and the remote bidder's near-cache hit ratio. Nothing when
-// fewer than two topologies ran. The saturated runs have their own notes
-// (runSaturated).
+// fewer than two topologies ran.
 func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearStats) []string {
 	if len(topologies) < 2 {
 		return nil
@@ -252,7 +206,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	var out []string
 	for _, r := range rs {
 		rest, ok := strings.CutPrefix(r.Target, remote+"/")
-		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") || strings.Contains(rest, " saturated ") {
+		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
 			continue
 		}
 		l := byName[local+"/"+rest]
@@ -288,8 +242,7 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 
 // nearMain is `rtbd bench near`: the bidder level with Zipf and uniform
 // users (-users each) and the near cache on the remote bidder, at -rate
-// and then at each topology's highest rate holding the p99 (-overload,
-// -saturate), then the store level with its grpc-near target; reports in
+// and then at each topology's highest rate holding the p99 (-overload), then the store level with its grpc-near target; reports in
 // -out/near and -out/near-store.
 func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench near", flag.ContinueOnError)
@@ -310,7 +263,7 @@ func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	bargs := append([]string{"-popularity", "zipf,uniform", "-users", strconv.Itoa(*users), "-weights", "15", "-nodes", "1",
 		"-rate", strconv.FormatFloat(*rate, 'f', -1, 64), "-duration", dur.String(), "-win-ratio", "0", "-event-rate", "-1",
-		"-saturate", "64", "-overload", "-near-cache", *size}, outOf("near")...)
+		"-overload", "-near-cache", *size}, outOf("near")...)
 	if err := bidderMain(ctx, bargs, stdout, stderr); err != nil {
 		return err
 	}

@@ -2,64 +2,43 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-func TestParseNearStatsNames(t *testing.T) {
+// TestReadNearStats reads the remote client's lookup counter from a
+// /metrics page: hit and hit_absent are hits, other series are left out,
+// and a page without the counter or one that does not parse is "not found".
+func TestReadNearStats(t *testing.T) {
 	cases := []struct {
 		name, body   string
 		hits, misses float64
 		found        bool
-		ratio        string
 	}{
-		{"absent", `# TYPE rtbd_catalog_client_calls_total counter
-rtbd_catalog_client_calls_total{result="ok"} 100
-rtbd_bidder_hits_total 5
-`, 0, 0, false, "n/a"},
-		{"one counter, result label", `# TYPE rtbd_catalog_client_near_lookups_total counter
-rtbd_catalog_client_near_lookups_total{result="hit"} 75
-rtbd_catalog_client_near_lookups_total{result="miss"} 25
-rtbd_catalog_client_near_lookups_total{result="stale"} 3
-`, 75, 25, true, "75.0%"},
-		{"two counters by name", `rtbd_catalog_client_near_hits_total 9
-rtbd_catalog_client_near_misses_total 1
-rtbd_catalog_client_near_bytes 123456
-rtbd_catalog_client_near_hit_ratio 0.9
-rtbd_catalog_client_near_entries 40
-`, 9, 1, true, "90.0%"},
-		{"per product list", `rtbd_catalog_client_near_hits_total{list="1"} 2
-rtbd_catalog_client_near_hits_total{list="2"} 3
-rtbd_catalog_client_near_misses_total{list="1"} 5
-`, 5, 5, true, "50.0%"},
-		{"histograms ignored", `rtbd_catalog_client_near_miss_seconds_bucket{le="0.001"} 4
-rtbd_catalog_client_near_miss_seconds_count 4
-rtbd_catalog_client_near_hits_total 0
-rtbd_catalog_client_near_misses_total 0
-`, 0, 0, true, "n/a"},
-		{"typed families", `# TYPE rtbd_catalog_client_near_hit_count counter
-rtbd_catalog_client_near_hit_count 8
-# TYPE rtbd_catalog_client_near_miss_count counter
-rtbd_catalog_client_near_miss_count 2
-# TYPE rtbd_catalog_client_near_hits gauge
-rtbd_catalog_client_near_hits 1000
-# TYPE rtbd_catalog_client_near_lookup histogram
-rtbd_catalog_client_near_lookup_count{result="hit"} 500
-rtbd_catalog_client_near_lookup_sum{result="miss"} 3
-`, 8, 2, true, "80.0%"},
-		{"garbage lines", "rtbd_catalog_client_near_hits_total\nrtbd_catalog_client_near_hits_total{x=\"1\"} notanumber\n{\n", 0, 0, false, "n/a"},
+		{"counter", `# TYPE rtbd_catalog_client_near_cache_lookups_total counter
+rtbd_catalog_client_near_cache_lookups_total{result="hit"} 70
+rtbd_catalog_client_near_cache_lookups_total{result="hit_absent"} 5
+rtbd_catalog_client_near_cache_lookups_total{result="miss"} 25
+# TYPE rtbd_catalog_client_near_cache_entries gauge
+rtbd_catalog_client_near_cache_entries 40
+`, 75, 25, true},
+		{"absent", "rtbd_catalog_client_calls_total{result=\"ok\"} 100\n", 0, 0, false},
+		{"garbage", "rtbd_catalog_client_near_cache_lookups_total{x=\"1\"} notanumber\n{\n", 0, 0, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := parseNearStats(strings.NewReader(c.body))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, c.body) }))
+			defer srv.Close()
+			s := readNearStats(context.Background(), srv.URL+"/metrics")
 			if s.Hits != c.hits || s.Misses != c.misses || s.Found != c.found {
 				t.Fatalf("got %+v, want hits %v misses %v found %v", s, c.hits, c.misses, c.found)
-			}
-			if got := s.Ratio(); got != c.ratio {
-				t.Fatalf("ratio %q, want %q", got, c.ratio)
 			}
 		})
 	}
@@ -79,13 +58,10 @@ func TestNearStatsSubAndString(t *testing.T) {
 
 func TestGatherNearStats(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_catalog_client_near_lookups_total"}, []string{"result"})
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: NearLookupsMetric}, []string{"result"})
 	reg.MustRegister(c)
 	c.WithLabelValues("hit").Add(3)
 	c.WithLabelValues("miss").Add(1)
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "rtbd_catalog_client_near_hits_gauge"})
-	reg.MustRegister(g)
-	g.Set(1000) // a gauge is not a counter: ignored
 	s := gatherNearStats(reg)
 	if s.Hits != 3 || s.Misses != 1 || !s.Found {
 		t.Fatalf("got %+v", s)

@@ -105,9 +105,6 @@ type Watch struct {
 	// Processes are measured from /proc/PID/stat and status: CPU seconds
 	// over the measured phase and peak RSS at its end.
 	Processes []WatchProcess
-	// Histograms are latency histograms the servers keep about
-	// themselves, read at the start and the end of the measured phase.
-	Histograms []WatchHistogram
 }
 
 // WatchProcess names a process to measure.
@@ -117,7 +114,7 @@ type WatchProcess struct {
 }
 
 func (w Watch) empty() bool {
-	return len(w.Processes) == 0 && len(w.Histograms) == 0
+	return len(w.Processes) == 0
 }
 
 type problems []string
@@ -135,11 +132,6 @@ func (w Watch) validate(p *problems, prefix string) {
 	for i, pr := range w.Processes {
 		if pr.PID <= 0 {
 			p.addf("%swatch.processes[%d].pid: must be > 0, got %d", prefix, i, pr.PID)
-		}
-	}
-	for i, h := range w.Histograms {
-		if h.URL == "" || h.Metric == "" {
-			p.addf("%swatch.histograms[%d]: url and metric are required", prefix, i)
 		}
 	}
 }

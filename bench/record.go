@@ -262,7 +262,6 @@ func (a *aggregator) fill(r *Result, sendNs, elapsedNs int64) {
 		}
 		r.Timeline = append(r.Timeline, s)
 	}
-	r.Moving = movingRates(r.Timeline)
 }
 
 // ghzHistogram reproduces ghz's response time histogram: 10 equal steps from
@@ -319,35 +318,4 @@ func percentileCurve(h *hdr.Histogram, n, minUs, maxUs int64) []Percentile {
 		out = append(out, Percentile{P: p, Us: capUs(h.ValueAtQuantile(p), maxUs)})
 	}
 	return append(out, Percentile{P: 100, Us: maxUs})
-}
-
-// movingWindows are the 1, 5 and 15 minute windows (seconds).
-var movingWindows = [...]int{60, 300, 900}
-
-func movingRates(tl []Second) []MovingRate {
-	var full []float64
-	for _, s := range tl {
-		if s.Full {
-			full = append(full, float64(s.Requests))
-		}
-	}
-	out := make([]MovingRate, 0, len(movingWindows))
-	for _, w := range movingWindows {
-		m := MovingRate{WindowSec: w, CoveredSec: min(w, len(full)), Complete: len(full) >= w}
-		if len(full) > 0 {
-			alpha := 1 - math.Exp(-1/float64(w))
-			e := full[0]
-			for _, v := range full[1:] {
-				e += alpha * (v - e)
-			}
-			m.EWMA = e
-			sum := 0.0
-			for _, v := range full[len(full)-m.CoveredSec:] {
-				sum += v
-			}
-			m.SMA = sum / float64(m.CoveredSec)
-		}
-		out = append(out, m)
-	}
-	return out
 }

@@ -85,10 +85,6 @@ func TestAggregatorCountsAndTimeline(t *testing.T) {
 	if r.SendLag.P50Us != 10 || r.SendLag.MaxUs != 10 {
 		t.Fatalf("send lag %+v", r.SendLag)
 	}
-	// Moving rates rest on the 2 full windows.
-	if len(r.Moving) != 3 || r.Moving[0].CoveredSec != 2 || r.Moving[0].Complete || r.Moving[0].SMA != 5 {
-		t.Fatalf("moving %+v", r.Moving)
-	}
 }
 
 func TestLatencyStatsMatchDistribution(t *testing.T) {
@@ -115,35 +111,5 @@ func TestLatencyStatsMatchDistribution(t *testing.T) {
 		if ps[i].P <= ps[i-1].P || ps[i].Us < ps[i-1].Us {
 			t.Fatalf("curve not increasing at %d: %+v %+v", i, ps[i-1], ps[i])
 		}
-	}
-	// 10 full seconds of 1000 req/s: EWMA and SMA near 1000.
-	for _, m := range r.Moving {
-		if math.Abs(m.SMA-1000) > 20 || math.Abs(m.EWMA-1000) > 20 || m.CoveredSec != 10 {
-			t.Fatalf("moving %+v", m)
-		}
-	}
-}
-
-func TestMovingRatesEWMA(t *testing.T) {
-	var tl []Second
-	for i := 0; i < 120; i++ {
-		n := int64(100)
-		if i >= 60 {
-			n = 200
-		}
-		tl = append(tl, Second{T: i, Requests: n, Full: true})
-	}
-	tl = append(tl, Second{T: 120, Requests: 5}) // drain: ignored
-	m := movingRates(tl)
-	// 1-min SMA: last 60 s all 200. EWMA after 60 ticks at 200 from 100:
-	// 200 - 100 e^(-1) = 163.2 for the 1-minute window.
-	if m[0].SMA != 200 || math.Abs(m[0].EWMA-(200-100*math.Exp(-1))) > 0.5 || !m[0].Complete {
-		t.Fatalf("1 min: %+v", m[0])
-	}
-	if m[1].CoveredSec != 120 || m[1].Complete || m[1].SMA != 150 {
-		t.Fatalf("5 min: %+v", m[1])
-	}
-	if !(m[2].EWMA < m[1].EWMA && m[1].EWMA < m[0].EWMA) {
-		t.Fatalf("longer windows must lag a rising rate: %+v", m)
 	}
 }

@@ -19,7 +19,7 @@ const Schema = "rtbd-bench/v1"
 const maxReportBytes = 256 << 20
 
 // Report is one benchmark run: metadata, the Results of every target, the
-// comparison rows built from them, and optional max-rate searches. Write it
+// scenario's comparison tables, and optional max-rate searches. Write it
 // with WriteText, WriteJSON or WriteHTML; read JSON back with LoadReport.
 type Report struct {
 	Schema     string            `json:"schema"`
@@ -35,7 +35,6 @@ type Report struct {
 	Config     map[string]string `json:"config,omitempty"`
 	Notes      []string          `json:"notes,omitempty"`
 	Results    []*Result         `json:"results"`
-	Rows       []Row             `json:"rows"`
 	Searches   []*MaxRateResult  `json:"searches,omitempty"`
 	// Tables are comparison tables built by a scenario (BuildTable):
 	// the talk's columns, ours, and ratios to a baseline row. Optional.
@@ -55,28 +54,7 @@ type Meta struct {
 	Notes  []string
 }
 
-// Row is one line of the comparison table, in the shape of the talk's
-// "local product data vs gRPC product server" table: average, p50 and p99 in
-// ms and the 1/5/15-minute moving throughput (EWMA, req/s).
-type Row struct {
-	Target   string  `json:"target"`
-	Mode     Mode    `json:"mode"`
-	Requests int64   `json:"requests"`
-	AvgMs    float64 `json:"avg_ms"`
-	P50Ms    float64 `json:"p50_ms"`
-	P99Ms    float64 `json:"p99_ms"`
-	Rate1m   float64 `json:"rate_1m"`
-	Rate5m   float64 `json:"rate_5m"`
-	Rate15m  float64 `json:"rate_15m"`
-	// CoveredSec is how many seconds of throughput the moving rates rest on
-	// (less than 60/300/900 for short runs).
-	CoveredSec int     `json:"covered_sec"`
-	ErrorPct   float64 `json:"error_pct"`
-	NoBidPct   float64 `json:"no_bid_pct"`
-	MissPct    float64 `json:"miss_pct"`
-}
-
-// NewReport builds a report of results (in order) and computes its rows.
+// NewReport builds a report of results (in order).
 // Results are referenced, not copied.
 func NewReport(m Meta, results ...*Result) *Report {
 	host, _ := os.Hostname()
@@ -95,43 +73,7 @@ func NewReport(m Meta, results ...*Result) *Report {
 		Notes:      m.Notes,
 		Results:    results,
 	}
-	r.UpdateRows()
 	return r
-}
-
-// UpdateRows recomputes Rows from Results (after adding results).
-func (r *Report) UpdateRows() {
-	r.Rows = r.Rows[:0]
-	for _, res := range r.Results {
-		r.Rows = append(r.Rows, RowOf(res))
-	}
-}
-
-// RowOf summarises a result as a comparison row.
-func RowOf(res *Result) Row {
-	row := Row{
-		Target:   res.Target,
-		Mode:     res.Mode,
-		Requests: res.Requests,
-		AvgMs:    res.Latency.AvgUs / 1000,
-		P50Ms:    float64(res.Latency.P50Us) / 1000,
-		P99Ms:    float64(res.Latency.P99Us) / 1000,
-		ErrorPct: 100 * res.ErrorRatio(),
-		NoBidPct: 100 * ratio(res.NoBids, res.Requests),
-		MissPct:  100 * res.MissRatio(),
-	}
-	for _, m := range res.Moving {
-		switch m.WindowSec {
-		case 60:
-			row.Rate1m = m.EWMA
-			row.CoveredSec = m.CoveredSec
-		case 300:
-			row.Rate5m = m.EWMA
-		case 900:
-			row.Rate15m = m.EWMA
-		}
-	}
-	return row
 }
 
 // WriteJSON writes r as indented JSON (schema rtbd-bench/v1, see the package

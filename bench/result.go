@@ -58,7 +58,6 @@ type Result struct {
 	Distribution []Percentile      `json:"distribution"` // 10, 25, 50, 75, 90, 95, 99, 99.9
 	Percentiles  []Percentile      `json:"percentiles"`  // the percentile curve for charts, 0 .. 100
 	Timeline     []Second          `json:"timeline"`     // per 1 s window of the measured phase, by completion time
-	Moving       []MovingRate      `json:"moving"`       // 1, 5, 15 minute moving throughput
 
 	// GeneratorCPUSec is the CPU time (user+sys, getrusage RUSAGE_SELF) of
 	// the whole harness process during the measured phase; GeneratorCores
@@ -73,11 +72,6 @@ type Result struct {
 	// Events are what the harness did during the run (a node killed, back
 	// up), marked on the timeline.
 	Events []Event `json:"events,omitempty"`
-	// ServerSide are the watched servers' own latency histograms over the
-	// measured phase (Watch.Histograms), for the whole run: RunMixed gives
-	// every load's result the same (the bidder scenario keeps them on the
-	// bids' result only).
-	ServerSide []ServerHistogram `json:"server_side,omitempty"`
 }
 
 // Event is a moment of a run, in seconds since the measured phase began.
@@ -158,22 +152,6 @@ type Second struct {
 	// the drain tail (and a partial last window) is false. Compare and the
 	// moving rates use full windows only.
 	Full bool `json:"full"`
-}
-
-// MovingRate is the throughput (completed requests per second) over a
-// trailing window of WindowSec seconds at the end of the run, computed from
-// the full timeline windows. EWMA is exponentially weighted with one tick
-// per second and alpha = 1 - exp(-1/WindowSec), started at the first
-// window's rate, like Dropwizard/Codahale meters' 1/5/15-minute rates. SMA
-// is the plain mean over the last CoveredSec seconds. When the run is
-// shorter than the window, CoveredSec < WindowSec and Complete is false: the
-// numbers then describe only what the run covers.
-type MovingRate struct {
-	WindowSec  int     `json:"window_sec"`
-	CoveredSec int     `json:"covered_sec"`
-	Complete   bool    `json:"complete"`
-	EWMA       float64 `json:"ewma"`
-	SMA        float64 `json:"sma"`
 }
 
 // ProcessStats are /proc figures of a watched process over the measured

@@ -3,7 +3,6 @@ package bench_test
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -316,55 +315,5 @@ func TestFindMaxRateConfirm(t *testing.T) {
 	if _, err := bench.FindMaxRate(testCtx(t), stalling(), bench.FindMaxRateOptions{Objective: bench.Objective{P99: time.Second},
 		MaxRate: 100, Confirm: -1}); !errors.Is(err, bench.ErrInvalid) {
 		t.Fatalf("confirm -1: %v", err)
-	}
-}
-
-// TestFindMaxRatesInterleaved: two searches run their steps in ABBA
-// rounds (a b, b a, a b), each as it would alone; a search that fails at
-// its start rate returns ErrNoPassingRate while the other goes on to its
-// end.
-func TestFindMaxRatesInterleaved(t *testing.T) {
-	var mu sync.Mutex
-	var order []string // the targets' calls, runs of one name collapsed
-	target := func(name string, out bench.Outcome) bench.Target {
-		return bench.TargetFunc(name, func(context.Context, *bench.Worker) bench.Outcome {
-			mu.Lock()
-			if len(order) == 0 || order[len(order)-1] != name {
-				order = append(order, name)
-			}
-			mu.Unlock()
-			return out
-		})
-	}
-	o := bench.FindMaxRateOptions{Objective: bench.Objective{P99: time.Second}, StartRate: 100, MaxRate: 400,
-		StepDuration: 200 * time.Millisecond, Load: bench.OpenLoopOptions{Timeout: 10 * time.Second}}
-	rs, err := bench.FindMaxRates(testCtx(t), []bench.Target{target("a", bench.OK), target("b", bench.OK)}, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Steps 100, 200, 400 of each: a b | b a | a b.
-	if got := strings.Join(order, " "); got != "a b a b" {
-		t.Errorf("call order %q, want %q (rounds a b, b a, a b)", got, "a b a b")
-	}
-	for i, r := range rs {
-		var rates []float64
-		for _, s := range r.Steps {
-			rates = append(rates, s.Rate)
-		}
-		if r.Target != []string{"a", "b"}[i] || r.MaxRate != 400 || r.Bracketed || !slices.Equal(rates, []float64{100, 200, 400}) {
-			t.Errorf("result %d: target %s max %v bracketed %v rates %v, want the cap 400 after 100 200 400", i, r.Target, r.MaxRate, r.Bracketed, rates)
-		}
-	}
-
-	order = nil
-	rs, err = bench.FindMaxRates(testCtx(t), []bench.Target{target("a", bench.OK), target("b", bench.ErrStatus5xx)}, o)
-	if !errors.Is(err, bench.ErrNoPassingRate) || !strings.Contains(err.Error(), "b at 100") {
-		t.Errorf("b failing its start rate: err %v", err)
-	}
-	if got := strings.Join(order, " "); got != "a b a" {
-		t.Errorf("call order %q, want %q (b ends after its first step)", got, "a b a")
-	}
-	if len(rs) != 2 || rs[0].MaxRate != 400 || len(rs[0].Steps) != 3 || rs[1].MaxRate != 0 || len(rs[1].Steps) != 1 {
-		t.Errorf("results %+v %+v", rs[0], rs[1])
 	}
 }

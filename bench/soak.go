@@ -84,12 +84,11 @@ const (
 	FaultNodeKill   = "node-kill"   // kill -9 of a catalog node, restarted after Outage
 	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
 	FaultBidderKill = "bidder-kill" // kill -9 of a bidder, restarted at once on its data dir
-	FaultBidderTerm = "bidder-term" // SIGTERM of a bidder (exit 0 expected), restarted
 	FaultNodeCut    = "node-cut"    // a catalog node stopped (SIGSTOP, then SIGCONT): connections open, nothing answered
 )
 
 // SoakFaultKinds are every fault kind, in schedule order.
-var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut}
+var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, FaultNodeCut}
 
 func (o SoakOptions) withDefaults() SoakOptions {
 	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
@@ -285,7 +284,6 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		r.Events = events
 		rep.Results = append(rep.Results, r)
 	}
-	rep.UpdateRows()
 	sum.RSS = sampler.rss
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
 	f.reconcile(context.WithoutCancel(ctx), sum)

@@ -35,7 +35,7 @@ func (f *soakFleet) schedule() []soakFault {
 			slot := r*len(kinds) + i
 			t := r % 2
 			switch k {
-			case FaultNodeCut, FaultBidderTerm:
+			case FaultNodeCut:
 				t = (r + 1) % 2 // the other one than kill hits in the round
 			}
 			out = append(out, soakFault{kind: k, target: t, at: time.Duration(slot+1) * every})
@@ -92,41 +92,15 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 		}
 		f.pids.Store("redis-server", f.redis.PID())
 		rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %v, restarted on the same port and AOF (pid %d)", old, f.o.Outage, f.redis.pid())
-	case FaultBidderKill, FaultBidderTerm:
+	case FaultBidderKill:
 		b := f.bidders[fl.target]
-		term := fl.kind == FaultBidderTerm
-		rec.Target = b.name
-		rec.Label = b.name + " kill -9"
-		if term {
-			rec.Label = b.name + " SIGTERM"
-		}
+		rec.Label, rec.Target = b.name+" kill -9", b.name
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		old := b.srv.pid()
 		t0 := time.Now()
-		var how string
-		if term {
-			if err := signalOf(b.srv, syscall.SIGTERM); err != nil {
-				return err
-			}
-			select {
-			case <-b.srv.Done():
-			case <-time.After(30 * time.Second):
-				b.srv.Kill()
-				return fmt.Errorf("pid %d did not exit within 30 s of SIGTERM (killed)", old)
-			}
-			code := -1
-			if st := b.srv.State(); st != nil {
-				code = st.ExitCode()
-			}
-			how = fmt.Sprintf("pid %d SIGTERM, exited %d after %v", old, code, time.Since(t0).Round(time.Millisecond))
-			if code != 0 {
-				rec.Error = fmt.Sprintf("exit code %d after SIGTERM, want 0", code)
-			}
-		} else {
-			b.srv.Kill()
-			how = fmt.Sprintf("pid %d killed (SIGKILL)", old)
-		}
+		b.srv.Kill()
+		how := fmt.Sprintf("pid %d killed (SIGKILL)", old)
 		b.starts++
 		if err := b.srv.start(bg, true); err != nil {
 			return fmt.Errorf("%s; restart: %w", how, err)

@@ -102,7 +102,7 @@ func TestSoakReportRenders(t *testing.T) {
 			t.Errorf("text report lacks %q", want)
 		}
 	}
-	for _, want := range []string{`id="soak"`, "RSS of every process", "redis &lt;kill&gt; -9"} {
+	for _, want := range []string{"Fault-injection soak", "RSS of every process", "redis &lt;kill&gt; -9"} {
 		if !strings.Contains(htm.String(), want) {
 			t.Errorf("html report lacks %q", want)
 		}
@@ -158,7 +158,7 @@ func TestSoakSchedule(t *testing.T) {
 			t.Errorf("%s scheduled %d times, want %d", k, count[k], want)
 		}
 	}
-	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultBidderTerm, FaultNodeCut} {
+	for _, k := range []string{FaultNodeKill, FaultBidderKill, FaultNodeCut} {
 		if len(targets[k]) != 2 {
 			t.Errorf("%s hits %v, want both nodes or bidders once each", k, targets[k])
 		}

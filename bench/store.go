@@ -314,13 +314,11 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 			logf("  %s: avg %s ms, p50 %s ms, p99 %s ms, %s req/s, errors %d", name, fmtMs(res.Latency.AvgUs/1000),
 				fmtMs(usToMs(res.Latency.P50Us)), fmtMs(usToMs(res.Latency.P99Us)), fmtRate(res.AchievedRate), res.Errors.Total)
 			if err != nil {
-				rep.UpdateRows()
 				rep.Tables = append(rep.Tables, BuildTable("Store level (aborted)", entries))
 				return rep, err
 			}
 		}
 	}
-	rep.UpdateRows()
 	title := "Store level: the same ProductMastersRequest stream at the same load; ratios to " + runs[0].name
 	rep.Tables = append(rep.Tables, BuildTable(title, entries))
 	return rep, nil

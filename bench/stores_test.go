@@ -238,7 +238,6 @@ func TestMainUsageErrors(t *testing.T) {
 		{"store", "extra"},
 		{"bidder", "-weights", "7"},
 		{"bidder", "-find-max"},
-		{"bidder", "-kill-node-at", "30s", "-duration", "10s"},
 		{"bidder", "-http", "ftp://x", "-topologies", "local"},
 		{"compare", "a.json"},
 		{"all", "-rate", "100"},

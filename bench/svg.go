@@ -268,39 +268,4 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss, marks...)
 }
 
-// histogramChart draws a result's ghz-style histogram as bars.
-func histogramChart(r *Result, color string) string {
-	var b strings.Builder
-	const w, h = 560, 220
-	const pl, pr, pt, pb = 56, 10, 24, 40
-	pw, ph := float64(w-pl-pr), float64(h-pt-pb)
-	var maxC int64
-	for _, bk := range r.Histogram {
-		maxC = max(maxC, bk.Count)
-	}
-	title := r.Target + ": response time histogram"
-	fmt.Fprintf(&b, `<svg class="chart" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`, w, h, w, h, esc(title))
-	fmt.Fprintf(&b, `<text x="%d" y="16" class="title">%s</text>`, pl, esc(title))
-	yt, _, y1 := niceTicks(0, float64(max(maxC, 1)), 4, fmtTick)
-	for _, t := range yt {
-		y := pt + ph - t.v/y1*ph
-		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" class="grid"/>`, pl, y, w-pr, y)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" class="ylab">%s</text>`, pl-6, y+4, esc(t.label))
-	}
-	n := len(r.Histogram)
-	if n > 0 {
-		bw := pw / float64(n)
-		for i, bk := range r.Histogram {
-			bh := float64(bk.Count) / y1 * ph
-			x := pl + float64(i)*bw
-			fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>&lt;= %s ms: %d (%.2f%%)</title></rect>`,
-				x+2, pt+ph-bh, bw-4, bh, color, esc(fmtMs(bk.MarkUs/1000)), bk.Count, 100*bk.Frequency)
-			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="xlab">%s</text>`, x+bw/2, pt+ph+14, esc(fmtMs(bk.MarkUs/1000)))
-		}
-	}
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" class="axlab">latency ms (bucket upper mark)</text>`, pl+pw/2, h-6)
-	b.WriteString(`</svg>`)
-	return b.String()
-}
-
 func esc(s string) string { return html.EscapeString(s) }

@@ -50,10 +50,6 @@ func WriteText(w io.Writer, r *Report) error {
 	if r.Soak != nil {
 		writeSoak(ew, r.Soak)
 	}
-	if len(r.Rows) > 0 {
-		ew.printf("\nComparison\n")
-		writeRows(ew, r.Rows)
-	}
 	for _, t := range r.Tables {
 		writeTable(ew, t)
 	}
@@ -66,22 +62,6 @@ func WriteText(w io.Writer, r *Report) error {
 		writeSearch(ew, s)
 	}
 	return ew.err
-}
-
-func writeRows(ew *errWriter, rows []Row) {
-	tw := ew.tab()
-	fmt.Fprintf(tw, "target\tmode\trequests\tavg ms\tp50 ms\tp99 ms\treq/s 1m\t5m\t15m\terrors %%\tno-bid %%\tmiss %%\n")
-	minCovered := math.MaxInt
-	for _, row := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%.3f\t%.1f\t%.3f\n",
-			row.Target, row.Mode, row.Requests, fmtMs(row.AvgMs), fmtMs(row.P50Ms), fmtMs(row.P99Ms),
-			fmtRate(row.Rate1m), fmtRate(row.Rate5m), fmtRate(row.Rate15m), row.ErrorPct, row.NoBidPct, row.MissPct)
-		minCovered = min(minCovered, row.CoveredSec)
-	}
-	ew.flush(tw)
-	if minCovered < 900 {
-		ew.printf("(req/s columns: EWMA of per-second throughput; the shortest run covers %d s, so windows longer than that describe only the run)\n", minCovered)
-	}
 }
 
 func writeResult(ew *errWriter, res *Result) {
@@ -119,9 +99,6 @@ func writeResult(ew *errWriter, res *Result) {
 		gen += fmt.Sprintf("; send lag p50 %s ms, p99 %s ms, max %s ms", fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)), fmtMs(usToMs(res.SendLag.MaxUs)))
 	}
 	fmt.Fprintf(tw, "  Generator:\t%s; %d workers\n", gen, res.Workers)
-	for _, h := range res.ServerSide {
-		fmt.Fprintf(tw, "  Server side:\t%s\n", serverLine(h))
-	}
 	ew.flush(tw)
 
 	if len(res.Histogram) > 0 {
@@ -145,19 +122,6 @@ func writeResult(ew *errWriter, res *Result) {
 		for _, p := range res.Distribution {
 			ew.printf("  %s %% in %s ms\n", strconv.FormatFloat(p.P, 'f', -1, 64), fmtMs(usToMs(p.Us)))
 		}
-	}
-	if len(res.Moving) > 0 {
-		ew.printf("\nMoving throughput (req/s):\n")
-		tw = ew.tab()
-		fmt.Fprintf(tw, "  window\tEWMA\tSMA\tcovers\n")
-		for _, m := range res.Moving {
-			cov := fmt.Sprintf("%d s", m.CoveredSec)
-			if !m.Complete {
-				cov += fmt.Sprintf(" of %d s (run shorter than window)", m.WindowSec)
-			}
-			fmt.Fprintf(tw, "  %d min\t%s\t%s\t%s\n", m.WindowSec/60, fmtRate(m.EWMA), fmtRate(m.SMA), cov)
-		}
-		ew.flush(tw)
 	}
 	if len(res.Processes) > 0 {
 		ew.printf("\nProcesses:\n")
@@ -277,22 +241,3 @@ func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, 
 func (e *errWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(e, 0, 0, 2, ' ', 0) }
 
 func (e *errWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() }
-
-// serverLine describes a server's own histogram over a run: "bidder
-// rtbd_bidder_request_seconds: 480000 observations, p50 <= 5 ms, p99 <=
-// 30 ms, 0 over 100 ms (tmax)".
-func serverLine(h ServerHistogram) string {
-	if h.Error != "" {
-		return fmt.Sprintf("%s %s: unavailable: %s", h.Name, h.Metric, h.Error)
-	}
-	s := fmt.Sprintf("%s %s: %d observations", h.Name, h.Metric, h.Count)
-	for _, q := range []float64{0.5, 0.99} {
-		if le, ok := h.QuantileBound(q); ok {
-			s += fmt.Sprintf(", p%g <= %s ms", q*100, fmtMs(le*1000))
-		}
-	}
-	if h.OverTmax >= 0 {
-		s += fmt.Sprintf(", %d over %s ms (tmax)", h.OverTmax, fmtMs(h.TmaxBoundSec*1000))
-	}
-	return s
-}

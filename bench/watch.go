@@ -1,15 +1,13 @@
 package bench
 
 import (
-	"context"
-	"errors"
 	"time"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
-// watcher measures the generator's CPU, the watched processes and their
-// own histograms over the measured phase of a run.
+// watcher measures the generator's CPU and the watched processes over the
+// measured phase of a run.
 type watcher struct {
 	w     Watch
 	from  time.Time
@@ -21,9 +19,6 @@ type watcher struct {
 	selfErr  error
 	procCPU0 []time.Duration
 	procErr  []error
-	// hist0 and hist1: the servers' histograms at the start and the end.
-	hist0, hist1       []histSnapshot
-	hist0Err, hist1Err []error
 
 	// final
 	wall1 time.Time
@@ -51,18 +46,6 @@ func (wa *watcher) baseline() {
 	for i, p := range wa.w.Processes {
 		wa.procCPU0[i], wa.procErr[i] = proc.CPU(p.PID)
 	}
-	wa.hist0, wa.hist0Err = wa.readHistograms()
-}
-
-func (wa *watcher) readHistograms() ([]histSnapshot, []error) {
-	if len(wa.w.Histograms) == 0 {
-		return nil, nil
-	}
-	snaps, errs := make([]histSnapshot, len(wa.w.Histograms)), make([]error, len(wa.w.Histograms))
-	for i, h := range wa.w.Histograms {
-		snaps[i], errs[i] = readHistogram(context.Background(), h.URL, h.Metric)
-	}
-	return snaps, errs
 }
 
 func (wa *watcher) loop() {
@@ -89,10 +72,9 @@ func (wa *watcher) stop() {
 		wa.selfErr = err
 	}
 	wa.self1 = self1
-	wa.hist1, wa.hist1Err = wa.readHistograms()
 }
 
-// apply writes generator, process and server-side stats into r.
+// apply writes generator and process stats into r.
 func (wa *watcher) apply(r *Result) {
 	wall := wa.wall1.Sub(wa.wall0).Seconds()
 	if wa.selfErr == nil {
@@ -125,14 +107,5 @@ func (wa *watcher) apply(r *Result) {
 			ps.Error = err.Error()
 		}
 		r.Processes = append(r.Processes, ps)
-	}
-	for i, w := range wa.w.Histograms {
-		h := ServerHistogram{Name: w.Name, Metric: w.Metric, OverTmax: -1}
-		if err := errors.Join(wa.hist0Err[i], wa.hist1Err[i]); err != nil {
-			h.Error = err.Error()
-		} else {
-			h = serverHistogram(w, wa.hist0[i], wa.hist1[i], time.Duration(r.TmaxMs*1e6))
-		}
-		r.ServerSide = append(r.ServerSide, h)
 	}
 }
