@@ -8,7 +8,7 @@ import (
 )
 
 // TestBatchAllocations: the 3-imp request of TestBatchOneCall through a
-// BatchProductStore (one call for its four lookups) allocates no more than
+// catalog.BatchGetter (one call for its four lookups) allocates no more than
 // through a plain ProductStore (four calls) over the same local catalog:
 // the batch's requests and answers are reused slices of the request state.
 func TestBatchAllocations(t *testing.T) {

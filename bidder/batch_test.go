@@ -23,7 +23,7 @@ import (
 )
 
 // batchProducts is a TEST WRAPPER that makes a ProductStore a
-// BatchProductStore, as the remote client is one: each request of a batch
+// catalog.BatchGetter, as the remote client is one: each request of a batch
 // is answered by the real store underneath. It counts the calls of both
 // kinds; fail, when set, is the answer of every batch instead, and block
 // makes every batch wait for its context to end.
@@ -63,7 +63,7 @@ func (s *batchProducts) GetProductMastersBatch(ctx context.Context, reqs []*cata
 }
 
 // cachedProducts is a TEST WRAPPER that makes a batchProducts a
-// CachedProductStore whose cache holds the products of groups (it answers
+// catalog.CachedGetter whose cache holds the products of groups (it answers
 // from the store underneath, without counting a call).
 type cachedProducts struct {
 	*batchProducts
@@ -85,7 +85,7 @@ func (s *cachedProducts) GetProductMastersCached(req *catalogpb.ProductMastersRe
 }
 
 // countingProducts is a TEST WRAPPER that counts the lookups of a plain
-// ProductStore (not a BatchProductStore).
+// ProductStore (not a catalog.BatchGetter).
 type countingProducts struct {
 	ProductStore
 	singles atomic.Int64
@@ -228,7 +228,7 @@ func explainImps(t *testing.T, f *fixture, body []byte) string {
 	return string(out)
 }
 
-// TestBatchOneCall: with a BatchProductStore, a 3-imp request whose imps
+// TestBatchOneCall: with a catalog.BatchGetter, a 3-imp request whose imps
 // want four lookups (three groups, two templates of one, one group without
 // products) makes one batch call and no single lookup, and gets the bids,
 // and the debug endpoint's account, of the same request through a plain
@@ -349,7 +349,7 @@ func TestBatchErrors(t *testing.T) {
 	})
 }
 
-// TestBatchPlainStore: a ProductStore that is not a BatchProductStore is
+// TestBatchPlainStore: a ProductStore that is not a catalog.BatchGetter is
 // asked lookup by lookup as the auction reaches each candidate: the
 // request's first imp's lookup only, when that imp is the only one.
 func TestBatchPlainStore(t *testing.T) {
@@ -406,7 +406,7 @@ func TestBatchBudgets(t *testing.T) {
 }
 
 // The remote client is the batch store the bidder's one-call path uses.
-var _ BatchProductStore = (*remote.Client)(nil)
+var _ catalog.BatchGetter = (*remote.Client)(nil)
 
 // TestRemoteOneCallPerRequest: the 3-imp request through the real remote
 // client against a real catalog node over the same catalog, near cache off
@@ -522,7 +522,7 @@ func TestRemotePartlyCached(t *testing.T) {
 	}
 }
 
-// TestCachedStoreLookups: with a CachedProductStore, the lookups its cache
+// TestCachedStoreLookups: with a catalog.CachedGetter, the lookups its cache
 // holds are answered from it, each as the auction reaches it; the first it
 // lacks asks every lookup still pending in one batch (not those answered
 // already), and the bids are those of a plain store.

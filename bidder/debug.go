@@ -186,7 +186,7 @@ func (b *Bidder) Explain(body []byte) *Explain {
 		if s := b.opts.Campaigns.Current(); s != nil {
 			ex.Campaigns = s.Len()
 		}
-		nbr = b.run(st, start, ex)
+		nbr = b.run(st, start, time.Now(), ex)
 		if nbr == bidMade {
 			if out, err := rtb.AppendResponse(nil, &st.resp); err == nil {
 				ex.Response = out

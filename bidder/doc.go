@@ -79,10 +79,11 @@
 //     ProductMastersRequest for the winner (viewed ids, recommended ids,
 //     the template's quantities), falling back to the next when it has no
 //     products (nbr 503), at most 3 tries. Candidates are selected for all
-//     imps before any lookup; with a BatchProductStore (the remote client)
-//     the distinct lookups of every candidate that may be tried go in one
-//     GetProductMastersBatch call under the deadline (with a
-//     CachedProductStore, the remote client with its near cache, each
+//     imps before any lookup, and catalog.Fetcher asks the store as it
+//     allows: with a batch store (the remote client) the distinct lookups
+//     of every candidate that may be tried go in one
+//     GetProductMastersBatch call under the deadline (with a near cache
+//     in front of it, each
 //     lookup is first asked of the cache as the tries reach it, and the
 //     call, for the lookups not answered yet, made at the first it
 //     lacks), a plain ProductStore (the local index) is asked one lookup

@@ -472,41 +472,9 @@ func (r *replaySet) forget(kind int, auction, imp string) {
 	sh.mu.Unlock()
 }
 
-// budgetCache holds the spend.CampaignBudget of every campaign of one
-// campaign Set, built once per Set (a reload makes a new Set).
-type budgetCache struct {
-	set *campaign.Set
-	by  map[*campaign.Campaign]*spend.CampaignBudget
-}
-
-// budgetOf returns c's CampaignBudget, from the cache of set (rebuilt, and
-// the Writer told of the campaigns, when the Set changed). A campaign not in
-// the cache (cannot happen for c from set) is built on the spot.
+// budgetOf returns c's CampaignBudget (spend.BudgetCache).
 func (b *Bidder) budgetOf(set *campaign.Set, c *campaign.Campaign) *spend.CampaignBudget {
-	bc := b.budgets.Load()
-	if bc == nil || bc.set != set {
-		bc = b.buildBudgets(set)
-	}
-	if cb, ok := bc.by[c]; ok {
-		return cb
-	}
-	cb := spend.FromCampaign(c)
-	return &cb
-}
-
-func (b *Bidder) buildBudgets(set *campaign.Set) *budgetCache {
-	all := set.All()
-	bc := &budgetCache{set: set, by: make(map[*campaign.Campaign]*spend.CampaignBudget, len(all))}
-	list := make([]spend.CampaignBudget, len(all))
-	for i, c := range all {
-		list[i] = spend.FromCampaign(c)
-		bc.by[c] = &list[i]
-	}
-	if b.opts.Spend != nil {
-		b.opts.Spend.SetCampaigns(list)
-	}
-	b.budgets.Store(bc)
-	return bc
+	return b.budgets.Of(set, c)
 }
 
 // budgetCheck is bg.Check, except for a test request (test: 1), which is

@@ -472,7 +472,7 @@ func TestBudgetsFollowReload(t *testing.T) {
 	f.bidOnce(userBulk, rtb.NoBidBudgetExhausted)
 	src.p.Store(moneyCampaigns(t, "    total_budget: 1\n"))
 	f.bidOnce(userBulk, 0)
-	if bc := f.b.budgets.Load(); bc == nil || bc.set != src.Current() || bc.by[mustGet(t, src.Current(), "money")].TotalMicros != 1_000_000 {
+	if cb := f.b.budgetOf(src.Current(), mustGet(t, src.Current(), "money")); cb.TotalMicros != 1_000_000 {
 		t.Errorf("budget cache not rebuilt for the new set")
 	}
 }

@@ -70,14 +70,14 @@ func requestContext(rec *records.Record, req *openrtb2.BidRequest) {
 const maxRecordProducts = 64
 
 // recordBid records the bid just made on imp i for cd.
-func (b *Bidder) recordBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product, cur string) {
+func (b *Bidder) recordBid(st *reqState, i int, cd *candidate, products []*catalogpb.Product) {
 	r := b.opts.Records
 	if r == nil {
 		return
 	}
 	req := &st.req
 	rec := records.Record{Kind: records.KindBid, Time: st.now, Nonce: st.nonce, RequestID: req.ID, ImpID: req.Imp[i].ID,
-		Exchange: b.exchanges.list[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, ValueMicros: cd.value, Currency: cur,
+		Exchange: b.exchanges.list[st.exchange].Name, CampaignID: cd.c.ID, PriceMicros: cd.price, ValueMicros: cd.value, Currency: st.a.cur,
 		Test: req.Test == 1}
 	requestContext(&rec, req)
 	if cd.kind == mediaBanner {

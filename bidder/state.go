@@ -18,6 +18,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/internal/ascii"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
@@ -36,28 +37,22 @@ type reqState struct {
 	uidBuf   []byte // the uid resolved through the match table
 
 	req      openrtb2.BidRequest
+	a        round    // the auction's request-level values
 	exts     rtb.Exts // req's ext members, filled with req by the decoder
 	profile  user.Profile
 	deadline time.Time
 	dctx     deadlineCtx
 	now      time.Time
+	// decided is when the auction ended (zero before): respond's clock.
+	decided time.Time
 
-	pm       *catalogpb.ProductMastersRequest
-	matched  []*campaign.Campaign
-	cands    []candidate // every imp's, st.plans[i] saying where
-	plans    []impPlan   // per imp
-	fetched  []fetched
-	products []*catalogpb.Product
-	// pmBatch and pmResps are the requests and answers of the one
-	// BatchProductStore call (fetchBatch): reused, never shrunk.
-	pmBatch []*catalogpb.ProductMastersRequest
-	pmResps []*catalogpb.ProductMastersResponse
-	// pending and pmAsk are the lookups of st.fetched the batch call asks
-	// (those still pending) and their requests; pmCached is the answer of
-	// a lookup the CachedProductStore's cache answers.
-	pending  []int
-	pmAsk    []*catalogpb.ProductMastersRequest
-	pmCached catalogpb.ProductMastersResponse
+	matched []*campaign.Campaign
+	cands   []candidate // every imp's, st.plans[i] saying where
+	plans   []impPlan   // per imp
+	// lookups are the request's product lookups (b.products) and their
+	// products; q is the query being asked.
+	lookups catalog.Lookups
+	q       catalog.Query
 
 	native    creative.NativeRequest
 	nativeImp int // index of the imp parsed into native, -1 none
@@ -107,12 +102,14 @@ type reqState struct {
 	path pathState // supply-path verdict (supplycheck.go)
 }
 
-// link is the bid the creative being rendered belongs to.
-type link struct {
-	c *campaign.Campaign
-	// tok is the bid's markup token (in the arena), shared by the
-	// click URLs of all its products: /click?t=TOKEN.PRODUCT.
-	tok []byte
+// round holds what one request's auction fixes before any imp is bid on
+// (Bidder.auction sets it): every step of the auction reads it from the
+// request state instead of taking it as parameters.
+type round struct {
+	set *campaign.Set // the campaigns: one CampaignSource.Current per request
+	cur string        // the response currency
+	uid string        // the user (resolved through the match table)
+	ex  *Explain      // the debug run's trace; nil on the bid path
 }
 
 // Buffers above these capacities are dropped when a state returns to the
@@ -125,7 +122,6 @@ const (
 func newReqState(b *Bidder) *reqState {
 	st := &reqState{
 		b: b, m: b.m,
-		pm:        &catalogpb.ProductMastersRequest{},
 		urls:      &b.urls,
 		arena:     make([]byte, 0, 16<<10),
 		out:       make([]byte, 0, 16<<10),
@@ -135,6 +131,7 @@ func newReqState(b *Bidder) *reqState {
 	_, _ = crand.Read(seed[:]) // never fails (crypto/rand's contract since Go 1.24)
 	st.rng = rand.NewChaCha8(seed)
 	st.enc.SafeAdM = st.isSafeAdM
+	st.lookups.Observe = st.observeCatalog
 	return st
 }
 
@@ -183,19 +180,13 @@ func (b *Bidder) putState(st *reqState) {
 func (st *reqState) reset() {
 	st.m = st.b.m
 	st.exchange = 0
+	st.a = round{}
 	clear(st.matched)
 	st.matched = st.matched[:0]
 	st.cands = st.cands[:0]
 	st.plans = st.plans[:0]
-	st.fetched = st.fetched[:0]
-	for _, pm := range st.pmBatch {
-		pm.Product1Ids, pm.Product2Ids = nil, nil // views of the last request's profile
-	}
-	clear(st.products)
-	st.products = st.products[:0]
-	if cap(st.products) > maxKeptSlice {
-		st.products = nil
-	}
+	st.lookups.Reset()
+	st.q = catalog.Query{}
 	clear(st.bids)
 	st.bids = st.bids[:0]
 	clear(st.safeAdM)
@@ -217,9 +208,7 @@ func (st *reqState) reset() {
 	if cap(st.secure) > maxKeptSlice {
 		st.secure = nil
 	}
-	st.deadline = time.Time{}
-	st.pm.ProductGroupId, st.pm.Product1Ids, st.pm.Product2Ids = 0, nil, nil
-	st.pm.Product1QuantityAtMost, st.pm.Product2QuantityAtMost = 0, 0
+	st.deadline, st.decided = time.Time{}, time.Time{}
 	st.fxOwn = nil
 	st.path.reset()
 	st.fxReq.reset()

@@ -449,48 +449,63 @@ func ValidateRequest(req *catalogpb.ProductMastersRequest, maxIDs int) error {
 // comment for the rules). The returned products are shared with the hot
 // cache and must not be modified.
 func (l *Local) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	if err := ValidateRequest(req, l.opts.MaxIDs); err != nil {
+	resp := &catalogpb.ProductMastersResponse{}
+	if err := l.GetProductMastersInto(ctx, req, resp); err != nil {
 		return nil, err
 	}
+	return resp, nil
+}
+
+// GetProductMastersInto is GetProductMasters answering into resp: its lists
+// are emptied and refilled, their capacity reused, so that a caller that
+// keeps resp (catalog.Fetcher) allocates nothing per lookup. On error resp
+// is emptied.
+func (l *Local) GetProductMastersInto(ctx context.Context, req *catalogpb.ProductMastersRequest, resp *catalogpb.ProductMastersResponse) error {
+	resetResp(resp)
+	if err := ValidateRequest(req, l.opts.MaxIDs); err != nil {
+		return err
+	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDeadline, err)
+		return fmt.Errorf("%w: %w", ErrDeadline, err)
 	}
 	v, err := l.acquire()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer v.release()
 	l.lookups.Add(1)
-	resp := &catalogpb.ProductMastersResponse{}
 	lk := lookup{ctx: ctx, v: v, g: req.ProductGroupId}
 	defer lk.close()
 	ents, err := lk.list(req.Product1Ids, req.Product1QuantityAtMost)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	resp.Product1S = products(ents)
+	resp.Product1S = appendProducts(resp.Product1S, ents)
 	ids2, err := lk.secondIDs(req, nil)
 	if err != nil {
-		return nil, err
+		resetResp(resp)
+		return err
 	}
 	ents, err = lk.list(ids2, req.Product2QuantityAtMost)
 	if err != nil {
-		return nil, err
+		resetResp(resp)
+		return err
 	}
-	resp.Product2S = products(ents)
+	resp.Product2S = appendProducts(resp.Product2S, ents)
 	resp.Version = v.iv.Load()
-	return resp, nil
+	return nil
 }
 
-func products(ents []*cached) []*catalogpb.Product {
+// appendProducts appends the products of ents to dst.
+func appendProducts(dst []*catalogpb.Product, ents []*cached) []*catalogpb.Product {
 	if len(ents) == 0 {
-		return nil
+		return dst
 	}
-	ps := make([]*catalogpb.Product, len(ents))
-	for i, e := range ents {
-		ps[i] = &e.p
+	dst = slices.Grow(dst, len(ents))
+	for _, e := range ents {
+		dst = append(dst, &e.p)
 	}
-	return ps
+	return dst
 }
 
 // AppendProductMasters appends to dst the protobuf encoding of the
@@ -556,7 +571,7 @@ type lookup struct {
 	v    *version
 	g    int64
 	rd   *pebbleReader // opened at the first hot-cache miss
-	ents [16]*cached   // list's result for short lists
+	ents [32]*cached   // list's result for short lists (a heavy template asks 20)
 	got  [32]int64     // ids of list's result for short lists
 	sim  *simScratch   // similar_to_viewed's merge (pooled; returned at close)
 	// hot-cache gets, counted into the cache at close

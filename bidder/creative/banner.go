@@ -48,6 +48,10 @@ type Banner struct {
 	// banners (see CellCache for the products it suits). The markup is
 	// the same with or without it.
 	Cells *CellCache
+	// PlainLinks says the Linker's URLs never need HTML escaping (printable
+	// ASCII without & < > " ' \\: rtbd's, whose bases are checked once):
+	// they are then written without that check.
+	PlainLinks bool
 	// ImpURL, when set, is the ad's impression tracker (rtbd's /imp URL):
 	// the banner carries it as a 1x1 image, attribute-escaped.
 	ImpURL string
@@ -133,7 +137,7 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 	if bl, ok := b.Links.(BaseLinker); ok {
 		dst = append(dst, baseOpen...)
 		start := len(dst)
-		if dst = appendLink(dst, bl, bl.AppendClickBase); len(dst) > start {
+		if dst = appendLink(dst, b.PlainLinks, bl.AppendClickBase); len(dst) > start {
 			dst = append(dst, `'>`...)
 			base = bl
 		} else {
@@ -188,7 +192,7 @@ func AppendBanner(dst []byte, b *Banner) []byte {
 			dst = append(dst, `<div class=pg>`...)
 		}
 		var hit bool
-		dst, hit = appendCell(dst, p, b.Links, base, b.Cells)
+		dst, hit = appendCell(dst, p, b.Links, base, b.Cells, b.PlainLinks)
 		if hit {
 			hits++
 		}
@@ -226,7 +230,7 @@ func appendPx(dst []byte, v int) []byte {
 // With base set (the document has its <base href>), the link is base's
 // relative reference for p. With cells set, the body comes from there when
 // it can (hit).
-func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker, cells *CellCache) (_ []byte, hit bool) {
+func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker, cells *CellCache, plainLinks bool) (_ []byte, hit bool) {
 	if base != nil {
 		dst = append(dst, `<a href='`...)
 	} else {
@@ -235,9 +239,9 @@ func appendCell(dst []byte, p *catalogpb.Product, links Linker, base BaseLinker,
 	start := len(dst)
 	switch {
 	case base != nil:
-		dst = appendLink(dst, base, func(d []byte) []byte { return base.AppendClickRef(d, p) })
+		dst = appendLink(dst, plainLinks, func(d []byte) []byte { return base.AppendClickRef(d, p) })
 	case links != nil:
-		dst = appendLink(dst, links, func(d []byte) []byte { return links.AppendClickURL(d, p) })
+		dst = appendLink(dst, plainLinks, func(d []byte) []byte { return links.AppendClickURL(d, p) })
 	case IsHTTPURL(p.LandingUrl):
 		dst = appendHTML(dst, p.LandingUrl)
 	}
@@ -282,17 +286,24 @@ func appendCellBody(dst []byte, p *catalogpb.Product) []byte {
 }
 
 // appendLink appends what add (a method of links) appends, attribute-escaped
-// if it has anything to escape (checked 8 bytes at a time: a click URL is
-// printable ASCII without & < > " ' \\, and then it is kept as it is). The
+// if it has anything to escape (checked 8 bytes at a time, unless
+// plainLinks vouches for it: a click URL is printable ASCII without
+// & < > " ' \\, and then it is kept as it is). The
 // URL is built in dst's spare room and then escaped into place.
-func appendLink(dst []byte, links Linker, add func([]byte) []byte) []byte {
+func appendLink(dst []byte, plainLinks bool, add func([]byte) []byte) []byte {
 	start := len(dst)
 	dst = add(dst)
-	if plain(dst[start:]) {
+	if plainLinks || plain(dst[start:]) {
 		return dst
 	}
 	u := string(dst[start:]) // rare path: allocation accepted
 	return appendHTML(dst[:start], u)
+}
+
+// IsPlain reports whether s is printable ASCII other than & < > " ' \\
+// (nothing HTML escaping would change).
+func IsPlain(s string) bool {
+	return plain(unsafe.Slice(unsafe.StringData(s), len(s)))
 }
 
 // plain reports whether b is printable ASCII other than & < > " ' \\

@@ -1,6 +1,7 @@
 package creative
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -643,6 +644,28 @@ func TestBannerLinksOpenANewWindow(t *testing.T) {
 		}
 		if n := strings.Count(string(doc), "rel=noopener"); n != len(ps) {
 			t.Errorf("%s: rel=noopener on %d links, want %d", name, n, len(ps))
+		}
+	}
+}
+
+// TestBannerPlainLinks: links the Linker vouches for (PlainLinks) are
+// written as they are, the same markup as checked ones; IsPlain tells
+// which strings need no escaping.
+func TestBannerPlainLinks(t *testing.T) {
+	ps := products(7)
+	for _, links := range []Linker{testLinks{}, baseLinks{base: "https://bid.example/click/TOKEN/", skip: 103}} {
+		checked := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: links})
+		vouched := AppendBanner(nil, &Banner{W: 300, H: 250, Products: ps, Links: links, PlainLinks: true})
+		if !bytes.Equal(checked, vouched) {
+			t.Errorf("%T: PlainLinks changed the markup:\n%s\n%s", links, checked, vouched)
+		}
+	}
+	for s, want := range map[string]bool{
+		"https://bid.example": true, "": true, "https://bid.example/a?b=c": true,
+		"https://bid.example/a&b": false, "https://bid.example/'": false, "https://bïd.example": false, "https://bid.example/<": false,
+	} {
+		if got := IsPlain(s); got != want {
+			t.Errorf("IsPlain(%q) = %v, want %v", s, got, want)
 		}
 	}
 }

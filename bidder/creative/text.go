@@ -101,6 +101,8 @@ func PlainHTTP(u string) bool {
 func IsHTTPURL(u string) bool {
 	var rest string
 	switch {
+	case len(u) > 8 && u[:8] == "https://": // the usual spelling, compared at once
+		rest = u[8:]
 	case len(u) > 7 && ascii.EqualLower(u[:7], "http://"):
 		rest = u[7:]
 	case len(u) > 8 && ascii.EqualLower(u[:8], "https://"):

@@ -25,6 +25,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // testConfig is a complete bidder configuration on loopback ports chosen by
@@ -144,13 +145,24 @@ func TestServerLocal(t *testing.T) {
 	// store (bidder.data_dir/spend) by Shutdown's final flush.
 	var br struct {
 		SeatBid []struct {
-			Bid []struct{ BURL, CID string }
+			Bid []struct {
+				BURL, CID string
+				Price     json.Number
+			}
 		}
 	}
 	if err := json.Unmarshal(resp, &br); err != nil || len(br.SeatBid) == 0 {
 		t.Fatalf("bid: %v", err)
 	}
-	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", "1.25", 1)
+	// Cleared at the bid's own price: a first-price bid may be shaded (or
+	// explored) below the campaign's value, and a bill above the bid is refused.
+	price := br.SeatBid[0].Bid[0].Price.String()
+	cpm, err := money.Parse(price)
+	if err != nil {
+		t.Fatalf("bid price %q: %v", price, err)
+	}
+	billed := money.PerImpression(cpm)
+	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", price, 1)
 	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
 		t.Fatalf("bill: %d %s", st, b)
 	}
@@ -164,7 +176,7 @@ func TestServerLocal(t *testing.T) {
 	for _, c := range camps {
 		if c.Campaign == cid {
 			found = true
-			if c.TotalMicros != 1250 || c.UnflushedTotalMicros != 1250 || !c.Bidding {
+			if c.TotalMicros != billed || c.UnflushedTotalMicros != billed || !c.Bidding {
 				t.Errorf("/admin/campaigns %s: %+v", cid, c)
 			}
 		}
@@ -178,8 +190,8 @@ func TestServerLocal(t *testing.T) {
 		var want []string
 		if c.Campaign == cid {
 			want = []string{
-				fmt.Sprintf(`rtbd_spend_campaign_total_micros{campaign=%q,currency=%q} 1250`, cid, c.Currency),
-				fmt.Sprintf(`rtbd_spend_campaign_today_micros{campaign=%q,currency=%q} 1250`, cid, c.Currency),
+				fmt.Sprintf(`rtbd_spend_campaign_total_micros{campaign=%q,currency=%q} %d`, cid, c.Currency, billed),
+				fmt.Sprintf(`rtbd_spend_campaign_today_micros{campaign=%q,currency=%q} %d`, cid, c.Currency, billed),
 				fmt.Sprintf(`rtbd_spend_campaign_bidding{campaign=%q} 1`, cid),
 			}
 		}
@@ -199,8 +211,8 @@ func TestServerLocal(t *testing.T) {
 	}
 	defer db.Close()
 	tot, err := db.Read(context.Background(), []string{cid}, time.Now().UTC().Format("2006-01-02"))
-	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 1250 || tot[0].TotalImps != 1 {
-		t.Errorf("spend store after Shutdown: %+v %v, want 1250 micros, 1 impression", tot, err)
+	if err != nil || len(tot) != 1 || tot[0].TotalMicros != billed || tot[0].TotalImps != 1 {
+		t.Errorf("spend store after Shutdown: %+v %v, want %d micros, 1 impression", tot, err, billed)
 	}
 	if _, err := net.DialTimeout("tcp", s.Addr(), time.Second); err == nil {
 		t.Error("still accepting after Shutdown")

@@ -41,3 +41,15 @@ func TestAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestBudgetCacheAllocs pins BudgetCache.Of, once its Set's table is
+// built, at zero allocations.
+func TestBudgetCacheAllocs(t *testing.T) {
+	bc := spend.NewBudgetCache(nil)
+	set := budgetSet(t, 1_000_000)
+	c := set.All()[1]
+	bc.Of(set, c)
+	if n := testing.AllocsPerRun(100, func() { bc.Of(set, c) }); n != 0 {
+		t.Errorf("BudgetCache.Of: %.1f allocs/op, want 0", n)
+	}
+}

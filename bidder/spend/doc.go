@@ -40,7 +40,9 @@
 //     unbilled bids (Bid records each bid made). With WaitForTotals a
 //     budgeted campaign is paused until its fleet totals are read
 //     (ReadTotals at start, then a background loop). Status for the admin
-//     endpoint.
+//     endpoint. BudgetCache gives those checks each campaign's
+//     CampaignBudget, built once per campaign Set, and registers each new
+//     Set's campaigns with the Writer.
 //
 // # What a bidder knows, and how stale
 //

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -217,5 +218,30 @@ func TestVersion4(t *testing.T) {
 	win := sample()
 	if _, err := k.Parse(&got, []byte(older(t, win, version4)), KindBill, win.Issued, nil); !errors.Is(err, ErrKind) {
 		t.Errorf("version 4 win token as bill: %v, want ErrKind", err)
+	}
+}
+
+// TestAppendBidEveryLength: AppendBid's two tokens equal Append's for
+// payloads of every length modulo 3 (the base64 of their shared part is
+// made once).
+func TestAppendBidEveryLength(t *testing.T) {
+	k := mustKeys(t, key1, key2)
+	for n := range 7 {
+		want := bidSample()
+		want.Auction = strings.Repeat("a", n+1)
+		out, mid, err := k.AppendBid(nil, &want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			kind Kind
+			tok  []byte
+		}{{KindBill, out[:mid]}, {KindClick, out[mid:]}} {
+			one := want
+			one.Kind = c.kind
+			if tok, _ := k.Append(nil, &one); !bytes.Equal(tok, c.tok) {
+				t.Errorf("auction id of %d bytes: Append %v: %s, AppendBid: %s", n+1, c.kind, tok, c.tok)
+			}
+		}
 	}
 }

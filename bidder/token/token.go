@@ -354,11 +354,16 @@ func (k *Keys) AppendBid(dst []byte, t *Token) (_ []byte, mid int, err error) {
 	copy(mac[:], dst[e:])
 	raw := e + audienceBytes + MACBytes // end of one binary token
 	dst = appendHalf(dst[:e], &mac, AudienceExchange)
+	// The tokens differ only after the payload: the base64 of its first
+	// whole 3-byte groups (which encode on their own) is made once and
+	// copied into the second token.
+	shared := start + (e-start)/3*3
 	dst = enc.AppendEncode(dst, dst[start:raw])
 	exch := len(dst)
 	dst[e] = byte(AudienceMarkup)
 	copy(dst[e+audienceBytes:raw], mac[MACBytes:])
-	dst = enc.AppendEncode(dst, dst[start:raw])
+	dst = append(dst, dst[raw:raw+enc.EncodedLen(shared-start)]...)
+	dst = enc.AppendEncode(dst, dst[shared:raw])
 	n := copy(dst[start:], dst[raw:])
 	return dst[:start+n], start + (exch - raw), nil
 }

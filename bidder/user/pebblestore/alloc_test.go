@@ -11,9 +11,19 @@ import (
 )
 
 // TestAllocs pins the allocations of the hot paths (the race detector
-// allocates, hence the build tag).
+// allocates, hence the build tag), with the value cache (the default: its
+// hits, misses and fills) and without it (every Get reads Pebble).
 func TestAllocs(t *testing.T) {
-	s := openTest(t, Options{})
+	for _, c := range []struct {
+		name    string
+		entries int
+	}{{"cache", 0}, {"no cache", -1}} {
+		t.Run(c.name, func(t *testing.T) { testAllocs(t, Options{CacheEntries: c.entries}) })
+	}
+}
+
+func testAllocs(t *testing.T, opts Options) {
+	s := openTest(t, opts)
 	ctx := context.Background()
 	want := usertest.SampleProfile()
 	if err := s.Put(ctx, "alloc-user", want); err != nil {

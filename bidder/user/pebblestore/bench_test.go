@@ -16,9 +16,9 @@ const benchUsers = 10_000
 // benchStore is a store with benchUsers users of a typical size (3 groups
 // of 20 viewed, 20 recommended, 3 segments), flushed to disk tables so that
 // reads go through the block cache as in production.
-func benchStore(b *testing.B) *Store {
+func benchStore(b *testing.B, opts Options) *Store {
 	b.Helper()
-	s := openTest(b, Options{})
+	s := openTest(b, opts)
 	bw, err := s.NewBulkWriter()
 	if err != nil {
 		b.Fatal(err)
@@ -58,9 +58,14 @@ func benchUIDs(prefix string) []string {
 }
 
 // BenchmarkGet: Store.Get with a reused user.Profile, against the raw Pebble
-// point lookup of the same keys (the floor).
+// point lookup of the same keys (the floor without the value cache); the
+// nocache runs read Pebble every time.
 func BenchmarkGet(b *testing.B) {
-	s := benchStore(b)
+	b.Run("cache", func(b *testing.B) { benchGet(b, benchStore(b, Options{})) })
+	b.Run("nocache", func(b *testing.B) { benchGet(b, benchStore(b, Options{CacheEntries: -1})) })
+}
+
+func benchGet(b *testing.B, s *Store) {
 	ctx := context.Background()
 	hits, misses := benchUIDs("bench-user-"), benchUIDs("nobody-")
 	for _, c := range []struct {
@@ -111,7 +116,7 @@ func BenchmarkGet(b *testing.B) {
 
 // BenchmarkRecordView: the pixel's read-modify-write, on existing users.
 func BenchmarkRecordView(b *testing.B) {
-	s := benchStore(b)
+	s := benchStore(b, Options{})
 	ctx := context.Background()
 	uids := benchUIDs("bench-user-")
 	b.Run("serial", func(b *testing.B) {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-
 	"github.com/rtbd/rtbd/bidder/user"
 )
 
@@ -41,7 +39,7 @@ func (s *Store) SetRecommended(ctx context.Context, uid string, rec []user.Group
 	}
 	st.p.SetRecommended(rec)
 	st.val = appendStamped(st.val[:0], &st.p, s.opts.TTL, time.Now())
-	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
+	if err := s.setProfile(uid, st); err != nil {
 		return fmt.Errorf("pebblestore: set recommended: %w", err)
 	}
 	return nil

@@ -48,6 +48,13 @@ type Options struct {
 	// MatchTTL is how long a match entry (PutMatch) lives after its last
 	// write. 0: entries never expire (config user.match_ttl, default 720h).
 	MatchTTL time.Duration
+	// CacheEntries is how many users' stored profiles Get keeps in memory
+	// (direct-mapped: a user read evicts the one hashing to the same
+	// entry; profiles over 2 KiB stored are not kept), and whether each
+	// has none: Get of a recent user then skips Pebble. Every write
+	// through the Store invalidates its user's entry. Default 65,536;
+	// negative: no cache.
+	CacheEntries int
 	// FS is the file system Pebble uses. nil: the operating system's
 	// (vfs.Default); tests may pass vfs.NewMem().
 	FS vfs.FS
@@ -71,6 +78,9 @@ func (o *Options) ensureDefaults() error {
 	}
 	if o.FS == nil {
 		o.FS = vfs.Default
+	}
+	if o.CacheEntries == 0 {
+		o.CacheEntries = 1 << 16
 	}
 	var errs []error
 	for _, f := range []struct {
@@ -122,6 +132,7 @@ type Store struct {
 
 	stripes [numStripes]stripe
 	keys    sync.Pool // *[]byte, for Get
+	cache   *valueCache
 	in      user.Interner
 
 	hit, miss, fail, views prometheus.Counter
@@ -138,7 +149,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("user: store %s: %w", dir, err)
 	}
-	s := &Store{db: db, opts: opts, seed: maphash.MakeSeed()}
+	s := &Store{db: db, opts: opts, seed: maphash.MakeSeed(), cache: newValueCache(opts.CacheEntries)}
 	s.keys.New = func() any {
 		b := make([]byte, 0, 1+user.MaxUIDLen)
 		return &b
@@ -205,6 +216,15 @@ func (s *Store) lockStripe(uid string) (*stripe, error) {
 	return st, nil
 }
 
+// setProfile writes uid's stored value st.val at st.key (the caller holds
+// uid's stripe) and invalidates uid's value cache entry: every write of a
+// profile goes through it, so that Get never serves an older value.
+func (s *Store) setProfile(uid string, st *stripe) error {
+	err := s.db.Set(st.key, st.val, pebble.NoSync)
+	s.cache.invalidate(maphash.String(s.seed, uid))
+	return err
+}
+
 func (s *Store) unlockStripe(st *stripe) {
 	st.mu.Unlock()
 	s.mu.RUnlock()
@@ -218,7 +238,8 @@ func (s *Store) limits() user.Limits {
 // reports whether there is one. It allocates nothing of its own once p's
 // capacities suffice (segments are interned), on a hit or a miss; Pebble
 // itself allocates one 16-byte slice per disk table it reads on a hit (none
-// from the memtable).
+// from the memtable). A user read recently is answered from the value
+// cache (Options.CacheEntries) without asking Pebble.
 // The profile is decoded out of Pebble's buffer before that is released, so
 // p owns all its memory. Errors: ctx's, user.ErrInvalidUID, user.ErrClosed, user.ErrCorrupt
 // (a stored value that does not decode) or an I/O error; p is empty then.
@@ -238,6 +259,18 @@ func (s *Store) Get(ctx context.Context, uid string, p *user.Profile) (found boo
 		s.fail.Inc()
 		return false, user.ErrClosed
 	}
+	h := maphash.String(s.seed, uid)
+	cs, hit, gen := s.cache.lookup(h, uid)
+	if hit {
+		if cs.absent {
+			cs.mu.Unlock()
+			s.miss.Inc()
+			return false, nil
+		}
+		found, err = s.decode(uid, cs.val, p)
+		cs.mu.Unlock()
+		return s.settleGet(uid, found, err)
+	}
 	kp := s.keys.Get().(*[]byte)
 	key := appendKey((*kp)[:0], uid)
 	v, closer, err := s.db.Get(key)
@@ -245,28 +278,45 @@ func (s *Store) Get(ctx context.Context, uid string, p *user.Profile) (found boo
 	s.keys.Put(kp)
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
+			s.cache.fill(h, gen, uid, nil, false)
 			s.miss.Inc()
 			return false, nil
 		}
 		s.fail.Inc()
 		return false, fmt.Errorf("user: get: %w", err)
 	}
+	s.cache.fill(h, gen, uid, v, true)
+	found, err = s.decode(uid, v, p) // copies out of v
+	_ = closer.Close()               // v is invalid from here on
+	return s.settleGet(uid, found, err)
+}
+
+// decode decodes the stored value v of uid into p: found false when it has
+// expired.
+func (s *Store) decode(uid string, v []byte, p *user.Profile) (found bool, err error) {
 	body, live := unstamp(v, time.Now())
-	if live {
-		err = s.in.Decode(body, p) // copies out of v
-	}
-	_ = closer.Close() // v is invalid from here on
 	if !live {
-		s.miss.Inc()
-		s.dropExpired(uid)
 		return false, nil
 	}
-	if err != nil {
-		s.fail.Inc()
+	if err := s.in.Decode(body, p); err != nil {
 		return false, fmt.Errorf("user: uid %q: %w", uid, err)
 	}
-	s.hit.Inc()
 	return true, nil
+}
+
+// settleGet counts Get's result and deletes an expired profile. The caller
+// holds s.mu shared.
+func (s *Store) settleGet(uid string, found bool, err error) (bool, error) {
+	switch {
+	case err != nil:
+		s.fail.Inc()
+	case !found:
+		s.miss.Inc()
+		s.dropExpired(uid)
+	default:
+		s.hit.Inc()
+	}
+	return found, err
 }
 
 // stampTag starts a stored value that carries an expiry: stampTag, the
@@ -319,6 +369,7 @@ func (s *Store) dropExpired(uid string) {
 	_ = closer.Close()
 	if !live {
 		_ = s.db.Delete(st.key, pebble.NoSync)
+		s.cache.invalidate(maphash.String(s.seed, uid))
 	}
 }
 
@@ -350,7 +401,7 @@ func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) er
 	}
 	st.p.RecordView(group, pid, s.opts.MaxGroups, s.opts.MaxViewed)
 	st.val = appendStamped(st.val[:0], &st.p, s.opts.TTL, time.Now())
-	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
+	if err := s.setProfile(uid, st); err != nil {
 		return fmt.Errorf("user: record view: %w", err)
 	}
 	s.views.Inc()
@@ -396,7 +447,7 @@ func (s *Store) Put(ctx context.Context, uid string, p *user.Profile) error {
 	}
 	defer s.unlockStripe(st)
 	st.val = appendStamped(st.val[:0], p, s.opts.TTL, time.Now())
-	if err := s.db.Set(st.key, st.val, pebble.NoSync); err != nil {
+	if err := s.setProfile(uid, st); err != nil {
 		return fmt.Errorf("user: put: %w", err)
 	}
 	return nil
@@ -476,7 +527,9 @@ func (w *BulkWriter) commit(o *pebble.WriteOptions) error {
 	if w.s.closed {
 		return user.ErrClosed
 	}
-	if err := w.b.Commit(o); err != nil {
+	err := w.b.Commit(o)
+	w.s.cache.invalidateAll()
+	if err != nil {
 		return fmt.Errorf("user: bulk commit: %w", err)
 	}
 	w.b.Reset()
