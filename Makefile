@@ -3,9 +3,25 @@ GO      ?= go
 BIN     := bin/rtbd
 DEMO    ?= demo
 GOBIN   := $(shell $(GO) env GOPATH)/bin
-# Packages with concurrency worth the race detector: all but the pure
-# codecs (rtb is single-goroutine decoding; catalogpb is generated).
-RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$')
+# Packages with concurrency worth the race detector: all but those that
+# start no goroutine and share nothing (the codecs: rtb decodes on one
+# goroutine, catalogpb is generated; money arithmetic, the auction
+# simulation, small pure helpers) and the root package.
+RACE_PKGS = $(shell $(GO) list ./... | grep -v -e '/rtb$$' -e '/catalogpb$$' -e 'rtbd/rtbd$$' \
+	-e '/money$$' -e '/moneytest$$' -e '/auctionsim$$' -e '/decgen$$' -e '/dsa$$' -e '/feedgen$$' \
+	-e '/ascii$$' -e '/demoimg$$' -e '/cliflag$$' -e '/cputime$$' -e '/splitmix$$')
+# Test binaries are linked without DWARF (-w): no test reads it, and it is
+# half of each link's CPU (stack traces and profiles use the symbol table).
+# Four packages at a time on two cores: much of a package's test time
+# waits (outages, timeouts, child processes), and the waits overlap.
+# -vet=off: make test has run the whole of go vet first (target vet, and
+# deploy's before its tests); go test's own vet subset would repeat it.
+TESTFLAGS ?= -count=1 -ldflags=-w -p 4 -vet=off
+# The race pass runs -short: the tests that say "SKIPPED in -short"
+# (connection floods, million-line loads, multi-process load scenarios)
+# and the command-line auction simulation (one goroutine) run once, in
+# the plain pass, whose assertions they are.
+RACE_FLAGS ?= -race -short -skip '^TestAuctionCommand$$'
 
 .PHONY: image test-deploy bench-supply bench-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns bench-recommend bench-recommend-scale fuzz vet clean
 
@@ -30,8 +46,8 @@ run-catalog: build
 
 # Every test, on a fresh Debian machine with Go: installs what tests need.
 test: deps vet
-	$(GO) test -count=1 ./...
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test $(TESTFLAGS) ./...
+	$(GO) test $(RACE_FLAGS) $(TESTFLAGS) $(RACE_PKGS)
 	$(MAKE) test-deploy
 
 # The operator kit's checks (deploy/, a Go module of its own so that the
@@ -43,7 +59,7 @@ test-deploy: image
 	@command -v promtool >/dev/null 2>&1 || { \
 		echo "installing prometheus (promtool)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq prometheus) >/dev/null; }
-	cd deploy && $(GO) vet ./... && DEPLOY_IMAGE=$(IMAGE) DEPLOY_BIN=$(CURDIR)/$(IMAGE_CTX)/rtbd $(GO) test -count=1 ./...
+	cd deploy && $(GO) vet ./... && DEPLOY_IMAGE=$(IMAGE) DEPLOY_BIN=$(CURDIR)/$(IMAGE_CTX)/rtbd $(GO) test $(TESTFLAGS) ./...
 
 # The container image: a FROM scratch image (deploy/image/Containerfile.scratch,
 # the runtime stage of deploy/image/Dockerfile) around a static rtbd built

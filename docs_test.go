@@ -10,8 +10,8 @@ package main
 //
 //	| key | default | env | meaning |             configs/README.md
 //	| `rtbd gen` flag | default | meaning |        the README of the command's folder
-//	| metric | type | labels | meaning |          bidder/README.md, catalog/README.md
-//	| route | listener | what |                   bidder/README.md
+//	| metric | type | labels | meaning |          bidder/REFERENCE.md, catalog/README.md
+//	| route | listener | what |                   bidder/REFERENCE.md
 //
 // A row names its item in backticks in its first cell. A failure lists
 // each missing, duplicate, misplaced or stale item with the table it
@@ -513,7 +513,7 @@ var flagFiles = map[string]string{
 	"rtbd gen -demo":       "gen/README.md",
 	"rtbd gen -users":      "gen/README.md",
 	"rtbd report":          "records/README.md",
-	"rtbd users recommend": "bidder/README.md",
+	"rtbd users recommend": "bidder/REFERENCE.md",
 }
 
 // flagItems lists every flag of every command's flag set.
@@ -731,7 +731,7 @@ func metricFile(name string) string {
 	case strings.HasPrefix(name, "rtbd_ingest_"):
 		return "ingest/README.md"
 	}
-	return "bidder/README.md"
+	return "bidder/REFERENCE.md"
 }
 
 // metricAndRouteItems starts what registers metrics and serves routes,
@@ -889,7 +889,7 @@ func metricAndRouteItems(t *testing.T) []item {
 }
 
 func routeItem(path, listener string) item {
-	return item{kind: kindRoute, name: path, file: "bidder/README.md",
+	return item{kind: kindRoute, name: path, file: "bidder/REFERENCE.md",
 		checks: map[string]func(string) string{"listener": func(cell string) string {
 			if cell == listener {
 				return ""

@@ -22,17 +22,17 @@ import (
 // arguments.
 const asRtbdEnv = "RTBDTEST_AS_RTBD"
 
-// quickPathBlock returns the commands of the sh block of bidder/README.md's
+// quickPathBlock returns the commands of the sh block of bidder/FLEET.md's
 // "Quick path: a fleet on one host".
 func quickPathBlock(t *testing.T) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("bidder", "README.md"))
+	b, err := os.ReadFile(filepath.Join("bidder", "FLEET.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(b), "### Quick path: a fleet on one host")
+	_, rest, ok := strings.Cut(string(b), "## Quick path: a fleet on one host")
 	if !ok {
-		t.Fatal(`bidder/README.md has no "### Quick path: a fleet on one host"`)
+		t.Fatal(`bidder/FLEET.md has no "## Quick path: a fleet on one host"`)
 	}
 	_, rest, ok = strings.Cut(rest, "```sh\n")
 	block, _, ok2 := strings.Cut(rest, "```")
@@ -84,9 +84,9 @@ func freeTCPPort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
-// TestFleetQuickPath runs the quick path of bidder/README.md "Running a
-// fleet" as written, in a fresh directory holding configs/fleet.yaml, on
-// free ports instead of the fixed ones (rtbd is this test binary, curl
+// TestFleetQuickPath runs the quick path of bidder/FLEET.md as written,
+// in a fresh directory holding configs/fleet.yaml, on free ports instead
+// of the fixed ones (rtbd is this test binary, curl
 // and redis-server the system's): both bidders must answer a bid from
 // their users in Redis through the catalog node.
 func TestFleetQuickPath(t *testing.T) {

@@ -106,8 +106,9 @@ type Options struct {
 	DefaultTMax, MaxTMax, TMaxMargin, MinBudget time.Duration
 	// TMaxMarginRatio caps TMaxMargin at this fraction of the deadline
 	// before the margin (min(tmax or DefaultTMax, MaxTMax)): the margin is
-	// the smaller of the two. 0 (the default) or less: TMaxMargin alone.
-	// At most 0.9.
+	// the smaller of the two. The zero value turns the cap off (TMaxMargin
+	// alone); rtbd always hands over bidder.tmax_margin_ratio, whose
+	// default in configs/rtbd.yaml caps it. At most 0.9.
 	TMaxMarginRatio float64
 	// MaxBodyBytes bounds the body, compressed and decompressed. Default 512 KiB.
 	MaxBodyBytes int

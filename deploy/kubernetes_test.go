@@ -520,7 +520,7 @@ func TestManifestsMatchBinary(t *testing.T) {
 				t.Errorf("%s: probe on %s, want %s", sts.Name, g.Path, pr.path)
 			}
 			if !routes[mode][g.Path] {
-				t.Errorf("%s: probe path %s is not an admin route of a %s (bidder/README.md's route table)", sts.Name, g.Path, mode)
+				t.Errorf("%s: probe path %s is not an admin route of a %s (bidder/REFERENCE.md's route table)", sts.Name, g.Path, mode)
 			}
 			if port, ok := containerPort(c, g.Port); !ok || port != adminPort {
 				t.Errorf("%s: probe %s on port %s, want the admin listener's %d", sts.Name, g.Path, g.Port.String(), adminPort)

@@ -126,13 +126,13 @@ func duration(t *testing.T, cfg map[string]any, key string) time.Duration {
 	return d
 }
 
-// adminRoutes reads the route table of bidder/README.md (| route |
+// adminRoutes reads the route table of bidder/REFERENCE.md (| route |
 // listener | what |, the table the product's documentation test checks
 // against the code) and returns the admin listener's paths by mode
 // ("bidder", "catalog").
 func adminRoutes(t *testing.T) map[string]map[string]bool {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "bidder", "README.md"))
+	f, err := os.Open(filepath.Join("..", "bidder", "REFERENCE.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func adminRoutes(t *testing.T) map[string]map[string]bool {
 		}
 	}
 	if len(routes["bidder"]) == 0 || !routes["catalog"]["/metrics"] {
-		t.Fatalf("no admin routes read from bidder/README.md: %v", routes)
+		t.Fatalf("no admin routes read from bidder/REFERENCE.md: %v", routes)
 	}
 	return routes
 }

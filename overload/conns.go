@@ -25,8 +25,8 @@ const DefaultMaxConns = 10_000
 // ReduceMemoryUsage hands a connection's read and write buffers and its
 // request and response bodies back to fasthttp's pools while it waits for
 // its next request, so an idle connection holds its goroutine and a small
-// reader instead of about 20 KiB of buffers (bidder/README.md has the
-// cost); an active one takes them from the pools (no allocation
+// reader instead of about 20 KiB of buffers (bench/results/ has the
+// measured cost); an active one takes them from the pools (no allocation
 // once they are warm).
 func LimitConns(s *fasthttp.Server, max int) {
 	s.Concurrency = max

@@ -132,12 +132,12 @@ func metricNumber(text, name string) float64 {
 	return v
 }
 
-// 20,000 connection attempts against a bidder with bidder.max_conns 200:
+// 4,000 connection attempts against a bidder with bidder.max_conns 200:
 // 200 connections are held (idle, kept alive), every other attempt reads a
 // 503 and the connection's end, the held ones still bid meanwhile, the
 // metrics count both, and a connection closed frees its place.
 func TestMaxConnsHoldsThenRejects(t *testing.T) {
-	const maxConns, attempts = 200, 20_000
+	const maxConns, attempts = 200, 4_000
 	cfg := testConfig(t)
 	cfg.Bidder.MaxConns = maxConns
 	cfg.Bidder.AccessLogSample = 0

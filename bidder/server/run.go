@@ -111,7 +111,16 @@ func optionsFromConfig(c configs.Bidder) (opts bidder.Options, ephemeral bool, e
 		AccessLogSample: c.AccessLogSample,
 		MaxConns:        c.MaxConns,
 		RateLimits:      rateLimitsFromConfig(c.RateLimits),
+		DSADomain:       c.DSADomain,
 	}, ephemeral, nil
+}
+
+// noticeOptions maps the notice section to o.
+func noticeOptions(c configs.Notice, o *bidder.Options) {
+	o.ReplayWindow = c.ReplayWindow
+	o.NoticeClockSkew = c.ClockSkew
+	o.PriceEncryptionKey, _ = configs.DecodeKey(c.PriceKeys.Encryption)
+	o.PriceIntegrityKey, _ = configs.DecodeKey(c.PriceKeys.Integrity)
 }
 
 // userIDFromConfig maps the exchanges map and the uid settings of the user
@@ -257,12 +266,8 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		// holds products (0 when catalog.hot_cache_entries is 0).
 		opts.CellCache = int(local.Stats().HotCapacity)
 	} else {
-		ro := remote.Options{Target: cfg.Catalog.Target, ConnsPerNode: cfg.Catalog.ConnsPerNode,
-			RefreshInterval: cfg.Catalog.RefreshInterval, CallTimeout: cfg.Catalog.CallTimeout,
-			Logger: log, Registerer: reg,
-			NearCacheBytes: cfg.Catalog.NearCacheBytes, NearCacheGrace: cfg.Catalog.NearCacheGrace,
-			NearCacheMaxAge: cfg.Catalog.NearCacheMaxAge, MaxIDs: cfg.Catalog.MaxIDs,
-			VersionInterval: cfg.Catalog.WatchInterval}
+		ro := remoteOptions(cfg)
+		ro.Logger, ro.Registerer = log, reg
 		if t := cfg.Catalog.TLS; t.CAFile != "" || t.Enabled() {
 			if ro.TLS, err = catalog.ClientTLS(t.CertFile, t.KeyFile, t.CAFile); err != nil {
 				return nil, fmt.Errorf("bidder: catalog.tls: %w", err)
@@ -299,23 +304,21 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 		}
 		s.supply.Start(cfg.Supply.RefreshInterval)
 	}
-	opts.Supply, opts.DSADomain = s.supply, cfg.Bidder.DSADomain
-	opts.ReplayWindow = cfg.Notice.ReplayWindow
-	opts.NoticeClockSkew = cfg.Notice.ClockSkew
+	opts.Supply = s.supply
 	if s.journal != nil {
 		opts.Journal = s.journal
 	}
 	opts.Records = s.records.recorder()
-	opts.PriceEncryptionKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Encryption)
-	opts.PriceIntegrityKey, _ = configs.DecodeKey(cfg.Notice.PriceKeys.Integrity)
+	noticeOptions(cfg.Notice, &opts)
 	opts.Products, opts.Users, opts.Campaigns = s.products, s.users, s.campaigns
 	opts.Logger, opts.Registerer = log, reg
 	if cfg.Bidder.GCFloorMB != 0 {
 		log.Warn("deprecated config key: it has no effect", zap.String("key", "bidder.gc_floor_mb"), zap.Int("value", cfg.Bidder.GCFloorMB))
 	}
 	if cfg.Bidder.AdmissionLatency > 0 {
-		opts.Admission = overload.NewAdmission(overload.AdmissionOptions{Target: cfg.Bidder.AdmissionLatency,
-			Interval: cfg.Bidder.AdmissionInterval, Registerer: reg})
+		ao := admissionOptions(cfg)
+		ao.Registerer = reg
+		opts.Admission = overload.NewAdmission(ao)
 	}
 	opts.Shading = shadingFromConfig(cfg.Shading)
 	if s.Bidder, err = bidder.New(opts); err != nil {
@@ -440,17 +443,16 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	if s.records, err = openRecords(cfg, instance, log, reg); err != nil {
 		return err
 	}
-	jo := journal.Options{MaxPending: cfg.Spend.JournalMaxPending, Logger: log, Registerer: reg}
+	jo := journalOptions(cfg)
+	jo.Logger, jo.Registerer = log, reg
 	s.records.journalOptions(cfg, &jo)
 	if s.journal, err = journal.Open(cfg.JournalDir(), jo); err != nil {
 		return dataDirError(cfg.JournalDir(), " (spend.journal_dir)", err)
 	}
 	s.records.startExport(s.journal)
-	w, err := spend.NewWriter(store, spend.Options{
-		FlushInterval: cfg.Spend.FlushInterval, Flushers: cfg.Spend.Flushers,
-		ThresholdImps: cfg.Spend.ThresholdImps, BudgetFraction: cfg.Spend.BudgetFraction,
-		FlushTimeout: cfg.Spend.FlushTimeout, InstanceID: instance, Confirmed: s.journal.Confirm,
-		Logger: log, Registerer: reg})
+	so := spendOptions(cfg)
+	so.InstanceID, so.Confirmed, so.Logger, so.Registerer = instance, s.journal.Confirm, log, reg
+	w, err := spend.NewWriter(store, so)
 	if err != nil {
 		return fmt.Errorf("bidder: spend: %w", err)
 	}
@@ -458,12 +460,11 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	if err := replayJournal(s.journal, w, log); err != nil {
 		return fmt.Errorf("bidder: spend.journal_dir %s: %w", cfg.JournalDir(), err)
 	}
-	s.budgets = spend.NewBudgets(w, spend.BudgetOptions{WaitForTotals: true,
-		ExposureWindow: cfg.Spend.ExposureWindow, WinRateFloor: cfg.Spend.WinRateFloor})
+	s.budgets = spend.NewBudgets(w, budgetOptions(cfg))
 	if s.rdb != nil {
-		l, err := fraud.New(s.rdb, fraud.Options{Prefix: cfg.Redis.Prefix + "fraud:",
-			CheckInterval: cfg.Fraud.CheckInterval, ReloadInterval: cfg.Fraud.ReloadInterval,
-			Logger: log, Registerer: reg})
+		fo := fraudOptions(cfg)
+		fo.Logger, fo.Registerer = log, reg
+		l, err := fraud.New(s.rdb, fo)
 		if err != nil {
 			return fmt.Errorf("bidder: fraud: %w", err)
 		}
@@ -542,8 +543,9 @@ func openCampaigns(cfg *configs.Config, log *zap.Logger, reg prometheus.Register
 	if cfg.Campaigns.Source == configs.CampaignsPostgres {
 		ctx, cancel := context.WithTimeout(context.Background(), cfg.Campaigns.RefreshInterval+10*time.Second)
 		defer cancel()
-		src, err := pgsource.Open(ctx, pgsource.Options{DSN: cfg.Campaigns.Postgres.DSN,
-			Interval: cfg.Campaigns.RefreshInterval, Logger: log, Registerer: reg})
+		po := pgsourceOptions(cfg)
+		po.Logger, po.Registerer = log, reg
+		src, err := pgsource.Open(ctx, po)
 		if err != nil {
 			return nil, fmt.Errorf("bidder: campaigns.postgres.dsn: %w", err)
 		}

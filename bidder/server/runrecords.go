@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,8 +43,9 @@ func openRecords(cfg *configs.Config, instance string, log *zap.Logger, reg prom
 	}
 	rr := &recordsRun{m: m, log: log}
 	if rc.Files {
-		fs, err := filesink.Open(filesink.Options{Dir: cfg.RecordsDir(), Instance: instance, RollInterval: rc.RollInterval,
-			RollBytes: rc.RollBytes, Retention: rc.Retention, ViewRetention: rc.ViewRetention, Metrics: m, Logger: log})
+		fo := fileSinkOptions(cfg, instance)
+		fo.Metrics, fo.Logger = m, log
+		fs, err := filesink.Open(fo)
 		if err != nil {
 			return nil, fmt.Errorf("bidder: records.dir %s: %w", cfg.RecordsDir(), err)
 		}
@@ -59,8 +59,9 @@ func openRecords(cfg *configs.Config, instance string, log *zap.Logger, reg prom
 		}
 		rr.sinks, rr.charge = append(rr.sinks, ks), append(rr.charge, ks)
 	}
-	rr.rec, err = records.NewRecorder(records.Options{Instance: instance, BufferBytes: int(rc.BufferBytes),
-		NoBidSample: int(rc.NoBidSample), Metrics: m, Logger: log}, rr.sinks...)
+	ro := recorderOptions(cfg, instance)
+	ro.Metrics, ro.Logger = m, log
+	rr.rec, err = records.NewRecorder(ro, rr.sinks...)
 	if err != nil {
 		rr.closeSinks()
 		return nil, fmt.Errorf("bidder: records: %w", err)
@@ -133,13 +134,9 @@ func (rr *recordsRun) closeSinks() error {
 
 // openKafkaSink opens the Kafka sink of records.kafka.
 func openKafkaSink(cfg *configs.Config, instance string, m *records.Metrics, log *zap.Logger) (*kafkasink.Sink, error) {
-	var brokers []string
-	for _, b := range strings.Split(cfg.Records.Kafka.Brokers, ",") {
-		brokers = append(brokers, strings.TrimSpace(b))
-	}
-	ks, err := kafkasink.Open(kafkasink.Options{Brokers: brokers, TopicPrefix: cfg.Records.Kafka.TopicPrefix,
-		ClientID: "rtbd-" + instance, DeliveryTimeout: cfg.Records.Kafka.DeliveryTimeout,
-		BufferBytes: int(cfg.Records.BufferBytes), Metrics: m, Logger: log})
+	ko := kafkaSinkOptions(cfg, instance)
+	ko.Metrics, ko.Logger = m, log
+	ks, err := kafkasink.Open(ko)
 	if err != nil {
 		return nil, fmt.Errorf("bidder: records.kafka.brokers: %w", err)
 	}

@@ -64,9 +64,9 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		}
 		s.users = noClose{st}
 	default:
-		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "users"), pebblestore.Options{
-			BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20, Logger: log, Registerer: reg,
-			TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
+		uo := userOptions(cfg)
+		uo.Logger, uo.Registerer = log, reg
+		db, err := pebblestore.Open(filepath.Join(cfg.Bidder.DataDir, "users"), uo)
 		if err != nil {
 			return dataDirError(cfg.Bidder.DataDir, "", err)
 		}
