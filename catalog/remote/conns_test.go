@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,11 +64,15 @@ func TestConnectionsStayFlat(t *testing.T) {
 		for i, n := range nodes {
 			maxIn = max(maxIn, n.maxIn.Load())
 			report += fmt.Sprintf(" %s=%v(max %d in flight)", n.name, seen[i], n.maxIn.Load())
-			for _, got := range seen[i] {
-				if got != connsPerNode {
-					t.Errorf("%d callers: node %s had %d connections from the client, want %d (samples %v)", callers, n.name, got, connsPerNode, seen[i])
-					break
-				}
+			// Connections opened for load would stay for the whole run, so
+			// most samples would show them. A connection the client replaces
+			// (a keepalive ping unanswered in time, a transport reset) is for
+			// a moment established beside its replacement: at most one extra,
+			// in a minority of samples.
+			sorted := slices.Clone(seen[i])
+			slices.Sort(sorted)
+			if med := sorted[len(sorted)/2]; med != connsPerNode || sorted[len(sorted)-1] > connsPerNode+1 {
+				t.Errorf("%d callers: node %s had %v connections from the client, want %d", callers, n.name, seen[i], connsPerNode)
 			}
 		}
 		t.Logf("%3d callers: %d calls, connections per node:%s", callers, calls.Load(), report)
