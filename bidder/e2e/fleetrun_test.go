@@ -189,14 +189,21 @@ func TestFleetEndToEnd(t *testing.T) {
 	t.Run("views", f.views)
 	t.Run("replay", f.replay)
 	t.Run("rolling_restart", f.rollingRestart)
-	for _, n := range f.nodes {
-		// GetProductMasters lookups, and GetProducts calls (the bidders'
-		// near caches ask for records).
+	// GetProductMasters lookups, and GetProducts calls (the bidders' near
+	// caches ask for records). The bidders' caches answer most bids, so the
+	// spread is judged only when the nodes answered enough lookups for
+	// round-robin to show: a few alone may all go to one node.
+	lookups := make([]float64, len(f.nodes))
+	var sum float64
+	for i, n := range f.nodes {
 		m := n.metrics(t)
-		lookups := m["rtbd_catalog_local_lookups_total"] + m[`rtbd_catalog_server_method_requests_total{code="OK",method="GetProducts"}`]
-		t.Logf("%s answered %v lookups", n.name, lookups)
-		if f.loaded && lookups == 0 { // (a few lookups alone may all go to one node)
-			t.Errorf("%s answered no lookup under the load: the bidders did not use both catalog nodes", n.name)
+		lookups[i] = m["rtbd_catalog_local_lookups_total"] + m[`rtbd_catalog_server_method_requests_total{code="OK",method="GetProducts"}`]
+		sum += lookups[i]
+		t.Logf("%s answered %v lookups", n.name, lookups[i])
+	}
+	for i, n := range f.nodes {
+		if f.loaded && sum >= 20 && lookups[i] == 0 {
+			t.Errorf("%s answered none of %v lookups under the load: the bidders did not use both catalog nodes", n.name, sum)
 		}
 	}
 	if today() != f.day0 {
