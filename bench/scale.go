@@ -576,24 +576,23 @@ func scaleIngestNotes(si ScaleIngest) []string {
 
 func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var o ScaleOptions
 	var bidderSets, nodeSets multiFlag
+	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	c.register(fs, 300, 100*time.Millisecond, 20*time.Second, 2*time.Second)
-	def := 0
+	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return fmt.Errorf("%w: RTBD_BENCH_SCALE_PRODUCTS: %q is not a count", ErrUsage, s)
 		}
-		def = n
+		o.Products = n
 	}
-	fs.IntVar(&o.Products, "products", def, "products (0: the largest that fits the free disk, 20M..100M; env RTBD_BENCH_SCALE_PRODUCTS)")
-	fs.IntVar(&o.Groups, "groups", 8, "product groups (1..8)")
-	fs.StringVar(&o.DataDir, "data", "/tmp/rtbd-scale", "index directory (reused when it holds this scenario's index)")
-	fs.IntVar(&o.Users, "users", 100_000, "bidder users per popularity")
-	fs.IntVar(&o.IDs, "ids", 15, "ids per lookup")
-	fs.Float64Var(&o.BidRate, "bid-rate", 100, "bids/s of the bidder-level runs")
+	fs.IntVar(&o.Products, "products", o.Products, "products (0: the largest that fits the free disk, 20M..100M; env RTBD_BENCH_SCALE_PRODUCTS)")
+	fs.IntVar(&o.Groups, "groups", o.Groups, "product groups (1..8)")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "index directory (reused when it holds this scenario's index)")
+	fs.IntVar(&o.Users, "users", o.Users, "bidder users per popularity")
+	fs.IntVar(&o.IDs, "ids", o.IDs, "ids per lookup")
+	fs.Float64Var(&o.BidRate, "bid-rate", o.BidRate, "bids/s of the bidder-level runs")
 	fs.BoolVar(&o.SkipBidder, "skip-bidder", false, "no bidder-level runs")
 	fs.BoolVar(&o.IngestOnly, "ingest-only", false, "stop after the ingest")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
