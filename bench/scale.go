@@ -396,8 +396,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		"scenario": "scale", "products": strconv.Itoa(si.Products), "groups": strconv.Itoa(si.Groups), "ids": strconv.Itoa(o.IDs),
 		"store_rate": fmtRate(o.StoreRate), "bid_rate": fmtRate(o.BidRate), "duration": o.Duration.String(), "warmup": o.Warmup.String(),
 		"users": strconv.Itoa(o.Users), "data": o.DataDir,
-	}}
-	meta.Notes = append(meta.Notes, scaleIngestNotes(si)...)
+	}, Notes: scaleIngestNotes(si)}
 	rep := NewReport(meta)
 	if o.IngestOnly {
 		return rep, nil

@@ -370,18 +370,11 @@ func newRedisServerAOF(exe, dir, logDir string) *server {
 // pick returns a bidder the balancer sends traffic to, other than not
 // (nil: none is up).
 func (f *soakFleet) pick(rng *rand.Rand, not *soakProc) *soakProc {
-	var up [2]*soakProc
-	n := 0
-	for _, b := range f.bidders {
-		if b.up.Load() && b != not {
-			up[n] = b
-			n++
-		}
-	}
-	if n == 0 {
+	up := slices.DeleteFunc(slices.Clone(f.bidders), func(b *soakProc) bool { return !b.up.Load() || b == not })
+	if len(up) == 0 {
 		return nil
 	}
-	return up[rng.IntN(n)]
+	return up[rng.IntN(len(up))]
 }
 
 // pollReady is the balancer's health check: every 200 ms, a bidder whose
