@@ -1,8 +1,8 @@
 // Package notice serves the notices of rtbd's bids: win, billing and
-// impression notices (GET /win, GET /bill, GET /imp: Handler.Serve, which
-// the Bidder routes to when its Options.Spend is set and its
-// Options.Notices is nil) and loss notices (GET /loss: Handler.ServeLoss,
-// always; see loss.go).
+// impression notices (GET /win, GET /bill, GET /imp: Handler.Serve, where
+// package bidder routes them when bidder.Options.Spend is set and
+// bidder.Options.Notices is nil) and loss notices (GET /loss:
+// Handler.ServeLoss, always; see loss.go).
 //
 // A notice carries t, the signed token the bid put in its nurl and burl
 // (the bid's token.AudienceExchange token, for /win and /bill) or in its
