@@ -1,7 +1,6 @@
 package server
 
 import (
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ func TestMaxConnsHoldsThenRejects(t *testing.T) {
 	cfg.Bidder.MaxConns = maxConns
 	cfg.Bidder.AccessLogSample = 0
 	s := startWithBulkUser(t, cfg)
-	req := biddertest.Post(bidder.PathBid, withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk))
+	req := biddertest.Post(bidder.PathBid, bannerRequest(t))
 	// A bid or a no-bid (the deadline, on a loaded machine) is an answer.
 	bidOn := func(c *biddertest.RawConn) {
 		t.Helper()

@@ -3,6 +3,7 @@ package server
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -11,31 +12,26 @@ import (
 	"google.golang.org/grpc"
 )
 
-// The sample user of the tests (its profile is bulkProfile).
+// The sample user of the tests (its profile is biddertest.BulkProfile).
 const userBulk = biddertest.UserBulk
-
-// The fixtures shared with the tests of bidder (bidder/internal/biddertest),
-// by the short names these tests use.
-var (
-	testKey     = biddertest.Key
-	bulkProfile = biddertest.BulkProfile
-	catalogDir  = biddertest.CatalogDir
-	readFile    = biddertest.ReadFile
-	withUser    = biddertest.WithUser
-	editJSON    = biddertest.EditJSON
-	waitFor     = biddertest.WaitFor
-	load        = biddertest.Load
-)
 
 // specDir holds the OpenRTB sample requests.
 const specDir = "../../rtb/testdata"
+
+// bannerRequest is the sample banner request of specDir for userBulk, with
+// biddertest.WithUser's top-level edits (key, value, ...).
+func bannerRequest(t testing.TB, edits ...any) []byte {
+	t.Helper()
+	body := biddertest.ReadFile(t, filepath.Join(specDir, "request-1-simple-banner.json"))
+	return biddertest.WithUser(t, body, userBulk, edits...)
+}
 
 func TestMain(m *testing.M) {
 	if sets := os.Getenv(configChild); sets != "" {
 		os.Exit(runConfigChild(sets))
 	}
 	code := m.Run()
-	os.RemoveAll(catalogDir())
+	os.RemoveAll(biddertest.CatalogDir())
 	os.Exit(code)
 }
 
