@@ -61,29 +61,13 @@ func (m LoadModel) withDefaults() LoadModel {
 func (m LoadModel) Validate() error {
 	m = m.withDefaults()
 	var p problems
-	if m.Rate < 0 || m.Rate > 1e8 {
-		p.addf("rate: must be > 0 req/s, got %v", m.Rate)
-	}
-	if m.Concurrency < 0 {
-		p.addf("concurrency: must be >= 0, got %d", m.Concurrency)
-	}
-	if m.Concurrency > 0 && m.FindMax {
-		p.addf("find-max: an open-loop search; do not combine with concurrency")
-	}
-	if m.FindMax && m.MaxRate < m.Rate {
-		p.addf("max-rate: must be >= rate (%v), got %v", m.Rate, m.MaxRate)
-	}
-	if m.Duration < 0 {
-		p.addf("duration: must be > 0, got %v", m.Duration)
-	}
-	if m.P99 < 0 || m.Timeout < 0 || m.Tmax < 0 || m.MaxInFlight < 0 {
-		p.addf("p99, timeout, tmax, max-in-flight: must be >= 0")
-	}
-	switch m.Arrival {
-	case "", Uniform, Poisson:
-	default:
-		p.addf("arrival: must be %q or %q, got %q", Uniform, Poisson, m.Arrival)
-	}
+	p.check(m.Rate >= 0 && m.Rate <= 1e8, "rate: must be > 0 req/s, got %v", m.Rate)
+	p.check(m.Concurrency >= 0, "concurrency: must be >= 0, got %d", m.Concurrency)
+	p.check(m.Concurrency == 0 || !m.FindMax, "find-max: an open-loop search; do not combine with concurrency")
+	p.check(!m.FindMax || m.MaxRate >= m.Rate, "max-rate: must be >= rate (%v), got %v", m.Rate, m.MaxRate)
+	p.check(m.Duration >= 0, "duration: must be > 0, got %v", m.Duration)
+	p.check(m.P99 >= 0 && m.Timeout >= 0 && m.Tmax >= 0 && m.MaxInFlight >= 0, "p99, timeout, tmax, max-in-flight: must be >= 0")
+	validateArrival(&p, "", m.Arrival)
 	return p.err()
 }
 

@@ -395,28 +395,6 @@ func newRedisServerAOF(exe, dir, logDir string) *server {
 	return s
 }
 
-// runToEnd runs a command to its end (bounded by limit) and returns its
-// failure with the tail of its output.
-func runToEnd(ctx context.Context, name, exe string, args []string, log string, limit time.Duration) error {
-	c, err := startChild(name, exe, args, log)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-c.Done():
-	case <-ctx.Done():
-		c.Kill()
-		return ctx.Err()
-	case <-time.After(limit):
-		c.Kill()
-		return c.Failure("did not finish in " + limit.String())
-	}
-	if c.Err() != nil {
-		return c.Failure("failed")
-	}
-	return nil
-}
-
 // pick returns a bidder the balancer sends traffic to (nil: none is up).
 func (f *soakFleet) pick(rng *rand.Rand, not *soakBidder) *soakBidder {
 	var up [2]*soakBidder

@@ -32,6 +32,14 @@ type series struct {
 	more bool
 }
 
+// dash is the stroke attribute of a dashed series ("" for a solid one).
+func (s series) dash() string {
+	if s.dashed {
+		return ` stroke-dasharray="5 3"`
+	}
+	return ""
+}
+
 type tick struct {
 	v     float64
 	label string
@@ -124,11 +132,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 			}
 			fmt.Fprintf(&pts, "%.1f,%.1f", sx(p[0]), sy(p[1]))
 		}
-		dash := ""
-		if s.dashed {
-			dash = ` stroke-dasharray="5 3"`
-		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`, pts.String(), s.color, dash, esc(s.name))
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`, pts.String(), s.color, s.dash(), esc(s.name))
 	}
 	// legend, on a white box so it stays readable over the lines
 	lx, ly := padLeft+10, padTop+14
@@ -146,11 +150,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 		if s.more {
 			continue
 		}
-		dash := ""
-		if s.dashed {
-			dash = ` stroke-dasharray="5 3"`
-		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, lx, ly-4, lx+18, ly-4, s.color, dash)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, lx, ly-4, lx+18, ly-4, s.color, s.dash())
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="legend">%s</text>`, lx+24, ly, esc(s.name))
 		ly += 16
 	}

@@ -26,11 +26,9 @@ import (
 // (TestCompareSameDistributionNoChange, TestCompareShiftIsRegression). The
 // runs are the store scenario's local target (in-process Pebble), 7 s each
 // at 1000 req/s. Why 7 s: Compare's Mann-Whitney test over per-second
-// samples at p < 0.01 uses the normal approximation when samples tie (the
-// per-second percentiles have 2 significant digits, so they do), and with
-// 5 samples per side even a complete separation gives p = 0.011: a 1 ms
-// regression would read "no change". Six or more full seconds per run
-// reach p < 0.01.
+// samples needs six full seconds per run to be able to reach p < 0.01
+// (with 5 per side even a complete separation gives p = 2/252, and the
+// verdict is "inconclusive").
 func TestCompareSeesCatalogDelay(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("-short or -race: three 8 s runs whose latencies are the subject (the race detector's cost would be measured)")
