@@ -223,7 +223,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 	wl := newBidWorkload(o.Users, w, pop)
 	for _, t := range ts {
 		name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
-		near0 := t.nearStats(ctx)
+		near0 := t.nearStats()
 		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
 			name, o.Load.P99, o.Load.Tmax)
 		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
@@ -237,7 +237,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 			return fmt.Errorf("bench: overload %s: %w", name, err)
 		}
 		rep.Searches = append(rep.Searches, s)
-		if ns := t.nearStats(ctx).Sub(near0); ns.Found {
+		if ns := t.nearStats().Sub(near0); ns.Found {
 			near[name+" max"] = ns
 		}
 		if s.MaxRate == 0 {

@@ -81,9 +81,12 @@ type BidderOptions struct {
 	Log io.Writer
 }
 
+// bidderDefaults are BidderOptions' defaults, which the flags share.
+var bidderDefaults = BidderOptions{Nodes: 2, WinRatio: 0.2}
+
 func (o BidderOptions) withDefaults() BidderOptions {
 	o.DemoSize = o.DemoSize.withDefaults()
-	o.Nodes = cmp.Or(o.Nodes, 2)
+	o.Nodes = cmp.Or(o.Nodes, bidderDefaults.Nodes)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
@@ -98,7 +101,7 @@ func (o BidderOptions) withDefaults() BidderOptions {
 	}
 	o.Load.Tmax = cmp.Or(o.Load.Tmax, 100*time.Millisecond)
 	o.Load = o.Load.withDefaults()
-	o.WinRatio = cmp.Or(o.WinRatio, 0.2)
+	o.WinRatio = cmp.Or(o.WinRatio, bidderDefaults.WinRatio)
 	o.EventRate = cmp.Or(o.EventRate, o.Load.Rate/10)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
@@ -160,9 +163,9 @@ func (t *topo) metricsURL() string {
 
 // nearStats reads the near cache's lookups from the bidder's /metrics
 // (not found for a running bidder).
-func (t *topo) nearStats(ctx context.Context) NearStats {
+func (t *topo) nearStats() NearStats {
 	if u := t.metricsURL(); u != "" {
-		return readNearStats(ctx, u)
+		return readNearStats(u)
 	}
 	return NearStats{}
 }
@@ -440,13 +443,13 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
 		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
-	near0 := t.nearStats(ctx)
+	near0 := t.nearStats()
 	rs, err := RunMixed(ctx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
 	if len(rs) == 0 {
 		return nil, err
 	}
 	r := rs[0]
-	near[r.Target] = t.nearStats(ctx).Sub(near0)
+	near[r.Target] = t.nearStats().Sub(near0)
 	if t.name == TopologyRemote {
 		r.Notes = append(r.Notes, "near cache of the bidder's catalog client (its /metrics, over the run and its warmup): "+near[r.Target].String())
 	}
@@ -479,11 +482,11 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench bidder", flag.ContinueOnError)
 	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
-	fs.IntVar(&o.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	fs.IntVar(&o.Nodes, "nodes", bidderDefaults.Nodes, "catalog nodes of the remote bidder")
 	fs.StringVar(&o.DemoDir, "demo", "", "demo directory")
 	o.DemoSize.register(fs)
 	fs.StringVar(&topos, "topologies", "", "local,remote")
-	fs.Float64Var(&o.WinRatio, "win-ratio", 0.2, "win notices per bid")
+	fs.Float64Var(&o.WinRatio, "win-ratio", bidderDefaults.WinRatio, "win notices per bid")
 	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/10)")
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")

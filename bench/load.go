@@ -43,14 +43,17 @@ type LoadModel struct {
 	Seed uint64
 }
 
+// loadDefaults are LoadModel's defaults, which the flags share.
+var loadDefaults = LoadModel{Rate: 1000, P99: 5 * time.Millisecond, MaxRate: 100_000, Duration: 20 * time.Second, Warmup: 2 * time.Second}
+
 func (m LoadModel) withDefaults() LoadModel {
-	m.Rate = cmp.Or(m.Rate, 1000)
-	m.P99 = cmp.Or(m.P99, 5*time.Millisecond)
-	m.MaxRate = cmp.Or(m.MaxRate, 100_000)
-	m.Duration = cmp.Or(m.Duration, 20*time.Second)
+	m.Rate = cmp.Or(m.Rate, loadDefaults.Rate)
+	m.P99 = cmp.Or(m.P99, loadDefaults.P99)
+	m.MaxRate = cmp.Or(m.MaxRate, loadDefaults.MaxRate)
+	m.Duration = cmp.Or(m.Duration, loadDefaults.Duration)
 	switch {
 	case m.Warmup == 0:
-		m.Warmup = 2 * time.Second
+		m.Warmup = loadDefaults.Warmup
 	case m.Warmup < 0:
 		m.Warmup = 0
 	}

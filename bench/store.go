@@ -96,13 +96,16 @@ type StoreOptions struct {
 	TestOnlyCatalogDelay time.Duration
 }
 
+// storeDefaults are StoreOptions' defaults, which the flags share.
+var storeDefaults = StoreOptions{Products: 100_000, Groups: 10, Requests: 20_000, AerospikeNamespace: "test", Verify: 200}
+
 func (o StoreOptions) withDefaults() StoreOptions {
-	o.Products = cmp.Or(o.Products, 100_000)
-	o.Groups = cmp.Or(o.Groups, 10)
+	o.Products = cmp.Or(o.Products, storeDefaults.Products)
+	o.Groups = cmp.Or(o.Groups, storeDefaults.Groups)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
-	o.Requests = cmp.Or(o.Requests, 20_000)
+	o.Requests = cmp.Or(o.Requests, storeDefaults.Requests)
 	if len(o.Targets) == 0 {
 		o.Targets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis}
 		if o.AerospikeHosts != "" {
@@ -110,8 +113,8 @@ func (o StoreOptions) withDefaults() StoreOptions {
 		}
 	}
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
-	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, "test")
-	o.Verify = cmp.Or(o.Verify, 200)
+	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, storeDefaults.AerospikeNamespace)
+	o.Verify = cmp.Or(o.Verify, storeDefaults.Verify)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }

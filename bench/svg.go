@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -77,6 +78,12 @@ func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, floa
 		ts = append(ts, tick{v, format(v)})
 	}
 	return ts, start, end
+}
+
+// linearAxis is an axis from 0 to about max with n round ticks.
+func linearAxis(label string, max float64, n int) axis {
+	ts, lo, hi := niceTicks(0, max, n, fmtTick)
+	return axis{label: label, min: lo, max: hi, ticks: ts}
 }
 
 func fmtTick(v float64) string {
@@ -216,7 +223,7 @@ func percentileChart(rs []*Result) string {
 			ya.ticks = append(ya.ticks, tick{k, strconv.FormatFloat(math.Pow(10, k), 'f', -1, 64)})
 		}
 	} else {
-		ya.ticks, ya.min, ya.max = niceTicks(0, maxY, 6, fmtTick)
+		ya = linearAxis(ya.label, maxY, 6)
 	}
 	return lineChart("Latency by percentile (x: log scale of 1/(1-p); right edge = max)",
 		axis{label: "percentile", min: 0, max: maxX, ticks: xt}, ya, ss)
@@ -229,10 +236,7 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 	for i, r := range rs {
 		s := series{name: r.Target, color: colorOf(i)}
 		p50 := series{name: r.Target + " p50", color: colorOf(i), dashed: true}
-		anyFull := false
-		for _, sec := range r.Timeline {
-			anyFull = anyFull || sec.Full
-		}
+		anyFull := slices.ContainsFunc(r.Timeline, func(s Second) bool { return s.Full })
 		for _, sec := range r.Timeline {
 			if anyFull && !sec.Full {
 				continue // the drain tail and partial windows would read as spikes
@@ -262,10 +266,7 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 			}
 		}
 	}
-	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
-	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
-	return lineChart(title, axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
-		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss, marks...)
+	return lineChart(title, linearAxis("seconds since start of measured phase", maxT, 8), linearAxis(ylabel, maxY, 6), ss, marks...)
 }
 
 func esc(s string) string { return html.EscapeString(s) }
