@@ -18,10 +18,9 @@ import (
 // whose catalog path has an artificial 1 ms delay
 // (StoreOptions.TestOnlyCatalogDelay) reports the regression. The
 // same-build pair asserts p50 only: its p99 and avg are logged, not
-// asserted, because on a shared 2-core machine running other test packages
+// asserted, because on a shared machine running other test packages
 // beside this one the tail of a 7 s run moves by whole milliseconds with
-// the neighbours (CI saw p99 0.245 -> 1.177 ms, every second of run B
-// slower), and a verdict on that is the machine's, not the code's. The
+// the neighbours, and a verdict on that is the machine's, not the code's. The
 // verdict rule itself is tested on fixed samples in bench/compare_test.go
 // (TestCompareSameDistributionNoChange, TestCompareShiftIsRegression). The
 // runs are the store scenario's local target (in-process Pebble), 7 s each
