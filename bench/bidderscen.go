@@ -153,21 +153,13 @@ type topo struct {
 	watch  Watch
 }
 
-// metricsURL is the started bidder's /metrics ("" for a running one).
-func (t *topo) metricsURL() string {
-	if t.bidder == nil {
-		return ""
-	}
-	return "http://" + loopback(t.bidder.admin) + "/metrics"
-}
-
-// nearStats reads the near cache's lookups from the bidder's /metrics
-// (not found for a running bidder).
+// nearStats reads the near cache's lookups from the started bidder's
+// /metrics (not found for a running bidder).
 func (t *topo) nearStats() NearStats {
-	if u := t.metricsURL(); u != "" {
-		return readNearStats(u)
+	if t.bidder == nil {
+		return NearStats{}
 	}
-	return NearStats{}
+	return readNearStats("http://" + loopback(t.bidder.admin) + "/metrics")
 }
 
 // RunBidder runs the bidder scenario: for each topology (a bidder with
