@@ -17,8 +17,10 @@ import (
 	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/fx"
+	"github.com/rtbd/rtbd/bidder/notice"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
+	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/overload"
 	"github.com/rtbd/rtbd/overload/arrival"
@@ -42,15 +44,15 @@ const (
 	PathImp = "/imp"
 	// PathLoss is the loss notice (lurl).
 	PathLoss = "/loss"
+	// PathUserSync and PathMatch are rtbd's user id endpoints (package
+	// usersync).
+	PathUserSync = "/usersync"
+	PathMatch    = "/match"
 )
 
 // HeaderNoticeOutcome is the response header of /win, /bill, /imp and
-// /loss naming the notice's outcome: one of rtbd_notices_total's outcome
-// labels (accepted, estimated_price, replay, forged, expired, over_price,
-// bad_price, bad_request, unavailable, test), or "unhandled" when the
-// bidder has no spend writer. It
-// tells an operator with curl, and the bench harness, what a 204 meant.
-const HeaderNoticeOutcome = "X-Rtbd-Notice"
+// /loss naming the notice's outcome (notice.HeaderOutcome).
+const HeaderNoticeOutcome = notice.HeaderOutcome
 
 // Bidder answers OpenRTB 2.6 bid requests with dynamic retargeting ads
 // (see the package documentation). It is safe for concurrent use: the
@@ -64,17 +66,15 @@ type Bidder struct {
 	pool  sync.Pool // *reqState
 	small sync.Pool // *smallState (/event, /click)
 
-	nm      *noticeMetrics
-	notices sync.Pool           // *noticeState
+	notices *notice.Handler     // /win, /bill, /imp, /loss
 	cells   *creative.CellCache // nil without Options.CellCache
-	replays *replaySet
 	budgets *spend.BudgetCache
 
 	products *catalog.Fetcher // Options.Products, asked as it allows (plain, batched, near-cached)
 
 	exchanges  exchange.Set
-	redirects  exchange.RedirectHosts
-	matchStore MatchStore // Options.Users' match table; nil: none
+	matchStore MatchStore        // Options.Users' match table; nil: none
+	usersync   *usersync.Handler // /usersync, /match; the uid of /event
 
 	inFlight *overload.InFlight // also read by the rtbd_bidder_in_flight gauge
 	bidSeq   atomic.Uint64
@@ -91,10 +91,8 @@ type Bidder struct {
 	fx  atomic.Pointer[money.Rates] // rtbd's own rates: Options.Rates, then SetRates
 	fxm *fx.Metrics
 
-	lm *lossMetrics
-
 	shader *shading.Shader // nil: no bid shading
-	sm     *shadingMetrics
+	sm     *shading.Metrics
 
 	srv    atomic.Pointer[fasthttp.Server] // the latest NewServer's, for the connection metrics
 	limits rateLimits
@@ -109,18 +107,9 @@ func New(opts Options) (*Bidder, error) {
 	}
 	inFlight := overload.NewInFlight(opts.MaxInFlight)
 	xs, _ := exchange.NewSet(opts.Exchanges)
-	redirects, _ := exchange.NewRedirectHosts(opts.UserID.SyncRedirectHosts)
 	m, err := newMetrics(opts.Registerer, func() float64 { return float64(inFlight.N()) }, xs.Names())
 	if err != nil {
 		return nil, err
-	}
-	nm, err := newNoticeMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("bidder: metrics: %w", err)
-	}
-	lm, err := newLossMetrics(opts.Registerer)
-	if err != nil {
-		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	dbg, _ := newMetrics(nil, nil, xs.Names())
 	cells := creative.NewCellCache(opts.CellCache)
@@ -143,16 +132,13 @@ func New(opts Options) (*Bidder, error) {
 		inFlight:    inFlight,
 		m:           m,
 		dbgM:        dbg,
-		nm:          nm,
 		cells:       cells,
-		replays:     newReplaySet(opts.ReplayWindow, opts.ReplayMaxEntries),
 		dec:         rtb.Decoder{Limits: rtb.Limits{MaxBodyBytes: opts.MaxBodyBytes}},
 		urls:        newPublicURLs(opts.PublicURL, opts.NoticeURL),
 		secureURLs:  newPublicURLs(opts.SecurePublicURL, opts.NoticeURL),
 		bidIDPrefix: hex.EncodeToString(rnd[:]) + "-",
 		exp:         int64(opts.NoticeTTL / time.Second),
 		exchanges:   xs,
-		redirects:   redirects,
 		limits:      limits,
 		src:         src,
 	}
@@ -165,18 +151,29 @@ func New(opts Options) (*Bidder, error) {
 	}
 	rates := opts.Rates
 	b.fx.Store(&rates)
-	b.lm = lm
 	b.shader = newShader(opts.Shading, xs)
-	if b.sm, err = newShadingMetrics(opts.Registerer, b.shader); err != nil {
+	if b.sm, err = shading.NewMetrics(opts.Registerer, b.shader); err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
+	b.notices, err = notice.New(notice.Options{Keys: opts.Keys, Now: opts.Now, Spend: opts.Spend, Journal: opts.Journal,
+		Records: opts.Records, Campaigns: opts.Campaigns, Rates: &b.fx, Exchanges: xs,
+		PriceEncryptionKey: opts.PriceEncryptionKey, PriceIntegrityKey: opts.PriceIntegrityKey, ClockSkew: opts.NoticeClockSkew,
+		ReplayWindow: opts.ReplayWindow, ReplayMaxEntries: opts.ReplayMaxEntries, Shader: b.shader, ShadingMetrics: b.sm,
+		Logger: opts.Logger, Registerer: opts.Registerer})
+	if err != nil {
 		return nil, fmt.Errorf("bidder: metrics: %w", err)
 	}
 	b.matchStore, _ = opts.Users.(MatchStore)
+	b.usersync, err = usersync.New(opts.UserID, usersync.Deps{Keys: opts.Keys, Now: opts.Now, GDPRVendorID: opts.GDPRVendorID,
+		Exchanges: xs, Matches: b.matchStore, Timeout: opts.EventTimeout, Registerer: opts.Registerer})
+	if err != nil {
+		return nil, fmt.Errorf("bidder: metrics: %w", err)
+	}
 	if opts.ImageResizeURL != "" {
 		b.resize, _ = creative.ParseResizeURL(opts.ImageResizeURL) // checked by ensureDefaults
 	}
 	b.pool.New = func() any { return newReqState(b) }
 	b.small.New = newSmallState
-	b.notices.New = func() any { return &noticeState{buf: make([]byte, 0, 512)} }
 	if opts.Registerer != nil && opts.Budgets != nil {
 		if err := opts.Registerer.Register(campaignSpendCollector{b}); err != nil {
 			return nil, fmt.Errorf("bidder: metrics: %w", err)
@@ -419,7 +416,7 @@ func (b *Bidder) run(st *reqState, start, now time.Time, ex *explain.Explain) rt
 		}
 		return rtb.NoBidDeadline
 	}
-	st.dctx.reset(st.deadline)
+	st.dctx.Reset(st.deadline)
 	if ex != nil {
 		ex.Note("deadline in %s (tmax %dms, max %s, margin %s)", budget, st.req.TMax, b.opts.MaxTMax, b.margin(b.tmax(st.req.TMax)))
 	}

@@ -271,3 +271,18 @@ func budgetWhy(nbr rtb.NoBidReason, why spend.Reason) string {
 	}
 	return "budget: " + why.String()
 }
+
+// budgetOf returns c's CampaignBudget (spend.BudgetCache).
+func (b *Bidder) budgetOf(set *campaign.Set, c *campaign.Campaign) *spend.CampaignBudget {
+	return b.budgets.Of(set, c)
+}
+
+// budgetCheck is bg.Check, except for a test request (test: 1), which is
+// never billed: it skips budgets and pacing, so it bids even for a campaign
+// out of budget.
+func budgetCheck(bg *spend.Budgets, cb *spend.CampaignBudget, test bool, now time.Time) (bool, spend.Reason) {
+	if test {
+		return true, spend.ReasonNone
+	}
+	return bg.Check(*cb, now)
+}

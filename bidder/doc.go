@@ -18,7 +18,7 @@
 //	                     1x1 GIF; the uid is a signed uid= or the uid
 //	                     cookie; none: a cookie is set, nothing recorded
 //	GET /usersync        ?redirect=URL&gdpr=..: 302 to URL with the uid
-//	                     macro replaced by rtbd's uid (usersync.go)
+//	                     macro replaced by rtbd's uid (package usersync)
 //	GET /match           ?x=EXCHANGE&xuid=ID: stores EXCHANGE:ID -> uid
 //	                     in the match table; 1x1 GIF or 302
 //	GET /click?t=TOKEN   302 to the landing URL in a signed click token;
@@ -26,14 +26,14 @@
 //	GET /win, /bill,     win, billing and impression notices
 //	    /imp             (?t=TOKEN&p=PRICE): with Options.Spend, verified,
 //	                     replay-checked and, per the exchange's billing
-//	                     mode, charged once to the spend Writer (notices.go:
+//	                     mode, charged once to the spend Writer (package notice:
 //	                     204 accepted, estimated_price or replay, 410
 //	                     expired, 400 forged, over-price, bad price; 503
 //	                     while shutting down); Options.Notices replaces
 //	                     that; neither: 204
 //	GET /loss            loss notices (?t=TOKEN&r=REASON&m=MIN): verified,
 //	                     replay-checked, counted by OpenRTB loss reason
-//	                     (loss.go); a test bid's notices: outcome test
+//	                     (package notice); a test bid's notices: outcome test
 //
 // The process around a Bidder (its stores, listeners, admin endpoints,
 // readiness, spend gate and instance lease) is package bidder/server.

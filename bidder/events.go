@@ -12,20 +12,17 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/demoimg"
+	"github.com/rtbd/rtbd/bidder/internal/deadline"
+	"github.com/rtbd/rtbd/bidder/internal/pixel"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
-// pixelGIF is a transparent 1x1 GIF (43 bytes).
-var pixelGIF = []byte{
-	'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0x80, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff,
-	0x21, 0xf9, 4, 1, 0, 0, 0, 0, 0x2c, 0, 0, 0, 0, 1, 0, 1, 0, 0, 2, 2, 0x44, 1, 0, 0x3b,
-}
-
 // smallState is the pooled state of /event and /click.
 type smallState struct {
-	dctx deadlineCtx
+	dctx deadline.Ctx
 	tok  token.Token
 	buf  []byte
 	req  catalogpb.ProductMastersRequest
@@ -36,29 +33,17 @@ func newSmallState() any {
 	return &smallState{buf: make([]byte, 0, 1024), tok: token.Token{Products: make([]int64, 0, 64)}}
 }
 
-// allowGet answers 405 (with Allow) to anything but GET and HEAD and
-// reports whether the request may go on; its answer is not to be cached.
-func allowGet(rc *fasthttp.RequestCtx) bool {
-	if !rc.IsGet() && !rc.IsHead() {
-		rc.Response.Header.Set(fasthttp.HeaderAllow, "GET, HEAD")
-		rc.SetStatusCode(fasthttp.StatusMethodNotAllowed)
-		return false
-	}
-	rc.Response.Header.Set(fasthttp.HeaderCacheControl, "no-store")
-	return true
-}
-
 // serveEvent is GET /event?pg=..&pid=..&ev=view[&uid=..], the product view
 // pixel: it records the view in the profile of rtbd's uid within
 // EventTimeout and answers a 1x1 GIF (200), 400 for a bad query, 503 if
 // the store failed. The uid is the query's uid= when signed with Keys (or
-// with UserIDOptions.TrustQueryUID), else the uid cookie's. Without either,
+// with usersync.Options.TrustQueryUID), else the uid cookie's. Without either,
 // a new uid is set as the cookie and nothing is recorded: a browser that
 // keeps no cookies must not create a profile per hit. When the privacy
 // decision (gdpr, gdpr_consent, us_privacy of the query) says no
 // personalisation, nothing is recorded and no cookie set.
 func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
-	if !allowGet(rc) {
+	if !pixel.AllowGet(rc) {
 		return
 	}
 	args := rc.QueryArgs()
@@ -68,24 +53,24 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 		rc.SetStatusCode(fasthttp.StatusBadRequest)
 		return
 	}
-	if !b.queryAllowed(args) {
+	if !b.usersync.QueryAllowed(args) {
 		b.m.eventsNoWrite[noWritePrivacy].Inc()
-		b.pixelOrRedirect(rc, "")
+		pixel.OrRedirect(rc, "")
 		return
 	}
 	ss := b.small.Get().(*smallState)
 	defer b.small.Put(ss)
-	uid, src, buf := b.requestUID(rc, q, ss.buf)
+	uid, src, buf := b.usersync.RequestUID(rc, q, ss.buf)
 	ss.buf = buf
-	if src == uidMinted {
-		b.setUIDCookie(rc, uid)
+	if src == usersync.Minted {
+		b.usersync.SetCookie(rc, uid)
 		b.m.eventsNoWrite[noWriteNewUID].Inc()
-		b.pixelOrRedirect(rc, "")
+		pixel.OrRedirect(rc, "")
 		return
 	}
-	ss.dctx.reset(time.Now().Add(b.opts.EventTimeout))
+	ss.dctx.Reset(time.Now().Add(b.opts.EventTimeout))
 	err = b.opts.Users.RecordView(&ss.dctx, uid, group, pid)
-	ss.dctx.reset(time.Time{})
+	ss.dctx.Reset(time.Time{})
 	if err != nil {
 		if errors.Is(err, user.ErrInvalidUID) || errors.Is(err, user.ErrInvalidProfile) {
 			b.m.events[resInvalid].Inc()
@@ -98,7 +83,7 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 	}
 	b.m.events[resOK].Inc()
 	b.recordView(uid, group, pid, time.Now())
-	b.pixelOrRedirect(rc, "")
+	pixel.OrRedirect(rc, "")
 }
 
 // serveClick is GET /click?t=TOKEN.PRODUCT or GET /click/TOKEN/PRODUCT
@@ -121,7 +106,7 @@ func (b *Bidder) serveEvent(rc *fasthttp.RequestCtx) {
 // never sees an error for a click) and counted "expired". Version 1 tokens
 // (the landing URL signed in the token, /click?t=TOKEN) are still followed.
 func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
-	if !allowGet(rc) {
+	if !pixel.AllowGet(rc) {
 		return
 	}
 	ss := b.small.Get().(*smallState)
@@ -169,7 +154,7 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 		}
 		if res != resOK && !expired {
 			b.m.clicks[res].Inc()
-			b.redirect(rc, dest)
+			pixel.Redirect(rc, dest)
 			return
 		}
 	}
@@ -179,7 +164,7 @@ func (b *Bidder) serveClick(rc *fasthttp.RequestCtx) {
 		b.m.clicks[resOK].Inc()
 	}
 	b.recordClick(&ss.tok, pid, time.Now())
-	b.redirect(rc, dest)
+	pixel.Redirect(rc, dest)
 }
 
 // clickTarget reads the token and the product id of a click: from the path
@@ -216,9 +201,9 @@ func (b *Bidder) clickLanding(ss *smallState, pid int64) (string, int) {
 	}
 	ss.ids[0] = pid
 	ss.req = catalogpb.ProductMastersRequest{ProductGroupId: ss.tok.Group, Product1QuantityAtMost: 1, Product1Ids: ss.ids[:]}
-	ss.dctx.reset(time.Now().Add(b.opts.EventTimeout))
+	ss.dctx.Reset(time.Now().Add(b.opts.EventTimeout))
 	resp, err := b.opts.Products.GetProductMasters(&ss.dctx, &ss.req)
-	ss.dctx.reset(time.Time{})
+	ss.dctx.Reset(time.Time{})
 	ss.req = catalogpb.ProductMastersRequest{}
 	res := resFallback
 	if err != nil {
@@ -233,13 +218,6 @@ func (b *Bidder) clickLanding(ss *smallState, pid int64) (string, int) {
 		return c.Creative.ClickBase, res
 	}
 	return "", res
-}
-
-// redirect answers 302 to dest (copied into the response header).
-func (b *Bidder) redirect(rc *fasthttp.RequestCtx, dest string) {
-	rc.Response.Header.Set(fasthttp.HeaderLocation, dest)
-	rc.Response.Header.Set("Referrer-Policy", "no-referrer-when-downgrade")
-	rc.SetStatusCode(fasthttp.StatusFound)
 }
 
 // serveDemoImage answers GET/HEAD demoimg.PathPrefix + "<group>/<id>.svg"

@@ -42,7 +42,7 @@ func (b *Bidder) Explain(body []byte) *explain.Explain {
 			}
 		}
 	}
-	st.dctx.reset(time.Time{})
+	st.dctx.Reset(time.Time{})
 	ex.Decision = "no-bid"
 	if nbr == bidMade {
 		ex.Decision = "bid"

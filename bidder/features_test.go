@@ -17,6 +17,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/explain"
+	"github.com/rtbd/rtbd/bidder/internal/pixel"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -140,7 +141,7 @@ func TestClickLinks(t *testing.T) {
 func TestEventPixel(t *testing.T) {
 	f := newFixture(t, nil)
 	r := f.do("GET", "/event?uid="+f.signedUID("new-user")+"&pg=1&pid=42&ev=view&cb=123", nil)
-	if r.status != 200 || r.headers["Content-Type"] != "image/gif" || len(r.body) != len(pixelGIF) {
+	if r.status != 200 || r.headers["Content-Type"] != "image/gif" || len(r.body) != len(pixel.GIF) {
 		t.Fatalf("status %d type %q len %d", r.status, r.headers["Content-Type"], len(r.body))
 	}
 	if r.headers["Cache-Control"] != "no-store" {

@@ -11,8 +11,8 @@ import (
 
 // The query after a notice URL's token: the price macro (the impression
 // tracker), with the minimum bid to win (nurl, burl: on a win, the price
-// to tie, for bid shading), and for the lurl (see serveLoss) the loss
-// reason and the price that would have won.
+// to tie, for bid shading), and for the lurl (see package notice) the
+// loss reason and the price that would have won.
 const (
 	priceMacro = "&p=${AUCTION_PRICE}"
 	winMacros  = "&p=${AUCTION_PRICE}&m=${AUCTION_MIN_TO_WIN}"

@@ -114,21 +114,8 @@ type metrics struct {
 	supplyRefusals [supply.NumReasons]prometheus.Counter
 	dsaRefusals    [dsa.NumReasons]prometheus.Counter
 
-	syncs, matches  [numSyncResults]prometheus.Counter
-	queryUIDRefused prometheus.Counter
-	eventsNoWrite   [numNoWrite]prometheus.Counter
+	eventsNoWrite [numNoWrite]prometheus.Counter
 }
-
-// Results of /usersync and /match.
-const (
-	syncOK      = iota
-	syncPrivacy // the privacy decision said no: no cookie, no uid, nothing stored
-	syncInvalid // 400
-	syncError   // 503 (/match)
-	numSyncResults
-)
-
-var syncNames = [numSyncResults]string{"ok", "privacy", "invalid", "error"}
 
 // Why a valid /event wrote nothing.
 const (
@@ -159,19 +146,6 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []
 		m.requests = append(m.requests, requests.WithLabelValues(x))
 		m.bids = append(m.bids, bids.WithLabelValues(x))
 	}
-	syncs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_usersyncs_total",
-		Help: "User syncs (/usersync) by result: ok, privacy (no personalisation: no cookie, empty uid), invalid (400)."}, []string{"result"})
-	matches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_matches_total",
-		Help: "Match table writes (/match) by result: ok, privacy (nothing stored), invalid (400), error (store failed: 503)."}, []string{"result"})
-	for i, n := range syncNames {
-		if i != syncError {
-			m.syncs[i] = syncs.WithLabelValues(n)
-		}
-		m.matches[i] = matches.WithLabelValues(n)
-	}
-	refused := prometheus.NewCounter(prometheus.CounterOpts{Name: "rtbd_bidder_query_uid_refused_total",
-		Help: "uid= query parameters of /event and /match ignored: not signed with the token keys (nor user.trust_query_uid), forged or expired; the cookie's uid is used."})
-	m.queryUIDRefused = refused
 	noWrite := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_bidder_events_unrecorded_total",
 		Help: "Valid /event requests that recorded nothing, by reason: new_uid (no uid cookie: one was set in this answer), privacy (no personalisation)."}, []string{"reason"})
 	for i, n := range noWriteNames {
@@ -251,7 +225,7 @@ func newMetrics(reg prometheus.Registerer, inFlight func() float64, exchanges []
 		m.clicks[i] = clicks.WithLabelValues(n)
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue, syncs, matches, refused, noWrite, supplyRef, dsaRef} {
+		for _, c := range []prometheus.Collector{requests, bids, nobids, rejected, stage, total, misses, catErrs, userErrs, shedVec, inFlightG, events, clicks, notices, queue, noWrite, supplyRef, dsaRef} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("bidder: metrics: %w", err)
 			}

@@ -11,17 +11,16 @@ import (
 	"github.com/prebid/openrtb/v20/openrtb2"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
-	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb/money"
 	"github.com/rtbd/rtbd/rtb/money/moneytest"
 )
 
 // TestMoneyPaths feeds the moneytest amounts through every path of the
 // bidder that turns text or a float into micros: campaign bids and budgets
-// (the campaign file), notice prices (p= of /win and /bill), the imp floor
-// (the auction, seen through Explain), deal floors (Set.MatchDeal) and
-// currency conversion, and checks each gives the table's micros and
-// saturation. ingest/feed's test feeds the same table through product
+// (the campaign file), the imp floor (the auction, seen through Explain),
+// deal floors (Set.MatchDeal) and currency conversion, and checks each
+// gives the table's micros and saturation. Package notice's test feeds
+// the same table through notice prices, ingest/feed's through product
 // prices.
 func TestMoneyPaths(t *testing.T) {
 	f := newFixture(t, nil)
@@ -62,18 +61,6 @@ func TestMoneyPaths(t *testing.T) {
 			t.Errorf("%s: budgets accepted: %d/%d, %q", name, c.DailyBudgetMicros, c.TotalBudgetMicros, problems)
 		case errors.Is(a.Err, money.ErrNegative) && a.Text != "-0" && !strings.Contains(problems, "must be >= 0"):
 			t.Errorf("%s: negative budget: %q", name, problems)
-		}
-
-		// Notice price (p= of /win, /bill and /imp); none: the bid price.
-		bidTok := token.Token{PriceMicros: 7}
-		v, estimated, ok := f.b.clearingPrice([]byte(a.Text), &bidTok)
-		switch {
-		case a.Text == "":
-			if !ok || !estimated || v != 7 {
-				t.Errorf("%s: notice price = %d, %v, %v; want the bid price 7, estimated", name, v, estimated, ok)
-			}
-		case ok != textOK || v != a.Micros || estimated:
-			t.Errorf("%s: notice price = %d, %v; want %d, %v", name, v, ok, a.Micros, textOK)
 		}
 
 		// Deal floor: any float.

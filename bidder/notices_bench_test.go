@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/notice"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
@@ -23,6 +24,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/rtb"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // countingStore wraps a real spend.Store (Redis or Pebble) and counts the
@@ -44,13 +46,13 @@ func (c *countingStore) Flush(ctx context.Context, d []spend.Delta) ([]spend.Tot
 // second over loopback TCP, from a fasthttp client with 64 connections,
 // and the store writes they cause, in two modes on the same notices:
 //
-//	journaled   the real path: notices.go writes each notice to the local
+//	journaled   the real path: package notice writes each notice to the local
 //	            journal (Pebble in a temp dir, fsync per commit group) and
 //	            charges spend.Writer.AddNotice, the Writer flushes in
 //	            batches (default options: 1s timer, 1000-impression
 //	            threshold, 4 flushers)
 //	buffered    the same without the journal (the path's cost before it)
-//	unbuffered  the baseline: the same handler code (Bidder.notice: token
+//	unbuffered  the baseline: the same handler code (notice.Handler.Serve: token
 //	            verification, price, replay set, Writer.AddNotice to a Writer that
 //	            never flushes during the phase), then one synchronous
 //	            Store.Flush of a one-notice delta per accepted notice, as a
@@ -277,31 +279,31 @@ func sendNotices(addr string, urls []string, phaseMax time.Duration) noticePhase
 }
 
 // unbufferedNotice is the baseline handler: the bidder's own notice code,
-// then one store write per accepted billing notice.
+// then one store write per accepted billing notice (a failed write
+// answers 503, unavailable).
 func unbufferedNotice(b *Bidder, rc *fasthttp.RequestCtx, store spend.Store, idPrefix string, seq *atomic.Int64) {
-	kind := noticeWin
+	kind := notice.Win
 	if string(rc.Path()) == PathBill {
-		kind = noticeBill
+		kind = notice.Bill
 	}
-	out := b.notice(rc, kind)
-	if out == outAccepted && kind == noticeBill {
-		var tok token.Token
-		if _, err := b.opts.Keys.Parse(&tok, rc.QueryArgs().Peek("t"), token.KindBill, b.opts.Now(), nil); err != nil {
-			out = outForged
-		} else if price, _, ok := b.clearingPrice(rc.QueryArgs().Peek("p"), &tok); !ok {
-			out = outBadPrice
-		} else {
-			d := []spend.Delta{{ID: idPrefix + strconv.FormatInt(seq.Add(1), 36), Campaign: tok.Campaign,
-				Day: b.opts.Now().UTC().Format(time.DateOnly), Micros: (price + 500) / 1000, Imps: 1}}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			_, err := store.Flush(ctx, d)
-			cancel()
-			if err != nil {
-				out = outUnavailable
-			}
-		}
+	b.notices.Serve(rc, kind)
+	if kind != notice.Bill || string(rc.Response.Header.Peek(HeaderNoticeOutcome)) != "accepted" {
+		return
 	}
-	b.answerNotice(rc, kind, out)
+	var tok token.Token
+	_, err := b.opts.Keys.Parse(&tok, rc.QueryArgs().Peek("t"), token.KindBill, b.opts.Now(), nil)
+	price, perr := money.Parse(rc.QueryArgs().Peek("p"))
+	if err == nil && perr == nil {
+		d := []spend.Delta{{ID: idPrefix + strconv.FormatInt(seq.Add(1), 36), Campaign: tok.Campaign,
+			Day: b.opts.Now().UTC().Format(time.DateOnly), Micros: (price + 500) / 1000, Imps: 1}}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = store.Flush(ctx, d)
+		cancel()
+	}
+	if err != nil || perr != nil {
+		rc.Response.Header.Set(HeaderNoticeOutcome, "unavailable")
+		rc.SetStatusCode(fasthttp.StatusServiceUnavailable)
+	}
 }
 
 var benchNoticeKeysOnce = sync.OnceValues(func() (*token.Keys, error) { return token.NewKeys(testKey) })

@@ -349,28 +349,6 @@ func (l fraudList) Check(site, _, _, _, _ string) (bool, rtb.NoBidReason) {
 	return false, 0
 }
 
-func TestReplaySet(t *testing.T) {
-	r := newReplaySet(time.Minute, 32*2*16)
-	now := time.Unix(1_700_000_000, 0)
-	if !r.firstTime(noticeBill, "a", "1", now) || r.firstTime(noticeBill, "a", "1", now) {
-		t.Fatal("first/second")
-	}
-	if !r.firstTime(noticeWin, "a", "1", now) || !r.firstTime(noticeBill, "a", "2", now) || !r.firstTime(noticeBill, "a1", "", now) {
-		t.Fatal("other kind, imp, or split of the same bytes seen as a replay")
-	}
-	// Remembered for at least one window, forgotten after two.
-	if r.firstTime(noticeBill, "a", "1", now.Add(90*time.Second)) {
-		t.Fatal("forgotten within the window")
-	}
-	if !r.firstTime(noticeBill, "a", "1", now.Add(5*time.Minute)) {
-		t.Fatal("remembered after two windows")
-	}
-	r.forget(noticeBill, "a", "1")
-	if !r.firstTime(noticeBill, "a", "1", now.Add(5*time.Minute)) {
-		t.Fatal("forget")
-	}
-}
-
 // FuzzNotice drives /win, /bill and /imp with arbitrary queries, seeded with real
 // notice URLs (valid tokens with plain and encrypted prices, tampered
 // ones): never a panic nor a 5xx; a 204 only for an authentic token (the

@@ -14,11 +14,13 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/creative"
 	"github.com/rtbd/rtbd/bidder/exchange"
+	"github.com/rtbd/rtbd/bidder/notice"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/overload"
 	"github.com/rtbd/rtbd/records"
@@ -69,8 +71,8 @@ type Options struct {
 	// and may be listed to give it settings.
 	Exchanges []exchange.Exchange
 	// UserID configures rtbd's uid cookie and the uid rules of /event,
-	// /usersync and /match.
-	UserID UserIDOptions
+	// /usersync and /match (package usersync).
+	UserID usersync.Options
 
 	// PublicURL is the base of nurl, burl and click URLs
 	// (http(s)://host[:port], no trailing slash). Default http://127.0.0.1:8080.
@@ -161,7 +163,7 @@ type Options struct {
 	// otherwise). 0 renders every cell.
 	CellCache int
 	// Notices serves /win and /bill instead of the built-in handler (see
-	// notices.go); with neither Notices nor Spend, notices are answered 204
+	// package notice); with neither Notices nor Spend, notices are answered 204
 	// and counted in rtbd_bidder_notices_unhandled_total.
 	Notices fasthttp.RequestHandler
 	// Spend, when set, makes the Bidder serve /win and /bill itself:
@@ -189,9 +191,9 @@ type Options struct {
 	ReplayWindow     time.Duration
 	ReplayMaxEntries int
 	// Journal, when set, makes every accepted billing notice durable
-	// before it is answered (see notices.go); *journal.Journal implements
+	// before it is answered (see package notice); *journal.Journal implements
 	// it. The bidder does not own it.
-	Journal NoticeJournal
+	Journal notice.Journal
 	// Records, when set, receives the log-level records of bids, sampled
 	// no-bids, notices, clicks and views (see records.go); charge records
 	// go through the Journal's export log. The bidder does not own it.
@@ -293,10 +295,10 @@ func (o *Options) ensureDefaults() error {
 	def(&o.NoticeTTL, time.Hour)
 	def(&o.ClickTTL, 720*time.Hour)
 	def(&o.EventTimeout, 50*time.Millisecond)
-	def(&o.ReplayWindow, DefaultReplayWindow)
-	def(&o.NoticeClockSkew, DefaultNoticeClockSkew)
+	def(&o.ReplayWindow, notice.DefaultReplayWindow)
+	def(&o.NoticeClockSkew, notice.DefaultClockSkew)
 	if o.ReplayMaxEntries <= 0 {
-		o.ReplayMaxEntries = DefaultReplayMaxEntries
+		o.ReplayMaxEntries = notice.DefaultReplayMaxEntries
 	}
 	if (len(o.PriceEncryptionKey) == 0) != (len(o.PriceIntegrityKey) == 0) {
 		errs = append(errs, errors.New("PriceEncryptionKey and PriceIntegrityKey go together"))
@@ -311,11 +313,8 @@ func (o *Options) ensureDefaults() error {
 	if o.MaxInFlight <= 0 {
 		o.MaxInFlight = overload.DefaultMaxInFlight
 	}
-	if o.UserID.CookieName == "" {
-		o.UserID.CookieName = "rtbd_uid"
-	}
-	if o.UserID.CookieMaxAge <= 0 {
-		o.UserID.CookieMaxAge = 8760 * time.Hour
+	if err := o.UserID.EnsureDefaults(); err != nil {
+		errs = append(errs, err)
 	}
 	if o.Logger == nil {
 		o.Logger = zap.NewNop()
@@ -330,38 +329,16 @@ func (o *Options) ensureDefaults() error {
 	if _, xerrs := exchange.NewSet(o.Exchanges); len(xerrs) > 0 {
 		errs = append(errs, xerrs...)
 	}
-	if _, herrs := exchange.NewRedirectHosts(o.UserID.SyncRedirectHosts); len(herrs) > 0 {
-		errs = append(errs, herrs...)
-	}
 	if len(errs) > 0 {
 		return fmt.Errorf("%w: %w", ErrOptions, errors.Join(errs...))
 	}
 	return nil
 }
 
-// UserIDOptions configure rtbd's own user id: its cookie, where /event and
-// /match may take it from, and where /usersync and /match may redirect.
-type UserIDOptions struct {
-	// CookieName is the uid cookie's name. Default "rtbd_uid".
-	CookieName string
-	// CookieDomain is its Domain attribute; "": the host that set it.
-	CookieDomain string
-	// CookieMaxAge is its Max-Age. Default 8760h.
-	CookieMaxAge time.Duration
-	// TrustQueryUID accepts an unsigned uid= in the query of /event and
-	// /match; otherwise only a uid signed with Keys (token.Keys.AppendUID)
-	// is taken from the query.
-	TrustQueryUID bool
-	// SyncRedirectHosts are the hosts /usersync and /match redirect to:
-	// "host[:port]" (https) or "http://host[:port]" (http or https). None:
-	// every redirect is refused (400).
-	SyncRedirectHosts []string
-}
-
-// MatchStore is the match table (/match): an exchange's own user id ->
-// rtbd's uid. The user stores of rtbd implement it (*pebblestore.Store,
-// *redisstore.Store, *aerostore.UserStore); a UserStore without it serves
-// /match 503 and resolves no bid through it.
+// MatchStore is the match table (/match, through usersync.Matches): an
+// exchange's own user id -> rtbd's uid. The user stores of rtbd implement
+// it (*pebblestore.Store, *redisstore.Store, *aerostore.UserStore); a
+// UserStore without it serves /match 503 and resolves no bid through it.
 type MatchStore interface {
 	// PutMatch stores key (user.MatchKey) -> uid.
 	PutMatch(ctx context.Context, key, uid string) error

@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
 	"github.com/valyala/fasthttp"
@@ -60,32 +59,5 @@ func TestReplayKeyIsTheBid(t *testing.T) {
 	}
 	if micros, imps := f.storedSpend(t, start); micros != 2200 || imps != 3 {
 		t.Errorf("stored %d micros, %d impressions; want 2200 (0 + 1200 + 1000), 3", micros, imps)
-	}
-}
-
-// TestReplayKeyDerivedNonce: tokens of a format without a nonce are keyed
-// by the nonce derived from their campaign, auction, imp and issue time:
-// two such bids with the same ids issued at different times are two bids,
-// the same token twice is a replay.
-func TestReplayKeyDerivedNonce(t *testing.T) {
-	r := newReplaySet(time.Minute, 1024)
-	now := time.Unix(1_700_000_000, 0)
-	old1 := token.Token{Campaign: "c", Auction: "a", Imp: "1", Issued: now}
-	old2 := old1
-	old2.Issued = now.Add(time.Second)
-	withNonce := old1
-	withNonce.Nonce = [16]byte{1}
-	if !r.firstNotice(noticeBill, &old1, now) || r.firstNotice(noticeBill, &old1, now) {
-		t.Fatal("first/replay of a token without a nonce")
-	}
-	if !r.firstNotice(noticeBill, &old2, now) || !r.firstNotice(noticeBill, &withNonce, now) {
-		t.Fatal("another bid with the same auction and imp ids seen as a replay")
-	}
-	if !r.firstNotice(noticeWin, &old1, now) {
-		t.Fatal("another kind of the same bid seen as a replay")
-	}
-	r.forgetNotice(noticeBill, &old1)
-	if !r.firstNotice(noticeBill, &old1, now) {
-		t.Fatal("forgetNotice")
 	}
 }

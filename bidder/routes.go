@@ -4,6 +4,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/demoimg"
+	"github.com/rtbd/rtbd/bidder/notice"
 	"github.com/rtbd/rtbd/bidder/token"
 )
 
@@ -41,31 +42,31 @@ var routes = [...]route{
 	}},
 	{pattern: PathUserSync, path: PathUserSync, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if b.allowed(rc, limitUserSync) {
-			b.serveUserSync(rc)
+			b.usersync.ServeUserSync(rc)
 		}
 	}},
 	{pattern: PathMatch, path: PathMatch, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if b.allowed(rc, limitMatch) {
-			b.serveMatch(rc)
+			b.usersync.ServeMatch(rc)
 		}
 	}},
 	{pattern: PathClick, path: PathClick, public: true, serve: (*Bidder).serveClick},
 	{pattern: PathLoss, path: PathLoss, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if !b.noticeSourceRefused(rc, token.KindLoss) {
-			b.serveLoss(rc)
+			b.notices.ServeLoss(rc)
 		}
 	}},
 	{pattern: PathWin, path: PathWin, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if !b.noticeSourceRefused(rc, token.KindWin) {
-			b.routeNotice(rc, noticeWin)
+			b.routeNotice(rc, notice.Win)
 		}
 	}},
 	{pattern: PathBill, path: PathBill, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		if !b.noticeSourceRefused(rc, token.KindBill) {
-			b.routeNotice(rc, noticeBill)
+			b.routeNotice(rc, notice.Bill)
 		}
 	}},
-	{pattern: PathImp, path: PathImp, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, noticeImp) }},
+	{pattern: PathImp, path: PathImp, public: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) { b.routeNotice(rc, notice.Imp) }},
 	{pattern: PathClickBase + "{token}/{product}", path: PathClickBase, prefix: true, public: true, serve: (*Bidder).serveClick},
 	{pattern: PathBid + "/{exchange}", path: PathBid + "/", prefix: true, serve: func(b *Bidder, rc *fasthttp.RequestCtx) {
 		path := rc.Path()
@@ -136,15 +137,15 @@ func (b *Bidder) dispatch(rc *fasthttp.RequestCtx, sides uint8) {
 }
 
 // routeNotice serves /win, /bill and /imp: through Options.Notices when
-// set, else the spend notice handler, else (no spend writer) 204 with
+// set, else the notice handler (with a spend writer), else 204 with
 // outcome "unhandled".
-func (b *Bidder) routeNotice(rc *fasthttp.RequestCtx, kind int) {
+func (b *Bidder) routeNotice(rc *fasthttp.RequestCtx, kind notice.Kind) {
 	if b.opts.Notices != nil {
 		b.opts.Notices(rc)
 		return
 	}
 	if b.opts.Spend != nil {
-		b.serveNotice(rc, kind)
+		b.notices.Serve(rc, kind)
 		return
 	}
 	b.m.notices.Inc()

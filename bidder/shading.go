@@ -1,19 +1,16 @@
 package bidder
 
 import (
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/prebid/openrtb/v20/openrtb2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/token"
-	"github.com/rtbd/rtbd/rtb"
 	"github.com/rtbd/rtbd/rtb/money"
 )
 
@@ -43,25 +40,9 @@ import (
 //
 // # What a notice teaches
 //
-// Once per bid and per bidder (the replay set), and only from a verified
-// token (a forged notice teaches nothing):
-//
-//   - the win is the notice that charges the bid under its exchange's
-//     billing mode: /bill under burl (an exchange that wins a bid and never
-//     fires its burl, because the ad did not render, reads as a loss), /win
-//     or /bill under nurl, /imp or /bill under render. Its m (the price to
-//     tie: the next bid or the floor) is a minimum bid to win when it is at
-//     most the price bid.
-//   - a loss notice with reason 102 (lost to a higher bid) or 100 (below
-//     the floor) is a loss at the bid's price; its m, when above the bid
-//     and within 20 times it (and 1,000 CPM), a minimum bid to win. Other
-//     reasons teach nothing.
-//   - on an exchange with exchanges.NAME.loss_notices false (the default),
-//     a bid with no win within exchanges.NAME.notice_wait is a loss.
-//
-// An m that is absent, the unfilled macro, not a price, negative, above the
-// price on a win, at or below it on a loss, or absurd is not used and is
-// counted in rtbd_shading_min_to_win_total by that result.
+// Wins (the notice that charges the bid) and losses (reasons 102 and 100)
+// with their m: package notice, once per bid and per bidder, only from a
+// verified token.
 //
 // # A fleet learns as one
 //
@@ -71,50 +52,6 @@ import (
 // here, read the fleet's counts of the segments held), and the bidder
 // process (bidder/server) loads the fleet's counts, coarse segments
 // first, before serving. The bid path never waits for the store.
-
-// shadingMetrics are the rtbd_shading_* metrics.
-type shadingMetrics struct {
-	bids     [shading.NumHow]prometheus.Counter
-	minToWin [shading.NumBadMinToWin]prometheus.Counter
-	observed [2]prometheus.Counter    // loss, win
-	fleet    [2][2]prometheus.Counter // load, sync x error, ok
-}
-
-func newShadingMetrics(reg prometheus.Registerer, sh *shading.Shader) (*shadingMetrics, error) {
-	bids := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_bids_total",
-		Help: "Bids made, by how their price was set: off (bid_shading: off), second_price, fixed_price, no_data (first price, no estimate yet: the value), shaded, explored, explored_cold."},
-		[]string{"how"})
-	mtw := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_min_to_win_total",
-		Help: "The m (minimum bid to win) of win and loss notices that teach bid shading, by result: ok, or why it was not used (absent, macro, not_price, negative, above_bid, below_bid, absurd)."},
-		[]string{"result"})
-	obs := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_observations_total",
-		Help: "Wins and losses bid shading learned from (once per bid and bidder)."},
-		[]string{"outcome"})
-	fleet := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_shading_fleet_total",
-		Help: "Reads and writes of the fleet's shading counts in the spend store: op load (at start) or sync (flush and read, every shading.fleet_interval), result ok or error."},
-		[]string{"op", "result"})
-	segs := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "rtbd_shading_segments",
-		Help: "Bid shading segments held (all levels)."}, func() float64 { return float64(sh.Len()) })
-	m := &shadingMetrics{}
-	for h := range shading.NumHow {
-		m.bids[h] = bids.WithLabelValues(h.String())
-	}
-	for r := range shading.NumBadMinToWin {
-		m.minToWin[r] = mtw.WithLabelValues(r.String())
-	}
-	m.observed[0], m.observed[1] = obs.WithLabelValues("loss"), obs.WithLabelValues("win")
-	for i, op := range []string{"load", "sync"} {
-		m.fleet[i][0], m.fleet[i][1] = fleet.WithLabelValues(op, "error"), fleet.WithLabelValues(op, "ok")
-	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{bids, mtw, obs, fleet, segs} {
-			if err := reg.Register(c); err != nil {
-				return nil, err
-			}
-		}
-	}
-	return m, nil
-}
 
 // newShader builds the Bidder's Shader from Options.Shading and the
 // exchanges (their index is the exchange of a segment id).
@@ -217,10 +154,14 @@ func shadingNote(cd *candidate) string {
 	return s
 }
 
-// shaded sets the tokens' shading fields of a bid: its segment and price
-// bucket (0 and 0 when not first price) and its value.
+// shadedToken sets a bid token's shading fields: its value before
+// shading, and for a first-price bid its segment and price bucket (0 and
+// 0 otherwise).
 func shadedToken(t *token.Token, cd *candidate) {
-	setTokenShading(t, cd.value, cd.seg, cd.price)
+	t.ValueMicros = cd.value
+	if cd.seg != 0 {
+		t.Segment, t.Bucket = uint32(cd.seg), shading.Bucket(cd.price)
+	}
 }
 
 // learnBid counts a bid made (not a test bid nor a debug run's).
@@ -228,64 +169,17 @@ func (b *Bidder) learnBid(cd *candidate, now time.Time) {
 	if b.shader == nil {
 		return
 	}
-	b.sm.bids[cd.how].Inc()
+	b.sm.Bid(cd.how)
 	if cd.seg != 0 {
 		b.shader.Bid(cd.seg, cd.price, now)
 	}
 }
 
-// learnWin teaches the win of tok's bid (its first charging notice in this
-// process), with the notice's m.
-func (b *Bidder) learnWin(tok *token.Token, m []byte, now time.Time) {
-	seg := tokenSegment(tok)
-	if b.shader == nil || seg == 0 {
-		return
-	}
-	v, r := shading.ParseMinToWin(m, tok.PriceMicros, true)
-	b.sm.minToWin[r].Inc()
-	b.sm.observed[1].Inc()
-	b.shader.Observe(seg, tok.PriceMicros, tok.Issued, true, v, r == shading.MinToWinOK, now)
-}
-
-// The loss reasons that teach bid shading: 102 and 100.
-var lossHigherBid, lossBelowFloor = rtb.LossReasonOf(102), rtb.LossReasonOf(100)
-
-// learnLoss teaches the loss of tok's bid (its first loss notice in this
-// process) for reason, with the notice's m.
-func (b *Bidder) learnLoss(tok *token.Token, reason rtb.LossReason, m []byte, now time.Time) {
-	seg := tokenSegment(tok)
-	if b.shader == nil || seg == 0 || (reason != lossHigherBid && reason != lossBelowFloor) {
-		return
-	}
-	v, r := shading.ParseMinToWin(m, tok.PriceMicros, false)
-	b.sm.minToWin[r].Inc()
-	b.sm.observed[0].Inc()
-	b.shader.Observe(seg, tok.PriceMicros, tok.Issued, false, v, r == shading.MinToWinOK, now)
-}
-
-// ShadingHandler serves GET /admin/shading (the admin listener): JSON of
-// every bid shading segment held (shading.SegmentView: its level, the
-// observations, the estimated curve, the last bid it priced), or
-// {"enabled": false} without Options.Shading.
+// ShadingHandler serves GET /admin/shading (the admin listener):
+// shading.Handler of the Bidder's Shader and exchanges.
 func (b *Bidder) ShadingHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		out := struct {
-			Enabled  bool                  `json:"enabled"`
-			Segments []shading.SegmentView `json:"segments"`
-		}{Enabled: b.shader != nil, Segments: b.shader.Snapshot(b.exchanges.Names())}
-		if out.Segments == nil {
-			out.Segments = []shading.SegmentView{}
-		}
-		_ = json.NewEncoder(w).Encode(out)
-	})
+	return shading.Handler(b.shader, b.exchanges.Names())
 }
-
-// Operations of rtbd_shading_fleet_total.
-const (
-	fleetLoad = iota
-	fleetSync
-)
 
 // CountShadingFleet counts one read or write of the fleet's shading counts
 // in rtbd_shading_fleet_total: a load (at start) or a sync, ok or not.
@@ -294,14 +188,7 @@ func (b *Bidder) CountShadingFleet(load, ok bool) {
 	if b.shader == nil || b.sm == nil {
 		return
 	}
-	op, r := fleetSync, 0
-	if load {
-		op = fleetLoad
-	}
-	if ok {
-		r = 1
-	}
-	b.sm.fleet[op][r].Inc()
+	b.sm.Fleet(load, ok)
 }
 
 // pacedBid is campaign c's bid for st.req (micros of its currency): its

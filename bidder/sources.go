@@ -46,17 +46,7 @@ func (b *Bidder) noticeSourceRefused(rc *fasthttp.RequestCtx, kind token.Kind) b
 	if len(t) == 0 {
 		return false
 	}
-	ns := b.notices.Get().(*noticeState)
-	defer b.notices.Put(ns)
-	var err error
-	if ns.buf, err = b.opts.Keys.Parse(&ns.tok, t, kind, b.opts.Now(), ns.buf[:0]); err != nil {
-		return false
-	}
-	name := ns.tok.Exchange
-	if name == "" {
-		name = exchange.Default
-	}
-	i, ok := b.exchanges.Index[name]
+	i, ok := b.notices.ExchangeOf(t, kind)
 	if !ok {
 		return false
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/explain"
 	"github.com/rtbd/rtbd/bidder/fx"
 	"github.com/rtbd/rtbd/bidder/internal/ascii"
+	"github.com/rtbd/rtbd/bidder/internal/deadline"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -43,7 +44,7 @@ type reqState struct {
 	exts     rtb.Exts // req's ext members, filled with req by the decoder
 	profile  user.Profile
 	deadline time.Time
-	dctx     deadlineCtx
+	dctx     deadline.Ctx
 	now      time.Time
 	// decided is when the auction ended (zero before): respond's clock.
 	decided time.Time
@@ -174,7 +175,7 @@ func (b *Bidder) putState(st *reqState) {
 		st.body = nil
 	}
 	st.br.Reset(nil)
-	st.dctx.reset(time.Time{}) // cancels a derived standard context, if any
+	st.dctx.Reset(time.Time{}) // cancels a derived standard context, if any
 	b.pool.Put(st)
 }
 

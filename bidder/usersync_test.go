@@ -16,6 +16,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/privacy/privacytest"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/bidder/usersync"
 )
 
 // getCtx returns a GET request for path (with its query) and the cookie
@@ -271,7 +272,7 @@ func TestUserSyncRedirectRefused(t *testing.T) {
 			if rc.Response.StatusCode() != 400 {
 				t.Errorf("%s%q: status %d (Location %q), want 400", path, target, rc.Response.StatusCode(), rc.Response.Header.Peek("Location"))
 			}
-			if body := string(rc.Response.Body()); body != refusedRedirect {
+			if body := string(rc.Response.Body()); body != usersync.RefusedRedirect {
 				t.Errorf("%s%q: 400 body %q, want the redirect rule", path, target, body)
 			}
 			if _, hdr := setCookie(rc, "rtbd_uid"); hdr != "" {
@@ -293,11 +294,11 @@ func TestUserSyncRedirectRefused(t *testing.T) {
 		}
 	}
 	for path, want := range map[string]string{
-		"/usersync?x=nope&redirect=" + url.QueryEscape("https://pbs.example/"): refusedExchange,
-		"/match?x=nope&xuid=x1":       refusedExchange,
-		"/match?xuid=x1":              refusedExchange,
-		"/match?x=default&xuid=":      refusedXUID,
-		"/match?x=default&xuid=a%01b": refusedXUID,
+		"/usersync?x=nope&redirect=" + url.QueryEscape("https://pbs.example/"): usersync.RefusedExchange,
+		"/match?x=nope&xuid=x1":       usersync.RefusedExchange,
+		"/match?xuid=x1":              usersync.RefusedExchange,
+		"/match?x=default&xuid=":      usersync.RefusedXUID,
+		"/match?x=default&xuid=a%01b": usersync.RefusedXUID,
 	} {
 		rc = getCtx(path, "")
 		h(rc)

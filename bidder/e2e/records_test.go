@@ -394,20 +394,20 @@ func TestRecordsKill9(t *testing.T) {
 	}
 }
 
-// TestRecordsKafkaCut: Kafka cut off (the relay holds
-// every byte) under a load of bids and bills for RTBD_RECORDS_CUT: no
-// /bill is refused, non-charge records are dropped and counted once the
-// producer's buffer (records.buffer_bytes, 1 MiB here) is full, and every
-// charge is on Kafka after the cut heals. Bid latency (before, during and
-// after) and RSS are logged, not asserted (no timing asserts; RSS under
-// 1 GiB).
+// TestRecordsKafkaCut: Kafka cut off (the relay holds every byte) under a
+// load of bids and bills for at least RTBD_RECORDS_CUT and until the
+// producer's buffer (records.buffer_bytes, 64 KiB here) has overflowed:
+// no /bill is refused, non-charge records are dropped and counted once
+// the buffer is full, and every charge is on Kafka after the cut heals.
+// Bid latency (before, during and after) and RSS are logged, not asserted
+// (no timing asserts; RSS under 1 GiB).
 func TestRecordsKafkaCut(t *testing.T) {
 	cut := 5 * time.Second
 	if d, err := time.ParseDuration(os.Getenv("RTBD_RECORDS_CUT")); err == nil && d > 0 {
 		cut = d
 	}
 	k, rl := startKafka(t, true)
-	cfg := recordsConfig(t, k, "records.kafka.delivery_timeout=1s", "records.buffer_bytes=1048576")
+	cfg := recordsConfig(t, k, "records.kafka.delivery_timeout=1s", "records.buffer_bytes=65536")
 	p := startBidder(t, "records-cut", cfg)
 	c := newClient()
 	var mu sync.Mutex
@@ -451,21 +451,25 @@ func TestRecordsKafkaCut(t *testing.T) {
 	w0 := written()
 	rl.Pause()
 	phase.Store(1)
+	cutStart := time.Now()
 	time.Sleep(cut)
+	// The cut goes on until bid records are dropped: how soon the buffer
+	// fills depends on how fast the bidder answers on this machine.
+	var d float64
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if d = p.metrics(t)[`rtbd_records_dropped_total{kind="bid",sink="kafka"}`]; d > 0 {
+			break
+		}
+	}
 	rssDuring := rss(t, p)
+	cutFor := time.Since(cutStart).Round(100 * time.Millisecond)
 	t.Logf("bid records written to Kafka: %v before the cut, %v at its end", w0, written())
 	rl.Resume()
 	phase.Store(2)
 	time.Sleep(time.Second)
 	close(stop)
 	wg.Wait()
-	var d float64
-	droppedBids := func() bool {
-		d = p.metrics(t)[`rtbd_records_dropped_total{kind="bid",sink="kafka"}`]
-		return d > 0
-	}
-	waitFor(15*time.Second, droppedBids) // the producer fails records as their requests time out
-	t.Logf("cut %s: bills accepted %d, refused %d; RSS %d kB before, %d kB at the end of the cut", cut, accepted.Load(), refused.Load(), rssBefore, rssDuring)
+	t.Logf("cut %s: bills accepted %d, refused %d; RSS %d kB before, %d kB at the end of the cut", cutFor, accepted.Load(), refused.Load(), rssBefore, rssDuring)
 	for i, name := range []string{"before", "during", "after"} {
 		t.Logf("bid latency %s the cut: %s", name, quantiles(lat[i]))
 	}
@@ -473,8 +477,8 @@ func TestRecordsKafkaCut(t *testing.T) {
 		t.Errorf("%d bills not answered 204 while Kafka was cut", refused.Load())
 	}
 	t.Logf("bid records dropped for Kafka during the cut: %v", d)
-	if cut >= 3*time.Second && d == 0 {
-		t.Errorf("a %s cut with a 1 MiB buffer dropped no bid record for Kafka", cut)
+	if d == 0 {
+		t.Errorf("a %s cut with a 64 KiB buffer dropped no bid record for Kafka", cutFor)
 	}
 	kn, msgs := k.nonces(t, "charge", int(accepted.Load()), 60*time.Second)
 	t.Logf("after the cut: %d distinct charge nonces on Kafka (%d messages), %d bills accepted", len(kn), msgs, accepted.Load())

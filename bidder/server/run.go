@@ -40,6 +40,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
@@ -125,7 +126,7 @@ func noticeOptions(c configs.Notice, o *bidder.Options) {
 
 // userIDFromConfig maps the exchanges map and the uid settings of the user
 // section to Options.
-func userIDFromConfig(cfg *configs.Config) ([]exchange.Exchange, bidder.UserIDOptions) {
+func userIDFromConfig(cfg *configs.Config) ([]exchange.Exchange, usersync.Options) {
 	var xs []exchange.Exchange
 	for _, name := range cfg.Exchanges.Names() {
 		x, _ := cfg.Exchanges.Get(name)
@@ -137,7 +138,7 @@ func userIDFromConfig(cfg *configs.Config) ([]exchange.Exchange, bidder.UserIDOp
 			LossNotices: x.LossNotices, NoticeWait: x.NoticeWait})
 	}
 	u := cfg.User
-	return xs, bidder.UserIDOptions{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
+	return xs, usersync.Options{CookieName: u.Cookie.Name, CookieDomain: u.Cookie.Domain, CookieMaxAge: u.Cookie.MaxAge,
 		TrustQueryUID: u.TrustQueryUID, SyncRedirectHosts: u.SyncRedirectHosts}
 }
 

@@ -1,7 +1,9 @@
 package shading
 
 import (
+	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
 )
 
@@ -102,4 +104,23 @@ func (s *Shader) Snapshot(exchanges []string) []SegmentView {
 		out = append(out, v)
 	}
 	return out
+}
+
+// Handler serves GET /admin/shading (the admin listener): JSON of every
+// segment sh holds (SegmentView: its level, the observations, the
+// estimated curve, the last bid it priced), exchanges naming the
+// exchanges of the segment ids by index, or {"enabled": false} when sh is
+// nil.
+func Handler(sh *Shader, exchanges []string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		out := struct {
+			Enabled  bool          `json:"enabled"`
+			Segments []SegmentView `json:"segments"`
+		}{Enabled: sh != nil, Segments: sh.Snapshot(exchanges)}
+		if out.Segments == nil {
+			out.Segments = []SegmentView{}
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
 }

@@ -1,9 +1,6 @@
-package bidder
+package notice
 
 import (
-	"unsafe"
-
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -11,8 +8,8 @@ import (
 	"github.com/rtbd/rtbd/rtb"
 )
 
-// Loss notices (GET /loss), served by the Bidder itself (with or without
-// Options.Spend).
+// Loss notices (GET /loss: Handler.ServeLoss), served with or without
+// Options.Spend.
 //
 // Every bid carries an lurl:
 //
@@ -21,7 +18,7 @@ import (
 // TOKEN is the bid's exchange token (token.AudienceExchange), the one of
 // its nurl and burl. The exchange fires it when the bid lost, with r the
 // OpenRTB 2.6 loss reason code and m the price that would have won (m
-// teaches bid shading: see shading.go). Answers, counted in
+// teaches bid shading: see the package documentation). Answers, counted in
 // rtbd_notices_total{kind="loss", outcome}:
 //
 //	accepted     204; counted in rtbd_loss_total{reason} and, with
@@ -58,37 +55,19 @@ import (
 // once, to the host in it, so that is a bound on retries, not the common
 // case.
 
-// lossMetrics is rtbd_loss_total by reason.
-type lossMetrics struct {
-	reasons [rtb.NumLossReasons]prometheus.Counter
+// The loss reasons that teach bid shading: 102 and 100.
+var lossHigherBid, lossBelowFloor = rtb.LossReasonOf(102), rtb.LossReasonOf(100)
+
+// ServeLoss is GET /loss.
+func (h *Handler) ServeLoss(rc *fasthttp.RequestCtx) {
+	h.answer(rc, Loss, h.loss(rc))
 }
 
-func newLossMetrics(reg prometheus.Registerer) (*lossMetrics, error) {
-	vec := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "rtbd_loss_total",
-		Help: "Accepted loss notices (/loss) by OpenRTB 2.6 loss reason (lost_to_higher_bid, below_auction_floor, ..., exchange_specific for 500+, other)."},
-		[]string{"reason"})
-	m := &lossMetrics{}
-	for r := range rtb.NumLossReasons {
-		m.reasons[r] = vec.WithLabelValues(rtb.LossReason(r).String())
-	}
-	if reg != nil {
-		if err := reg.Register(vec); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
-}
-
-// serveLoss is GET /loss.
-func (b *Bidder) serveLoss(rc *fasthttp.RequestCtx) {
-	b.answerNotice(rc, noticeLoss, b.loss(rc))
-}
-
-func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
-	ns := b.notices.Get().(*noticeState)
-	defer b.notices.Put(ns)
-	now := b.opts.Now()
-	if out, ok := b.readNotice(rc, token.KindLoss, ns, now); !ok {
+func (h *Handler) loss(rc *fasthttp.RequestCtx) int {
+	ns := h.pool.Get().(*state)
+	defer h.pool.Put(ns)
+	now := h.o.Now()
+	if out, ok := h.read(rc, token.KindLoss, ns, now); !ok {
 		return out
 	}
 	args := rc.QueryArgs()
@@ -96,16 +75,17 @@ func (b *Bidder) loss(rc *fasthttp.RequestCtx) int {
 	if tok.Test {
 		return outTest
 	}
-	nonce := tok.NoticeNonce()
-	if !b.replays.firstTime(noticeLoss, unsafe.String(&nonce[0], len(nonce)), "", now) {
+	if !h.replays.firstNotice(Loss, tok, now) {
 		return outReplay
 	}
 	reason := rtb.ParseLossReason(args.Peek("r"))
-	b.lm.reasons[reason].Inc()
-	b.recordLoss(tok, reason, args.Peek("m"), now)
-	if w := b.opts.Spend; w != nil {
+	h.losses[reason].Inc()
+	h.recordLoss(tok, reason, args.Peek("m"), now)
+	if w := h.o.Spend; w != nil {
 		_ = w.Count(tok.Campaign, spend.CountLosses+int(reason)) // closing: a statistic, not money
 	}
-	b.learnLoss(tok, reason, args.Peek("m"), now)
+	if reason == lossHigherBid || reason == lossBelowFloor {
+		h.learn(tok, false, args.Peek("m"), now)
+	}
 	return outAccepted
 }

@@ -1,4 +1,4 @@
-package bidder
+package usersync
 
 import (
 	"strings"

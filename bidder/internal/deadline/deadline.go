@@ -1,4 +1,6 @@
-package bidder
+// Package deadline is the context of one request's store lookups: a
+// deadline and nothing else, reused with the request's pooled state.
+package deadline
 
 import (
 	"context"
@@ -6,9 +8,10 @@ import (
 	"time"
 )
 
-// deadlineCtx is the context of one bid request's lookups: a deadline and
-// nothing else, reused with the request state instead of allocating a
-// context.WithDeadline per request.
+// Ctx is the context of one bid request's lookups (or of one /event,
+// /click or /match store call): a deadline and nothing else, reused with
+// the request state instead of allocating a context.WithDeadline per
+// request. The zero value is a context whose deadline has passed.
 //
 // Stores that only call Err (the local catalog and the Pebble user store)
 // cost nothing: Err compares the clock with the deadline. A store that waits
@@ -16,11 +19,11 @@ import (
 // first use, a standard context.WithDeadline that it then delegates to,
 // Value included, so that contexts derived from it attach to that standard
 // one (no goroutine per call, as context.WithCancel would start for an
-// unknown parent type). reset cancels it.
+// unknown parent type). Reset cancels it.
 //
 // Methods are safe for concurrent use (gRPC may call Done from its own
-// goroutines); reset must only be called when no lookup is running.
-type deadlineCtx struct {
+// goroutines); Reset must only be called when no lookup is running.
+type Ctx struct {
 	deadline time.Time
 
 	mu     sync.Mutex
@@ -28,8 +31,8 @@ type deadlineCtx struct {
 	cancel context.CancelFunc
 }
 
-// reset cancels the standard context, if any, and sets a new deadline.
-func (c *deadlineCtx) reset(deadline time.Time) {
+// Reset cancels the standard context, if any, and sets a new deadline.
+func (c *Ctx) Reset(deadline time.Time) {
 	c.mu.Lock()
 	if c.cancel != nil {
 		c.cancel()
@@ -39,7 +42,7 @@ func (c *deadlineCtx) reset(deadline time.Time) {
 	c.mu.Unlock()
 }
 
-func (c *deadlineCtx) standard() context.Context {
+func (c *Ctx) standard() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.std == nil {
@@ -49,14 +52,14 @@ func (c *deadlineCtx) standard() context.Context {
 }
 
 // Deadline implements context.Context.
-func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.deadline, true }
+func (c *Ctx) Deadline() (time.Time, bool) { return c.deadline, true }
 
 // Done implements context.Context.
-func (c *deadlineCtx) Done() <-chan struct{} { return c.standard().Done() }
+func (c *Ctx) Done() <-chan struct{} { return c.standard().Done() }
 
 // Err implements context.Context: DeadlineExceeded once the deadline has
 // passed (what the standard context would say, without its timer).
-func (c *deadlineCtx) Err() error {
+func (c *Ctx) Err() error {
 	c.mu.Lock()
 	std := c.std
 	c.mu.Unlock()
@@ -74,7 +77,7 @@ func (c *deadlineCtx) Err() error {
 // Value implements context.Context. It carries no values of its own; the
 // lookup is delegated so that the context package's own parent discovery
 // finds the standard context.
-func (c *deadlineCtx) Value(key any) any { return c.standard().Value(key) }
+func (c *Ctx) Value(key any) any { return c.standard().Value(key) }
 
 // String describes the context (the context package prints parents with it).
-func (c *deadlineCtx) String() string { return "bidder.deadlineCtx" }
+func (c *Ctx) String() string { return "deadline.Ctx" }
