@@ -28,30 +28,26 @@ import (
 func auctionMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench auction", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
-	def := auctionsim.Defaults()
-	pdef := auctionsim.PacingDefaults()
-	seed := fs.Uint64("seed", def.Seed, "seed of the draws (the same seed gives the same figures)")
-	value := fs.Float64("value", def.Value, "the bidder's value, CPM")
-	learn := fs.Int("learn", def.Learn, "auctions to learn from before measuring")
-	measure := fs.Int("measure", def.Measure, "measured auctions")
-	after := fs.Int("after", def.After, "auctions after the shift (0: no shift)")
-	shift := fs.Float64("shift", def.Shift, "the shift of every segment's competition after the measured auctions (0.3: +30%)")
-	halfLife := fs.Duration("half-life", def.Shading.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
-	days := fs.Int("pacing-days", pdef.Days, "pacing: days simulated, the last measured (0: no pacing simulation)")
-	perDay := fs.Int("pacing-auctions", pdef.AuctionsPerDay, "pacing: auctions per day")
-	share := fs.Float64("pacing-budget", pdef.BudgetShare, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
+	cfg, p := auctionsim.Defaults(), auctionsim.PacingDefaults()
+	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the draws (the same seed gives the same figures)")
+	fs.Float64Var(&cfg.Value, "value", cfg.Value, "the bidder's value, CPM")
+	fs.IntVar(&cfg.Learn, "learn", cfg.Learn, "auctions to learn from before measuring")
+	fs.IntVar(&cfg.Measure, "measure", cfg.Measure, "measured auctions")
+	fs.IntVar(&cfg.After, "after", cfg.After, "auctions after the shift (0: no shift)")
+	fs.Float64Var(&cfg.Shift, "shift", cfg.Shift, "the shift of every segment's competition after the measured auctions (0.3: +30%)")
+	fs.DurationVar(&cfg.Shading.HalfLife, "half-life", cfg.Shading.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
+	fs.IntVar(&p.Days, "pacing-days", p.Days, "pacing: days simulated, the last measured (0: no pacing simulation)")
+	fs.IntVar(&p.AuctionsPerDay, "pacing-auctions", p.AuctionsPerDay, "pacing: auctions per day")
+	fs.Float64Var(&p.BudgetShare, "pacing-budget", p.BudgetShare, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
 	bidders := fs.Int("bidders", 1, "bidders sharing one redis-server for the fleet runs (1: no fleet runs)")
 	syncEvery := fs.Duration("sync", 5*time.Second, "fleet runs: how often each bidder syncs with the store (shading.fleet_interval; fake time)")
 	restartAt := fs.Int("restart-at", -1, "fleet runs: the auction at which bidder 1 restarts (-1: in the middle of the measured auctions, 0: never)")
 	redisExe := fs.String("redis-server", DefaultRedisServer, "fleet runs: the redis-server binary to start")
 	seeFlags(fs)
-	if err := cliflag.Parse(fs, args, stderr, ErrUsage); err != nil {
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: rtbd bench auction takes no arguments, got %q", ErrUsage, fs.Args())
-	}
-	if *value <= 0 || *learn < 0 || *measure <= 0 || *after < 0 || *shift <= -1 || *halfLife <= 0 || *days < 0 || *perDay <= 0 || !(*share > 0 && *share <= 1) ||
+	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.Shading.HalfLife <= 0 || p.Days < 0 || p.AuctionsPerDay <= 0 || !(p.BudgetShare > 0 && p.BudgetShare <= 1) ||
 		*bidders < 1 || *bidders > 64 || *syncEvery <= 0 || *restartAt < -1 {
 		return fmt.Errorf("%w: rtbd bench auction: -value, -measure, -half-life, -sync and -pacing-auctions must be > 0, -learn, -after and -pacing-days >= 0, -shift > -1, -pacing-budget in (0, 1], -bidders 1 to 64, -restart-at >= -1", ErrUsage)
 	}
@@ -70,36 +66,27 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 		rdb = redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		defer rdb.Close()
 	}
+	if cfg.After == 0 {
+		cfg.Shift = 0
+	}
 	for _, m := range []bool{true, false} {
-		cfg := def
-		cfg.Seed, cfg.Value, cfg.Learn, cfg.Measure, cfg.After, cfg.Shift = *seed, *value, *learn, *measure, *after, *shift
-		if *after == 0 {
-			cfg.Shift = 0
-		}
-		cfg.Shading.HalfLife = *halfLife
 		cfg.MinToWin, cfg.LossNotices = m, m
-		start := time.Now()
 		r := auctionsim.Run(cfg)
 		r.Print(stdout)
-		fmt.Fprintf(stderr, "(%d auctions played in %s)\n", cfg.Learn+cfg.Measure+cfg.After, time.Since(start).Round(time.Millisecond))
 		fmt.Fprintln(stdout)
 		if *bidders > 1 {
 			fc := auctionFleet(cfg, *bidders, *syncEvery, *restartAt)
 			fc.Store = redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("bench:auction:%v:", m)})
-			start := time.Now()
 			fr := auctionsim.Run(fc)
 			if fr.Err != nil {
 				return fmt.Errorf("rtbd bench auction: the fleet's store: %w", fr.Err)
 			}
 			fr.Print(stdout)
-			fmt.Fprintf(stdout, "%d bidders' surplus ratio %.3f vs one bidder's %.3f: %+.3f\n", *bidders, fr.Ratio(), r.Ratio(), fr.Ratio()-r.Ratio())
-			fmt.Fprintf(stderr, "(%d auctions played by %d bidders in %s)\n", fc.Learn+fc.Measure+fc.After, *bidders, time.Since(start).Round(time.Millisecond))
-			fmt.Fprintln(stdout)
+			fmt.Fprintf(stdout, "%d bidders' surplus ratio %.3f vs one bidder's %.3f: %+.3f\n\n", *bidders, fr.Ratio(), r.Ratio(), fr.Ratio()-r.Ratio())
 		}
 	}
-	if *days > 0 {
-		p := pdef
-		p.Seed, p.Value, p.Days, p.AuctionsPerDay, p.BudgetShare = *seed, *value, *days, *perDay, *share
+	if p.Days > 0 {
+		p.Seed, p.Value = cfg.Seed, cfg.Value
 		auctionsim.RunPacing(p).Print(stdout)
 	}
 	return nil

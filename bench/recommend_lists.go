@@ -64,6 +64,7 @@ func recommendListsMain(ctx context.Context, args []string, stdout, stderr io.Wr
 		w = f
 	}
 	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw) // a line per value
 	type group struct {
 		Group int64   `json:"group"`
 		IDs   []int64 `json:"ids"`
@@ -98,11 +99,9 @@ func recommendListsMain(ctx context.Context, args []string, stdout, stderr io.Wr
 				line.Recommended = append(line.Recommended, group{g.Group, ids})
 			}
 		}
-		b, err := json.Marshal(line)
-		if err != nil {
-			return err
+		if err := enc.Encode(line); err != nil {
+			return fmt.Errorf("bench: recommend-lists: -out: %w", err)
 		}
-		bw.Write(append(b, '\n'))
 		written++
 	}
 	if err := bw.Flush(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -83,8 +84,6 @@ type ScaleOptions struct {
 	WorkDir string
 	// Log receives progress lines. nil: none.
 	Log io.Writer
-	// freeBytes replaces the file system's free space (tests).
-	freeBytes func(string) (uint64, error)
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
@@ -97,9 +96,6 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 	o.Duration = cmp.Or(o.Duration, 20*time.Second)
 	o.Warmup = cmp.Or(o.Warmup, 2*time.Second)
 	o.Log = cmp.Or(o.Log, io.Discard)
-	if o.freeBytes == nil {
-		o.freeBytes = freeDisk
-	}
 	return o
 }
 
@@ -227,13 +223,14 @@ func dirBytes(dir string) (int64, error) {
 // runScaleIngest streams the synthetic feed of n products (feedgen, seed
 // 1, CSV) through a pipe into `rtbd ingest -data dir -format csv -` (the
 // bulk path) and measures the ingest process.
-func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile string, free uint64, logf func(string, ...any)) (*ScaleIngest, error) {
+func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile string, free uint64, logf func(string, ...any)) (ScaleIngest, error) {
+	si := ScaleIngest{Products: n, Groups: groups, FreeBytesBefore: free}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return si, fmt.Errorf("bench: %w", err)
 	}
 	pr, stdin, err := os.Pipe()
 	if err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return si, fmt.Errorf("bench: %w", err)
 	}
 	cpu0, _ := proc.SelfCPU()
 	t0 := time.Now()
@@ -242,34 +239,26 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	pr.Close()
 	if err != nil {
 		stdin.Close()
-		return nil, err
+		return si, err
 	}
-	si := &ScaleIngest{Products: n, Groups: groups, Start: t0.UTC().Format(time.RFC3339), FreeBytesBefore: free}
-	stopWatch := context.AfterFunc(ctx, c.Kill)
-	defer stopWatch()
+	defer context.AfterFunc(ctx, c.Kill)()
 	bw := bufio.NewWriterSize(stdin, 1<<20)
 	_, werr := feedgen.Write(bw, feed.CSV, feedgen.Options{Products: n, Groups: groups, Seed: 1})
-	if werr == nil {
-		werr = bw.Flush()
-	}
+	werr = cmp.Or(werr, bw.Flush())
 	_ = stdin.Close()
 	cpu1, _ := proc.SelfCPU()
-	err = c.Err()
-	wall := time.Since(t0)
-	if err != nil {
-		return nil, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, c.Tail())
+	if err := c.Err(); err != nil {
+		return si, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, c.Tail())
 	}
 	if werr != nil {
-		return nil, fmt.Errorf("bench: writing the feed into rtbd ingest: %w", werr)
+		return si, fmt.Errorf("bench: writing the feed into rtbd ingest: %w", werr)
 	}
-	si.WallSec = wall.Seconds()
-	si.RowsPerSec = float64(n) / wall.Seconds()
+	wall := time.Since(t0)
+	si.Start, si.WallSec, si.RowsPerSec = t0.UTC().Format(time.RFC3339), wall.Seconds(), float64(n)/wall.Seconds()
 	si.GeneratorCPUSec = (cpu1 - cpu0).Seconds()
-	if ps := c.State(); ps != nil {
-		si.CPUSec = (ps.UserTime() + ps.SystemTime()).Seconds()
-		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-			si.MaxRSSBytes = ru.Maxrss << 10
-		}
+	si.CPUSec = (c.State().UserTime() + c.State().SystemTime()).Seconds()
+	if ru, ok := c.State().SysUsage().(*syscall.Rusage); ok {
+		si.MaxRSSBytes = ru.Maxrss << 10
 	}
 	for _, line := range strings.Split(c.Tail(), "\n") {
 		if strings.Contains(line, "rows/s") || strings.Contains(line, "products") && strings.Contains(line, "elapsed") {
@@ -277,11 +266,11 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 		}
 	}
 	if si.IndexBytes, err = dirBytes(dir); err != nil {
-		return nil, fmt.Errorf("bench: size of %s: %w", dir, err)
+		return si, fmt.Errorf("bench: size of %s: %w", dir, err)
 	}
 	b, _ := json.MarshalIndent(si, "", "  ")
 	if err := os.WriteFile(filepath.Join(dir, scaleIngestFile), append(b, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("bench: %w", err)
+		return si, fmt.Errorf("bench: %w", err)
 	}
 	logf("ingested %d products in %.0f s (%.0f rows/s), ingest peak RSS %d MiB, CPU %.0f s; index %.2f GB",
 		n, si.WallSec, si.RowsPerSec, si.MaxRSSBytes>>20, si.CPUSec, float64(si.IndexBytes)/1e9)
@@ -305,12 +294,9 @@ func evictFromPageCache(dir string) error {
 	})
 }
 
-// ScaleUserPrefix names the scale scenario's users: scale-u-N (uniform
-// ids) and scale-z-N (Zipf-popular ids), N = 1..Users.
-const (
-	scaleUniformUser = "scale-u-"
-	scaleZipfUser    = "scale-z-"
-)
+// scaleUsers are the scale scenario's users, uniform ids first:
+// scale-u-N and scale-z-N (Zipf-popular ids), N = 1..Users.
+var scaleUsers = []benchUsers{{prefix: "scale-u-", uniform: true, seed: 21}, {prefix: "scale-z-", seed: 22}}
 
 // scaleProfiles returns the profiles of users 1..count whose products are
 // the ids of CatalogWorkload requests over the big catalog: request i's
@@ -338,11 +324,7 @@ func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) 
 func dedupIDs(ids []int64) []int64 {
 	out := make([]int64, 0, len(ids))
 	for _, id := range ids {
-		dup := false
-		for _, x := range out {
-			dup = dup || x == id
-		}
-		if !dup {
+		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
@@ -406,43 +388,15 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return nil, err
 	}
 	cleanups.add(cleanWork)
-
-	si, have := readScaleIngest(o.DataDir)
-	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {
-		logf("using the index in %s: %d products in %d groups, ingested %s", o.DataDir, si.Products, si.Groups, si.Start)
-	} else {
-		if _, err := os.Stat(o.DataDir); err == nil {
-			if ents, _ := os.ReadDir(o.DataDir); len(ents) > 0 {
-				return nil, fmt.Errorf("%w: data dir %s is not empty and holds no index of this scenario with %d products in %d groups: remove it or choose another",
-					ErrInvalid, o.DataDir, o.Products, o.Groups)
-			}
-		}
-		free, err := o.freeBytes(o.DataDir)
-		if err != nil {
-			return nil, err
-		}
-		n := o.Products
-		if n == 0 {
-			if n, err = ScaleProductsForDisk(free); err != nil {
-				return nil, err
-			}
-			logf("%.1f GB free on the file system of %s: %d products", float64(free)/1e9, o.DataDir, n)
-		} else if need := uint64(n)*ScaleDiskPerProduct + ScaleDiskReserve/2; need > free {
-			return nil, fmt.Errorf("%w: %d products need about %.1f GB free in %s, %.1f GB are", ErrInvalid, n, float64(need)/1e9, o.DataDir, float64(free)/1e9)
-		}
-		logf("ingesting %d products in %d groups into %s: feedgen (seed 1, CSV) piped into %s ingest -format csv - (bulk path)", n, o.Groups, o.DataDir, exe)
-		p, err := runScaleIngest(ctx, exe, o.DataDir, n, o.Groups, logPath(workDir, "ingest"), free, logf)
-		if err != nil {
-			return nil, err
-		}
-		si = *p
+	si, err := scaleIndex(ctx, o, exe, workDir, logf)
+	if err != nil {
+		return nil, err
 	}
 	meta := Meta{Title: fmt.Sprintf("the talk's scale: %d products on one catalog node", si.Products), Config: map[string]string{
 		"scenario": "scale", "products": strconv.Itoa(si.Products), "groups": strconv.Itoa(si.Groups), "ids": strconv.Itoa(o.IDs),
 		"store_rate": fmtRate(o.StoreRate), "bid_rate": fmtRate(o.BidRate), "duration": o.Duration.String(), "warmup": o.Warmup.String(),
 		"users": strconv.Itoa(o.Users), "data": o.DataDir,
-	}}
-	meta.Notes = append(meta.Notes, scaleIngestNotes(si)...)
+	}, Notes: scaleIngestNotes(si)}
 	rep := NewReport(meta)
 	if o.IngestOnly {
 		return rep, nil
@@ -465,8 +419,10 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err := waitStore(ctx, client, 30*time.Second); err != nil {
 		return rep, fmt.Errorf("bench: catalog node: %w", err)
 	}
-	nodeWatch := Watch{Processes: []WatchProcess{{Name: "catalog-node", PID: node.PID()}}}
-	load := LoadModel{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}
+	lookups := func(name string, uniform bool, n int, seed uint64) (*storeTarget, error) {
+		reqs, err := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: uniform}.Requests(n, seed)
+		return &storeTarget{name: name, store: client, stream: &requestStream{reqs: reqs}}, err
+	}
 
 	// Warm-up (other seeds than the measured runs): Zipf lookups, then
 	// uniform ones, so that the node's own cache holds what a node serving
@@ -477,58 +433,72 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		uniform bool
 		n       int
 	}{{false, 20_000}, {true, 5_000}} {
-		reqs, err := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: w.uniform}.Requests(w.n, 99)
+		t, err := lookups("warm-up", w.uniform, w.n, 99)
 		if err != nil {
 			return rep, err
 		}
-		wres, err := RunClosedLoop(ctx, &storeTarget{name: "warm-up", store: client, stream: &requestStream{reqs: reqs}},
-			ClosedLoopOptions{Concurrency: 8, Requests: int64(len(reqs)), Timeout: 5 * time.Second})
+		wres, err := RunClosedLoop(ctx, t, ClosedLoopOptions{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
 		if err != nil {
 			return rep, fmt.Errorf("bench: warm-up: %w", err)
 		}
-		pop := map[bool]string{false: "Zipf", true: "uniform"}[w.uniform]
-		warmed = append(warmed, fmt.Sprintf("%d %s (%.0f/s)", wres.Requests, pop, wres.AchievedRate))
+		warmed = append(warmed, fmt.Sprintf("%d %s (%.0f/s)", wres.Requests, scalePopularity(w.uniform), wres.AchievedRate))
 	}
 	st1, _ := proc.ReadStatus(node.PID())
 	rep.Notes = append(rep.Notes, fmt.Sprintf("catalog node at default caches: RSS %d MiB when ready, %d MiB after a warm-up of %s lookups of %d ids (closed loop, 8 workers); peak %d MiB",
 		st0.VmRSSBytes>>20, st1.VmRSSBytes>>20, strings.Join(warmed, " then "), o.IDs, st1.VmHWMBytes>>20))
 	logf("%s", rep.Notes[len(rep.Notes)-1])
 
+	// The measured runs, uniform ids first, after the index's files are
+	// evicted from the page cache (posix_fadvise DONTNEED): uniform ids
+	// over the whole catalog are mostly cold.
 	var entries []TableEntry
-	for _, pop := range []struct {
-		name    string
-		uniform bool
-	}{{"uniform", true}, {"zipf", false}} {
-		reqs, err := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: pop.uniform}.Requests(50_000, 1)
-		if err != nil {
-			return rep, err
-		}
-		if pop.uniform {
+	measure := func(group string, load LoadModel, t Target, w Watch, uniform bool) error {
+		if uniform {
 			if err := evictFromPageCache(o.DataDir); err != nil {
 				logf("evicting the index from the page cache: %v", err)
 			}
 		}
-		name := fmt.Sprintf("node %s/%d", pop.name, o.IDs)
-		logf("run %s: %s req/s open loop for %v", name, fmtRate(o.StoreRate), o.Duration)
-		res, _, err := load.run(ctx, &storeTarget{name: name, store: client, stream: &requestStream{reqs: reqs}}, nodeWatch)
+		logf("run %s: %s req/s open loop for %v", t.Name(), fmtRate(load.Rate), o.Duration)
+		res, _, err := load.run(ctx, t, w)
+		if res != nil {
+			if uniform {
+				res.Notes = append(res.Notes, "the index's files were evicted from the page cache (posix_fadvise DONTNEED) just before: uniform ids over the whole catalog are mostly cold")
+			}
+			rep.Results = append(rep.Results, res)
+			entries = append(entries, TableEntry{Result: res, Group: group})
+			logf("  %s: p50 %s ms, p99 %s ms, p99.9 %s ms, %s req/s, errors %d, no-bids %d", res.Target, fmtMs(usToMs(res.Latency.P50Us)),
+				fmtMs(usToMs(res.Latency.P99Us)), fmtMs(usToMs(res.Latency.P999Us)), fmtRate(res.AchievedRate), res.Errors.Total, res.NoBids)
+		}
 		if err != nil {
-			return rep, fmt.Errorf("bench: %s: %w", name, err)
+			return fmt.Errorf("bench: %s: %w", t.Name(), err)
 		}
-		if pop.uniform {
-			res.Notes = append(res.Notes, "the index's files were evicted from the page cache (posix_fadvise DONTNEED) just before: uniform ids over the whole catalog are mostly cold")
-		}
-		rep.Results = append(rep.Results, res)
-		entries = append(entries, TableEntry{Result: res, Group: "store level (gRPC GetProductMasters)"})
-		logf("  %s", scaleLatencyLine(res))
+		return nil
 	}
-	if !o.SkipBidder {
-		bres, err := runScaleBidder(ctx, o, si, exe, workDir, node, logf)
-		for _, r := range bres {
-			rep.Results = append(rep.Results, r)
-			entries = append(entries, TableEntry{Result: r, Group: "bidder level (remote catalog)"})
-		}
+	nodeLoad := LoadModel{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}
+	nodeWatch := Watch{Processes: []WatchProcess{{Name: "catalog-node", PID: node.PID()}}}
+	for _, uniform := range []bool{true, false} {
+		t, err := lookups(fmt.Sprintf("node %s/%d", scalePopularity(uniform), o.IDs), uniform, 50_000, 1)
 		if err != nil {
 			return rep, err
+		}
+		if err := measure("store level (gRPC GetProductMasters)", nodeLoad, t, nodeWatch, uniform); err != nil {
+			return rep, err
+		}
+	}
+	if !o.SkipBidder {
+		b, err := startScaleBidder(ctx, o, si, exe, workDir, node, logf)
+		if err != nil {
+			return rep, err
+		}
+		cleanups.add(func() { b.stop(15 * time.Second) })
+		bidLoad := LoadModel{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}
+		watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
+		for _, u := range scaleUsers {
+			wl := bidWorkload{users: o.Users, weight: 15, userPrefix: u.prefix}
+			t := bidTarget(fmt.Sprintf("bidder %s/%d", scalePopularity(u.uniform), o.IDs), b.Addr(), wl, nil, 256)
+			if err := measure("bidder level (remote catalog)", bidLoad, t, watch, u.uniform); err != nil {
+				return rep, err
+			}
 		}
 	}
 	stEnd, _ := proc.ReadStatus(node.PID())
@@ -537,10 +507,47 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	return rep, nil
 }
 
-// runScaleBidder starts a bidder on the remote catalog (the node) with the
-// scale users and measures bids of the medium template for uniform and
-// Zipf users.
-func runScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, workDir string, node *server, logf func(string, ...any)) ([]*Result, error) {
+// scalePopularity names the ids' popularity in target names and notes.
+func scalePopularity(uniform bool) string {
+	if uniform {
+		return "uniform"
+	}
+	return "zipf"
+}
+
+// scaleIndex returns the record of the index in DataDir, ingesting it
+// first when DataDir holds none of this scenario with these products and
+// groups (an empty or absent DataDir).
+func scaleIndex(ctx context.Context, o ScaleOptions, exe, workDir string, logf func(string, ...any)) (ScaleIngest, error) {
+	si, have := readScaleIngest(o.DataDir)
+	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {
+		logf("using the index in %s: %d products in %d groups, ingested %s", o.DataDir, si.Products, si.Groups, si.Start)
+		return si, nil
+	}
+	if ents, _ := os.ReadDir(o.DataDir); len(ents) > 0 {
+		return si, fmt.Errorf("%w: data dir %s is not empty and holds no index of this scenario with %d products in %d groups: remove it or choose another",
+			ErrInvalid, o.DataDir, o.Products, o.Groups)
+	}
+	free, err := freeDisk(o.DataDir)
+	if err != nil {
+		return si, err
+	}
+	n := o.Products
+	if n == 0 {
+		if n, err = ScaleProductsForDisk(free); err != nil {
+			return si, err
+		}
+		logf("%.1f GB free on the file system of %s: %d products", float64(free)/1e9, o.DataDir, n)
+	} else if need := uint64(n)*ScaleDiskPerProduct + ScaleDiskReserve/2; need > free {
+		return si, fmt.Errorf("%w: %d products need about %.1f GB free in %s, %.1f GB are", ErrInvalid, n, float64(need)/1e9, o.DataDir, float64(free)/1e9)
+	}
+	logf("ingesting %d products in %d groups into %s: feedgen (seed 1, CSV) piped into %s ingest -format csv - (bulk path)", n, o.Groups, o.DataDir, exe)
+	return runScaleIngest(ctx, exe, o.DataDir, n, o.Groups, logPath(workDir, "ingest"), free, logf)
+}
+
+// startScaleBidder starts a bidder on the remote catalog (the node) whose
+// users, uniform and Zipf, have viewed products of the big catalog.
+func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, workDir string, node *server, logf func(string, ...any)) (*server, error) {
 	bo := BidderOptions{DemoSize: DemoSize{Products: 20_000, Groups: si.Groups, Users: 1}}.withDefaults()
 	bo.DemoDir = filepath.Join(workDir, "demo")
 	demoDir, err := prepareDemo(ctx, bo, exe, workDir, logf)
@@ -549,50 +556,12 @@ func runScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, wo
 	}
 	usersDir := filepath.Join(demoDir, "bidder", "users")
 	t0 := time.Now()
-	if err := writeBenchUsers(ctx, usersDir, si.Products, si.Groups, o.IDs, o.Users,
-		benchUsers{scaleUniformUser, true, 21}, benchUsers{scaleZipfUser, false, 22}); err != nil {
+	if err := writeBenchUsers(ctx, usersDir, si.Products, si.Groups, o.IDs, o.Users, scaleUsers...); err != nil {
 		return nil, err
 	}
 	logf("wrote %d uniform and %d Zipf users (ids of the %d-product catalog) into %s in %v", o.Users, o.Users, si.Products, usersDir, time.Since(t0).Round(time.Millisecond))
 	b := newBidder("bidder-remote", exe, filepath.Join(demoDir, "rtbd.yaml"), workDir, append([]string{"-catalog", "static:///" + node.Addr()}, o.BidderArgs...))
-	if err := b.start(ctx, false); err != nil {
-		return nil, err
-	}
-	defer b.stop(15 * time.Second)
-	watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
-	var out []*Result
-	for _, pop := range []struct {
-		name, prefix string
-		uniform      bool
-	}{{"uniform", scaleUniformUser, true}, {"zipf", scaleZipfUser, false}} {
-		if pop.uniform {
-			if err := evictFromPageCache(o.DataDir); err != nil {
-				logf("evicting the index from the page cache: %v", err)
-			}
-		}
-		name := fmt.Sprintf("bidder %s/%d", pop.name, o.IDs)
-		wl := bidWorkload{users: o.Users, weight: 15, userPrefix: pop.prefix}
-		t := bidTarget(name, b.Addr(), wl, nil, 256)
-		logf("run %s: %s bids/s open loop for %v", name, fmtRate(o.BidRate), o.Duration)
-		res, err := RunOpenLoop(ctx, t, OpenLoopOptions{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second,
-			Tmax: 100 * time.Millisecond, MaxInFlight: 1024, Seed: 1, Watch: watch})
-		if res != nil {
-			if pop.uniform {
-				res.Notes = append(res.Notes, "the index's files were evicted from the page cache just before")
-			}
-			out = append(out, res)
-			logf("  %s; bids %d, no-bids %d", scaleLatencyLine(res), res.Successes, res.NoBids)
-		}
-		if err != nil {
-			return out, fmt.Errorf("bench: %s: %w", name, err)
-		}
-	}
-	return out, nil
-}
-
-func scaleLatencyLine(r *Result) string {
-	return fmt.Sprintf("%s: p50 %s ms, p99 %s ms, p99.9 %s ms, %s req/s, errors %d", r.Target,
-		fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtMs(usToMs(r.Latency.P999Us)), fmtRate(r.AchievedRate), r.Errors.Total)
+	return b, b.start(ctx, false)
 }
 
 func scaleIngestNotes(si ScaleIngest) []string {
@@ -606,24 +575,23 @@ func scaleIngestNotes(si ScaleIngest) []string {
 
 func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var o ScaleOptions
 	var bidderSets, nodeSets multiFlag
+	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	c.register(fs, 300, 100*time.Millisecond, 20*time.Second, 2*time.Second)
-	def := 0
+	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
 			return fmt.Errorf("%w: RTBD_BENCH_SCALE_PRODUCTS: %q is not a count", ErrUsage, s)
 		}
-		def = n
+		o.Products = n
 	}
-	fs.IntVar(&o.Products, "products", def, "products (0: the largest that fits the free disk, 20M..100M; env RTBD_BENCH_SCALE_PRODUCTS)")
-	fs.IntVar(&o.Groups, "groups", 8, "product groups (1..8)")
-	fs.StringVar(&o.DataDir, "data", "/tmp/rtbd-scale", "index directory (reused when it holds this scenario's index)")
-	fs.IntVar(&o.Users, "users", 100_000, "bidder users per popularity")
-	fs.IntVar(&o.IDs, "ids", 15, "ids per lookup")
-	fs.Float64Var(&o.BidRate, "bid-rate", 100, "bids/s of the bidder-level runs")
+	fs.IntVar(&o.Products, "products", o.Products, "products (0: the largest that fits the free disk, 20M..100M; env RTBD_BENCH_SCALE_PRODUCTS)")
+	fs.IntVar(&o.Groups, "groups", o.Groups, "product groups (1..8)")
+	fs.StringVar(&o.DataDir, "data", o.DataDir, "index directory (reused when it holds this scenario's index)")
+	fs.IntVar(&o.Users, "users", o.Users, "bidder users per popularity")
+	fs.IntVar(&o.IDs, "ids", o.IDs, "ids per lookup")
+	fs.Float64Var(&o.BidRate, "bid-rate", o.BidRate, "bids/s of the bidder-level runs")
 	fs.BoolVar(&o.SkipBidder, "skip-bidder", false, "no bidder-level runs")
 	fs.BoolVar(&o.IngestOnly, "ingest-only", false, "stop after the ingest")
 	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")

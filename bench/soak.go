@@ -4,11 +4,11 @@ import (
 	"cmp"
 	"context"
 	crand "crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"github.com/valyala/fasthttp"
 	"io"
+	"maps"
 	"math/rand/v2"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,10 +16,10 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/spend"
@@ -58,8 +58,8 @@ type SoakOptions struct {
 	// FaultGrace is how long after a fault's recovery an error or late
 	// answer is still attributed to it. Default 5s.
 	FaultGrace time.Duration
-	// Outage is how long a killed catalog node or redis-server stays down
-	// and a cut-off node cut off. Default 3s (cut: 5s).
+	// Outage is how long a killed catalog node or redis-server stays
+	// down. Default 3s. (node-cut stops a node for soakCut.)
 	Outage time.Duration
 	// RSSWarmup is how long after a process starts its RSS is not judged.
 	// Default 60s (a third of Duration when that is shorter).
@@ -142,50 +142,50 @@ func (o SoakOptions) Validate() error {
 	return p.err()
 }
 
-// soakBidder is one bidder slot of the soak fleet: its current process
-// (restarted on the same ports and data dir), and whether the harness's
-// balancer sends it traffic (its /readyz, polled).
-type soakBidder struct {
-	name   string
-	mu     sync.Mutex // guards srv's process during a restart
-	srv    *server
+// soakProc is one process slot of the soak fleet (redis-server, a catalog
+// node, a bidder): its current process, restarted on the same ports and
+// data, and that process's pid, which the RSS sampler reads while a fault
+// restarts it.
+type soakProc struct {
+	*server
+	curPID atomic.Int64
+	// Bidders: whether the harness's balancer sends it traffic (its
+	// /readyz, polled), and the client it sends it with.
 	up     atomic.Bool
 	client *fasthttp.HostClient
-	starts int
 }
 
-// soakNode is one catalog node slot: its current process (restarted on
-// the same ports).
-type soakNode struct {
-	name string
-	srv  *server
+// launch starts the slot's process (on its former ports when keepPorts).
+func (p *soakProc) launch(ctx context.Context, keepPorts bool) error {
+	if err := p.start(ctx, keepPorts); err != nil {
+		return err
+	}
+	p.curPID.Store(int64(p.PID()))
+	return nil
 }
 
 // soakFleet is what RunSoak started.
 type soakFleet struct {
 	o        SoakOptions
-	exe      string
-	work     string
-	demo     string
-	catalog  string // the catalog data dir the nodes serve
-	redis    *server
-	nodes    []*soakNode
-	bidders  []*soakBidder
-	keys     *token.Keys
-	keyText  string
+	redis    *soakProc
+	nodes    []*soakProc
+	bidders  []*soakProc
+	keys     *token.Keys // the fleet's token key: the harness reads every accepted bill's nonce
 	rdb      *redis.Client
 	logf     func(string, ...any)
 	measured time.Time // start of the measured phase
 
-	// pids holds each process slot's current pid (name -> int), set
-	// after every start: the sampler reads it while faults restart them.
-	pids sync.Map
-
-	rec       anomalyLog
+	anomMu    sync.Mutex
+	anomalies []SoakAnomaly // every error and late answer, with its time
 	notices   noticeBook
 	harvest   urlRing // recent click links of answered bids
 	pendingWG sync.WaitGroup
 	stopping  atomic.Bool
+}
+
+// procs are every process slot.
+func (f *soakFleet) procs() []*soakProc {
+	return slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders)
 }
 
 // RunSoak runs the fault-injection soak: a fleet of redis-server (AOF,
@@ -202,9 +202,11 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 	o = o.withDefaults()
 	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: ")}
+	f.notices.n = SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}
 	var cleanups cleanupStack
 	defer cleanups.run()
-	if f.exe, err = executable(o.Exe); err != nil {
+	exe, err := executable(o.Exe)
+	if err != nil {
 		return nil, err
 	}
 	work, cleanWork, err := makeWorkDir(o.WorkDir)
@@ -212,18 +214,14 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	cleanups.add(cleanWork)
-	if f.work, err = filepath.Abs(work); err != nil {
+	if work, err = filepath.Abs(work); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
-	sum := &SoakSummary{}
-	sum.Environment = []string{"network cut: a stopped process (SIGSTOP, then SIGCONT)"}
-	stop, err := f.start(ctx)
-	cleanups.add(stop)
-	if err != nil {
+	if err := f.start(ctx, exe, work, &cleanups); err != nil {
 		return nil, err
 	}
 
-	meta := Meta{Title: "fault-injection soak: 2 bidders, 2 catalog nodes, redis-server (AOF, appendfsync always)", Config: map[string]string{
+	rep = NewReport(Meta{Title: "fault-injection soak: 2 bidders, 2 catalog nodes, redis-server (AOF, appendfsync always)", Config: map[string]string{
 		"scenario":     "soak",
 		"duration":     o.Duration.String(),
 		"warmup":       o.Warmup.String(),
@@ -241,40 +239,32 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"outage":       o.Outage.String(),
 		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
 		"demo":         o.DemoSize.String(),
-	}}
-	rep = NewReport(meta)
+	}})
+	sum := &SoakSummary{}
 	rep.Soak = sum
 
-	// The sampler: RSS of every process, each second, from the start of
-	// the warmup.
-	sampler := newSoakSampler(f)
-	samplerDone := make(chan struct{})
-	samplerCtx, stopSampler := context.WithCancel(ctx)
-	go func() { defer close(samplerDone); sampler.run(samplerCtx) }()
-	pollCtx, stopPoll := context.WithCancel(ctx)
-	var pollWG sync.WaitGroup
-	for _, b := range f.bidders {
-		pollWG.Go(func() { f.pollReady(pollCtx, b) })
-	}
-
+	// From the start of the warmup to the last notice: the RSS sampler
+	// and the balancer's health checks; in the measured phase, the faults.
 	f.measured = time.Now().Add(o.Warmup)
+	bgCtx, stopBg := context.WithCancel(ctx)
+	var bg, faults sync.WaitGroup
+	bg.Go(func() { sum.RSS = f.sampleRSS(bgCtx) })
+	for _, b := range f.bidders {
+		bg.Go(func() { f.pollReady(bgCtx, b) })
+	}
 	sched := f.schedule()
-	schedCtx, stopSched := context.WithCancel(ctx)
-	schedDone := make(chan struct{})
-	go func() { defer close(schedDone); f.runFaults(schedCtx, sched, sum) }()
+	faultCtx, stopFaults := context.WithCancel(ctx)
+	faults.Go(func() { f.runFaults(faultCtx, sched, sum) })
 
-	loads := f.loads()
 	f.logf("load: bids %s req/s, pixel events %s req/s, clicks %s req/s, nurl+burl for %.0f%% of bids %v-%v later (%.0f%% of accepted bills replayed to the other bidder); %v after %v warmup; %d faults scheduled",
 		fmtRate(o.Rate), fmtRate(o.EventRate), fmtRate(o.ClickRate), 100*o.WinRatio, o.NoticeDelay, 2*o.NoticeDelay, 100*o.ReplayRatio, o.Duration, o.Warmup, len(sched))
-	rs, runErr := RunMixed(ctx, loads, MixedOptions{Duration: o.Duration, Warmup: o.Warmup})
-	stopSched()
-	<-schedDone
+	rs, runErr := RunMixed(ctx, f.loads(), MixedOptions{Duration: o.Duration, Warmup: o.Warmup})
+	stopFaults()
+	faults.Wait()
 	f.stopping.Store(true)
 	f.pendingWG.Wait() // notices scheduled and their retries
-	stopPoll()
-	pollWG.Wait()
-	stopSampler()
-	<-samplerDone
+	stopBg()
+	bg.Wait()
 
 	var events []Event
 	for _, fl := range sum.Faults {
@@ -282,80 +272,68 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 	for _, r := range rs {
 		r.Events = events
-		rep.Results = append(rep.Results, r)
 	}
-	sum.RSS = sampler.rss
+	rep.Results = rs
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
 	f.reconcile(context.WithoutCancel(ctx), sum)
 	f.attribute(sum, rs)
-	sum.judgeRSS(o.RSSWarmup, f.measured)
-	sum.verdict(o, rs)
-	if runErr != nil {
-		return rep, runErr
-	}
-	return rep, nil
+	sum.judgeRSS(o.RSSWarmup)
+	sum.verdict(o)
+	return rep, runErr
 }
 
-// start writes the demo and starts the fleet; the returned function stops
-// everything (also after an error).
-func (f *soakFleet) start(ctx context.Context) (func(), error) {
+// start writes the demo and starts the fleet, adding its stops to stops
+// (also after an error).
+func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupStack) error {
 	o := f.o
-	var stops cleanupStack
-	stop := stops.run
 	// redis-server first: the demo loads its users there.
-	redisDir := filepath.Join(f.work, "redis")
+	redisDir := filepath.Join(work, "redis")
 	if err := os.MkdirAll(redisDir, 0o755); err != nil {
-		return stop, fmt.Errorf("bench: %w", err)
+		return fmt.Errorf("bench: %w", err)
 	}
-	f.redis = newRedisServerAOF(o.RedisServer, redisDir, f.work)
+	f.redis = &soakProc{server: newRedisServerAOF(o.RedisServer, redisDir, work)}
 	f.logf("starting redis-server (appendonly yes, appendfsync always) in %s", redisDir)
-	if err := f.redis.start(ctx, false); err != nil {
-		return stop, err
+	if err := f.redis.launch(ctx, false); err != nil {
+		return err
 	}
-	f.pids.Store("redis-server", f.redis.PID())
 	stops.add(func() { f.redis.stop(10 * time.Second) })
 	f.rdb = redis.NewClient(&redis.Options{Addr: f.redis.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	stops.add(func() { f.rdb.Close() })
 
-	f.demo = filepath.Join(f.work, "demo")
-	args := append(o.DemoSize.genArgs(f.demo), "-redis", f.redis.Addr())
-	f.logf("writing the demo, users into redis-server: %s %s", f.exe, strings.Join(args, " "))
-	if err := runToEnd(ctx, "rtbd gen -demo", f.exe, args, logPath(f.work, "gen-demo"), 10*time.Minute); err != nil {
-		return stop, err
-	}
-
-	f.catalog = filepath.Join(f.demo, "catalog")
-
-	// Catalog nodes.
-	for i := 1; i <= 2; i++ {
-		n := &soakNode{name: fmt.Sprintf("node%d", i)}
-		n.srv = newCatalogNode(n.name, f.exe, f.catalog, f.work, o.NodeArgs)
-		f.logf("starting catalog %s", n.name)
-		if err := n.srv.start(ctx, false); err != nil {
-			return stop, err
-		}
-		f.pids.Store(n.name, n.srv.PID())
-		stops.add(func() { n.srv.stop(15 * time.Second) })
-		f.nodes = append(f.nodes, n)
-	}
-	target := "static:///" + f.nodes[0].srv.Addr() + "," + f.nodes[1].srv.Addr()
-
-	// One token key for the fleet (and the harness, which reads the
-	// nonce of every accepted bill).
-	var key [24]byte
-	_, _ = crand.Read(key[:])
-	f.keyText = hex.EncodeToString(key[:])
-	keys, err := token.NewKeys([]byte(f.keyText))
+	demo := filepath.Join(work, "demo")
+	args := append(o.DemoSize.genArgs(demo), "-redis", f.redis.Addr())
+	f.logf("writing the demo, users into redis-server: %s %s", exe, strings.Join(args, " "))
+	gen, err := startChild("rtbd gen -demo", exe, args, logPath(work, "gen-demo"))
 	if err != nil {
-		return stop, fmt.Errorf("bench: %w", err)
+		return err
 	}
-	f.keys = keys
-	cfg := filepath.Join(f.demo, "rtbd.yaml")
+	defer context.AfterFunc(ctx, gen.Kill)()
+	if err := gen.Wait(10 * time.Minute); err != nil {
+		return cmp.Or(ctx.Err(), gen.Failure("writing the demo (limit 10m)"))
+	}
+
+	var addrs []string
+	for i := 1; i <= 2; i++ {
+		n := &soakProc{server: newCatalogNode(fmt.Sprintf("node%d", i), exe, filepath.Join(demo, "catalog"), work, o.NodeArgs)}
+		f.logf("starting catalog %s", n.name)
+		if err := n.launch(ctx, false); err != nil {
+			return err
+		}
+		stops.add(func() { n.stop(15 * time.Second) })
+		f.nodes = append(f.nodes, n)
+		addrs = append(addrs, n.Addr())
+	}
+	target := "static:///" + strings.Join(addrs, ",")
+
+	keyText := crand.Text()
+	if f.keys, err = token.NewKeys([]byte(keyText)); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("bidder%d", i)
-		dataDir := filepath.Join(f.work, name)
+		dataDir := filepath.Join(work, name)
 		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return stop, fmt.Errorf("bench: %w", err)
+			return fmt.Errorf("bench: %w", err)
 		}
 		extra := []string{"-catalog", target, "-redis", f.redis.Addr(),
 			"-set", "bidder.data_dir=" + dataDir,
@@ -364,24 +342,18 @@ func (f *soakFleet) start(ctx context.Context) (func(), error) {
 			"-set", "bidder.shutdown_delay=1s",
 			"-set", "bidder.shutdown_timeout=5s",
 		}
-		srv := newBidder(name, f.exe, cfg, f.work, append(extra, o.BidderArgs...))
-		srv.env = []string{"RTBD_BIDDER_TOKEN_KEYS=" + f.keyText}
+		b := &soakProc{server: newBidder(name, exe, filepath.Join(demo, "rtbd.yaml"), work, append(extra, o.BidderArgs...))}
+		b.env = []string{"RTBD_BIDDER_TOKEN_KEYS=" + keyText}
 		f.logf("starting %s with -catalog %s", name, target)
-		if err := srv.start(ctx, false); err != nil {
-			return stop, err
+		if err := b.launch(ctx, false); err != nil {
+			return err
 		}
-		c := newHTTPClient(srv.Addr(), 512)
-		f.pids.Store(name, srv.PID())
-		b := &soakBidder{name: name, srv: srv, client: c, starts: 1}
+		stops.add(func() { b.stop(15 * time.Second) })
+		b.client = newHTTPClient(b.Addr(), 512)
 		b.up.Store(true)
-		stops.add(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.srv.stop(15 * time.Second)
-		})
 		f.bidders = append(f.bidders, b)
 	}
-	return stop, nil
+	return nil
 }
 
 // newRedisServerAOF describes redis-server on loopback with AOF and
@@ -395,26 +367,20 @@ func newRedisServerAOF(exe, dir, logDir string) *server {
 	return s
 }
 
-// pick returns a bidder the balancer sends traffic to (nil: none is up).
-func (f *soakFleet) pick(rng *rand.Rand, not *soakBidder) *soakBidder {
-	var up [2]*soakBidder
-	n := 0
-	for _, b := range f.bidders {
-		if b.up.Load() && b != not {
-			up[n] = b
-			n++
-		}
-	}
-	if n == 0 {
+// pick returns a bidder the balancer sends traffic to, other than not
+// (nil: none is up).
+func (f *soakFleet) pick(rng *rand.Rand, not *soakProc) *soakProc {
+	up := slices.DeleteFunc(slices.Clone(f.bidders), func(b *soakProc) bool { return !b.up.Load() || b == not })
+	if len(up) == 0 {
 		return nil
 	}
-	return up[rng.IntN(n)]
+	return up[rng.IntN(len(up))]
 }
 
 // pollReady is the balancer's health check: every 200 ms, a bidder whose
 // /readyz does not answer 200 within 300 ms gets no new traffic until it
 // does.
-func (f *soakFleet) pollReady(ctx context.Context, b *soakBidder) {
+func (f *soakFleet) pollReady(ctx context.Context, b *soakProc) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -423,9 +389,33 @@ func (f *soakFleet) pollReady(ctx context.Context, b *soakBidder) {
 		}
 		// A restart keeps the ports: admin never changes.
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err := httpReady(pctx, b.srv)
+		err := httpReady(pctx, b.server)
 		cancel()
 		b.up.Store(err == nil)
+	}
+}
+
+// sampleRSS reads every process's RSS once a second until ctx ends, one
+// SoakRSS per process incarnation (a restart starts a new one), grouped
+// by slot.
+func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
+	var out []SoakRSS
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			slices.SortStableFunc(out, func(a, b SoakRSS) int { return strings.Compare(a.Name, b.Name) })
+			return out
+		case <-tick.C:
+		}
+		at := time.Since(f.measured).Seconds()
+		for _, p := range f.procs() {
+			pid := int(p.curPID.Load())
+			if st, err := proc.ReadStatus(pid); err == nil {
+				out = addRSS(out, p.name, pid, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes})
+			}
+		}
 	}
 }
 
@@ -435,235 +425,94 @@ func (f *soakFleet) pollReady(ctx context.Context, b *soakBidder) {
 // charge).
 func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	f.notices.mu.Lock()
-	accepted := slices.Clone(f.notices.accepted)
-	sum.Notices.BillOutcomes = f.notices.outcomes
-	sum.Notices.ReplayOutcomes = f.notices.replays
-	sum.Notices.Retries = f.notices.retries
-	sum.Notices.GaveUp = f.notices.gaveUp
-	sum.Notices.ReplaysSent = f.notices.replaysSent
-	sum.Notices.ReplaysGaveUp = f.notices.replaysGaveUp
-	lats := slices.Clone(f.notices.lats)
+	sum.Notices = f.notices.n
+	accepted, lats := f.notices.accepted, f.notices.lats
 	f.notices.mu.Unlock()
-	slices.Sort(lats)
-	if n := len(lats); n > 0 {
-		sum.Notices.LatencyP50Ms = lats[n/2].Seconds() * 1000
-		sum.Notices.LatencyP99Ms = lats[n*99/100].Seconds() * 1000
-		sum.Notices.LatencyMaxMs = lats[n-1].Seconds() * 1000
+	n := &sum.Notices
+	if len(lats) > 0 {
+		slices.Sort(lats)
+		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 }
+		n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = ms(lats[len(lats)/2]), ms(lats[len(lats)*99/100]), ms(lats[len(lats)-1])
 	}
-	sum.Notices.Accepted = int64(len(accepted))
+	n.Accepted = int64(len(accepted))
 
-	keys := map[string]string{} // notice key -> campaign
-	campaigns := map[string]bool{}
+	keys := map[string]string{} // charge-once key -> campaign
 	var tok token.Token
 	var buf []byte
 	for _, p := range accepted {
-		i := strings.Index(p, "t=")
-		if i < 0 {
-			sum.Notices.Unparsed++
-			continue
+		u, err := url.Parse(p)
+		if err == nil {
+			buf, err = f.keys.Parse(&tok, []byte(u.Query().Get("t")), token.KindBill, time.Now(), buf)
 		}
-		t := p[i+2:]
-		if j := strings.IndexByte(t, '&'); j >= 0 {
-			t = t[:j]
-		}
-		var err error
-		buf, err = f.keys.Parse(&tok, []byte(t), token.KindBill, time.Now(), buf)
 		if err != nil {
-			sum.Notices.Unparsed++
+			n.Unparsed++
 			continue
 		}
-		n := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge}
-		k := "rtbd:n:{" + tok.Campaign + "}:" + spend.NoticeKey(&n)
+		nt := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge}
+		k := "rtbd:n:{" + tok.Campaign + "}:" + spend.NoticeKey(&nt)
 		if _, dup := keys[k]; dup {
-			sum.Notices.SameImpression++
+			n.SameImpression++
 		}
 		keys[k] = strings.Clone(tok.Campaign)
-		campaigns[keys[k]] = true
 	}
-	sum.Notices.Distinct = int64(len(keys))
+	n.Distinct = int64(len(keys))
 
 	// The bidders flush within spend.flush_interval (journaled notices of
 	// a restarted one when it replays): wait up to 30 s for every key.
-	missing := func() []string {
-		var out []string
-		names := make([]string, 0, len(keys))
-		for k := range keys {
-			names = append(names, k)
-		}
-		for i := 0; i < len(names); i += 500 {
-			batch := names[i:min(i+500, len(names))]
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			pipe := f.rdb.Pipeline()
-			cmds := make([]*redis.IntCmd, len(batch))
-			for j, k := range batch {
-				cmds[j] = pipe.Exists(cctx, k)
-			}
-			_, err := pipe.Exec(cctx)
-			cancel()
-			for j, c := range cmds {
-				if err != nil || c.Val() == 0 {
-					out = append(out, batch[j])
-				}
-			}
-		}
-		return out
-	}
-	var lost []string
+	lost := slices.Collect(maps.Keys(keys))
 	deadline := time.Now().Add(30 * time.Second)
-	for {
-		lost = missing()
-		if len(lost) == 0 || time.Now().After(deadline) {
-			break
-		}
+	for lost = f.missing(ctx, lost); len(lost) > 0 && time.Now().Before(deadline); lost = f.missing(ctx, lost) {
 		time.Sleep(500 * time.Millisecond)
 	}
-	sum.Notices.Lost = int64(len(lost))
-	for _, k := range lost[:min(len(lost), 20)] {
-		sum.Notices.LostKeys = append(sum.Notices.LostKeys, k)
-	}
+	n.Lost = int64(len(lost))
+	n.LostKeys = lost[:min(len(lost), 20)]
 
 	// The store's impressions and micros over every campaign billed.
-	st := redisstore.New(f.rdb, redisstore.Options{})
-	names := make([]string, 0, len(campaigns))
-	for c := range campaigns {
-		names = append(names, c)
-	}
-	slices.Sort(names)
-	if len(names) > 0 {
+	if campaigns := slices.Compact(slices.Sorted(maps.Values(keys))); len(campaigns) > 0 {
 		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		tots, err := st.Read(cctx, names, time.Now().UTC().Format(time.DateOnly))
+		tots, err := redisstore.New(f.rdb, redisstore.Options{}).Read(cctx, campaigns, time.Now().UTC().Format(time.DateOnly))
 		cancel()
 		if err != nil {
-			sum.Notices.StoreError = err.Error()
+			n.StoreError = err.Error()
 		}
 		for _, t := range tots {
-			sum.Notices.StoreImps += t.TotalImps
-			sum.Notices.StoreMicros += t.TotalMicros
+			n.StoreImps += t.TotalImps
+			n.StoreMicros += t.TotalMicros
 		}
 	}
 	// Every notice key in the store (the harness's accepted ones, and any
 	// charged whose answer was lost in transit and then retried: the same
 	// key) is one impression.
-	var storeKeys int64
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	iter := f.rdb.Scan(cctx, 0, "rtbd:n:*", 1000).Iterator()
 	for iter.Next(cctx) {
-		storeKeys++
+		n.StoreKeys++
 	}
-	if err := iter.Err(); err != nil && sum.Notices.StoreError == "" {
-		sum.Notices.StoreError = err.Error()
+	if err := iter.Err(); err != nil && n.StoreError == "" {
+		n.StoreError = err.Error()
 	}
-	cancel()
-	sum.Notices.StoreKeys = storeKeys
-	sum.Notices.account()
+	n.account()
 	f.logf("reconciled: %d bills accepted (%d distinct), %d lost, %d double-charged; store %d impressions, %d notice keys, %d micros",
-		sum.Notices.Accepted, sum.Notices.Distinct, sum.Notices.Lost, sum.Notices.DoubleCharged, sum.Notices.StoreImps, storeKeys, sum.Notices.StoreMicros)
+		n.Accepted, n.Distinct, n.Lost, n.DoubleCharged, n.StoreImps, n.StoreKeys, n.StoreMicros)
 }
 
-// soakSampler reads every process's RSS once a second.
-type soakSampler struct {
-	f   *soakFleet
-	rss []SoakRSS
-}
-
-func newSoakSampler(f *soakFleet) *soakSampler {
-	s := &soakSampler{f: f}
-	s.rss = append(s.rss, SoakRSS{Name: "redis-server"})
-	for _, n := range f.nodes {
-		s.rss = append(s.rss, SoakRSS{Name: n.name})
+// missing returns those of keys not in the store (all of them when the
+// store does not answer).
+func (f *soakFleet) missing(ctx context.Context, keys []string) []string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	pipe := f.rdb.Pipeline()
+	cmds := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = pipe.Exists(ctx, k)
 	}
-	for _, b := range f.bidders {
-		s.rss = append(s.rss, SoakRSS{Name: b.name})
-	}
-	return s
-}
-
-func (s *soakSampler) pids() []int {
-	out := make([]int, len(s.rss))
-	for i, r := range s.rss {
-		if v, ok := s.f.pids.Load(r.Name); ok {
-			out[i] = v.(int)
+	_, err := pipe.Exec(ctx)
+	var out []string
+	for i, c := range cmds {
+		if err != nil || c.Val() == 0 {
+			out = append(out, keys[i])
 		}
 	}
 	return out
-}
-
-func (s *soakSampler) run(ctx context.Context) {
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick.C:
-		}
-		at := time.Since(s.f.measured).Seconds()
-		for i, pid := range s.pids() {
-			if pid == 0 {
-				continue
-			}
-			st, err := proc.ReadStatus(pid)
-			if err != nil {
-				continue
-			}
-			s.rss[i].Samples = append(s.rss[i].Samples, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes, PID: pid})
-		}
-	}
-}
-
-// pid is the server's current process id, 0 when it is not running.
-func (s *server) pid() int {
-	if s.child == nil || s.Exited() {
-		return 0
-	}
-	return s.PID()
-}
-
-// attribute puts every error and late answer of the measured phase in the
-// fault window it fell in, else "unattributed".
-func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
-	f.rec.mu.Lock()
-	all := slices.Clone(f.rec.all)
-	f.rec.mu.Unlock()
-	grace := f.o.FaultGrace.Seconds()
-	counts := map[[3]string]int64{}
-	for _, a := range all {
-		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {
-			continue // warmup, or notices after the load ended
-		}
-		cause := ""
-		for _, fl := range sum.Faults {
-			if a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+grace {
-				cause = fl.Label
-				break
-			}
-		}
-		if cause == "" {
-			cause = "unattributed"
-			if len(sum.Unattributed) < 50 {
-				sum.Unattributed = append(sum.Unattributed, a)
-			}
-		}
-		counts[[3]string{a.Kind, a.Outcome, cause}]++
-	}
-	for k, n := range counts {
-		sum.Anomalies = append(sum.Anomalies, SoakAnomalyCount{Kind: k[0], Outcome: k[1], Cause: k[2], Count: n})
-	}
-	slices.SortFunc(sum.Anomalies, func(a, b SoakAnomalyCount) int {
-		return cmpStrings(a.Kind+"\x00"+a.Outcome+"\x00"+a.Cause, b.Kind+"\x00"+b.Outcome+"\x00"+b.Cause)
-	})
-	if len(rs) > 0 {
-		sum.BidRequests = rs[0].Requests
-		sum.BidsLate = rs[0].DeadlineMisses
-	}
-}
-
-func cmpStrings(a, b string) int { return strings.Compare(a, b) }
-
-// signalOf sends sig to the server's current process.
-func signalOf(s *server, sig syscall.Signal) error {
-	if s.child == nil || s.Exited() {
-		return fmt.Errorf("%s: not running", s.name)
-	}
-	return s.Signal(sig)
 }

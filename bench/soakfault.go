@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -11,7 +13,7 @@ import (
 // soakFault is one scheduled fault.
 type soakFault struct {
 	kind   string
-	target int // node or bidder index (0-based); unused for redis and disks
+	target int // node or bidder index (0-based); unused for redis
 	at     time.Duration
 }
 
@@ -24,21 +26,15 @@ func (f *soakFleet) schedule() []soakFault {
 			kinds = append(kinds, k)
 		}
 	}
-	n := len(kinds) * f.o.Rounds
-	if n == 0 {
-		return nil
-	}
-	every := f.o.Duration / time.Duration(n+1)
+	every := f.o.Duration / time.Duration(len(kinds)*f.o.Rounds+1)
 	var out []soakFault
-	for r := 0; r < f.o.Rounds; r++ {
+	for r := range f.o.Rounds {
 		for i, k := range kinds {
-			slot := r*len(kinds) + i
 			t := r % 2
-			switch k {
-			case FaultNodeCut:
+			if k == FaultNodeCut {
 				t = (r + 1) % 2 // the other one than kill hits in the round
 			}
-			out = append(out, soakFault{kind: k, target: t, at: time.Duration(slot+1) * every})
+			out = append(out, soakFault{kind: k, target: t, at: time.Duration(r*len(kinds)+i+1) * every})
 		}
 	}
 	return out
@@ -66,63 +62,38 @@ func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault, sum *SoakS
 	}
 }
 
+// soakCut is how long node-cut keeps a node stopped.
+const soakCut = 5 * time.Second
+
 // inject runs one fault to its recovery. ctx ending stops waiting, never a
 // restart: everything killed is started again.
 func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) error {
-	bg := context.WithoutCancel(ctx)
+	p, outage := f.redis, f.o.Outage
 	switch fl.kind {
-	case FaultNodeKill:
-		n := f.nodes[fl.target]
-		rec.Label, rec.Target = n.name+" kill -9", n.name
-		old := n.srv.pid()
-		n.srv.Kill()
-		sleepCtx(ctx, f.o.Outage)
-		if err := n.srv.start(bg, true); err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-		f.pids.Store(n.name, n.srv.PID())
-		rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %v, restarted on the same port (pid %d), serving again", old, f.o.Outage, n.srv.pid())
-	case FaultRedisKill:
-		rec.Label, rec.Target = "redis kill -9", "redis-server"
-		old := f.redis.pid()
-		f.redis.Kill()
-		sleepCtx(ctx, f.o.Outage)
-		if err := f.redis.start(bg, true); err != nil {
-			return fmt.Errorf("restart: %w", err)
-		}
-		f.pids.Store("redis-server", f.redis.PID())
-		rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %v, restarted on the same port and AOF (pid %d)", old, f.o.Outage, f.redis.pid())
+	case FaultNodeKill, FaultNodeCut:
+		p = f.nodes[fl.target]
 	case FaultBidderKill:
-		b := f.bidders[fl.target]
-		rec.Label, rec.Target = b.name+" kill -9", b.name
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		old := b.srv.pid()
-		t0 := time.Now()
-		b.srv.Kill()
-		how := fmt.Sprintf("pid %d killed (SIGKILL)", old)
-		b.starts++
-		if err := b.srv.start(bg, true); err != nil {
-			return fmt.Errorf("%s; restart: %w", how, err)
-		}
-		f.pids.Store(b.name, b.srv.PID())
-		rec.Detail = fmt.Sprintf("%s; restarted on its data dir and ports (pid %d), ready %v after the fault", how, b.srv.pid(), time.Since(t0).Round(time.Millisecond))
-	case FaultNodeCut:
-		n := f.nodes[fl.target]
-		rec.Target = n.name
-		cut := 5 * time.Second
-		rec.Label = n.name + " SIGSTOP"
-		if err := signalOf(n.srv, syscall.SIGSTOP); err != nil {
-			return err
-		}
-		sleepCtx(ctx, cut)
-		if err := signalOf(n.srv, syscall.SIGCONT); err != nil {
-			return err
-		}
-		rec.Detail = fmt.Sprintf("stopped (SIGSTOP) for %v, then SIGCONT: connections open, nothing answered", cut)
-	default:
-		return fmt.Errorf("unknown fault %q", fl.kind)
+		p, outage = f.bidders[fl.target], 0
 	}
+	rec.Target = p.name
+	if fl.kind == FaultNodeCut {
+		rec.Label = p.name + " SIGSTOP"
+		if err := p.Signal(syscall.SIGSTOP); err != nil {
+			return err
+		}
+		sleepCtx(ctx, soakCut)
+		rec.Detail = fmt.Sprintf("stopped (SIGSTOP) for %v, then SIGCONT: connections open, nothing answered", soakCut)
+		return p.Signal(syscall.SIGCONT)
+	}
+	rec.Label = p.name + " kill -9"
+	old, t0 := p.curPID.Load(), time.Now()
+	p.Kill()
+	sleepCtx(ctx, outage)
+	if err := p.launch(context.WithoutCancel(ctx), true); err != nil {
+		return fmt.Errorf("pid %d killed (SIGKILL); restart: %w", old, err)
+	}
+	rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %v, restarted on its ports and data (pid %d), ready %v after the fault",
+		old, outage, p.curPID.Load(), time.Since(t0).Round(time.Millisecond))
 	return nil
 }
 
@@ -130,5 +101,40 @@ func sleepCtx(ctx context.Context, d time.Duration) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
+	}
+}
+
+// attribute puts every error and late answer of the measured phase in the
+// fault window it fell in, else "unattributed".
+func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
+	f.anomMu.Lock()
+	all := slices.Clone(f.anomalies)
+	f.anomMu.Unlock()
+	counts := map[SoakAnomalyCount]int64{} // Count 0: the key
+	for _, a := range all {
+		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {
+			continue // warmup, or notices after the load ended
+		}
+		i := slices.IndexFunc(sum.Faults, func(fl SoakFault) bool {
+			return a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+f.o.FaultGrace.Seconds()
+		})
+		cause := "unattributed"
+		if i >= 0 {
+			cause = sum.Faults[i].Label
+		} else if len(sum.Unattributed) < 50 {
+			sum.Unattributed = append(sum.Unattributed, a)
+		}
+		counts[SoakAnomalyCount{Kind: a.Kind, Outcome: a.Outcome, Cause: cause}]++
+	}
+	for k, n := range counts {
+		k.Count = n
+		sum.Anomalies = append(sum.Anomalies, k)
+	}
+	slices.SortFunc(sum.Anomalies, func(a, b SoakAnomalyCount) int {
+		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Outcome, b.Outcome), strings.Compare(a.Cause, b.Cause))
+	})
+	if len(rs) > 0 {
+		sum.BidRequests = rs[0].Requests
+		sum.BidsLate = rs[0].DeadlineMisses
 	}
 }

@@ -2,13 +2,15 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"context"
-	"github.com/valyala/fasthttp"
 	"math/rand/v2"
 	"regexp"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // soakTarget is one kind of request of the soak's load, through the
@@ -32,27 +34,25 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 	var ok bool
 	s.uri, ok = t.uri(w, s.uri[:0])
 	if !ok {
-		t.f.rec.add(t.f.measured, t.kind, "nothing_to_send", "", "no harvested URL yet")
+		t.f.anomaly(t.kind, "nothing_to_send", "", "no harvested URL yet")
 		return ErrOther
 	}
 	b := t.f.pick(w.Rand, nil)
 	if b == nil {
-		t.f.rec.add(t.f.measured, t.kind, "no_bidder_up", "", "")
+		t.f.anomaly(t.kind, "no_bidder_up", "", "")
 		return ErrConn
 	}
 	s.prepare(w, b.client.Addr, t.body)
 	if err := s.do(b.client, w.Deadline); err != nil {
 		out := ClassifyError(err)
-		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, err.Error())
+		t.f.anomaly(t.kind, out.String(), b.name, err.Error())
 		return out
 	}
 	out := t.check(s.resp.StatusCode(), &s.resp)
 	if out.IsError() {
-		t.f.rec.add(t.f.measured, t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.StatusCode()))
-	} else if t.tmax > 0 {
-		if lat := time.Since(intended); lat > t.tmax {
-			t.f.rec.add(t.f.measured, t.kind, "late", b.name, lat.Round(time.Millisecond).String())
-		}
+		t.f.anomaly(t.kind, out.String(), b.name, "HTTP "+strconv.Itoa(s.resp.StatusCode()))
+	} else if lat := time.Since(intended); t.tmax > 0 && lat > t.tmax {
+		t.f.anomaly(t.kind, "late", b.name, lat.Round(time.Millisecond).String())
 	}
 	return out
 }
@@ -70,12 +70,12 @@ func (f *soakFleet) loads() []Load {
 		body: func(w *Worker, dst []byte) []byte {
 			return wls[w.Rand.IntN(len(wls))].body(w, dst)
 		},
-	}
-	bids.check = func(status int, resp *fasthttp.Response) Outcome {
-		if status == 200 {
-			f.harvestBid(resp.Body())
-		}
-		return ClassifyHTTPStatus(status, nil)
+		check: func(status int, resp *fasthttp.Response) Outcome {
+			if status == 200 {
+				f.harvestBid(resp.Body())
+			}
+			return ClassifyHTTPStatus(status, nil)
+		},
 	}
 	eventURI := o.DemoSize.eventURI(o.Seed)
 	ev := &soakTarget{name: "soak events", kind: "event", f: f, method: "GET",
@@ -120,34 +120,24 @@ func (f *soakFleet) harvestBid(body []byte) {
 	if !ok1 || !ok2 {
 		return
 	}
-	delay := f.o.NoticeDelay + rand.N(f.o.NoticeDelay+1)
 	f.pendingWG.Add(1)
-	time.AfterFunc(delay, func() {
+	time.AfterFunc(f.o.NoticeDelay+rand.N(f.o.NoticeDelay+1), func() {
 		defer f.pendingWG.Done()
 		f.sendNotices(nurl, burl)
 	})
 }
 
 // noticePath is the path and query of the notice URL after key in a bid
-// response, unescaped, with the price macro filled (0.50 CPM).
+// response, unescaped, with the price macro filled (soakPrice).
 func noticePath(body, key []byte, path string) (string, bool) {
-	i := bytes.Index(body, key)
-	if i < 0 {
-		return "", false
-	}
-	rest := body[i+len(key):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return "", false
-	}
-	u := rest[:j]
+	_, rest, ok := bytes.Cut(body, key)
+	u, _, ok2 := bytes.Cut(rest, []byte(`"`))
 	k := bytes.Index(u, []byte(path))
-	if k < 0 {
+	if !ok || !ok2 || k < 0 {
 		return "", false
 	}
 	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	u = bytes.ReplaceAll(u, priceMacro, []byte(soakPrice))
-	return string(u), true
+	return string(bytes.ReplaceAll(u, priceMacro, []byte(soakPrice))), true
 }
 
 // soakPrice is the clearing price every notice reports (CPM): the floor
@@ -180,9 +170,10 @@ func (f *soakFleet) sendNotices(nurl, burl string) {
 	})
 }
 
-// sendNotice sends one notice; ok when a bidder answered it (204 with its
-// outcome, or a refusal); out is the X-Rtbd-Notice outcome.
-func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBidder) (out string, by *soakBidder, ok bool) {
+// sendNotice sends one notice, to a bidder other than avoid while one is
+// up; ok when a bidder answered it (204 with its outcome, or a refusal);
+// out is the X-Rtbd-Notice outcome.
+func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakProc) (out string, by *soakProc, ok bool) {
 	var req fasthttp.Request
 	var resp fasthttp.Response
 	req.SetRequestURI(path)
@@ -191,109 +182,85 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakBid
 		if attempt > 0 {
 			time.Sleep(200 * time.Millisecond)
 		}
-		b := f.pick(rng, avoid)
-		if b == nil && avoid != nil {
-			b = f.pick(rng, nil)
-		}
+		b := cmp.Or(f.pick(rng, avoid), f.pick(rng, nil))
 		if b == nil {
 			continue
 		}
 		t0 := time.Now()
 		req.SetHost(b.client.Addr)
-		err := b.client.DoDeadline(&req, &resp, t0.Add(f.o.Timeout))
-		if err != nil {
-			f.rec.add(f.measured, kind, ClassifyError(err).String(), b.name, err.Error())
-			f.notices.retry()
+		if err := b.client.DoDeadline(&req, &resp, t0.Add(f.o.Timeout)); err != nil {
+			f.anomaly(kind, ClassifyError(err).String(), b.name, err.Error())
+			f.notices.attempt(0, false)
 			continue
 		}
-		f.notices.latency(time.Since(t0))
-		status := resp.StatusCode()
-		if status >= 500 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(status, nil).String(), b.name, "HTTP "+strconv.Itoa(status)+" "+string(resp.Header.Peek(noticeHeader)))
-			f.notices.retry()
-			continue
+		status, o := resp.StatusCode(), string(resp.Header.Peek(noticeHeader))
+		f.notices.attempt(time.Since(t0), status < 500)
+		if status == 204 {
+			return o, b, true
 		}
-		o := string(resp.Header.Peek(noticeHeader))
-		if status != 204 {
-			f.rec.add(f.measured, kind, ClassifyHTTPStatus(status, nil).String(), b.name, "HTTP "+strconv.Itoa(status)+" "+o)
+		detail := "HTTP " + strconv.Itoa(status) + " " + o
+		f.anomaly(kind, ClassifyHTTPStatus(status, nil).String(), b.name, detail)
+		if status < 500 {
 			return "refused " + strconv.Itoa(status) + " " + o, b, true
 		}
-		return o, b, true
 	}
-	f.rec.add(f.measured, kind, "gave_up", "", "no bidder took it within 20 s")
+	f.anomaly(kind, "gave_up", "", "no bidder took it within 20 s")
 	return "", nil, false
 }
 
 // noticeHeader is bidder.HeaderNoticeOutcome.
 const noticeHeader = "X-Rtbd-Notice"
 
-// noticeBook counts the billing notices and keeps the accepted ones for
-// the reconciliation. Safe for concurrent use.
+// noticeBook counts the billing notices into n and keeps the accepted ones
+// for the reconciliation. Safe for concurrent use.
 type noticeBook struct {
-	mu             sync.Mutex
-	accepted       []string // burl paths answered 204 accepted or replay
-	outcomes       map[string]int64
-	replays        map[string]int64
-	retries        int64
-	gaveUp         int64
-	lats           []time.Duration
-	replaysSent    int64
-	replaysGaveUp  int64
-	acceptedOrigin int64
+	mu       sync.Mutex
+	n        SoakNotices     // its maps made by RunSoak
+	accepted []string        // burl paths answered 204 accepted or replay
+	lats     []time.Duration // of the notice attempts answered
 }
 
-func (n *noticeBook) bill(path, out string, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.outcomes == nil {
-		n.outcomes = map[string]int64{}
-	}
+func (b *noticeBook) bill(path, out string, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	if !ok {
-		n.gaveUp++
+		b.n.GaveUp++
 		return
 	}
-	n.outcomes[out]++
+	b.n.BillOutcomes[out]++
 	if out == "accepted" || out == "replay" {
-		n.accepted = append(n.accepted, path)
+		b.accepted = append(b.accepted, path)
 	}
 }
 
-func (n *noticeBook) replay(out string, ok bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.replays == nil {
-		n.replays = map[string]int64{}
-	}
-	n.replaysSent++
+func (b *noticeBook) replay(out string, ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n.ReplaysSent++
 	if !ok {
-		n.replaysGaveUp++
+		b.n.ReplaysGaveUp++
 		return
 	}
-	n.replays[out]++
+	b.n.ReplayOutcomes[out]++
 }
 
-func (n *noticeBook) retry() {
-	n.mu.Lock()
-	n.retries++
-	n.mu.Unlock()
+// attempt counts one notice attempt: its latency when a bidder answered
+// (lat > 0), and a retry unless it was taken (an answer below 500).
+func (b *noticeBook) attempt(lat time.Duration, taken bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if lat > 0 {
+		b.lats = append(b.lats, lat)
+	}
+	if !taken {
+		b.n.Retries++
+	}
 }
 
-func (n *noticeBook) latency(d time.Duration) {
-	n.mu.Lock()
-	n.lats = append(n.lats, d)
-	n.mu.Unlock()
-}
-
-// anomalyLog is every error and late answer of the run, with its time.
-// Safe for concurrent use.
-type anomalyLog struct {
-	mu  sync.Mutex
-	all []SoakAnomaly
-}
-
-func (l *anomalyLog) add(measured time.Time, kind, outcome, bidder, detail string) {
-	a := SoakAnomaly{AtSec: time.Since(measured).Seconds(), Kind: kind, Outcome: outcome, Bidder: bidder, Detail: detail}
-	l.mu.Lock()
-	l.all = append(l.all, a)
-	l.mu.Unlock()
+// anomaly logs an error or a late answer of a request of kind.
+func (f *soakFleet) anomaly(kind, outcome, bidder, detail string) {
+	a := SoakAnomaly{AtSec: time.Since(f.measured).Seconds(), Kind: kind, Outcome: outcome, Bidder: bidder, Detail: detail}
+	f.anomMu.Lock()
+	f.anomalies = append(f.anomalies, a)
+	f.anomMu.Unlock()
 }

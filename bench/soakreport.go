@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -13,11 +14,9 @@ import (
 // since the start of the measured phase.
 type SoakSummary struct {
 	// Checks are the soak's verdicts, each with what it measured.
-	Checks []SoakCheck `json:"checks"`
-	// Environment says how the faults were made on this machine.
-	Environment []string    `json:"environment,omitempty"`
-	Faults      []SoakFault `json:"faults"`
-	Notices     SoakNotices `json:"notices"`
+	Checks  []SoakCheck `json:"checks"`
+	Faults  []SoakFault `json:"faults"`
+	Notices SoakNotices `json:"notices"`
 	// BidRequests and BidsLate (answers past tmax) of the measured phase.
 	BidRequests int64 `json:"bid_requests"`
 	BidsLate    int64 `json:"bids_late"`
@@ -27,10 +26,9 @@ type SoakSummary struct {
 	Anomalies []SoakAnomalyCount `json:"anomalies"`
 	// Unattributed are the first 50 anomalies with no cause, in full.
 	Unattributed []SoakAnomaly `json:"unattributed,omitempty"`
-	// RSS is every process's resident set, once a second; RSSChecks
-	// judge each process incarnation after its warm-up.
-	RSS       []SoakRSS      `json:"rss"`
-	RSSChecks []SoakRSSCheck `json:"rss_checks"`
+	// RSS is every process incarnation's resident set, once a second,
+	// and its verdict.
+	RSS []SoakRSS `json:"rss"`
 }
 
 // SoakCheck is one verdict of the soak.
@@ -46,7 +44,7 @@ type SoakFault struct {
 	Target   string  `json:"target"`
 	Label    string  `json:"label"`
 	StartSec float64 `json:"start_sec"`
-	EndSec   float64 `json:"end_sec"` // recovered (restarted and ready, link up, ingest ended)
+	EndSec   float64 `json:"end_sec"` // recovered (restarted and ready, or continued)
 	Detail   string  `json:"detail,omitempty"`
 	Error    string  `json:"error,omitempty"`
 }
@@ -67,7 +65,7 @@ type SoakNotices struct {
 	// DoubleCharged: impressions the store counted beyond its notice keys
 	// (one key per impression charged), or beyond the distinct bills the
 	// harness sent (accepted or given up). MicrosMismatch: store micros less
-	// one charge (0.50 CPM = 500 micros) per impression.
+	// one charge (soakChargeMicros) per impression.
 	DoubleCharged  int64 `json:"double_charged"`
 	MicrosMismatch int64 `json:"micros_mismatch"`
 	// The store's totals over the campaigns billed, and its notice keys;
@@ -124,31 +122,20 @@ type SoakAnomalyCount struct {
 	Count   int64  `json:"count"`
 }
 
-// SoakRSS is one process slot's RSS samples (a restart shows as a new pid).
+// SoakRSS is one process incarnation's RSS (a restart starts a new
+// one), and its verdict: after its warm-up, the median RSS of its last
+// fifth against that of its first fifth.
 type SoakRSS struct {
-	Name    string          `json:"name"`
-	Samples []SoakRSSSample `json:"samples"`
-}
-
-// SoakRSSSample is one reading.
-type SoakRSSSample struct {
-	AtSec    float64 `json:"at_sec"`
-	RSSBytes int64   `json:"rss_bytes"`
-	PID      int     `json:"pid"`
-}
-
-// SoakRSSCheck judges one process incarnation: after its warm-up, the
-// median RSS of its last fifth against that of its first fifth.
-type SoakRSSCheck struct {
-	Name      string  `json:"name"`
-	PID       int     `json:"pid"`
-	FromSec   float64 `json:"from_sec"`
-	ToSec     float64 `json:"to_sec"`
-	FirstMiB  float64 `json:"first_mib"`
-	LastMiB   float64 `json:"last_mib"`
-	MinMiB    float64 `json:"min_mib"`
-	MaxMiB    float64 `json:"max_mib"`
-	GrowthPct float64 `json:"growth_pct"`
+	Name      string          `json:"name"`
+	PID       int             `json:"pid"`
+	Samples   []SoakRSSSample `json:"samples"`
+	FromSec   float64         `json:"from_sec"`
+	ToSec     float64         `json:"to_sec"`
+	FirstMiB  float64         `json:"first_mib"`
+	LastMiB   float64         `json:"last_mib"`
+	MinMiB    float64         `json:"min_mib"`
+	MaxMiB    float64         `json:"max_mib"`
+	GrowthPct float64         `json:"growth_pct"`
 	// Judged is false for an incarnation with less than 60 s after its
 	// warm-up (too short to tell); Flat: growth within 10%.
 	Judged bool   `json:"judged"`
@@ -156,46 +143,52 @@ type SoakRSSCheck struct {
 	Note   string `json:"note,omitempty"`
 }
 
-// judgeRSS splits each slot's samples by pid and judges every
-// incarnation after warmup (from its first sample, or from the measured
-// start for the first one).
-func (s *SoakSummary) judgeRSS(warmup time.Duration, _ time.Time) {
-	for _, r := range s.RSS {
-		var runs [][]SoakRSSSample
-		for i, x := range r.Samples {
-			if i == 0 || x.PID != r.Samples[i-1].PID {
-				runs = append(runs, nil)
-			}
-			runs[len(runs)-1] = append(runs[len(runs)-1], x)
+// SoakRSSSample is one reading.
+type SoakRSSSample struct {
+	AtSec    float64 `json:"at_sec"`
+	RSSBytes int64   `json:"rss_bytes"`
+}
+
+// addRSS adds a sample of process slot name, running as pid, to the
+// slot's last incarnation in rss, or to a new one when pid changed.
+func addRSS(rss []SoakRSS, name string, pid int, x SoakRSSSample) []SoakRSS {
+	for i := len(rss) - 1; i >= 0; i-- {
+		if rss[i].Name != name {
+			continue
 		}
-		for _, run := range runs {
-			from := run[0].AtSec + warmup.Seconds()
-			var xs []SoakRSSSample
-			for _, x := range run {
-				if x.AtSec >= from {
-					xs = append(xs, x)
-				}
-			}
-			c := SoakRSSCheck{Name: r.Name, PID: run[0].PID, FromSec: from, ToSec: run[len(run)-1].AtSec}
-			if len(xs) < 60 {
-				c.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(xs))
-				s.RSSChecks = append(s.RSSChecks, c)
-				continue
-			}
-			fifth := max(len(xs)/5, 5)
-			c.FirstMiB = medianMiB(xs[:fifth])
-			c.LastMiB = medianMiB(xs[len(xs)-fifth:])
-			c.MinMiB, c.MaxMiB = math.Inf(1), 0
-			for _, x := range xs {
-				m := float64(x.RSSBytes) / (1 << 20)
-				c.MinMiB, c.MaxMiB = min(c.MinMiB, m), max(c.MaxMiB, m)
-			}
-			c.GrowthPct = 100 * (c.LastMiB - c.FirstMiB) / c.FirstMiB
-			c.Judged, c.Flat = true, c.GrowthPct <= 10
-			if r.Name == "redis-server" {
-				c.Note = "holds the run's data (a charge-once key per billed impression, profiles): grows with it"
-			}
-			s.RSSChecks = append(s.RSSChecks, c)
+		if rss[i].PID == pid {
+			rss[i].Samples = append(rss[i].Samples, x)
+			return rss
+		}
+		break
+	}
+	return append(rss, SoakRSS{Name: name, PID: pid, Samples: []SoakRSSSample{x}})
+}
+
+// judgeRSS judges every incarnation from warmup after its first sample.
+func (s *SoakSummary) judgeRSS(warmup time.Duration) {
+	for i := range s.RSS {
+		r := &s.RSS[i]
+		if len(r.Samples) == 0 {
+			continue
+		}
+		r.FromSec, r.ToSec = r.Samples[0].AtSec+warmup.Seconds(), r.Samples[len(r.Samples)-1].AtSec
+		xs := slices.DeleteFunc(slices.Clone(r.Samples), func(x SoakRSSSample) bool { return x.AtSec < r.FromSec })
+		if len(xs) < 60 {
+			r.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(xs))
+			continue
+		}
+		fifth := max(len(xs)/5, 5)
+		r.FirstMiB, r.LastMiB = medianMiB(xs[:fifth]), medianMiB(xs[len(xs)-fifth:])
+		r.MinMiB, r.MaxMiB = math.Inf(1), 0
+		for _, x := range xs {
+			m := float64(x.RSSBytes) / (1 << 20)
+			r.MinMiB, r.MaxMiB = min(r.MinMiB, m), max(r.MaxMiB, m)
+		}
+		r.GrowthPct = 100 * (r.LastMiB - r.FirstMiB) / r.FirstMiB
+		r.Judged, r.Flat = true, r.GrowthPct <= 10
+		if r.Name == "redis-server" {
+			r.Note = "holds the run's data (a charge-once key per billed impression, profiles): grows with it"
 		}
 	}
 }
@@ -210,7 +203,7 @@ func medianMiB(xs []SoakRSSSample) float64 {
 }
 
 // verdict fills Checks.
-func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
+func (s *SoakSummary) verdict(o SoakOptions) {
 	// Each fault at least Rounds times, without a harness error.
 	ran := map[string]int{}
 	failed := map[string][]string{}
@@ -224,10 +217,9 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 	var parts []string
 	pass := true
 	for _, k := range o.Faults {
-		switch {
-		case ran[k] >= o.Rounds && len(failed[k]) == 0:
+		if ran[k] >= o.Rounds && len(failed[k]) == 0 {
 			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
-		default:
+		} else {
 			pass = false
 			parts = append(parts, fmt.Sprintf("%s x%d of %d (failed: %s)", k, ran[k], o.Rounds, strings.Join(failed[k], "; ")))
 		}
@@ -244,24 +236,16 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 
 	var late, lateUnattr, errs, errsUnattr int64
 	for _, a := range s.Anomalies {
-		isBidLate := a.Kind == "bid" && a.Outcome == "late"
-		switch {
-		case isBidLate:
-			late += a.Count
-			if a.Cause == "unattributed" {
-				lateUnattr += a.Count
-			}
-		default:
-			errs += a.Count
-			if a.Cause == "unattributed" {
-				errsUnattr += a.Count
-			}
+		all, unattr := &errs, &errsUnattr
+		if a.Kind == "bid" && a.Outcome == "late" {
+			all, unattr = &late, &lateUnattr
+		}
+		*all += a.Count
+		if a.Cause == "unattributed" {
+			*unattr += a.Count
 		}
 	}
-	ratio := 0.0
-	if s.BidRequests > 0 {
-		ratio = float64(s.BidsLate) / float64(s.BidRequests)
-	}
+	ratio := safeDiv(float64(s.BidsLate), float64(s.BidRequests))
 	s.Checks = append(s.Checks,
 		SoakCheck{Name: "bids past tmax <= 0.01%", Pass: ratio <= 0.0001,
 			Detail: fmt.Sprintf("%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)},
@@ -272,7 +256,7 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 
 	var judged, flat int
 	var bad []string
-	for _, c := range s.RSSChecks {
+	for _, c := range s.RSS {
 		if !c.Judged || c.Name == "redis-server" {
 			continue
 		}
@@ -288,7 +272,6 @@ func (s *SoakSummary) verdict(o SoakOptions, rs []*Result) {
 		detail += "; not flat: " + strings.Join(bad, ", ")
 	}
 	s.Checks = append(s.Checks, SoakCheck{Name: "RSS flat within 10%", Pass: judged > 0 && len(bad) == 0, Detail: detail})
-	_ = rs
 }
 
 func errSuffix(e string) string {
@@ -302,13 +285,8 @@ func fmtOutcomes(m map[string]int64) string {
 	if len(m) == 0 {
 		return "none"
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
 	return strings.Join(parts, ", ")
@@ -323,9 +301,6 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 			v = "FAIL"
 		}
 		ew.printf("  %s  %s: %s\n", v, c.Name, c.Detail)
-	}
-	for _, e := range s.Environment {
-		ew.printf("  env: %s\n", e)
 	}
 	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
 	tw := ew.tab()
@@ -360,7 +335,7 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 	ew.printf("\nRSS per process incarnation (after its warm-up)\n")
 	tw = ew.tab()
 	fmt.Fprintf(tw, "  process\tpid\tfrom s\tto s\tfirst MiB\tlast MiB\tmin\tmax\tgrowth\tverdict\n")
-	for _, c := range s.RSSChecks {
+	for _, c := range s.RSS {
 		v := "-"
 		if c.Judged {
 			v = map[bool]string{true: "flat", false: "NOT FLAT"}[c.Flat]
@@ -375,22 +350,20 @@ func writeSoak(ew *errWriter, s *SoakSummary) {
 func rssChart(s *SoakSummary) string {
 	var ss []series
 	maxT, maxY := 1.0, 0.0
+	slot := -1
 	for i, r := range s.RSS {
-		// One line per process incarnation: a restart is a gap.
-		se := series{name: r.Name, color: colorOf(i)}
-		pid := 0
+		// One line per process incarnation, one color per process slot.
+		more := i > 0 && s.RSS[i-1].Name == r.Name
+		if !more {
+			slot++
+		}
+		se := series{name: r.Name, color: colorOf(slot), more: more}
 		for _, x := range r.Samples {
-			if x.AtSec < 0 {
-				continue
+			if x.AtSec >= 0 {
+				v := float64(x.RSSBytes) / (1 << 20)
+				se.pts = append(se.pts, [2]float64{x.AtSec, v})
+				maxT, maxY = max(maxT, x.AtSec), max(maxY, v)
 			}
-			if pid != 0 && x.PID != pid {
-				ss = append(ss, se)
-				se = series{name: r.Name, color: colorOf(i), more: true}
-			}
-			pid = x.PID
-			v := float64(x.RSSBytes) / (1 << 20)
-			se.pts = append(se.pts, [2]float64{x.AtSec, v})
-			maxT, maxY = max(maxT, x.AtSec), max(maxY, v)
 		}
 		ss = append(ss, se)
 	}

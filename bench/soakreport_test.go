@@ -7,27 +7,26 @@ import (
 	"time"
 )
 
-// rssRun is n samples of pid from at, RSS growing from base MiB by grow
-// MiB in all.
-func rssRun(pid int, at float64, n int, base, grow float64) []SoakRSSSample {
-	out := make([]SoakRSSSample, n)
-	for i := range out {
+// rssRun adds to rss the n samples of process name running as pid from
+// at, RSS growing from base MiB by grow MiB in all.
+func rssRun(rss []SoakRSS, name string, pid int, at float64, n int, base, grow float64) []SoakRSS {
+	for i := range n {
 		mib := base + grow*float64(i)/float64(n-1)
-		out[i] = SoakRSSSample{AtSec: at + float64(i), RSSBytes: int64(mib * (1 << 20)), PID: pid}
+		rss = addRSS(rss, name, pid, SoakRSSSample{AtSec: at + float64(i), RSSBytes: int64(mib * (1 << 20))})
 	}
-	return out
+	return rss
 }
 
 func TestSoakJudgeRSS(t *testing.T) {
-	s := &SoakSummary{RSS: []SoakRSS{
-		{Name: "bidder1", Samples: append(rssRun(10, 0, 200, 60, 3), rssRun(11, 200, 30, 50, 40)...)}, // flat; then too short
-		{Name: "node1", Samples: rssRun(20, 0, 200, 50, 25)},                                          // +50%
-	}}
-	s.judgeRSS(20*time.Second, time.Time{})
-	if len(s.RSSChecks) != 3 {
-		t.Fatalf("checks %+v, want one per incarnation (3)", s.RSSChecks)
+	s := &SoakSummary{}
+	s.RSS = rssRun(s.RSS, "bidder1", 10, 0, 200, 60, 3)   // flat
+	s.RSS = rssRun(s.RSS, "node1", 20, 0, 200, 50, 25)    // +50%
+	s.RSS = rssRun(s.RSS, "bidder1", 11, 200, 30, 50, 40) // restarted: too short
+	s.judgeRSS(20 * time.Second)
+	if len(s.RSS) != 3 || s.RSS[2].Name != "bidder1" || len(s.RSS[0].Samples) != 200 {
+		t.Fatalf("incarnations %+v, want bidder1, node1, bidder1 again", s.RSS)
 	}
-	b1, b1b, n1 := s.RSSChecks[0], s.RSSChecks[1], s.RSSChecks[2]
+	b1, n1, b1b := s.RSS[0], s.RSS[1], s.RSS[2]
 	if !b1.Judged || !b1.Flat || b1.GrowthPct > 10 {
 		t.Errorf("bidder1 pid 10 growing 3 MiB of 60: %+v, want judged flat", b1)
 	}
@@ -54,7 +53,7 @@ func TestSoakVerdict(t *testing.T) {
 		},
 	}
 	s.Notices.account()
-	s.verdict(o, nil)
+	s.verdict(o)
 	got := map[string]SoakCheck{}
 	for _, c := range s.Checks {
 		got[c.Name] = c
@@ -85,7 +84,7 @@ func TestSoakReportRenders(t *testing.T) {
 		Checks:  []SoakCheck{{Name: "no notice lost", Pass: true, Detail: "7 bills accepted"}},
 		Faults:  []SoakFault{{Kind: FaultRedisKill, Label: "redis <kill> -9", StartSec: 2, EndSec: 5, Detail: "restarted"}},
 		Notices: SoakNotices{Accepted: 7, Distinct: 7, BillOutcomes: map[string]int64{"accepted": 7}},
-		RSS:     []SoakRSS{{Name: "bidder1", Samples: rssRun(1, 0, 10, 50, 1)}},
+		RSS:     rssRun(nil, "bidder1", 1, 0, 10, 50, 1),
 	}
 	var txt, htm, js bytes.Buffer
 	if err := WriteText(&txt, r); err != nil {

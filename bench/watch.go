@@ -1,42 +1,32 @@
 package bench
 
 import (
+	"cmp"
+	"sync"
 	"time"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // watcher measures the generator's CPU and the watched processes over the
-// measured phase of a run.
+// measured phase of a run: from its baseline, taken at the end of the
+// warmup (or at stop if that comes first), to stop.
 type watcher struct {
-	w     Watch
-	from  time.Time
-	stopc chan struct{}
-	done  chan struct{}
+	w        Watch
+	timer    *time.Timer
+	baseOnce sync.Once
 
-	wall0    time.Time
-	self0    time.Duration
-	selfErr  error
-	procCPU0 []time.Duration
-	procErr  []error
-
-	// final
-	wall1 time.Time
-	self1 time.Duration
+	wall0, wall1 time.Time
+	self0, self1 time.Duration
+	selfErr      error
+	procCPU0     []time.Duration
+	procErr      []error
 }
 
-// startWatch begins measuring at from (the end of warmup), or at stop if
-// that comes first.
+// startWatch takes the baseline at from (the end of warmup).
 func startWatch(w Watch, from time.Time) *watcher {
-	wa := &watcher{
-		w:        w,
-		from:     from,
-		stopc:    make(chan struct{}),
-		done:     make(chan struct{}),
-		procCPU0: make([]time.Duration, len(w.Processes)),
-		procErr:  make([]error, len(w.Processes)),
-	}
-	go wa.loop()
+	wa := &watcher{w: w, procCPU0: make([]time.Duration, len(w.Processes)), procErr: make([]error, len(w.Processes))}
+	wa.timer = time.AfterFunc(time.Until(from), func() { wa.baseOnce.Do(wa.baseline) })
 	return wa
 }
 
@@ -48,24 +38,10 @@ func (wa *watcher) baseline() {
 	}
 }
 
-func (wa *watcher) loop() {
-	defer close(wa.done)
-	t := time.NewTimer(time.Until(wa.from))
-	select {
-	case <-t.C:
-	case <-wa.stopc:
-		t.Stop()
-		wa.baseline()
-		return
-	}
-	wa.baseline()
-	<-wa.stopc
-}
-
 // stop ends the measurement (after the run's last answer).
 func (wa *watcher) stop() {
-	close(wa.stopc)
-	<-wa.done
+	wa.timer.Stop()
+	wa.baseOnce.Do(wa.baseline) // waits for the timer's, if it began
 	wa.wall1 = time.Now()
 	self1, err := proc.SelfCPU()
 	if err != nil && wa.selfErr == nil {
@@ -79,32 +55,20 @@ func (wa *watcher) apply(r *Result) {
 	wall := wa.wall1.Sub(wa.wall0).Seconds()
 	if wa.selfErr == nil {
 		r.GeneratorCPUSec = (wa.self1 - wa.self0).Seconds()
-		if wall > 0 {
-			r.GeneratorCores = r.GeneratorCPUSec / wall
-		}
+		r.GeneratorCores = safeDiv(r.GeneratorCPUSec, wall)
 	} else {
 		r.Notes = append(r.Notes, "generator CPU unavailable: "+wa.selfErr.Error())
 	}
 	for i, p := range wa.w.Processes {
 		ps := ProcessStats{Name: p.Name, PID: p.PID}
 		cpu1, err := proc.CPU(p.PID)
-		if err == nil {
-			err = wa.procErr[i]
-		}
-		if err == nil {
-			ps.CPUSec = (cpu1 - wa.procCPU0[i]).Seconds()
-			if wall > 0 {
-				ps.Cores = ps.CPUSec / wall
-			}
-			st, serr := proc.ReadStatus(p.PID)
-			if serr == nil {
-				ps.PeakRSSBytes, ps.RSSBytes = st.VmHWMBytes, st.VmRSSBytes
-			} else {
-				err = serr
-			}
-		}
-		if err != nil {
+		st, serr := proc.ReadStatus(p.PID)
+		if err = cmp.Or(wa.procErr[i], err, serr); err != nil {
 			ps.Error = err.Error()
+		} else {
+			ps.CPUSec = (cpu1 - wa.procCPU0[i]).Seconds()
+			ps.Cores = safeDiv(ps.CPUSec, wall)
+			ps.PeakRSSBytes, ps.RSSBytes = st.VmHWMBytes, st.VmRSSBytes
 		}
 		r.Processes = append(r.Processes, ps)
 	}

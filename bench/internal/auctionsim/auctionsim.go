@@ -174,6 +174,28 @@ func normal(r *splitmix.Rand) float64 {
 	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
 }
 
+// segmentIDs are the shading segments of segs (a publisher each) and
+// their total weight.
+func segmentIDs(segs []Segment) (ids []shading.SegmentID, total float64) {
+	for _, s := range segs {
+		ids = append(ids, shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250))
+		total += s.Weight
+	}
+	return ids, total
+}
+
+// draw picks a segment by weight and draws its highest competing bid,
+// CPM, with the segment's median times scale.
+func draw(segs []Segment, total, scale float64, rng *splitmix.Rand) (int, float64) {
+	x := rng.Float64() * total
+	i := 0
+	for i < len(segs)-1 && x >= segs[i].Weight {
+		x -= segs[i].Weight
+		i++
+	}
+	return i, segs[i].Median * scale * math.Exp(segs[i].Sigma*normal(rng))
+}
+
 // Run plays cfg.
 func Run(cfg Config) *Result {
 	rng := splitmix.Rand{S: cfg.Seed}
@@ -191,28 +213,16 @@ func Run(cfg Config) *Result {
 		shaders[k] = shading.New(opts)
 	}
 	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
-	pick := func() int {
-		if nb == 1 {
-			return 0
-		}
-		return lb.IntN(nb)
-	}
 	ctx := context.Background()
 	var errs []error
 	lastSync := make([]time.Time, nb)
 
 	res := &Result{Config: cfg, Recovery: -1}
-	var total float64
-	ids := make([]shading.SegmentID, len(cfg.Segments))
-	oracle := make([]float64, len(cfg.Segments))
-	shifted := make([]float64, len(cfg.Segments))
-	res.Segments = make([]SegmentResult, len(cfg.Segments))
+	ids, total := segmentIDs(cfg.Segments)
+	shifted := make([]float64, len(cfg.Segments)) // the oracle's price after the shift
 	for i, s := range cfg.Segments {
-		total += s.Weight
-		ids[i] = shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250)
-		oracle[i] = OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)
+		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)})
 		shifted[i] = OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma)
-		res.Segments[i] = SegmentResult{Segment: s, OraclePrice: oracle[i]}
 	}
 	value := micros(cfg.Value)
 	now := time.Unix(1_800_000_000, 0)
@@ -240,9 +250,7 @@ func Run(cfg Config) *Result {
 			for k, sh := range shaders {
 				if now.Sub(lastSync[k]) >= cfg.SyncEvery {
 					st, err := sh.Sync(ctx, cfg.Store, now)
-					if err != nil {
-						errs = append(errs, err)
-					}
+					errs = append(errs, err) // errors.Join drops the nils
 					res.Syncs++
 					res.Flushed += st.Flushed
 					res.Fields += st.Fields
@@ -253,32 +261,26 @@ func Run(cfg Config) *Result {
 			if cfg.RestartAt > 0 && a == cfg.RestartAt {
 				shaders[1] = shading.New(opts)
 				st, err := shaders[1].Load(ctx, cfg.Store, now)
-				if err != nil {
-					errs = append(errs, err)
-				}
+				errs = append(errs, err)
 				res.Restart.Loaded = st.Segments
 				restarted, lastSync[1] = now, now
 			}
 		}
-		// The segment.
-		x := rng.Float64() * total
-		i := 0
-		for i < len(cfg.Segments)-1 && x >= cfg.Segments[i].Weight {
-			x -= cfg.Segments[i].Weight
-			i++
-		}
-		s := cfg.Segments[i]
-		med, op := s.Median, oracle[i]
 		after := cfg.Shift != 0 && a >= cfg.Learn+cfg.Measure
+		scale := 1.0
 		if after {
-			med, op = s.Median*(1+cfg.Shift), shifted[i]
+			scale = 1 + cfg.Shift
 		}
-		d := med * math.Exp(s.Sigma*normal(&rng))
+		i, d := draw(cfg.Segments, total, scale, &rng)
+		s, op := cfg.Segments[i], res.Segments[i].OraclePrice
+		if after {
+			op = shifted[i]
+		}
 		tie := max(d, s.Floor) // the price to tie: the highest other bid or the floor
 		if cfg.Value < s.Floor {
 			continue
 		}
-		bi := pick()
+		bi := lb.IntN(nb)
 		sh := shaders[bi]
 		dec := sh.Price(ids[i], shading.FirstPrice, true, value, micros(s.Floor))
 		price := float64(dec.Price) / 1e6
@@ -292,7 +294,7 @@ func Run(cfg Config) *Result {
 		m := micros(tie)
 		if won || cfg.LossNotices {
 			res.Notices++
-			shaders[pick()].Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
+			shaders[lb.IntN(nb)].Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
 		}
 		switch {
 		case a >= cfg.Learn && !after:
@@ -312,9 +314,9 @@ func Run(cfg Config) *Result {
 		}
 	}
 	for _, r := range res.Segments {
-		res.Shaded = sum(res.Shaded, r.Shaded)
-		res.Oracle = sum(res.Oracle, r.Oracle)
-		res.Value = sum(res.Value, r.Value)
+		res.Shaded.merge(r.Shaded)
+		res.Oracle.merge(r.Oracle)
+		res.Value.merge(r.Value)
 	}
 	if res.Restart.Bids > 0 {
 		res.Restart.MeanShade = shadeSum / float64(res.Restart.Bids)
@@ -329,8 +331,8 @@ func Run(cfg Config) *Result {
 	return res
 }
 
-func sum(a, b Stats) Stats {
-	return Stats{Auctions: a.Auctions + b.Auctions, Wins: a.Wins + b.Wins, Spend: a.Spend + b.Spend, Surplus: a.Surplus + b.Surplus}
+func (s *Stats) merge(b Stats) {
+	s.Auctions, s.Wins, s.Spend, s.Surplus = s.Auctions+b.Auctions, s.Wins+b.Wins, s.Spend+b.Spend, s.Surplus+b.Surplus
 }
 
 func micros(cpm float64) int64 { return int64(math.Round(cpm * 1e6)) }

@@ -80,21 +80,17 @@ type pacedBidder struct {
 	daySpent   float64 // as charged
 	seenSpent  float64 // as of the last flush
 	flushStart float64
-	day        int
 }
 
 // RunPacing plays cfg.
 func RunPacing(cfg PacingConfig) *PacingResult {
 	res := &PacingResult{Config: cfg}
-	ids := make([]shading.SegmentID, len(cfg.Segments))
-	var total float64
-	for i, s := range cfg.Segments {
-		ids[i] = shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250)
-		total += s.Weight
-	}
-	// The budget: a share of what shaded bids at the value spend in a day.
-	probe := Run(Config{Segments: cfg.Segments, Value: cfg.Value, Learn: 24_000, Measure: 16_000, MinToWin: true, LossNotices: true,
-		Step: 50 * time.Millisecond, NoticeWait: 5 * time.Second, Window: 1, Seed: cfg.Seed, Shading: shading.Options{HalfLife: 5 * time.Minute}})
+	ids, total := segmentIDs(cfg.Segments)
+	// The budget: a share of what shaded bids at the value spend in a day
+	// (the default landscape's learn and measure, no shift, loss notices).
+	probeCfg := Defaults()
+	probeCfg.Segments, probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Segments, cfg.Value, cfg.Seed, 0, true
+	probe := Run(probeCfg)
 	perAuction := probe.Shaded.Spend / float64(probe.Shaded.Auctions) / 1000
 	res.Budget = cfg.BudgetShare * perAuction * float64(cfg.AuctionsPerDay)
 	budgetMicros := int64(res.Budget * 1e6)
@@ -143,16 +139,10 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 			for acc >= 1 {
 				acc--
 				tc.Count(now)
-				x := rng.Float64() * total
-				i := 0
-				for i < len(cfg.Segments)-1 && x >= cfg.Segments[i].Weight {
-					x -= cfg.Segments[i].Weight
-					i++
-				}
-				s := cfg.Segments[i]
-				tie := max(s.Median*math.Exp(s.Sigma*normal(&rng)), s.Floor)
+				i, d := draw(cfg.Segments, total, 1, &rng)
+				floor := cfg.Segments[i].Floor
 				for _, pb := range bidders {
-					pb.auction(now, ids[i], value, micros(s.Floor), tie, budgetMicros, cfg, float64(sec)/86400, measured)
+					pb.auction(now, ids[i], value, micros(floor), max(d, floor), budgetMicros, float64(sec)/86400, measured)
 				}
 			}
 		}
@@ -180,7 +170,7 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 
 // auction is one auction for pb: the budget check on the spend seen, the
 // pacing, shading, the outcome and its notices.
-func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor int64, tie float64, budget int64, cfg PacingConfig, frac float64, measured bool) {
+func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor int64, tie float64, budget int64, frac float64, measured bool) {
 	seen := int64(pb.seenSpent * 1e6)
 	if seen >= budget {
 		return
