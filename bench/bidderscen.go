@@ -287,7 +287,15 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 	}
 	args := append(o.DemoSize.genArgs(dir), "-skip-existing")
 	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
-	return dir, runToEnd(ctx, "rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"), 30*time.Minute)
+	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
+	if err != nil {
+		return "", err
+	}
+	defer context.AfterFunc(ctx, c.Kill)()
+	if err := c.Wait(30 * time.Minute); err != nil {
+		return "", cmp.Or(ctx.Err(), c.Failure("writing the demo (limit 30m)"))
+	}
+	return dir, nil
 }
 
 // writePopularityUsers writes the users of the zipf and uniform

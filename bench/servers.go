@@ -46,28 +46,6 @@ func startChild(name, exe string, args []string, logPath string, env ...string) 
 // stop sends SIGTERM, waits up to grace, then SIGKILL.
 func (c *child) stop(grace time.Duration) { _ = c.Stop(grace) }
 
-// runToEnd runs a command to its end (bounded by limit) and returns its
-// failure with the tail of its output.
-func runToEnd(ctx context.Context, name, exe string, args []string, log string, limit time.Duration) error {
-	c, err := startChild(name, exe, args, log)
-	if err != nil {
-		return err
-	}
-	select {
-	case <-c.Done():
-	case <-ctx.Done():
-		c.Kill()
-		return ctx.Err()
-	case <-time.After(limit):
-		c.Kill()
-		return c.Failure("did not finish in " + limit.String())
-	}
-	if c.Err() != nil {
-		return c.Failure("failed")
-	}
-	return nil
-}
-
 // server is a child process serving on loopback ports the harness chose.
 type server struct {
 	*child
