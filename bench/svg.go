@@ -52,13 +52,13 @@ type axis struct {
 	ticks    []tick
 }
 
-// niceTicks returns about n round ticks (1, 2, 5 x 10^k steps) covering
-// [lo, hi], and the covered range.
-func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, float64, float64) {
-	if !(hi > lo) {
-		hi = lo + 1
+// linearAxis is an axis from 0 to about hi with about n round ticks (1,
+// 2, 5 x 10^k steps).
+func linearAxis(label string, hi float64, n int) axis {
+	if !(hi > 0) {
+		hi = 1
 	}
-	raw := (hi - lo) / float64(n)
+	raw := hi / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
 	for _, m := range []float64{1, 2, 5, 10} {
@@ -67,23 +67,15 @@ func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, floa
 			break
 		}
 	}
-	start := math.Floor(lo/step) * step
-	end := math.Ceil(hi/step) * step
-	var ts []tick
-	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach end exactly
-		v := start + float64(i)*step
-		if v > end+step/2 {
+	a := axis{label: label, max: math.Ceil(hi/step) * step}
+	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach max exactly
+		v := float64(i) * step
+		if v > a.max+step/2 {
 			break
 		}
-		ts = append(ts, tick{v, format(v)})
+		a.ticks = append(a.ticks, tick{v, fmtTick(v)})
 	}
-	return ts, start, end
-}
-
-// linearAxis is an axis from 0 to about max with n round ticks.
-func linearAxis(label string, max float64, n int) axis {
-	ts, lo, hi := niceTicks(0, max, n, fmtTick)
-	return axis{label: label, min: lo, max: hi, ticks: ts}
+	return a
 }
 
 func fmtTick(v float64) string {
