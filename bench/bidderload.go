@@ -61,6 +61,12 @@ type bidWorkload struct {
 	each *atomic.Uint64
 }
 
+// newBidWorkload is the bids of weight to the users of popularity pop.
+func newBidWorkload(users, weight int, pop string) bidWorkload {
+	u, _ := popUsers(pop)
+	return bidWorkload{users: users, weight: weight, userPrefix: u.prefix}
+}
+
 var benchSites = [...]string{
 	`{"id":"bench-site-1","name":"Example News","domain":"news.example.com","page":"https://news.example.com/articles/1","cat":["IAB12"],"publisher":{"id":"pub-1","domain":"example.com"}}`,
 	`{"id":"bench-site-2","name":"Recipes","domain":"recipes.example.org","page":"https://recipes.example.org/curry","cat":["IAB8"],"publisher":{"id":"pub-2","domain":"example.org"}}`,
@@ -214,16 +220,10 @@ func classifyWin(status int, outcome []byte) Outcome {
 // near cache).
 func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
-	wl := bidWorkload{users: o.Users, weight: w}
-	if u, ok := popUsers(pop); ok {
-		wl.userPrefix = u.prefix
-	}
+	wl := newBidWorkload(o.Users, w, pop)
 	for _, t := range ts {
 		name := fmt.Sprintf("%s/%d %s bids only", t.name, w, pop)
-		var near0 NearStats
-		if u := t.metricsURL(); u != "" {
-			near0 = readNearStats(ctx, u)
-		}
+		near0 := t.nearStats()
 		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
 			name, o.Load.P99, o.Load.Tmax)
 		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
@@ -237,10 +237,8 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 			return fmt.Errorf("bench: overload %s: %w", name, err)
 		}
 		rep.Searches = append(rep.Searches, s)
-		if u := t.metricsURL(); u != "" {
-			if ns := readNearStats(ctx, u).Sub(near0); ns.Found {
-				near[name+" max"] = ns
-			}
+		if ns := t.nearStats().Sub(near0); ns.Found {
+			near[name+" max"] = ns
 		}
 		if s.MaxRate == 0 {
 			msg := fmt.Sprintf("overload %s NOT RUN: not even the search's start rate held the objective (see the search)", name)

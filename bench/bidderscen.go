@@ -3,11 +3,10 @@ package bench
 import (
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"net"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -82,9 +81,12 @@ type BidderOptions struct {
 	Log io.Writer
 }
 
+// bidderDefaults are BidderOptions' defaults, which the flags share.
+var bidderDefaults = BidderOptions{Nodes: 2, WinRatio: 0.2}
+
 func (o BidderOptions) withDefaults() BidderOptions {
 	o.DemoSize = o.DemoSize.withDefaults()
-	o.Nodes = cmp.Or(o.Nodes, 2)
+	o.Nodes = cmp.Or(o.Nodes, bidderDefaults.Nodes)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
@@ -99,7 +101,7 @@ func (o BidderOptions) withDefaults() BidderOptions {
 	}
 	o.Load.Tmax = cmp.Or(o.Load.Tmax, 100*time.Millisecond)
 	o.Load = o.Load.withDefaults()
-	o.WinRatio = cmp.Or(o.WinRatio, 0.2)
+	o.WinRatio = cmp.Or(o.WinRatio, bidderDefaults.WinRatio)
 	o.EventRate = cmp.Or(o.EventRate, o.Load.Rate/10)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
@@ -110,53 +112,36 @@ func (o BidderOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
 	o.DemoSize.validate(&p)
-	if o.Nodes < 1 || o.Nodes > 64 {
-		p.addf("nodes: must be 1..64, got %d", o.Nodes)
-	}
+	p.check(o.Nodes >= 1 && o.Nodes <= 64, "nodes: must be 1..64, got %d", o.Nodes)
 	for _, w := range o.Weights {
-		if w != 3 && w != 15 && w != 30 {
-			p.addf("weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
-		}
+		p.check(w == 3 || w == 15 || w == 30, "weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
 	}
 	for _, t := range o.Topologies {
 		switch t {
 		case TopologyLocal, TopologyRemote:
-			if o.HTTPURL != "" {
-				p.addf("topologies: %s cannot be combined with -http (a running bidder)", t)
-			}
+			p.check(o.HTTPURL == "", "topologies: %s cannot be combined with -http (a running bidder)", t)
 		case TopologyExternal:
-			if o.HTTPURL == "" {
-				p.addf("topologies: external needs -http URL")
-			}
+			p.check(o.HTTPURL != "", "topologies: external needs -http URL")
 		default:
 			p.addf("topologies: unknown %q (want local, remote)", t)
 		}
 	}
 	if o.HTTPURL != "" {
-		if u, err := url.Parse(o.HTTPURL); err != nil || u.Scheme != "http" || u.Host == "" {
-			p.addf("http: want http://host:port, got %q", o.HTTPURL)
-		}
+		u, err := url.Parse(o.HTTPURL)
+		p.check(err == nil && u.Scheme == "http" && u.Host != "", "http: want http://host:port, got %q", o.HTTPURL)
 	}
-	if o.Load.Concurrency > 0 {
-		p.addf("concurrency: the bidder scenario's mixed loads are open loop; use -rate")
-	}
-	if o.Load.FindMax {
-		p.addf("find-max: the bidder scenario searches the highest rate with -overload (then offers twice it)")
-	}
+	p.check(o.Load.Concurrency == 0, "concurrency: the bidder scenario's mixed loads are open loop; use -rate")
+	p.check(!o.Load.FindMax, "find-max: the bidder scenario searches the highest rate with -overload (then offers twice it)")
 	for _, pop := range o.Popularities {
 		switch pop {
 		case PopularityDemo:
 		case PopularityZipf, PopularityUniform:
-			if o.HTTPURL != "" {
-				p.addf("popularity: %s writes users into a bidder the harness starts, not into -http", pop)
-			}
+			p.check(o.HTTPURL == "", "popularity: %s writes users into a bidder the harness starts, not into -http", pop)
 		default:
 			p.addf("popularity: unknown %q (want demo, zipf, uniform)", pop)
 		}
 	}
-	if err := o.Load.Validate(); err != nil {
-		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
-	}
+	p.merge(o.Load.Validate())
 	return p.err()
 }
 
@@ -165,16 +150,16 @@ type topo struct {
 	name   string
 	addr   string // bidder host:port
 	bidder *server
-	nodes  []*server
 	watch  Watch
 }
 
-// metricsURL is the started bidder's /metrics ("" for a running one).
-func (t *topo) metricsURL() string {
+// nearStats reads the near cache's lookups from the started bidder's
+// /metrics (not found for a running bidder).
+func (t *topo) nearStats() NearStats {
 	if t.bidder == nil {
-		return ""
+		return NearStats{}
 	}
-	return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(t.bidder.admin)) + "/metrics"
+	return readNearStats("http://" + loopback(t.bidder.admin) + "/metrics")
 }
 
 // RunBidder runs the bidder scenario: for each topology (a bidder with
@@ -184,10 +169,9 @@ func (t *topo) metricsURL() string {
 // bids' nurls at WinRatio of it and pixel events at EventRate. Everything
 // it starts runs from one demo directory on 127.0.0.1 and is stopped
 // before it returns. The report's Table compares each remote row with the
-// local row of its weight; with Overload or KillNodeAt it has the extra
-// runs and notes. With Overload, every topology stays up after its runs,
-// and the overload runs of all of them come last (runOverload).
-func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
+// local row of its weight. With Overload, every topology stays up after
+// its runs, and the overload runs of all of them come last (runOverload).
+func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -208,59 +192,39 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 		if demoDir, err = prepareDemo(ctx, o, exe, workDir, logf); err != nil {
 			return nil, err
 		}
-		var sets []benchUsers
-		for _, pop := range o.Popularities {
-			if u, ok := popUsers(pop); ok {
-				sets = append(sets, u)
-			}
-		}
-		if len(sets) > 0 {
-			dir := filepath.Join(demoDir, "bidder", "users")
-			ids := slices.Max(o.Weights)
-			if err := writeBenchUsers(ctx, dir, o.Products, o.Groups, ids, o.Users, sets...); err != nil {
-				return nil, err
-			}
-			logf("wrote %d users per popularity (%s) into %s, each with %d ids of one Zipf or uniform request", o.Users, strings.Join(o.Popularities, ", "), dir, ids)
+		if err := writePopularityUsers(ctx, o, demoDir, logf); err != nil {
+			return nil, err
 		}
 	}
 
 	meta := Meta{Title: "bidder level: " + strings.Join(o.Topologies, " vs "), Config: o.Load.describe()}
-	meta.Config["scenario"] = "bidder"
-	meta.Config["weights"] = joinInts(o.Weights)
-	meta.Config["demo"] = o.DemoSize.String()
-	meta.Config["nodes"] = strconv.Itoa(o.Nodes)
-	meta.Config["popularity"] = strings.Join(o.Popularities, ",")
-	meta.Config["win_ratio"] = strconv.FormatFloat(o.WinRatio, 'g', -1, 64)
-	meta.Config["event_rate"] = fmtRate(max(o.EventRate, 0))
+	maps.Copy(meta.Config, map[string]string{"scenario": "bidder", "weights": joinInts(o.Weights), "demo": o.DemoSize.String(),
+		"nodes": strconv.Itoa(o.Nodes), "popularity": strings.Join(o.Popularities, ","),
+		"win_ratio": strconv.FormatFloat(o.WinRatio, 'g', -1, 64), "event_rate": fmtRate(max(o.EventRate, 0))})
 	for _, w := range o.Weights {
 		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShape(w)))
 	}
-	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products")
-	meta.Notes = append(meta.Notes, "each topology is warmed before its runs: one bid request per user, weight and popularity (closed loop, not measured)")
-	rep = NewReport(meta)
+	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products",
+		"each topology is warmed before its runs: one bid request per user, weight and popularity (closed loop, not measured)")
+	rep := NewReport(meta)
 	eventURI := o.DemoSize.eventURI(o.Load.Seed)
 
 	var entries, otherEntries []TableEntry
 	var topos []*topo // kept up for the overload runs
 	near := map[string]NearStats{}
 	for _, name := range o.Topologies {
-		t, stop, err := startTopology(ctx, name, o, exe, demoDir, workDir, logf)
-		if err != nil {
-			if stop != nil {
-				stop()
-			}
-			return nil, err
-		}
-		if err := warmTopology(ctx, o, t, logf); err != nil {
-			stop()
-			return rep, err
+		var stops cleanupStack
+		t, err := startTopology(ctx, name, o, exe, demoDir, workDir, &stops, logf)
+		if err == nil {
+			err = warmTopology(ctx, o, t, logf)
 		}
 		for _, pop := range o.Popularities {
 			for _, w := range o.Weights {
-				rs, ns, err := runBidderMixed(ctx, o, t, w, pop, eventURI, logf)
-				if len(rs) > 0 {
-					near[rs[0].Target] = ns
+				if err != nil {
+					break
 				}
+				var rs []*Result
+				rs, err = runBidderMixed(ctx, o, t, w, pop, eventURI, near, logf)
 				for i, r := range rs {
 					rep.Results = append(rep.Results, r)
 					e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w)}
@@ -273,18 +237,17 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 						otherEntries = append(otherEntries, e)
 					}
 				}
-				if err != nil {
-					stop()
-					return rep, err
-				}
 			}
 		}
-		if !o.Overload {
-			stop()
+		if err != nil || !o.Overload {
+			stops.run()
+			if err != nil {
+				return rep, err
+			}
 			continue
 		}
 		// The overload runs come after every topology's runs.
-		cleanups.add(stop)
+		cleanups = append(cleanups, stops...)
 		topos = append(topos, t)
 	}
 	for _, pop := range o.Popularities {
@@ -314,11 +277,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (rep *Report, err error) {
 // prepareDemo returns the demo directory, writing it with `rtbd gen -demo`
 // when it has no rtbd.yaml.
 func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf func(string, ...any)) (string, error) {
-	dir := o.DemoDir
-	if dir == "" {
-		dir = filepath.Join(workDir, "demo")
-	}
-	dir, err := filepath.Abs(dir)
+	dir, err := filepath.Abs(cmp.Or(o.DemoDir, filepath.Join(workDir, "demo")))
 	if err != nil {
 		return "", fmt.Errorf("bench: %w", err)
 	}
@@ -332,79 +291,72 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 	if err != nil {
 		return "", err
 	}
-	select {
-	case <-c.Done():
-	case <-ctx.Done():
-		c.Kill()
-		return "", ctx.Err()
-	case <-time.After(30 * time.Minute):
-		c.Kill()
-		return "", c.Failure("did not finish in 30 minutes")
-	}
-	if c.Err() != nil {
-		return "", c.Failure("failed")
+	defer context.AfterFunc(ctx, c.Kill)()
+	if err := c.Wait(30 * time.Minute); err != nil {
+		return "", cmp.Or(ctx.Err(), c.Failure("writing the demo (limit 30m)"))
 	}
 	return dir, nil
 }
 
-// startTopology starts a topology's processes (none for external) and
-// returns a function stopping them.
-func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, logf func(string, ...any)) (*topo, func(), error) {
+// writePopularityUsers writes the users of the zipf and uniform
+// popularities into the demo's user store, each with the ids of one
+// request of the heaviest weight.
+func writePopularityUsers(ctx context.Context, o BidderOptions, demoDir string, logf func(string, ...any)) error {
+	var sets []benchUsers
+	for _, pop := range o.Popularities {
+		if u, ok := popUsers(pop); ok {
+			sets = append(sets, u)
+		}
+	}
+	if len(sets) == 0 {
+		return nil
+	}
+	dir := filepath.Join(demoDir, "bidder", "users")
+	ids := slices.Max(o.Weights)
+	if err := writeBenchUsers(ctx, dir, o.Products, o.Groups, ids, o.Users, sets...); err != nil {
+		return err
+	}
+	logf("wrote %d users per popularity (%s) into %s, each with %d ids of one Zipf or uniform request", o.Users, strings.Join(o.Popularities, ", "), dir, ids)
+	return nil
+}
+
+// startTopology starts a topology's processes (none for external); stops
+// stops them.
+func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, stops *cleanupStack, logf func(string, ...any)) (*topo, error) {
 	t := &topo{name: name}
-	var stops cleanupStack
-	stop := stops.run
-	cfg := filepath.Join(demoDir, "rtbd.yaml")
-	switch name {
-	case TopologyExternal:
+	if name == TopologyExternal {
 		u, _ := url.Parse(o.HTTPURL)
 		t.addr = u.Host
-		return t, stop, nil
-	case TopologyLocal:
-		logf("starting a bidder with the local index (%s)", cfg)
-		data, err := ownBidderData(demoDir, workDir, "bidder-local")
-		if err != nil {
-			return nil, stop, err
-		}
-		b := newBidder("bidder-local", exe, cfg, workDir, append(data, o.BidderArgs...))
-		if err := b.start(ctx, false); err != nil {
-			return nil, stop, err
-		}
-		stops.add(func() { b.stop(15 * time.Second) })
-		t.bidder = b
-	case TopologyRemote:
+		return t, nil
+	}
+	var args []string
+	if name == TopologyRemote {
 		target := o.GRPCTarget
 		if target == "" {
 			var addrs []string
 			for i := 1; i <= o.Nodes; i++ {
 				n := newCatalogNode(fmt.Sprintf("catalog-node-%d", i), exe, filepath.Join(demoDir, "catalog"), workDir, o.NodeArgs)
-				logf("starting catalog node %d of %d", i, o.Nodes)
-				if err := n.start(ctx, false); err != nil {
-					return nil, stop, err
+				if err := n.launch(ctx, stops, logf); err != nil {
+					return nil, err
 				}
-				stops.add(func() { n.stop(15 * time.Second) })
-				t.nodes = append(t.nodes, n)
+				t.watch.Processes = append(t.watch.Processes, n.watch().Processes...)
 				addrs = append(addrs, n.Addr())
 			}
 			target = "static:///" + strings.Join(addrs, ",")
 		}
-		logf("starting a bidder with -catalog %s", target)
-		data, err := ownBidderData(demoDir, workDir, "bidder-remote")
-		if err != nil {
-			return nil, stop, err
-		}
-		b := newBidder("bidder-remote", exe, cfg, workDir, append(append(data, "-catalog", target), o.BidderArgs...))
-		if err := b.start(ctx, false); err != nil {
-			return nil, stop, err
-		}
-		stops.add(func() { b.stop(15 * time.Second) })
-		t.bidder = b
+		args = []string{"-catalog", target}
+	}
+	data, err := ownBidderData(demoDir, workDir, "bidder-"+name)
+	if err != nil {
+		return nil, err
+	}
+	t.bidder = newBidder("bidder-"+name, exe, filepath.Join(demoDir, "rtbd.yaml"), workDir, slices.Concat(data, args, o.BidderArgs))
+	if err := t.bidder.launch(ctx, stops, logf); err != nil {
+		return nil, err
 	}
 	t.addr = t.bidder.Addr()
-	t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: t.bidder.name, PID: t.bidder.PID()})
-	for _, n := range t.nodes {
-		t.watch.Processes = append(t.watch.Processes, WatchProcess{Name: n.name, PID: n.PID()})
-	}
-	return t, stop, nil
+	t.watch.Processes = append(t.bidder.watch().Processes, t.watch.Processes...)
+	return t, nil
 }
 
 // ownBidderData copies the demo's bidder data directory (its users, its
@@ -446,10 +398,8 @@ func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(strin
 	var n int64
 	for _, pop := range o.Popularities {
 		for _, w := range o.Weights {
-			wl := bidWorkload{users: o.Users, weight: w, each: new(atomic.Uint64)}
-			if u, ok := popUsers(pop); ok {
-				wl.userPrefix = u.prefix
-			}
+			wl := newBidWorkload(o.Users, w, pop)
+			wl.each = new(atomic.Uint64)
 			name := fmt.Sprintf("%s/%d%s warming", t.name, w, popSuffix(pop))
 			r, err := RunClosedLoop(ctx, bidTarget(name, t.addr, wl, nil, 16), ClosedLoopOptions{
 				Concurrency: 16, Requests: int64(o.Users), Duration: time.Hour, Timeout: o.Load.Timeout, Seed: o.Load.Seed})
@@ -467,72 +417,62 @@ func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(strin
 }
 
 // runBidderMixed runs bids, win notices and pixel events together against
-// one topology at one weight.
-func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte, logf func(string, ...any)) ([]*Result, NearStats, error) {
+// one topology at one weight; the near cache's lookups over the run go
+// into near under the bids' target.
+func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte,
+	near map[string]NearStats, logf func(string, ...any)) ([]*Result, error) {
 	base := fmt.Sprintf("%s/%d%s", t.name, weight, popSuffix(pop))
 	maxConns := max(o.Load.MaxInFlight, 64)
 	ring := &nurlRing{}
-	wl := bidWorkload{users: o.Users, weight: weight}
-	if u, ok := popUsers(pop); ok {
-		wl.userPrefix = u.prefix
+	opts := func(rate float64, seed uint64) OpenLoopOptions {
+		return OpenLoopOptions{Rate: rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + seed}
 	}
-	bids := bidTarget(base, t.addr, wl, ring, maxConns)
-	loads := []Load{{Target: bids, Options: OpenLoopOptions{Rate: o.Load.Rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout,
-		Tmax: o.Load.Tmax, Arrival: o.Load.Arrival, Seed: o.Load.Seed}}}
+	bids := Load{Target: bidTarget(base, t.addr, newBidWorkload(o.Users, weight, pop), ring, maxConns), Options: opts(o.Load.Rate, 0)}
+	bids.Options.Tmax = o.Load.Tmax
+	loads := []Load{bids}
 	if o.WinRatio > 0 {
 		win := newHTTPTarget(base+" win", t.addr, "GET", maxConns, func(w *Worker, dst []byte) []byte {
 			dst, _ = ring.pick(w.Rand, dst)
 			return dst
 		}, nil, classifyWin)
 		win.checkHeader = "X-Rtbd-Notice" // bidder.HeaderNoticeOutcome
-		loads = append(loads, Load{Target: winTarget{win, ring}, Options: OpenLoopOptions{Rate: o.Load.Rate * o.WinRatio,
-			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 1}})
+		loads = append(loads, Load{Target: winTarget{win, ring}, Options: opts(o.Load.Rate*o.WinRatio, 1)})
 	}
 	if o.EventRate > 0 {
-		ev := newHTTPTarget(base+" event", t.addr, "GET", maxConns, eventURI, nil, nil)
-		loads = append(loads, Load{Target: ev, Options: OpenLoopOptions{Rate: o.EventRate, MaxInFlight: o.Load.MaxInFlight,
-			Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + 2}})
+		loads = append(loads, Load{Target: newHTTPTarget(base+" event", t.addr, "GET", maxConns, eventURI, nil, nil), Options: opts(o.EventRate, 2)})
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
 		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
-	metricsURL := t.metricsURL()
-	var near0 NearStats
-	if metricsURL != "" {
-		near0 = readNearStats(ctx, metricsURL)
-	}
+	near0 := t.nearStats()
 	rs, err := RunMixed(ctx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
-	var near NearStats
-	if metricsURL != "" {
-		near = readNearStats(ctx, metricsURL).Sub(near0)
+	if len(rs) == 0 {
+		return nil, err
 	}
-	if len(rs) > 0 && t.name == TopologyRemote {
-		rs[0].Notes = append(rs[0].Notes, "near cache of the bidder's catalog client (its /metrics, over the run and its warmup): "+near.String())
+	r := rs[0]
+	near[r.Target] = t.nearStats().Sub(near0)
+	if t.name == TopologyRemote {
+		r.Notes = append(r.Notes, "near cache of the bidder's catalog client (its /metrics, over the run and its warmup): "+near[r.Target].String())
 	}
-	if len(rs) > 0 {
-		r := rs[0]
-		logf("  %s bids: avg %s ms, p50 %s ms, p99 %s ms, %s req/s; bids %d, no-bids %d, misses %d, errors %d",
-			base, fmtMs(r.Latency.AvgUs/1000), fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate),
-			r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
-
-		if r.Successes == 0 && r.Requests > 0 {
-			r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
+	logf("  %s bids: %s; bids %d, no-bids %d, misses %d, errors %d", base, summary(r), r.Successes, r.NoBids, r.DeadlineMisses, r.Errors.Total)
+	if r.Successes == 0 && r.Requests > 0 {
+		r.Notes = append(r.Notes, "no bid at all: check the bidder's log (demo users, campaigns) in the work directory")
+	}
+	for _, r := range rs[1:] {
+		if !strings.HasSuffix(r.Target, " win") {
+			continue
 		}
-	}
-	for _, r := range rs[min(1, len(rs)):] {
-		if strings.HasSuffix(r.Target, " win") {
-			switch {
-			case r.NoBids > 0:
-				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 204 X-Rtbd-Notice: unhandled = NOT HANDLED (no spend writer wired to /win; the bidder counts rtbd_bidder_notices_unhandled_total); shown as no_bid, not as success", r.NoBids))
-			case r.Errors.Status4xx > 0:
-				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 4xx (404 = no /win route in this build; 400/410 = token refused): counted as errors", r.Errors.Status4xx))
-			}
-			if r.Errors.Other > 0 {
-				r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d not sent (no bid with an nurl answered yet): counted as errors (other)", r.Errors.Other))
-			}
-			r.Notes = append(r.Notes, fmt.Sprintf("win notices replay %d nurls harvested from answered bids", ring.seen))
+		switch {
+		case r.NoBids > 0:
+			r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 204 X-Rtbd-Notice: unhandled = NOT HANDLED (no spend writer wired to /win; the bidder counts rtbd_bidder_notices_unhandled_total); shown as no_bid, not as success", r.NoBids))
+		case r.Errors.Status4xx > 0:
+			r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d answered 4xx (404 = no /win route in this build; 400/410 = token refused): counted as errors", r.Errors.Status4xx))
 		}
+		if r.Errors.Other > 0 {
+			r.Notes = append(r.Notes, fmt.Sprintf("win notices: %d not sent (no bid with an nurl answered yet): counted as errors (other)", r.Errors.Other))
+		}
+		r.Notes = append(r.Notes, fmt.Sprintf("win notices replay %d nurls harvested from answered bids", ring.seen))
 	}
-	return rs, near, err
+	return rs, err
 }
 
 func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -542,11 +482,11 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench bidder", flag.ContinueOnError)
 	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
-	fs.IntVar(&o.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	fs.IntVar(&o.Nodes, "nodes", bidderDefaults.Nodes, "catalog nodes of the remote bidder")
 	fs.StringVar(&o.DemoDir, "demo", "", "demo directory")
 	o.DemoSize.register(fs)
 	fs.StringVar(&topos, "topologies", "", "local,remote")
-	fs.Float64Var(&o.WinRatio, "win-ratio", 0.2, "win notices per bid")
+	fs.Float64Var(&o.WinRatio, "win-ratio", bidderDefaults.WinRatio, "win notices per bid")
 	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/10)")
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
@@ -563,11 +503,8 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	o.Popularities = splitList(*pops)
+	o.Popularities, o.Topologies = splitList(*pops), splitList(topos)
 	o.Weights, o.Load, o.Exe, o.WorkDir, o.Log = ws, c.load, c.exe, c.work, stderr
-	if topos != "" {
-		o.Topologies = splitList(topos)
-	}
 	if o.WinRatio == 0 {
 		o.WinRatio = -1
 	}
@@ -576,9 +513,5 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	err = c.runAndWrite("bidder", stdout, stderr, func() (*Report, error) { return RunBidder(ctx, o) })
-	if err != nil && errors.Is(err, context.Canceled) {
-		return fmt.Errorf("bench: interrupted: %w", err)
-	}
-	return err
+	return c.runAndWrite("bidder", stdout, stderr, func() (*Report, error) { return RunBidder(ctx, o) })
 }

@@ -35,14 +35,7 @@ func RunClosedLoop(ctx context.Context, t Target, o ClosedLoopOptions) (*Result,
 	var stop atomic.Bool
 	var issued atomic.Int64
 	var lastStart atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-ctx.Done():
-			stop.Store(true)
-		case <-done:
-		}
-	}()
+	defer context.AfterFunc(ctx, func() { stop.Store(true) })()
 	var wg sync.WaitGroup
 	for id := 0; id < o.Concurrency; id++ {
 		wg.Add(1)
@@ -80,7 +73,6 @@ func RunClosedLoop(ctx context.Context, t Target, o ClosedLoopOptions) (*Result,
 		}(id)
 	}
 	wg.Wait()
-	close(done)
 	close(agg.in)
 	<-agg.done
 	w.stop()
@@ -102,7 +94,7 @@ func RunClosedLoop(ctx context.Context, t Target, o ClosedLoopOptions) (*Result,
 		Workers:     o.Concurrency,
 		Aborted:     aborted,
 	}
-	agg.fill(r, sendNs, sendNs)
+	agg.fill(r, sendNs)
 	w.apply(r)
 	if aborted {
 		return r, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())

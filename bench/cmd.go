@@ -85,36 +85,40 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return flag.ErrHelp
 	}
 	for _, s := range scenarios {
-		if s.name == args[0] {
-			return s.run(ctx, args[1:], stdout, stderr)
+		if s.name != args[0] {
+			continue
 		}
+		err := s.run(ctx, args[1:], stdout, stderr)
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("bench: interrupted: %w", err)
+		}
+		return err
 	}
 	return fmt.Errorf("%w: unknown scenario %q (want one of %s)", ErrUsage, args[0], strings.Join(Scenarios, ", "))
 }
 
 // common holds the flags every scenario has.
 type common struct {
-	load        LoadModel
-	arrival     string
-	out, title  string
-	work, exe   string
-	quiet       bool
-	weights     string
-	seed        uint64
-	durationSet bool
+	load       LoadModel
+	arrival    string
+	out, title string
+	work, exe  string
+	quiet      bool
+	weights    string
+	seed       uint64
 }
 
 func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuration, defWarmup time.Duration) {
 	fs.Float64Var(&c.load.Rate, "rate", defRate, "open-loop offered rate, req/s")
 	fs.IntVar(&c.load.Concurrency, "concurrency", 0, "closed loop: workers")
 	fs.BoolVar(&c.load.FindMax, "find-max", false, "search the highest rate holding -p99")
-	fs.DurationVar(&c.load.P99, "p99", 5*time.Millisecond, "find-max objective")
-	fs.Float64Var(&c.load.MaxRate, "max-rate", 100_000, "find-max cap, req/s")
+	fs.DurationVar(&c.load.P99, "p99", loadDefaults.P99, "find-max objective")
+	fs.Float64Var(&c.load.MaxRate, "max-rate", loadDefaults.MaxRate, "find-max cap, req/s")
 	fs.DurationVar(&c.load.Duration, "duration", defDuration, "measured time per run")
 	fs.DurationVar(&c.load.Warmup, "warmup", defWarmup, "discarded warmup per run")
-	fs.DurationVar(&c.load.Timeout, "timeout", time.Second, "hard per-request deadline")
+	fs.DurationVar(&c.load.Timeout, "timeout", DefaultTimeout, "hard per-request deadline")
 	fs.DurationVar(&c.load.Tmax, "tmax", defTmax, "soft deadline (deadline misses)")
-	fs.IntVar(&c.load.MaxInFlight, "max-in-flight", 1024, "open-loop concurrency bound")
+	fs.IntVar(&c.load.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "open-loop concurrency bound")
 	fs.StringVar(&c.arrival, "arrival", "uniform", "uniform or poisson")
 	fs.Uint64Var(&c.seed, "seed", 1, "request stream seed")
 	fs.StringVar(&c.out, "out", "", "output directory for latest.{txt,json,html}")
@@ -148,11 +152,6 @@ func (c *common) finish(fs *flag.FlagSet) ([]int, error) {
 	if c.load.Warmup == 0 {
 		c.load.Warmup = -1 // LoadModel: negative = none
 	}
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "duration" {
-			c.durationSet = true
-		}
-	})
 	ws, err := parseInts(c.weights)
 	if err != nil {
 		return nil, fmt.Errorf("%w: -weights: %v", ErrUsage, err)
@@ -161,6 +160,32 @@ func (c *common) finish(fs *flag.FlagSet) ([]int, error) {
 		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return ws, nil
+}
+
+// isSet reports whether the flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) (set bool) {
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// splitList splits a comma-separated list, trimming spaces and dropping
+// empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ",")
 }
 
 func parseInts(s string) ([]int, error) {
@@ -199,10 +224,10 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench store", flag.ContinueOnError)
 	c.register(fs, 1000, 0, 20*time.Second, 2*time.Second)
-	fs.IntVar(&o.Products, "products", 100_000, "catalog products")
-	fs.IntVar(&o.Groups, "groups", 10, "catalog product groups")
+	fs.IntVar(&o.Products, "products", storeDefaults.Products, "catalog products")
+	fs.IntVar(&o.Groups, "groups", storeDefaults.Groups, "catalog product groups")
 	fs.BoolVar(&o.Uniform, "uniform", false, "uniform popularity")
-	fs.IntVar(&o.Requests, "requests", 20_000, "distinct requests per weight")
+	fs.IntVar(&o.Requests, "requests", storeDefaults.Requests, "distinct requests per weight")
 	fs.StringVar(&targets, "targets", "", "local,grpc,redis,aerospike")
 	fs.StringVar(&o.DataDir, "data", "", "index directory")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "running catalog nodes")
@@ -211,35 +236,27 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.RedisAddr, "redis", "", "running Redis host:port")
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
 	fs.StringVar(&o.AerospikeHosts, "aerospike", "", "Aerospike hosts")
-	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", "test", "Aerospike namespace")
-	fs.IntVar(&o.Verify, "verify", 200, "requests checked for identical answers")
-	var unusedArgs []string
-	near := nearFlag(fs, &unusedArgs)
+	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", storeDefaults.AerospikeNamespace, "Aerospike namespace")
+	fs.IntVar(&o.Verify, "verify", storeDefaults.Verify, "requests checked for identical answers")
+	near := nearFlag(fs, new([]string))
 	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default the bidder's catalog.near_cache_bytes default"
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
-	if near.set {
-		o.NearCacheBytes = near.n
-	}
 	ws, err := c.finish(fs)
 	if err != nil {
 		return err
 	}
-	o.Weights, o.Load, o.Seed, o.Exe, o.WorkDir, o.Log = ws, c.load, c.seed, c.exe, c.work, stderr
-	if targets != "" {
-		o.Targets = splitList(targets)
-	}
+	o.Weights, o.Load, o.Exe, o.WorkDir, o.Log = ws, c.load, c.exe, c.work, stderr
+	o.NearCacheBytes, o.Targets, o.NodeArgs = near.n, splitList(targets), nodeSets.setArgs()
 	if o.Verify == 0 {
 		o.Verify = -1
 	}
-	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	err = c.runAndWrite("store", stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
-	return err
+	return c.runAndWrite("store", stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
 }
 
 func compareMain(args []string, stdout, stderr io.Writer) error {
@@ -289,41 +306,29 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	storeRate := fs.Float64("store-rate", 1000, "store level offered rate, req/s")
 	bidderRate := fs.Float64("bidder-rate", 300, "bidder level offered bid rate, req/s")
 	skipBidder := fs.Bool("skip-bidder", false, "store level only")
-	fs.IntVar(&so.Products, "products", 100_000, "store level catalog products")
-	fs.IntVar(&so.Groups, "groups", 10, "store level catalog groups")
-	fs.IntVar(&bo.Nodes, "nodes", 2, "catalog nodes of the remote bidder")
+	fs.IntVar(&so.Products, "products", storeDefaults.Products, "store level catalog products")
+	fs.IntVar(&so.Groups, "groups", storeDefaults.Groups, "store level catalog groups")
+	fs.IntVar(&bo.Nodes, "nodes", bidderDefaults.Nodes, "catalog nodes of the remote bidder")
 	near := nearFlag(fs, &bo.BidderArgs)
 	seeFlags(fs)
 	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
 		return err
 	}
-	if near.set {
-		so.NearCacheBytes = near.n
-	}
 	ws, err := c.finish(fs)
 	if err != nil {
 		return err
 	}
-	var badRate error
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "rate" {
-			badRate = fmt.Errorf("%w: rtbd bench all: use -store-rate and -bidder-rate instead of -rate", ErrUsage)
-		}
-	})
-	if badRate != nil {
-		return badRate
+	if isSet(fs, "rate") {
+		return fmt.Errorf("%w: rtbd bench all: use -store-rate and -bidder-rate instead of -rate", ErrUsage)
 	}
-	so.Weights, so.Load, so.Exe, so.Log = ws, c.load, c.exe, stderr
+	so.Weights, so.Load, so.Exe, so.Log, so.NearCacheBytes = ws, c.load, c.exe, stderr, near.n
 	so.Load.Rate = *storeRate
 	bo.Weights, bo.Load, bo.Exe, bo.Log = ws, c.load, c.exe, stderr
 	bo.Load.Rate, bo.Load.Tmax = *bidderRate, 100*time.Millisecond
 	if c.work != "" {
 		so.WorkDir, bo.WorkDir = filepath.Join(c.work, "store"), filepath.Join(c.work, "bidder")
 	}
-	if err := so.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	if err := bo.Validate(); err != nil {
+	if err := errors.Join(so.Validate(), bo.Validate()); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
 	return c.runAndWrite("all", stdout, stderr, func() (*Report, error) {
@@ -369,34 +374,25 @@ func mergeReport(a, b *Report, prefix string) {
 // out, writes out/latest.{txt,json,html} and a dated copy of each
 // (out/2006-01-02T150405Z-scenario.*: the results kept beside the code).
 func writeOutputs(rep *Report, scenario, out string, quiet bool, stdout, stderr io.Writer) error {
-	var txt, js, htm bytes.Buffer
-	if err := WriteText(&txt, rep); err != nil {
-		return err
-	}
 	if !quiet {
-		if _, err := stdout.Write(txt.Bytes()); err != nil {
-			return fmt.Errorf("bench: %w", err)
+		if err := WriteText(stdout, rep); err != nil {
+			return err
 		}
 	}
 	if out == "" {
 		return nil
 	}
-	if err := WriteJSON(&js, rep); err != nil {
-		return err
-	}
-	if err := WriteHTML(&htm, rep); err != nil {
-		return err
-	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
 	stamp := rep.Created.UTC().Format("2006-01-02T150405Z")
-	for _, f := range []struct {
-		ext string
-		b   []byte
-	}{{"txt", txt.Bytes()}, {"json", js.Bytes()}, {"html", htm.Bytes()}} {
-		for _, name := range []string{"latest." + f.ext, fmt.Sprintf("%s-%s.%s", stamp, scenario, f.ext)} {
-			if err := writeFileAtomic(filepath.Join(out, name), f.b); err != nil {
+	for ext, write := range map[string]func(io.Writer, *Report) error{"txt": WriteText, "json": WriteJSON, "html": WriteHTML} {
+		var b bytes.Buffer
+		if err := write(&b, rep); err != nil {
+			return err
+		}
+		for _, name := range []string{"latest." + ext, fmt.Sprintf("%s-%s.%s", stamp, scenario, ext)} {
+			if err := writeFileAtomic(filepath.Join(out, name), b.Bytes()); err != nil {
 				return err
 			}
 		}
@@ -424,20 +420,13 @@ func gitRev() string {
 	if !ok {
 		return ""
 	}
-	var rev string
-	dirty := false
+	vcs := map[string]string{}
 	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.modified":
-			dirty = s.Value == "true"
-		}
+		vcs[s.Key] = s.Value
 	}
-	if len(rev) > 12 {
-		rev = rev[:12]
-	}
-	if rev != "" && dirty {
+	rev := vcs["vcs.revision"]
+	rev = rev[:min(len(rev), 12)]
+	if rev != "" && vcs["vcs.modified"] == "true" {
 		rev += "-dirty"
 	}
 	return rev
@@ -487,9 +476,5 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
-	err := c.runAndWrite("soak", stdout, stderr, func() (*Report, error) { return RunSoak(ctx, o) })
-	if err != nil && errors.Is(err, context.Canceled) {
-		return fmt.Errorf("bench: interrupted: %w", err)
-	}
-	return err
+	return c.runAndWrite("soak", stdout, stderr, func() (*Report, error) { return RunSoak(ctx, o) })
 }

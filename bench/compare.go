@@ -1,11 +1,11 @@
 package bench
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"math"
-	"sort"
+
+	"github.com/aclements/go-moremath/stats"
 )
 
 // Verdict is the outcome of comparing one metric of one target.
@@ -46,37 +46,27 @@ type Delta struct {
 	Reason  string  `json:"reason"`
 }
 
-// CompareOptions tune the verdict rule; zero fields take the defaults.
-type CompareOptions struct {
-	// Alpha is the significance level of the Mann-Whitney U test. Zero
-	// means 0.01.
-	Alpha float64
-	// MinRelative is the minimum effect relative to A. Zero means 0.05.
-	MinRelative float64
-	// MinAbsMs is the minimum absolute effect for latency metrics. Zero
-	// means 0.2 ms.
-	MinAbsMs float64
-	// MinSamples is the minimum number of per-second samples per side for
-	// the test. Zero means 4. Beyond it, the test must also have power:
-	// the smallest two-sided p the sample sizes allow, 2/C(nA+nB, nA)
-	// (complete separation), must be at most Alpha/4; with Alpha 0.01 that
+// The verdict rule's thresholds.
+const (
+	// compareAlpha is the significance level of the Mann-Whitney U test.
+	compareAlpha = 0.01
+	// minRelative is the minimum effect relative to A.
+	minRelative = 0.05
+	// minAbsMs is the minimum absolute effect for latency metrics.
+	minAbsMs = 0.2
+	// minSamples is the minimum number of per-second samples per side for
+	// the test. Beyond it, the test must also have power: the smallest
+	// two-sided p the sample sizes allow, 2/C(nA+nB, nA) (complete
+	// separation), must be at most compareAlpha/4; with alpha 0.01 that
 	// takes 6 samples each (0.0022), where 5 and 5 (0.0079) could reach
 	// significance only with every sample of one run beyond every sample
 	// of the other. Fewer gives "inconclusive", not "no change".
-	MinSamples int
-}
-
-func (o CompareOptions) withDefaults() CompareOptions {
-	o.Alpha = cmp.Or(o.Alpha, 0.01)
-	o.MinRelative = cmp.Or(o.MinRelative, 0.05)
-	o.MinAbsMs = cmp.Or(o.MinAbsMs, 0.2)
-	o.MinSamples = cmp.Or(o.MinSamples, 4)
-	return o
-}
+	minSamples = 4
+)
 
 // Compare compares every target present in both reports (matched by name,
-// and by order among equal names) on p50, p99, avg latency and throughput,
-// with the default CompareOptions. The rule, per metric:
+// and by order among equal names) on p50, p99, avg latency and throughput.
+// The rule, per metric:
 //
 //  1. Effect size: the whole-run change |B - A| must reach
 //     max(5% of A, 0.2 ms) for latency, 5% of A for throughput; otherwise
@@ -84,21 +74,17 @@ func (o CompareOptions) withDefaults() CompareOptions {
 //     long runs make tiny shifts statistically significant.
 //  2. Noise: the per-second samples of the two runs (p50, p99 or average
 //     latency of each full 1 s window, or its request count) must differ
-//     by a two-sided Mann-Whitney U test at p < 0.01 (exact distribution
-//     for up to 20 samples per side without ties, normal approximation with
-//     tie correction otherwise), and the medians of the per-second samples
-//     must move the same way as the whole-run value; otherwise "no change".
-//     With fewer than 4 samples per side, or too few for the test to reach
-//     p < Alpha/4 even at complete separation (see MinSamples: 6 per side
-//     at the default Alpha, i.e. runs of at least 7 s), the verdict is
-//     "inconclusive".
+//     by a two-sided Mann-Whitney U test at p < 0.01 (go-moremath's, as
+//     benchstat uses: the exact distribution, ties included, for small
+//     samples, the normal approximation with tie correction beyond), and
+//     the medians of the per-second samples must move the same way as the
+//     whole-run value; otherwise "no change". With fewer than 4 samples
+//     per side, or too few for the test to reach p < alpha/4 even at
+//     complete separation (see minSamples: 6 per side, i.e. runs of at
+//     least 7 s), the verdict is "inconclusive".
 //  3. Direction: higher latency or lower throughput is a "regression",
 //     the opposite an "improvement".
-func Compare(a, b *Report) []Delta { return CompareWith(a, b, CompareOptions{}) }
-
-// CompareWith is Compare with explicit options.
-func CompareWith(a, b *Report, o CompareOptions) []Delta {
-	o = o.withDefaults()
+func Compare(a, b *Report) []Delta {
 	var out []Delta
 	seenA := map[string]int{}
 	usedB := map[int]bool{}
@@ -111,7 +97,7 @@ func CompareWith(a, b *Report, o CompareOptions) []Delta {
 			continue
 		}
 		usedB[ib] = true
-		out = append(out, compareResults(ra, rb, o)...)
+		out = append(out, compareResults(ra, rb)...)
 	}
 	for i, rb := range b.Results {
 		if !usedB[i] {
@@ -147,7 +133,7 @@ var metricDefs = [...]metricDef{
 	{MetricThroughput, "req/s", false, func(r *Result) float64 { return r.AchievedRate }, func(s Second) float64 { return float64(s.Requests) }},
 }
 
-func compareResults(ra, rb *Result, o CompareOptions) []Delta {
+func compareResults(ra, rb *Result) []Delta {
 	out := make([]Delta, 0, len(metricDefs))
 	for _, m := range metricDefs {
 		d := Delta{Target: ra.Target, Metric: m.name, Unit: m.unit, A: m.whole(ra), B: m.whole(rb), PValue: 1}
@@ -158,15 +144,15 @@ func compareResults(ra, rb *Result, o CompareOptions) []Delta {
 		xa, xb := perSecond(ra, m), perSecond(rb, m)
 		d.NA, d.NB = len(xa), len(xb)
 		d.MedianA, d.MedianB = median(xa), median(xb)
-		minEffect := o.MinRelative * math.Abs(d.A)
+		minEffect := minRelative * math.Abs(d.A)
 		if m.latency {
-			minEffect = max(minEffect, o.MinAbsMs)
+			minEffect = max(minEffect, minAbsMs)
 		}
 		worse := d.Diff > 0
 		if !m.latency {
 			worse = d.Diff < 0
 		}
-		enough := d.NA >= o.MinSamples && d.NB >= o.MinSamples && minMannWhitneyP(d.NA, d.NB) <= o.Alpha/4
+		enough := d.NA >= minSamples && d.NB >= minSamples && minMannWhitneyP(d.NA, d.NB) <= compareAlpha/4
 		if enough {
 			d.PValue = mannWhitneyP(xa, xb)
 		}
@@ -180,18 +166,18 @@ func compareResults(ra, rb *Result, o CompareOptions) []Delta {
 		default:
 			sameWay := (d.MedianB-d.MedianA)*d.Diff > 0
 			switch {
-			case d.PValue >= o.Alpha:
+			case d.PValue >= compareAlpha:
 				d.Verdict = NoChange
-				d.Reason = fmt.Sprintf("within per-second noise (p = %.3g >= %g)", d.PValue, o.Alpha)
+				d.Reason = fmt.Sprintf("within per-second noise (p = %.3g >= %g)", d.PValue, compareAlpha)
 			case !sameWay:
 				d.Verdict = NoChange
 				d.Reason = "per-second medians move against the whole-run value"
 			case worse:
 				d.Verdict = Regression
-				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, o.Alpha)
+				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, compareAlpha)
 			default:
 				d.Verdict = Improvement
-				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, o.Alpha)
+				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, compareAlpha)
 			}
 		}
 		out = append(out, d)
@@ -235,119 +221,18 @@ func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
+	return stats.Sample{Xs: xs}.Quantile(0.5)
 }
 
 // mannWhitneyP returns the two-sided p-value of the Mann-Whitney U test of
-// samples x and y.
+// samples x and y; 1 (no evidence) when either is empty or every value
+// ties.
 func mannWhitneyP(x, y []float64) float64 {
-	n1, n2 := len(x), len(y)
-	if n1 == 0 || n2 == 0 {
-		return 1
+	r, err := stats.MannWhitneyUTest(x, y, stats.LocationDiffers)
+	if err != nil {
+		return 1 // stats.ErrSampleSize, stats.ErrSamplesEqual
 	}
-	type obs struct {
-		v   float64
-		inX bool
-	}
-	all := make([]obs, 0, n1+n2)
-	for _, v := range x {
-		all = append(all, obs{v, true})
-	}
-	for _, v := range y {
-		all = append(all, obs{v, false})
-	}
-	sort.Slice(all, func(i, j int) bool { return all[i].v < all[j].v })
-	n := n1 + n2
-	var r1, tieSum float64
-	ties := false
-	for i := 0; i < n; {
-		j := i
-		for j < n && all[j].v == all[i].v {
-			j++
-		}
-		t := float64(j - i)
-		if t > 1 {
-			ties = true
-			tieSum += t*t*t - t
-		}
-		rank := float64(i+j+1) / 2 // average of ranks i+1 .. j
-		for k := i; k < j; k++ {
-			if all[k].inX {
-				r1 += rank
-			}
-		}
-		i = j
-	}
-	u := r1 - float64(n1*(n1+1))/2
-	if !ties && n1 <= 20 && n2 <= 20 {
-		return exactMannWhitneyP(n1, n2, int(math.Round(u)))
-	}
-	mu := float64(n1*n2) / 2
-	nn := float64(n)
-	sigma2 := float64(n1*n2) / 12 * ((nn + 1) - tieSum/(nn*(nn-1)))
-	if sigma2 <= 0 {
-		return 1
-	}
-	z := (math.Abs(u-mu) - 0.5) / math.Sqrt(sigma2)
-	if z < 0 {
-		z = 0
-	}
-	return min(1, math.Erfc(z/math.Sqrt2))
-}
-
-// exactMannWhitneyP computes the two-sided exact p-value of U = u for sample
-// sizes n1, n2 (no ties) by counting arrangements: c(m, n, u) =
-// c(m-1, n, u-n) + c(m, n-1, u).
-func exactMannWhitneyP(n1, n2, u int) float64 {
-	maxU := n1 * n2
-	// prev[n][u] for m-1, cur for m.
-	prev := make([][]float64, n2+1)
-	cur := make([][]float64, n2+1)
-	for j := range prev {
-		prev[j] = make([]float64, maxU+1)
-		cur[j] = make([]float64, maxU+1)
-		prev[j][0] = 1 // m = 0: U = 0 in one way
-	}
-	for m := 1; m <= n1; m++ {
-		for j := 0; j <= n2; j++ {
-			row := cur[j]
-			for k := range row {
-				row[k] = 0
-			}
-			for k := 0; k <= m*j; k++ {
-				v := 0.0
-				if k-j >= 0 {
-					v += prev[j][k-j]
-				}
-				if j > 0 {
-					v += cur[j-1][k]
-				}
-				row[k] = v
-			}
-		}
-		prev, cur = cur, prev
-	}
-	dist := prev[n2]
-	total := 0.0
-	for _, c := range dist {
-		total += c
-	}
-	lo, hi := 0.0, 0.0
-	for k, c := range dist {
-		if k <= u {
-			lo += c
-		}
-		if k >= u {
-			hi += c
-		}
-	}
-	return min(1, 2*min(lo, hi)/total)
+	return min(1, r.P)
 }
 
 // WriteCompare writes deltas as an aligned table headed by the two reports'

@@ -119,9 +119,8 @@ func TestMinMannWhitneyP(t *testing.T) {
 		}
 	}
 	// The rule: 5 and 5 samples cannot tell (inconclusive), 6 and 6 can.
-	o := CompareOptions{}.withDefaults()
-	if minMannWhitneyP(5, 5) <= o.Alpha/4 || minMannWhitneyP(6, 6) > o.Alpha/4 {
-		t.Errorf("power rule: 5,5 -> %v, 6,6 -> %v against %v", minMannWhitneyP(5, 5), minMannWhitneyP(6, 6), o.Alpha/4)
+	if minMannWhitneyP(5, 5) <= compareAlpha/4 || minMannWhitneyP(6, 6) > compareAlpha/4 {
+		t.Errorf("power rule: 5,5 -> %v, 6,6 -> %v against %v", minMannWhitneyP(5, 5), minMannWhitneyP(6, 6), compareAlpha/4)
 	}
 }
 

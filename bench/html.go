@@ -58,57 +58,36 @@ type resultGroup struct {
 // (results not in any table row are charted together at the end); a
 // report without tables is one untitled group.
 func chartGroups(r *Report) []resultGroup {
-	if len(r.Results) == 0 {
-		return nil
-	}
 	byName := map[string][]*Result{}
 	for _, res := range r.Results {
 		byName[res.Target] = append(byName[res.Target], res)
 	}
 	used := map[*Result]bool{}
 	var gs []resultGroup
+	index := map[[2]string]int{} // table title, row group -> gs index
 	for _, t := range r.Tables {
-		idx := map[string]int{}
 		for _, row := range t.Rows {
-			i, ok := idx[row.Group]
+			i, ok := index[[2]string{t.Title, row.Group}]
 			if !ok {
 				i = len(gs)
-				idx[row.Group] = i
-				title := t.Title
-				if row.Group != "" {
-					title += ": " + row.Group
-				}
-				gs = append(gs, resultGroup{title: title})
+				index[[2]string{t.Title, row.Group}] = i
+				gs = append(gs, resultGroup{title: strings.TrimSuffix(t.Title+": "+row.Group, ": ")})
 			}
-			for _, res := range byName[row.Target] {
-				if !used[res] {
-					used[res] = true
-					gs[i].results = append(gs[i].results, res)
-					break
-				}
+			same := byName[row.Target]
+			if k := slices.IndexFunc(same, func(res *Result) bool { return !used[res] }); k >= 0 {
+				used[same[k]] = true
+				gs[i].results = append(gs[i].results, same[k])
 			}
 		}
 	}
-	var rest []*Result
-	for _, res := range r.Results {
-		if !used[res] {
-			rest = append(rest, res)
-		}
-	}
-	if len(rest) > 0 {
+	if rest := slices.DeleteFunc(slices.Clone(r.Results), func(res *Result) bool { return used[res] }); len(rest) > 0 {
 		title := ""
 		if len(gs) > 0 {
 			title = "Other results"
 		}
 		gs = append(gs, resultGroup{title: title, results: rest})
 	}
-	var out []resultGroup
-	for _, g := range gs {
-		if len(g.results) > 0 {
-			out = append(out, g)
-		}
-	}
-	return out
+	return slices.DeleteFunc(gs, func(g resultGroup) bool { return len(g.results) == 0 })
 }
 
 var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>

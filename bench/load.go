@@ -43,14 +43,17 @@ type LoadModel struct {
 	Seed uint64
 }
 
+// loadDefaults are LoadModel's defaults, which the flags share.
+var loadDefaults = LoadModel{Rate: 1000, P99: 5 * time.Millisecond, MaxRate: 100_000, Duration: 20 * time.Second, Warmup: 2 * time.Second}
+
 func (m LoadModel) withDefaults() LoadModel {
-	m.Rate = cmp.Or(m.Rate, 1000)
-	m.P99 = cmp.Or(m.P99, 5*time.Millisecond)
-	m.MaxRate = cmp.Or(m.MaxRate, 100_000)
-	m.Duration = cmp.Or(m.Duration, 20*time.Second)
+	m.Rate = cmp.Or(m.Rate, loadDefaults.Rate)
+	m.P99 = cmp.Or(m.P99, loadDefaults.P99)
+	m.MaxRate = cmp.Or(m.MaxRate, loadDefaults.MaxRate)
+	m.Duration = cmp.Or(m.Duration, loadDefaults.Duration)
 	switch {
 	case m.Warmup == 0:
-		m.Warmup = 2 * time.Second
+		m.Warmup = loadDefaults.Warmup
 	case m.Warmup < 0:
 		m.Warmup = 0
 	}
@@ -61,29 +64,13 @@ func (m LoadModel) withDefaults() LoadModel {
 func (m LoadModel) Validate() error {
 	m = m.withDefaults()
 	var p problems
-	if m.Rate < 0 || m.Rate > 1e8 {
-		p.addf("rate: must be > 0 req/s, got %v", m.Rate)
-	}
-	if m.Concurrency < 0 {
-		p.addf("concurrency: must be >= 0, got %d", m.Concurrency)
-	}
-	if m.Concurrency > 0 && m.FindMax {
-		p.addf("find-max: an open-loop search; do not combine with concurrency")
-	}
-	if m.FindMax && m.MaxRate < m.Rate {
-		p.addf("max-rate: must be >= rate (%v), got %v", m.Rate, m.MaxRate)
-	}
-	if m.Duration < 0 {
-		p.addf("duration: must be > 0, got %v", m.Duration)
-	}
-	if m.P99 < 0 || m.Timeout < 0 || m.Tmax < 0 || m.MaxInFlight < 0 {
-		p.addf("p99, timeout, tmax, max-in-flight: must be >= 0")
-	}
-	switch m.Arrival {
-	case "", Uniform, Poisson:
-	default:
-		p.addf("arrival: must be %q or %q, got %q", Uniform, Poisson, m.Arrival)
-	}
+	p.check(m.Rate >= 0 && m.Rate <= 1e8, "rate: must be > 0 req/s, got %v", m.Rate)
+	p.check(m.Concurrency >= 0, "concurrency: must be >= 0, got %d", m.Concurrency)
+	p.check(m.Concurrency == 0 || !m.FindMax, "find-max: an open-loop search; do not combine with concurrency")
+	p.check(!m.FindMax || m.MaxRate >= m.Rate, "max-rate: must be >= rate (%v), got %v", m.Rate, m.MaxRate)
+	p.check(m.Duration >= 0, "duration: must be > 0, got %v", m.Duration)
+	p.check(m.P99 >= 0 && m.Timeout >= 0 && m.Tmax >= 0 && m.MaxInFlight >= 0, "p99, timeout, tmax, max-in-flight: must be >= 0")
+	validateArrival(&p, "", m.Arrival)
 	return p.err()
 }
 

@@ -52,22 +52,13 @@ func (o Objective) withDefaults() Objective {
 // Check returns "" if r holds the objective, else the reasons it does not.
 func (o Objective) Check(r *Result) string {
 	o = o.withDefaults()
-	var why []string
-	if p99 := time.Duration(r.Latency.P99Us) * time.Microsecond; p99 > o.P99 {
-		why = append(why, fmt.Sprintf("p99 %.2f ms > %g ms", float64(r.Latency.P99Us)/1000, o.P99Ms()))
-	}
-	if o.MaxErrorRatio < 1 && r.ErrorRatio() >= o.MaxErrorRatio {
-		why = append(why, fmt.Sprintf("errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*o.MaxErrorRatio))
-	}
-	if o.MaxMissRatio > 0 && r.MissRatio() >= o.MaxMissRatio {
-		why = append(why, fmt.Sprintf("deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio))
-	}
-	if o.MaxNoBidRatio > 0 && ratio(r.NoBids, r.Requests) >= o.MaxNoBidRatio {
-		why = append(why, fmt.Sprintf("no-bids %.3f%% >= %g%%", 100*ratio(r.NoBids, r.Requests), 100*o.MaxNoBidRatio))
-	}
-	if r.Requests == 0 {
-		why = append(why, "no requests")
-	}
+	var why problems
+	why.check(r.Latency.P99Us <= o.P99.Microseconds(), "p99 %.2f ms > %g ms", usToMs(r.Latency.P99Us), o.P99Ms())
+	why.check(o.MaxErrorRatio >= 1 || r.ErrorRatio() < o.MaxErrorRatio, "errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*o.MaxErrorRatio)
+	why.check(o.MaxMissRatio <= 0 || r.MissRatio() < o.MaxMissRatio, "deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio)
+	noBids := ratio(r.NoBids, r.Requests)
+	why.check(o.MaxNoBidRatio <= 0 || noBids < o.MaxNoBidRatio, "no-bids %.3f%% >= %g%%", 100*noBids, 100*o.MaxNoBidRatio)
+	why.check(r.Requests > 0, "no requests")
 	return strings.Join(why, "; ")
 }
 
@@ -95,7 +86,7 @@ type FindMaxRateOptions struct {
 	// capacity. Zero: each step is trusted as measured.
 	Confirm int
 	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
-	// Arrival, Slice, Seed and Watch are used; Rate, Duration and Warmup
+	// Arrival, Seed and Watch are used; Rate, Duration and Warmup
 	// must be zero (the search sets them).
 	Load OpenLoopOptions
 	// Logf, when set, is told of each step as it ends: the target, the
@@ -144,29 +135,18 @@ type MaxRateResult struct {
 // pass below the lowest failure. If StartRate already fails, it returns the
 // result with ErrNoPassingRate.
 func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateResult, error) {
-	var p problems
-	if t == nil {
-		p.addf("target: nil")
-	}
-	if o.Objective.P99 <= 0 {
-		p.addf("objective.p99: must be > 0, got %v", o.Objective.P99)
-	}
-	if o.Objective.MaxErrorRatio < 0 || o.Objective.MaxMissRatio < 0 {
-		p.addf("objective: ratios must be >= 0")
-	}
 	o.StartRate = cmp.Or(o.StartRate, 100)
 	o.Precision = cmp.Or(o.Precision, 0.05)
 	o.StepDuration = cmp.Or(o.StepDuration, 5*time.Second)
 	o.MaxSteps = cmp.Or(o.MaxSteps, 20)
-	if o.StartRate < 0 || o.MaxRate < o.StartRate {
-		p.addf("max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
-	}
-	if o.Precision < 0 || o.MaxSteps < 0 || o.StepDuration < 0 || o.StepWarmup < 0 || o.Cooldown < 0 || o.Confirm < 0 {
-		p.addf("precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
-	}
-	if o.Load.Rate != 0 || o.Load.Duration != 0 || o.Load.Warmup != 0 {
-		p.addf("load: rate, duration and warmup must be zero (set by the search)")
-	}
+	var p problems
+	p.check(t != nil, "target: nil")
+	p.check(o.Objective.P99 > 0, "objective.p99: must be > 0, got %v", o.Objective.P99)
+	p.check(o.Objective.MaxErrorRatio >= 0 && o.Objective.MaxMissRatio >= 0, "objective: ratios must be >= 0")
+	p.check(o.StartRate >= 0 && o.MaxRate >= o.StartRate, "max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
+	p.check(o.Precision >= 0 && o.MaxSteps >= 0 && o.StepDuration >= 0 && o.StepWarmup >= 0 && o.Cooldown >= 0 && o.Confirm >= 0,
+		"precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
+	p.check(o.Load.Rate == 0 && o.Load.Duration == 0 && o.Load.Warmup == 0, "load: rate, duration and warmup must be zero (set by the search)")
 	if err := p.err(); err != nil {
 		return nil, err
 	}

@@ -1,12 +1,12 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +18,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
@@ -140,25 +141,14 @@ func nearStatsOf(fams []*dto.MetricFamily) NearStats {
 }
 
 // readNearStats fetches a /metrics URL; Found false (never an error)
-// when it cannot be read or parsed.
-func readNearStats(ctx context.Context, url string) NearStats {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return NearStats{}
-	}
-	req.Header.Set("Accept", "text/plain; version=0.0.4")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return NearStats{}
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+// when it cannot be read or parsed within 2 s.
+func readNearStats(url string) NearStats {
+	status, body, err := fasthttp.GetTimeout(nil, url, 2*time.Second)
+	if err != nil || status != fasthttp.StatusOK {
 		return NearStats{}
 	}
 	tp := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := tp.TextToMetricFamilies(io.LimitReader(resp.Body, 32<<20))
+	fams, err := tp.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
 		return NearStats{}
 	}

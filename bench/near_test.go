@@ -2,7 +2,6 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"flag"
 	"io"
 	"net/http"
@@ -36,7 +35,7 @@ rtbd_catalog_client_near_cache_entries 40
 		t.Run(c.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, c.body) }))
 			defer srv.Close()
-			s := readNearStats(context.Background(), srv.URL+"/metrics")
+			s := readNearStats(srv.URL + "/metrics")
 			if s.Hits != c.hits || s.Misses != c.misses || s.Found != c.found {
 				t.Fatalf("got %+v, want hits %v misses %v found %v", s, c.hits, c.misses, c.found)
 			}

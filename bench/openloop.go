@@ -45,15 +45,9 @@ func RunOpenLoop(ctx context.Context, t Target, o OpenLoopOptions) (*Result, err
 // figures are process-wide and repeated in every Result.
 func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, error) {
 	var p problems
-	if len(loads) == 0 {
-		p.addf("loads: at least one load required")
-	}
-	if o.Duration <= 0 {
-		p.addf("duration: must be > 0, got %v", o.Duration)
-	}
-	if o.Warmup < 0 {
-		p.addf("warmup: must be >= 0, got %v", o.Warmup)
-	}
+	p.check(len(loads) > 0, "loads: at least one load required")
+	p.check(o.Duration > 0, "duration: must be > 0, got %v", o.Duration)
+	p.check(o.Warmup >= 0, "warmup: must be >= 0, got %v", o.Warmup)
 	o.Watch.validate(&p, "")
 	seen := map[string]bool{}
 	for i, l := range loads {
@@ -62,20 +56,12 @@ func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, err
 			p.addf("%starget: nil", prefix)
 			continue
 		}
-		if seen[l.Target.Name()] {
-			p.addf("%starget: duplicate name %q", prefix, l.Target.Name())
-		}
+		p.check(!seen[l.Target.Name()], "%starget: duplicate name %q", prefix, l.Target.Name())
 		seen[l.Target.Name()] = true
 		lo := l.Options
-		if lo.Duration != 0 && lo.Duration != o.Duration {
-			p.addf("%sduration: %v differs from the mixed run's %v", prefix, lo.Duration, o.Duration)
-		}
-		if lo.Warmup != 0 && lo.Warmup != o.Warmup {
-			p.addf("%swarmup: %v differs from the mixed run's %v", prefix, lo.Warmup, o.Warmup)
-		}
-		if !lo.Watch.empty() && len(loads) > 1 {
-			p.addf("%swatch: set MixedOptions.Watch instead", prefix)
-		}
+		p.check(lo.Duration == 0 || lo.Duration == o.Duration, "%sduration: %v differs from the mixed run's %v", prefix, lo.Duration, o.Duration)
+		p.check(lo.Warmup == 0 || lo.Warmup == o.Warmup, "%swarmup: %v differs from the mixed run's %v", prefix, lo.Warmup, o.Warmup)
+		p.check(lo.Watch.empty() || len(loads) == 1, "%swatch: set MixedOptions.Watch instead", prefix)
 		lo.Duration, lo.Warmup, lo.Watch = o.Duration, o.Warmup, Watch{}
 		lo.validate(&p, prefix)
 	}
@@ -124,7 +110,7 @@ func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, err
 		if aborted {
 			sendNs = max(0, l.stoppedAt-warmNs)
 		}
-		l.agg.fill(r, sendNs, sendNs)
+		l.agg.fill(r, sendNs)
 		w.apply(r)
 		if len(ls) > 1 {
 			r.GeneratorShared = len(ls)
@@ -153,9 +139,9 @@ type openLoad struct {
 	work   chan item
 	wg     sync.WaitGroup
 
-	warmNs, endNs, timeoutNs, sliceNs int64
-	spawned                           int   // pacer goroutine only
-	stoppedAt                         int64 // ns since t0 when the pacer stopped
+	warmNs, endNs, timeoutNs int64
+	spawned                  int   // pacer goroutine only
+	stoppedAt                int64 // ns since t0 when the pacer stopped
 }
 
 func newOpenLoad(ctx context.Context, idx int, t Target, o OpenLoopOptions, t0 time.Time) *openLoad {
@@ -171,7 +157,6 @@ func newOpenLoad(ctx context.Context, idx int, t Target, o OpenLoopOptions, t0 t
 		warmNs:    warm,
 		endNs:     warm + int64(o.Duration),
 		timeoutNs: timeoutNs(o.Timeout),
-		sliceNs:   int64(o.Slice),
 	}
 }
 
@@ -187,7 +172,7 @@ func (l *openLoad) run() {
 }
 
 // pace schedules requests. It never sleeps per request: it wakes about once
-// per Slice (or at the next scheduled time, if later) and dispatches every
+// per pacerSlice (or at the next scheduled time, if later) and dispatches every
 // request that has come due.
 func (l *openLoad) pace() {
 	rec := l.agg.newRecorder() // for requests that expire before a worker is free
@@ -224,7 +209,7 @@ func (l *openLoad) pace() {
 		if nextAt >= l.endNs {
 			return
 		}
-		timer.Reset(time.Duration(max(nextAt-now, l.sliceNs)))
+		timer.Reset(time.Duration(max(nextAt-now, int64(pacerSlice))))
 		select {
 		case <-timer.C:
 		case <-l.ctx.Done():

@@ -23,8 +23,10 @@ const (
 const (
 	DefaultMaxInFlight = 1024
 	DefaultTimeout     = time.Second
-	DefaultSlice       = time.Millisecond
 )
+
+// pacerSlice is the open-loop pacer's minimum sleep.
+const pacerSlice = time.Millisecond
 
 // OpenLoopOptions configure an open-loop run: requests are scheduled at a
 // fixed rate whatever the target does, and latency counts from each
@@ -38,7 +40,7 @@ const (
 // (scheduled time + Timeout) has passed is not sent: it is recorded as
 // ErrTimeout and counted in Result.Expired. Nothing is silently dropped.
 //
-// Timer granularity. The pacer wakes about every Slice (Go timers on Linux
+// Timer granularity. The pacer wakes about every 1 ms (Go timers on Linux
 // fire with ~1 ms granularity) and hands out every request that came due
 // while it slept. Such a request counts from the pacer's waking, not from
 // its scheduled time, so the generator's own sleep granularity is not
@@ -66,8 +68,6 @@ type OpenLoopOptions struct {
 	Tmax time.Duration
 	// Arrival is the arrival process. Zero means Uniform.
 	Arrival Arrival
-	// Slice is the pacer's minimum sleep. Zero means DefaultSlice (1 ms).
-	Slice time.Duration
 	// Seed seeds Worker.Rand streams and Poisson gaps. Zero is a valid seed.
 	Seed uint64
 	// Watch lists processes to measure during the run.
@@ -117,9 +117,25 @@ func (w Watch) empty() bool {
 	return len(w.Processes) == 0
 }
 
+// problems gathers every problem of an options value; err wraps them all
+// in ErrInvalid.
 type problems []string
 
 func (p *problems) addf(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// check adds the problem unless ok.
+func (p *problems) check(ok bool, format string, args ...any) {
+	if !ok {
+		p.addf(format, args...)
+	}
+}
+
+// merge adds the problems of another value's validation error (nil: none).
+func (p *problems) merge(err error) {
+	if err != nil {
+		*p = append(*p, strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+	}
+}
 
 func (p problems) err() error {
 	if len(p) == 0 {
@@ -130,9 +146,7 @@ func (p problems) err() error {
 
 func (w Watch) validate(p *problems, prefix string) {
 	for i, pr := range w.Processes {
-		if pr.PID <= 0 {
-			p.addf("%swatch.processes[%d].pid: must be > 0, got %d", prefix, i, pr.PID)
-		}
+		p.check(pr.PID > 0, "%swatch.processes[%d].pid: must be > 0, got %d", prefix, i, pr.PID)
 	}
 }
 
@@ -144,65 +158,41 @@ func (o OpenLoopOptions) Validate() error {
 }
 
 func (o OpenLoopOptions) validate(p *problems, prefix string) {
-	if !(o.Rate > 0) || o.Rate > 1e8 {
-		p.addf("%srate: must be > 0 and <= 1e8 req/s, got %v", prefix, o.Rate)
-	}
-	if o.Duration <= 0 {
-		p.addf("%sduration: must be > 0, got %v", prefix, o.Duration)
-	}
-	if o.Warmup < 0 {
-		p.addf("%swarmup: must be >= 0, got %v", prefix, o.Warmup)
-	}
-	if o.MaxInFlight < 0 {
-		p.addf("%smax_in_flight: must be >= 0, got %d", prefix, o.MaxInFlight)
-	}
-	if o.Tmax < 0 {
-		p.addf("%stmax: must be >= 0, got %v", prefix, o.Tmax)
-	}
-	if o.Slice < 0 {
-		p.addf("%sslice: must be >= 0, got %v", prefix, o.Slice)
-	}
-	switch o.Arrival {
-	case "", Uniform, Poisson:
-	default:
-		p.addf("%sarrival: must be %q or %q, got %q", prefix, Uniform, Poisson, o.Arrival)
-	}
+	p.check(o.Rate > 0 && o.Rate <= 1e8, "%srate: must be > 0 and <= 1e8 req/s, got %v", prefix, o.Rate)
+	p.check(o.Duration > 0, "%sduration: must be > 0, got %v", prefix, o.Duration)
+	p.check(o.Warmup >= 0, "%swarmup: must be >= 0, got %v", prefix, o.Warmup)
+	p.check(o.MaxInFlight >= 0, "%smax_in_flight: must be >= 0, got %d", prefix, o.MaxInFlight)
+	p.check(o.Tmax >= 0, "%stmax: must be >= 0, got %v", prefix, o.Tmax)
+	validateArrival(p, prefix, o.Arrival)
 	o.Watch.validate(p, prefix)
+}
+
+func validateArrival(p *problems, prefix string, a Arrival) {
+	p.check(a == "" || a == Uniform || a == Poisson, "%sarrival: must be %q or %q, got %q", prefix, Uniform, Poisson, a)
 }
 
 func (o OpenLoopOptions) withDefaults() OpenLoopOptions {
 	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
 	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
 	o.Arrival = cmp.Or(o.Arrival, Uniform)
-	o.Slice = cmp.Or(o.Slice, DefaultSlice)
 	return o
 }
 
 // Validate reports every problem of o, naming the field.
 func (o ClosedLoopOptions) Validate() error {
 	var p problems
-	if o.Concurrency <= 0 {
-		p.addf("concurrency: must be > 0, got %d", o.Concurrency)
-	}
-	if o.Duration < 0 {
-		p.addf("duration: must be >= 0, got %v", o.Duration)
-	}
-	if o.Requests < 0 {
-		p.addf("requests: must be >= 0, got %d", o.Requests)
-	}
-	if o.Duration == 0 && o.Requests == 0 {
-		p.addf("duration: must be > 0 when requests is 0")
-	}
-	if o.Warmup < 0 {
-		p.addf("warmup: must be >= 0, got %v", o.Warmup)
-	}
-	if o.Tmax < 0 {
-		p.addf("tmax: must be >= 0, got %v", o.Tmax)
-	}
+	p.check(o.Concurrency > 0, "concurrency: must be > 0, got %d", o.Concurrency)
+	p.check(o.Duration >= 0, "duration: must be >= 0, got %v", o.Duration)
+	p.check(o.Requests >= 0, "requests: must be >= 0, got %d", o.Requests)
+	p.check(o.Duration > 0 || o.Requests > 0, "duration: must be > 0 when requests is 0")
+	p.check(o.Warmup >= 0, "warmup: must be >= 0, got %v", o.Warmup)
+	p.check(o.Tmax >= 0, "tmax: must be >= 0, got %v", o.Tmax)
 	o.Watch.validate(&p, "")
 	return p.err()
 }
 
+// timeoutNs is a Timeout option in ns: DefaultTimeout for zero, none (0)
+// for a negative one.
 func timeoutNs(d time.Duration) int64 {
 	switch {
 	case d == 0:

@@ -104,16 +104,7 @@ func (a *aggregator) getBatch() *batch {
 
 // clampUs is ns nanoseconds in whole microseconds, clamped to
 // [0, histHighUs].
-func clampUs(ns int64) int64 {
-	us := ns / 1000
-	if us < 0 {
-		return 0
-	}
-	if us > histHighUs {
-		return histHighUs
-	}
-	return us
-}
+func clampUs(ns int64) int64 { return min(max(ns/1000, 0), histHighUs) }
 
 // add records one sample. Only the aggregator goroutine (or a test holding
 // the aggregator exclusively) calls it.
@@ -213,8 +204,9 @@ func statsOf(h *hdr.Histogram, n int64, sumUs float64, minUs, maxUs int64) Laten
 func capUs(v, maxUs int64) int64 { return min(v, maxUs) }
 
 // fill writes the aggregated numbers into r. sendNs is the length of the
-// sending phase in ns (for Second.Full), elapsedNs the measured wall time.
-func (a *aggregator) fill(r *Result, sendNs, elapsedNs int64) {
+// sending phase in ns (for Second.Full); the elapsed time runs to the last
+// answer after it.
+func (a *aggregator) fill(r *Result, sendNs int64) {
 	c := a.counts
 	r.Requests = a.n
 	r.Successes = c[OK]
@@ -229,8 +221,7 @@ func (a *aggregator) fill(r *Result, sendNs, elapsedNs int64) {
 	}
 	r.Errors.Total = r.Errors.Timeout + r.Errors.Conn + r.Errors.Status4xx + r.Errors.Status5xx + r.Errors.Other
 	r.Expired = a.expired
-	elapsedNs = max(elapsedNs, a.lastEnd)
-	r.ElapsedSec = float64(elapsedNs) / 1e9
+	r.ElapsedSec = float64(max(sendNs, a.lastEnd)) / 1e9
 	if r.ElapsedSec > 0 {
 		r.AchievedRate = float64(a.n) / r.ElapsedSec
 	}

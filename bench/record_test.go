@@ -20,7 +20,7 @@ func synthResult(name string, seed uint64, secs, rate int, medianUs, shiftUs flo
 		}
 	}
 	r := &Result{Target: name, Mode: ModeOpenLoop, OfferedRate: float64(rate), DurationSec: float64(secs)}
-	a.fill(r, int64(secs)*1e9, int64(secs)*1e9)
+	a.fill(r, int64(secs)*1e9)
 	return r
 }
 
@@ -43,7 +43,7 @@ func TestAggregatorCountsAndTimeline(t *testing.T) {
 	add(2900, 200, OK, false)         // completes at 3100: t=2 (drain); over tmax: deadline miss
 	add(2950, 1, Outcome(200), false) // unknown outcome: other, t=1
 	r := &Result{}
-	a.fill(r, 2000*ms, 2000*ms)
+	a.fill(r, 2000*ms)
 
 	if r.Requests != 11 || r.Successes != 1 || r.NoBids != 1 || r.DeadlineMisses != 3 || r.Expired != 1 {
 		t.Fatalf("counts: %+v", r)

@@ -1,12 +1,12 @@
 package bench
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 )
 
@@ -58,7 +58,7 @@ type Meta struct {
 // Results are referenced, not copied.
 func NewReport(m Meta, results ...*Result) *Report {
 	host, _ := os.Hostname()
-	r := &Report{
+	return &Report{
 		Schema:     Schema,
 		Title:      m.Title,
 		Created:    time.Now().UTC().Truncate(time.Millisecond),
@@ -73,7 +73,6 @@ func NewReport(m Meta, results ...*Result) *Report {
 		Notes:      m.Notes,
 		Results:    results,
 	}
-	return r
 }
 
 // WriteJSON writes r as indented JSON (schema rtbd-bench/v1, see the package
@@ -111,22 +110,16 @@ func ReadReport(rd io.Reader) (*Report, error) {
 		return nil, fmt.Errorf("%w: %q (want %q)", ErrSchema, *head.Schema, Schema)
 	}
 	var r Report
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&r); err != nil {
+	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, fmt.Errorf("%w: report: %v", ErrInvalid, err)
 	}
 	for i, res := range r.Results {
-		if res == nil {
-			return nil, fmt.Errorf("%w: results[%d]: null", ErrInvalid, i)
-		}
-		if res.Requests < 0 || res.Latency.Count < 0 {
-			return nil, fmt.Errorf("%w: results[%d]: negative counts", ErrInvalid, i)
+		if res == nil || res.Requests < 0 || res.Latency.Count < 0 {
+			return nil, fmt.Errorf("%w: results[%d]: null or negative counts", ErrInvalid, i)
 		}
 	}
-	for i, s := range r.Searches {
-		if s == nil {
-			return nil, fmt.Errorf("%w: searches[%d]: null", ErrInvalid, i)
-		}
+	if slices.Contains(r.Searches, nil) {
+		return nil, fmt.Errorf("%w: searches: null", ErrInvalid)
 	}
 	return &r, nil
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
@@ -16,8 +18,33 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
+// ErrChild is wrapped when a process the harness started fails to start,
+// to become ready, or dies.
+var ErrChild = childproc.ErrChild
+
 // readyTimeout bounds how long a started server may take to become ready.
 const readyTimeout = 60 * time.Second
+
+// DefaultRedisServer is the redis-server binary the scenarios start.
+const DefaultRedisServer = "/usr/bin/redis-server"
+
+// child is a process the harness started (a catalog node, a bidder,
+// redis-server, an ingest): internal/childproc's, which dies with the
+// harness and keeps its output in a log file and a bounded tail.
+type child struct{ *childproc.Proc }
+
+// startChild starts exe with args, its output appended to logPath (none
+// when ""), with the harness's environment plus env.
+func startChild(name, exe string, args []string, logPath string, env ...string) (*child, error) {
+	p, err := childproc.Start(childproc.Spec{Name: name, Path: exe, Args: args, Env: env, Log: logPath})
+	if err != nil {
+		return nil, err
+	}
+	return &child{p}, nil
+}
+
+// stop sends SIGTERM, waits up to grace, then SIGKILL.
+func (c *child) stop(grace time.Duration) { _ = c.Stop(grace) }
 
 // server is a child process serving on loopback ports the harness chose.
 type server struct {
@@ -33,16 +60,17 @@ type server struct {
 }
 
 // Addr is 127.0.0.1:port.
-func (s *server) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port)) }
+func (s *server) Addr() string { return loopback(s.port) }
+
+func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
 // start starts the server on free ports (fresh ones unless keepPorts and
 // ports were chosen before: a restart reuses them), retrying when a port
 // was taken between choosing and listening.
 func (s *server) start(ctx context.Context, keepPorts bool) error {
-	var last error
+	var err error
 	for attempt := 0; attempt < 3; attempt++ {
 		if !keepPorts || s.port == 0 {
-			var err error
 			if s.port, err = freePort(); err != nil {
 				return err
 			}
@@ -50,22 +78,48 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		c, err := startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...)
-		if err != nil {
+		if s.child, err = startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...); err != nil {
 			return err
 		}
-		s.child = c
-		err = c.WaitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
+		err = s.WaitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
 		if err == nil {
 			return nil
 		}
-		last = err
-		c.Kill()
-		if !c.addrInUse() || keepPorts {
+		s.Kill()
+		// The port was taken between freePort and the child's listen.
+		if keepPorts || !strings.Contains(strings.ToLower(s.Tail()), "address already in use") {
 			return err
 		}
 	}
-	return last
+	return err
+}
+
+// launch starts the server on fresh ports, says so in logf, and adds its
+// stop to cleanups.
+func (s *server) launch(ctx context.Context, cleanups *cleanupStack, logf func(string, ...any)) error {
+	if err := s.start(ctx, false); err != nil {
+		return err
+	}
+	logf("started %s (pid %d, %s)", s.name, s.PID(), s.Addr())
+	cleanups.add(func() { s.stop(15 * time.Second) })
+	return nil
+}
+
+// watch is the server's process, to be measured during a run.
+func (s *server) watch() Watch {
+	return Watch{Processes: []WatchProcess{{Name: s.name, PID: s.PID()}}}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+// A child told to listen on it may still lose a race for it: start retries
+// on "address already in use".
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("bench: free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
 // logPath names a child's log file in dir ("" when dir is "").
@@ -76,21 +130,24 @@ func logPath(dir, name string) string {
 	return filepath.Join(dir, name+".log")
 }
 
+// rtbdServer describes an rtbd process with the flags every mode shares:
+// its admin listener, warn-level JSON logs, and uid= trusted on /event
+// (the pixel events name the demo users in uid=, unsigned).
+func rtbdServer(name, exe, logDir string, ready func(context.Context, *server) error, args func(port, admin int) []string) *server {
+	return &server{
+		name: name, exe: exe, log: logPath(logDir, name), ready: ready,
+		args: func(port, admin int) []string {
+			return append([]string{"-admin-listen", loopback(admin), "-set", "log.level=warn", "-set", "log.format=json",
+				"-set", "user.trust_query_uid=true"}, args(port, admin)...)
+		},
+	}
+}
+
 // newCatalogNode describes `rtbd -mode=catalog` serving dataDir.
 func newCatalogNode(name, exe, dataDir, logDir string, extra []string) *server {
-	return &server{
-		name: name, exe: exe, log: logPath(logDir, name),
-		args: func(port, admin int) []string {
-			a := []string{"-mode=catalog", "-data", dataDir,
-				"-grpc-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				"-admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(admin)),
-				"-set", "log.level=warn", "-set", "log.format=json",
-				// The pixel events name the demo users in uid=, unsigned.
-				"-set", "user.trust_query_uid=true"}
-			return append(a, extra...)
-		},
-		ready: grpcHealthy,
-	}
+	return rtbdServer(name, exe, logDir, grpcHealthy, func(port, _ int) []string {
+		return append([]string{"-mode=catalog", "-data", dataDir, "-grpc-listen", loopback(port)}, extra...)
+	})
 }
 
 // grpcHealthy asks the server's gRPC health service for SERVING.
@@ -111,39 +168,25 @@ func grpcHealthy(ctx context.Context, s *server) error {
 }
 
 // newBidder describes `rtbd -config CFG` (bidder mode) with the given
-// extra flags (e.g. -catalog static:///...). It trusts the uid= of /event,
-// so that the scenario's pixel events write the demo users' profiles.
+// extra flags (e.g. -catalog static:///...).
 func newBidder(name, exe, config, logDir string, extra []string) *server {
-	return &server{
-		name: name, exe: exe, log: logPath(logDir, name),
-		args: func(port, admin int) []string {
-			a := []string{"-config", config,
-				"-http-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				"-admin-listen", net.JoinHostPort("127.0.0.1", strconv.Itoa(admin)),
-				"-set", "bidder.public_url=http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				// The workload's imps are secure, as Prebid Server's are: an
-				// https base for their URLs (win notices replay only the
-				// path and query, so nothing dials it).
-				"-set", "bidder.secure_public_url=https://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-				"-set", "log.level=warn", "-set", "log.format=json",
-				// The pixel events name the demo users in uid=, unsigned.
-				"-set", "user.trust_query_uid=true",
-				// The harness is one source speaking for every demo user:
-				// no per-source limit on its pixel events.
-				"-set", "bidder.rate_limits.event.rate=0"}
-			return append(a, extra...)
-		},
-		ready: httpReady,
-	}
+	return rtbdServer(name, exe, logDir, httpReady, func(port, _ int) []string {
+		return append([]string{"-config", config, "-http-listen", loopback(port),
+			"-set", "bidder.public_url=http://" + loopback(port),
+			// The workload's imps are secure, as Prebid Server's are: an
+			// https base for their URLs (win notices replay only the
+			// path and query, so nothing dials it).
+			"-set", "bidder.secure_public_url=https://" + loopback(port),
+			// The harness is one source speaking for every demo user:
+			// no per-source limit on its pixel events.
+			"-set", "bidder.rate_limits.event.rate=0"}, extra...)
+	})
 }
 
 // httpReady asks the admin listener's /readyz for 200.
 func httpReady(ctx context.Context, s *server) error {
-	return childproc.HTTPReady("http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.admin)) + "/readyz")(ctx)
+	return childproc.HTTPReady("http://" + loopback(s.admin) + "/readyz")(ctx)
 }
-
-// DefaultRedisServer is the redis-server binary the store scenario starts.
-const DefaultRedisServer = "/usr/bin/redis-server"
 
 // newRedisServer describes redis-server on loopback with persistence off.
 func newRedisServer(exe, dir, logDir string) *server {
@@ -182,4 +225,37 @@ func executable(exe string) (string, error) {
 		return exe, nil
 	}
 	return childproc.Self()
+}
+
+// makeWorkDir returns dir, created if needed, or a new temporary directory
+// when dir is empty; cleanup removes only a temporary one.
+func makeWorkDir(dir string) (string, func(), error) {
+	if dir != "" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return "", nil, fmt.Errorf("bench: %w", err)
+		}
+		return dir, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "rtbd-bench-")
+	if err != nil {
+		return "", nil, fmt.Errorf("bench: %w", err)
+	}
+	return dir, func() { os.RemoveAll(dir) }, nil
+}
+
+// cleanupStack holds the undo steps of a run in the order they were
+// added; run calls them last first.
+type cleanupStack []func()
+
+func (c *cleanupStack) add(f func()) { *c = append(*c, f) }
+
+func (c *cleanupStack) run() {
+	for i := len(*c) - 1; i >= 0; i-- {
+		(*c)[i]()
+	}
+}
+
+// logTo returns a printf to w that starts each line with prefix.
+func logTo(w io.Writer, prefix string) func(format string, args ...any) {
+	return func(format string, args ...any) { fmt.Fprintf(w, prefix+format+"\n", args...) }
 }

@@ -371,9 +371,6 @@ func rssChart(s *SoakSummary) string {
 	for _, f := range s.Faults {
 		marks = append(marks, mark{x: f.StartSec, label: f.Label})
 	}
-	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
-	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
 	return lineChart("RSS of every process (MiB, once a second; a restart starts a new process)",
-		axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
-		axis{label: "RSS MiB", min: y0, max: y1, ticks: yt}, ss, marks...)
+		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, marks...)
 }

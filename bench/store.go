@@ -6,14 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/rtbd/rtbd/catalog"
@@ -45,13 +45,12 @@ type StoreOptions struct {
 	// Requests is the number of distinct requests per weight (cycled).
 	// Default 20,000.
 	Requests int
-	// Seed of the request stream. Default 1.
-	Seed uint64
-	// Targets to measure, in order: StoreLocal, StoreGRPC, StoreRedis,
-	// StoreAerospike. Default: local, grpc, redis, and aerospike when
+	// Targets to measure, in order: StoreLocal, StoreGRPC, StoreGRPCNear,
+	// StoreRedis, StoreAerospike. Default: all of them, aerospike only when
 	// AerospikeHosts is set.
 	Targets []string
-	// Load is how each target is loaded; every target gets the same.
+	// Load is how each target is loaded; every target gets the same. Its
+	// Seed seeds the request stream.
 	Load LoadModel
 	// DataDir is the index directory: used if it holds a published index
 	// (which must be that of Products and Groups), else built there and
@@ -78,8 +77,6 @@ type StoreOptions struct {
 	RedisAddr string
 	// RedisServer is the redis-server binary. Default DefaultRedisServer.
 	RedisServer string
-	// RedisPool is go-redis's pool size. Default 64.
-	RedisPool int
 	// AerospikeHosts (host:port[,host:port]) enables the aerospike target;
 	// the products are written to AerospikeNamespace (default "test"), set
 	// "products".
@@ -99,20 +96,16 @@ type StoreOptions struct {
 	TestOnlyCatalogDelay time.Duration
 }
 
+// storeDefaults are StoreOptions' defaults, which the flags share.
+var storeDefaults = StoreOptions{Products: 100_000, Groups: 10, Requests: 20_000, AerospikeNamespace: "test", Verify: 200}
+
 func (o StoreOptions) withDefaults() StoreOptions {
-	o.Products = cmp.Or(o.Products, 100_000)
-	o.Groups = cmp.Or(o.Groups, 10)
+	o.Products = cmp.Or(o.Products, storeDefaults.Products)
+	o.Groups = cmp.Or(o.Groups, storeDefaults.Groups)
 	if len(o.Weights) == 0 {
 		o.Weights = TalkWeights
 	}
-	o.Requests = cmp.Or(o.Requests, 20_000)
-	o.Seed = cmp.Or(o.Seed, 1)
-	if o.NearCacheBytes == 0 {
-		o.NearCacheBytes = 64 << 20
-		if c, err := configs.Default(); err == nil && c.Catalog.NearCacheBytes > 0 {
-			o.NearCacheBytes = c.Catalog.NearCacheBytes // the bidder's default
-		}
-	}
+	o.Requests = cmp.Or(o.Requests, storeDefaults.Requests)
 	if len(o.Targets) == 0 {
 		o.Targets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis}
 		if o.AerospikeHosts != "" {
@@ -120,9 +113,8 @@ func (o StoreOptions) withDefaults() StoreOptions {
 		}
 	}
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
-	o.RedisPool = cmp.Or(o.RedisPool, 64)
-	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, "test")
-	o.Verify = cmp.Or(o.Verify, 200)
+	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, storeDefaults.AerospikeNamespace)
+	o.Verify = cmp.Or(o.Verify, storeDefaults.Verify)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
@@ -132,9 +124,8 @@ func (o StoreOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
 	for _, w := range o.Weights {
-		wl := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w}
-		if err := wl.Validate(); err != nil {
-			p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
+		if err := (CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w}).Validate(); err != nil {
+			p.merge(err)
 			break
 		}
 	}
@@ -157,18 +148,10 @@ func (o StoreOptions) Validate() error {
 		}
 		seen[t] = true
 	}
-	if o.ConnsPerNode < 0 || o.RedisPool < 0 {
-		p.addf("conns-per-node, redis-pool: must be >= 0")
+	if o.ConnsPerNode < 0 || o.NearCacheBytes < 0 || o.TestOnlyCatalogDelay < 0 {
+		p.addf("conns-per-node, near-cache, test-only catalog delay: must be >= 0")
 	}
-	if o.NearCacheBytes < 0 {
-		p.addf("near-cache: must be >= 0, got %d", o.NearCacheBytes)
-	}
-	if o.TestOnlyCatalogDelay < 0 {
-		p.addf("test-only catalog delay: must be >= 0")
-	}
-	if err := o.Load.Validate(); err != nil {
-		p.addf("%v", strings.TrimPrefix(err.Error(), ErrInvalid.Error()+": "))
-	}
+	p.merge(o.Load.Validate())
 	return p.err()
 }
 
@@ -189,8 +172,9 @@ type storeRun struct {
 // all answer the first Verify requests identically. It starts what it
 // needs (a catalog node from Exe, redis-server) on loopback and stops it
 // before returning. The report has one Result per (weight, target), named
-// "TARGET/WEIGHT", and a Table with ratios to the local row of each weight.
-func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
+// "TARGET/WEIGHT", and a Table with ratios to the first target's row of
+// each weight.
+func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
@@ -204,31 +188,25 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 	}
 	cleanups.add(cleanWork)
 
-	dataDir := o.DataDir
-	if dataDir == "" {
-		dataDir = filepath.Join(workDir, "catalog")
-	}
-	if _, err := catalog.ReadPointer(dataDir, catalog.CurrentFile); err != nil {
+	dataDir := cmp.Or(o.DataDir, filepath.Join(workDir, "catalog"))
+	if _, err := catalog.ReadPointer(dataDir, catalog.CurrentFile); err == nil {
+		logf("using the index in %s (assumed: %d products in %d groups)", dataDir, o.Products, o.Groups)
+	} else {
 		logf("building the index of %d products in %d groups in %s", o.Products, o.Groups, dataDir)
 		t0 := time.Now()
 		if err := BuildSyntheticIndex(dataDir, o.Products, o.Groups); err != nil {
 			return nil, err
 		}
 		logf("index built in %v", time.Since(t0).Round(time.Millisecond))
-	} else {
-		logf("using the index in %s (assumed: %d products in %d groups)", dataDir, o.Products, o.Groups)
 	}
-
 	cfg, err := configs.Load("")
 	if err != nil {
 		return nil, fmt.Errorf("bench: config: %w", err)
 	}
+	o.NearCacheBytes = cmp.Or(o.NearCacheBytes, cfg.Catalog.NearCacheBytes) // the bidder's default
 	var runs []*storeRun
 	for _, t := range o.Targets {
-		r, cleanup, err := openStore(ctx, t, o, dataDir, workDir, cfg, logf)
-		if cleanup != nil {
-			cleanups.add(cleanup)
-		}
+		r, err := openStore(ctx, t, o, dataDir, workDir, cfg, &cleanups, logf)
 		if err != nil {
 			return nil, err
 		}
@@ -238,7 +216,7 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 	reqs := map[int][]*catalogpb.ProductMastersRequest{}
 	for _, w := range o.Weights {
 		wl := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w, Uniform: o.Uniform}
-		if reqs[w], err = wl.Requests(o.Requests, o.Seed); err != nil {
+		if reqs[w], err = wl.Requests(o.Requests, o.Load.Seed); err != nil {
 			return nil, err
 		}
 		if o.Verify > 0 && len(runs) > 1 {
@@ -248,71 +226,35 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 		}
 	}
 	if o.Verify > 0 && len(runs) > 1 {
-		logf("verified: %s answer the first %d requests of each weight identically", targetNames(runs), o.Verify)
+		logf("verified: %s answer the first %d requests of each weight identically", strings.Join(o.Targets, ", "), o.Verify)
 	}
 
-	meta := Meta{Title: "store level: " + targetNames(runs), Config: o.Load.describe()}
-	meta.Config["scenario"] = "store"
-	meta.Config["products"] = strconv.Itoa(o.Products)
-	meta.Config["groups"] = strconv.Itoa(o.Groups)
-	meta.Config["weights"] = joinInts(o.Weights)
-	meta.Config["popularity"] = map[bool]string{false: "zipf s=1.1", true: "uniform"}[o.Uniform]
-	meta.Config["distinct_requests"] = strconv.Itoa(o.Requests)
+	meta := Meta{Title: "store level: " + strings.Join(o.Targets, ", "), Config: o.Load.describe()}
+	maps.Copy(meta.Config, map[string]string{"scenario": "store", "products": strconv.Itoa(o.Products), "groups": strconv.Itoa(o.Groups),
+		"weights": joinInts(o.Weights), "popularity": map[bool]string{false: "zipf s=1.1", true: "uniform"}[o.Uniform],
+		"distinct_requests": strconv.Itoa(o.Requests)})
 	if o.TestOnlyCatalogDelay > 0 {
 		meta.Config["test_only_catalog_delay"] = o.TestOnlyCatalogDelay.String()
 		meta.Notes = append(meta.Notes, "TEST ONLY: every lookup sleeps "+o.TestOnlyCatalogDelay.String()+" first (an artificial regression)")
 	}
 	for _, r := range runs {
-		if r.note != "" {
-			meta.Notes = append(meta.Notes, r.name+": "+r.note)
-		}
+		meta.Notes = append(meta.Notes, r.name+": "+r.note)
 	}
-	rep = NewReport(meta)
+	rep := NewReport(meta)
 	var entries []TableEntry
 	for _, w := range o.Weights {
-		base := ""
-		for _, r := range runs {
+		for i, r := range runs {
 			name := fmt.Sprintf("%s/%d", r.name, w)
-			if base == "" {
-				base = name
-			}
-			t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs[w]}, delay: o.TestOnlyCatalogDelay}
-			logf("run %s: %s", name, o.Load.describe()["load"])
-			var near0 NearStats
-			if r.near != nil {
-				// A bidder's near cache runs warm: one pass over the
-				// distinct requests first, so the run measures the steady
-				// state (the misses left are evictions, not first reads).
-				took, err := warmStore(ctx, r.store, reqs[w])
-				if err != nil {
-					return nil, fmt.Errorf("bench: %s: warming the near cache: %w", name, err)
-				}
-				logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs[w]), took.Round(time.Millisecond))
-				near0 = gatherNearStats(r.near)
-			}
-			res, search, err := o.Load.run(ctx, t, r.watch)
-			if r.near != nil && res != nil {
-				ns := gatherNearStats(r.near).Sub(near0)
-				res.Notes = append(res.Notes, fmt.Sprintf("near cache (%d bytes) over the run and its warmup, after one warming pass over the distinct requests: %s", o.NearCacheBytes, ns))
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: near cache %s", name, ns))
-			}
-			if search != nil {
-				rep.Searches = append(rep.Searches, search)
-			}
+			res, err := measureStore(ctx, o, r, name, reqs[w], rep, logf)
 			if err != nil && (res == nil || !errors.Is(err, ErrAborted)) {
 				return nil, fmt.Errorf("bench: %s: %w", name, err)
 			}
-			if res == nil {
-				continue
-			}
 			rep.Results = append(rep.Results, res)
 			e := TableEntry{Result: res, Group: fmt.Sprintf("%d products", w), InProcess: r.inProcess}
-			if name != base {
-				e.Baseline = base
+			if i > 0 {
+				e.Baseline = fmt.Sprintf("%s/%d", runs[0].name, w)
 			}
 			entries = append(entries, e)
-			logf("  %s: avg %s ms, p50 %s ms, p99 %s ms, %s req/s, errors %d", name, fmtMs(res.Latency.AvgUs/1000),
-				fmtMs(usToMs(res.Latency.P50Us)), fmtMs(usToMs(res.Latency.P99Us)), fmtRate(res.AchievedRate), res.Errors.Total)
 			if err != nil {
 				rep.Tables = append(rep.Tables, BuildTable("Store level (aborted)", entries))
 				return rep, err
@@ -324,135 +266,133 @@ func RunStore(ctx context.Context, o StoreOptions) (rep *Report, err error) {
 	return rep, nil
 }
 
-func targetNames(runs []*storeRun) string {
-	var s []string
-	for _, r := range runs {
-		s = append(s, r.name)
+// measureStore loads one store target with reqs. A near cache (grpc-near)
+// runs warm, as a bidder's does: one pass over the distinct requests
+// first, so the run measures the steady state (the misses left are
+// evictions, not first reads); its hit ratio goes into the notes.
+func measureStore(ctx context.Context, o StoreOptions, r *storeRun, name string, reqs []*catalogpb.ProductMastersRequest, rep *Report, logf func(string, ...any)) (*Result, error) {
+	logf("run %s: %s", name, o.Load.describe()["load"])
+	var near0 NearStats
+	if r.near != nil {
+		took, err := warmStore(ctx, r.store, reqs)
+		if err != nil {
+			return nil, fmt.Errorf("warming the near cache: %w", err)
+		}
+		logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs), took.Round(time.Millisecond))
+		near0 = gatherNearStats(r.near)
 	}
-	return strings.Join(s, ", ")
+	t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs}, delay: o.TestOnlyCatalogDelay}
+	res, search, err := o.Load.run(ctx, t, r.watch)
+	if search != nil {
+		rep.Searches = append(rep.Searches, search)
+	}
+	if res == nil {
+		return nil, err
+	}
+	if r.near != nil {
+		ns := gatherNearStats(r.near).Sub(near0)
+		res.Notes = append(res.Notes, fmt.Sprintf("near cache (%d bytes) over the run and its warmup, after one warming pass over the distinct requests: %s", o.NearCacheBytes, ns))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: near cache %s", name, ns))
+	}
+	logf("  %s: %s, errors %d", name, summary(res), res.Errors.Total)
+	return res, err
 }
 
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ",")
-}
-
-// openStore opens (starting what it needs) one store target. cleanup, when
-// not nil, must be called even if err is not nil.
-func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config, logf func(string, ...any)) (*storeRun, func(), error) {
+// openStore opens one store target, starting what it needs; cleanups
+// undoes it (also when it fails).
+func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config,
+	cleanups *cleanupStack, logf func(string, ...any)) (*storeRun, error) {
+	r := &storeRun{name: name}
 	switch name {
 	case StoreLocal:
 		lo := catalog.LocalOptionsFromConfig(cfg.Catalog, nil, nil)
 		lo.WatchInterval = -1
 		l, err := catalog.OpenLocal(dataDir, lo)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return &storeRun{name: name, store: l, inProcess: true,
-				note: "catalog.Local inside the harness process (same settings as the node's: hot cache, block cache); its CPU is in the harness column"},
-			func() { l.Close() }, nil
+		cleanups.add(func() { l.Close() })
+		r.store, r.inProcess = l, true
+		r.note = "catalog.Local inside the harness process (same settings as the node's: hot cache, block cache); its CPU is in the harness column"
 
 	case StoreGRPC, StoreGRPCNear:
-		var cleanups cleanupStack
-		cleanup := cleanups.run
 		target := o.GRPCTarget
-		r := &storeRun{name: name}
+		r.note = "running catalog nodes at " + target + " through catalog/remote"
 		if target == "" {
 			exe, err := executable(o.Exe)
 			if err != nil {
-				return nil, nil, err
+				return nil, err
 			}
-			nodeName := "catalog-node"
-			if name == StoreGRPCNear {
-				nodeName = "catalog-node-near"
+			n := newCatalogNode("catalog-node"+strings.TrimPrefix(name, "grpc"), exe, dataDir, workDir, o.NodeArgs)
+			if err := n.launch(ctx, cleanups, logf); err != nil {
+				return nil, err
 			}
-			n := newCatalogNode(nodeName, exe, dataDir, workDir, o.NodeArgs)
-			if err := n.start(ctx, false); err != nil {
-				return nil, nil, err
-			}
-			logf("started a catalog node: %s -mode=catalog (pid %d, gRPC %s)", exe, n.PID(), n.Addr())
-			cleanups.add(func() { n.stop(15 * time.Second) })
 			target = "static:///" + n.Addr()
-			r.watch = Watch{Processes: []WatchProcess{{Name: nodeName, PID: n.PID()}}}
+			r.watch = n.watch()
 			r.note = fmt.Sprintf("a catalog node (pid %d, %s) reached through catalog/remote (round robin, health-checked)", n.PID(), n.Addr())
-		} else {
-			r.note = "running catalog nodes at " + target + " through catalog/remote"
 		}
 		ro := remote.Options{Target: target, ConnsPerNode: o.ConnsPerNode, CallTimeout: time.Second}
 		if name == StoreGRPCNear {
 			reg := prometheus.NewRegistry()
-			ro.Registerer, r.near = reg, reg
-			ro.NearCacheBytes = o.NearCacheBytes
+			ro.Registerer, r.near, ro.NearCacheBytes = reg, reg, o.NearCacheBytes
 			r.note += fmt.Sprintf("; the client's near cache on (%d bytes)", o.NearCacheBytes)
 		}
 		c, err := remote.New(ro)
 		if err != nil {
-			return nil, cleanup, err
+			return nil, err
 		}
 		cleanups.add(func() { c.Close() })
 		if err := waitStore(ctx, c, 30*time.Second); err != nil {
-			return nil, cleanup, fmt.Errorf("bench: catalog at %s: %w", target, err)
+			return nil, fmt.Errorf("bench: catalog at %s: %w", target, err)
 		}
 		r.store = c
-		return r, cleanup, nil
 
 	case StoreRedis:
-		var cleanups cleanupStack
-		cleanup := cleanups.run
 		addr := o.RedisAddr
-		r := &storeRun{name: name}
+		r.note = "Redis at " + addr + "; one MGET per request"
 		if addr == "" {
 			if _, err := os.Stat(o.RedisServer); err != nil {
-				return nil, nil, fmt.Errorf("bench: redis target: %s not found (install redis-server, give -redis ADDR, or leave redis out of -targets): %w", o.RedisServer, err)
+				return nil, fmt.Errorf("bench: redis target: %s not found (install redis-server, give -redis ADDR, or leave redis out of -targets): %w", o.RedisServer, err)
 			}
 			rdir := filepath.Join(workDir, "redis")
 			if err := os.MkdirAll(rdir, 0o755); err != nil {
-				return nil, nil, fmt.Errorf("bench: %w", err)
+				return nil, fmt.Errorf("bench: %w", err)
 			}
 			s := newRedisServer(o.RedisServer, rdir, workDir)
-			if err := s.start(ctx, false); err != nil {
-				return nil, nil, err
+			if err := s.launch(ctx, cleanups, logf); err != nil {
+				return nil, err
 			}
-			logf("started %s (pid %d, %s)", o.RedisServer, s.PID(), s.Addr())
-			cleanups.add(func() { s.stop(10 * time.Second) })
 			addr = s.Addr()
-			r.watch = Watch{Processes: []WatchProcess{{Name: "redis-server", PID: s.PID()}}}
+			r.watch = s.watch()
 			r.note = fmt.Sprintf("redis-server (pid %d, %s, persistence off); one MGET of all the request's ids, decoded and filtered by the catalog's rules in the harness", s.PID(), addr)
-		} else {
-			r.note = "Redis at " + addr + "; one MGET per request"
 		}
-		rs := newRedisStore(addr, o.RedisPool)
+		rs := newRedisStore(addr, 64)
 		cleanups.add(func() { rs.Close() })
 		if err := rs.ping(ctx); err != nil {
-			return nil, cleanup, fmt.Errorf("bench: redis at %s: %w", addr, err)
+			return nil, fmt.Errorf("bench: redis at %s: %w", addr, err)
 		}
-		t0 := time.Now()
-		n, err := rs.load(ctx, func(yield func(*catalogpb.Product) error) error { return EachIndexedProduct(dataDir, yield) })
-		if err != nil {
-			return nil, cleanup, err
-		}
-		logf("loaded %d products into redis in %v (pipelined SETs)", n, time.Since(t0).Round(time.Millisecond))
 		r.store = rs
-		return r, cleanup, nil
 
 	case StoreAerospike:
 		s, err := newAerospikeStore(o.AerospikeHosts, o.AerospikeNamespace)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		r := &storeRun{name: name, store: s, note: "Aerospike at " + o.AerospikeHosts + ", namespace " + o.AerospikeNamespace + "; one BatchGet per request"}
-		t0 := time.Now()
-		n, err := s.load(ctx, func(yield func(*catalogpb.Product) error) error { return EachIndexedProduct(dataDir, yield) })
-		if err != nil {
-			return nil, func() { s.Close() }, err
-		}
-		logf("loaded %d products into aerospike in %v", n, time.Since(t0).Round(time.Millisecond))
-		return r, func() { s.Close() }, nil
+		cleanups.add(func() { s.Close() })
+		r.store = s
+		r.note = "Aerospike at " + o.AerospikeHosts + ", namespace " + o.AerospikeNamespace + "; one BatchGet per request"
 	}
-	return nil, nil, fmt.Errorf("%w: unknown target %q", ErrInvalid, name)
+	if kv, ok := r.store.(interface {
+		load(context.Context, iter.Seq[*catalogpb.Product]) (int, error)
+	}); ok {
+		t0 := time.Now()
+		n, err := kv.load(ctx, syntheticProducts(o.Products, o.Groups))
+		if err != nil {
+			return nil, err
+		}
+		logf("loaded %d products into %s in %v", n, name, time.Since(t0).Round(time.Millisecond))
+	}
+	return r, nil
 }
 
 // waitStore calls s until a lookup succeeds (a remote client connects in
@@ -474,6 +414,22 @@ func waitStore(ctx context.Context, s productStore, timeout time.Duration) error
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// warmStore asks st for every request once, one after another: the
+// steady state of a cache in front of a store (the near cache of a bidder
+// that has run for a while). It returns the time it took.
+func warmStore(ctx context.Context, st productStore, reqs []*catalogpb.ProductMastersRequest) (time.Duration, error) {
+	start := time.Now()
+	for _, req := range reqs {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := st.GetProductMasters(cctx, req)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
 }
 
 // verifyStores checks that every store answers reqs like the first one.
@@ -513,10 +469,24 @@ func answerKey(resp *catalogpb.ProductMastersResponse) string {
 	return b.String()
 }
 
-// BuildSyntheticIndex builds and publishes, in dir, the index of `rtbd gen
-// -products n -groups groups -seed 1` (feedgen: product i has id i+1 and
-// group 1 + i%groups) through catalog's bulk path (the path
-// catalogtest.BuildSynthetic takes with its own products in tests).
+// syntheticProducts are the products of `rtbd gen -products n -groups
+// groups -seed 1` (feedgen: product i has id i+1 and group 1 + i%groups),
+// those of BuildSyntheticIndex.
+func syntheticProducts(n, groups int) iter.Seq[*catalogpb.Product] {
+	return func(yield func(*catalogpb.Product) bool) {
+		opts := feedgen.Options{Products: n, Groups: groups, Seed: 1}
+		for i := range n {
+			p := feedgen.Product(i, opts)
+			if !yield(&p) {
+				return
+			}
+		}
+	}
+}
+
+// BuildSyntheticIndex builds and publishes, in dir, the index of
+// syntheticProducts(n, groups) through catalog's Builder, which compacts
+// the version into its read-optimal shape.
 func BuildSyntheticIndex(dir string, n, groups int) (err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -535,143 +505,14 @@ func BuildSyntheticIndex(dir string, n, groups int) (err error) {
 			b.Abort()
 		}
 	}()
-	opts := feedgen.Options{Products: n, Groups: groups, Seed: 1}
-	var paths []string
-	var sst *catalog.SST
-	for g := 1; g <= groups; g++ {
-		for i := g - 1; i < n; i += groups {
-			if sst == nil {
-				if sst, err = b.NewSST(); err != nil {
-					return err
-				}
-			}
-			p := feedgen.Product(i, opts)
-			if err = sst.Add(&p); err != nil {
-				return err
-			}
-			if sst.Len() == 1_000_000 {
-				path, err := sst.Finish()
-				if err != nil {
-					return err
-				}
-				paths, sst = append(paths, path), nil
-			}
-		}
-	}
-	if sst != nil {
-		path, err := sst.Finish()
-		if err != nil {
+	for p := range syntheticProducts(n, groups) {
+		if err = b.Put(p); err != nil {
 			return err
 		}
-		paths = append(paths, path)
-	}
-	if err = b.IngestSSTs(paths); err != nil {
-		return err
 	}
 	name, err := b.Finish()
 	if err != nil {
 		return err
 	}
 	return catalog.Publish(dir, name)
-}
-
-// EachIndexedProduct calls yield with every product of the live version of
-// the index in dir, in key order (group, then id), stopping at yield's
-// first error. It opens the version read-only beside any process serving it
-// (published versions are immutable).
-func EachIndexedProduct(dir string, yield func(*catalogpb.Product) error) error {
-	name, err := catalog.ReadPointer(dir, catalog.CurrentFile)
-	if err != nil {
-		return fmt.Errorf("bench: index %s: %w", dir, err)
-	}
-	path := catalog.VersionPath(dir, name)
-	db, err := pebble.Open(path, &pebble.Options{ReadOnly: true, ErrorIfNotExists: true, FS: noLockFS{vfs.Default}, Logger: quietPebbleLogger{}})
-	if err != nil {
-		return fmt.Errorf("bench: opening %s: %w", path, err)
-	}
-	defer db.Close()
-	it, err := db.NewIter(nil)
-	if err != nil {
-		return fmt.Errorf("bench: %s: %w", path, err)
-	}
-	defer it.Close()
-	for it.First(); it.Valid(); it.Next() {
-		g, id, ok := catalog.ParseKey(it.Key())
-		if !ok {
-			continue // not a product key
-		}
-		p := new(catalogpb.Product)
-		if err := catalog.DecodeValue(g, id, it.Value(), p); err != nil {
-			return err
-		}
-		if err := yield(p); err != nil {
-			return err
-		}
-	}
-	if err := it.Error(); err != nil {
-		return fmt.Errorf("bench: reading %s: %w", path, err)
-	}
-	return nil
-}
-
-// noLockFS skips Pebble's directory lock, which it takes even read-only: a
-// published version is immutable and may be read by several processes (as
-// package catalog does).
-type noLockFS struct{ vfs.FS }
-
-func (noLockFS) Lock(string) (io.Closer, error) { return io.NopCloser(nil), nil }
-
-// quietPebbleLogger drops Pebble's informational lines (WAL replay on
-// open) from the bench's output; errors still panic or are returned.
-type quietPebbleLogger struct{}
-
-func (quietPebbleLogger) Infof(string, ...any)  {}
-func (quietPebbleLogger) Errorf(string, ...any) {}
-func (quietPebbleLogger) Fatalf(format string, args ...any) {
-	panic(fmt.Sprintf("pebble: "+format, args...))
-}
-
-// splitList splits a comma-separated list, trimming spaces and dropping
-// empty items.
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// makeWorkDir returns dir, created if needed, or a new temporary directory
-// when dir is empty; cleanup removes only a temporary one.
-func makeWorkDir(dir string) (string, func(), error) {
-	if dir != "" {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", nil, fmt.Errorf("bench: %w", err)
-		}
-		return dir, func() {}, nil
-	}
-	dir, err := os.MkdirTemp("", "rtbd-bench-")
-	if err != nil {
-		return "", nil, fmt.Errorf("bench: %w", err)
-	}
-	return dir, func() { os.RemoveAll(dir) }, nil
-}
-
-// cleanupStack holds the undo steps of a run in the order they were
-// added; run calls them last first.
-type cleanupStack []func()
-
-func (c *cleanupStack) add(f func()) { *c = append(*c, f) }
-
-func (c *cleanupStack) run() {
-	for i := len(*c) - 1; i >= 0; i-- {
-		(*c)[i]()
-	}
-}
-
-// logTo returns a printf to w that starts each line with prefix.
-func logTo(w io.Writer, prefix string) func(format string, args ...any) {
-	return func(format string, args ...any) { fmt.Fprintf(w, prefix+format+"\n", args...) }
 }

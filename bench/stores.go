@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"time"
 
@@ -19,7 +21,7 @@ import (
 
 // productStore is what the store scenario needs from a product store:
 // catalog.Local, the catalog/remote client, and the Redis and Aerospike
-// stores below all answer it with the catalog's semantics.
+// stores below all answer it with the catalog's semantics and errors.
 type productStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
@@ -39,67 +41,35 @@ func (t *storeTarget) Do(ctx context.Context, w *Worker) Outcome {
 	if t.delay > 0 {
 		time.Sleep(t.delay)
 	}
-	req := t.stream.take()
-	cctx, cancel := ctx, context.CancelFunc(nil)
 	if !w.Deadline.IsZero() {
-		cctx, cancel = context.WithDeadline(ctx, w.Deadline)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, w.Deadline)
+		defer cancel()
 	}
-	resp, err := t.store.GetProductMasters(cctx, req)
-	if cancel != nil {
-		cancel()
-	}
-	if err != nil {
+	resp, err := t.store.GetProductMasters(ctx, t.stream.take())
+	switch {
+	case err != nil:
 		return classifyStoreError(err)
-	}
-	if len(resp.Product1S)+len(resp.Product2S) == 0 {
+	case len(resp.Product1S)+len(resp.Product2S) == 0:
 		return NoBid // answered, no product to show
 	}
 	return OK
 }
 
-// warmStore asks st for every request once, one after another: the
-// steady state of a cache in front of a store (the near cache of a bidder
-// that has run for a while). It returns the time it took.
-func warmStore(ctx context.Context, st productStore, reqs []*catalogpb.ProductMastersRequest) (time.Duration, error) {
-	start := time.Now()
-	for _, req := range reqs {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := st.GetProductMasters(cctx, req)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-	}
-	return time.Since(start), nil
-}
-
-// classifyStoreError maps a store's error to an outcome: deadline = timeout,
-// unavailable or a network failure = conn, invalid argument = 4xx, an
-// error reply from Redis or Aerospike = 5xx.
+// classifyStoreError maps a store's error to an outcome: deadline =
+// timeout, unavailable = conn, invalid argument = 4xx, an error reply from
+// Redis or Aerospike = 5xx.
 func classifyStoreError(err error) Outcome {
-	var ne net.Error
 	var rerr redis.Error
 	var aerr *as.AerospikeError
 	switch {
-	case errors.Is(err, catalog.ErrDeadline), errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded):
+	case errors.Is(err, catalog.ErrDeadline), errors.Is(err, context.DeadlineExceeded):
 		return ErrTimeout
 	case errors.Is(err, catalog.ErrInvalidArgument):
 		return ErrStatus4xx
 	case errors.Is(err, catalog.ErrUnavailable):
 		return ErrConn
-	case errors.As(err, &aerr):
-		switch aerr.ResultCode {
-		case ast.TIMEOUT:
-			return ErrTimeout
-		case ast.NETWORK_ERROR, ast.SERVER_NOT_AVAILABLE, ast.NO_AVAILABLE_CONNECTIONS_TO_NODE, ast.INVALID_NODE_ERROR:
-			return ErrConn
-		}
-		return ErrStatus5xx
-	case errors.As(err, &ne) && ne.Timeout():
-		return ErrTimeout
-	case errors.As(err, &ne):
-		return ErrConn
-	case errors.As(err, &rerr):
+	case errors.As(err, &rerr), errors.As(err, &aerr):
 		return ErrStatus5xx
 	}
 	return ErrOther
@@ -111,54 +81,42 @@ func classifyStoreError(err error) Outcome {
 // reply of the server is returned as it is.
 func storeError(op string, ctx context.Context, err error) error {
 	var ne net.Error
+	var aerr *as.AerospikeError
 	switch {
-	case ctx.Err() != nil:
+	case ctx.Err() != nil, errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout(),
+		errors.As(err, &aerr) && aerr.Matches(ast.TIMEOUT):
 		return fmt.Errorf("%w: %s: %w", catalog.ErrDeadline, op, err)
-	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("%w: %s: %w", catalog.ErrDeadline, op, err)
-	case errors.As(err, &ne):
+	case errors.As(err, &ne), errors.As(err, &aerr) && aerr.Matches(ast.NETWORK_ERROR, ast.SERVER_NOT_AVAILABLE,
+		ast.NO_AVAILABLE_CONNECTIONS_TO_NODE, ast.INVALID_NODE_ERROR):
 		return fmt.Errorf("%w: %s: %w", catalog.ErrUnavailable, op, err)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// resolveList applies the catalog's answer rules (package catalog: order
-// asked, skip absent and out-of-stock ids, each id once, at most atMost) to
-// values fetched by id: vals[i] is the encoded value (catalog.AppendValue) of
-// ids[i], nil when absent.
-func resolveList(group int64, ids []int64, vals [][]byte, atMost int32) ([]*catalogpb.Product, error) {
-	if atMost <= 0 || len(ids) == 0 {
-		return nil, nil
-	}
-	n := min(int(atMost), len(ids))
-	out := make([]*catalogpb.Product, 0, n)
-next:
-	for i, id := range ids {
-		if len(out) == n {
-			break
-		}
-		if vals[i] == nil || id <= 0 {
-			continue
-		}
-		for _, p := range out {
-			if p.ProductId == id {
-				continue next
-			}
-		}
-		p := new(catalogpb.Product)
-		if err := catalog.DecodeValue(group, id, vals[i], p); err != nil {
-			return nil, err
-		}
-		if p.InStock {
-			out = append(out, p)
-		}
-	}
-	return out, nil
-}
+// kvMaxIDs bounds the ids of a request to the key-value stores, as
+// catalog.ValidateRequest checks them.
+const kvMaxIDs = 1000
 
-// answer builds a response from the values of both lists fetched in one
-// round trip (product1 ids first, then product2 ids).
-func answer(req *catalogpb.ProductMastersRequest, vals [][]byte) (*catalogpb.ProductMastersResponse, error) {
+// kvGet answers req from a key-value store holding every product as
+// catalog.AppendValue's encoding under a key of its group and id: one
+// multi-get (mget returns a value per id, nil when absent) of all the
+// request's ids, decoded and filtered by the catalog's rules.
+func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
+	mget func(ctx context.Context, group int64, ids []int64) ([][]byte, error)) (*catalogpb.ProductMastersResponse, error) {
+	if err := catalog.ValidateRequest(req, kvMaxIDs); err != nil {
+		return nil, err
+	}
+	ids := slices.Concat(req.Product1Ids, req.Product2Ids)
+	if len(ids) == 0 {
+		return &catalogpb.ProductMastersResponse{}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
+	}
+	vals, err := mget(ctx, req.ProductGroupId, ids)
+	if err != nil {
+		return nil, err
+	}
 	n1 := len(req.Product1Ids)
 	p1, err := resolveList(req.ProductGroupId, req.Product1Ids, vals[:n1], req.Product1QuantityAtMost)
 	if err != nil {
@@ -171,119 +129,99 @@ func answer(req *catalogpb.ProductMastersRequest, vals [][]byte) (*catalogpb.Pro
 	return &catalogpb.ProductMastersResponse{Product1S: p1, Product2S: p2}, nil
 }
 
-// requestKeys validates req and returns the keys key makes of its ids,
-// in the order answer reads their values: none when req has no ids, and
-// catalog.ErrDeadline when ctx is done.
-func requestKeys[K any](ctx context.Context, req *catalogpb.ProductMastersRequest, maxIDs int, key func(group, id int64) (K, error)) ([]K, error) {
-	if err := catalog.ValidateRequest(req, maxIDs); err != nil {
-		return nil, err
-	}
-	n := len(req.Product1Ids) + len(req.Product2Ids)
-	if n == 0 {
-		return nil, nil
-	}
-	keys := make([]K, 0, n)
-	for _, l := range [2][]int64{req.Product1Ids, req.Product2Ids} {
-		for _, id := range l {
-			k, err := key(req.ProductGroupId, id)
-			if err != nil {
-				return nil, err
-			}
-			keys = append(keys, k)
+// resolveList applies the catalog's answer rules (package catalog: order
+// asked, skip absent and out-of-stock ids, each id once, at most atMost) to
+// values fetched by id: vals[i] is the encoded value of ids[i], nil when
+// absent.
+func resolveList(group int64, ids []int64, vals [][]byte, atMost int32) ([]*catalogpb.Product, error) {
+	var out []*catalogpb.Product
+	for i, id := range ids {
+		if len(out) >= int(atMost) {
+			break
+		}
+		if vals[i] == nil || id <= 0 || slices.ContainsFunc(out, func(p *catalogpb.Product) bool { return p.ProductId == id }) {
+			continue
+		}
+		p := new(catalogpb.Product)
+		if err := catalog.DecodeValue(group, id, vals[i], p); err != nil {
+			return nil, err
+		}
+		if p.InStock {
+			out = append(out, p)
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
-	}
-	return keys, nil
+	return out, nil
 }
 
-// redisKey is the key of a product in Redis: "p:{group}:{id}".
-func redisKey(dst []byte, group, id int64) []byte {
-	dst = append(dst, "p:"...)
-	dst = strconv.AppendInt(dst, group, 10)
-	dst = append(dst, ':')
-	return strconv.AppendInt(dst, id, 10)
+// productKey is a product's key in Redis ("p:" first) and Aerospike:
+// "{group}:{id}".
+func productKey(group, id int64) string {
+	return strconv.FormatInt(group, 10) + ":" + strconv.FormatInt(id, 10)
+}
+
+// loadBatched hands products to write in batches of size; it returns how
+// many it handed over.
+func loadBatched(products iter.Seq[*catalogpb.Product], size int, write func([]*catalogpb.Product) error) (int, error) {
+	var batch []*catalogpb.Product
+	n := 0
+	for p := range products {
+		batch = append(batch, p)
+		n++
+		if len(batch) == size {
+			if err := write(batch); err != nil {
+				return n, err
+			}
+			batch = batch[:0]
+		}
+	}
+	if len(batch) > 0 {
+		return n, write(batch)
+	}
+	return n, nil
 }
 
 // redisStore serves product masters from Redis: every product is a string
 // key "p:{group}:{id}" holding catalog.AppendValue's encoding; a lookup is
-// one MGET of all the request's ids, decoded and filtered with the
-// catalog's rules. Safe for concurrent use (go-redis pools connections).
-type redisStore struct {
-	rdb    *redis.Client
-	maxIDs int
-}
+// one MGET. Safe for concurrent use (go-redis pools connections).
+type redisStore struct{ rdb *redis.Client }
 
 func newRedisStore(addr string, poolSize int) *redisStore {
-	return &redisStore{
-		rdb: redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize, MinIdleConns: min(poolSize, 4),
-			ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ContextTimeoutEnabled: true, DisableIdentity: true}),
-		maxIDs: 1000,
-	}
+	return &redisStore{rdb: redis.NewClient(&redis.Options{Addr: addr, PoolSize: poolSize, MinIdleConns: min(poolSize, 4),
+		ReadTimeout: 2 * time.Second, WriteTimeout: 2 * time.Second, ContextTimeoutEnabled: true, DisableIdentity: true})}
 }
 
 func (s *redisStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	var kb []byte
-	keys, err := requestKeys(ctx, req, s.maxIDs, func(group, id int64) (string, error) {
-		kb = redisKey(kb[:0], group, id)
-		return string(kb), nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	n := len(keys)
-	if n == 0 {
-		return &catalogpb.ProductMastersResponse{}, nil
-	}
-	res, err := s.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
-		return nil, storeError("redis: mget", ctx, err)
-	}
-	if len(res) != n {
-		return nil, fmt.Errorf("redis: mget: %d values for %d keys", len(res), n)
-	}
-	vals := make([][]byte, n)
-	for i, v := range res {
-		if s, ok := v.(string); ok {
-			vals[i] = []byte(s)
+	return kvGet(ctx, req, func(ctx context.Context, group int64, ids []int64) ([][]byte, error) {
+		keys := make([]string, len(ids))
+		for i, id := range ids {
+			keys[i] = "p:" + productKey(group, id)
 		}
-	}
-	return answer(req, vals)
+		res, err := s.rdb.MGet(ctx, keys...).Result()
+		if err != nil {
+			return nil, storeError("redis: mget", ctx, err)
+		}
+		vals := make([][]byte, len(ids))
+		for i, v := range res[:min(len(res), len(ids))] {
+			if s, ok := v.(string); ok {
+				vals[i] = []byte(s)
+			}
+		}
+		return vals, nil
+	})
 }
 
-// load writes products to Redis pipelined, batch at a time.
-func (s *redisStore) load(ctx context.Context, products func(yield func(*catalogpb.Product) error) error) (int, error) {
-	const batch = 2000
-	pipe := s.rdb.Pipeline()
-	n, pending := 0, 0
-	var kb, vb []byte
-	flush := func() error {
-		if pending == 0 {
-			return nil
+// load writes products to Redis, pipelined 2,000 at a time.
+func (s *redisStore) load(ctx context.Context, products iter.Seq[*catalogpb.Product]) (int, error) {
+	return loadBatched(products, 2000, func(ps []*catalogpb.Product) error {
+		pipe := s.rdb.Pipeline()
+		for _, p := range ps {
+			pipe.Set(ctx, "p:"+productKey(p.ProductGroupId, p.ProductId), catalog.AppendValue(nil, p), 0)
 		}
-		_, err := pipe.Exec(ctx)
-		pending = 0
-		if err != nil {
+		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("redis: load: %w", err)
 		}
 		return nil
-	}
-	err := products(func(p *catalogpb.Product) error {
-		kb = redisKey(kb[:0], p.ProductGroupId, p.ProductId)
-		vb = catalog.AppendValue(vb[:0], p)
-		pipe.Set(ctx, string(kb), string(vb), 0)
-		n++
-		pending++
-		if pending == batch {
-			return flush()
-		}
-		return nil
 	})
-	if err == nil {
-		err = flush()
-	}
-	return n, err
 }
 
 func (s *redisStore) ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
@@ -292,13 +230,12 @@ func (s *redisStore) Close() error { return s.rdb.Close() }
 
 // aerospikeStore serves product masters from Aerospike: every product is a
 // record of set "products" keyed "{group}:{id}" with one blob bin "v"
-// holding catalog.AppendValue's encoding; a lookup is one BatchGet of all
-// the request's ids (the client splits it per node: the round trips the
-// talk counted against Aerospike). Safe for concurrent use.
+// holding catalog.AppendValue's encoding; a lookup is one BatchGet (the
+// client splits it per node: the round trips the talk counted against
+// Aerospike). Safe for concurrent use.
 type aerospikeStore struct {
-	c      *as.Client
-	ns     string
-	maxIDs int
+	c  *as.Client
+	ns string
 }
 
 const (
@@ -317,11 +254,11 @@ func newAerospikeStore(hosts, namespace string) (*aerospikeStore, error) {
 	if aerr != nil {
 		return nil, fmt.Errorf("aerospike: connect %s: %w", hosts, aerr)
 	}
-	return &aerospikeStore{c: c, ns: namespace, maxIDs: 1000}, nil
+	return &aerospikeStore{c: c, ns: namespace}, nil
 }
 
 func (s *aerospikeStore) key(group, id int64) (*as.Key, error) {
-	k, aerr := as.NewKey(s.ns, aerospikeSet, strconv.FormatInt(group, 10)+":"+strconv.FormatInt(id, 10))
+	k, aerr := as.NewKey(s.ns, aerospikeSet, productKey(group, id))
 	if aerr != nil {
 		return nil, fmt.Errorf("aerospike: key: %w", aerr)
 	}
@@ -329,51 +266,49 @@ func (s *aerospikeStore) key(group, id int64) (*as.Key, error) {
 }
 
 func (s *aerospikeStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	keys, err := requestKeys(ctx, req, s.maxIDs, s.key)
-	if err != nil {
-		return nil, err
-	}
-	n := len(keys)
-	if n == 0 {
-		return &catalogpb.ProductMastersResponse{}, nil
-	}
-	bp := as.NewBatchPolicy()
-	if d, ok := ctx.Deadline(); ok {
-		left := time.Until(d)
-		if left <= 0 {
-			return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, context.DeadlineExceeded)
-		}
-		bp.TotalTimeout, bp.SocketTimeout = left, left
-	}
-	recs, aerr := s.c.BatchGet(bp, keys, aerospikeBin)
-	if aerr != nil && !aerr.Matches(ast.KEY_NOT_FOUND_ERROR) {
-		if aerr.Matches(ast.TIMEOUT) {
-			return nil, fmt.Errorf("%w: aerospike: batch get: %w", catalog.ErrDeadline, aerr)
-		}
-		return nil, storeError("aerospike: batch get", ctx, aerr)
-	}
-	vals := make([][]byte, n)
-	for i, r := range recs {
-		if i < n && r != nil {
-			if b, ok := r.Bins[aerospikeBin].([]byte); ok {
-				vals[i] = b
+	return kvGet(ctx, req, func(ctx context.Context, group int64, ids []int64) ([][]byte, error) {
+		keys := make([]*as.Key, len(ids))
+		for i, id := range ids {
+			var err error
+			if keys[i], err = s.key(group, id); err != nil {
+				return nil, err
 			}
 		}
-	}
-	return answer(req, vals)
+		bp := as.NewBatchPolicy()
+		if d, ok := ctx.Deadline(); ok {
+			bp.TotalTimeout = time.Until(d)
+			if bp.TotalTimeout <= 0 {
+				return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, context.DeadlineExceeded)
+			}
+			bp.SocketTimeout = bp.TotalTimeout
+		}
+		recs, aerr := s.c.BatchGet(bp, keys, aerospikeBin)
+		if aerr != nil && !aerr.Matches(ast.KEY_NOT_FOUND_ERROR) {
+			return nil, storeError("aerospike: batch get", ctx, aerr)
+		}
+		vals := make([][]byte, len(ids))
+		for i, r := range recs[:min(len(recs), len(ids))] {
+			if r != nil {
+				vals[i], _ = r.Bins[aerospikeBin].([]byte)
+			}
+		}
+		return vals, nil
+	})
 }
 
-// load writes products with BatchOperate, batch at a time.
-func (s *aerospikeStore) load(ctx context.Context, products func(yield func(*catalogpb.Product) error) error) (int, error) {
-	const batch = 500
-	recs := make([]as.BatchRecordIfc, 0, batch)
-	n := 0
-	flush := func() error {
-		if len(recs) == 0 {
-			return nil
-		}
+// load writes products with BatchOperate, 500 at a time.
+func (s *aerospikeStore) load(ctx context.Context, products iter.Seq[*catalogpb.Product]) (int, error) {
+	return loadBatched(products, 500, func(ps []*catalogpb.Product) error {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		recs := make([]as.BatchRecordIfc, len(ps))
+		for i, p := range ps {
+			k, err := s.key(p.ProductGroupId, p.ProductId)
+			if err != nil {
+				return err
+			}
+			recs[i] = as.NewBatchWrite(nil, k, as.PutOp(as.NewBin(aerospikeBin, catalog.AppendValue(nil, p))))
 		}
 		bp := as.NewBatchPolicy()
 		bp.TotalTimeout = 30 * time.Second
@@ -385,25 +320,8 @@ func (s *aerospikeStore) load(ctx context.Context, products func(yield func(*cat
 				return fmt.Errorf("aerospike: load: record %v: result code %d", r.BatchRec().Key, rc)
 			}
 		}
-		recs = recs[:0]
-		return nil
-	}
-	err := products(func(p *catalogpb.Product) error {
-		k, err := s.key(p.ProductGroupId, p.ProductId)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, as.NewBatchWrite(nil, k, as.PutOp(as.NewBin(aerospikeBin, catalog.AppendValue(nil, p)))))
-		n++
-		if len(recs) == batch {
-			return flush()
-		}
 		return nil
 	})
-	if err == nil {
-		err = flush()
-	}
-	return n, err
 }
 
 func (s *aerospikeStore) Close() error { s.c.Close(); return nil }

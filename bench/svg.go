@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,6 +33,14 @@ type series struct {
 	more bool
 }
 
+// dash is the stroke attribute of a dashed series ("" for a solid one).
+func (s series) dash() string {
+	if s.dashed {
+		return ` stroke-dasharray="5 3"`
+	}
+	return ""
+}
+
 type tick struct {
 	v     float64
 	label string
@@ -43,13 +52,13 @@ type axis struct {
 	ticks    []tick
 }
 
-// niceTicks returns about n round ticks (1, 2, 5 x 10^k steps) covering
-// [lo, hi], and the covered range.
-func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, float64, float64) {
-	if !(hi > lo) {
-		hi = lo + 1
+// linearAxis is an axis from 0 to about hi with about n round ticks (1,
+// 2, 5 x 10^k steps).
+func linearAxis(label string, hi float64, n int) axis {
+	if !(hi > 0) {
+		hi = 1
 	}
-	raw := (hi - lo) / float64(n)
+	raw := hi / float64(n)
 	mag := math.Pow(10, math.Floor(math.Log10(raw)))
 	step := mag
 	for _, m := range []float64{1, 2, 5, 10} {
@@ -58,17 +67,15 @@ func niceTicks(lo, hi float64, n int, format func(float64) string) ([]tick, floa
 			break
 		}
 	}
-	start := math.Floor(lo/step) * step
-	end := math.Ceil(hi/step) * step
-	var ts []tick
-	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach end exactly
-		v := start + float64(i)*step
-		if v > end+step/2 {
+	a := axis{label: label, max: math.Ceil(hi/step) * step}
+	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach max exactly
+		v := float64(i) * step
+		if v > a.max+step/2 {
 			break
 		}
-		ts = append(ts, tick{v, format(v)})
+		a.ticks = append(a.ticks, tick{v, fmtTick(v)})
 	}
-	return ts, start, end
+	return a
 }
 
 func fmtTick(v float64) string {
@@ -124,11 +131,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 			}
 			fmt.Fprintf(&pts, "%.1f,%.1f", sx(p[0]), sy(p[1]))
 		}
-		dash := ""
-		if s.dashed {
-			dash = ` stroke-dasharray="5 3"`
-		}
-		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`, pts.String(), s.color, dash, esc(s.name))
+		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`, pts.String(), s.color, s.dash(), esc(s.name))
 	}
 	// legend, on a white box so it stays readable over the lines
 	lx, ly := padLeft+10, padTop+14
@@ -146,11 +149,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...mark) string {
 		if s.more {
 			continue
 		}
-		dash := ""
-		if s.dashed {
-			dash = ` stroke-dasharray="5 3"`
-		}
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, lx, ly-4, lx+18, ly-4, s.color, dash)
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, lx, ly-4, lx+18, ly-4, s.color, s.dash())
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="legend">%s</text>`, lx+24, ly, esc(s.name))
 		ly += 16
 	}
@@ -216,7 +215,7 @@ func percentileChart(rs []*Result) string {
 			ya.ticks = append(ya.ticks, tick{k, strconv.FormatFloat(math.Pow(10, k), 'f', -1, 64)})
 		}
 	} else {
-		ya.ticks, ya.min, ya.max = niceTicks(0, maxY, 6, fmtTick)
+		ya = linearAxis(ya.label, maxY, 6)
 	}
 	return lineChart("Latency by percentile (x: log scale of 1/(1-p); right edge = max)",
 		axis{label: "percentile", min: 0, max: maxX, ticks: xt}, ya, ss)
@@ -229,10 +228,7 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 	for i, r := range rs {
 		s := series{name: r.Target, color: colorOf(i)}
 		p50 := series{name: r.Target + " p50", color: colorOf(i), dashed: true}
-		anyFull := false
-		for _, sec := range r.Timeline {
-			anyFull = anyFull || sec.Full
-		}
+		anyFull := slices.ContainsFunc(r.Timeline, func(s Second) bool { return s.Full })
 		for _, sec := range r.Timeline {
 			if anyFull && !sec.Full {
 				continue // the drain tail and partial windows would read as spikes
@@ -262,10 +258,7 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 			}
 		}
 	}
-	xt, x0, x1 := niceTicks(0, maxT, 8, fmtTick)
-	yt, y0, y1 := niceTicks(0, maxY, 6, fmtTick)
-	return lineChart(title, axis{label: "seconds since start of measured phase", min: x0, max: x1, ticks: xt},
-		axis{label: ylabel, min: y0, max: y1, ticks: yt}, ss, marks...)
+	return lineChart(title, linearAxis("seconds since start of measured phase", maxT, 8), linearAxis(ylabel, maxY, 6), ss, marks...)
 }
 
 func esc(s string) string { return html.EscapeString(s) }

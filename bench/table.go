@@ -116,7 +116,8 @@ func safeDiv(a, b float64) float64 {
 	return a / b
 }
 
-// tableHeader and tableCells are shared by the text and HTML writers.
+// tableHeader and tableCells are a Table's columns in the text report (which
+// the HTML page embeds).
 var tableHeader = []string{"target", "group",
 	"avg ms", "p50 ms", "p99 ms", "req/s",
 	"avg ×", "p50 ×", "p99 ×", "req/s ×",

@@ -185,6 +185,12 @@ func writeSearch(ew *errWriter, s *MaxRateResult) {
 	ew.flush(tw)
 }
 
+// summary is a result's latency and rate in one line, for progress logs.
+func summary(r *Result) string {
+	return fmt.Sprintf("avg %s ms, p50 %s ms, p99 %s ms, %s req/s", fmtMs(r.Latency.AvgUs/1000),
+		fmtMs(usToMs(r.Latency.P50Us)), fmtMs(usToMs(r.Latency.P99Us)), fmtRate(r.AchievedRate))
+}
+
 func usToMs(us int64) float64 { return float64(us) / 1000 }
 
 // fmtMs formats milliseconds with precision suited to the magnitude.
@@ -200,23 +206,14 @@ func fmtMs(ms float64) string {
 
 // fmtRate formats a rate with thousands separators: 3732.4 -> "3,732.4".
 func fmtRate(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 1, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	intPart, frac, _ := strings.Cut(s, ".")
-	var b strings.Builder
-	if neg {
-		b.WriteByte('-')
+	intPart, frac, _ := strings.Cut(strconv.FormatFloat(math.Abs(v), 'f', 1, 64), ".")
+	for i := len(intPart) - 3; i > 0; i -= 3 {
+		intPart = intPart[:i] + "," + intPart[i:]
 	}
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
+	if math.Signbit(v) {
+		intPart = "-" + intPart
 	}
-	b.WriteByte('.')
-	b.WriteString(frac)
-	return b.String()
+	return intPart + "." + frac
 }
 
 // errWriter keeps the first write error so the writers can stay linear.
