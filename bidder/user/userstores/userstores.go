@@ -66,9 +66,6 @@ type Options struct {
 	// MaxGroups and MaxViewed from the user section, the rest (Logger,
 	// Registerer, BlockCacheBytes...) is the caller's.
 	Pebble pebblestore.Options
-	// CheckTimeout bounds the check that aerospike.namespace exists.
-	// Default 5s.
-	CheckTimeout time.Duration
 }
 
 // Opened is a user store opened by Open. Close it once done.
@@ -126,7 +123,7 @@ func Open(ctx context.Context, cfg *configs.Config, o Options) (*Opened, error) 
 		}
 		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
-		if err := check(ctx, s, o.CheckTimeout); err != nil {
+		if err := check(ctx, s); err != nil {
 			_ = st.close()
 			return nil, fmt.Errorf("userstores: aerospike.namespace (user.store aerospike): %w", err)
 		}
@@ -154,12 +151,9 @@ func PebbleOptions(cfg *configs.Config, o pebblestore.Options) pebblestore.Optio
 	return o
 }
 
-// check is s.Check bounded by timeout (default 5s).
-func check(ctx context.Context, s *aerostore.UserStore, timeout time.Duration) error {
-	if timeout <= 0 {
-		timeout = 5 * time.Second
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// check is s.Check within 5s: does aerospike.namespace exist.
+func check(ctx context.Context, s *aerostore.UserStore) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return s.Check(ctx)
 }
