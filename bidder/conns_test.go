@@ -1,15 +1,9 @@
 package bidder
 
 import (
-	"bufio"
-	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -18,122 +12,9 @@ import (
 
 	"github.com/prometheus/procfs"
 
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/overload"
 )
-
-// rawConn is a client connection that speaks HTTP/1.1 by hand, so that a
-// test decides when it sends and reads (and keeps it open, idle).
-type rawConn struct {
-	c  net.Conn
-	br *bufio.Reader
-}
-
-func dialRaw(addr string) (*rawConn, error) {
-	c, err := net.DialTimeout("tcp", addr, 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	return &rawConn{c: c, br: bufio.NewReader(c)}, nil
-}
-
-// bidRequest is a POST of body to PathBid, as raw bytes.
-func bidRequest(body []byte) []byte {
-	return append(fmt.Appendf(nil, "POST %s HTTP/1.1\r\nHost: bidder\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", PathBid, len(body)), body...)
-}
-
-// do writes req and reads one response (its body read whole), within 10s.
-func (r *rawConn) do(req []byte) (status int, closed bool, err error) {
-	r.c.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := r.c.Write(req); err != nil {
-		return 0, false, err
-	}
-	resp, err := http.ReadResponse(r.br, nil)
-	if err != nil {
-		return 0, false, err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return resp.StatusCode, resp.Close, err
-}
-
-// eof reports whether the server has closed the connection (the next read
-// ends, within 10s, with EOF and nothing more).
-func (r *rawConn) eof() error {
-	r.c.SetReadDeadline(time.Now().Add(10 * time.Second))
-	n, err := r.br.Read(make([]byte, 1))
-	if n == 0 && errors.Is(err, io.EOF) {
-		return nil
-	}
-	return fmt.Errorf("after the 503: read %d bytes, %v (want EOF)", n, err)
-}
-
-// floodResult counts what connection attempts got.
-type floodResult struct {
-	rejected, served, failed atomic.Int64
-	mu                       sync.Mutex
-	firstErr                 error
-}
-
-func (f *floodResult) fail(err error) {
-	f.failed.Add(1)
-	f.mu.Lock()
-	if f.firstErr == nil {
-		f.firstErr = err
-	}
-	f.mu.Unlock()
-}
-
-// flood makes n connection attempts, workers at a time: each sends req and
-// must read a 503 with Connection: close and then the connection's end.
-// An attempt that is served instead (200 or 204) counts as served; every
-// other outcome fails.
-func flood(addr string, req []byte, n, workers int) *floodResult {
-	var res floodResult
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for next.Add(1) <= int64(n) {
-				c, err := dialRaw(addr)
-				if err != nil {
-					res.fail(err)
-					continue
-				}
-				st, closed, err := c.do(req)
-				switch {
-				case err != nil:
-					res.fail(fmt.Errorf("attempt: %w", err))
-				case st == 200 || st == 204:
-					res.served.Add(1)
-				case st != 503 || !closed:
-					res.fail(fmt.Errorf("attempt: status %d, Connection: close %v (want 503 and close)", st, closed))
-				default:
-					if err := c.eof(); err != nil {
-						res.fail(err)
-					} else {
-						res.rejected.Add(1)
-					}
-				}
-				c.c.Close()
-			}
-		}()
-	}
-	wg.Wait()
-	return &res
-}
-
-// metricNumber is the value of the sample name (with its labels) in a
-// Prometheus text exposition, -1 when absent.
-func metricNumber(text, name string) float64 {
-	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(text)
-	if m == nil {
-		return -1
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	return v
-}
 
 // BenchmarkConns measures a bidder process (the fixture, served as rtbd
 // serves it, with the default bidder.max_conns) under many connections:
@@ -169,30 +50,30 @@ func BenchmarkConns(b *testing.B) {
 		}
 		return st.VmRSS
 	}
-	req := bidRequest(withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk))
+	req := biddertest.Post(PathBid, withUser(b, readFile(b, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk))
 	answered := func(st int, err error) bool { return err == nil && (st == 200 || st == 204) }
 	for range 4 {
-		c, err := dialRaw(child.addr)
+		c, err := biddertest.Dial(child.addr)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for range 100 {
-			if st, _, err := c.do(req); !answered(st, err) {
+			if st, _, err := c.Do(req); !answered(st, err) {
 				b.Fatalf("warm-up bid: %d %v", st, err)
 			}
 		}
-		c.c.Close()
+		c.Close()
 	}
 	time.Sleep(time.Second)
 	rss0 := rss()
 
-	held := make([]*rawConn, conns)
+	held := make([]*biddertest.RawConn, conns)
 	for i := range held {
-		c, err := dialRaw(child.addr)
+		c, err := biddertest.Dial(child.addr)
 		if err != nil {
 			b.Fatalf("connection %d: %v", i, err)
 		}
-		defer c.c.Close()
+		defer c.Close()
 		held[i] = c
 	}
 	time.Sleep(2 * time.Second)
@@ -204,7 +85,7 @@ func BenchmarkConns(b *testing.B) {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1) - 1; i < int64(len(held)); i = next.Add(1) - 1 {
-				if st, _, err := held[i].do(req); !answered(st, err) {
+				if st, _, err := held[i].Do(req); !answered(st, err) {
 					failedFirst.Add(1)
 				}
 			}
@@ -225,21 +106,21 @@ func BenchmarkConns(b *testing.B) {
 				return
 			case <-time.After(5 * time.Millisecond):
 			}
-			if st, _, err := held[i%len(held)].do(req); answered(st, err) {
+			if st, _, err := held[i%len(held)].Do(req); answered(st, err) {
 				ok++
 			} else {
 				bad++
 			}
 		}
 	}()
-	res := flood(child.addr, req, max(attempts-conns, 0), 16)
+	res := biddertest.Flood(child.addr, req, max(attempts-conns, 0), 16)
 	close(stop)
 	during := <-bids
 	rss3 := rss()
 	per := func(after uint64) float64 { return float64(int64(after)-int64(rss0)) / float64(conns) / 1024 }
 	line := fmt.Sprintf("CONNS max_conns=%d held=%d first-bid-failed=%d attempts=%d refused=%d served-over-max=%d failed=%d (first: %v) bids-during=%d bids-during-failed=%d "+
 		"VmRSS warm=%d kB idle-new=%d kB idle-after-a-bid=%d kB after-flood=%d kB per-conn idle-new=%.1f KiB idle-after-a-bid=%.1f KiB",
-		overload.DefaultMaxConns, conns, failedFirst.Load(), attempts, res.rejected.Load(), res.served.Load(), res.failed.Load(), res.firstErr, during[0], during[1],
+		overload.DefaultMaxConns, conns, failedFirst.Load(), attempts, res.Rejected.Load(), res.Served.Load(), res.Failed.Load(), res.FirstErr(), during[0], during[1],
 		rss0>>10, rss1>>10, rss2>>10, rss3>>10, per(rss1), per(rss2))
 	b.Log(line)
 	fmt.Println(line)

@@ -1,14 +1,11 @@
 package bidder
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/rtbd/rtbd/bidder/campaign"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/internal/metrictest"
 	"github.com/rtbd/rtbd/bidder/token"
 	"github.com/rtbd/rtbd/bidder/user"
@@ -29,29 +27,26 @@ import (
 
 // Sample users of the tests (profiles in the real Pebble user store).
 const (
-	userBulk = "user-bulk" // 9 viewed + 19 recommended products of group 1: 15 shown (medium)
-	userFull = "user-full" // the fixture's full product (group 2000), markup-hostile text
-	userNone = "user-none" // a profile with products of no campaign's group
+	userBulk = biddertest.UserBulk // 9 viewed + 19 recommended products of group 1: 15 shown (medium)
+	userFull = "user-full"         // the fixture's full product (group 2000), markup-hostile text
+	userNone = "user-none"         // a profile with products of no campaign's group
 	// userViewed has the 9 viewed products of userBulk and no Recommended:
 	// its recommended products come from the fixture's similar lists.
 	userViewed = "user-viewed"
 )
 
-var testKey = []byte("bidder-test-key-0123456789")
-
-func bulkProfile() *user.Profile {
-	p := &user.Profile{Segments: []string{"shoppers"}}
-	var viewed, rec []int64
-	for id := int64(1); id <= 9; id++ {
-		viewed = append(viewed, id)
-	}
-	for id := int64(11); id <= 29; id++ {
-		rec = append(rec, id)
-	}
-	p.Viewed = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: viewed}, {Group: catalogtest.FullGroup, IDs: []int64{1}}}
-	p.Recommended = []user.GroupIDs{{Group: catalogtest.BulkGroup, IDs: rec}}
-	return p
-}
+// The fixtures shared with the tests of bidder/server (bidder/internal/biddertest),
+// by the short names these tests use.
+var (
+	testKey     = biddertest.Key
+	bulkProfile = biddertest.BulkProfile
+	catalogDir  = biddertest.CatalogDir
+	readFile    = biddertest.ReadFile
+	withUser    = biddertest.WithUser
+	editJSON    = biddertest.EditJSON
+	waitFor     = biddertest.WaitFor
+	load        = biddertest.Load
+)
 
 // fixture is a test bidder over real stores: the catalogtest fixture index
 // (Pebble), the Pebble user store, campaigns parsed from a YAML file.
@@ -74,24 +69,6 @@ type fixture struct {
 type staticCampaigns struct{ s *campaign.Set }
 
 func (c staticCampaigns) Current() *campaign.Set { return c.s }
-
-// catalogDir builds the fixture catalog once per test binary (read-only
-// after that; every test opens it).
-var catalogDir = sync.OnceValue(func() string {
-	dir, err := os.MkdirTemp("", "bidder-catalog-")
-	if err != nil {
-		panic(err)
-	}
-	catalogtest.WriteFixture(&onceTB{}, dir)
-	return dir
-})
-
-// onceTB is the testing.TB of the shared fixture build: failures panic.
-type onceTB struct{ testing.TB }
-
-func (onceTB) Helper()                   {}
-func (onceTB) Fatal(args ...any)         { panic(fmt.Sprint(args...)) }
-func (onceTB) Fatalf(f string, a ...any) { panic(fmt.Sprintf(f, a...)) }
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(serveChild); mode != "" {
@@ -227,59 +204,6 @@ func (f *fixture) counter(name string, labels ...string) float64 {
 	return metrictest.Value(f.t, f.reg, name, labels...)
 }
 
-// readJSON reads a test file.
-func readFile(t testing.TB, path string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-// withUser returns the JSON request body with user.buyeruid set to uid
-// (keeping the rest of user), and optional top-level edits applied:
-// key -> value (nil deletes).
-func withUser(t testing.TB, body []byte, uid string, edits ...any) []byte {
-	t.Helper()
-	return editJSON(t, body, func(m map[string]any) {
-		if uid != "" {
-			u, _ := m["user"].(map[string]any)
-			if u == nil {
-				u = map[string]any{}
-			}
-			u["buyeruid"] = uid
-			m["user"] = u
-		}
-		for i := 0; i+1 < len(edits); i += 2 {
-			k := edits[i].(string)
-			if edits[i+1] == nil {
-				delete(m, k)
-			} else {
-				m[k] = edits[i+1]
-			}
-		}
-	})
-}
-
-// editJSON returns the JSON object body after edit changed its decoded
-// form (numbers kept as written).
-func editJSON(t testing.TB, body []byte, edit func(m map[string]any)) []byte {
-	t.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		t.Fatal(err)
-	}
-	edit(m)
-	out, err := json.Marshal(m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // slowProducts is a TEST WRAPPER around a ProductStore that adds a delay
 // before every lookup (honouring ctx, as real stores do): it makes the
 // catalog artificially slow for the deadline tests. Not a mock: the lookup
@@ -341,44 +265,4 @@ func (f *fixture) signedUID(uid string) string {
 func withUserID(t testing.TB, body []byte, id string) []byte {
 	t.Helper()
 	return withUser(t, body, "", "user", map[string]any{"id": id})
-}
-
-// load calls fn in a loop on n goroutines until the returned stop is
-// called, or the test ends. stop waits for the goroutines to return; it may
-// be called more than once.
-func load(t testing.TB, n int, fn func()) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				fn()
-			}
-		}()
-	}
-	var once sync.Once
-	stop = func() {
-		once.Do(func() { close(done) })
-		wg.Wait()
-	}
-	t.Cleanup(stop)
-	return stop
-}
-
-// waitFor polls cond every 5 ms until it holds, failing t after limit (a
-// bound on a background loop, not a timing assertion).
-func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(limit); !cond(); time.Sleep(5 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %s: %s", limit, what)
-		}
-	}
 }

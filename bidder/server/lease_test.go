@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
@@ -109,7 +110,7 @@ func TestInstanceLease(t *testing.T) {
 	sets := [][2]string{
 		{"catalog.data", base.Catalog.Data}, {"bidder.http_listen", "127.0.0.1:0"}, {"admin.listen", "127.0.0.1:0"},
 		{"bidder.data_dir", base.Bidder.DataDir}, {"bidder.campaigns", base.Bidder.Campaigns},
-		{"bidder.public_url", base.Bidder.PublicURL}, {"bidder.token_keys", string(testKey)},
+		{"bidder.public_url", base.Bidder.PublicURL}, {"bidder.token_keys", string(biddertest.Key)},
 		{"redis.addr", r.Addr}, {"user.store", "pebble"},
 		{"spend.instance_id", "bidder-a"}, {"spend.instance_lease", "2s"},
 		{"spend.flush_interval", "1h"}, // the bills stay in the journal until the kill
@@ -131,7 +132,7 @@ func TestInstanceLease(t *testing.T) {
 		t.Fatalf("second bidder: %v; want the lease refusal naming spend.instance_id", err)
 	}
 
-	keys, err := token.NewKeys(testKey)
+	keys, err := token.NewKeys(biddertest.Key)
 	if err != nil {
 		t.Fatal(err)
 	}

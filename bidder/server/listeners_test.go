@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -80,7 +79,7 @@ func TestTwoListeners(t *testing.T) {
 	if s.PublicAddr() == "" || s.PublicAddr() == s.Addr() {
 		t.Fatalf("public listener %q, exchange listener %q", s.PublicAddr(), s.Addr())
 	}
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	st, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 	var br openrtb2.BidResponse
 	if st != 200 || json.Unmarshal(resp, &br) != nil || len(br.SeatBid) != 1 {
@@ -121,7 +120,7 @@ func TestAllowCIDRs(t *testing.T) {
 	cfg.Exchanges = configs.Exchanges{"x1": {AllowCIDRs: []string{"127.0.0.3/32"}}, "open": {}}
 	s := startWithBulkUser(t, cfg)
 	inside, outside := clientFrom("127.0.0.3"), clientFrom("127.0.0.1")
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	url := "http://" + s.Addr()
 	if st, b := doWith(t, outside, "POST", url+bidder.PathBid+"/x1", body); st != 403 {
 		t.Fatalf("bid from outside: %d %s, want 403", st, b)
@@ -211,7 +210,7 @@ func silentFlood(t *testing.T, addr, src string, n int) {
 func probeBids(t *testing.T, s *Server, src string) {
 	t.Helper()
 	c := clientFrom(src)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	for i := 0; i < 5; i++ {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		req, _ := http.NewRequestWithContext(ctx, "POST", "http://"+s.Addr()+bidder.PathBid, bytes.NewReader(body))

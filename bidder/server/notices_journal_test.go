@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap/zaptest"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
@@ -47,7 +48,7 @@ func TestJournalStoreOutage(t *testing.T) {
 	cfg.Spend.FlushInterval = 100 * time.Millisecond
 	cfg.Spend.FlushTimeout = 200 * time.Millisecond
 	cfg.Bidder.ShutdownTimeout = time.Second
-	keys, err := token.NewKeys(testKey)
+	keys, err := token.NewKeys(biddertest.Key)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
@@ -35,8 +35,8 @@ func TestServerRedis(t *testing.T) {
 	}
 	cfg.Bidder.NBRBody = true
 	s, shutdown := startStoppable(t, cfg)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
-	blocked := withUser(t, body, "", "site", map[string]any{"id": "s1", "domain": "www.blocked.example"})
+	body := bannerRequest(t)
+	blocked := biddertest.WithUser(t, body, "", "site", map[string]any{"id": "s1", "domain": "www.blocked.example"})
 	if st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, blocked); st != 200 || !strings.Contains(string(b), `"nbr":7`) {
 		t.Fatalf("blocked site: %d %.300s", st, b)
 	}

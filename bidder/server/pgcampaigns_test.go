@@ -12,6 +12,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/campaign"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource"
 	"github.com/rtbd/rtbd/bidder/campaign/pgsource/pgtest"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/configs"
 )
 
@@ -34,7 +35,7 @@ func TestServerPostgresCampaigns(t *testing.T) {
 	if n := s.Campaigns().Current().Len(); n != set.Len() {
 		t.Fatalf("%d campaigns loaded, want %d", n, set.Len())
 	}
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	url := "http://" + s.Addr() + bidder.PathBid
 	bidCID := func() (int, string) {
 		st, resp := httpDo(t, "POST", url, body)
@@ -50,7 +51,7 @@ func TestServerPostgresCampaigns(t *testing.T) {
 
 	// Load: every request until the end must be a bid.
 	var sent, failed atomic.Int64
-	stop := load(t, 2, func() {
+	stop := biddertest.Load(t, 2, func() {
 		st, cid := bidCID()
 		sent.Add(1)
 		if st != 200 || cid == "" {
@@ -66,13 +67,13 @@ func TestServerPostgresCampaigns(t *testing.T) {
 		t.Fatal(err)
 	}
 	pg.Exec(t, `UPDATE `+pgsource.Table+` SET spec = $2::jsonb, updated_at = now() WHERE id = $1`, first, string(doc))
-	waitFor(t, 30*time.Second, "changed bid_cpm of "+first, func() bool {
+	biddertest.WaitFor(t, 30*time.Second, "changed bid_cpm of "+first, func() bool {
 		c, ok := s.Campaigns().Current().Get(first)
 		return ok && c.BidCPMMicros == 1_750_000
 	})
 	// A disabled row stops its campaign: another one wins.
 	pg.Exec(t, `UPDATE `+pgsource.Table+` SET enabled = false, updated_at = now() WHERE id = $1`, first)
-	waitFor(t, 30*time.Second, first+" stopped", func() bool {
+	biddertest.WaitFor(t, 30*time.Second, first+" stopped", func() bool {
 		_, ok := s.Campaigns().Current().Get(first)
 		return !ok
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/catalog"
 )
@@ -63,7 +64,7 @@ func wantLines(t *testing.T, body string, lines ...string) {
 // unready once admin.ready_catalog_grace has passed, and ready again when
 // a node is back on the same address.
 func TestReadyzRemoteCatalog(t *testing.T) {
-	local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	local, err := catalog.OpenLocal(biddertest.CatalogDir(), catalog.LocalOptions{WatchInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestReadyzRemoteCatalog(t *testing.T) {
 	body = readyzUntil(t, s, 503, 10*time.Second)
 	wantLines(t, body, "not ready: catalog", "shutting_down: no", "catalog: remote, 1 node resolved, none reachable for ")
 	// Bids are still answered (no-bids: no products) while unready.
-	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	req := bannerRequest(t)
 	if st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req); st != 204 {
 		t.Errorf("bid with the catalog down: %d %.300s, want a 204 no-bid", st, b)
 	}
@@ -109,7 +110,7 @@ func TestReadyzRedisDown(t *testing.T) {
 	s := startWithBulkUser(t, cfg)
 	body := readyzUntil(t, s, 200, 10*time.Second)
 	wantLines(t, body, "ready\n", "catalog: local", "redis: reachable")
-	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	req := bannerRequest(t)
 	if st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req); st != 200 {
 		t.Fatalf("bid with Redis up: %d %.300s", st, b)
 	}

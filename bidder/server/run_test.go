@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/pebblestore"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/catalog"
@@ -38,16 +39,16 @@ func testConfig(t *testing.T) *configs.Config {
 	}
 	dir := t.TempDir()
 	campaigns := filepath.Join(dir, "campaigns.yaml")
-	if err := os.WriteFile(campaigns, readFile(t, filepath.Join("..", "testdata", "campaigns.yaml")), 0o644); err != nil {
+	if err := os.WriteFile(campaigns, biddertest.ReadFile(t, filepath.Join("..", "testdata", "campaigns.yaml")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg.Catalog.Data = catalogDir()
+	cfg.Catalog.Data = biddertest.CatalogDir()
 	cfg.Bidder.HTTPListen = "127.0.0.1:0"
 	cfg.Admin.Listen = "127.0.0.1:0"
 	cfg.Bidder.DataDir = filepath.Join(dir, "bidder")
 	cfg.Bidder.Campaigns = campaigns
 	cfg.Bidder.PublicURL = "http://127.0.0.1:8080"
-	cfg.Bidder.TokenKeys = []string{string(testKey)}
+	cfg.Bidder.TokenKeys = []string{string(biddertest.Key)}
 	cfg.Bidder.AccessLogSample = 1
 	cfg.Bidder.ShutdownDelay = 0 // tests that measure the delay set it
 	// No shading exploration: a bid is its campaign's price, so a bill at
@@ -78,7 +79,7 @@ func startStoppable(t *testing.T, cfg *configs.Config) (*Server, func() error) {
 	}
 	shutdown := sync.OnceValue(func() error { return s.Shutdown(context.Background()) })
 	t.Cleanup(func() { shutdown() })
-	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
+	if err := s.Users().Put(context.Background(), userBulk, biddertest.BulkProfile()); err != nil {
 		t.Fatal(err)
 	}
 	return s, shutdown
@@ -106,7 +107,7 @@ func httpDo(t *testing.T, method, url string, body []byte) (int, []byte) {
 func TestServerLocal(t *testing.T) {
 	cfg := testConfig(t)
 	s, shutdown := startStoppable(t, cfg)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	status, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 	if status != 200 || !strings.Contains(string(resp), `"nurl":"http://127.0.0.1:8080/win?t=`) {
 		t.Fatalf("bid: %d %.300s", status, resp)
@@ -226,7 +227,7 @@ func TestServerLocal(t *testing.T) {
 // TestServerRemote: with catalog.target set, the same bidder reads products
 // from a catalog node over gRPC, and the admin listener refreshes it.
 func TestServerRemote(t *testing.T) {
-	local, err := catalog.OpenLocal(catalogDir(), catalog.LocalOptions{WatchInterval: -1})
+	local, err := catalog.OpenLocal(biddertest.CatalogDir(), catalog.LocalOptions{WatchInterval: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -239,7 +240,7 @@ func TestServerRemote(t *testing.T) {
 	cfg.Catalog.Target = "static:///" + addr
 	cfg.Catalog.Data = filepath.Join(t.TempDir(), "absent") // not opened with a target
 	s := startWithBulkUser(t, cfg)
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk, "tmax", 500)
+	body := bannerRequest(t, "tmax", 500)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		status, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)

@@ -10,6 +10,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/journal"
 	userpebble "github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/bidder/user/userstores"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/records"
@@ -61,11 +62,10 @@ func pgsourceOptions(cfg *configs.Config) pgsource.Options {
 }
 
 // userOptions is the embedded user store's share of the user and bidder
-// sections (the shared stores take the same limits and expiries).
+// sections (the shared stores take the same limits and expiries:
+// userstores.Open).
 func userOptions(cfg *configs.Config) userpebble.Options {
-	u := cfg.User
-	return userpebble.Options{BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20,
-		TTL: u.TTL, MatchTTL: u.MatchTTL, MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}
+	return userstores.PebbleOptions(cfg, userpebble.Options{BlockCacheBytes: int64(cfg.Bidder.UserCacheMB) << 20})
 }
 
 // admissionOptions is the admission control's share of the bidder

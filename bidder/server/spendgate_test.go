@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 )
 
@@ -18,8 +19,8 @@ import (
 // CPM, so money wins whenever it may bid), and returns the file's path.
 func gateCampaigns(t *testing.T, extra string) string {
 	t.Helper()
-	y := string(readFile(t, filepath.Join("..", "testdata", "money-campaign.yaml"))) + extra
-	y += string(readFile(t, filepath.Join("..", "testdata", "free-campaign.yaml")))
+	y := string(biddertest.ReadFile(t, filepath.Join("..", "testdata", "money-campaign.yaml"))) + extra
+	y += string(biddertest.ReadFile(t, filepath.Join("..", "testdata", "free-campaign.yaml")))
 	path := filepath.Join(t.TempDir(), "gate-campaigns.yaml")
 	if err := os.WriteFile(path, []byte(y), 0o644); err != nil {
 		t.Fatal(err)
@@ -31,7 +32,7 @@ func gateCampaigns(t *testing.T, extra string) string {
 // the campaign of the bid ("" for a no-bid).
 func bidCampaign(t *testing.T, s *Server) string {
 	t.Helper()
-	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	req := bannerRequest(t)
 	st, b := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, req)
 	switch st {
 	case 204:
@@ -97,7 +98,7 @@ func TestSpendGateStoreDown(t *testing.T) {
 	}
 
 	// The reason is shown in the debug endpoint and /admin/campaigns.
-	req := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	req := bannerRequest(t)
 	_, dbg := httpDo(t, "POST", "http://"+s.AdminAddr()+"/admin/debug/bid", req)
 	if !strings.Contains(string(dbg), "budget: totals_unread") {
 		t.Errorf("debug bid lacks the reason budget: totals_unread:\n%s", dbg)
@@ -133,7 +134,7 @@ func TestShutdownDelay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Users().Put(context.Background(), userBulk, bulkProfile()); err != nil {
+	if err := s.Users().Put(context.Background(), userBulk, biddertest.BulkProfile()); err != nil {
 		t.Fatal(err)
 	}
 	if c := bidCampaign(t, s); c == "" {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zaptest"
 
 	"github.com/rtbd/rtbd/bidder"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/rtb"
@@ -42,10 +42,10 @@ func TestServerUsersRedis(t *testing.T) {
 		return s
 	}
 	a, b := start(), start()
-	if err := a.Users().Put(ctx, userBulk, bulkProfile()); err != nil {
+	if err := a.Users().Put(ctx, userBulk, biddertest.BulkProfile()); err != nil {
 		t.Fatal(err)
 	}
-	body := withUser(t, readFile(t, filepath.Join(specDir, "request-1-simple-banner.json")), userBulk)
+	body := bannerRequest(t)
 	bid := func(s *Server) (nbr int, bids int, took time.Duration) {
 		t.Helper()
 		t0 := time.Now()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -28,9 +30,24 @@ const (
 
 var kindNames = [NumKinds]string{"b", "w", "l", "m"}
 
-// KindName is a short fixed name of kind k ("b", "w", "l", "m") that
-// stores use in their field and bin names.
-func KindName(k int) string { return kindNames[k] }
+// CountName is the name the shared stores give the count of kind k in
+// price bucket b, in a Redis hash field or an Aerospike bin: the kind's
+// letter ("b", "w", "l", "m") and b in decimal, "w17"; at most 4 bytes.
+func CountName(k, b int) string { return kindNames[k] + strconv.Itoa(b) }
+
+// ParseCountName parses a CountName into its kind and bucket; ok is false
+// for any other name.
+func ParseCountName(name string) (kind, bucket int, ok bool) {
+	if len(name) < 2 {
+		return 0, 0, false
+	}
+	kind = slices.Index(kindNames[:], name[:1])
+	b, err := strconv.Atoi(name[1:])
+	if kind < 0 || err != nil || b < 0 || b >= NumBuckets {
+		return 0, 0, false
+	}
+	return kind, b, true
+}
 
 // SlotCounts are one segment's counts in one time slot of a Store, by kind
 // and price bucket.
@@ -51,6 +68,20 @@ func (c *SlotCounts) Empty() bool {
 		}
 	}
 	return true
+}
+
+// NonZero yields the name (CountName) and value of each count of c that
+// is not 0: what a shared store adds.
+func (c *SlotCounts) NonZero() iter.Seq2[string, uint32] {
+	return func(yield func(string, uint32) bool) {
+		for k := range c.N {
+			for b, v := range c.N[k] {
+				if v != 0 && !yield(CountName(k, b), v) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // Store keeps a fleet's shading counts: per segment and time slot (the

@@ -167,3 +167,35 @@ func TestLoadBounded(t *testing.T) {
 		t.Errorf("a new publisher after Load: %+v, want shaded by the exchange's estimate", d)
 	}
 }
+
+// The shared stores' count names: every kind and bucket round-trips, and
+// nothing else parses.
+func TestCountName(t *testing.T) {
+	seen := map[string]bool{}
+	for k := range shading.NumKinds {
+		for b := range shading.NumBuckets {
+			name := shading.CountName(k, b)
+			if seen[name] || len(name) > 4 {
+				t.Fatalf("CountName(%d, %d) = %q: repeated or over 4 bytes", k, b, name)
+			}
+			seen[name] = true
+			if gk, gb, ok := shading.ParseCountName(name); !ok || gk != k || gb != b {
+				t.Fatalf("ParseCountName(%q) = %d, %d, %v; want %d, %d", name, gk, gb, ok, k, b)
+			}
+		}
+	}
+	for _, bad := range []string{"", "w", "x1", "w-1", "w128", "wx", "s"} {
+		if k, b, ok := shading.ParseCountName(bad); ok {
+			t.Errorf("ParseCountName(%q) = %d, %d, ok", bad, k, b)
+		}
+	}
+	var c shading.SlotCounts
+	c.N[shading.KindWins][17], c.N[shading.KindMins][0] = 3, 1
+	got := map[string]uint32{}
+	for name, v := range c.NonZero() {
+		got[name] = v
+	}
+	if len(got) != 2 || got["w17"] != 3 || got["m0"] != 1 {
+		t.Errorf("NonZero = %v, want w17:3 m0:1", got)
+	}
+}

@@ -155,7 +155,20 @@ func contains(s []int64, v int64) bool {
 // them). The store must not be open in another process (a running bidder).
 // It returns the number of users written.
 func WriteUsers(ctx context.Context, dir string, o Options, log *zap.Logger) (n int, err error) {
-	return writeUsersPebble(ctx, dir, o, pebblestore.Options{Logger: log})
+	o, stock, err := demoStock(o)
+	if err != nil {
+		return 0, err
+	}
+	s, err := pebblestore.Open(dir, pebblestore.Options{Logger: log})
+	if err != nil {
+		return 0, fmt.Errorf("demo: users: %w", err)
+	}
+	defer func() {
+		if cerr := s.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("demo: users: %w", cerr)
+		}
+	}()
+	return bulkPutUsers(ctx, s, o, stock)
 }
 
 // demoStock checks o and returns it with defaults, and its Stock.
@@ -171,21 +184,8 @@ func demoStock(o Options) (Options, *Stock, error) {
 	return o, stock, nil
 }
 
-// writeUsersPebble is WriteUsers with the store's options (caps, TTL).
-func writeUsersPebble(ctx context.Context, dir string, o Options, uo pebblestore.Options) (n int, err error) {
-	o, stock, err := demoStock(o)
-	if err != nil {
-		return 0, err
-	}
-	s, err := pebblestore.Open(dir, uo)
-	if err != nil {
-		return 0, fmt.Errorf("demo: users: %w", err)
-	}
-	defer func() {
-		if cerr := s.Close(); err == nil && cerr != nil {
-			err = fmt.Errorf("demo: users: %w", cerr)
-		}
-	}()
+// bulkPutUsers writes the demo users through s's bulk writer.
+func bulkPutUsers(ctx context.Context, s *pebblestore.Store, o Options, stock *Stock) (int, error) {
 	bw, err := s.NewBulkWriter()
 	if err != nil {
 		return 0, fmt.Errorf("demo: users: %w", err)

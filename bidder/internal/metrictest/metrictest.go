@@ -3,6 +3,8 @@
 package metrictest
 
 import (
+	"regexp"
+	"strconv"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -96,4 +98,15 @@ func hasLabel(m *dto.Metric, k, v string) bool {
 		}
 	}
 	return false
+}
+
+// Text is the value of the sample name (with its labels, as exposed) in a
+// Prometheus text exposition, -1 when absent.
+func Text(text, name string) float64 {
+	m := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + ` (\S+)$`).FindStringSubmatch(text)
+	if m == nil {
+		return -1
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	return v
 }

@@ -17,8 +17,8 @@ import (
 // Bid shading's counts (shading.Store), shared by the fleet, in the spend
 // set:
 //
-//	|h|SLOT|SEG  bins KIND BUCKET (shading.KindName and the price bucket,
-//	             e.g. "w17"), integers: the fleet's counts of segment SEG
+//	|h|SLOT|SEG  bins KIND BUCKET (shading.CountName: the kind and the price
+//	             bucket, e.g. "w17"), integers: the fleet's counts of segment SEG
 //	             (hex) in the slot starting at SLOT (unix s)
 //	|hx|SLOT     bin s, a blob: the ids (4 bytes BE each) of the segments
 //	             with counts in SLOT, appended once per bidder and slot (a
@@ -63,12 +63,8 @@ func (s *SpendStore) AddShading(ctx context.Context, slot int64, counts []shadin
 	for i := range counts {
 		c := &counts[i]
 		var bins []*as.Operation
-		for k := range shading.NumKinds {
-			for b, v := range c.N[k] {
-				if v != 0 {
-					bins = append(bins, as.AddOp(as.NewBin(shading.KindName(k)+strconv.Itoa(b), int64(v))))
-				}
-			}
+		for name, v := range c.NonZero() {
+			bins = append(bins, as.AddOp(as.NewBin(name, int64(v))))
 		}
 		if len(bins) == 0 {
 			continue
@@ -137,7 +133,7 @@ func (s *SpendStore) ReadShading(ctx context.Context, segs []shading.SegmentID, 
 		}
 		c := shading.SlotCounts{Segment: segs[i%len(segs)], Slot: slots[i/len(segs)]}
 		for name := range r.Bins {
-			kind, b, ok := parseShadeBin(name)
+			kind, b, ok := shading.ParseCountName(name)
 			if !ok {
 				return nil, fmt.Errorf("aerostore: shading counts %v: bad bin %q", keys[i].Value(), name)
 			}
@@ -150,24 +146,6 @@ func (s *SpendStore) ReadShading(ctx context.Context, segs []shading.SegmentID, 
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// parseShadeBin parses "w17" into its kind and bucket.
-func parseShadeBin(f string) (kind, bucket int, ok bool) {
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	kind = -1
-	for k := range shading.NumKinds {
-		if f[:1] == shading.KindName(k) {
-			kind = k
-		}
-	}
-	b, err := strconv.Atoi(f[1:])
-	if kind < 0 || err != nil || b < 0 || b >= shading.NumBuckets {
-		return 0, 0, false
-	}
-	return kind, b, true
 }
 
 // ShadingSegments implements shading.Store.

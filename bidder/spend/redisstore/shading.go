@@ -13,8 +13,8 @@ import (
 
 // Bid shading's counts (shading.Store), shared by the fleet:
 //
-//	{P}shade:SLOT:SEG      hash: field KIND BUCKET (shading.KindName and the
-//	                       price bucket, e.g. "w17") -> the fleet's count;
+//	{P}shade:SLOT:SEG      hash: field KIND BUCKET (shading.CountName: the
+//	                       kind and the price bucket, e.g. "w17") -> the fleet's count;
 //	                       EXPIREAT the add's expiry
 //	{P}shade:SLOT:idx      set of the segments (decimal) with counts in SLOT;
 //	                       EXPIREAT the add's expiry
@@ -46,12 +46,8 @@ func (s *Store) AddShading(ctx context.Context, slot int64, counts []shading.Slo
 			continue
 		}
 		k := s.shadeKey(slot, c.Segment)
-		for kind := range shading.NumKinds {
-			for b, v := range c.N[kind] {
-				if v != 0 {
-					p.HIncrBy(ctx, k, shading.KindName(kind)+strconv.Itoa(b), int64(v))
-				}
-			}
+		for name, v := range c.NonZero() {
+			p.HIncrBy(ctx, k, name, int64(v))
 		}
 		p.ExpireAt(ctx, k, exp)
 	}
@@ -99,7 +95,7 @@ func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots
 		}
 		c := shading.SlotCounts{Segment: segs[i%len(segs)], Slot: slots[i/len(segs)]}
 		for f, v := range m {
-			kind, b, ok := parseShadeField(f)
+			kind, b, ok := shading.ParseCountName(f)
 			n, err := strconv.ParseUint(v, 10, 32)
 			if !ok || err != nil {
 				return nil, fmt.Errorf("redisstore: shading counts: bad field %q = %q", f, v)
@@ -109,24 +105,6 @@ func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots
 		out = append(out, c)
 	}
 	return out, nil
-}
-
-// parseShadeField parses "w17" into its kind and bucket.
-func parseShadeField(f string) (kind, bucket int, ok bool) {
-	if len(f) < 2 {
-		return 0, 0, false
-	}
-	kind = -1
-	for k := range shading.NumKinds {
-		if f[:1] == shading.KindName(k) {
-			kind = k
-		}
-	}
-	b, err := strconv.Atoi(f[1:])
-	if kind < 0 || err != nil || b < 0 || b >= shading.NumBuckets {
-		return 0, 0, false
-	}
-	return kind, b, true
 }
 
 // ShadingSegments implements shading.Store.

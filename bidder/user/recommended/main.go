@@ -7,19 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/rtbd/rtbd/bidder/internal/aero"
-	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/aerostore"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
-	"github.com/rtbd/rtbd/bidder/user/redisstore"
+	"github.com/rtbd/rtbd/bidder/user/userstores"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
@@ -97,16 +91,16 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		defer file.Close()
 		in = file
 	}
-	st, err := Open(ctx, cfg, logger(stderr))
+	st, err := openStore(ctx, cfg, logger(stderr))
 	if err != nil {
 		return err
 	}
 	o := Options{Limits: st.Limits, Workers: f.workers, Timeout: f.timeout, Rejects: stderr}
-	if st.Embedded {
+	if st.Embedded != nil {
 		o.Workers = 1
 	}
 	start := time.Now()
-	sum, err := Load(ctx, st.Setter, in, o)
+	sum, err := Load(ctx, st, in, o)
 	if cerr := st.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
@@ -121,69 +115,21 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// Store is a user store opened from the configuration.
-type Store struct {
-	Setter
-	// Limits are the store's: user.max_groups, 100 ids per group.
-	Limits user.Limits
-	// Where names it: the Pebble directory, or redis/aerospike and the
-	// address.
-	Where string
-	// Embedded is true for the Pebble store (one process at a time).
-	Embedded bool
-	close    func() error
-}
-
-// Close closes the store and its client.
-func (s *Store) Close() error { return s.close() }
-
-// Open opens the user store cfg configures (cfg.UserStoreKind), with its
-// user.ttl and caps. The embedded store is locked by a running bidder:
-// Open says so.
-func Open(ctx context.Context, cfg *configs.Config, log *zap.Logger) (*Store, error) {
-	u := cfg.User
-	lim := user.Limits{MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup, MaxRecommended: 100}
-	switch kind := cfg.UserStoreKind(); kind {
-	case configs.UserStoreRedis:
-		if cfg.Redis.Addr == "" {
-			return nil, fmt.Errorf("%w: user.store redis needs redis.addr", ErrUsage)
-		}
-		c := redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr, ContextTimeoutEnabled: true})
-		s := redisstore.New(c, redisstore.Options{Prefix: cfg.Redis.Prefix, TTL: u.TTL, MatchTTL: u.MatchTTL,
-			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
-		return &Store{Setter: s, Limits: lim, Where: "redis " + cfg.Redis.Addr, close: c.Close}, nil
-	case configs.UserStoreAerospike:
-		if cfg.Aerospike.Hosts == "" {
-			return nil, fmt.Errorf("%w: user.store aerospike needs aerospike.hosts", ErrUsage)
-		}
-		c, err := aero.Connect(cfg.Aerospike.Hosts, nil)
-		if err != nil {
-			return nil, fmt.Errorf("recommended: aerospike.hosts: %w", err)
-		}
-		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
-			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = s.Check(cctx)
-		cancel()
-		if err != nil {
-			c.Close()
-			return nil, fmt.Errorf("recommended: aerospike.namespace: %w", err)
-		}
-		return &Store{Setter: s, Limits: lim, Where: "aerospike " + cfg.Aerospike.Hosts,
-			close: func() error { c.Close(); return nil }}, nil
-	default:
-		dir := filepath.Join(cfg.Bidder.DataDir, "users")
-		s, err := pebblestore.Open(dir, pebblestore.Options{Logger: log, TTL: u.TTL, MatchTTL: u.MatchTTL,
-			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup})
-		if errors.Is(err, syscall.EAGAIN) || errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("recommended: user store %s is held by another process (a running bidder on bidder.data_dir %s?): the embedded store is one process's; stop the bidder for the load, or keep profiles in Redis or Aerospike (user.store): %w",
-				dir, cfg.Bidder.DataDir, err)
-		}
-		if err != nil {
-			return nil, fmt.Errorf("recommended: %w", err)
-		}
-		return &Store{Setter: s, Limits: lim, Where: dir, Embedded: true, close: s.Close}, nil
+// openStore opens the user store cfg configures (userstores.Open). A missing
+// address is a usage error (ErrUsage); the embedded store held by a
+// running bidder says to stop it for the load.
+func openStore(ctx context.Context, cfg *configs.Config, log *zap.Logger) (*userstores.Opened, error) {
+	st, err := userstores.Open(ctx, cfg, userstores.Options{Pebble: pebblestore.Options{Logger: log}})
+	var ce *userstores.ConfigError
+	switch {
+	case errors.As(err, &ce):
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	case errors.Is(err, userstores.ErrLocked):
+		return nil, fmt.Errorf("recommended: stop the bidder for the load: %w", err)
+	case err != nil:
+		return nil, fmt.Errorf("recommended: %w", err)
 	}
+	return st, nil
 }
 
 // logger logs warnings and errors (Pebble's) to stderr.
