@@ -39,7 +39,7 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	case errors.As(err, &ce):
 		return fmt.Errorf("%w: %w", bidder.ErrOptions, err)
 	case errors.Is(err, userstores.ErrLocked):
-		return fmt.Errorf("%w: %w", ErrDataDirLocked, err)
+		return dataDirError(cfg.Bidder.DataDir, "", err)
 	case err != nil:
 		return fmt.Errorf("bidder: %w", err)
 	case st.Embedded != nil:

@@ -50,7 +50,7 @@ func TestConnectionsStayFlat(t *testing.T) {
 		// Sample while the load runs (after it has started on every caller).
 		waitFor(t, 20*time.Second, "load to start", func() bool { return calls.Load() >= int64(2*callers) })
 		seen := make([][]int, len(nodes))
-		for range 5 {
+		for range 10 {
 			for i, n := range nodes {
 				seen[i] = append(seen[i], establishedTo(t, n.port))
 			}
@@ -65,13 +65,11 @@ func TestConnectionsStayFlat(t *testing.T) {
 			maxIn = max(maxIn, n.maxIn.Load())
 			report += fmt.Sprintf(" %s=%v(max %d in flight)", n.name, seen[i], n.maxIn.Load())
 			// Connections opened for load would stay for the whole run, so
-			// most samples would show them. A connection the client replaces
-			// (a keepalive ping unanswered in time, a transport reset) is for
-			// a moment established beside its replacement: at most one extra,
-			// in a minority of samples.
-			sorted := slices.Clone(seen[i])
-			slices.Sort(sorted)
-			if med := sorted[len(sorted)/2]; med != connsPerNode || sorted[len(sorted)-1] > connsPerNode+1 {
+			// no sample would show the configured count. A connection the
+			// client replaces (a keepalive ping unanswered in time, a
+			// transport reset) is for a while established beside its
+			// replacement: one extra, and not in every sample.
+			if slices.Min(seen[i]) != connsPerNode || slices.Max(seen[i]) > connsPerNode+1 {
 				t.Errorf("%d callers: node %s had %v connections from the client, want %d", callers, n.name, seen[i], connsPerNode)
 			}
 		}
