@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
-	"google.golang.org/grpc"
 
-	"github.com/rtbd/rtbd/catalog"
+	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/catalog/remote"
 )
 
@@ -218,7 +217,7 @@ func BenchmarkLoopback(b *testing.B) {
 // bidder whose products come from f's index through a catalog node (gRPC
 // on 127.0.0.1), and returns its address.
 func remoteBidder(b *testing.B, f *fixture) string {
-	node, err := startCatalogNode(b, f.local)
+	node, err := biddertest.StartCatalogNode(b, f.local)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -229,30 +228,6 @@ func remoteBidder(b *testing.B, f *fixture) string {
 	b.Cleanup(func() { rc.Close() })
 	f2 := newFixture(b, func(o *Options) { o.Products, o.CellCache = rc, 0 })
 	return loopbackServer(b, f2.b.NewServer())
-}
-
-// startCatalogNode serves store over gRPC on 127.0.0.1:0 (a real catalog
-// node's server) until b ends.
-func startCatalogNode(b testing.TB, store catalog.Store) (string, error) {
-	srv := catalog.NewServer(store, catalog.ServerOptions{})
-	g, _ := catalog.NewGRPCServer(srv, catalog.GRPCOptions{})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go g.Serve(ln)
-	b.Cleanup(func() { stopGRPC(g) })
-	return ln.Addr().String(), nil
-}
-
-func stopGRPC(g *grpc.Server) {
-	done := make(chan struct{})
-	go func() { g.GracefulStop(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(2 * time.Second):
-		g.Stop()
-	}
 }
 
 // phase is one closed-loop load phase of fixed duration.
@@ -427,7 +402,7 @@ func BenchmarkLoopbackRatio(b *testing.B) {
 // filled by a few bids of body.
 func nearHandlers(tb testing.TB, body []byte) (local, near fasthttp.RequestHandler) {
 	f := newFixture(tb, nil)
-	node, err := startCatalogNode(tb, f.local)
+	node, err := biddertest.StartCatalogNode(tb, f.local)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -232,7 +232,7 @@ func TestServerRemote(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer local.Close()
-	addr, err := startCatalogNode(t, local)
+	addr, err := biddertest.StartCatalogNode(t, local)
 	if err != nil {
 		t.Fatal(err)
 	}

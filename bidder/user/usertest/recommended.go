@@ -22,11 +22,6 @@ type RecommendStore interface {
 // the rest, validates its input, and races RecordView without either
 // write being lost.
 func runRecommended(t *testing.T, open func(t *testing.T, lim Limits) Store) {
-	ctx := func(t *testing.T) context.Context {
-		c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		t.Cleanup(cancel)
-		return c
-	}
 	recStore := func(t *testing.T, s Store) RecommendStore {
 		t.Helper()
 		rs, ok := s.(RecommendStore)
@@ -34,15 +29,6 @@ func runRecommended(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 			t.Fatalf("%T has no SetRecommended", s)
 		}
 		return rs
-	}
-	get := func(t *testing.T, s Store, uid string) (user.Profile, bool) {
-		t.Helper()
-		var p user.Profile
-		found, err := s.Get(ctx(t), uid, &p)
-		if err != nil {
-			t.Fatalf("Get(%q): %v", uid, err)
-		}
-		return p, found
 	}
 
 	t.Run("SetRecommended", func(t *testing.T) {
@@ -149,16 +135,7 @@ func runRecommended(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		for err := range errs {
 			t.Error(err)
 		}
-		p, _ := get(t, s, "hot")
-		got := map[int64]bool{}
-		for _, id := range p.ViewedIn(1) {
-			got[id] = true
-		}
-		for pid := int64(1); pid <= writers*each; pid++ {
-			if !got[pid] {
-				t.Errorf("view of product %d lost", pid)
-			}
-		}
+		p := viewsKept(t, s, "hot", writers*each)
 		last := []user.GroupIDs{{Group: 1, IDs: []int64{1000 + lists - 1, 2000 + lists - 1}}}
 		if !reflect.DeepEqual(p.Recommended, last) {
 			t.Errorf("Recommended = %+v, want the last list written %+v", p.Recommended, last)

@@ -49,20 +49,6 @@ const shortTTL = time.Second
 // Run runs the suite; open returns a new, empty store with lim (each call
 // its own keyspace).
 func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
-	ctx := func(t *testing.T) context.Context {
-		c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		t.Cleanup(cancel)
-		return c
-	}
-	get := func(t *testing.T, s Store, uid string) (user.Profile, bool) {
-		t.Helper()
-		var p user.Profile
-		found, err := s.Get(ctx(t), uid, &p)
-		if err != nil {
-			t.Fatalf("Get(%q): %v", uid, err)
-		}
-		return p, found
-	}
 	view := func(t *testing.T, s Store, uid string, group, pid int64) {
 		t.Helper()
 		if err := s.RecordView(ctx(t), uid, group, pid); err != nil {
@@ -227,15 +213,42 @@ func Run(t *testing.T, open func(t *testing.T, lim Limits) Store) {
 		for err := range errs {
 			t.Error(err)
 		}
-		p, _ := get(t, s, "hot")
-		got := map[int64]bool{}
-		for _, id := range p.ViewedIn(1) {
-			got[id] = true
-		}
-		for pid := int64(1); pid <= writers*each; pid++ {
-			if !got[pid] {
-				t.Errorf("view of product %d lost", pid)
-			}
-		}
+		viewsKept(t, s, "hot", writers*each)
 	})
+}
+
+// viewsKept fails t for each of products 1..n of group 1 missing from
+// uid's views (writers recorded them concurrently), and returns the
+// profile.
+func viewsKept(t *testing.T, s Store, uid string, n int) user.Profile {
+	t.Helper()
+	p, _ := get(t, s, uid)
+	got := map[int64]bool{}
+	for _, id := range p.ViewedIn(1) {
+		got[id] = true
+	}
+	for pid := int64(1); pid <= int64(n); pid++ {
+		if !got[pid] {
+			t.Errorf("view of product %d lost", pid)
+		}
+	}
+	return p
+}
+
+// ctx is a call's context, bounded so that a stuck store fails the test.
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+// get reads uid's profile; an error fails t.
+func get(t *testing.T, s Store, uid string) (user.Profile, bool) {
+	t.Helper()
+	var p user.Profile
+	found, err := s.Get(ctx(t), uid, &p)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", uid, err)
+	}
+	return p, found
 }
