@@ -40,7 +40,7 @@ type ProductStore interface {
 }
 
 // UserStore holds the retargeting profiles (user.store: *pebblestore.Store, the
-// embedded Pebble keyspace; *redisstore.Store; *aerostore.UserStore; all
+// embedded Pebble keyspace; *redisstore.Store; *aerostore.Store; all
 // pass bidder/user/usertest). Get decodes into the caller's reused Profile
 // and never renews the profile's expiry; it must honour ctx like
 // ProductStore, since a slow store must cost a no-bid, not a stall.
@@ -337,7 +337,7 @@ func (o *Options) ensureDefaults() error {
 
 // MatchStore is the match table (/match, through usersync.Matches): an
 // exchange's own user id -> rtbd's uid. The user stores of rtbd implement
-// it (*pebblestore.Store, *redisstore.Store, *aerostore.UserStore); a
+// it (*pebblestore.Store, *redisstore.Store, *aerostore.Store); a
 // UserStore without it serves /match 503 and resolves no bid through it.
 type MatchStore interface {
 	// PutMatch stores key (user.MatchKey) -> uid.

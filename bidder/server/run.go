@@ -416,7 +416,7 @@ func (s *Server) openSpend(cfg *configs.Config, log *zap.Logger, reg prometheus.
 		if s.aero == nil {
 			return fmt.Errorf("%w: spend.store aerospike needs aerospike.hosts", bidder.ErrOptions)
 		}
-		st := aerostore.NewSpendStore(s.aero, aero.Options{Namespace: cfg.Aerospike.Namespace})
+		st := aerostore.New(s.aero, aero.Options{Namespace: cfg.Aerospike.Namespace})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		err := st.Check(ctx)
 		cancel()

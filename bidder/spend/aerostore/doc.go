@@ -1,5 +1,5 @@
 // Package aerostore is rtbd's Aerospike spend store
-// (github.com/aerospike/aerospike-client-go/v7): a spend.Store (SpendStore)
+// (github.com/aerospike/aerospike-client-go/v7): a spend.Store (Store)
 // for a fleet of bidders. Its options, Connect and the errors of refused
 // writes are bidder/internal/aero's, shared with the user store
 // (bidder/user/aerostore).
@@ -24,7 +24,7 @@
 // bytes), a blob of the largest GuardLen batch sequences (Delta.Seq) of
 // that origin applied to the record, ascending.
 //
-// # SpendStore.Flush: each notice charged once
+// # Store.Flush: each notice charged once
 //
 // Aerospike CE applies one record atomically and nothing more: a batch is
 // applied record by record (one record can fail while the others are
@@ -108,7 +108,7 @@
 //
 // A namespace with nsup-period 0 (the server's default) refuses every
 // write carrying a TTL with 22 FAIL_FORBIDDEN, and the day, freq and
-// notice records carry one: SpendStore.Check, run by the bidder at start,
+// notice records carry one: Store.Check, run by the bidder at start,
 // writes and deletes a probe record with a TTL and fails with
 // aero.ErrTTLRefused, naming nsup-period and the namespace; a flush refused so
 // wraps it too. aero.Options.KeyPrefix prefixes every spend, freq and notice

@@ -21,12 +21,12 @@ import (
 // leaseRaces is how often TakeLease reads again after losing a race.
 const leaseRaces = 3
 
-func (s *SpendStore) leaseKey(id string) (*as.Key, error) {
+func (s *Store) leaseKey(id string) (*as.Key, error) {
 	return s.key(s.opts.SpendSet, "|lease|"+id)
 }
 
 // readLease returns the lease record of key, nil when there is none.
-func (s *SpendStore) readLease(t time.Duration, key *as.Key) (*as.Record, string, error) {
+func (s *Store) readLease(t time.Duration, key *as.Key) (*as.Record, string, error) {
 	rp := as.NewPolicy()
 	rp.TotalTimeout, rp.SocketTimeout = t, t
 	rec, aerr := s.c.Get(rp, key, "h")
@@ -41,7 +41,7 @@ func (s *SpendStore) readLease(t time.Duration, key *as.Key) (*as.Record, string
 }
 
 // TakeLease implements spend.LeaseStore.
-func (s *SpendStore) TakeLease(ctx context.Context, id, holder string, ttl time.Duration) (bool, string, error) {
+func (s *Store) TakeLease(ctx context.Context, id, holder string, ttl time.Duration) (bool, string, error) {
 	t, err := s.timeout(ctx)
 	if err != nil {
 		return false, "", err
@@ -78,7 +78,7 @@ func (s *SpendStore) TakeLease(ctx context.Context, id, holder string, ttl time.
 }
 
 // ReleaseLease implements spend.LeaseStore.
-func (s *SpendStore) ReleaseLease(ctx context.Context, id, holder string) error {
+func (s *Store) ReleaseLease(ctx context.Context, id, holder string) error {
 	t, err := s.timeout(ctx)
 	if err != nil {
 		return err

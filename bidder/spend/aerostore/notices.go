@@ -81,7 +81,7 @@ var stampBins = [3]string{binDay, binTotal, binFreq}
 
 // flushNotices applies the deltas with notices of one origin (see the
 // package comment) and fills their totals in out.
-func (s *SpendStore) flushNotices(ctx context.Context, deltas []spend.Delta, idx []int, out []spend.Total) error {
+func (s *Store) flushNotices(ctx context.Context, deltas []spend.Delta, idx []int, out []spend.Total) error {
 	origin := deltas[idx[0]].Origin
 	gb := guardBin(origin)
 	now := time.Now()
@@ -328,7 +328,7 @@ func ttlUntil(t, now time.Time) uint32 {
 }
 
 // readCounters reads cs' values, generations and guard bin gb.
-func (s *SpendStore) readCounters(ctx context.Context, cs []*counter, gb string) error {
+func (s *Store) readCounters(ctx context.Context, cs []*counter, gb string) error {
 	ops := make([]as.BatchRecordIfc, len(cs))
 	for j, c := range cs {
 		ops[j] = as.NewBatchRead(nil, c.key, append(slices.Clone(c.bins), gb))
@@ -387,7 +387,7 @@ const (
 // written again; its add is unchanged because only this origin writes its
 // guard. A counter that adds nothing is not written: no notice of this
 // flush waits for it (a retried flush, or only duplicates).
-func (s *SpendStore) writeCounters(ctx context.Context, cs []*counter, gb string) error {
+func (s *Store) writeCounters(ctx context.Context, cs []*counter, gb string) error {
 	pending := cs
 	var failed []error
 	for attempt := 0; len(pending) > 0; attempt++ {
@@ -519,7 +519,7 @@ func decodeGuard(v any) ([]int64, error) {
 // answering KEY_BUSY (definitely not applied), up to keyBusyRetries times
 // with a doubling backoff. Each op's own result says what happened; the
 // error is only for a context that ended.
-func (s *SpendStore) operate(ctx context.Context, ops []as.BatchRecordIfc) error {
+func (s *Store) operate(ctx context.Context, ops []as.BatchRecordIfc) error {
 	pending := ops
 	for attempt := 0; len(pending) > 0; attempt++ {
 		t, err := s.timeout(ctx)

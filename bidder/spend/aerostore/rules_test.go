@@ -70,18 +70,18 @@ func TestCheckNsupPeriod(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	err = aerostore.NewSpendStore(c, aero.Options{Namespace: "test"}).Check(context.Background())
+	err = aerostore.New(c, aero.Options{Namespace: "test"}).Check(context.Background())
 	if !errors.Is(err, aero.ErrTTLRefused) || !strings.Contains(err.Error(), "nsup-period") || !strings.Contains(err.Error(), `"test"`) {
 		t.Errorf("Check under nsup-period 0 = %v, want ErrTTLRefused naming nsup-period and the namespace", err)
 	}
 	// A flush under nsup-period 0 says why too.
-	_, err = aerostore.NewSpendStore(c, aero.Options{Namespace: "test"}).Flush(context.Background(), []spend.Delta{{ID: "n:1", Campaign: "c", Day: "2024-05-01", Micros: 1, Imps: 1}, {ID: "n:2", Campaign: "e", Day: "2024-05-01", Micros: 1, Imps: 1}})
+	_, err = aerostore.New(c, aero.Options{Namespace: "test"}).Flush(context.Background(), []spend.Delta{{ID: "n:1", Campaign: "c", Day: "2024-05-01", Micros: 1, Imps: 1}, {ID: "n:2", Campaign: "e", Day: "2024-05-01", Micros: 1, Imps: 1}})
 	if !errors.Is(err, aero.ErrTTLRefused) {
 		t.Errorf("Flush under nsup-period 0 = %v, want ErrTTLRefused", err)
 	}
 
 	ok, c2 := testServer(t)
-	if err := aerostore.NewSpendStore(c2, aero.Options{Namespace: "test"}).Check(context.Background()); err != nil {
+	if err := aerostore.New(c2, aero.Options{Namespace: "test"}).Check(context.Background()); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	if n := ok.Records(); n != 0 {

@@ -48,7 +48,7 @@ func shadeRecKey(slot int64, seg shading.SegmentID) string {
 func shadeIndexKey(slot int64) string { return "|hx|" + strconv.FormatInt(slot, 10) }
 
 // AddShading implements shading.Store.
-func (s *SpendStore) AddShading(ctx context.Context, slot int64, counts []shading.SlotCounts, index []shading.SegmentID, expires time.Time) error {
+func (s *Store) AddShading(ctx context.Context, slot int64, counts []shading.SlotCounts, index []shading.SegmentID, expires time.Time) error {
 	if err := shading.ValidateAdd(slot, counts, expires); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (s *SpendStore) AddShading(ctx context.Context, slot int64, counts []shadin
 }
 
 // ReadShading implements shading.Store.
-func (s *SpendStore) ReadShading(ctx context.Context, segs []shading.SegmentID, slots []int64) ([]shading.SlotCounts, error) {
+func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots []int64) ([]shading.SlotCounts, error) {
 	if err := shading.ValidateSlots(slots); err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (s *SpendStore) ReadShading(ctx context.Context, segs []shading.SegmentID, 
 }
 
 // ShadingSegments implements shading.Store.
-func (s *SpendStore) ShadingSegments(ctx context.Context, slots []int64) ([]shading.SegmentID, error) {
+func (s *Store) ShadingSegments(ctx context.Context, slots []int64) ([]shading.SegmentID, error) {
 	if err := shading.ValidateSlots(slots); err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *SpendStore) ShadingSegments(ctx context.Context, slots []int64) ([]shad
 }
 
 // batchGet reads keys in one BatchGet: a nil record for a key not found.
-func (s *SpendStore) batchGet(ctx context.Context, keys []*as.Key) ([]*as.Record, error) {
+func (s *Store) batchGet(ctx context.Context, keys []*as.Key) ([]*as.Record, error) {
 	t, err := s.timeout(ctx)
 	if err != nil {
 		return nil, err

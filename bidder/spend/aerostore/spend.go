@@ -16,24 +16,24 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend"
 )
 
-// SpendStore is the Aerospike spend.Store (see the package comment). Safe
+// Store is the Aerospike spend.Store (see the package comment). Safe
 // for concurrent use; it does not own the client.
-type SpendStore struct {
+type Store struct {
 	c    *as.Client
 	opts aero.Options
 
 	onKey func(*as.Key) // tests only: sees every key the store builds
 }
 
-// NewSpendStore returns a spend store on c.
-func NewSpendStore(c *as.Client, opts aero.Options) *SpendStore {
+// New returns a spend store on c.
+func New(c *as.Client, opts aero.Options) *Store {
 	opts.Defaults()
-	return &SpendStore{c: c, opts: opts}
+	return &Store{c: c, opts: opts}
 }
 
 // key is the key of record k (without KeyPrefix) in set. It reports the
 // key to onKey when a test set it.
-func (s *SpendStore) key(set, k string) (*as.Key, error) {
+func (s *Store) key(set, k string) (*as.Key, error) {
 	key, err := as.NewKey(s.opts.Namespace, set, s.opts.KeyPrefix+k)
 	if err != nil {
 		return nil, fmt.Errorf("aerostore: key %q: %w", s.opts.KeyPrefix+k, err)
@@ -44,11 +44,11 @@ func (s *SpendStore) key(set, k string) (*as.Key, error) {
 	return key, nil
 }
 
-func (s *SpendStore) timeout(ctx context.Context) (time.Duration, error) {
+func (s *Store) timeout(ctx context.Context) (time.Duration, error) {
 	return aero.CallTimeout(ctx, s.opts.Timeout)
 }
 
-func (s *SpendStore) batchPolicy(t time.Duration) *as.BatchPolicy {
+func (s *Store) batchPolicy(t time.Duration) *as.BatchPolicy {
 	p := as.NewBatchPolicy()
 	p.TotalTimeout = t
 	p.SocketTimeout = t
@@ -70,7 +70,7 @@ type rec struct {
 // Flush implements spend.Store (see the package comment): the deltas with
 // notices (a Writer's) are charged once per notice, origin by origin; those
 // without are added as they are.
-func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
+func (s *Store) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.Total, error) {
 	if err := spend.ValidateDeltas(deltas); err != nil {
 		return nil, err
 	}
@@ -110,7 +110,7 @@ func (s *SpendStore) Flush(ctx context.Context, deltas []spend.Delta) ([]spend.T
 
 // flushPlain adds the deltas idx (without notices) in one BatchOperate,
 // aggregated per record, and fills their totals in out.
-func (s *SpendStore) flushPlain(ctx context.Context, deltas []spend.Delta, idx []int, out []spend.Total) error {
+func (s *Store) flushPlain(ctx context.Context, deltas []spend.Delta, idx []int, out []spend.Total) error {
 	now := time.Now()
 	recs := map[string]*rec{}
 	var order []*rec
@@ -204,7 +204,7 @@ const (
 // record still fails, Flush fails; the records that were applied stay
 // applied, and a retry of the same deltas adds to them again (deltas
 // without notices are at least once).
-func (s *SpendStore) apply(ctx context.Context, recs []*rec) error {
+func (s *Store) apply(ctx context.Context, recs []*rec) error {
 	ops := make([]as.BatchRecordIfc, len(recs))
 	for j, r := range recs {
 		wp := as.NewBatchWritePolicy()
@@ -273,7 +273,7 @@ func intBin(bins as.BinMap, name string) (int64, error) {
 }
 
 // Read implements spend.Store: one BatchGet of the day and total records.
-func (s *SpendStore) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
+func (s *Store) Read(ctx context.Context, campaigns []string, day string) ([]spend.Total, error) {
 	if err := spend.ValidateRead(campaigns, day); err != nil {
 		return nil, err
 	}
@@ -352,7 +352,7 @@ var readBins = append([]string{"m", "i"}, countBins...)
 // message naming nsup-period and the namespace, when the namespace refuses
 // writes with a TTL (nsup-period 0, the server's default), so a bidder
 // stops at start instead of failing every flush.
-func (s *SpendStore) Check(ctx context.Context) error {
+func (s *Store) Check(ctx context.Context) error {
 	t, err := s.timeout(ctx)
 	if err != nil {
 		return err

@@ -61,9 +61,9 @@ func TestSpendSuiteCluster(t *testing.T) {
 
 // spendStore returns a spend store on c whose records are deleted when t
 // ends; with srv, it then checks that the server holds no record.
-func spendStore(t *testing.T, c *as.Client, o aero.Options, srv *aerospiketest.Server) *aerostore.SpendStore {
+func spendStore(t *testing.T, c *as.Client, o aero.Options, srv *aerospiketest.Server) *aerostore.Store {
 	t.Helper()
-	s := aerostore.NewSpendStore(c, o)
+	s := aerostore.New(c, o)
 	aerostore.SetKeyHook(s, deleteAtCleanup(t, c, srv))
 	return s
 }
@@ -71,7 +71,7 @@ func spendStore(t *testing.T, c *as.Client, o aero.Options, srv *aerospiketest.S
 // TestSpendRecords checks the records and TTLs the package comment promises.
 func TestSpendRecords(t *testing.T) {
 	_, c := testServer(t)
-	s := aerostore.NewSpendStore(c, aero.Options{Namespace: "test", DayTTL: time.Hour})
+	s := aerostore.New(c, aero.Options{Namespace: "test", DayTTL: time.Hour})
 	exp := time.Now().Add(10 * time.Minute)
 	if _, err := s.Flush(context.Background(), []spend.Delta{{ID: "w:1", Campaign: "c", Day: "2024-05-01", Micros: 9, Imps: 1,
 		Freq: []spend.FreqDelta{{User: "u", Window: 60, Count: 2, Expires: exp}}}}); err != nil {
@@ -101,7 +101,7 @@ func TestSpendRecords(t *testing.T) {
 // deltas and, once the server answers again, the store holds every Add.
 func TestSpendFaults(t *testing.T) {
 	srv, c := testServer(t)
-	s := aerostore.NewSpendStore(c, aero.Options{Namespace: "test"})
+	s := aerostore.New(c, aero.Options{Namespace: "test"})
 	var mode atomic.Int32 // 0 ok, 1 error code, 2 drop, 3 slow
 	srv.SetFaultHook(func(kind string) aerospiketest.Fault {
 		if kind != aerospiketest.KindBatch && kind != aerospiketest.KindOperate {

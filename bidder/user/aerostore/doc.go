@@ -1,5 +1,5 @@
 // Package aerostore is rtbd's Aerospike user-profile store
-// (github.com/aerospike/aerospike-client-go/v7): UserStore keeps the
+// (github.com/aerospike/aerospike-client-go/v7): Store keeps the
 // bidder's user profiles in Aerospike instead of the embedded Pebble
 // keyspace (bidder/user/pebblestore). Its options, Connect and the errors of
 // refused writes are bidder/internal/aero's, shared with the spend store
@@ -14,7 +14,7 @@
 // RecordView is a read-modify-write guarded by the record generation
 // (EXPECT_GEN_EQUAL, or CREATE_ONLY for a new user), retried on a conflict,
 // so concurrent views of one user from many bidders are never lost.
-// Options.KeyPrefix prefixes every user and match key. UserStore.Check,
+// Options.KeyPrefix prefixes every user and match key. Store.Check,
 // run by the bidder at start when user.store is aerospike, writes and
 // deletes a probe record with the user TTL (and one with the match TTL)
 // and fails like the spend store's Check; every write the namespace refuses for

@@ -21,11 +21,11 @@ var ErrConflict = errors.New("aerostore: too many concurrent updates")
 
 const maxAttempts = 32
 
-// UserStore keeps user profiles in Aerospike, one record per user with the
+// Store keeps user profiles in Aerospike, one record per user with the
 // profile's user.AppendProfile bytes in bin "p". It satisfies the bidder's
 // UserStore interface (Get, RecordView). Safe for concurrent use; it does
 // not own the client.
-type UserStore struct {
+type Store struct {
 	c        *as.Client
 	opts     aero.Options
 	matchTTL time.Duration
@@ -39,7 +39,7 @@ const DefaultMatchSet = "match"
 
 // WithMatchTTL sets the lifetime of match entries after their last write
 // (0: the namespace's default-ttl) and returns s. Call it before s is used.
-func (s *UserStore) WithMatchTTL(ttl time.Duration) *UserStore {
+func (s *Store) WithMatchTTL(ttl time.Duration) *Store {
 	s.matchTTL = ttl
 	return s
 }
@@ -48,7 +48,7 @@ func (s *UserStore) WithMatchTTL(ttl time.Duration) *UserStore {
 // DefaultMatchSet keyed by key with the uid in bin "u", living the match
 // TTL (WithMatchTTL). Errors: user.ErrInvalidUID (key or uid), ctx's, or
 // the client's error.
-func (s *UserStore) PutMatch(ctx context.Context, key, uid string) error {
+func (s *Store) PutMatch(ctx context.Context, key, uid string) error {
 	if err := user.CheckUID(key); err != nil {
 		return fmt.Errorf("match key: %w", err)
 	}
@@ -80,7 +80,7 @@ func (s *UserStore) PutMatch(ctx context.Context, key, uid string) error {
 // so a bid resolved through the match table waits about twice a profile
 // read; a miss costs one more read (of fallback's profile). Bids carrying
 // user.buyeruid pay nothing. Errors: as Get's.
-func (s *UserStore) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
+func (s *Store) GetMatched(ctx context.Context, key, fallback string, dst []byte, p *user.Profile) ([]byte, bool, error) {
 	p.Reset()
 	if err := user.CheckUID(key); err != nil {
 		return nil, false, err
@@ -113,14 +113,14 @@ func (s *UserStore) GetMatched(ctx context.Context, key, fallback string, dst []
 	return append(dst[:0], u...), found, err
 }
 
-// NewUserStore returns a user store on c.
-func NewUserStore(c *as.Client, opts aero.Options) *UserStore {
+// New returns a user store on c.
+func New(c *as.Client, opts aero.Options) *Store {
 	opts.Defaults()
-	return &UserStore{c: c, opts: opts}
+	return &Store{c: c, opts: opts}
 }
 
 // key is the key of uid's profile (Options.KeyPrefix + uid).
-func (s *UserStore) key(uid string) (*as.Key, error) {
+func (s *Store) key(uid string) (*as.Key, error) {
 	k, err := as.NewKey(s.opts.Namespace, s.opts.UserSet, s.opts.KeyPrefix+uid)
 	if err != nil {
 		return nil, fmt.Errorf("aerostore: user key: %w", err)
@@ -132,7 +132,7 @@ func (s *UserStore) key(uid string) (*as.Key, error) {
 }
 
 // matchKey is the key of match entry key (Options.KeyPrefix + key).
-func (s *UserStore) matchKey(key string) (*as.Key, error) {
+func (s *Store) matchKey(key string) (*as.Key, error) {
 	k, err := as.NewKey(s.opts.Namespace, DefaultMatchSet, s.opts.KeyPrefix+key)
 	if err != nil {
 		return nil, fmt.Errorf("aerostore: match key: %w", err)
@@ -150,7 +150,7 @@ func (s *UserStore) matchKey(key string) (*as.Key, error) {
 // namespace, when the namespace refuses writes with a TTL (nsup-period 0,
 // the server's default), so a bidder stops at start instead of failing
 // every profile write.
-func (s *UserStore) Check(ctx context.Context) error {
+func (s *Store) Check(ctx context.Context) error {
 	if err := s.probe(ctx, s.opts.UserSet, s.opts.UserTTL); err != nil {
 		return err
 	}
@@ -160,7 +160,7 @@ func (s *UserStore) Check(ctx context.Context) error {
 	return nil
 }
 
-func (s *UserStore) probe(ctx context.Context, set string, ttl time.Duration) error {
+func (s *Store) probe(ctx context.Context, set string, ttl time.Duration) error {
 	t, err := s.timeout(ctx)
 	if err != nil {
 		return err
@@ -182,7 +182,7 @@ func (s *UserStore) probe(ctx context.Context, set string, ttl time.Duration) er
 	return nil
 }
 
-func (s *UserStore) timeout(ctx context.Context) (time.Duration, error) {
+func (s *Store) timeout(ctx context.Context) (time.Duration, error) {
 	return aero.CallTimeout(ctx, s.opts.Timeout)
 }
 
@@ -191,7 +191,7 @@ func (s *UserStore) timeout(ctx context.Context) (time.Duration, error) {
 // user.CheckUID rejects, user.ErrCorrupt for a stored value that does not
 // decode, or the client's error. p is empty on error. Get allocates (the
 // client's record), unlike the Pebble store.
-func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool, error) {
+func (s *Store) Get(ctx context.Context, uid string, p *user.Profile) (bool, error) {
 	p.Reset()
 	if err := user.CheckUID(uid); err != nil {
 		return false, err
@@ -225,7 +225,7 @@ func (s *UserStore) Get(ctx context.Context, uid string, p *user.Profile) (bool,
 }
 
 // Put replaces uid's profile after p.Validate with the store's limits.
-func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error {
+func (s *Store) Put(ctx context.Context, uid string, p *user.Profile) error {
 	if err := user.CheckPut(uid, p, user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: maxRecommended}); err != nil {
 		return err
 	}
@@ -244,7 +244,7 @@ func (s *UserStore) Put(ctx context.Context, uid string, p *user.Profile) error 
 	return nil
 }
 
-func (s *UserStore) writePolicy(t time.Duration) *as.WritePolicy {
+func (s *Store) writePolicy(t time.Duration) *as.WritePolicy {
 	wp := as.NewWritePolicy(0, uint32(s.opts.UserTTL/time.Second))
 	wp.TotalTimeout, wp.SocketTimeout = t, t
 	wp.MaxRetries = 0
@@ -261,7 +261,7 @@ func (s *UserStore) writePolicy(t time.Duration) *as.WritePolicy {
 // ctx's, user.ErrInvalidUID, user.ErrInvalidProfile (group or pid <= 0),
 // user.ErrCorrupt (the stored profile is left as it is), ErrConflict, or
 // the client's error.
-func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64) error {
+func (s *Store) RecordView(ctx context.Context, uid string, group, pid int64) error {
 	if err := user.CheckUID(uid); err != nil {
 		return err
 	}
@@ -280,7 +280,7 @@ func (s *UserStore) RecordView(ctx context.Context, uid string, group, pid int64
 // (create-only when there was no record), and a conflict reads and
 // applies again after a random backoff (at most maxAttempts times, then
 // ErrConflict). what names the operation in errors.
-func (s *UserStore) update(ctx context.Context, uid, what string, apply func(p *user.Profile, found bool) bool) error {
+func (s *Store) update(ctx context.Context, uid, what string, apply func(p *user.Profile, found bool) bool) error {
 	k, err := s.key(uid)
 	if err != nil {
 		return err
@@ -333,9 +333,9 @@ func (s *UserStore) update(ctx context.Context, uid, what string, apply func(p *
 }
 
 // Options returns the options in force (defaults applied).
-func (s *UserStore) Options() aero.Options { return s.opts }
+func (s *Store) Options() aero.Options { return s.opts }
 
-// Options configures a UserStore (it reads Namespace, UserSet, UserTTL,
+// Options configures a Store (it reads Namespace, UserSet, UserTTL,
 // Timeout, MaxViewed, MaxGroups and KeyPrefix), for callers outside the
 // bidder's packages.
 type Options = aero.Options

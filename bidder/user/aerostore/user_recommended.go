@@ -22,7 +22,7 @@ const maxRecommended = 100
 // breaks user.CheckRecommended with the store's limits), user.ErrCorrupt
 // (the stored profile is left as it is), ErrConflict, or the client's
 // error.
-func (s *UserStore) SetRecommended(ctx context.Context, uid string, rec []user.GroupIDs) error {
+func (s *Store) SetRecommended(ctx context.Context, uid string, rec []user.GroupIDs) error {
 	lim := user.Limits{MaxGroups: s.opts.MaxGroups, MaxViewed: s.opts.MaxViewed, MaxRecommended: maxRecommended}
 	if err := user.CheckRecommended(uid, rec, lim); err != nil {
 		return err

@@ -36,7 +36,7 @@ var (
 func TestMain(m *testing.M) { aerostoretest.Main(m, "TestUserStoreCluster") }
 
 func TestUserStore(t *testing.T) {
-	runUserTests(t, func(t *testing.T, o aero.Options) (*aerostore.UserStore, *as.Client) {
+	runUserTests(t, func(t *testing.T, o aero.Options) (*aerostore.Store, *as.Client) {
 		srv, c := testServer(t)
 		ro := runOptions("test")
 		o.Namespace, o.KeyPrefix = ro.Namespace, ro.KeyPrefix
@@ -46,7 +46,7 @@ func TestUserStore(t *testing.T) {
 
 func TestUserStoreCluster(t *testing.T) {
 	c, ns := cluster(t)
-	runUserTests(t, func(t *testing.T, o aero.Options) (*aerostore.UserStore, *as.Client) {
+	runUserTests(t, func(t *testing.T, o aero.Options) (*aerostore.Store, *as.Client) {
 		ro := runOptions(ns)
 		o.Namespace, o.KeyPrefix = ro.Namespace, ro.KeyPrefix
 		return userStore(t, c, o, nil), c
@@ -56,14 +56,14 @@ func TestUserStoreCluster(t *testing.T) {
 // userStore returns a user store on c (production set names, o's key
 // prefix) whose records are deleted when t ends; with srv, it then checks
 // that the server holds no record.
-func userStore(t *testing.T, c *as.Client, o aero.Options, srv *aerospiketest.Server) *aerostore.UserStore {
+func userStore(t *testing.T, c *as.Client, o aero.Options, srv *aerospiketest.Server) *aerostore.Store {
 	t.Helper()
-	s := aerostore.NewUserStore(c, o)
+	s := aerostore.New(c, o)
 	aerostore.SetUserKeyHook(s, deleteAtCleanup(t, c, srv))
 	return s
 }
 
-func runUserTests(t *testing.T, newStore func(t *testing.T, o aero.Options) (*aerostore.UserStore, *as.Client)) {
+func runUserTests(t *testing.T, newStore func(t *testing.T, o aero.Options) (*aerostore.Store, *as.Client)) {
 	ctx := func(t *testing.T) context.Context {
 		c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		t.Cleanup(cancel)
@@ -148,14 +148,14 @@ func TestUserStoreNsupPeriod(t *testing.T) {
 			t.Errorf("%s under nsup-period 0 = %v, want ErrTTLRefused naming nsup-period and the namespace", what, err)
 		}
 	}
-	s := aerostore.NewUserStore(c, aero.Options{Namespace: "test", UserTTL: time.Hour})
+	s := aerostore.New(c, aero.Options{Namespace: "test", UserTTL: time.Hour})
 	want("Check", s.Check(ctx))
 	want("Put", s.Put(ctx, "u", &user.Profile{Segments: []string{"a"}}))
 	want("RecordView", s.RecordView(ctx, "u", 1, 1))
-	m := aerostore.NewUserStore(c, aero.Options{Namespace: "test"}).WithMatchTTL(time.Hour)
+	m := aerostore.New(c, aero.Options{Namespace: "test"}).WithMatchTTL(time.Hour)
 	want("Check (match TTL)", m.Check(ctx))
 	want("PutMatch", m.PutMatch(ctx, "k", "u"))
-	if err := aerostore.NewUserStore(c, aero.Options{Namespace: "test"}).Check(ctx); err != nil {
+	if err := aerostore.New(c, aero.Options{Namespace: "test"}).Check(ctx); err != nil {
 		t.Errorf("Check without a TTL: %v", err)
 	}
 	if n := srv.Records(); n != 0 {
@@ -163,7 +163,7 @@ func TestUserStoreNsupPeriod(t *testing.T) {
 	}
 
 	ok, c2 := testServer(t)
-	if err := aerostore.NewUserStore(c2, aero.Options{Namespace: "test", UserTTL: time.Hour}).WithMatchTTL(time.Minute).Check(ctx); err != nil {
+	if err := aerostore.New(c2, aero.Options{Namespace: "test", UserTTL: time.Hour}).WithMatchTTL(time.Minute).Check(ctx); err != nil {
 		t.Errorf("Check: %v", err)
 	}
 	if n := ok.Records(); n != 0 {
@@ -182,7 +182,7 @@ func TestUserStoreSetLimit(t *testing.T) {
 	if err := c.PutBins(nil, k, as.NewBin("x", 1)); err != nil {
 		t.Fatal(err)
 	}
-	s := aerostore.NewUserStore(c, aero.Options{Namespace: "test"})
+	s := aerostore.New(c, aero.Options{Namespace: "test"})
 	for what, err := range map[string]error{
 		"Check":      s.Check(context.Background()),
 		"Put":        s.Put(context.Background(), "u", &user.Profile{Segments: []string{"a"}}),
@@ -209,7 +209,7 @@ func TestUserStoreCheckCluster(t *testing.T) {
 	refuses := strings.Contains(conf, ";nsup-period=0;") && !strings.Contains(conf, ";allow-ttl-without-nsup=true;")
 	o := runOptions(ns)
 	o.UserTTL = time.Hour
-	checkErr := aerostore.NewUserStore(c, o).Check(context.Background())
+	checkErr := aerostore.New(c, o).Check(context.Background())
 	switch {
 	case refuses && (!errors.Is(checkErr, aero.ErrTTLRefused) || !strings.Contains(checkErr.Error(), "nsup-period")):
 		t.Errorf("Check on %q (nsup-period 0) = %v, want ErrTTLRefused naming nsup-period", ns, checkErr)
@@ -232,11 +232,11 @@ func TestUnknownNamespace(t *testing.T) {
 	const ns = "rtbd-no-such-namespace"
 	for name, c := range clients {
 		o := aero.Options{Namespace: ns, UserTTL: time.Hour}
-		us := aerostore.NewUserStore(c, o)
+		us := aerostore.New(c, o)
 		for what, err := range map[string]error{
 			"user Check":  us.Check(context.Background()),
 			"user Put":    us.Put(context.Background(), "u", &user.Profile{Segments: []string{"a"}}),
-			"spend Check": spendaero.NewSpendStore(c, o).Check(context.Background()),
+			"spend Check": spendaero.New(c, o).Check(context.Background()),
 		} {
 			var ae as.Error
 			if !errors.As(err, &ae) || !ae.Matches(types.INVALID_NAMESPACE) || !strings.Contains(err.Error(), `no namespace "`+ns+`"`) || !strings.Contains(err.Error(), "aerospike.namespace") {

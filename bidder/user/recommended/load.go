@@ -17,7 +17,7 @@ import (
 )
 
 // Setter is the store Load writes to: pebblestore.Store, redisstore.Store and
-// aerostore.UserStore.
+// aerostore.Store.
 type Setter interface {
 	SetRecommended(ctx context.Context, uid string, rec []user.GroupIDs) error
 }

@@ -194,7 +194,7 @@ func TestMainAerospike(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s := aerostore.NewUserStore(c, aero.Options{Namespace: "reco"})
+	s := aerostore.New(c, aero.Options{Namespace: "reco"})
 	seed(t, s)
 	cfg := filepath.Join(t.TempDir(), "rtbd.yaml")
 	if err := os.WriteFile(cfg, []byte(fmt.Sprintf("aerospike:\n  hosts: %s\n  namespace: reco\n", srv.Addr())), 0o644); err != nil {

@@ -121,7 +121,7 @@ func Open(ctx context.Context, cfg *configs.Config, o Options) (*Opened, error) 
 			}
 			st.close = func() error { c.Close(); return nil }
 		}
-		s := aerostore.NewUserStore(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
+		s := aerostore.New(c, aero.Options{Namespace: cfg.Aerospike.Namespace, UserTTL: u.TTL,
 			MaxGroups: u.MaxGroups, MaxViewed: u.MaxProductsPerGroup}).WithMatchTTL(u.MatchTTL)
 		if err := check(ctx, s); err != nil {
 			_ = st.close()
@@ -152,7 +152,7 @@ func PebbleOptions(cfg *configs.Config, o pebblestore.Options) pebblestore.Optio
 }
 
 // check is s.Check within 5s: does aerospike.namespace exist.
-func check(ctx context.Context, s *aerostore.UserStore) error {
+func check(ctx context.Context, s *aerostore.Store) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	return s.Check(ctx)
