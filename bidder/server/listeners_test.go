@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/exchange"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
 
 // clientFrom is an HTTP client whose connections come from the loopback
@@ -163,47 +163,6 @@ func TestAllowCIDRs(t *testing.T) {
 	}
 }
 
-// raiseFileLimit raises the soft limit of open files to at least n, or
-// skips the test saying why.
-func raiseFileLimit(t *testing.T, n uint64) {
-	t.Helper()
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("SKIPPED: getrlimit: %v", err)
-	}
-	if lim.Cur >= n {
-		return
-	}
-	if lim.Max < n {
-		t.Skipf("SKIPPED: needs %d open files, the hard limit is %d (ulimit -Hn)", n, lim.Max)
-	}
-	lim.Cur = n
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("SKIPPED: cannot raise the open files limit to %d: %v", n, err)
-	}
-}
-
-// silentFlood opens n connections to addr from src that send nothing
-// (closed when the test ends); a connection the server closes at once is
-// still counted: the flood does not wait for anything.
-func silentFlood(t *testing.T, addr, src string, n int) {
-	t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(src)}}
-	conns := make([]net.Conn, 0, n)
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	for i := 0; i < n; i++ {
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("silent connection %d: %v", i, err)
-		}
-		conns = append(conns, c)
-	}
-}
-
 // probeBids sends a bid from src to the exchange listener every second
 // for 5 seconds (past the public listener's first-byte timeout of 1s);
 // every answer must be 200.
@@ -242,7 +201,7 @@ func TestListenerFloods(t *testing.T) {
 		t.Skip("SKIPPED in -short: 1,200 connections and 5s of probes per listener")
 	}
 	const budget, flood = 1_000, 1_200
-	raiseFileLimit(t, flood+2000) // the client's sockets; the bidder holds few of them
+	netfaulttest.RaiseFileLimit(t, flood+2000) // the client's sockets; the bidder holds few of them
 	floodConfig := func() *configs.Config {
 		cfg := twoListenerConfig(t)
 		cfg.Bidder.MaxConns, cfg.Bidder.PublicMaxConns = budget, budget
@@ -250,7 +209,7 @@ func TestListenerFloods(t *testing.T) {
 	}
 	t.Run("public", func(t *testing.T) {
 		s := startWithBulkUser(t, floodConfig())
-		silentFlood(t, s.PublicAddr(), "127.0.0.2", flood)
+		netfaulttest.SilentFlood(t, s.PublicAddr(), flood, "127.0.0.2")
 		probeBids(t, s, "127.0.0.1")
 		// Each silent connection was refused at accept or held, and a held
 		// one is closed by the first-byte timeout: at most 64 are open.
@@ -264,7 +223,7 @@ func TestListenerFloods(t *testing.T) {
 		cfg := floodConfig()
 		cfg.Exchanges = configs.Exchanges{exchange.Default: {AllowCIDRs: []string{"127.0.0.1/32"}}}
 		s := startWithBulkUser(t, cfg)
-		silentFlood(t, s.Addr(), "127.0.0.2", flood)
+		netfaulttest.SilentFlood(t, s.Addr(), flood, "127.0.0.2")
 		probeBids(t, s, "127.0.0.1")
 		if got := scrape(t, s.AdminAddr(), "rtbd_bidder_source_closed_total"); got < flood {
 			t.Errorf("closed at accept %v, want %d", got, flood)

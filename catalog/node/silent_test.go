@@ -7,55 +7,13 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rtbd/rtbd/catalog/catalogtest"
 	"github.com/rtbd/rtbd/configs"
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
-
-// raiseFileLimit raises the soft limit of open files to at least n (up to
-// the hard limit), or skips the test saying why.
-func raiseFileLimit(t *testing.T, n uint64) {
-	t.Helper()
-	var lim syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("SKIPPED: getrlimit: %v", err)
-	}
-	if lim.Cur >= n {
-		return
-	}
-	if lim.Max < n {
-		t.Skipf("SKIPPED: needs %d open files, the hard limit is %d (ulimit -Hn)", n, lim.Max)
-	}
-	lim.Cur = n
-	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("SKIPPED: cannot raise the open files limit to %d: %v", n, err)
-	}
-}
-
-// silentFlood opens n TCP connections to addr from the loopback addresses
-// froms (round robin) and sends nothing on them; they are closed when the
-// test ends.
-func silentFlood(t *testing.T, addr string, n int, froms ...string) []net.Conn {
-	t.Helper()
-	conns := make([]net.Conn, 0, n)
-	t.Cleanup(func() {
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	for i := 0; i < n; i++ {
-		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(froms[i%len(froms)])}}
-		c, err := d.Dial("tcp", addr)
-		if err != nil {
-			t.Fatalf("silent connection %d from %s: %v", i, froms[i%len(froms)], err)
-		}
-		conns = append(conns, c)
-	}
-	return conns
-}
 
 // lookupWithin retries a normal lookup from a new client (from 127.0.0.1)
 // until it succeeds or deadline passes, and returns the last error.
@@ -102,14 +60,14 @@ func metric(t *testing.T, admin, name string) float64 {
 // (more than catalog.max_conns, 1024) do not lock a node out.
 func TestNodeSilentConnections(t *testing.T) {
 	const flood = 1030
-	raiseFileLimit(t, 3*flood)
+	netfaulttest.RaiseFileLimit(t, 3*flood)
 	// From one address: catalog.max_conns_per_addr (256) of them are held,
 	// the rest closed at accept; a normal lookup from another address
 	// succeeds within 6s of the flood starting.
 	t.Run("one address", func(t *testing.T) {
 		n, _ := startFixtureNode(t, func(c *configs.Catalog) {})
 		start := time.Now()
-		silentFlood(t, n.Addr(), flood, "127.0.0.2")
+		netfaulttest.SilentFlood(t, n.Addr(), flood, "127.0.0.2")
 		if err := lookupWithin(t, n.Addr(), start.Add(6*time.Second)); err != nil {
 			t.Fatalf("lookup during a flood of %d silent connections from one address: %v", flood, err)
 		}
@@ -124,7 +82,7 @@ func TestNodeSilentConnections(t *testing.T) {
 	t.Run("many addresses", func(t *testing.T) {
 		n, _ := startFixtureNode(t, func(c *configs.Catalog) { c.HandshakeTimeout = time.Second })
 		start := time.Now()
-		conns := silentFlood(t, n.Addr(), flood, "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6")
+		conns := netfaulttest.SilentFlood(t, n.Addr(), flood, "127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5", "127.0.0.6")
 		if err := lookupWithin(t, n.Addr(), start.Add(6*time.Second)); err != nil {
 			t.Fatalf("lookup during a flood of %d silent connections from five addresses: %v", flood, err)
 		}

@@ -5,7 +5,8 @@
 // and nothing answered, as from a hung server; armed with DropEvery, it
 // loses some of the server's replies by closing both connections instead
 // of forwarding them, so the client sees a failed call whose command was
-// applied (an unknown outcome).
+// applied (an unknown outcome). SilentFlood opens connections that send
+// nothing, as a slowloris client does.
 package netfaulttest
 
 import (
