@@ -28,7 +28,6 @@ import (
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 	"github.com/rtbd/rtbd/internal/childproc"
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // The scale scenario's bounds and its disk estimate.
@@ -575,7 +574,6 @@ func scaleIngestNotes(si ScaleIngest) []string {
 
 func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var bidderSets, nodeSets multiFlag
 	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
 	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
@@ -594,19 +592,13 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&o.BidRate, "bid-rate", o.BidRate, "bids/s of the bidder-level runs")
 	fs.BoolVar(&o.SkipBidder, "skip-bidder", false, "no bidder-level runs")
 	fs.BoolVar(&o.IngestOnly, "ingest-only", false, "stop after the ingest")
-	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
-	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Var(setFlag{&o.BidderArgs}, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	nearFlag(fs, &o.BidderArgs)
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	if _, err := c.finish(fs); err != nil {
+	if _, err := c.parse(fs, args, stderr); err != nil {
 		return err
 	}
 	o.StoreRate, o.Duration, o.Warmup, o.Exe, o.WorkDir, o.Log = c.load.Rate, c.load.Duration, c.load.Warmup, c.exe, c.work, stderr
-	o.BidderArgs = append(o.BidderArgs, bidderSets.setArgs()...)
-	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}
