@@ -177,11 +177,10 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	logf := logTo(o.Log, "bench: ")
 	var cleanups cleanupStack
 	defer cleanups.run()
-	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	workDir, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 	var exe, demoDir string
 	if o.HTTPURL == "" {
 		if exe, err = executable(o.Exe); err != nil {
@@ -285,15 +284,7 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 	}
 	args := append(o.DemoSize.genArgs(dir), "-skip-existing")
 	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
-	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
-	if err != nil {
-		return "", err
-	}
-	defer context.AfterFunc(ctx, c.Kill)()
-	if err := c.Wait(30 * time.Minute); err != nil {
-		return "", cmp.Or(ctx.Err(), c.Failure("writing the demo (limit 30m)"))
-	}
-	return dir, nil
+	return dir, genDemo(ctx, exe, args, workDir, 30*time.Minute)
 }
 
 // writePopularityUsers writes the users of the zipf and uniform

@@ -102,24 +102,12 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 func (o ScaleOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
-	if o.Products < 0 || (o.Products > 0 && o.Products < o.Groups) {
-		p.addf("products: must be 0 (from the free disk) or >= groups, got %d", o.Products)
-	}
-	if o.Groups < 1 || o.Groups > 8 {
-		p.addf("groups: must be 1..8 (the demo campaigns bid on groups 1..8), got %d", o.Groups)
-	}
-	if o.Users < 1 {
-		p.addf("users: must be >= 1, got %d", o.Users)
-	}
-	if o.IDs < 2 || o.IDs > 100 {
-		p.addf("ids: must be 2..100, got %d", o.IDs)
-	}
-	if o.StoreRate <= 0 || o.BidRate <= 0 {
-		p.addf("rate, bid-rate: must be > 0")
-	}
-	if o.Duration <= 0 {
-		p.addf("duration: must be > 0")
-	}
+	p.check(o.Products == 0 || o.Products >= max(o.Groups, 1), "products: must be 0 (from the free disk) or >= groups, got %d", o.Products)
+	p.check(o.Groups >= 1 && o.Groups <= 8, "groups: must be 1..8 (the demo campaigns bid on groups 1..8), got %d", o.Groups)
+	p.check(o.Users >= 1, "users: must be >= 1, got %d", o.Users)
+	p.check(o.IDs >= 2 && o.IDs <= 100, "ids: must be 2..100, got %d", o.IDs)
+	p.check(o.StoreRate > 0 && o.BidRate > 0, "rate, bid-rate: must be > 0")
+	p.check(o.Duration > 0, "duration: must be > 0")
 	return p.err()
 }
 
@@ -382,11 +370,10 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	workDir, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 	si, err := scaleIndex(ctx, o, exe, workDir, logf)
 	if err != nil {
 		return nil, err
