@@ -359,7 +359,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		}
 		rs := newRedisStore(addr, 64)
 		cleanups.add(func() { rs.Close() })
-		if err := rs.ping(ctx); err != nil {
+		if err := rs.rdb.Ping(ctx).Err(); err != nil {
 			return nil, fmt.Errorf("bench: redis at %s: %w", addr, err)
 		}
 		r.store = rs
