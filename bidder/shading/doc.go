@@ -41,7 +41,9 @@
 // as a decayed sum, so a Sync reads about three keys per segment. Load,
 // at start, reads the segments of the slots' indexes coarsest level
 // first and publishes each level's estimates at once. The store's keys
-// expire a horizon after their slot.
+// expire a horizon after their slot. FleetSnapshot (the admin view) shows
+// what the Syncs and Loads did, and each segment's own counts beside the
+// fleet's (SegmentFleet): bookkeeping done by Sync, never by the bid path.
 //
 // # The estimate
 //
