@@ -362,9 +362,9 @@ func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cu
 				continue
 			}
 			stats.Read += len(rs)
-			by := make(map[SegmentID][]SlotCounts, len(batch))
-			for _, r := range rs {
-				by[r.Segment] = append(by[r.Segment], r)
+			by := make(map[SegmentID][]*SlotCounts, len(batch)) // pointers: an entry is 2 KiB
+			for i := range rs {
+				by[rs[i].Segment] = append(by[rs[i].Segment], &rs[i])
 			}
 			for _, g := range batch {
 				s.applyFleet(g, by[g.id], from, cur, t)
@@ -376,7 +376,7 @@ func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cu
 
 // applyFleet installs the fleet's counts rs of g, read for the slots from
 // from to cur, at t (unix ns).
-func (s *Shader) applyFleet(g *segment, rs []SlotCounts, from, cur, t int64) {
+func (s *Shader) applyFleet(g *segment, rs []*SlotCounts, from, cur, t int64) {
 	w := int64(s.opts.Fleet.Slot / time.Second)
 	final := cur - (fleetFinalAfterSlotEnds+1)*w // the newest final slot's start
 	g.mu.Lock()
@@ -395,8 +395,7 @@ func (s *Shader) applyFleet(g *segment, rs []SlotCounts, from, cur, t int64) {
 	}
 	f.closedAt = t
 	var open [NumKinds][NumBuckets]float64
-	for i := range rs {
-		r := &rs[i]
+	for _, r := range rs {
 		if r.Slot <= f.through {
 			continue
 		}
