@@ -228,7 +228,8 @@ func (s *Shader) slotOf(unixSec int64) int64 {
 // (decayed by their slot's age, as of now) plus what settled here since
 // the flush. A slot is read in full once it is final (one slot has ended
 // after it) and kept as a decayed sum; the newer ones are read again on
-// every Sync, so a segment costs about three keys per Sync. A failed flush
+// every Sync, so a segment costs two keys per Sync (three in the first
+// Sync of a slot; BenchmarkFleetSync measures it). A failed flush
 // keeps its counts for the next Sync; the read runs anyway. Estimates are
 // published by the next Refresh.
 func (s *Shader) Sync(ctx context.Context, st Store, now time.Time) (SyncStats, error) {
