@@ -68,7 +68,7 @@ func TestFleetView(t *testing.T) {
 	}
 	a, b := shading.New(opts()), shading.New(opts())
 	id := shading.Segment(0, "pub", shading.FormatBanner, 300, 250)
-	now := time.Now().Truncate(time.Minute).Add(40 * time.Second)
+	now := time.Now().Truncate(time.Minute).Add(-20 * time.Second) // the 40th second of a slot, in the past
 	for range 40 {
 		a.Bid(id, 2_000_000, now)
 	}
