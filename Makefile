@@ -23,7 +23,7 @@ TESTFLAGS ?= -count=1 -ldflags=-w -p 4 -vet=off
 # the plain pass, whose assertions they are.
 RACE_FLAGS ?= -race -short -skip '^TestAuctionCommand$$'
 
-.PHONY: image test-deploy bench-supply bench-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns bench-recommend bench-recommend-scale fuzz vet clean
+.PHONY: image test-deploy bench-supply bench-fleet bench-shading-fleet bench-soak bench-ingest build run run-catalog test test-race deps generate proto bench bench-catalog bench-generator bench-rss bench-conns bench-recommend bench-recommend-scale fuzz vet clean
 
 build:
 	$(GO) build -o $(BIN) .
@@ -165,6 +165,14 @@ bench: build deps
 FLEET_BENCH ?= 60s
 bench-fleet: deps
 	FLEET_BENCH=$(FLEET_BENCH) $(TASKSET) $(GO) test -count=1 -timeout 30m -v -run '^TestFleetBench$$' ./bidder/e2e/
+
+# Bid shading's fleet sync (bidder/shading BenchmarkFleetSync) against a
+# redis-server, a bidder holding 512 and 4,096 segments, every segment with
+# new counts (active) or none (idle): time, keys, round trips and
+# redis-server's CPU (from /proc) per sync; 60 syncs, one 5 min slot of
+# 5 s intervals.
+bench-shading-fleet: deps
+	$(GO) test -count=1 -run '^$$' -bench '^BenchmarkFleetSync$$' -benchtime 60x ./bidder/shading/ | tee /tmp/rtbd-bench-shading-fleet.txt
 
 # Fault-injection soak (bench/README.md, "rtbd bench soak"): two bidders sharing redis-server
 # (AOF, appendfsync always) and two catalog nodes under bids, notices,

@@ -17,7 +17,7 @@ func shadingFromConfig(c configs.Shading) *shading.Options {
 	}
 	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
 	if c.FleetInterval > 0 {
-		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon}
+		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon, Interval: c.FleetInterval}
 	}
 	return o
 }

@@ -38,10 +38,13 @@
 // fleet's, each slot weighted by exp(-age/tau) of its middle (decay on
 // read), plus the pending counts: the fleet's own counts included once.
 // A slot is read whole once final (a slot has ended after it) and kept
-// as a decayed sum, so a Sync reads about three keys per segment. Load,
-// at start, reads the segments of the slots' indexes coarsest level
-// first and publishes each level's estimates at once. The store's keys
-// expire a horizon after their slot.
+// as a decayed sum, so a Sync reads two keys per segment (three in the
+// first Sync of a slot). Load, at start, reads the segments of the
+// slots' indexes coarsest level first and publishes each level's
+// estimates at once. The store's keys expire a horizon after their slot.
+// FleetSnapshot (the admin view) shows what the Syncs and Loads did,
+// and each segment's own counts beside the fleet's (SegmentFleet):
+// bookkeeping done by Sync and Load, never by the bid path.
 //
 // # The estimate
 //

@@ -131,6 +131,11 @@ type FleetOptions struct {
 	// than 2^-(Horizon/HalfLife). Default DefaultFleetHalfLives half-lives,
 	// at least two slots.
 	Horizon time.Duration
+	// Interval is how often the caller runs Sync (shading.fleet_interval);
+	// only the view uses it (FleetSnapshot): a last successful Sync older
+	// than two intervals is stale. Zero: only a failed last attempt makes
+	// it stale.
+	Interval time.Duration
 }
 
 func (f *FleetOptions) defaults(halfLife time.Duration) {
@@ -156,6 +161,35 @@ type fleetState struct {
 	through  int64
 	read     bool  // through is set
 	indexed  int64 // the slot this bidder last added the segment to the index of (0: none)
+	// own is what this bidder flushed, by kind (all buckets), weighed as
+	// the fleet's counts of its slot are, as of ownAt (unix ns): the view
+	// shows it beside the fleet's (SegmentFleet).
+	own   [NumKinds]float64
+	ownAt int64
+}
+
+// addOwn adds the flushed counts n of slot (start, unix s; w its width,
+// s) to f.own at t (unix ns), weighed as applyFleet weighs the fleet's:
+// decayed from the slot's middle on.
+func (f *fleetState) addOwn(n *[NumKinds][NumBuckets]uint32, slot, w, t int64, tau float64) {
+	mid := slot*1e9 + w*1e9/2
+	if ref := max(t, mid); ref > f.ownAt {
+		if f.ownAt != 0 {
+			d := math.Exp(-float64(ref-f.ownAt) / tau)
+			for k := range f.own {
+				f.own[k] *= d
+			}
+		}
+		f.ownAt = ref
+	}
+	wt := math.Exp(-float64(f.ownAt-mid) / tau) // f.ownAt >= mid
+	for k := range NumKinds {
+		var sum float64
+		for _, v := range n[k] {
+			sum += float64(v)
+		}
+		f.own[k] += wt * sum
+	}
 }
 
 // add counts n of kind in bucket b as settled and not yet flushed. Nil-safe.
@@ -174,6 +208,12 @@ type SyncStats struct {
 	// non-zero counts (a store's field or bin increments); Read: entries
 	// read; Segments: segments read (Load: loaded).
 	Flushed, Fields, Read, Segments int
+	// Keys: (segment, slot) pairs asked of the store (a Redis key or an
+	// Aerospike record each); Calls: ReadShading calls made (Redis: one
+	// pipeline each); Slots: the slots read, OldestSlot the first of them
+	// (unix s; 0 when none read): they run to the current slot.
+	Keys, Calls, Slots int
+	OldestSlot         int64
 }
 
 func (s *Shader) slotOf(unixSec int64) int64 {
@@ -188,7 +228,8 @@ func (s *Shader) slotOf(unixSec int64) int64 {
 // (decayed by their slot's age, as of now) plus what settled here since
 // the flush. A slot is read in full once it is final (one slot has ended
 // after it) and kept as a decayed sum; the newer ones are read again on
-// every Sync, so a segment costs about three keys per Sync. A failed flush
+// every Sync, so a segment costs two keys per Sync (three in the first
+// Sync of a slot; BenchmarkFleetSync measures it). A failed flush
 // keeps its counts for the next Sync; the read runs anyway. Estimates are
 // published by the next Refresh.
 func (s *Shader) Sync(ctx context.Context, st Store, now time.Time) (SyncStats, error) {
@@ -198,6 +239,8 @@ func (s *Shader) Sync(ctx context.Context, st Store, now time.Time) (SyncStats, 
 	}
 	s.fleetMu.Lock()
 	defer s.fleetMu.Unlock()
+	began := time.Now()
+	s.fleetStarted(st)
 	t := now.UnixNano()
 	cur := s.slotOf(now.Unix())
 	segs := s.held()
@@ -246,16 +289,20 @@ func (s *Shader) Sync(ctx context.Context, st Store, now time.Time) (SyncStats, 
 					}
 				}
 			}
-			for _, g := range from {
+			w := int64(s.opts.Fleet.Slot / time.Second)
+			for i, g := range from {
 				g.mu.Lock()
 				g.fl.indexed = cur
+				g.fl.addOwn(&adds[i].N, cur, w, t, s.tau)
 				g.mu.Unlock()
 			}
 		}
 	}
-	n, err := s.readFleet(ctx, st, segs, t, cur)
-	stats.Read, stats.Segments = n, len(segs)
-	return stats, errors.Join(flushErr, err)
+	err := s.readFleet(ctx, st, segs, t, cur, &stats)
+	stats.Segments = len(segs)
+	err = errors.Join(flushErr, err)
+	s.fleetDone(false, now, time.Since(began), stats, err)
+	return stats, err
 }
 
 // held returns every segment held.
@@ -273,8 +320,9 @@ func (s *Shader) held() []*segment {
 }
 
 // readFleet reads the fleet's counts of segs and installs them (t: now,
-// unix ns; cur: the current slot). Returns the entries read.
-func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cur int64) (int, error) {
+// unix ns; cur: the current slot), adding what it read to stats (Read,
+// Keys, Calls, Slots, OldestSlot).
+func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cur int64, stats *SyncStats) error {
 	w := int64(s.opts.Fleet.Slot / time.Second)
 	hs := s.slotOf((t - int64(s.opts.Fleet.Horizon)) / 1e9)
 	// Group the segments by the first slot they need.
@@ -290,12 +338,15 @@ func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cu
 			groups[from] = append(groups[from], g)
 		}
 	}
-	read := 0
 	var errs []error
 	for from, gs := range groups {
 		var slots []int64
 		for sl := from; sl <= cur; sl += w {
 			slots = append(slots, sl)
+		}
+		if len(slots) > 0 && (stats.OldestSlot == 0 || from < stats.OldestSlot) {
+			stats.OldestSlot = from
+			stats.Slots = len(slots)
 		}
 		per := max(1, maxReadKeys/len(slots))
 		for lo := 0; lo < len(gs); lo += per {
@@ -305,26 +356,28 @@ func (s *Shader) readFleet(ctx context.Context, st Store, segs []*segment, t, cu
 				ids[i] = g.id
 			}
 			rs, err := st.ReadShading(ctx, ids, slots)
+			stats.Calls++
+			stats.Keys += len(ids) * len(slots)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("shading: read %d segments: %w", len(ids), err))
 				continue
 			}
-			read += len(rs)
-			by := make(map[SegmentID][]SlotCounts, len(batch))
-			for _, r := range rs {
-				by[r.Segment] = append(by[r.Segment], r)
+			stats.Read += len(rs)
+			by := make(map[SegmentID][]*SlotCounts, len(batch)) // pointers: an entry is 2 KiB
+			for i := range rs {
+				by[rs[i].Segment] = append(by[rs[i].Segment], &rs[i])
 			}
 			for _, g := range batch {
 				s.applyFleet(g, by[g.id], from, cur, t)
 			}
 		}
 	}
-	return read, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // applyFleet installs the fleet's counts rs of g, read for the slots from
 // from to cur, at t (unix ns).
-func (s *Shader) applyFleet(g *segment, rs []SlotCounts, from, cur, t int64) {
+func (s *Shader) applyFleet(g *segment, rs []*SlotCounts, from, cur, t int64) {
 	w := int64(s.opts.Fleet.Slot / time.Second)
 	final := cur - (fleetFinalAfterSlotEnds+1)*w // the newest final slot's start
 	g.mu.Lock()
@@ -343,8 +396,7 @@ func (s *Shader) applyFleet(g *segment, rs []SlotCounts, from, cur, t int64) {
 	}
 	f.closedAt = t
 	var open [NumKinds][NumBuckets]float64
-	for i := range rs {
-		r := &rs[i]
+	for _, r := range rs {
 		if r.Slot <= f.through {
 			continue
 		}
@@ -391,6 +443,15 @@ func (s *Shader) Load(ctx context.Context, st Store, now time.Time) (SyncStats, 
 	}
 	s.fleetMu.Lock()
 	defer s.fleetMu.Unlock()
+	began := time.Now()
+	s.fleetStarted(st)
+	stats, err := s.load(ctx, st, now)
+	s.fleetDone(true, now, time.Since(began), stats, err)
+	return stats, err
+}
+
+func (s *Shader) load(ctx context.Context, st Store, now time.Time) (SyncStats, error) {
+	var stats SyncStats
 	t := now.UnixNano()
 	cur := s.slotOf(now.Unix())
 	w := int64(s.opts.Fleet.Slot / time.Second)
@@ -424,8 +485,7 @@ func (s *Shader) Load(ctx context.Context, st Store, now time.Time) (SyncStats, 
 				level = append(level, g)
 			}
 		}
-		n, err := s.readFleet(ctx, st, level, t, cur)
-		stats.Read += n
+		err := s.readFleet(ctx, st, level, t, cur, &stats)
 		for _, g := range level {
 			g.refresh(t, s)
 		}

@@ -150,6 +150,8 @@ type Shader struct {
 	shards [numShards]shard
 	// fleetMu serialises Sync and Load.
 	fleetMu sync.Mutex
+	// status is what they did, for the view.
+	status fleetStatus
 }
 
 type shard struct {

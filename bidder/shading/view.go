@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"time"
 )
 
 // Point is one point of a segment's estimate: the bid price (CPM) and
@@ -40,6 +41,8 @@ type SegmentView struct {
 	LastValue float64 `json:"last_value"`
 	LastPrice float64 `json:"last_price"`
 	Shade     float64 `json:"shade,omitempty"`
+	// Fleet is its share of the fleet's counts; absent without a fleet.
+	Fleet *SegmentFleet `json:"fleet,omitempty"`
 }
 
 var levelNames = [NumLevels]string{"exchange", "publisher", "format"}
@@ -50,15 +53,7 @@ func (s *Shader) Snapshot(exchanges []string) []SegmentView {
 	if s == nil {
 		return nil
 	}
-	var segs []*segment
-	for i := range s.shards {
-		sh := &s.shards[i]
-		sh.mu.RLock()
-		for _, g := range sh.segs {
-			segs = append(segs, g)
-		}
-		sh.mu.RUnlock()
-	}
+	segs := s.held()
 	slices.SortFunc(segs, func(a, b *segment) int { return int(int64(a.id) - int64(b.id)) })
 	out := make([]SegmentView, 0, len(segs))
 	for _, g := range segs {
@@ -82,6 +77,7 @@ func (s *Shader) Snapshot(exchanges []string) []SegmentView {
 				}
 			}
 		}
+		v.Fleet = s.segmentFleet(g, v.Bids+v.Wins+v.Losses+v.MinToWin)
 		g.mu.Unlock()
 		if c := g.cur.Load(); c != nil {
 			v.Source = c.source.String()
@@ -106,18 +102,24 @@ func (s *Shader) Snapshot(exchanges []string) []SegmentView {
 	return out
 }
 
-// Handler serves GET /admin/shading (the admin listener): JSON of every
-// segment sh holds (SegmentView: its level, the observations, the
-// estimated curve, the last bid it priced), exchanges naming the
-// exchanges of the segment ids by index, or {"enabled": false} when sh is
-// nil.
+// Handler serves GET /admin/shading (the admin listener): JSON of the
+// sharing with the fleet (FleetView, as of the request) and every segment
+// sh holds (SegmentView: its level, the observations and the fleet's
+// share of them, the estimated curve, the last bid it priced), exchanges
+// naming the exchanges of the segment ids by index; {"enabled": false,
+// "segments": []} when sh is nil.
 func Handler(sh *Shader, exchanges []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		out := struct {
 			Enabled  bool          `json:"enabled"`
+			Fleet    *FleetView    `json:"fleet,omitempty"`
 			Segments []SegmentView `json:"segments"`
 		}{Enabled: sh != nil, Segments: sh.Snapshot(exchanges)}
+		if sh != nil {
+			f := sh.FleetSnapshot(time.Now())
+			out.Fleet = &f
+		}
 		if out.Segments == nil {
 			out.Segments = []SegmentView{}
 		}

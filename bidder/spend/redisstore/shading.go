@@ -87,7 +87,13 @@ func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots
 	if _, err := p.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("redisstore: read shading counts: %w", err)
 	}
-	var out []shading.SlotCounts
+	found := 0
+	for _, cmd := range cmds {
+		if len(cmd.Val()) > 0 {
+			found++
+		}
+	}
+	out := make([]shading.SlotCounts, 0, found) // sized once: an entry is 2 KiB
 	for i, cmd := range cmds {
 		m := cmd.Val()
 		if len(m) == 0 {
