@@ -316,12 +316,17 @@ func Notice(user string, micros int64, at time.Time) spend.Notice {
 	return spend.Notice{Nonce: nonce, Kind: spend.NoticeCharge, User: user, Micros: micros, At: at, Expires: time.Now().Add(time.Hour)}
 }
 
+// freqExpires is the expiry of every frequency count NoticeDelta makes:
+// one value for the whole test process, as a Writer gives every count of
+// one cap window the same expiry (a store may key the count by it).
+var freqExpires = time.Now().Add(2 * time.Hour).Truncate(time.Second)
+
 // NoticeDelta returns the delta of campaign and day that charges notices,
 // as a Writer seals it: a fresh ID, Micros, Imps and one FreqDelta per
 // distinct user of window (FreqRef set), sealed by origin with seq.
 func NoticeDelta(campaign, day, origin string, seq int64, window int64, notices ...spend.Notice) spend.Delta {
 	d := spend.Delta{ID: ID(), Campaign: campaign, Day: day, Origin: origin, Seq: seq}
-	exp := time.Now().Add(time.Hour).Truncate(time.Second)
+	exp := freqExpires
 	for _, n := range notices {
 		n.FreqRef = 0
 		if n.User != "" {
