@@ -12,7 +12,6 @@ import (
 
 	"github.com/rtbd/rtbd/bench/internal/auctionsim"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // auctionMain is `rtbd bench auction`: the harness's first-price exchange
@@ -43,8 +42,7 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	syncEvery := fs.Duration("sync", 5*time.Second, "fleet runs: how often each bidder syncs with the store (shading.fleet_interval; fake time)")
 	restartAt := fs.Int("restart-at", -1, "fleet runs: the auction at which bidder 1 restarts (-1: in the middle of the measured auctions, 0: never)")
 	redisExe := fs.String("redis-server", DefaultRedisServer, "fleet runs: the redis-server binary to start")
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.Shading.HalfLife <= 0 || p.Days < 0 || p.AuctionsPerDay <= 0 || !(p.BudgetShare > 0 && p.BudgetShare <= 1) ||

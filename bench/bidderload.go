@@ -159,29 +159,34 @@ type nurlRing struct{ urlRing }
 
 var (
 	nurlKey    = []byte(`"nurl":"`)
+	burlKey    = []byte(`"burl":"`)
 	priceMacro = []byte("${AUCTION_PRICE}")
 )
 
+// noticePrice is the clearing price every replayed notice reports (CPM):
+// the floor of the harness's requests, so it is never above a bid (a
+// first-price bid is shaded, but never below the floor).
+const noticePrice = "0.01"
+
 // harvest copies the nurl of a bid response body, if any.
 func (r *nurlRing) harvest(body []byte) {
-	i := bytes.Index(body, nurlKey)
-	if i < 0 {
-		return
+	if u, ok := noticePath(body, nurlKey, "/win?"); ok {
+		r.add(u)
 	}
-	rest := body[i+len(nurlKey):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 {
-		return
-	}
-	u := rest[:j]
-	k := bytes.Index(u, []byte("/win?"))
-	if k < 0 {
-		return
+}
+
+// noticePath is the path and query of the notice URL after key (nurlKey,
+// burlKey) in a bid response, starting at path, unescaped, with the price
+// macro filled (noticePrice).
+func noticePath(body, key []byte, path string) ([]byte, bool) {
+	_, rest, ok := bytes.Cut(body, key)
+	u, _, ok2 := bytes.Cut(rest, []byte(`"`))
+	k := bytes.Index(u, []byte(path))
+	if !ok || !ok2 || k < 0 {
+		return nil, false
 	}
 	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	// The clearing price is the requests' floor: never above a bid, shaded
-	// (first price) or not.
-	r.add(bytes.ReplaceAll(u, priceMacro, []byte("0.01")))
+	return bytes.ReplaceAll(u, priceMacro, []byte(noticePrice)), true
 }
 
 // winTarget sends harvested win notices; with none harvested yet it

@@ -15,8 +15,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
-
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // Bidder topologies.
@@ -179,11 +177,10 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	logf := logTo(o.Log, "bench: ")
 	var cleanups cleanupStack
 	defer cleanups.run()
-	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	workDir, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 	var exe, demoDir string
 	if o.HTTPURL == "" {
 		if exe, err = executable(o.Exe); err != nil {
@@ -287,15 +284,7 @@ func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf
 	}
 	args := append(o.DemoSize.genArgs(dir), "-skip-existing")
 	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
-	c, err := startChild("rtbd gen -demo", exe, args, logPath(workDir, "gen-demo"))
-	if err != nil {
-		return "", err
-	}
-	defer context.AfterFunc(ctx, c.Kill)()
-	if err := c.Wait(30 * time.Minute); err != nil {
-		return "", cmp.Or(ctx.Err(), c.Failure("writing the demo (limit 30m)"))
-	}
-	return dir, nil
+	return dir, genDemo(ctx, exe, args, workDir, 30*time.Minute)
 }
 
 // writePopularityUsers writes the users of the zipf and uniform
@@ -479,7 +468,6 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	var c common
 	var o BidderOptions
 	var topos string
-	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench bidder", flag.ContinueOnError)
 	c.register(fs, 500, 100*time.Millisecond, 20*time.Second, 2*time.Second)
 	fs.IntVar(&o.Nodes, "nodes", bidderDefaults.Nodes, "catalog nodes of the remote bidder")
@@ -491,15 +479,11 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.StringVar(&o.HTTPURL, "http", "", "running bidder base URL")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "remote bidder's catalog target (running nodes)")
 	fs.BoolVar(&o.Overload, "overload", false, "find the max rate, then offer twice it")
-	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
-	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Var(setFlag{&o.BidderArgs}, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	pops := fs.String("popularity", PopularityDemo, "users of the bid requests: demo, zipf, uniform, or a list (one set of runs each)")
 	nearFlag(fs, &o.BidderArgs)
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	ws, err := c.finish(fs)
+	ws, err := c.parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -508,8 +492,6 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if o.WinRatio == 0 {
 		o.WinRatio = -1
 	}
-	o.BidderArgs = append(o.BidderArgs, bidderSets.setArgs()...)
-	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -121,12 +121,27 @@ func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuratio
 	fs.IntVar(&c.load.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "open-loop concurrency bound")
 	fs.StringVar(&c.arrival, "arrival", "uniform", "uniform or poisson")
 	fs.Uint64Var(&c.seed, "seed", 1, "request stream seed")
+	fs.StringVar(&c.weights, "weights", "3,15,30", "products per request")
+	c.registerRun(fs)
+}
+
+// registerRun registers the flags of where a run writes and what it
+// starts: the ones of every scenario that starts processes, soak's too.
+func (c *common) registerRun(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "output directory for latest.{txt,json,html}")
 	fs.StringVar(&c.title, "title", "", "report title")
 	fs.BoolVar(&c.quiet, "q", false, "no report text on stdout")
-	fs.StringVar(&c.work, "work", "", "directory for children's logs (kept)")
+	fs.StringVar(&c.work, "work", "", "directory for the children's logs and data (kept)")
 	fs.StringVar(&c.exe, "rtbd", "", "rtbd binary (default: this executable)")
-	fs.StringVar(&c.weights, "weights", "3,15,30", "products per request")
+}
+
+// parse parses fs (parseFlags), then checks the common flags and returns
+// the weights.
+func (c *common) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]int, error) {
+	if err := parseFlags(fs, args, stderr); err != nil {
+		return nil, err
+	}
+	return c.finish()
 }
 
 // runAndWrite runs one scenario, then titles its report, stamps the git revision and writes it (-out, stdout).
@@ -146,7 +161,7 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 }
 
 // finish validates the common flags after parsing.
-func (c *common) finish(fs *flag.FlagSet) ([]int, error) {
+func (c *common) finish() ([]int, error) {
 	c.load.Arrival = Arrival(c.arrival)
 	c.load.Seed = c.seed
 	if c.load.Warmup == 0 {
@@ -203,25 +218,27 @@ func parseInts(s string) ([]int, error) {
 	return out, nil
 }
 
+// multiFlag is a repeatable flag: every value, in order.
 type multiFlag []string
-
-// setArgs is the settings as rtbd arguments: "-set", KEY=VALUE for each.
-func (m multiFlag) setArgs() []string {
-	var out []string
-	for _, s := range m {
-		out = append(out, "-set", s)
-	}
-	return out
-}
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// setFlag is a repeatable KEY=VALUE flag (-bidder-set, -node-set): each
+// value appends "-set", KEY=VALUE to the started processes' arguments.
+type setFlag struct{ args *[]string }
+
+func (f setFlag) String() string { return "" }
+
+func (f setFlag) Set(v string) error {
+	*f.args = append(*f.args, "-set", v)
+	return nil
+}
 
 func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
 	var o StoreOptions
 	var targets string
-	var nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench store", flag.ContinueOnError)
 	c.register(fs, 1000, 0, 20*time.Second, 2*time.Second)
 	fs.IntVar(&o.Products, "products", storeDefaults.Products, "catalog products")
@@ -232,7 +249,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.StringVar(&o.DataDir, "data", "", "index directory")
 	fs.StringVar(&o.GRPCTarget, "grpc", "", "running catalog nodes")
 	fs.IntVar(&o.ConnsPerNode, "conns-per-node", 0, "remote client connections per node")
-	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	fs.StringVar(&o.RedisAddr, "redis", "", "running Redis host:port")
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
 	fs.StringVar(&o.AerospikeHosts, "aerospike", "", "Aerospike hosts")
@@ -240,16 +257,12 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.Verify, "verify", storeDefaults.Verify, "requests checked for identical answers")
 	near := nearFlag(fs, new([]string))
 	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default the bidder's catalog.near_cache_bytes default"
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	ws, err := c.finish(fs)
+	ws, err := c.parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
 	o.Weights, o.Load, o.Exe, o.WorkDir, o.Log = ws, c.load, c.exe, c.work, stderr
-	o.NearCacheBytes, o.Targets, o.NodeArgs = near.n, splitList(targets), nodeSets.setArgs()
+	o.NearCacheBytes, o.Targets = near.n, splitList(targets)
 	if o.Verify == 0 {
 		o.Verify = -1
 	}
@@ -310,11 +323,7 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.IntVar(&so.Groups, "groups", storeDefaults.Groups, "store level catalog groups")
 	fs.IntVar(&bo.Nodes, "nodes", bidderDefaults.Nodes, "catalog nodes of the remote bidder")
 	near := nearFlag(fs, &bo.BidderArgs)
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	ws, err := c.finish(fs)
+	ws, err := c.parse(fs, args, stderr)
 	if err != nil {
 		return err
 	}
@@ -436,7 +445,6 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var c common
 	var o SoakOptions
 	var faults string
-	var bidderSets, nodeSets multiFlag
 	fs := flag.NewFlagSet("rtbd bench soak", flag.ContinueOnError)
 	fs.DurationVar(&o.Duration, "duration", 10*time.Minute, "measured time; the faults are spread over it")
 	fs.DurationVar(&o.Warmup, "warmup", 30*time.Second, "load before the measured phase (no faults, not counted)")
@@ -455,24 +463,14 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
 	o.DemoSize.register(fs)
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
-	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
-	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Var(setFlag{&o.BidderArgs}, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	fs.Uint64Var(&o.Seed, "seed", 1, "request stream seed")
-	fs.StringVar(&c.out, "out", "", "output directory for latest.{txt,json,html}")
-	fs.StringVar(&c.title, "title", "", "report title")
-	fs.BoolVar(&c.quiet, "q", false, "no report text on stdout")
-	fs.StringVar(&o.WorkDir, "work", "", "directory for the children's logs and data (kept)")
-	fs.StringVar(&o.Exe, "rtbd", "", "rtbd binary (default: this executable)")
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+	c.registerRun(fs)
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if faults != "" {
-		o.Faults = splitList(faults)
-	}
-	o.Log = stderr
-	o.BidderArgs = bidderSets.setArgs()
-	o.NodeArgs = nodeSets.setArgs()
+	o.Faults, o.WorkDir, o.Exe, o.Log = splitList(faults), c.work, c.exe, stderr
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"time"
 
 	"github.com/rtbd/rtbd/ingest/feedgen"
 )
@@ -28,9 +30,7 @@ func (d DemoSize) withDefaults() DemoSize {
 }
 
 func (d DemoSize) validate(p *problems) {
-	if d.Products < d.Groups || d.Groups < 1 || d.Users < 1 {
-		p.addf("products, groups, users: want products >= groups >= 1 and users >= 1")
-	}
+	p.check(d.Products >= d.Groups && d.Groups >= 1 && d.Users >= 1, "products, groups, users: want products >= groups >= 1 and users >= 1")
 }
 
 // register binds -products, -groups and -users to d.
@@ -50,6 +50,20 @@ func (d DemoSize) String() string {
 func (d DemoSize) genArgs(dir string) []string {
 	return []string{"gen", "-demo", "-out", dir, "-products", strconv.Itoa(d.Products), "-groups", strconv.Itoa(d.Groups),
 		"-users", strconv.Itoa(d.Users), "-image-base", feedgen.DefaultImageBase}
+}
+
+// genDemo runs `rtbd gen -demo` (exe with args) to its end, at most
+// limit, its output in work/gen-demo.log.
+func genDemo(ctx context.Context, exe string, args []string, work string, limit time.Duration) error {
+	c, err := startChild("rtbd gen -demo", exe, args, logPath(work, "gen-demo"))
+	if err != nil {
+		return err
+	}
+	defer context.AfterFunc(ctx, c.Kill)()
+	if err := c.Wait(limit); err != nil {
+		return cmp.Or(ctx.Err(), c.Failure(fmt.Sprintf("writing the demo (limit %v)", limit)))
+	}
+	return nil
 }
 
 // eventURI returns the URIs of pixel view events over the demo: a random

@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+
+	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 var (
@@ -20,6 +22,13 @@ func seeFlags(fs *flag.FlagSet) {
 	if f := flagsSeen.Load(); f != nil {
 		(*f)(fs)
 	}
+}
+
+// parseFlags parses a scenario's flags, which take no positional
+// arguments, after seeFlags.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	seeFlags(fs)
+	return cliflag.ParseNoArgs(fs, args, stderr, ErrUsage)
 }
 
 // FlagSets returns the flag set of every scenario, exactly as Main builds

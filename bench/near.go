@@ -19,8 +19,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/valyala/fasthttp"
-
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // EnvNearCacheBytes sets the default of the -near-cache flag: the near
@@ -241,8 +239,7 @@ func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	users := fs.Int("users", 100_000, "users of each popularity")
 	rate := fs.Float64("rate", 2000, "bidder level offered bid rate, req/s")
 	dur := fs.Duration("duration", 5*time.Second, "measured time per run")
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	outOf := func(sub string) []string {

@@ -61,7 +61,7 @@ func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, err
 		lo := l.Options
 		p.check(lo.Duration == 0 || lo.Duration == o.Duration, "%sduration: %v differs from the mixed run's %v", prefix, lo.Duration, o.Duration)
 		p.check(lo.Warmup == 0 || lo.Warmup == o.Warmup, "%swarmup: %v differs from the mixed run's %v", prefix, lo.Warmup, o.Warmup)
-		p.check(lo.Watch.empty() || len(loads) == 1, "%swatch: set MixedOptions.Watch instead", prefix)
+		p.check(len(lo.Watch.Processes) == 0 || len(loads) == 1, "%swatch: set MixedOptions.Watch instead", prefix)
 		lo.Duration, lo.Warmup, lo.Watch = o.Duration, o.Warmup, Watch{}
 		lo.validate(&p, prefix)
 	}

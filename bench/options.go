@@ -113,10 +113,6 @@ type WatchProcess struct {
 	PID  int
 }
 
-func (w Watch) empty() bool {
-	return len(w.Processes) == 0
-}
-
 // problems gathers every problem of an options value; err wraps them all
 // in ErrInvalid.
 type problems []string

@@ -10,7 +10,6 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/ingest/similar"
-	"github.com/rtbd/rtbd/internal/cliflag"
 	"github.com/rtbd/rtbd/records"
 )
 
@@ -31,8 +30,7 @@ func recommendMain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.DurationVar(&window, "views-window", 720*time.Hour, "how far back views are read")
 	fs.IntVar(&o.K, "similar-k", similar.DefaultK, "length of each product's similar list")
 	fs.IntVar(&o.MinSupport, "similar-min-support", similar.DefaultMinSupport, "fewest users who viewed both products for a co-view pair to count")
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if len(views) == 0 {

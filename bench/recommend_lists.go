@@ -14,7 +14,6 @@ import (
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // recommendListsMain is `rtbd bench recommend-lists`: for users of an
@@ -37,8 +36,7 @@ func recommendListsMain(ctx context.Context, args []string, stdout, stderr io.Wr
 	fs.IntVar(&last, "last", 500, "last user number")
 	fs.IntVar(&quantity, "quantity", 30, "recommended products per viewed group")
 	fs.StringVar(&out, "out", "-", "JSON Lines output file (- for stdout)")
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
 	if users == "" || first < 1 || last < first || quantity < 1 || quantity > 100 {

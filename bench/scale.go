@@ -28,7 +28,6 @@ import (
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 	"github.com/rtbd/rtbd/internal/childproc"
-	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
 // The scale scenario's bounds and its disk estimate.
@@ -103,24 +102,12 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 func (o ScaleOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
-	if o.Products < 0 || (o.Products > 0 && o.Products < o.Groups) {
-		p.addf("products: must be 0 (from the free disk) or >= groups, got %d", o.Products)
-	}
-	if o.Groups < 1 || o.Groups > 8 {
-		p.addf("groups: must be 1..8 (the demo campaigns bid on groups 1..8), got %d", o.Groups)
-	}
-	if o.Users < 1 {
-		p.addf("users: must be >= 1, got %d", o.Users)
-	}
-	if o.IDs < 2 || o.IDs > 100 {
-		p.addf("ids: must be 2..100, got %d", o.IDs)
-	}
-	if o.StoreRate <= 0 || o.BidRate <= 0 {
-		p.addf("rate, bid-rate: must be > 0")
-	}
-	if o.Duration <= 0 {
-		p.addf("duration: must be > 0")
-	}
+	p.check(o.Products == 0 || o.Products >= max(o.Groups, 1), "products: must be 0 (from the free disk) or >= groups, got %d", o.Products)
+	p.check(o.Groups >= 1 && o.Groups <= 8, "groups: must be 1..8 (the demo campaigns bid on groups 1..8), got %d", o.Groups)
+	p.check(o.Users >= 1, "users: must be >= 1, got %d", o.Users)
+	p.check(o.IDs >= 2 && o.IDs <= 100, "ids: must be 2..100, got %d", o.IDs)
+	p.check(o.StoreRate > 0 && o.BidRate > 0, "rate, bid-rate: must be > 0")
+	p.check(o.Duration > 0, "duration: must be > 0")
 	return p.err()
 }
 
@@ -383,11 +370,10 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	workDir, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 	si, err := scaleIndex(ctx, o, exe, workDir, logf)
 	if err != nil {
 		return nil, err
@@ -575,7 +561,6 @@ func scaleIngestNotes(si ScaleIngest) []string {
 
 func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c common
-	var bidderSets, nodeSets multiFlag
 	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
 	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
@@ -594,19 +579,13 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.Float64Var(&o.BidRate, "bid-rate", o.BidRate, "bids/s of the bidder-level runs")
 	fs.BoolVar(&o.SkipBidder, "skip-bidder", false, "no bidder-level runs")
 	fs.BoolVar(&o.IngestOnly, "ingest-only", false, "stop after the ingest")
-	fs.Var(&bidderSets, "bidder-set", "bidder setting KEY=VALUE")
-	fs.Var(&nodeSets, "node-set", "catalog node setting KEY=VALUE")
+	fs.Var(setFlag{&o.BidderArgs}, "bidder-set", "bidder setting KEY=VALUE")
+	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	nearFlag(fs, &o.BidderArgs)
-	seeFlags(fs)
-	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
-		return err
-	}
-	if _, err := c.finish(fs); err != nil {
+	if _, err := c.parse(fs, args, stderr); err != nil {
 		return err
 	}
 	o.StoreRate, o.Duration, o.Warmup, o.Exe, o.WorkDir, o.Log = c.load.Rate, c.load.Duration, c.load.Warmup, c.exe, c.work, stderr
-	o.BidderArgs = append(o.BidderArgs, bidderSets.setArgs()...)
-	o.NodeArgs = append(o.NodeArgs, nodeSets.setArgs()...)
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrUsage, err)
 	}

@@ -228,19 +228,21 @@ func executable(exe string) (string, error) {
 }
 
 // makeWorkDir returns dir, created if needed, or a new temporary directory
-// when dir is empty; cleanup removes only a temporary one.
-func makeWorkDir(dir string) (string, func(), error) {
+// when dir is empty, whose removal it adds to cleanups (a given dir is
+// kept).
+func makeWorkDir(dir string, cleanups *cleanupStack) (string, error) {
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return "", nil, fmt.Errorf("bench: %w", err)
+			return "", fmt.Errorf("bench: %w", err)
 		}
-		return dir, func() {}, nil
+		return dir, nil
 	}
 	dir, err := os.MkdirTemp("", "rtbd-bench-")
 	if err != nil {
-		return "", nil, fmt.Errorf("bench: %w", err)
+		return "", fmt.Errorf("bench: %w", err)
 	}
-	return dir, func() { os.RemoveAll(dir) }, nil
+	cleanups.add(func() { os.RemoveAll(dir) })
+	return dir, nil
 }
 
 // cleanupStack holds the undo steps of a run in the order they were

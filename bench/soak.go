@@ -118,25 +118,13 @@ func (o SoakOptions) withDefaults() SoakOptions {
 func (o SoakOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
-	if o.Duration < 10*time.Second {
-		p.addf("duration: must be >= 10s, got %v", o.Duration)
-	}
-	if o.Warmup < 0 {
-		p.addf("warmup: must be >= 0")
-	}
-	if o.Rate <= 0 || o.EventRate < 0 || o.ClickRate < 0 {
-		p.addf("rate, event-rate, click-rate: want rate > 0 and the others >= 0")
-	}
-	if o.WinRatio < 0 || o.WinRatio > 1 || o.ReplayRatio < 0 || o.ReplayRatio > 1 {
-		p.addf("win-ratio, replay-ratio: must be 0..1")
-	}
-	if o.Rounds < 1 {
-		p.addf("rounds: must be >= 1, got %d", o.Rounds)
-	}
+	p.check(o.Duration >= 10*time.Second, "duration: must be >= 10s, got %v", o.Duration)
+	p.check(o.Warmup >= 0, "warmup: must be >= 0")
+	p.check(o.Rate > 0 && o.EventRate >= 0 && o.ClickRate >= 0, "rate, event-rate, click-rate: want rate > 0 and the others >= 0")
+	p.check(o.WinRatio >= 0 && o.WinRatio <= 1 && o.ReplayRatio >= 0 && o.ReplayRatio <= 1, "win-ratio, replay-ratio: must be 0..1")
+	p.check(o.Rounds >= 1, "rounds: must be >= 1, got %d", o.Rounds)
 	for _, f := range o.Faults {
-		if !slices.Contains(SoakFaultKinds, f) {
-			p.addf("faults: unknown %q (want %s)", f, strings.Join(SoakFaultKinds, ","))
-		}
+		p.check(slices.Contains(SoakFaultKinds, f), "faults: unknown %q (want %s)", f, strings.Join(SoakFaultKinds, ","))
 	}
 	o.DemoSize.validate(&p)
 	return p.err()
@@ -209,11 +197,10 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err != nil {
 		return nil, err
 	}
-	work, cleanWork, err := makeWorkDir(o.WorkDir)
+	work, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 	if work, err = filepath.Abs(work); err != nil {
 		return nil, fmt.Errorf("bench: %w", err)
 	}
@@ -303,13 +290,8 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	demo := filepath.Join(work, "demo")
 	args := append(o.DemoSize.genArgs(demo), "-redis", f.redis.Addr())
 	f.logf("writing the demo, users into redis-server: %s %s", exe, strings.Join(args, " "))
-	gen, err := startChild("rtbd gen -demo", exe, args, logPath(work, "gen-demo"))
-	if err != nil {
+	if err := genDemo(ctx, exe, args, work, 10*time.Minute); err != nil {
 		return err
-	}
-	defer context.AfterFunc(ctx, gen.Kill)()
-	if err := gen.Wait(10 * time.Minute); err != nil {
-		return cmp.Or(ctx.Err(), gen.Failure("writing the demo (limit 10m)"))
 	}
 
 	var addrs []string
@@ -326,6 +308,7 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	target := "static:///" + strings.Join(addrs, ",")
 
 	keyText := crand.Text()
+	var err error
 	if f.keys, err = token.NewKeys([]byte(keyText)); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

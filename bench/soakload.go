@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"math/rand/v2"
@@ -101,10 +100,7 @@ func (f *soakFleet) loads() []Load {
 	return ls
 }
 
-var (
-	burlKey   = []byte(`"burl":"`)
-	clickLink = regexp.MustCompile(`/click\?t=[A-Za-z0-9_\-]+\.[0-9]+`)
-)
+var clickLink = regexp.MustCompile(`/click\?t=[A-Za-z0-9_\-]+\.[0-9]+`)
 
 // harvestBid keeps a bid's click links and, for WinRatio of the bids,
 // schedules its nurl and burl.
@@ -123,31 +119,13 @@ func (f *soakFleet) harvestBid(body []byte) {
 	f.pendingWG.Add(1)
 	time.AfterFunc(f.o.NoticeDelay+rand.N(f.o.NoticeDelay+1), func() {
 		defer f.pendingWG.Done()
-		f.sendNotices(nurl, burl)
+		f.sendNotices(string(nurl), string(burl))
 	})
 }
 
-// noticePath is the path and query of the notice URL after key in a bid
-// response, unescaped, with the price macro filled (soakPrice).
-func noticePath(body, key []byte, path string) (string, bool) {
-	_, rest, ok := bytes.Cut(body, key)
-	u, _, ok2 := bytes.Cut(rest, []byte(`"`))
-	k := bytes.Index(u, []byte(path))
-	if !ok || !ok2 || k < 0 {
-		return "", false
-	}
-	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
-	return string(bytes.ReplaceAll(u, priceMacro, []byte(soakPrice))), true
-}
-
-// soakPrice is the clearing price every notice reports (CPM): the floor
-// of the harness's requests, so it is never above a bid (a first-price
-// bid is shaded, but never below the floor); soakChargeMicros the charge
-// of one billed impression in micros.
-const (
-	soakPrice        = "0.01"
-	soakChargeMicros = 10
-)
+// soakChargeMicros is the charge of one billed impression in micros: a
+// notice at noticePrice CPM.
+const soakChargeMicros = 10
 
 // sendNotices sends a bid's nurl, then its burl, as an exchange does:
 // each to a bidder the balancer picks, retried (another bidder, after a

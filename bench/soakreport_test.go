@@ -167,11 +167,11 @@ func TestSoakSchedule(t *testing.T) {
 func TestSoakNoticePath(t *testing.T) {
 	body := []byte(`{"seatbid":[{"bid":[{"nurl":"http://127.0.0.1:1/win?t=AbC-_9\u0026p=${AUCTION_PRICE}","burl":"http://127.0.0.1:1/bill?t=XyZ\u0026p=${AUCTION_PRICE}","adm":"<a href=\"http://127.0.0.1:1/click?t=Tok-_1.42\">"}]}]}`)
 	nurl, ok := noticePath(body, nurlKey, "/win?")
-	if !ok || nurl != "/win?t=AbC-_9&p="+soakPrice {
+	if !ok || string(nurl) != "/win?t=AbC-_9&p="+noticePrice {
 		t.Errorf("nurl %q %v", nurl, ok)
 	}
 	burl, ok := noticePath(body, burlKey, "/bill?")
-	if !ok || burl != "/bill?t=XyZ&p="+soakPrice {
+	if !ok || string(burl) != "/bill?t=XyZ&p="+noticePrice {
 		t.Errorf("burl %q %v", burl, ok)
 	}
 	if m := clickLink.Find(body); string(m) != "/click?t=Tok-_1.42" {

@@ -129,28 +129,20 @@ func (o StoreOptions) Validate() error {
 			break
 		}
 	}
-	if o.Requests < 1 {
-		p.addf("requests: must be >= 1, got %d", o.Requests)
-	}
+	p.check(o.Requests >= 1, "requests: must be >= 1, got %d", o.Requests)
 	seen := map[string]bool{}
 	for _, t := range o.Targets {
 		switch t {
 		case StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis:
 		case StoreAerospike:
-			if o.AerospikeHosts == "" {
-				p.addf("targets: aerospike needs -aerospike HOSTS")
-			}
+			p.check(o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
 		default:
 			p.addf("targets: unknown %q (want local, grpc, grpc-near, redis, aerospike)", t)
 		}
-		if seen[t] {
-			p.addf("targets: %q twice", t)
-		}
+		p.check(!seen[t], "targets: %q twice", t)
 		seen[t] = true
 	}
-	if o.ConnsPerNode < 0 || o.NearCacheBytes < 0 || o.TestOnlyCatalogDelay < 0 {
-		p.addf("conns-per-node, near-cache, test-only catalog delay: must be >= 0")
-	}
+	p.check(o.ConnsPerNode >= 0 && o.NearCacheBytes >= 0 && o.TestOnlyCatalogDelay >= 0, "conns-per-node, near-cache, test-only catalog delay: must be >= 0")
 	p.merge(o.Load.Validate())
 	return p.err()
 }
@@ -182,11 +174,10 @@ func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	logf := logTo(o.Log, "bench: ")
 	var cleanups cleanupStack
 	defer cleanups.run()
-	workDir, cleanWork, err := makeWorkDir(o.WorkDir)
+	workDir, err := makeWorkDir(o.WorkDir, &cleanups)
 	if err != nil {
 		return nil, err
 	}
-	cleanups.add(cleanWork)
 
 	dataDir := cmp.Or(o.DataDir, filepath.Join(workDir, "catalog"))
 	if _, err := catalog.ReadPointer(dataDir, catalog.CurrentFile); err == nil {
@@ -368,7 +359,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		}
 		rs := newRedisStore(addr, 64)
 		cleanups.add(func() { rs.Close() })
-		if err := rs.ping(ctx); err != nil {
+		if err := rs.rdb.Ping(ctx).Err(); err != nil {
 			return nil, fmt.Errorf("bench: redis at %s: %w", addr, err)
 		}
 		r.store = rs

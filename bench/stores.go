@@ -224,8 +224,6 @@ func (s *redisStore) load(ctx context.Context, products iter.Seq[*catalogpb.Prod
 	})
 }
 
-func (s *redisStore) ping(ctx context.Context) error { return s.rdb.Ping(ctx).Err() }
-
 func (s *redisStore) Close() error { return s.rdb.Close() }
 
 // aerospikeStore serves product masters from Aerospike: every product is a

@@ -3,8 +3,9 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -33,13 +34,8 @@ func WriteText(w io.Writer, r *Report) error {
 	ew.printf("\n")
 	if len(r.Config) > 0 {
 		ew.printf("config:\n")
-		keys := make([]string, 0, len(r.Config))
-		for k := range r.Config {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		tw := ew.tab()
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.Config)) {
 			fmt.Fprintf(tw, "  %s\t%s\n", k, r.Config[k])
 		}
 		ew.flush(tw)

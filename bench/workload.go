@@ -29,15 +29,9 @@ type CatalogWorkload struct {
 // Validate reports every problem of w.
 func (w CatalogWorkload) Validate() error {
 	var p problems
-	if w.Groups < 1 {
-		p.addf("groups: must be >= 1, got %d", w.Groups)
-	}
-	if w.Products < max(w.Groups, 2) {
-		p.addf("products: must be >= groups (%d) and >= 2, got %d", w.Groups, w.Products)
-	}
-	if w.IDs < 1 || w.IDs > 1000 {
-		p.addf("ids: must be 1..1000, got %d", w.IDs)
-	}
+	p.check(w.Groups >= 1, "groups: must be >= 1, got %d", w.Groups)
+	p.check(w.Products >= max(w.Groups, 2), "products: must be >= groups (%d) and >= 2, got %d", w.Groups, w.Products)
+	p.check(w.IDs >= 1 && w.IDs <= 1000, "ids: must be 1..1000, got %d", w.IDs)
 	return p.err()
 }
 

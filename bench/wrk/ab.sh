@@ -23,8 +23,8 @@ CONNS=${CONNS:-64}
 HTTP=${HTTP:-127.0.0.1:18180}
 ADMIN=${ADMIN:-127.0.0.1:18191}
 DIR=$(cd "$(dirname "$0")" && pwd)
-TICK=$(getconf CLK_TCK)
-command -v wrk >/dev/null 2>&1 || { echo "ab.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
+. "$DIR/lib.sh"
+need_wrk
 mkdir -p "$WORK"
 for s in a b; do
 	bin=$A; [ $s = b ] && bin=$B
@@ -32,13 +32,6 @@ for s in a b; do
 done
 pid=""
 trap '[ -z "$pid" ] || kill $pid 2>/dev/null || true' EXIT INT TERM
-ready() {
-	i=0
-	until curl -sf "http://$ADMIN/readyz" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -lt 200 ] || { echo "ab.sh: bidder not ready" >&2; exit 1; }
-		sleep 0.1
-	done
-}
 run() { # a|b: one measured run, prints one line
 	s=$1; bin=$A; extra=${EXTRA_A:-}
 	[ "$s" = b ] && { bin=$B; extra=${EXTRA_B:-}; }
@@ -46,16 +39,14 @@ run() { # a|b: one measured run, prints one line
 	"$bin" -config "$WORK/demo-$s/rtbd.yaml" -set log.level=warn -http-listen "$HTTP" -admin-listen "$ADMIN" \
 		-set "bidder.public_url=http://$HTTP" $extra >"$WORK/bidder-$s.log" 2>&1 &
 	pid=$!
-	ready
+	ready "$ADMIN"
 	REQUEST="$WORK/demo-$s/sample-request.json" wrk -t1 -c"$CONNS" -d"$WARMUP" -s "$DIR/newid.lua" "http://$HTTP" >/dev/null
-	c0=$(awk '{print $14+$15}' /proc/$pid/stat)
+	c0=$(ticks "$pid")
 	out=$(REQUEST="$WORK/demo-$s/sample-request.json" wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$DIR/newid.lua" "http://$HTTP")
-	c1=$(awk '{print $14+$15}' /proc/$pid/stat)
-	counts=$(curl -s "http://$ADMIN/metrics" | awk '/^rtbd_bidder_bids_total/{b+=$2} /^rtbd_bidder_nobids_total/{n+=$2} END{printf "%d %d", b, n}')
-	kill "$pid"; while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done; pid=""
-	echo "$out" | awk -v name="$s" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v counts="$counts" '
-		/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2}
-		/Non-2xx/ {bad=$NF}
+	c1=$(ticks "$pid")
+	counts=$(counts "$ADMIN")
+	stop "$pid"; pid=""
+	echo "$out" | awk -v name="$s" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v counts="$counts" "$WRK_FIELDS"'
 		END {split(counts, c, " "); printf "%s req/s %9.0f  p50 %7s  p99 %7s  cpu/req %6.2f us  non-2xx %d  bids %d no-bids %d\n",
 			name, rps, p50, p99, (c1-c0)/tick*1e6/reqs, bad, c[1], c[2]}'
 }

@@ -43,10 +43,10 @@ ADMIN=${ADMIN:-127.0.0.1:18291}
 GRPC=${GRPC:-127.0.0.1:18290}
 NODE_ADMIN=${NODE_ADMIN:-127.0.0.1:18292}
 DIR=$(cd "$(dirname "$0")" && pwd)
-TICK=$(getconf CLK_TCK)
+. "$DIR/lib.sh"
 DEMO=$WORK/demo
 HALF=$((USERS / 2))
-command -v wrk >/dev/null 2>&1 || { echo "recommend-cpu.sh: needs wrk (apt-get install wrk)" >&2; exit 2; }
+need_wrk
 mkdir -p "$WORK"
 if [ ! -e "$WORK/ready" ]; then
 	rm -rf "$DEMO" "$WORK/views"
@@ -67,37 +67,16 @@ export REQUEST="$DEMO/sample-request.json"
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done' EXIT INT TERM
 flags="-config $DEMO/rtbd.yaml -set log.level=warn -http-listen $HTTP -admin-listen $ADMIN -set bidder.public_url=http://$HTTP"
-ready() { # admin address
-	i=0
-	until curl -sf "http://$1/readyz" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -lt 300 ] || { echo "recommend-cpu.sh: $1 not ready" >&2; exit 1; }
-		sleep 0.1
-	done
-}
-ticks() { # pids: their utime+stime
-	t=0
-	for p in "$@"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done
-	echo $t
-}
-counts() { # the bidder's bids and no-bids so far
-	curl -s "http://$ADMIN/metrics" | awk '/^rtbd_bidder_bids_total/{b+=$2} /^rtbd_bidder_nobids_total/{n+=$2} END{printf "%d %d", b, n}'
-}
-stop() { # pid: SIGTERM and wait for it to exit
-	kill "$1"
-	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
-}
 measure() { # topology population pids...: one wrk run, one line
 	top=$1; pop=$2; shift 2
 	if [ "$pop" = reco ]; then first=1; else first=$((HALF + 1)); fi
 	FIRST=$first USERS=$HALF wrk -t1 -c"$CONNS" -d"$WARMUP" -s "$DIR/users.lua" "http://$HTTP" >/dev/null
-	k0=$(counts)
+	k0=$(counts "$ADMIN")
 	c0=$(ticks "$@")
 	out=$(FIRST=$first USERS=$HALF wrk -t1 -c"$CONNS" -d"$DURATION" --latency -s "$DIR/users.lua" "http://$HTTP")
 	c1=$(ticks "$@")
-	k1=$(counts)
-	echo "$out" | awk -v name="$top $pop" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v k0="$k0" -v k1="$k1" '
-		/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2}
-		/Non-2xx/ {bad=$NF}
+	k1=$(counts "$ADMIN")
+	echo "$out" | awk -v name="$top $pop" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v k0="$k0" -v k1="$k1" "$WRK_FIELDS"'
 		END {split(k0, a, " "); split(k1, b, " ");
 			bids = b[1]-a[1]; cpu = (c1-c0)/tick*1e6
 			printf "%-14s req/s %8.0f  p50 %7s  p99 %7s  cpu/req %7.1f us  non-2xx %d  bids %d no-bids %d  cpu/bid %7.1f us\n",

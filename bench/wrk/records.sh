@@ -27,26 +27,18 @@ ADMIN=${ADMIN:-127.0.0.1:18091}
 DIR=$(cd "$(dirname "$0")" && pwd)
 RECORDS=$(mktemp -d /tmp/rtbd-records-bench.XXXXXX)
 export REQUEST="$DEMO/sample-request.json" USERS
-TICK=$(getconf CLK_TCK)
+. "$DIR/lib.sh"
+need_wrk
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done; rm -rf "$RECORDS"' EXIT INT TERM
 flags="-config $DEMO/rtbd.yaml -set log.level=warn -http-listen $HTTP -admin-listen $ADMIN -set bidder.public_url=http://$HTTP -set records.dir=$RECORDS -set records.nobid_sample=1"
-ready() {
-	i=0
-	until curl -sf "http://$1/readyz" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -lt 100 ] || { echo "records.sh: $1 not ready" >&2; exit 1; }
-		sleep 0.1
-	done
-}
-stop() { kill "$1"; while kill -0 "$1" 2>/dev/null; do sleep 0.1; done; }
 measure() { # name pid
 	wrk -t1 -c$CONNS -d$WARMUP -s "$DIR/users.lua" "http://$HTTP" >/dev/null
-	c0=$(awk '{print $14+$15}' /proc/$2/stat)
+	c0=$(ticks "$2")
 	out=$(wrk -t1 -c$CONNS -d$DURATION --latency -s "$DIR/users.lua" "http://$HTTP")
-	c1=$(awk '{print $14+$15}' /proc/$2/stat)
+	c1=$(ticks "$2")
 	dropped=$(curl -s "http://$ADMIN/metrics" | awk '/^rtbd_records_dropped_total/{d+=$2} END{printf "%d", d}')
-	echo "$out" | awk -v name="$1" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v dropped="$dropped" '
-		/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2}
+	echo "$out" | awk -v name="$1" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v dropped="$dropped" "$WRK_FIELDS"'
 		END {printf "%-12s req/s %9.0f  p50 %7s  p99 %7s  cpu/req %6.1f us  records dropped %d\n", name, rps, p50, p99, (c1-c0)/tick*1e6/reqs, dropped}'
 }
 for r in $(seq "$ROUNDS"); do

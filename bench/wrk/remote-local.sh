@@ -26,36 +26,19 @@ GRPC=${GRPC:-127.0.0.1:18090}
 NODE_ADMIN=${NODE_ADMIN:-127.0.0.1:18092}
 DIR=$(cd "$(dirname "$0")" && pwd)
 export REQUEST="$DEMO/sample-request.json" USERS
-TICK=$(getconf CLK_TCK)
+. "$DIR/lib.sh"
+need_wrk
 pids=""
 trap 'for p in $pids; do kill $p 2>/dev/null || true; done' EXIT INT TERM
 flags="-config $DEMO/rtbd.yaml -set log.level=warn -http-listen $HTTP -admin-listen $ADMIN -set bidder.public_url=http://$HTTP"
-ready() { # admin address
-	i=0
-	until curl -sf "http://$1/readyz" >/dev/null 2>&1; do
-		i=$((i + 1)); [ $i -lt 100 ] || { echo "remote-local.sh: $1 not ready" >&2; exit 1; }
-		sleep 0.1
-	done
-}
-ticks() { # pids: their utime+stime
-	t=0
-	for p in "$@"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done
-	echo $t
-}
-stop() { # pid: SIGTERM and wait for it to exit
-	kill "$1"
-	while kill -0 "$1" 2>/dev/null; do sleep 0.1; done
-}
 measure() { # name pids...: one wrk run
 	name=$1; shift
 	wrk -t1 -c$CONNS -d$WARMUP -s "$DIR/users.lua" "http://$HTTP" >/dev/null
 	c0=$(ticks "$@")
 	out=$(wrk -t1 -c$CONNS -d$DURATION --latency -s "$DIR/users.lua" "http://$HTTP")
 	c1=$(ticks "$@")
-	counts=$(curl -s "http://$ADMIN/metrics" | awk '/^rtbd_bidder_bids_total/{b+=$2} /^rtbd_bidder_nobids_total/{n+=$2} END{printf "%d %d", b, n}')
-	echo "$out" | awk -v name="$name" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v counts="$counts" '
-		/requests in/ {reqs=$1} /Requests\/sec/ {rps=$2} $1=="50%" {p50=$2} $1=="99%" {p99=$2}
-		/Non-2xx/ {bad=$NF}
+	counts=$(counts "$ADMIN")
+	echo "$out" | awk -v name="$name" -v c0="$c0" -v c1="$c1" -v tick="$TICK" -v counts="$counts" "$WRK_FIELDS"'
 		END {split(counts, c, " "); printf "%-7s req/s %9.0f  p50 %7s  p99 %7s  cpu/req %6.1f us  non-2xx %d  bids %d no-bids %d (since start)\n",
 			name, rps, p50, p99, (c1-c0)/tick*1e6/reqs, bad, c[1], c[2]}'
 }
