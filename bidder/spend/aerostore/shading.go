@@ -126,12 +126,19 @@ func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots
 	if err != nil {
 		return nil, fmt.Errorf("aerostore: read shading counts: %w", err)
 	}
-	var out []shading.SlotCounts
+	found := 0
+	for _, r := range recs {
+		if r != nil && len(r.Bins) > 0 {
+			found++
+		}
+	}
+	out := make([]shading.SlotCounts, 0, found) // sized once: an entry is 2 KiB
 	for i, r := range recs {
 		if r == nil || len(r.Bins) == 0 {
 			continue
 		}
-		c := shading.SlotCounts{Segment: segs[i%len(segs)], Slot: slots[i/len(segs)]}
+		out = append(out, shading.SlotCounts{Segment: segs[i%len(segs)], Slot: slots[i/len(segs)]})
+		c := &out[len(out)-1]
 		for name := range r.Bins {
 			kind, b, ok := shading.ParseCountName(name)
 			if !ok {
@@ -143,7 +150,6 @@ func (s *Store) ReadShading(ctx context.Context, segs []shading.SegmentID, slots
 			}
 			c.N[kind][b] = uint32(v)
 		}
-		out = append(out, c)
 	}
 	return out, nil
 }
