@@ -40,6 +40,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -171,6 +172,7 @@ type Server struct {
 	products    closableStore
 	remote      *remote.Client // nil with the local index
 	users       ProfileStore
+	usersOpened userStoreInfo // the rest of what openUsers opened
 	campaigns   campaignSource
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
@@ -206,11 +208,10 @@ type Server struct {
 // Start opens the product store (the local index at catalog.data, or the
 // remote nodes of catalog.target), the user store (user.store) and the
 // campaigns (campaigns.source: the watched file, or the PostgreSQL table),
-// then serves the bid
-// endpoint and the admin listener (/metrics, /readyz, POST
-// /admin/debug/bid, and POST /admin/catalog/refresh with a remote
-// catalog). Every failure names the setting it comes from; what was opened
-// is closed again.
+// then serves the bid endpoint and the admin listener (/metrics, /readyz,
+// POST /admin/debug/bid, POST /admin/users/recommended, and POST
+// /admin/catalog/refresh with a remote catalog). Every failure names the
+// setting it comes from; what was opened is closed again.
 func Start(cfg *configs.Config, log *zap.Logger) (*Server, error) {
 	return StartRegistry(cfg, log, prometheus.NewRegistry())
 }
@@ -346,6 +347,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	s.admin.Handle("GET /admin/shading", s.Bidder.ShadingHandler())
+	s.admin.Handle("POST "+recommended.Path, s.recommendedHandler())
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}

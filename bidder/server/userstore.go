@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/bidder/user/userstores"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -47,6 +49,35 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	default:
 		s.users = noClose{st.Store}
 	}
+	s.usersOpened = userStoreInfo{limits: st.Limits, where: st.Where, embedded: st.Embedded != nil}
 	log.Info("user store", zap.String("store", st.Kind))
 	return nil
+}
+
+// userStoreInfo is what the Server keeps of userstores.Opened besides the
+// store: what the recommendations route needs.
+type userStoreInfo struct {
+	limits   user.Limits
+	where    string
+	embedded bool
+}
+
+// recommendedWorkers is how many writes POST /admin/users/recommended
+// runs at once on a shared store (Redis, Aerospike): a few, beside the
+// bids' own calls. The embedded store takes one (each write is a Pebble
+// batch; more would only contend on its stripe locks).
+const recommendedWorkers = 8
+
+// recommendedHandler serves POST /admin/users/recommended: an outside
+// recommender's lines into this bidder's own user store (the way to load
+// them while the bidder holds the embedded store). 501 when the store
+// cannot set recommendations.
+func (s *Server) recommendedHandler() http.Handler {
+	setter, _ := s.users.(recommended.Setter)
+	o := recommended.HandlerOptions{Limits: s.usersOpened.limits, Workers: recommendedWorkers,
+		Where: s.usersOpened.where, Logger: s.log}
+	if s.usersOpened.embedded {
+		o.Workers = 1
+	}
+	return recommended.Handler(setter, o)
 }
