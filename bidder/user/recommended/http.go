@@ -120,7 +120,9 @@ const defaultMaxReported = 100
 func writeAnswer(w http.ResponseWriter, status int, a *Answer) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(a)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false) // reasons say "must be > 0"
+	_ = enc.Encode(a)
 }
 
 // rejectList keeps the "line N: reason" lines Load writes (one per Write,
