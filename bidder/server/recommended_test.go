@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -15,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/recommended"
 )
@@ -81,6 +83,7 @@ func profile(t *testing.T, s *Server, uid string) user.Profile {
 // rejected ones; `rtbd users recommend -bidder` does the same from a file.
 func TestAdminUsersRecommended(t *testing.T) {
 	cfg := testConfig(t)
+	cfg.User.MaxGroups = 2
 	s := startWithBulkUser(t, cfg)
 	view(t, s, "reco-1", 1, 1)
 
@@ -88,14 +91,17 @@ func TestAdminUsersRecommended(t *testing.T) {
 {"uid": "reco-2", "recommended": [{"group": 2, "ids": [7]}]}
 {"uid": "reco-3", "recommended": [
 {"uid": "reco-4", "recommended": [{"group": 0, "ids": [1]}]}
+{"uid": "reco-5", "recommended": [{"group": 1, "ids": [1]}, {"group": 2, "ids": [2]}, {"group": 3, "ids": [3]}]}
 `
 	st, a := postRecommended(t, s, "application/x-ndjson; charset=utf-8", body)
-	if st != 200 || a.Lines != 4 || a.Set != 2 || a.Cleared != 0 || a.Rejected != 2 || a.Failed != 0 || a.Error != "" {
-		t.Fatalf("answer %d %+v: want 200, 4 lines, 2 set, 2 rejected", st, a)
+	if st != 200 || a.Lines != 5 || a.Set != 2 || a.Cleared != 0 || a.Rejected != 3 || a.Failed != 0 || a.Error != "" {
+		t.Fatalf("answer %d %+v: want 200, 5 lines, 2 set, 3 rejected", st, a)
 	}
-	if len(a.Rejects) != 2 || !strings.HasPrefix(a.Rejects[0], "line 3: ") ||
-		!strings.HasPrefix(a.Rejects[1], "line 4: ") || !strings.Contains(a.Rejects[1], "group id 0") {
-		t.Errorf("rejects %q: want lines 3 and 4 with their reasons", a.Rejects)
+	// Line 5 breaks the bidder's user.max_groups.
+	if len(a.Rejects) != 3 || !strings.HasPrefix(a.Rejects[0], "line 3: ") ||
+		!strings.HasPrefix(a.Rejects[1], "line 4: ") || !strings.Contains(a.Rejects[1], "group id 0") ||
+		!strings.HasPrefix(a.Rejects[2], "line 5: ") || !strings.Contains(a.Rejects[2], "3 groups, more than 2") {
+		t.Errorf("rejects %q: want lines 3, 4 and 5 with their reasons", a.Rejects)
 	}
 	if want := filepath.Join(cfg.Bidder.DataDir, "users"); a.Store != want {
 		t.Errorf("store %q, want %q", a.Store, want)
@@ -151,9 +157,10 @@ func TestAdminUsersRecommended(t *testing.T) {
 	}
 }
 
-// TestAdminUsersRecommendedWithViews: views recorded while a load runs
-// are all kept, and every line of the load is written (the embedded
-// store's SetRecommended and RecordView of one user exclude each other).
+// TestAdminUsersRecommendedWithViews: bids and views go on while a load
+// runs; every view is kept and every line of the load is written (the
+// embedded store's SetRecommended and RecordView of one user exclude each
+// other).
 func TestAdminUsersRecommendedWithViews(t *testing.T) {
 	s := startWithBulkUser(t, testConfig(t))
 	const users, viewed = 400, 40
@@ -165,8 +172,19 @@ func TestAdminUsersRecommendedWithViews(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
+		bid := bannerRequest(t)
 		for i := range viewed {
 			view(t, s, fmt.Sprintf("c-%d", i), 1, int64(i+1))
+			resp, err := http.Post("http://"+s.Addr()+bidder.PathBid, "application/json", bytes.NewReader(bid))
+			if err != nil {
+				t.Errorf("bid during the load: %v", err)
+				continue
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 || !strings.Contains(string(b), `"seatbid"`) {
+				t.Errorf("bid during the load: %d %.200s", resp.StatusCode, b)
+			}
 		}
 	}()
 	st, a := postRecommended(t, s, "application/jsonl", body.String())
