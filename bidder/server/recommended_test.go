@@ -202,3 +202,60 @@ func TestAdminUsersRecommendedWithViews(t *testing.T) {
 		}
 	}
 }
+
+// TestAdminUsersRecommendedShutdown: a load in progress, its client
+// still sending, stops when the bidder shuts down: the lines read are
+// written, the answer is 503 saying why, and Shutdown is clean.
+func TestAdminUsersRecommendedShutdown(t *testing.T) {
+	s, shutdown := startStoppable(t, testConfig(t))
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	type answer struct {
+		status int
+		a      recommended.Answer
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.Post("http://"+s.AdminAddr()+"/admin/users/recommended", "application/x-ndjson", pr)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		var a recommended.Answer
+		err = json.NewDecoder(resp.Body).Decode(&a)
+		answered <- answer{resp.StatusCode, a, err}
+	}()
+	if _, err := io.WriteString(pw, `{"uid": "first", "recommended": [{"group": 1, "ids": [1]}]}`+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the first line is written (the body stays open).
+	var p user.Profile
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		found, err := s.Users().Get(context.Background(), "first", &p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if found {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first line of the body was not written")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := shutdown(); err != nil {
+		t.Errorf("Shutdown during a load: %v", err)
+	}
+	var got answer
+	select {
+	case got = <-answered:
+	case <-time.After(time.Minute): // a guard against a hang, not a bound
+		pw.CloseWithError(errors.New("no answer after the shutdown"))
+		got = <-answered
+	}
+	if got.err != nil || got.status != http.StatusServiceUnavailable || got.a.Set != 1 || !strings.Contains(got.a.Error, "shutting down") {
+		t.Errorf("answer %d %+v %v: want 503, 1 set, the bidder shutting down", got.status, got.a, got.err)
+	}
+}

@@ -173,6 +173,10 @@ type Server struct {
 	remote      *remote.Client // nil with the local index
 	users       ProfileStore
 	usersOpened userStoreInfo // the rest of what openUsers opened
+	// loads ends when Shutdown begins: it stops a load of
+	// POST /admin/users/recommended in progress.
+	loads       context.Context
+	stopLoads   context.CancelCauseFunc
 	campaigns   campaignSource
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
@@ -231,6 +235,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
+	s.loads, s.stopLoads = context.WithCancelCause(context.Background())
 	defer func() {
 		if err != nil {
 			s.fx.Close()
@@ -591,6 +596,7 @@ func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
 // then the bid server stops accepting and waits for in-flight requests (up
 // to bidder.shutdown_timeout, or ctx), then the stores are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopLoads(errShuttingDown)
 	s.shutdownDelay(ctx)
 	s.stopSpendGate()
 	s.stopShading()

@@ -71,7 +71,8 @@ const recommendedWorkers = 8
 // recommendedHandler serves POST /admin/users/recommended: an outside
 // recommender's lines into this bidder's own user store (the way to load
 // them while the bidder holds the embedded store). 501 when the store
-// cannot set recommendations.
+// cannot set recommendations; a load in progress stops when Shutdown
+// begins (503), so the admin listener drains at once.
 func (s *Server) recommendedHandler() http.Handler {
 	setter, _ := s.users.(recommended.Setter)
 	o := recommended.HandlerOptions{Limits: s.usersOpened.limits, Workers: recommendedWorkers,
@@ -79,5 +80,16 @@ func (s *Server) recommendedHandler() http.Handler {
 	if s.usersOpened.embedded {
 		o.Workers = 1
 	}
-	return recommended.Handler(setter, o)
+	h := recommended.Handler(setter, o)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		stop := context.AfterFunc(s.loads, func() { cancel(context.Cause(s.loads)) })
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
+
+// errShuttingDown stops a load of POST /admin/users/recommended when
+// Shutdown begins: the lines read so far are written, the answer says so.
+var errShuttingDown = errors.New("the bidder is shutting down")

@@ -60,7 +60,9 @@ var contentTypes = map[string]bool{
 // -in` reads, is streamed through Load into s (never held whole). Answers
 // (JSON, an Answer): 200 once the whole body was read (rejected lines are
 // listed, the others written); 503 with the summary so far when the store
-// failed (ErrStore); 400 for a body that could not be read; 415 for a
+// failed (ErrStore) or the request's context ended (the client went
+// away, or the server stopped the load: its cause is the error); 400 for
+// a body that could not be read; 415 for a
 // Content-Type other than application/x-ndjson, application/jsonl,
 // application/json or text/plain (parameters such as charset are
 // ignored); 501 when s is nil (the configured user store cannot set
@@ -84,6 +86,12 @@ func Handler(s Setter, o HandlerOptions) http.Handler {
 				return
 			}
 		}
+		// A body read waiting for a client's next bytes does not see the
+		// context: once it ends, the read deadline ends that wait too.
+		unblock := context.AfterFunc(r.Context(), func() {
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now())
+		})
+		defer unblock()
 		rejects := &rejectList{lines: []string{}, max: defaultMaxReported}
 		start := time.Now()
 		sum, err := Load(r.Context(), s, r.Body, Options{Limits: o.Limits, Workers: o.Workers, Timeout: o.Timeout,
@@ -98,10 +106,12 @@ func Handler(s Setter, o HandlerOptions) http.Handler {
 		case err == nil:
 			log.Info("users recommended: loaded", fields...)
 		case r.Context().Err() != nil:
-			// The client went away: nobody reads the answer.
-			status = http.StatusBadRequest
-			a.Error = "request canceled: " + err.Error()
-			log.Warn("users recommended: the client went away during the load", append(fields, zap.Error(err))...)
+			// The client went away (nobody reads the answer), or the
+			// server stopped the load (shutting down): the cause says.
+			status = http.StatusServiceUnavailable
+			cause := context.Cause(r.Context())
+			a.Error = "the load stopped before the end of the body: " + cause.Error()
+			log.Warn("users recommended: the load stopped before the end of the body", append(fields, zap.NamedError("cause", cause), zap.Error(err))...)
 		case errors.Is(err, ErrStore):
 			status = http.StatusServiceUnavailable
 			a.Error = err.Error()
