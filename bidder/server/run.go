@@ -40,6 +40,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/supply"
 	"github.com/rtbd/rtbd/bidder/token"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/bidder/usersync"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
@@ -171,6 +172,11 @@ type Server struct {
 	products    closableStore
 	remote      *remote.Client // nil with the local index
 	users       ProfileStore
+	usersOpened userStoreInfo // the rest of what openUsers opened
+	// loads ends when Shutdown begins: it stops a load of
+	// POST /admin/users/recommended in progress.
+	loads       context.Context
+	stopLoads   context.CancelCauseFunc
 	campaigns   campaignSource
 	rdb         *redis.Client      // nil without redis.addr
 	aero        *as.Client         // nil without aerospike.hosts
@@ -206,11 +212,10 @@ type Server struct {
 // Start opens the product store (the local index at catalog.data, or the
 // remote nodes of catalog.target), the user store (user.store) and the
 // campaigns (campaigns.source: the watched file, or the PostgreSQL table),
-// then serves the bid
-// endpoint and the admin listener (/metrics, /readyz, POST
-// /admin/debug/bid, and POST /admin/catalog/refresh with a remote
-// catalog). Every failure names the setting it comes from; what was opened
-// is closed again.
+// then serves the bid endpoint and the admin listener (/metrics, /readyz,
+// POST /admin/debug/bid, POST /admin/users/recommended, and POST
+// /admin/catalog/refresh with a remote catalog). Every failure names the
+// setting it comes from; what was opened is closed again.
 func Start(cfg *configs.Config, log *zap.Logger) (*Server, error) {
 	return StartRegistry(cfg, log, prometheus.NewRegistry())
 }
@@ -230,6 +235,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	s := &Server{cfg: cfg, log: log, served: make(chan error, 1)}
+	s.loads, s.stopLoads = context.WithCancelCause(context.Background())
 	defer func() {
 		if err != nil {
 			s.fx.Close()
@@ -346,6 +352,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	s.admin.Handle("GET /admin/shading", s.Bidder.ShadingHandler())
+	s.admin.Handle("POST "+recommended.Path, s.recommendedHandler())
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}
@@ -589,6 +596,7 @@ func (s *Server) refresh(w http.ResponseWriter, _ *http.Request) {
 // then the bid server stops accepting and waits for in-flight requests (up
 // to bidder.shutdown_timeout, or ctx), then the stores are closed.
 func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopLoads(errShuttingDown)
 	s.shutdownDelay(ctx)
 	s.stopSpendGate()
 	s.stopShading()

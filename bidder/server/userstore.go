@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder"
 	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/recommended"
 	"github.com/rtbd/rtbd/bidder/user/userstores"
 	"github.com/rtbd/rtbd/configs"
 )
@@ -47,6 +49,47 @@ func (s *Server) openUsers(cfg *configs.Config, log *zap.Logger, reg prometheus.
 	default:
 		s.users = noClose{st.Store}
 	}
+	s.usersOpened = userStoreInfo{limits: st.Limits, where: st.Where, embedded: st.Embedded != nil}
 	log.Info("user store", zap.String("store", st.Kind))
 	return nil
 }
+
+// userStoreInfo is what the Server keeps of userstores.Opened besides the
+// store: what the recommendations route needs.
+type userStoreInfo struct {
+	limits   user.Limits
+	where    string
+	embedded bool
+}
+
+// recommendedWorkers is how many writes POST /admin/users/recommended
+// runs at once on a shared store (Redis, Aerospike): a few, beside the
+// bids' own calls. The embedded store takes one (each write is a Pebble
+// batch; more would only contend on its stripe locks).
+const recommendedWorkers = 8
+
+// recommendedHandler serves POST /admin/users/recommended: an outside
+// recommender's lines into this bidder's own user store (the way to load
+// them while the bidder holds the embedded store). 501 when the store
+// cannot set recommendations; a load in progress stops when Shutdown
+// begins (503), so the admin listener drains at once.
+func (s *Server) recommendedHandler() http.Handler {
+	setter, _ := s.users.(recommended.Setter)
+	o := recommended.HandlerOptions{Limits: s.usersOpened.limits, Workers: recommendedWorkers,
+		Where: s.usersOpened.where, Logger: s.log}
+	if s.usersOpened.embedded {
+		o.Workers = 1
+	}
+	h := recommended.Handler(setter, o)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithCancelCause(r.Context())
+		defer cancel(nil)
+		stop := context.AfterFunc(s.loads, func() { cancel(context.Cause(s.loads)) })
+		defer stop()
+		h.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// errShuttingDown stops a load of POST /admin/users/recommended when
+// Shutdown begins: the lines read so far are written, the answer says so.
+var errShuttingDown = errors.New("the bidder is shutting down")

@@ -19,4 +19,9 @@
 // most user.max_groups groups and 100 ids per group) is rejected with its
 // number and reason, counted, and the load goes on; blank lines are
 // skipped. Lines of one uid are applied in file order.
+//
+// The embedded store is one process's: while a bidder runs, it holds it.
+// Handler is the bidder's admin route POST /admin/users/recommended, which
+// streams a request body of the same lines into the bidder's own store,
+// and `rtbd users recommend -bidder URL` posts -in to it.
 package recommended
