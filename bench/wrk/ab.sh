@@ -11,6 +11,8 @@
 # time, bench/wrk/newid.lua). Per run: requests/s, wrk's p50 and p99, the
 # bidder's server CPU per request (utime+stime from /proc/PID/stat), the
 # bids and no-bids it counted; per round the B/A ratio of CPU per request.
+# USERS=N spreads the requests over demo-user-1..N (a profile read per bid;
+# the demo has 1,000 users); unset, every request is the sample's one user.
 # EXTRA_A and EXTRA_B are extra flags for each build (e.g. "-set records.enabled=true").
 set -eu
 A=${1:?usage: ab.sh BIN_A BIN_B}
