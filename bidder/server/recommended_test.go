@@ -103,6 +103,16 @@ func TestAdminUsersRecommended(t *testing.T) {
 		!strings.HasPrefix(a.Rejects[2], "line 5: ") || !strings.Contains(a.Rejects[2], "3 groups, more than 2") {
 		t.Errorf("rejects %q: want lines 3, 4 and 5 with their reasons", a.Rejects)
 	}
+	for series, want := range map[string]float64{
+		`rtbd_users_recommended_loads_total{result="ok"}`:       1,
+		`rtbd_users_recommended_lines_total{result="written"}`:  2,
+		`rtbd_users_recommended_lines_total{result="rejected"}`: 3,
+		`rtbd_users_recommended_lines_total{result="failed"}`:   0,
+	} {
+		if got := scrape(t, s.AdminAddr(), series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
 	if want := filepath.Join(cfg.Bidder.DataDir, "users"); a.Store != want {
 		t.Errorf("store %q, want %q", a.Store, want)
 	}

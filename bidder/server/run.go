@@ -352,7 +352,7 @@ func StartRegistry(cfg *configs.Config, log *zap.Logger, reg Registry) (_ *Serve
 	s.admin.Handle("POST /admin/debug/bid", s.Bidder.DebugHandler())
 	s.admin.Handle("GET /admin/campaigns", s.Bidder.CampaignsHandler())
 	s.admin.Handle("GET /admin/shading", s.Bidder.ShadingHandler())
-	s.admin.Handle("POST "+recommended.Path, s.recommendedHandler())
+	s.admin.Handle("POST "+recommended.Path, s.recommendedHandler(reg))
 	if s.remote != nil {
 		s.admin.Handle("POST /admin/catalog/refresh", http.HandlerFunc(s.refresh))
 	}

@@ -73,10 +73,10 @@ const recommendedWorkers = 8
 // them while the bidder holds the embedded store). 501 when the store
 // cannot set recommendations; a load in progress stops when Shutdown
 // begins (503), so the admin listener drains at once.
-func (s *Server) recommendedHandler() http.Handler {
+func (s *Server) recommendedHandler(reg prometheus.Registerer) http.Handler {
 	setter, _ := s.users.(recommended.Setter)
 	o := recommended.HandlerOptions{Limits: s.usersOpened.limits, Workers: recommendedWorkers,
-		Where: s.usersOpened.where, Logger: s.log}
+		Where: s.usersOpened.where, Logger: s.log, Registerer: reg}
 	if s.usersOpened.embedded {
 		o.Workers = 1
 	}

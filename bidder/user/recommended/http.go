@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/rtbd/rtbd/bidder/user"
@@ -48,6 +49,38 @@ type HandlerOptions struct {
 	Where string
 	// Logger gets one line per load. nil: none.
 	Logger *zap.Logger
+	// Registerer gets rtbd_users_recommended_loads_total and
+	// rtbd_users_recommended_lines_total. nil: not counted.
+	Registerer prometheus.Registerer
+}
+
+// handlerMetrics count the loads by how they ended and their lines by
+// what became of them.
+type handlerMetrics struct {
+	loads, lines *prometheus.CounterVec
+}
+
+func newHandlerMetrics(reg prometheus.Registerer) handlerMetrics {
+	m := handlerMetrics{
+		loads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rtbd_users_recommended_loads_total",
+			Help: "Loads of POST /admin/users/recommended by how they ended: ok (the whole body read), store_error, stopped (client gone or shutdown), bad_body.",
+		}, []string{"result"}),
+		lines: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "rtbd_users_recommended_lines_total",
+			Help: "Lines of POST /admin/users/recommended by result: written (a user's list set or cleared), rejected (not parsable or breaking a rule), failed (the store refused that user).",
+		}, []string{"result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.loads, m.lines)
+	}
+	for _, r := range []string{"ok", "store_error", "stopped", "bad_body"} {
+		m.loads.WithLabelValues(r)
+	}
+	for _, r := range []string{"written", "rejected", "failed"} {
+		m.lines.WithLabelValues(r)
+	}
+	return m
 }
 
 // contentTypes are the media types the route accepts; a request without a
@@ -72,6 +105,7 @@ func Handler(s Setter, o HandlerOptions) http.Handler {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	m := newHandlerMetrics(o.Registerer)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if s == nil {
 			writeAnswer(w, http.StatusNotImplemented, &Answer{Rejects: []string{}, Store: o.Where,
@@ -101,11 +135,15 @@ func Handler(s Setter, o HandlerOptions) http.Handler {
 		fields := []zap.Field{zap.String("store", o.Where), zap.Int("lines", sum.Lines), zap.Int("set", sum.Set),
 			zap.Int("cleared", sum.Cleared), zap.Int("rejected", sum.Rejected), zap.Int("failed", sum.Failed),
 			zap.Duration("took", time.Since(start)), zap.String("remote", r.RemoteAddr)}
-		status := http.StatusOK
+		m.lines.WithLabelValues("written").Add(float64(sum.Set))
+		m.lines.WithLabelValues("rejected").Add(float64(sum.Rejected))
+		m.lines.WithLabelValues("failed").Add(float64(sum.Failed))
+		status, result := http.StatusOK, "ok"
 		switch {
 		case err == nil:
 			log.Info("users recommended: loaded", fields...)
 		case r.Context().Err() != nil:
+			result = "stopped"
 			// The client went away (nobody reads the answer), or the
 			// server stopped the load (shutting down): the cause says.
 			status = http.StatusServiceUnavailable
@@ -113,14 +151,15 @@ func Handler(s Setter, o HandlerOptions) http.Handler {
 			a.Error = "the load stopped before the end of the body: " + cause.Error()
 			log.Warn("users recommended: the load stopped before the end of the body", append(fields, zap.NamedError("cause", cause), zap.Error(err))...)
 		case errors.Is(err, ErrStore):
-			status = http.StatusServiceUnavailable
+			status, result = http.StatusServiceUnavailable, "store_error"
 			a.Error = err.Error()
 			log.Error("users recommended: the user store failed; the load stopped", append(fields, zap.Error(err))...)
 		default:
-			status = http.StatusBadRequest
+			status, result = http.StatusBadRequest, "bad_body"
 			a.Error = err.Error()
 			log.Warn("users recommended: the body could not be read; the load stopped", append(fields, zap.Error(err))...)
 		}
+		m.loads.WithLabelValues(result).Inc()
 		writeAnswer(w, status, a)
 	})
 }
