@@ -2,6 +2,7 @@ package journal
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -78,5 +79,51 @@ func TestExportLog(t *testing.T) {
 	}
 	if n.Seq <= seqs[5] {
 		t.Fatalf("seq %d reused (last %d)", n.Seq, seqs[5])
+	}
+}
+
+// TestExportReadsNoFurtherThanAnOpenWrite: a Seq is handed out before its
+// batch commits, and batches commit in any order. While the write of Seq
+// 1 is held, Seq 2 is written: ReadAfter must not hand Seq 2 over (an
+// exporter would commit its cursor past 1 and never export it); once 1 is
+// written, both are read, in order.
+func TestExportReadsNoFurtherThanAnOpenWrite(t *testing.T) {
+	j := open(t, vfs.NewMem(), Options{Exporters: []string{"kafka"}})
+	defer j.Close()
+	held, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	defer free() // before Close, which waits for the held write
+	first := true
+	j.testHookWrite = func(uint64) {
+		if first { // the first write waits; later ones pass
+			first = false
+			close(held)
+			<-release
+		}
+	}
+	done := make(chan error, 1)
+	n1 := notice(1)
+	go func() { done <- j.AppendExport("c1", &n1, []byte("rec1")) }()
+	<-held
+	n2 := notice(2)
+	if err := j.AppendExport("c1", &n2, []byte("rec2")); err != nil {
+		t.Fatal(err)
+	}
+	if got := exported(t, j, 0); len(got) != 0 {
+		t.Fatalf("with the write of the first Seq open, ReadAfter gave %v: an exporter would pass it", got)
+	}
+	free()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n1.Seq >= n2.Seq {
+		t.Fatalf("seqs %d, %d: want the held write first", n1.Seq, n2.Seq)
+	}
+	if got := exported(t, j, 0); len(got) != 2 || got[0] != "rec1" || got[1] != "rec2" {
+		t.Fatalf("after both writes: %v, want [rec1 rec2]", got)
+	}
+	if got := exported(t, j, n1.Seq); len(got) != 1 || got[0] != "rec2" {
+		t.Fatalf("after seq %d: %v, want [rec2]", n1.Seq, got)
 	}
 }

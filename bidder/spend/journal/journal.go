@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -96,10 +97,21 @@ type Journal struct {
 	mu     sync.RWMutex // Close takes it exclusively; every use of db shares it
 	closed bool
 
-	next     atomic.Uint64 // the last Seq handed out
+	next     atomic.Uint64 // the last Seq handed out (under seqMu)
 	reserved atomic.Uint64 // every Seq <= reserved is covered by hiKey
-	resMu    sync.Mutex    // serialises reservations
-	atOpen   uint64        // Seqs <= atOpen were in the journal at Open: Replay's range
+	// seqMu hands out Seqs and keeps open: the Seqs handed out whose write
+	// has not returned yet, ascending. A Seq is handed out before its batch
+	// commits and concurrent batches commit in any order, so ReadAfter
+	// reads no further than the first open Seq (visible): an exporter that
+	// read Seq 11 while 10 was still being written would commit past 10
+	// and never export it.
+	seqMu sync.Mutex
+	open  []uint64
+	// testHookWrite, when set (tests), runs after a Seq is handed out and
+	// before its write.
+	testHookWrite func(seq uint64)
+	resMu         sync.Mutex // serialises reservations
+	atOpen        uint64     // Seqs <= atOpen were in the journal at Open: Replay's range
 
 	pending atomic.Int64
 	bufs    sync.Pool // *appendBuf
@@ -135,7 +147,7 @@ func Open(dir string, opts Options) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("journal: %s: %w", dir, err)
 	}
-	j := &Journal{db: db, opts: opts, log: opts.Logger}
+	j := &Journal{db: db, opts: opts, log: opts.Logger, open: make([]uint64, 0, 64)}
 	j.bufs.New = func() any { return &appendBuf{val: make([]byte, 0, 128)} }
 	if err := j.scan(); err != nil {
 		db.Close()
@@ -226,7 +238,8 @@ func (j *Journal) AppendExport(campaign string, n *spend.Notice, rec []byte) err
 		j.appendFull.Inc()
 		return fmt.Errorf("%w: %d records wait for the store", ErrFull, j.opts.MaxPending)
 	}
-	seq := j.next.Add(1)
+	seq := j.begin()
+	defer j.end(seq)
 	if seq > j.reserved.Load() {
 		if err := j.reserve(seq); err != nil {
 			j.pending.Add(-1)
@@ -247,6 +260,9 @@ func (j *Journal) AppendExport(campaign string, n *spend.Notice, rec []byte) err
 		} else {
 			exported = true
 		}
+	}
+	if j.testHookWrite != nil {
+		j.testHookWrite(seq)
 	}
 	if exported {
 		wb := j.db.NewBatch()
@@ -270,6 +286,35 @@ func (j *Journal) AppendExport(campaign string, n *spend.Notice, rec []byte) err
 	j.appendOK.Inc()
 	n.Seq = seq
 	return nil
+}
+
+// begin hands out the next Seq and marks its write open.
+func (j *Journal) begin() uint64 {
+	j.seqMu.Lock()
+	seq := j.next.Add(1)
+	j.open = append(j.open, seq)
+	j.seqMu.Unlock()
+	return seq
+}
+
+// end marks the write of seq returned, committed or failed.
+func (j *Journal) end(seq uint64) {
+	j.seqMu.Lock()
+	if i := slices.Index(j.open, seq); i >= 0 {
+		j.open = slices.Delete(j.open, i, i+1)
+	}
+	j.seqMu.Unlock()
+}
+
+// visible is the highest Seq at or below which every write has returned:
+// an export record up to it is in the journal if it ever will be.
+func (j *Journal) visible() uint64 {
+	j.seqMu.Lock()
+	defer j.seqMu.Unlock()
+	if len(j.open) > 0 {
+		return j.open[0] - 1
+	}
+	return j.next.Load()
 }
 
 // reserve makes the sequence numbers up to at least seq durable in hiKey
@@ -378,15 +423,21 @@ func (j *Journal) Cursor(name string) (uint64, error) {
 }
 
 // ReadAfter calls fn with up to max export records of Seq > after, in
-// Seq order; rec is valid only during the call.
+// Seq order, up to the last Seq below which no write is still open (a
+// record written later never lands behind an exporter's cursor); rec is
+// valid only during the call.
 func (j *Journal) ReadAfter(after uint64, max int, fn func(seq uint64, rec []byte) error) error {
 	j.mu.RLock()
 	defer j.mu.RUnlock()
 	if j.closed {
 		return ErrClosed
 	}
-	var lo [9]byte
-	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: expKey(&lo, after+1), UpperBound: expPastHi})
+	upto := j.visible()
+	if upto <= after {
+		return nil
+	}
+	var lo, hi [9]byte
+	it, err := j.db.NewIter(&pebble.IterOptions{LowerBound: expKey(&lo, after+1), UpperBound: expKey(&hi, upto+1)})
 	if err != nil {
 		return fmt.Errorf("journal: export: %w", err)
 	}
