@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"bytes"
 	"context"
 	"errors"
@@ -18,15 +19,11 @@ const (
 	PopularityUniform = "uniform"
 )
 
-// popUsers is the user set of a popularity ("" for the demo's own).
-func popUsers(pop string) (benchUsers, bool) {
-	switch pop {
-	case PopularityZipf:
-		return benchUsers{prefix: "bench-z-", seed: 31}, true
-	case PopularityUniform:
-		return benchUsers{prefix: "bench-u-", uniform: true, seed: 32}, true
-	}
-	return benchUsers{}, false
+// popularityUsers are the users the harness writes for a popularity
+// (none for demo: the demo's own users).
+var popularityUsers = map[string]benchUsers{
+	PopularityZipf:    {prefix: "bench-z-", seed: 31},
+	PopularityUniform: {prefix: "bench-u-", uniform: true, seed: 32},
 }
 
 // popSuffix is a popularity's suffix of target names ("" for demo, so
@@ -38,15 +35,11 @@ func popSuffix(pop string) string {
 	return " " + pop
 }
 
-// bidShape is the imp of a weight: the campaign template that wins it.
-func bidShape(weight int) string {
-	switch weight {
-	case 3:
-		return "banner 320x50 | 300x50 | 728x90 (template light: 3 products)"
-	case 15:
-		return "native 1.2 (template medium: 15 products)"
-	}
-	return "banner 160x600 (template heavy: 30 products)"
+// bidShapes are the imp of each weight: the campaign template that wins it.
+var bidShapes = map[int]string{
+	3:  "banner 320x50 | 300x50 | 728x90 (template light: 3 products)",
+	15: "native 1.2 (template medium: 15 products)",
+	30: "banner 160x600 (template heavy: 30 products)",
 }
 
 // bidWorkload builds OpenRTB 2.6 bid requests from the demo: a random demo
@@ -63,8 +56,7 @@ type bidWorkload struct {
 
 // newBidWorkload is the bids of weight to the users of popularity pop.
 func newBidWorkload(users, weight int, pop string) bidWorkload {
-	u, _ := popUsers(pop)
-	return bidWorkload{users: users, weight: weight, userPrefix: u.prefix}
+	return bidWorkload{users: users, weight: weight, userPrefix: popularityUsers[pop].prefix}
 }
 
 var benchSites = [...]string{
@@ -105,10 +97,7 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	dst = append(dst, benchSites[w.Rand.IntN(len(benchSites))]...)
 	dst = append(dst, `,"device":`...)
 	dst = append(dst, benchDevices[w.Rand.IntN(len(benchDevices))]...)
-	prefix := b.userPrefix
-	if prefix == "" {
-		prefix = "demo-user-"
-	}
+	prefix := cmp.Or(b.userPrefix, "demo-user-")
 	dst = fmt.Appendf(dst, `,"user":{"id":"%s%d","buyeruid":"%s%d"},"at":1,"tmax":100,"cur":["USD"],"regs":{"coppa":0,"gdpr":0}}`, prefix, user, prefix, user)
 	return dst
 }
@@ -264,7 +253,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		if r == nil {
 			return err
 		}
-		bidRate := float64(r.Successes) / max(r.ElapsedSec, 1e-9)
+		bidRate := bidsPerSec(r)
 		within := r.DeadlineMisses == 0 && r.Errors.Total == 0
 		r.Notes = append(r.Notes, fmt.Sprintf("overload: offered %s req/s = 2 x the highest sustainable %s req/s (%s); answers past tmax %d, errors %d (%+v): every request answered within tmax: %v",
 			fmtRate(rate), fmtRate(s.MaxRate), s.Objective, r.DeadlineMisses, r.Errors.Total, r.Errors, within),

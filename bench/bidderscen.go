@@ -26,57 +26,40 @@ const (
 
 // BidderOptions configure RunBidder. Zero values take the defaults noted.
 type BidderOptions struct {
-	// DemoDir is the demo directory (`rtbd gen -demo -out DIR`): used if
-	// it holds rtbd.yaml, else written there with Products, Groups and
-	// Users and kept. "": written in a temporary directory, removed.
+	// DemoDir is the demo directory (`rtbd gen -demo -out DIR`): used if it
+	// holds rtbd.yaml, else written there and kept. "": a temporary one.
 	DemoDir string
-	// DemoSize is the demo written. With an existing DemoDir it must be
-	// the demo's (the requests use users demo-user-1..Users and products
-	// of Groups).
+	// DemoSize is the demo written, or the size of the one in DemoDir (the
+	// requests name its users and groups).
 	DemoSize
-	// Nodes is the number of catalog nodes of the remote topology.
-	// Default 2.
-	Nodes int
-	// Weights select the campaign templates of the demo: 3 = light
-	// (320x50, 300x50, 728x90 banners), 15 = medium (native), 30 = heavy
-	// (160x600 banners); one set of rows each. Default TalkWeights.
+	Nodes int // catalog nodes of the remote topology; default 2
+	// Weights select the demo's campaign templates (bidShapes): 3, 15 or
+	// 30 products, one set of runs each. Default TalkWeights.
 	Weights []int
-	// Topologies to measure, in order. Default local, remote.
+	// Topologies to measure, in order. Default local, remote; external
+	// with HTTPURL.
 	Topologies []string
-	// Load of the bid requests; Tmax defaults to 100 ms here.
-	Load LoadModel
-	// WinRatio is the rate of win notices relative to the bid rate: they
-	// replay the nurls of bids answered. Default 0.2; negative: none.
+	Load       LoadModel // of the bid requests; Tmax defaults to 100 ms
+	// WinRatio is the rate of win notices (replaying the nurls of answered
+	// bids) per bid. Default 0.2; negative: none.
 	WinRatio float64
 	// EventRate is the rate of pixel events (/event), req/s. Default
 	// Load.Rate / 10; negative: none.
-	EventRate float64
-	// HTTPURL measures a running bidder (base URL, e.g.
-	// http://10.0.0.7:8080) instead of starting any.
-	HTTPURL string
-	// GRPCTarget is the remote bidder's -catalog: running catalog nodes
-	// instead of started ones.
-	GRPCTarget string
-	// Exe is the rtbd binary. "": this process's executable.
-	Exe string
+	EventRate  float64
+	HTTPURL    string // a running bidder's base URL (http://host:port), measured instead of started ones
+	GRPCTarget string // the remote bidder's -catalog: running nodes instead of started ones
+	Exe        string // the rtbd binary; "": this process's executable
 	// BidderArgs and NodeArgs are extra flags of the started bidders and
 	// nodes (e.g. "-set", "bidder.max_in_flight=256").
 	BidderArgs, NodeArgs []string
-	// Overload, after the runs, searches each topology's highest bid rate
-	// holding Load.P99 with < 0.1% deadline misses (at the middle weight),
-	// then offers twice that rate for Load.Duration.
+	// Overload adds, after every topology's runs, the overload runs
+	// (runOverload): the highest bid rate holding Load.P99, then twice it.
 	Overload bool
-	// Popularities are the users the bid requests name, one set of runs
-	// each: PopularityDemo (the demo's users demo-user-1..Users, products
-	// uniform within their groups), PopularityZipf or PopularityUniform
-	// (Users users written by the harness into the demo's user store, each
-	// with the ids of one CatalogWorkload request of the heaviest weight,
-	// Zipf-popular or uniform over the catalog). Default demo.
+	// Popularities are the users of the bid requests, one set of runs each:
+	// demo (the demo's users; default), zipf or uniform (popularityUsers).
 	Popularities []string
-	// WorkDir keeps the children's logs. "": a temporary directory.
-	WorkDir string
-	// Log receives progress lines. nil: none.
-	Log io.Writer
+	WorkDir      string    // keeps the children's logs; "": a temporary directory
+	Log          io.Writer // receives progress lines; nil: none
 }
 
 // bidderDefaults are BidderOptions' defaults, which the flags share.
@@ -112,7 +95,7 @@ func (o BidderOptions) Validate() error {
 	o.DemoSize.validate(&p)
 	p.check(o.Nodes >= 1 && o.Nodes <= 64, "nodes: must be 1..64, got %d", o.Nodes)
 	for _, w := range o.Weights {
-		p.check(w == 3 || w == 15 || w == 30, "weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
+		p.check(bidShapes[w] != "", "weights: the demo's campaign templates give 3, 15 or 30 products, got %d", w)
 	}
 	for _, t := range o.Topologies {
 		switch t {
@@ -160,15 +143,13 @@ func (t *topo) nearStats() NearStats {
 	return readNearStats("http://" + loopback(t.bidder.admin) + "/metrics")
 }
 
-// RunBidder runs the bidder scenario: for each topology (a bidder with
-// the embedded index; a bidder with -catalog pointing to Nodes catalog
-// nodes; or a running bidder), one at a time, and each weight, a mixed
-// open-loop run of bid requests at Load.Rate, win notices replaying the
-// bids' nurls at WinRatio of it and pixel events at EventRate. Everything
-// it starts runs from one demo directory on 127.0.0.1 and is stopped
-// before it returns. The report's Table compares each remote row with the
-// local row of its weight. With Overload, every topology stays up after
-// its runs, and the overload runs of all of them come last (runOverload).
+// RunBidder runs the bidder scenario: for each topology, one at a time,
+// each popularity and each weight, a mixed open-loop run of bid requests
+// at Load.Rate, win notices at WinRatio of it and pixel events at
+// EventRate. Everything it starts runs from one demo directory on
+// 127.0.0.1 and is stopped before it returns. The report's table compares
+// each row with the first topology's of its weight. With Overload, every
+// topology stays up after its runs for the overload runs, which come last.
 func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -186,10 +167,17 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 		if exe, err = executable(o.Exe); err != nil {
 			return nil, err
 		}
-		if demoDir, err = prepareDemo(ctx, o, exe, workDir, logf); err != nil {
+		if demoDir, err = o.DemoSize.prepare(ctx, o.DemoDir, exe, workDir, logf); err != nil {
 			return nil, err
 		}
-		if err := writePopularityUsers(ctx, o, demoDir, logf); err != nil {
+		var sets []benchUsers
+		for _, pop := range o.Popularities {
+			if u, ok := popularityUsers[pop]; ok {
+				sets = append(sets, u)
+			}
+		}
+		w := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: slices.Max(o.Weights)}
+		if err := writeBenchUsers(ctx, demoDir, w, o.Users, sets, logf); err != nil {
 			return nil, err
 		}
 	}
@@ -199,7 +187,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 		"nodes": strconv.Itoa(o.Nodes), "popularity": strings.Join(o.Popularities, ","),
 		"win_ratio": strconv.FormatFloat(o.WinRatio, 'g', -1, 64), "event_rate": fmtRate(max(o.EventRate, 0))})
 	for _, w := range o.Weights {
-		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShape(w)))
+		meta.Notes = append(meta.Notes, fmt.Sprintf("weight %d: %s", w, bidShapes[w]))
 	}
 	meta.Notes = append(meta.Notes, "bid requests: a random demo user (demo-user-1..N), one of 3 sites and 4 devices (desktop/mobile, USA/JPN/GBR/DEU), tmax 100 ms; win notices replay the nurls of answered bids; pixel events GET /event for Zipf-popular products",
 		"each topology is warmed before its runs: one bid request per user, weight and popularity (closed loop, not measured)")
@@ -210,18 +198,18 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	var topos []*topo // kept up for the overload runs
 	near := map[string]NearStats{}
 	for _, name := range o.Topologies {
-		var stops cleanupStack
-		t, err := startTopology(ctx, name, o, exe, demoDir, workDir, &stops, logf)
-		if err == nil {
-			err = warmTopology(ctx, o, t, logf)
+		stops := &cleanupStack{}
+		cleanups.add(stops.run)
+		t, err := startTopology(ctx, name, o, exe, demoDir, workDir, stops, logf)
+		if err != nil {
+			return rep, err
+		}
+		if err := warmTopology(ctx, o, t, logf); err != nil {
+			return rep, err
 		}
 		for _, pop := range o.Popularities {
 			for _, w := range o.Weights {
-				if err != nil {
-					break
-				}
-				var rs []*Result
-				rs, err = runBidderMixed(ctx, o, t, w, pop, eventURI, near, logf)
+				rs, err := runBidderMixed(ctx, o, t, w, pop, eventURI, near, logf)
 				for i, r := range rs {
 					rep.Results = append(rep.Results, r)
 					e := TableEntry{Result: r, Group: fmt.Sprintf("%d products", w)}
@@ -234,23 +222,19 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 						otherEntries = append(otherEntries, e)
 					}
 				}
+				if err != nil {
+					return rep, err
+				}
 			}
 		}
-		if err != nil || !o.Overload {
+		if o.Overload {
+			topos = append(topos, t)
+		} else {
 			stops.run()
-			if err != nil {
-				return rep, err
-			}
-			continue
+			*stops = nil
 		}
-		// The overload runs come after every topology's runs.
-		cleanups = append(cleanups, stops...)
-		topos = append(topos, t)
 	}
 	for _, pop := range o.Popularities {
-		if len(topos) == 0 {
-			break
-		}
 		if err := runOverload(ctx, o, topos, pop, rep, &otherEntries, near, logf); err != nil {
 			return rep, err
 		}
@@ -269,44 +253,6 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 		rep.Tables = append(rep.Tables, BuildTable(title, otherEntries))
 	}
 	return rep, nil
-}
-
-// prepareDemo returns the demo directory, writing it with `rtbd gen -demo`
-// when it has no rtbd.yaml.
-func prepareDemo(ctx context.Context, o BidderOptions, exe, workDir string, logf func(string, ...any)) (string, error) {
-	dir, err := filepath.Abs(cmp.Or(o.DemoDir, filepath.Join(workDir, "demo")))
-	if err != nil {
-		return "", fmt.Errorf("bench: %w", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "rtbd.yaml")); err == nil {
-		logf("using the demo in %s (assumed: %s)", dir, o.DemoSize)
-		return dir, nil
-	}
-	args := append(o.DemoSize.genArgs(dir), "-skip-existing")
-	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
-	return dir, genDemo(ctx, exe, args, workDir, 30*time.Minute)
-}
-
-// writePopularityUsers writes the users of the zipf and uniform
-// popularities into the demo's user store, each with the ids of one
-// request of the heaviest weight.
-func writePopularityUsers(ctx context.Context, o BidderOptions, demoDir string, logf func(string, ...any)) error {
-	var sets []benchUsers
-	for _, pop := range o.Popularities {
-		if u, ok := popUsers(pop); ok {
-			sets = append(sets, u)
-		}
-	}
-	if len(sets) == 0 {
-		return nil
-	}
-	dir := filepath.Join(demoDir, "bidder", "users")
-	ids := slices.Max(o.Weights)
-	if err := writeBenchUsers(ctx, dir, o.Products, o.Groups, ids, o.Users, sets...); err != nil {
-		return err
-	}
-	logf("wrote %d users per popularity (%s) into %s, each with %d ids of one Zipf or uniform request", o.Users, strings.Join(o.Popularities, ", "), dir, ids)
-	return nil
 }
 
 // startTopology starts a topology's processes (none for external); stops
@@ -431,7 +377,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 		loads = append(loads, Load{Target: newHTTPTarget(base+" event", t.addr, "GET", maxConns, eventURI, nil, nil), Options: opts(o.EventRate, 2)})
 	}
 	logf("run %s: bids %s req/s (%s), win notices %s req/s, pixel events %s req/s, %v after %v warmup",
-		base, fmtRate(o.Load.Rate), bidShape(weight), fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
+		base, fmtRate(o.Load.Rate), bidShapes[weight], fmtRate(max(o.Load.Rate*o.WinRatio, 0)), fmtRate(max(o.EventRate, 0)), o.Load.Duration, o.Load.Warmup)
 	near0 := t.nearStats()
 	rs, err := RunMixed(ctx, loads, MixedOptions{Duration: o.Load.Duration, Warmup: o.Load.Warmup, Watch: t.watch})
 	if len(rs) == 0 {

@@ -6,10 +6,18 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/rtbd/rtbd/bidder/user"
+	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+
 	"github.com/rtbd/rtbd/ingest/feedgen"
+	"github.com/rtbd/rtbd/internal/childproc"
 )
 
 // DemoSize is the demo environment a bidder-level scenario (RunBidder,
@@ -55,7 +63,7 @@ func (d DemoSize) genArgs(dir string) []string {
 // genDemo runs `rtbd gen -demo` (exe with args) to its end, at most
 // limit, its output in work/gen-demo.log.
 func genDemo(ctx context.Context, exe string, args []string, work string, limit time.Duration) error {
-	c, err := startChild("rtbd gen -demo", exe, args, logPath(work, "gen-demo"))
+	c, err := childproc.Start(childproc.Spec{Name: "rtbd gen -demo", Path: exe, Args: args, Log: logPath(work, "gen-demo")})
 	if err != nil {
 		return err
 	}
@@ -80,4 +88,93 @@ func (d DemoSize) eventURI(seed uint64) func(w *Worker, dst []byte) []byte {
 		p := events[w.Rand.IntN(len(events))]
 		return fmt.Appendf(dst, "/event?uid=demo-user-%d&pg=%d&pid=%d&ev=view", 1+w.Rand.IntN(d.Users), p[0], p[1])
 	}
+}
+
+// prepare returns the demo directory dir (workDir/demo when ""), writing d
+// there with `rtbd gen -demo` when it has no rtbd.yaml.
+func (d DemoSize) prepare(ctx context.Context, dir, exe, workDir string, logf func(string, ...any)) (string, error) {
+	dir, err := filepath.Abs(cmp.Or(dir, filepath.Join(workDir, "demo")))
+	if err != nil {
+		return "", fmt.Errorf("bench: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "rtbd.yaml")); err == nil {
+		logf("using the demo in %s (assumed: %s)", dir, d)
+		return dir, nil
+	}
+	args := append(d.genArgs(dir), "-skip-existing")
+	logf("writing the demo: %s %s", exe, strings.Join(args, " "))
+	return dir, genDemo(ctx, exe, args, workDir, 30*time.Minute)
+}
+
+// benchUsers is one set of generated users: prefix + 1..count, whose ids
+// are drawn uniformly or Zipf-popular (CatalogWorkload) from a catalog.
+type benchUsers struct {
+	prefix  string
+	uniform bool
+	seed    uint64
+}
+
+// writeBenchUsers writes count users of each set into the user store of
+// the demo in demoDir (the bidder must not be running), each with the ids
+// of one request of w (scaleProfiles).
+func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, count int, sets []benchUsers, logf func(string, ...any)) error {
+	if len(sets) == 0 {
+		return nil
+	}
+	dir, t0 := filepath.Join(demoDir, "bidder", "users"), time.Now()
+	s, err := pebblestore.Open(dir, pebblestore.Options{MaxRecommended: 100, MaxViewed: 50})
+	if err != nil {
+		return fmt.Errorf("bench: users: %w", err)
+	}
+	var prefixes []string
+	for _, set := range sets {
+		ps, err := scaleProfiles(w.Products, w.Groups, w.IDs, count, set.uniform, set.seed)
+		if err != nil {
+			s.Close()
+			return err
+		}
+		for i := range ps {
+			if err := s.Put(ctx, set.prefix+strconv.Itoa(i+1), &ps[i]); err != nil {
+				s.Close()
+				return fmt.Errorf("bench: users: %w", err)
+			}
+		}
+		prefixes = append(prefixes, fmt.Sprintf("%s1..%d (%s)", set.prefix, count, scalePopularity(set.uniform)))
+	}
+	logf("wrote users %s into %s in %v, each with the %d ids of one request over %d products",
+		strings.Join(prefixes, ", "), dir, time.Since(t0).Round(time.Millisecond), w.IDs, w.Products)
+	return s.Close()
+}
+
+// scaleProfiles returns the profiles of users 1..count whose products are
+// the ids of CatalogWorkload requests: request i's group, its first third
+// of ids as viewed and the rest as recommended, as the templates ask
+// (light 1+2, medium 5+10, heavy 10+20), so a bid of the template of ids
+// products looks them all up in one call.
+func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) ([]user.Profile, error) {
+	reqs, err := CatalogWorkload{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
+	if err != nil {
+		return nil, err
+	}
+	nv := max(1, ids/3)
+	out := make([]user.Profile, count)
+	for i, r := range reqs {
+		p := &out[i]
+		p.Viewed = []user.GroupIDs{{Group: r.ProductGroupId, IDs: dedupIDs(r.Product1Ids[:nv])}}
+		p.Recommended = []user.GroupIDs{{Group: r.ProductGroupId, IDs: dedupIDs(r.Product1Ids[nv:])}}
+		p.Segments = []string{"electronics"}
+	}
+	return out, nil
+}
+
+// dedupIDs drops repeated ids (a Zipf draw repeats popular ones), keeping
+// the first of each.
+func dedupIDs(ids []int64) []int64 {
+	out := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -194,38 +194,39 @@ func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearSta
 	var out []string
 	for _, r := range rs {
 		rest, ok := strings.CutPrefix(r.Target, remote+"/")
-		if !ok || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
-			continue
-		}
 		l := byName[local+"/"+rest]
-		if l == nil {
+		if !ok || l == nil || strings.HasSuffix(rest, " win") || strings.HasSuffix(rest, " event") || strings.HasSuffix(rest, " bids only 2x") {
 			continue
 		}
-		bidRate := func(x *Result) float64 { return float64(x.Successes) / max(x.ElapsedSec, 1e-9) }
-		lb, rb := cpuPerRequestUs(l, "bidder"), cpuPerRequestUs(r, "bidder")
-		rn := cpuPerRequestUs(r, "catalog-node")
-		ratio := func(a, b float64) string {
-			if a <= 0 || b < 0 {
-				return "n/a"
-			}
-			return fmt.Sprintf("%.2fx", b/a)
-		}
-		us := func(v float64) string {
-			if v < 0 {
-				return "n/a"
-			}
-			return fmt.Sprintf("%.0f us", v)
-		}
+		lb, rb, rn := cpuPerRequestUs(l, "bidder"), cpuPerRequestUs(r, "bidder"), cpuPerRequestUs(r, "catalog-node")
 		remoteCPU := rb
 		if rb >= 0 && rn >= 0 {
 			remoteCPU = rb + rn
 		}
-		line := fmt.Sprintf("remote vs local %s: bids/s %s vs %s (%s); CPU per bid request: local bidder %s, remote bidder %s + nodes %s = %s (%s); near cache %s",
-			rest, fmtRate(bidRate(r)), fmtRate(bidRate(l)), ratio(bidRate(l), bidRate(r)),
-			us(lb), us(rb), us(rn), us(remoteCPU), ratio(lb, remoteCPU), near[r.Target].Ratio())
-		out = append(out, line)
+		out = append(out, fmt.Sprintf("remote vs local %s: bids/s %s vs %s (%s); CPU per bid request: local bidder %s, remote bidder %s + nodes %s = %s (%s); near cache %s",
+			rest, fmtRate(bidsPerSec(r)), fmtRate(bidsPerSec(l)), timesOrNA(bidsPerSec(l), bidsPerSec(r)),
+			usOrNA(lb), usOrNA(rb), usOrNA(rn), usOrNA(remoteCPU), timesOrNA(lb, remoteCPU), near[r.Target].Ratio()))
 	}
 	return out
+}
+
+// bidsPerSec is r's successful requests per second.
+func bidsPerSec(r *Result) float64 { return float64(r.Successes) / max(r.ElapsedSec, 1e-9) }
+
+// timesOrNA is b/a as "1.25x", "n/a" when a or b was not measured.
+func timesOrNA(a, b float64) string {
+	if a <= 0 || b < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2fx", b/a)
+}
+
+// usOrNA is microseconds as "12 us", "n/a" when not measured (< 0).
+func usOrNA(v float64) string {
+	if v < 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0f us", v)
 }
 
 // nearMain is `rtbd bench near`: the bidder level with Zipf and uniform

@@ -12,7 +12,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,8 +20,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rtbd/rtbd/bench/internal/proc"
-	"github.com/rtbd/rtbd/bidder/user"
-	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
 	"github.com/rtbd/rtbd/ingest/feed"
@@ -235,7 +232,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	_ = stdin.Close()
 	cpu1, _ := proc.SelfCPU()
 	if err := c.Err(); err != nil {
-		return si, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, c.Tail())
+		return si, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", childproc.ErrChild, n, err, werr, c.Tail())
 	}
 	if werr != nil {
 		return si, fmt.Errorf("bench: writing the feed into rtbd ingest: %w", werr)
@@ -284,71 +281,6 @@ func evictFromPageCache(dir string) error {
 // scaleUsers are the scale scenario's users, uniform ids first:
 // scale-u-N and scale-z-N (Zipf-popular ids), N = 1..Users.
 var scaleUsers = []benchUsers{{prefix: "scale-u-", uniform: true, seed: 21}, {prefix: "scale-z-", seed: 22}}
-
-// scaleProfiles returns the profiles of users 1..count whose products are
-// the ids of CatalogWorkload requests over the big catalog: request i's
-// group, its first third of ids as viewed and the rest as recommended,
-// as the templates ask (light 1+2, medium 5+10, heavy 10+20), so a bid of
-// the template of ids products looks them all up in one call.
-func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) ([]user.Profile, error) {
-	reqs, err := CatalogWorkload{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
-	if err != nil {
-		return nil, err
-	}
-	nv := max(1, ids/3)
-	out := make([]user.Profile, count)
-	for i, r := range reqs {
-		p := &out[i]
-		p.Viewed = []user.GroupIDs{{Group: r.ProductGroupId, IDs: dedupIDs(r.Product1Ids[:nv])}}
-		p.Recommended = []user.GroupIDs{{Group: r.ProductGroupId, IDs: dedupIDs(r.Product1Ids[nv:])}}
-		p.Segments = []string{"electronics"}
-	}
-	return out, nil
-}
-
-// dedupIDs drops repeated ids (a Zipf draw repeats popular ones), keeping
-// the first of each.
-func dedupIDs(ids []int64) []int64 {
-	out := make([]int64, 0, len(ids))
-	for _, id := range ids {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out
-}
-
-// benchUsers is one set of generated users: prefix + 1..count, whose ids
-// are drawn uniformly or Zipf-popular (CatalogWorkload) from a catalog.
-type benchUsers struct {
-	prefix  string
-	uniform bool
-	seed    uint64
-}
-
-// writeBenchUsers writes sets of users into the Pebble user store at dir
-// (a bidder's data_dir/users; the bidder must not be running), each user
-// with ids products of the catalog of products in groups.
-func writeBenchUsers(ctx context.Context, dir string, products, groups, ids, count int, sets ...benchUsers) error {
-	s, err := pebblestore.Open(dir, pebblestore.Options{MaxRecommended: 100, MaxViewed: 50})
-	if err != nil {
-		return fmt.Errorf("bench: users: %w", err)
-	}
-	for _, set := range sets {
-		ps, err := scaleProfiles(products, groups, ids, count, set.uniform, set.seed)
-		if err != nil {
-			s.Close()
-			return err
-		}
-		for i := range ps {
-			if err := s.Put(ctx, set.prefix+strconv.Itoa(i+1), &ps[i]); err != nil {
-				s.Close()
-				return fmt.Errorf("bench: users: %w", err)
-			}
-		}
-	}
-	return s.Close()
-}
 
 // RunScale runs the talk's scale: a catalog of Products (from the free
 // disk when 0) ingested through the bulk path from a generated feed
@@ -534,18 +466,15 @@ func scaleIndex(ctx context.Context, o ScaleOptions, exe, workDir string, logf f
 // startScaleBidder starts a bidder on the remote catalog (the node) whose
 // users, uniform and Zipf, have viewed products of the big catalog.
 func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, workDir string, node *server, logf func(string, ...any)) (*server, error) {
-	bo := BidderOptions{DemoSize: DemoSize{Products: 20_000, Groups: si.Groups, Users: 1}}.withDefaults()
-	bo.DemoDir = filepath.Join(workDir, "demo")
-	demoDir, err := prepareDemo(ctx, bo, exe, workDir, logf)
+	demo := DemoSize{Products: 20_000, Groups: si.Groups, Users: 1}
+	demoDir, err := demo.prepare(ctx, filepath.Join(workDir, "demo"), exe, workDir, logf)
 	if err != nil {
 		return nil, err
 	}
-	usersDir := filepath.Join(demoDir, "bidder", "users")
-	t0 := time.Now()
-	if err := writeBenchUsers(ctx, usersDir, si.Products, si.Groups, o.IDs, o.Users, scaleUsers...); err != nil {
+	w := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs}
+	if err := writeBenchUsers(ctx, demoDir, w, o.Users, scaleUsers, logf); err != nil {
 		return nil, err
 	}
-	logf("wrote %d uniform and %d Zipf users (ids of the %d-product catalog) into %s in %v", o.Users, o.Users, si.Products, usersDir, time.Since(t0).Round(time.Millisecond))
 	b := newBidder("bidder-remote", exe, filepath.Join(demoDir, "rtbd.yaml"), workDir, append([]string{"-catalog", "static:///" + node.Addr()}, o.BidderArgs...))
 	return b, b.start(ctx, false)
 }

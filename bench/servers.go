@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -18,37 +19,17 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
-// ErrChild is wrapped when a process the harness started fails to start,
-// to become ready, or dies.
-var ErrChild = childproc.ErrChild
-
 // readyTimeout bounds how long a started server may take to become ready.
 const readyTimeout = 60 * time.Second
 
 // DefaultRedisServer is the redis-server binary the scenarios start.
 const DefaultRedisServer = "/usr/bin/redis-server"
 
-// child is a process the harness started (a catalog node, a bidder,
-// redis-server, an ingest): internal/childproc's, which dies with the
-// harness and keeps its output in a log file and a bounded tail.
-type child struct{ *childproc.Proc }
-
-// startChild starts exe with args, its output appended to logPath (none
-// when ""), with the harness's environment plus env.
-func startChild(name, exe string, args []string, logPath string, env ...string) (*child, error) {
-	p, err := childproc.Start(childproc.Spec{Name: name, Path: exe, Args: args, Env: env, Log: logPath})
-	if err != nil {
-		return nil, err
-	}
-	return &child{p}, nil
-}
-
-// stop sends SIGTERM, waits up to grace, then SIGKILL.
-func (c *child) stop(grace time.Duration) { _ = c.Stop(grace) }
-
-// server is a child process serving on loopback ports the harness chose.
+// server is a child process (internal/childproc's: it dies with the
+// harness and keeps its output in a log file and a bounded tail) serving
+// on loopback ports the harness chose.
 type server struct {
-	*child
+	*childproc.Proc
 	name  string
 	exe   string
 	args  func(port, admin int) []string
@@ -78,7 +59,8 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 				return err
 			}
 		}
-		if s.child, err = startChild(s.name, s.exe, s.args(s.port, s.admin), s.log, s.env...); err != nil {
+		s.Proc, err = childproc.Start(childproc.Spec{Name: s.name, Path: s.exe, Args: s.args(s.port, s.admin), Env: s.env, Log: s.log})
+		if err != nil {
 			return err
 		}
 		err = s.WaitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
@@ -93,6 +75,9 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 	}
 	return err
 }
+
+// stop sends SIGTERM, waits up to grace, then SIGKILL.
+func (s *server) stop(grace time.Duration) { _ = s.Stop(grace) }
 
 // launch starts the server on fresh ports, says so in logf, and adds its
 // stop to cleanups.
@@ -197,24 +182,9 @@ func newRedisServer(exe, dir, logDir string) *server {
 				"--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
 		},
 		ready: func(ctx context.Context, s *server) error {
-			d := net.Dialer{}
-			c, err := d.DialContext(ctx, "tcp", s.Addr())
-			if err != nil {
-				return err
-			}
-			defer c.Close()
-			_ = c.SetDeadline(time.Now().Add(time.Second))
-			if _, err := c.Write([]byte("PING\r\n")); err != nil {
-				return err
-			}
-			b := make([]byte, 7)
-			if _, err := io.ReadFull(c, b); err != nil {
-				return err
-			}
-			if string(b) != "+PONG\r\n" {
-				return fmt.Errorf("redis: PING answered %q", b)
-			}
-			return nil
+			rdb := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1})
+			defer rdb.Close()
+			return rdb.Ping(ctx).Err()
 		},
 	}
 }
