@@ -114,13 +114,9 @@ func (o BidderOptions) Validate() error {
 	p.check(o.Load.Concurrency == 0, "concurrency: the bidder scenario's mixed loads are open loop; use -rate")
 	p.check(!o.Load.FindMax, "find-max: the bidder scenario searches the highest rate with -overload (then offers twice it)")
 	for _, pop := range o.Popularities {
-		switch pop {
-		case PopularityDemo:
-		case PopularityZipf, PopularityUniform:
-			p.check(o.HTTPURL == "", "popularity: %s writes users into a bidder the harness starts, not into -http", pop)
-		default:
-			p.addf("popularity: unknown %q (want demo, zipf, uniform)", pop)
-		}
+		_, written := popularityUsers[pop]
+		p.check(pop == PopularityDemo || written, "popularity: unknown %q (want demo, zipf, uniform)", pop)
+		p.check(!written || o.HTTPURL == "", "popularity: %s writes users into a bidder the harness starts, not into -http", pop)
 	}
 	p.merge(o.Load.Validate())
 	return p.err()

@@ -21,13 +21,11 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// EnvNearCacheBytes sets the default of the -near-cache flag: the near
-// cache size (config catalog.near_cache_bytes) of the bidders the harness
-// starts on a remote catalog.
+// EnvNearCacheBytes sets the default of the -near-cache flag.
 const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
 
 // nearCacheFlag is -near-cache: a byte count, or "" for the bidder's own
-// setting (its config and environment).
+// setting.
 type nearCacheFlag struct {
 	args *[]string
 	val  string
@@ -79,13 +77,11 @@ func parseByteSize(s string) (int64, error) {
 }
 
 // NearStats are the near cache's hits and misses over a run, read from
-// the remote client's NearLookupsMetric (result "hit" and "hit_absent" are
-// hits, "miss" misses).
+// the remote client's NearLookupsMetric (results "hit" and "hit_absent"
+// are hits). Found is false when the counter is absent (no near cache).
 type NearStats struct {
 	Hits, Misses float64
-	// Found is false when the counter is absent (a client without a near
-	// cache).
-	Found bool
+	Found        bool
 }
 
 // NearLookupsMetric is the remote client's near-cache lookup counter.
@@ -96,8 +92,7 @@ func (s NearStats) Sub(a NearStats) NearStats {
 	return NearStats{Hits: s.Hits - a.Hits, Misses: s.Misses - a.Misses, Found: s.Found}
 }
 
-// Ratio is the hit ratio, "n/a" when the counter is absent or nothing was
-// looked up.
+// Ratio is the hit ratio, "n/a" when nothing was counted.
 func (s NearStats) Ratio() string {
 	if !s.Found || s.Hits+s.Misses <= 0 {
 		return "n/a"
@@ -138,8 +133,8 @@ func nearStatsOf(fams []*dto.MetricFamily) NearStats {
 	return s
 }
 
-// readNearStats fetches a /metrics URL; Found false (never an error)
-// when it cannot be read or parsed within 2 s.
+// readNearStats reads a /metrics URL; Found is false when it cannot be
+// read or parsed within 2 s.
 func readNearStats(url string) NearStats {
 	status, body, err := fasthttp.GetTimeout(nil, url, 2*time.Second)
 	if err != nil || status != fasthttp.StatusOK {
@@ -153,8 +148,7 @@ func readNearStats(url string) NearStats {
 	return nearStatsOf(slices.Collect(maps.Values(fams)))
 }
 
-// gatherNearStats sums the near-cache lookups of a registry (the
-// harness's own remote client).
+// gatherNearStats reads the harness's own remote client's registry.
 func gatherNearStats(g prometheus.Gatherer) NearStats {
 	fams, _ := g.Gather()
 	return nearStatsOf(fams)
@@ -230,9 +224,9 @@ func usOrNA(v float64) string {
 }
 
 // nearMain is `rtbd bench near`: the bidder level with Zipf and uniform
-// users (-users each) and the near cache on the remote bidder, at -rate
-// and then at each topology's highest rate holding the p99 (-overload), then the store level with its grpc-near target; reports in
-// -out/near and -out/near-store.
+// users and the near cache on the remote bidder (with -overload), then
+// the store level with its grpc-near target; reports in -out/near and
+// -out/near-store.
 func nearMain(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench near", flag.ContinueOnError)
 	size := fs.String("near-cache", "256MiB", "near cache of the remote bidder and of the grpc-near target (a size)")

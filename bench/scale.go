@@ -27,59 +27,38 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
-// The scale scenario's bounds and its disk estimate.
+// The scale scenario's catalog bounds and disk estimate: a product needs
+// ScaleDiskPerProduct bytes while it is ingested (about 300 in the index
+// plus the external sort's run files, removed once the tables are
+// written, with a margin), and ScaleDiskReserve stays free.
 const (
-	// ScaleMaxProducts is the talk's catalog: 100,000,000 products on one node.
-	ScaleMaxProducts = 100_000_000
-	// ScaleMinProducts is the smallest catalog the scenario accepts from
-	// its disk check.
-	ScaleMinProducts = 20_000_000
-	// ScaleDiskPerProduct is the disk one product needs while it is
-	// ingested: about 300 bytes in the index plus the external sort's run
-	// files (uncompressed records, removed once the tables are written),
-	// with a margin.
+	ScaleMaxProducts    = 100_000_000 // the talk's catalog on one node
+	ScaleMinProducts    = 20_000_000  // the smallest the disk check accepts
 	ScaleDiskPerProduct = 700
-	// ScaleDiskReserve is left free on the file system whatever the count.
-	ScaleDiskReserve = 8 << 30
+	ScaleDiskReserve    = 8 << 30
 )
 
 // ScaleOptions configure RunScale. Zero values take the defaults noted.
 type ScaleOptions struct {
-	// Products in the catalog. 0: the largest multiple of a million, at
-	// most ScaleMaxProducts, whose ingest fits the free disk of DataDir
-	// (ScaleProductsForDisk), or the count of the index already there.
+	// Products in the catalog. 0: the count of the index in DataDir, else
+	// the largest that fits its free disk (ScaleProductsForDisk).
 	Products int
-	// Groups of the catalog. Default 8 (the demo's, whose campaigns bid on
-	// groups 1..8).
-	Groups int
-	// DataDir holds the index: used if it holds one built by this scenario
-	// (DataDir/scale-ingest.json), else ingested there. Default
-	// /tmp/rtbd-scale.
+	Groups   int // default 8: the demo's campaigns bid on groups 1..8
+	// DataDir holds the index: reused when this scenario built it
+	// (scale-ingest.json), else ingested there. Default /tmp/rtbd-scale.
 	DataDir string
-	// Users per popularity written into the bidder's user store. Default
-	// 100,000.
-	Users int
-	// IDs per lookup. Default 15 (the medium template: 5 viewed + 10
-	// recommended).
-	IDs int
+	Users   int // per popularity, in the bidder's user store; default 100,000
+	IDs     int // per lookup; default 15 (the medium template: 5 viewed + 10 recommended)
 	// StoreRate and BidRate are the open-loop rates of the store-level and
-	// bidder-level runs. Defaults 300 and 100 req/s.
-	StoreRate, BidRate float64
-	// Duration and Warmup of each run. Defaults 20 s and 2 s.
-	Duration, Warmup time.Duration
-	// SkipBidder leaves out the bidder-level runs.
-	SkipBidder bool
-	// IngestOnly stops after the ingest.
-	IngestOnly bool
-	// Exe is the rtbd binary. "": this executable.
-	Exe string
-	// BidderArgs and NodeArgs are extra flags of the started bidder and
-	// node.
-	BidderArgs, NodeArgs []string
-	// WorkDir keeps logs and the demo directory. "": a temporary one.
-	WorkDir string
-	// Log receives progress lines. nil: none.
-	Log io.Writer
+	// bidder-level runs, req/s. Defaults 300 and 100.
+	StoreRate, BidRate   float64
+	Duration, Warmup     time.Duration // of each run; defaults 20 s and 2 s
+	SkipBidder           bool          // leaves out the bidder-level runs
+	IngestOnly           bool          // stops after the ingest
+	Exe                  string        // the rtbd binary; "": this executable
+	BidderArgs, NodeArgs []string      // extra flags of the started bidder and node
+	WorkDir              string        // keeps logs and the demo directory; "": a temporary one
+	Log                  io.Writer     // receives progress lines; nil: none
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
@@ -190,15 +169,10 @@ func dirBytes(dir string) (int64, error) {
 		if err != nil {
 			return err
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok {
-			if seen[st.Ino] {
-				return nil
-			}
+		if st := info.Sys().(*syscall.Stat_t); !seen[st.Ino] {
 			seen[st.Ino] = true
 			total += st.Blocks * 512
-			return nil
 		}
-		total += info.Size()
 		return nil
 	})
 	return total, err
@@ -322,12 +296,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 
 	// The node at default caches.
 	node := newCatalogNode("catalog-node", exe, o.DataDir, workDir, o.NodeArgs)
-	t0 := time.Now()
-	if err := node.start(ctx, false); err != nil {
+	if err := node.launch(ctx, &cleanups, logf); err != nil {
 		return rep, err
 	}
-	cleanups.add(func() { node.stop(15 * time.Second) })
-	logf("catalog node pid %d on %s, ready in %v", node.PID(), node.Addr(), time.Since(t0).Round(time.Millisecond))
 	st0, _ := proc.ReadStatus(node.PID())
 	client, err := remote.New(remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second})
 	if err != nil {
@@ -393,24 +364,22 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return nil
 	}
 	nodeLoad := LoadModel{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}
-	nodeWatch := Watch{Processes: []WatchProcess{{Name: "catalog-node", PID: node.PID()}}}
 	for _, uniform := range []bool{true, false} {
 		t, err := lookups(fmt.Sprintf("node %s/%d", scalePopularity(uniform), o.IDs), uniform, 50_000, 1)
 		if err != nil {
 			return rep, err
 		}
-		if err := measure("store level (gRPC GetProductMasters)", nodeLoad, t, nodeWatch, uniform); err != nil {
+		if err := measure("store level (gRPC GetProductMasters)", nodeLoad, t, node.watch(), uniform); err != nil {
 			return rep, err
 		}
 	}
 	if !o.SkipBidder {
-		b, err := startScaleBidder(ctx, o, si, exe, workDir, node, logf)
+		b, err := startScaleBidder(ctx, o, si, exe, workDir, node, &cleanups, logf)
 		if err != nil {
 			return rep, err
 		}
-		cleanups.add(func() { b.stop(15 * time.Second) })
 		bidLoad := LoadModel{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}
-		watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
+		watch := Watch{Processes: append(b.watch().Processes, node.watch().Processes...)}
 		for _, u := range scaleUsers {
 			wl := bidWorkload{users: o.Users, weight: 15, userPrefix: u.prefix}
 			t := bidTarget(fmt.Sprintf("bidder %s/%d", scalePopularity(u.uniform), o.IDs), b.Addr(), wl, nil, 256)
@@ -465,7 +434,8 @@ func scaleIndex(ctx context.Context, o ScaleOptions, exe, workDir string, logf f
 
 // startScaleBidder starts a bidder on the remote catalog (the node) whose
 // users, uniform and Zipf, have viewed products of the big catalog.
-func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, workDir string, node *server, logf func(string, ...any)) (*server, error) {
+func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, workDir string, node *server, cleanups *cleanupStack,
+	logf func(string, ...any)) (*server, error) {
 	demo := DemoSize{Products: 20_000, Groups: si.Groups, Users: 1}
 	demoDir, err := demo.prepare(ctx, filepath.Join(workDir, "demo"), exe, workDir, logf)
 	if err != nil {
@@ -476,7 +446,7 @@ func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, 
 		return nil, err
 	}
 	b := newBidder("bidder-remote", exe, filepath.Join(demoDir, "rtbd.yaml"), workDir, append([]string{"-catalog", "static:///" + node.Addr()}, o.BidderArgs...))
-	return b, b.start(ctx, false)
+	return b, b.launch(ctx, cleanups, logf)
 }
 
 func scaleIngestNotes(si ScaleIngest) []string {

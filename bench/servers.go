@@ -12,9 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/rtbd/rtbd/internal/childproc"
 )
@@ -45,9 +42,8 @@ func (s *server) Addr() string { return loopback(s.port) }
 
 func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
 
-// start starts the server on free ports (fresh ones unless keepPorts and
-// ports were chosen before: a restart reuses them), retrying when a port
-// was taken between choosing and listening.
+// start starts the server on free ports, or on its former ones with
+// keepPorts (a restart), retrying when a fresh port was taken meanwhile.
 func (s *server) start(ctx context.Context, keepPorts bool) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -95,9 +91,8 @@ func (s *server) watch() Watch {
 	return Watch{Processes: []WatchProcess{{Name: s.name, PID: s.PID()}}}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-// A child told to listen on it may still lose a race for it: start retries
-// on "address already in use".
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago
+// (start retries when a child loses the race for it).
 func freePort() (int, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -116,46 +111,30 @@ func logPath(dir, name string) string {
 }
 
 // rtbdServer describes an rtbd process with the flags every mode shares:
-// its admin listener, warn-level JSON logs, and uid= trusted on /event
-// (the pixel events name the demo users in uid=, unsigned).
-func rtbdServer(name, exe, logDir string, ready func(context.Context, *server) error, args func(port, admin int) []string) *server {
+// its admin listener (its /readyz is the readiness probe), warn-level JSON
+// logs, and uid= trusted on /event (the pixel events name the demo users
+// in uid=, unsigned).
+func rtbdServer(name, exe, logDir string, args func(port int) []string) *server {
 	return &server{
-		name: name, exe: exe, log: logPath(logDir, name), ready: ready,
+		name: name, exe: exe, log: logPath(logDir, name), ready: httpReady,
 		args: func(port, admin int) []string {
 			return append([]string{"-admin-listen", loopback(admin), "-set", "log.level=warn", "-set", "log.format=json",
-				"-set", "user.trust_query_uid=true"}, args(port, admin)...)
+				"-set", "user.trust_query_uid=true"}, args(port)...)
 		},
 	}
 }
 
 // newCatalogNode describes `rtbd -mode=catalog` serving dataDir.
 func newCatalogNode(name, exe, dataDir, logDir string, extra []string) *server {
-	return rtbdServer(name, exe, logDir, grpcHealthy, func(port, _ int) []string {
+	return rtbdServer(name, exe, logDir, func(port int) []string {
 		return append([]string{"-mode=catalog", "-data", dataDir, "-grpc-listen", loopback(port)}, extra...)
 	})
-}
-
-// grpcHealthy asks the server's gRPC health service for SERVING.
-func grpcHealthy(ctx context.Context, s *server) error {
-	cc, err := grpc.NewClient(s.Addr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
-	resp, err := healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return err
-	}
-	if resp.Status != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("health: %v", resp.Status)
-	}
-	return nil
 }
 
 // newBidder describes `rtbd -config CFG` (bidder mode) with the given
 // extra flags (e.g. -catalog static:///...).
 func newBidder(name, exe, config, logDir string, extra []string) *server {
-	return rtbdServer(name, exe, logDir, httpReady, func(port, _ int) []string {
+	return rtbdServer(name, exe, logDir, func(port int) []string {
 		return append([]string{"-config", config, "-http-listen", loopback(port),
 			"-set", "bidder.public_url=http://" + loopback(port),
 			// The workload's imps are secure, as Prebid Server's are: an
@@ -197,9 +176,8 @@ func executable(exe string) (string, error) {
 	return childproc.Self()
 }
 
-// makeWorkDir returns dir, created if needed, or a new temporary directory
-// when dir is empty, whose removal it adds to cleanups (a given dir is
-// kept).
+// makeWorkDir returns dir, created if needed, or else a new temporary
+// directory whose removal it adds to cleanups.
 func makeWorkDir(dir string, cleanups *cleanupStack) (string, error) {
 	if dir != "" {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
