@@ -102,8 +102,8 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 	return dst
 }
 
-// urlRing keeps the last nurlRingSize URLs added (of seen in all), for a
-// load that replays them. Safe for concurrent use.
+// urlRing keeps the last nurlRingSize URLs added (of seen in all) for a
+// load replaying them. Safe for concurrent use.
 type urlRing struct {
 	mu   sync.Mutex
 	buf  [][]byte
@@ -192,16 +192,14 @@ func (t winTarget) Do(ctx context.Context, w *Worker) Outcome {
 	return t.httpTarget.Do(ctx, w)
 }
 
-// classifyWin: rtbd answers an accepted (or replayed) notice 204 with
-// X-Rtbd-Notice: accepted (replay): OK. A 204 with "unhandled" (a bidder
-// without a spend writer) is NoBid: counted apart, never as success. A 204
-// without the header (another bidder) is OK; 200 is OK; 4xx (404 before
-// /win exists, 400 for a refused token), 5xx are errors.
+// classifyWin: a 204 is OK, unless its X-Rtbd-Notice says "unhandled" (a
+// bidder without a spend writer): NoBid, never a success. Other answers
+// as ClassifyHTTPStatus (404 without /win, 400 for a refused token).
 func classifyWin(status int, outcome []byte) Outcome {
-	if status == 204 && string(outcome) == "unhandled" {
+	switch {
+	case status == 204 && string(outcome) == "unhandled":
 		return NoBid
-	}
-	if status == 204 {
+	case status == 204:
 		return OK
 	}
 	return ClassifyHTTPStatus(status, nil)
@@ -209,9 +207,8 @@ func classifyWin(status int, outcome []byte) Outcome {
 
 // runOverload finds each topology's highest bid rate holding the
 // objective at the middle weight with the users of popularity pop, then
-// offers it twice that rate. The near cache's hits and misses over the
-// search go into near under the search's best row (when the bidder has a
-// near cache).
+// offers it twice that rate. The near cache's lookups over the search go
+// into near under the search's best row.
 func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
 	wl := newBidWorkload(o.Users, w, pop)
@@ -220,12 +217,11 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		near0 := t.nearStats()
 		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
 			name, o.Load.P99, o.Load.Tmax)
+		lo := OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch}
 		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
 			Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 			StepDuration: min(o.Load.Duration, 5*time.Second), StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
-			MaxSteps: 30,
-			Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
-			Logf:     logf,
+			MaxSteps: 30, Load: lo, Logf: logf,
 		})
 		if err != nil && !errors.Is(err, ErrNoPassingRate) {
 			return fmt.Errorf("bench: overload %s: %w", name, err)
@@ -247,9 +243,8 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		}
 		rate := 2 * s.MaxRate
 		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
-		bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-		r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
-			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
+		lo.Rate, lo.Duration, lo.Warmup = rate, o.Load.Duration, min(o.Load.Warmup, time.Second)
+		r, err := RunOpenLoop(ctx, bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), lo)
 		if r == nil {
 			return err
 		}

@@ -28,33 +28,20 @@ const (
 type BidderOptions struct {
 	// DemoDir is the demo directory (`rtbd gen -demo -out DIR`): used if it
 	// holds rtbd.yaml, else written there and kept. "": a temporary one.
-	DemoDir string
-	// DemoSize is the demo written, or the size of the one in DemoDir (the
-	// requests name its users and groups).
-	DemoSize
-	Nodes int // catalog nodes of the remote topology; default 2
-	// Weights select the demo's campaign templates (bidShapes): 3, 15 or
-	// 30 products, one set of runs each. Default TalkWeights.
-	Weights []int
-	// Topologies to measure, in order. Default local, remote; external
-	// with HTTPURL.
-	Topologies []string
+	DemoDir    string
+	DemoSize             // the demo written, or the size of the one in DemoDir
+	Nodes      int       // catalog nodes of the remote topology; default 2
+	Weights    []int     // products per bid (bidShapes), one set of runs each; default TalkWeights
+	Topologies []string  // to measure, in order; default local, remote (external with HTTPURL)
 	Load       LoadModel // of the bid requests; Tmax defaults to 100 ms
-	// WinRatio is the rate of win notices (replaying the nurls of answered
-	// bids) per bid. Default 0.2; negative: none.
-	WinRatio float64
-	// EventRate is the rate of pixel events (/event), req/s. Default
-	// Load.Rate / 10; negative: none.
-	EventRate  float64
-	HTTPURL    string // a running bidder's base URL (http://host:port), measured instead of started ones
-	GRPCTarget string // the remote bidder's -catalog: running nodes instead of started ones
-	Exe        string // the rtbd binary; "": this process's executable
-	// BidderArgs and NodeArgs are extra flags of the started bidders and
-	// nodes (e.g. "-set", "bidder.max_in_flight=256").
-	BidderArgs, NodeArgs []string
-	// Overload adds, after every topology's runs, the overload runs
-	// (runOverload): the highest bid rate holding Load.P99, then twice it.
-	Overload bool
+	WinRatio   float64   // win notices (replayed nurls) per bid; default 0.2, negative: none
+	EventRate  float64   // pixel events (/event), req/s; default Load.Rate / 10, negative: none
+	HTTPURL    string    // a running bidder's base URL (http://host:port), measured instead of started ones
+	GRPCTarget string    // the remote bidder's -catalog: running nodes instead of started ones
+	Exe        string    // the rtbd binary; "": this process's executable
+	BidderArgs []string  // extra flags of the started bidders ("-set", "bidder.max_in_flight=256")
+	NodeArgs   []string  // extra flags of the started catalog nodes
+	Overload   bool      // adds the overload runs (runOverload) after every topology's runs
 	// Popularities are the users of the bid requests, one set of runs each:
 	// demo (the demo's users; default), zipf or uniform (popularityUsers).
 	Popularities []string
@@ -130,8 +117,7 @@ type topo struct {
 	watch  Watch
 }
 
-// nearStats reads the near cache's lookups from the started bidder's
-// /metrics (not found for a running bidder).
+// nearStats reads the started bidder's near cache lookups (none for external).
 func (t *topo) nearStats() NearStats {
 	if t.bidder == nil {
 		return NearStats{}
@@ -251,8 +237,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	return rep, nil
 }
 
-// startTopology starts a topology's processes (none for external); stops
-// stops them.
+// startTopology starts a topology's processes, their stops in stops.
 func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoDir, workDir string, stops *cleanupStack, logf func(string, ...any)) (*topo, error) {
 	t := &topo{name: name}
 	if name == TopologyExternal {
@@ -290,12 +275,9 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	return t, nil
 }
 
-// ownBidderData copies the demo's bidder data directory (its users, its
-// spend) into the work directory for the started bidder name, and returns
-// the arguments that point the bidder at the copy: every topology starts
-// from the same state, the runs of one do not spend the other's budgets,
-// and two topologies can be up at once (a data directory is one
-// process's).
+// ownBidderData copies the demo's bidder data (users, spend) for the
+// bidder name and returns the flags pointing it there: every topology
+// starts from the same state, and two can be up at once.
 func ownBidderData(demoDir, workDir, name string) ([]string, error) {
 	dst := filepath.Join(workDir, name+"-data")
 	if err := os.RemoveAll(dst); err != nil {
@@ -319,11 +301,9 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 		})
 }
 
-// warmTopology sends one bid request per user, weight and popularity to
-// a topology before its measured runs, closed loop: the steady state of a
-// bidder that has served its users for a while (its near cache, banner
-// cells and the index's block cache hold what the runs ask for), the same
-// for every topology.
+// warmTopology sends one bid request per user, weight and popularity,
+// closed loop: every topology starts its runs with what a bidder serving
+// these users for a while holds in its caches.
 func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(string, ...any)) error {
 	start := time.Now()
 	var n int64

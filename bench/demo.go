@@ -20,10 +20,9 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
-// DemoSize is the demo environment a bidder-level scenario (RunBidder,
-// RunSoak) writes with `rtbd gen -demo`: Products catalog products in
-// Groups groups, and the profiles of users demo-user-1..Users. Zero fields
-// take 20,000 products, 8 groups and 1,000 users.
+// DemoSize is the demo a bidder-level scenario writes with `rtbd gen
+// -demo`: Products in Groups, users demo-user-1..Users. Zero fields take
+// defaultDemo's.
 type DemoSize struct {
 	Products, Groups, Users int
 }
@@ -60,8 +59,8 @@ func (d DemoSize) genArgs(dir string) []string {
 		"-users", strconv.Itoa(d.Users), "-image-base", feedgen.DefaultImageBase}
 }
 
-// genDemo runs `rtbd gen -demo` (exe with args) to its end, at most
-// limit, its output in work/gen-demo.log.
+// genDemo runs `rtbd gen -demo` (exe with args) for at most limit, its
+// output in work/gen-demo.log.
 func genDemo(ctx context.Context, exe string, args []string, work string, limit time.Duration) error {
 	c, err := childproc.Start(childproc.Spec{Name: "rtbd gen -demo", Path: exe, Args: args, Log: logPath(work, "gen-demo")})
 	if err != nil {

@@ -87,10 +87,8 @@ func (o ScaleOptions) Validate() error {
 	return p.err()
 }
 
-// ScaleProductsForDisk is the product count the scale scenario ingests
-// with free bytes on the index's file system: the largest multiple of a
-// million, at most ScaleMaxProducts, needing ScaleDiskPerProduct bytes
-// each and leaving ScaleDiskReserve free. An error when that is below
+// ScaleProductsForDisk is the largest multiple of a million products, at
+// most ScaleMaxProducts, whose ingest fits free bytes; an error below
 // ScaleMinProducts.
 func ScaleProductsForDisk(free uint64) (int, error) {
 	var n uint64
@@ -120,20 +118,17 @@ func freeDisk(dir string) (uint64, error) {
 	}
 }
 
-// ScaleIngest is what the scale scenario measured of its ingest; it is
-// kept beside the index (scaleIngestFile) for later runs on it.
+// ScaleIngest is what the scale scenario measured of its ingest, kept
+// beside the index (scaleIngestFile) for later runs on it.
 type ScaleIngest struct {
-	Products   int     `json:"products"`
-	Groups     int     `json:"groups"`
-	Start      string  `json:"start"`
-	WallSec    float64 `json:"wall_sec"`
-	RowsPerSec float64 `json:"rows_per_sec"`
-	// MaxRSSBytes is the ingest process's peak RSS (ru_maxrss, from
-	// wait4).
-	MaxRSSBytes int64   `json:"max_rss_bytes"`
+	Products    int     `json:"products"`
+	Groups      int     `json:"groups"`
+	Start       string  `json:"start"`
+	WallSec     float64 `json:"wall_sec"`
+	RowsPerSec  float64 `json:"rows_per_sec"`
+	MaxRSSBytes int64   `json:"max_rss_bytes"` // the ingest's peak RSS (ru_maxrss)
 	CPUSec      float64 `json:"cpu_sec"`
-	// GeneratorCPUSec is the harness's CPU while it generated the feed
-	// into the ingest's stdin.
+	// GeneratorCPUSec is the harness's CPU generating the feed.
 	GeneratorCPUSec float64 `json:"generator_cpu_sec"`
 	IndexBytes      int64   `json:"index_bytes"`
 	FreeBytesBefore uint64  `json:"free_bytes_before"`
@@ -142,8 +137,8 @@ type ScaleIngest struct {
 
 const scaleIngestFile = "scale-ingest.json"
 
-// readScaleIngest reads the ingest record beside an index dir built by
-// the scale scenario; ok false when there is none (or no published index).
+// readScaleIngest reads the ingest record beside an index in dir; false
+// when there is none (or no published index).
 func readScaleIngest(dir string) (ScaleIngest, bool) {
 	var si ScaleIngest
 	if _, err := catalog.ReadPointer(dir, catalog.CurrentFile); err != nil {
@@ -256,14 +251,11 @@ func evictFromPageCache(dir string) error {
 // scale-u-N and scale-z-N (Zipf-popular ids), N = 1..Users.
 var scaleUsers = []benchUsers{{prefix: "scale-u-", uniform: true, seed: 21}, {prefix: "scale-z-", seed: 22}}
 
-// RunScale runs the talk's scale: a catalog of Products (from the free
-// disk when 0) ingested through the bulk path from a generated feed
-// streamed into `rtbd ingest` (wall time, rows/s, peak RSS, index size),
-// then one catalog node at default caches (RSS after warm-up) measured at
-// IDs-product lookups with uniform ids (after its index is evicted from
-// the page cache: mostly cold) and Zipf ids, through the harness's
-// catalog/remote client and through a bidder on the remote catalog whose
-// users have viewed products of the big catalog.
+// RunScale runs the talk's scale: a catalog of Products ingested through
+// the bulk path from a feed generated into `rtbd ingest`, then one catalog
+// node at default caches measured at IDs-product lookups with uniform ids
+// (mostly cold) and Zipf ids, through catalog/remote and through a bidder
+// on the remote catalog whose users viewed products of the big catalog.
 func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -313,33 +305,33 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return &storeTarget{name: name, store: client, stream: &requestStream{reqs: reqs}}, err
 	}
 
-	// Warm-up (other seeds than the measured runs): Zipf lookups, then
-	// uniform ones, so that the node's own cache holds what a node serving
-	// for a while holds (the tables' index and filter blocks, the popular
+	// Warm-up (other seeds than the measured runs): 20,000 Zipf lookups,
+	// then 5,000 uniform ones, so that the node's own cache holds what a
+	// node serving for a while holds (index and filter blocks, popular
 	// products) before the page cache is dropped for the cold runs.
 	var warmed []string
-	for _, w := range []struct {
-		uniform bool
-		n       int
-	}{{false, 20_000}, {true, 5_000}} {
-		t, err := lookups("warm-up", w.uniform, w.n, 99)
+	for _, uniform := range []bool{false, true} {
+		n := 20_000
+		if uniform {
+			n = 5_000
+		}
+		t, err := lookups("warm-up", uniform, n, 99)
 		if err != nil {
 			return rep, err
 		}
-		wres, err := RunClosedLoop(ctx, t, ClosedLoopOptions{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
+		wres, err := RunClosedLoop(ctx, t, ClosedLoopOptions{Concurrency: 8, Requests: int64(n), Timeout: 5 * time.Second})
 		if err != nil {
 			return rep, fmt.Errorf("bench: warm-up: %w", err)
 		}
-		warmed = append(warmed, fmt.Sprintf("%d %s (%.0f/s)", wres.Requests, scalePopularity(w.uniform), wres.AchievedRate))
+		warmed = append(warmed, fmt.Sprintf("%d %s (%.0f/s)", wres.Requests, scalePopularity(uniform), wres.AchievedRate))
 	}
 	st1, _ := proc.ReadStatus(node.PID())
 	rep.Notes = append(rep.Notes, fmt.Sprintf("catalog node at default caches: RSS %d MiB when ready, %d MiB after a warm-up of %s lookups of %d ids (closed loop, 8 workers); peak %d MiB",
 		st0.VmRSSBytes>>20, st1.VmRSSBytes>>20, strings.Join(warmed, " then "), o.IDs, st1.VmHWMBytes>>20))
 	logf("%s", rep.Notes[len(rep.Notes)-1])
 
-	// The measured runs, uniform ids first, after the index's files are
-	// evicted from the page cache (posix_fadvise DONTNEED): uniform ids
-	// over the whole catalog are mostly cold.
+	// The measured runs, uniform ids first, each after the index's files
+	// are evicted from the page cache: uniform ids are mostly cold.
 	var entries []TableEntry
 	measure := func(group string, load LoadModel, t Target, w Watch, uniform bool) error {
 		if uniform {
@@ -355,8 +347,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 			}
 			rep.Results = append(rep.Results, res)
 			entries = append(entries, TableEntry{Result: res, Group: group})
-			logf("  %s: p50 %s ms, p99 %s ms, p99.9 %s ms, %s req/s, errors %d, no-bids %d", res.Target, fmtMs(usToMs(res.Latency.P50Us)),
-				fmtMs(usToMs(res.Latency.P99Us)), fmtMs(usToMs(res.Latency.P999Us)), fmtRate(res.AchievedRate), res.Errors.Total, res.NoBids)
+			logf("  %s: %s, p99.9 %s ms, errors %d, no-bids %d", res.Target, summary(res), fmtMs(usToMs(res.Latency.P999Us)), res.Errors.Total, res.NoBids)
 		}
 		if err != nil {
 			return fmt.Errorf("bench: %s: %w", t.Name(), err)
@@ -403,8 +394,7 @@ func scalePopularity(uniform bool) string {
 }
 
 // scaleIndex returns the record of the index in DataDir, ingesting it
-// first when DataDir holds none of this scenario with these products and
-// groups (an empty or absent DataDir).
+// first into an empty DataDir.
 func scaleIndex(ctx context.Context, o ScaleOptions, exe, workDir string, logf func(string, ...any)) (ScaleIngest, error) {
 	si, have := readScaleIngest(o.DataDir)
 	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {

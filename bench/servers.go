@@ -16,9 +16,6 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
-// readyTimeout bounds how long a started server may take to become ready.
-const readyTimeout = 60 * time.Second
-
 // DefaultRedisServer is the redis-server binary the scenarios start.
 const DefaultRedisServer = "/usr/bin/redis-server"
 
@@ -59,7 +56,7 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 		if err != nil {
 			return err
 		}
-		err = s.WaitReady(ctx, readyTimeout, func(ctx context.Context) error { return s.ready(ctx, s) })
+		err = s.WaitReady(ctx, 60*time.Second, func(ctx context.Context) error { return s.ready(ctx, s) })
 		if err == nil {
 			return nil
 		}
