@@ -107,7 +107,6 @@ func (b bidWorkload) body(w *Worker, dst []byte) []byte {
 type urlRing struct {
 	mu   sync.Mutex
 	buf  [][]byte
-	next int
 	seen int64
 }
 
@@ -117,13 +116,13 @@ const nurlRingSize = 4096
 func (r *urlRing) add(u []byte) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	i := int(r.seen % nurlRingSize)
 	r.seen++
-	if len(r.buf) < nurlRingSize {
+	if i == len(r.buf) {
 		r.buf = append(r.buf, bytes.Clone(u))
 		return
 	}
-	r.buf[r.next] = append(r.buf[r.next][:0], u...)
-	r.next = (r.next + 1) % nurlRingSize
+	r.buf[i] = append(r.buf[i][:0], u...)
 }
 
 // pick appends a random recent URL to dst; false when none was added.

@@ -29,8 +29,7 @@ const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
 type nearCacheFlag struct {
 	args *[]string
 	val  string
-	n    int64 // the size, when set
-	set  bool
+	n    int64
 }
 
 func (f *nearCacheFlag) String() string { return f.val }
@@ -40,7 +39,7 @@ func (f *nearCacheFlag) Set(v string) error {
 	if err != nil {
 		return err
 	}
-	f.val, f.n, f.set = v, n, true
+	f.val, f.n = v, n
 	*f.args = append(*f.args, "-set", "catalog.near_cache_bytes="+strconv.FormatInt(n, 10))
 	return nil
 }

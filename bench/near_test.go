@@ -89,7 +89,7 @@ func TestNearFlagAppendsSetting(t *testing.T) {
 	if err := fs.Parse([]string{"-near-cache", "32MiB"}); err != nil {
 		t.Fatal(err)
 	}
-	if !f.set || f.n != 32<<20 || strings.Join(args, " ") != "-set catalog.near_cache_bytes=33554432" {
+	if f.val != "32MiB" || f.n != 32<<20 || strings.Join(args, " ") != "-set catalog.near_cache_bytes=33554432" {
 		t.Fatalf("flag %+v, args %q", f, args)
 	}
 	fs2 := flag.NewFlagSet("y", flag.ContinueOnError)
@@ -104,7 +104,7 @@ func TestNearFlagFromEnv(t *testing.T) {
 	t.Setenv(EnvNearCacheBytes, "1MiB")
 	var args []string
 	f := nearFlag(flag.NewFlagSet("x", flag.ContinueOnError), &args)
-	if !f.set || f.n != 1<<20 || len(args) != 2 {
+	if f.val != "1MiB" || f.n != 1<<20 || len(args) != 2 {
 		t.Fatalf("flag %+v, args %q", f, args)
 	}
 }
