@@ -10,7 +10,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // TestOpenLoopWatch offers 20,000 req/s for 3 s to a trivial fasthttp
@@ -77,7 +76,7 @@ func baselineCores(t testing.TB, addr string, rate float64, dur time.Duration) (
 			}
 		}()
 	}
-	c0, err := proc.SelfCPU()
+	c0, err := bench.SelfCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func baselineCores(t testing.TB, addr string, rate float64, dur time.Duration) (
 	}
 	close(work)
 	wg.Wait()
-	c1, _ := proc.SelfCPU()
+	c1, _ := bench.SelfCPU()
 	wall := time.Since(t0).Seconds()
 	return (c1 - c0).Seconds() / wall, float64(sent) / wall
 }

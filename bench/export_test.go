@@ -1,0 +1,4 @@
+package bench
+
+// SelfCPU is selfCPU for the external tests.
+var SelfCPU = selfCPU
