@@ -29,10 +29,10 @@ func TestOpenLoopWatch(t *testing.T) {
 	const rate, dur = 20000, 3 * time.Second
 
 	// Warm the connection pool and the helper.
-	if _, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
+	if _, err := bench.Run(ctx, ht, bench.Options{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{
+	r, err := bench.Run(ctx, ht, bench.Options{
 		Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond,
 		Watch: bench.Watch{Processes: []bench.WatchProcess{{Name: "helper-server", PID: pid}}},
 	})
@@ -115,7 +115,7 @@ func BenchmarkGeneratorCost(b *testing.B) {
 	ht := newHTTPTarget(b, addr, "/bid")
 	const rate, dur = 20000, 2 * time.Second
 	// Warm the connection pool and the helper.
-	if _, err := bench.RunOpenLoop(context.Background(), ht, bench.OpenLoopOptions{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
+	if _, err := bench.Run(context.Background(), ht, bench.Options{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
 		b.Fatal(err)
 	}
 	base, _ := baselineCores(b, addr, rate, dur)
@@ -124,7 +124,7 @@ func BenchmarkGeneratorCost(b *testing.B) {
 		var ru0, ru1 syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 		t0 := time.Now()
-		r, err := bench.RunOpenLoop(context.Background(), ht, bench.OpenLoopOptions{Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond})
+		r, err := bench.Run(context.Background(), ht, bench.Options{Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -13,7 +13,7 @@ const (
 
 // Result holds what one target saw during one run. All latencies are in
 // microseconds ("_us" in JSON) and are measured from the request's intended
-// send time (open loop; see OpenLoopOptions for the pacer's sleep
+// send time (open loop; see Options for the pacer's sleep
 // granularity) or its actual send time (closed loop) to the moment
 // Target.Do returned; every outcome, errors included, is in the latency
 // statistics. A Result is immutable once returned; it is safe to read from

@@ -422,7 +422,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		wres, err := RunClosedLoop(ctx, t, ClosedLoopOptions{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
+		wres, err := Run(ctx, t, Options{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
 		if err != nil {
 			return rep, fmt.Errorf("bench: warm-up: %w", err)
 		}
@@ -459,7 +459,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		}
 		return nil
 	}
-	nodeLoad := LoadModel{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}
+	nodeLoad := LoadModel{Options: Options{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}}
 	nodeWatch := Watch{Processes: []WatchProcess{{Name: "catalog-node", PID: node.PID()}}}
 	for _, uniform := range []bool{true, false} {
 		t, err := lookups(fmt.Sprintf("node %s/%d", scalePopularity(uniform), o.IDs), uniform, 50_000, 1)
@@ -476,7 +476,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 			return rep, err
 		}
 		cleanups.add(func() { b.stop(15 * time.Second) })
-		bidLoad := LoadModel{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}
+		bidLoad := LoadModel{Options: Options{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}}
 		watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
 		for _, u := range scaleUsers {
 			wl := bidWorkload{users: o.Users, weight: 15, userPrefix: u.prefix}
