@@ -122,12 +122,9 @@ func ClassifyHTTPStatus(status int, _ []byte) Outcome {
 	return ErrOther
 }
 
-// ClassifyError maps a transport error to an outcome:
-//   - ErrTimeout: a deadline passed (a net.Error whose Timeout() is true,
-//     context.DeadlineExceeded and fasthttp's timeouts);
-//   - ErrConn: refused, reset, broken or closed connections and other
-//     network errors;
-//   - ErrOther: anything else (e.g. a malformed response).
+// ClassifyError maps a transport error to an outcome: a passed deadline
+// is ErrTimeout, a refused, reset, broken or closed connection (or another
+// network error) ErrConn, anything else (a malformed response) ErrOther.
 func ClassifyError(err error) Outcome {
 	var ne net.Error
 	switch {
@@ -147,16 +144,4 @@ func ClassifyError(err error) Outcome {
 		return ErrConn
 	}
 	return ErrOther
-}
-
-// NewHTTPTarget is a Target sending one request to http://addr+path per
-// Do: POST with body's output as JSON when body is set, GET otherwise;
-// ClassifyHTTPStatus classifies the answers. Safe for concurrent use.
-func NewHTTPTarget(name, addr, path string, body func(w *Worker, dst []byte) []byte) Target {
-	method := "GET"
-	if body != nil {
-		method = "POST"
-	}
-	uri := func(_ *Worker, dst []byte) []byte { return append(dst, path...) }
-	return newHTTPTarget(name, addr, method, 1024, uri, body, nil)
 }

@@ -21,19 +21,6 @@ type Target interface {
 	Do(ctx context.Context, w *Worker) Outcome
 }
 
-// TargetFunc adapts a function to Target.
-func TargetFunc(name string, do func(ctx context.Context, w *Worker) Outcome) Target {
-	return funcTarget{name: name, do: do}
-}
-
-type funcTarget struct {
-	name string
-	do   func(ctx context.Context, w *Worker) Outcome
-}
-
-func (f funcTarget) Name() string                              { return f.name }
-func (f funcTarget) Do(ctx context.Context, w *Worker) Outcome { return f.do(ctx, w) }
-
 // Outcome classifies one request. The zero value is OK.
 type Outcome uint8
 
@@ -87,10 +74,4 @@ type Worker struct {
 	// State is for the Target's own per-worker objects (a reusable request,
 	// a client stub); the harness never touches it.
 	State any
-}
-
-// NewWorker returns a Worker with the given ID and a Rand seeded from seed
-// and id, for tests and for calling a Target outside a run.
-func NewWorker(id int, seed uint64) *Worker {
-	return &Worker{ID: id, Rand: rand.New(rand.NewPCG(seed, uint64(id)))}
 }
