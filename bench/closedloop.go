@@ -21,7 +21,7 @@ func (l *load) closedLoop() {
 			w := l.newWorker(id)
 			rec := l.agg.newRecorder()
 			defer rec.close()
-			for !l.cancelled() {
+			for l.ctx.Err() == nil {
 				start := l.now()
 				warm := start < l.warmNs
 				if start >= l.endNs || !warm && l.o.Requests > 0 && issued.Add(1) > l.o.Requests {
@@ -36,7 +36,7 @@ func (l *load) closedLoop() {
 	}
 	wg.Wait()
 	l.sendNs = int64(l.o.Duration)
-	if l.o.Duration == 0 || l.cancelled() || l.o.Requests > 0 && issued.Load() >= l.o.Requests {
+	if l.o.Duration == 0 || l.ctx.Err() != nil || l.o.Requests > 0 && issued.Load() >= l.o.Requests {
 		l.sendNs = max(0, slices.Max(lastStart)-l.warmNs)
 	}
 }

@@ -15,18 +15,12 @@ import (
 // fasthttp.HostClient with keep-alive connections, the request URI and
 // body built per request. Safe for concurrent use.
 type httpTarget struct {
-	name   string
-	method string
-	// uri appends the path and query of the next request to dst.
-	uri func(w *Worker, dst []byte) []byte
-	// body, if set, appends the next request's body to dst (POST).
-	body func(w *Worker, dst []byte) []byte
-	// check classifies an answer; the body is valid only during the call.
-	check func(status int, body []byte) Outcome
-	// checkHeader, if set, makes check get this response header's value
-	// instead of the body.
-	checkHeader string
-	client      *fasthttp.HostClient
+	name, method string
+	uri          func(w *Worker, dst []byte) []byte    // appends the next request's path and query to dst
+	body         func(w *Worker, dst []byte) []byte    // if set, appends the next request's body to dst
+	check        func(status int, body []byte) Outcome // the body is valid only during the call
+	checkHeader  string                                // if set, check gets this response header instead of the body
+	client       *fasthttp.HostClient
 }
 
 // newHTTPClient is the harness's client of one server: no retries (a

@@ -157,15 +157,6 @@ func newLoad(ctx context.Context, idx int, t Target, o Options, t0 time.Time) *l
 
 func (l *load) now() int64 { return int64(time.Since(l.t0)) }
 
-func (l *load) cancelled() bool {
-	select {
-	case <-l.ctx.Done():
-		return true
-	default:
-		return false
-	}
-}
-
 func (l *load) run() {
 	go l.agg.run()
 	if l.o.Concurrency > 0 {
@@ -241,7 +232,7 @@ func (l *load) pace() {
 	timer.Stop()
 	l.sendNs = int64(l.o.Duration)
 	defer func() {
-		if l.cancelled() {
+		if l.ctx.Err() != nil {
 			l.sendNs = max(0, l.now()-l.warmNs)
 		}
 	}()

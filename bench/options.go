@@ -30,21 +30,17 @@ const pacerSlice = time.Millisecond
 //
 // Open loop: requests are scheduled at Rate whatever the target does and
 // latency counts from each one's intended send time, so a stalled server's
-// queueing shows in the numbers (no coordinated omission). Worker
-// goroutines are started on demand up to MaxInFlight; when all are busy the
-// pacer waits for one and the requests that came due keep their scheduled
-// time, so their wait counts as latency. One still waiting at its hard
-// deadline (scheduled time + Timeout) is not sent: it is an ErrTimeout,
-// counted in Result.Expired. The pacer wakes about every 1 ms (Go's timer
-// granularity) and hands out every request that came due meanwhile; such a
-// request counts from the waking, so the generator's own sleep is not
-// charged to the target, any later delay is. Result.SendLag shows the
-// lateness behind schedule.
+// queueing shows (no coordinated omission). Workers are started on demand
+// up to MaxInFlight; while all are busy the pacer waits and the requests
+// that came due keep their scheduled time. One still waiting at its hard
+// deadline is not sent: an ErrTimeout, counted in Result.Expired. The pacer
+// wakes about every 1 ms (Go's timer granularity); a request that came due
+// while it slept counts from the waking, so the generator's own sleep is
+// not charged to the target. Result.SendLag is the lateness behind schedule.
 //
 // Closed loop: each worker sends, waits for the outcome and repeats;
-// latency counts from the actual send. While the target stalls the workers
-// stop sending, so the stall is one sample per worker instead of every
-// request that would have arrived meanwhile.
+// latency counts from the actual send, so a stall is one sample per worker
+// instead of every request that would have arrived meanwhile.
 type Options struct {
 	Rate        float64       // open loop: offered requests per second
 	Concurrency int           // closed loop: the number of workers
