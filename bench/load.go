@@ -48,7 +48,7 @@ func (m LoadModel) Validate() error {
 // options are the Options of a run (or of each search step) of m.
 func (m LoadModel) options() Options {
 	o := m.Options
-	if o.Concurrency > 0 {
+	if o.Concurrency != 0 {
 		o.Rate, o.MaxInFlight, o.Arrival = 0, 0, ""
 	}
 	return o
