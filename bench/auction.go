@@ -14,16 +14,10 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
 
-// auctionMain is `rtbd bench auction`: the harness's first-price exchange
-// (bench/internal/auctionsim) played in-process on a fake clock against
-// bid shading (with the minimum bid to win, and with win notices only,
-// each with a +30% shift of every landscape after the measured auctions),
-// then the pacing simulation (a compressed day, 5x peak to trough).
-// Deterministic for a -seed: no wall clock is measured. With -bidders N
-// (N > 1) each shading run is played again by N bidders sharing one
-// redis-server (started on a free loopback port; bid shading's fleet
-// counts, bidder/shading.Store), each bid made by a random bidder and its
-// notice landing on a random one, with bidder 1 restarted mid-run.
+// auctionMain is `rtbd bench auction`: bid shading against the oracle on
+// the simulated exchange (bench/internal/auctionsim), with the minimum bid
+// to win and with win notices only, each played again by -bidders sharing
+// a redis-server; then the pacing simulation. Deterministic for a -seed.
 func auctionMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench auction", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
@@ -51,12 +45,7 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	}
 	var rdb *redis.Client
 	if *bidders > 1 {
-		dir, err := os.MkdirTemp("", "rtbd-auction-redis")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		srv := newRedisServer(*redisExe, dir, "")
+		srv := newRedisServer(*redisExe, os.TempDir(), "") // persistence off: nothing is written to its -dir
 		if err := srv.start(context.Background(), false); err != nil {
 			return fmt.Errorf("rtbd bench auction: start %s: %w", *redisExe, err)
 		}
@@ -91,13 +80,12 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 }
 
 // auctionFleet is cfg played by n bidders sharing a store (set by the
-// caller), syncing every sync, bidder 1 restarting at auction restartAt
-// (-1: in the middle of the measured auctions).
+// caller), bidder 1 restarting at auction restartAt (-1: in the middle of
+// the measured auctions).
 func auctionFleet(cfg auctionsim.Config, n int, sync time.Duration, restartAt int) auctionsim.Config {
-	cfg.Bidders, cfg.SyncEvery, cfg.FleetSlot = n, sync, 30*time.Second
-	cfg.RestartAt = restartAt
 	if restartAt < 0 {
-		cfg.RestartAt = cfg.Learn + cfg.Measure/2
+		restartAt = cfg.Learn + cfg.Measure/2
 	}
+	cfg.Bidders, cfg.SyncEvery, cfg.RestartAt = n, sync, restartAt
 	return cfg
 }

@@ -35,7 +35,7 @@ func TestAcceptance(t *testing.T) {
 					t.Errorf("segment %s: surplus ratio %.3f, want >= %.2f", s.Name, got, tc.perSeg)
 				}
 			}
-			if cpw := r.Shaded.CostPerWin(); cpw > 0.70*cfg.Value {
+			if cpw := r.Total.Shaded.CostPerWin(); cpw > 0.70*cfg.Value {
 				t.Errorf("cost per win %.3f, want <= 70%% of the value %.2f", cpw, cfg.Value)
 			}
 			if r.Recovery < 0 || r.Recovery > tc.recoveryAuctions {

@@ -13,32 +13,28 @@ import (
 
 // PacingConfig is a simulation of a campaign with a daily budget over
 // whole days on a fake clock: traffic that follows a diurnal curve (its
-// peak PeakToTrough times its trough), the first-price landscape of
-// Segments, the spend seen as of the last flush (every Flush), and bid
+// peak peakToTrough times its trough), the first-price landscape of
+// Defaults, the spend seen as of the last flush (every second), and bid
 // shading on. It plays two ways of pacing side by side on the same
 // auctions: adaptive (bid value / (1 + mu), spend.Pacer, the target
 // following the traffic curve learned from the previous days) and
 // throttled (bid the value with spend.ThrottleProbability against the
 // clock's fraction of the day).
 type PacingConfig struct {
-	Segments []Segment
-	Value    float64 // CPM
+	Value float64 // CPM
 	// Days simulated; the last is measured. AuctionsPerDay on average.
 	Days, AuctionsPerDay int
-	PeakToTrough         float64
 	// BudgetShare sets the daily budget to this share of what the
 	// campaign would spend bidding its shaded value in every auction.
 	BudgetShare float64
-	Flush       time.Duration
-	Pacer       spend.PacerOptions
 	Seed        uint64
 }
 
-// PacingDefaults: the acceptance's compressed day (5x peak to trough).
+const peakToTrough = 5.0
+
+// PacingDefaults: the acceptance's compressed day.
 func PacingDefaults() PacingConfig {
-	d := Defaults()
-	return PacingConfig{Segments: d.Segments, Value: d.Value, Days: 3, AuctionsPerDay: 200_000, PeakToTrough: 5,
-		BudgetShare: 0.4, Flush: time.Second, Seed: 1}
+	return PacingConfig{Value: Defaults().Value, Days: 3, AuctionsPerDay: 200_000, BudgetShare: 0.4, Seed: 1}
 }
 
 // PacingRun is one way of pacing on the measured day.
@@ -64,85 +60,76 @@ type PacingResult struct {
 	Adaptive, Even PacingRun
 }
 
-// traffic is the relative auction rate at second s of the day: 1 at
-// midnight, PeakToTrough at noon.
-func (c PacingConfig) traffic(s float64) float64 {
-	a := (c.PeakToTrough - 1) / 2
-	return 1 + a*(1-math.Cos(2*math.Pi*s/86400))
-}
-
 type pacedBidder struct {
 	run        PacingRun
 	sh         *shading.Shader
-	pacer      *spend.Pacer
-	adaptive   bool
+	pacer      *spend.Pacer // nil: throttled
 	rng        splitmix.Rand
 	daySpent   float64 // as charged
 	seenSpent  float64 // as of the last flush
 	flushStart float64
 }
 
+func newPacedBidder(name string, adaptive bool, seed uint64) *pacedBidder {
+	sr := splitmix.Rand{S: splitmix.Mix(seed)}
+	pb := &pacedBidder{run: PacingRun{Name: name}, rng: splitmix.Rand{S: seed}, sh: shading.New(shading.Options{HalfLife: 30 * time.Minute,
+		Rand: sr.Float64, Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: noticeWait}}})}
+	if adaptive {
+		pb.pacer = spend.NewPacer(spend.PacerOptions{})
+	}
+	return pb
+}
+
 // RunPacing plays cfg.
 func RunPacing(cfg PacingConfig) *PacingResult {
 	res := &PacingResult{Config: cfg}
-	ids, total := segmentIDs(cfg.Segments)
+	segs := Defaults().Segments
+	ids, total := segmentIDs(segs)
 	// The budget: a share of what shaded bids at the value spend in a day
 	// (the default landscape's learn and measure, no shift, loss notices).
 	probeCfg := Defaults()
-	probeCfg.Segments, probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Segments, cfg.Value, cfg.Seed, 0, true
-	probe := Run(probeCfg)
-	perAuction := probe.Shaded.Spend / float64(probe.Shaded.Auctions) / 1000
+	probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Value, cfg.Seed, 0, true
+	probe := Run(probeCfg).Total.Shaded
+	perAuction := probe.Spend / float64(probe.Auctions) / 1000
 	res.Budget = cfg.BudgetShare * perAuction * float64(cfg.AuctionsPerDay)
 	budgetMicros := int64(res.Budget * 1e6)
 
 	var tc spend.TrafficCurve
-	mk := func(name string, adaptive bool, seed uint64) *pacedBidder {
-		r := splitmix.Rand{S: seed}
-		pb := &pacedBidder{run: PacingRun{Name: name}, adaptive: adaptive, rng: r, pacer: spend.NewPacer(cfg.Pacer)}
-		sr := splitmix.Rand{S: splitmix.Mix(seed)}
-		pb.sh = shading.New(shading.Options{HalfLife: 30 * time.Minute, Rand: sr.Float64,
-			Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: 5 * time.Second}}})
-		return pb
-	}
-	bidders := []*pacedBidder{mk("adaptive (value / (1 + mu))", true, cfg.Seed+1), mk("throttled even", false, cfg.Seed+2)}
+	bidders := []*pacedBidder{newPacedBidder("adaptive (value / (1 + mu))", true, cfg.Seed+1), newPacedBidder("throttled even", false, cfg.Seed+2)}
 	rng := splitmix.Rand{S: cfg.Seed}
 	start := time.Unix(1_800_000_000-1_800_000_000%86400, 0) // a UTC midnight
-	// Auctions per second at rate 1: the day's mean traffic is (1 + PeakToTrough) / 2.
-	perSec := float64(cfg.AuctionsPerDay) / 86400 / ((1 + cfg.PeakToTrough) / 2)
-	value := micros(cfg.Value)
+	// Auctions per second at rate 1: the day's mean traffic is (1 + peakToTrough) / 2.
+	perSec := float64(cfg.AuctionsPerDay) / 86400 / ((1 + peakToTrough) / 2)
 	var acc float64
 	for day := range cfg.Days {
 		measured := day == cfg.Days-1
 		dayStart := start.Add(time.Duration(day) * 24 * time.Hour)
-		dayEnd := dayStart.Add(24 * time.Hour)
 		for _, pb := range bidders {
 			pb.daySpent, pb.seenSpent, pb.flushStart = 0, 0, 0
 		}
 		var hourTraffic [24]float64
 		for sec := range 86400 {
 			now := dayStart.Add(time.Duration(sec) * time.Second)
-			if sec%int(max(cfg.Flush/time.Second, 1)) == 0 {
-				for _, pb := range bidders {
-					if measured {
-						pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.flushStart)
-					}
-					pb.seenSpent, pb.flushStart = pb.daySpent, pb.daySpent
-					pb.sh.Refresh(now)
-					if pb.adaptive {
-						pb.pacer.Update(now, int32(day+1), dayStart, dayEnd, int64(pb.seenSpent*1e6), budgetMicros, &tc)
-					}
+			for _, pb := range bidders { // a flush every second
+				if measured {
+					pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.flushStart)
+				}
+				pb.seenSpent, pb.flushStart = pb.daySpent, pb.daySpent
+				pb.sh.Refresh(now)
+				if pb.pacer != nil {
+					pb.pacer.Update(now, int32(day+1), dayStart, dayStart.Add(24*time.Hour), int64(pb.seenSpent*1e6), budgetMicros, &tc)
 				}
 			}
-			rate := cfg.traffic(float64(sec)) * perSec
+			// The relative auction rate: 1 at midnight, peakToTrough at noon.
+			rate := (1 + (peakToTrough-1)/2*(1-math.Cos(2*math.Pi*float64(sec)/86400))) * perSec
 			hourTraffic[sec/3600] += rate
 			acc += rate
 			for acc >= 1 {
 				acc--
 				tc.Count(now)
-				i, d := draw(cfg.Segments, total, 1, &rng)
-				floor := cfg.Segments[i].Floor
+				i, d := draw(segs, total, 1, &rng)
 				for _, pb := range bidders {
-					pb.auction(now, ids[i], value, micros(floor), max(d, floor), budgetMicros, float64(sec)/86400, measured)
+					pb.auction(now, ids[i], micros(cfg.Value), micros(segs[i].Floor), max(d, segs[i].Floor), budgetMicros, float64(sec)/86400, measured)
 				}
 			}
 		}
@@ -157,7 +144,9 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 			for _, pb := range bidders {
 				pb.run.Spend = pb.daySpent
 				pb.run.Overshoot = max(pb.daySpent-res.Budget, 0)
-				pb.run.MuEnd = pb.pacer.Mu()
+				if pb.pacer != nil {
+					pb.run.MuEnd = pb.pacer.Mu()
+				}
 				for h := range res.Target {
 					pb.run.MaxHourlyError = max(pb.run.MaxHourlyError, math.Abs(pb.run.Hourly[h]-res.Target[h])/res.Target[h])
 				}
@@ -176,7 +165,7 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 		return
 	}
 	v := value
-	if pb.adaptive {
+	if pb.pacer != nil {
 		v = int64(float64(value) * pb.pacer.Multiplier())
 	} else if p := spend.ThrottleProbability(budget, seen, frac, spend.DefaultPacingSlack, spend.DefaultPacingWidth); p < 1 && pb.rng.Float64() >= p {
 		return
@@ -189,14 +178,12 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 	price := float64(d.Price) / 1e6
 	won := price >= tie
 	pb.sh.Observe(id, d.Price, now, won, micros(tie), true, now)
-	if !won {
-		return
-	}
-	charge := price / 1000
-	pb.daySpent += charge
-	if measured {
-		pb.run.Impressions++
-		pb.run.Hourly[now.Unix()%86400/3600] += charge
+	if won {
+		pb.daySpent += price / 1000
+		if measured {
+			pb.run.Impressions++
+			pb.run.Hourly[now.Unix()%86400/3600] += price / 1000
+		}
 	}
 }
 
@@ -204,7 +191,7 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 func (r *PacingResult) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "pacing: %d days of about %d auctions, traffic %.0fx peak to trough, daily budget %.2f (%.0f%% of bidding the shaded value everywhere), day %d measured\n",
-		c.Days, c.AuctionsPerDay, c.PeakToTrough, r.Budget, 100*c.BudgetShare, c.Days)
+		c.Days, c.AuctionsPerDay, peakToTrough, r.Budget, 100*c.BudgetShare, c.Days)
 	fmt.Fprintf(w, "%-28s %10s %9s %12s %9s %10s %10s %8s\n", "pacing", "spend", "of budget", "impressions", "cpm paid", "max hr err", "overshoot", "mu")
 	for _, p := range []PacingRun{r.Adaptive, r.Even} {
 		fmt.Fprintf(w, "%-28s %10.3f %8.2f%% %12d %9.3f %9.1f%% %10.4f %8.3f\n", p.Name, p.Spend, 100*p.Spend/r.Budget, p.Impressions,
