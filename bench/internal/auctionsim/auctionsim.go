@@ -12,13 +12,22 @@ import (
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
 
-// Segment is one segment of the simulated exchange.
+// Segment is one segment of the simulated exchange (a publisher).
 type Segment struct {
 	Name string
 	// Median and Sigma: the highest competing bid is Median x exp(Sigma x N(0,1)), CPM.
 	Median, Sigma float64
 	Floor         float64 // CPM
-	Weight        float64 // share of the auctions (relative)
+}
+
+// segments are the landscape of the acceptance, a quarter of the auctions
+// each: with the default value, one where the best bid is near the floor,
+// one near the value.
+var segments = []Segment{
+	{Name: "near-floor", Median: 0.8, Sigma: 0.4, Floor: 1.5},
+	{Name: "near-value", Median: 3.3, Sigma: 0.12, Floor: 0.5},
+	{Name: "wide", Median: 2.0, Sigma: 0.5, Floor: 0.5},
+	{Name: "mid", Median: 1.5, Sigma: 0.25, Floor: 0.8},
 }
 
 const (
@@ -30,12 +39,11 @@ const (
 
 // Config is one simulation.
 type Config struct {
-	Segments []Segment
 	// Value is the bidder's value of an impression, CPM.
 	Value float64
 	// Learn auctions first (not measured), then Measure measured ones;
-	// then, when Shift is not 0, every segment's competition is multiplied
-	// by 1 + Shift and After auctions follow (the recovery).
+	// then, when Shift and After are not 0, every segment's competition
+	// is multiplied by 1 + Shift and After auctions follow (the recovery).
 	Learn, Measure, After int
 	Shift                 float64
 	// MinToWin: notices carry m. LossNotices: the exchange sends loss
@@ -47,25 +55,24 @@ type Config struct {
 	// Bidders, when more than one, share Store: each auction's bid is made
 	// by a random bidder and its notice lands on a random one; each bidder
 	// Syncs every SyncEvery. RestartAt, when > 0, replaces bidder 1 at that
-	// auction by a new one that Loads the fleet's counts before its first bid.
+	// auction by a new one that Loads the fleet's counts before its first
+	// bid (-1: in the middle of the measured auctions).
 	Bidders   int
 	Store     shading.Store
 	SyncEvery time.Duration
 	RestartAt int
+	// RunPacing: PacingDays days of about PacingAuctions auctions, the last
+	// measured, with a daily budget of PacingBudget times what bidding the
+	// shaded value in every auction spends.
+	PacingDays, PacingAuctions int
+	PacingBudget               float64
 }
 
-// Defaults: the landscape of the acceptance (value 4.00 CPM, four
-// segments, one where the best bid is near the floor, one near the value).
+// Defaults: the acceptance's simulation (value 4.00 CPM).
 func Defaults() Config {
 	return Config{
-		Segments: []Segment{
-			{Name: "near-floor", Median: 0.8, Sigma: 0.4, Floor: 1.5, Weight: 1},
-			{Name: "near-value", Median: 3.3, Sigma: 0.12, Floor: 0.5, Weight: 1},
-			{Name: "wide", Median: 2.0, Sigma: 0.5, Floor: 0.5, Weight: 1},
-			{Name: "mid", Median: 1.5, Sigma: 0.25, Floor: 0.8, Weight: 1},
-		},
 		Value: 4.0, Learn: 24_000, Measure: 16_000, After: 40_000, Shift: 0.3, MinToWin: true, Seed: 1,
-		Shading: shading.Options{HalfLife: 5 * time.Minute},
+		Shading: shading.Options{HalfLife: 5 * time.Minute}, PacingDays: 3, PacingAuctions: 200_000, PacingBudget: 0.4,
 	}
 }
 
@@ -162,35 +169,26 @@ func OraclePrice(value, floor, median, sigma float64) float64 {
 	return best
 }
 
+// lognormalCDF is P(D <= x), x >= 0.
 func lognormalCDF(x, median, sigma float64) float64 {
-	if x <= 0 {
-		return 0
-	}
 	return 0.5 * math.Erfc(-math.Log(x/median)/(sigma*math.Sqrt2))
 }
 
-// segmentIDs are the shading segments of segs (a publisher each) and
-// their total weight.
-func segmentIDs(segs []Segment) (ids []shading.SegmentID, total float64) {
-	for _, s := range segs {
+// segmentIDs are the shading segments of segments.
+func segmentIDs() (ids []shading.SegmentID) {
+	for _, s := range segments {
 		ids = append(ids, shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250))
-		total += s.Weight
 	}
-	return ids, total
+	return ids
 }
 
-// draw picks a segment by weight and draws its highest competing bid,
-// CPM, with the segment's median times scale.
-func draw(segs []Segment, total, scale float64, rng *splitmix.Rand) (int, float64) {
-	x := rng.Float64() * total
-	i := 0
-	for i < len(segs)-1 && x >= segs[i].Weight {
-		x -= segs[i].Weight
-		i++
-	}
+// draw picks a segment and draws its highest competing bid, CPM, with the
+// segment's median times scale.
+func draw(scale float64, rng *splitmix.Rand) (int, float64) {
+	i := int(rng.Float64() * float64(len(segments)))
 	u1, u2 := 1-rng.Float64(), rng.Float64()
 	normal := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2) // N(0,1), Box-Muller
-	return i, segs[i].Median * scale * math.Exp(segs[i].Sigma*normal)
+	return i, segments[i].Median * scale * math.Exp(segments[i].Sigma*normal)
 }
 
 // Run plays cfg.
@@ -201,7 +199,7 @@ func Run(cfg Config) *Result {
 	opts := cfg.Shading
 	opts.Rand = shadeRand.Float64
 	opts.Exchanges = []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: noticeWait}}
-	fleet := cfg.Bidders > 1 && cfg.Store != nil
+	fleet := cfg.Bidders > 1
 	if fleet {
 		opts.Fleet = &shading.FleetOptions{Slot: fleetSlot}
 	}
@@ -216,20 +214,22 @@ func Run(cfg Config) *Result {
 	ctx := context.Background()
 	var errs []error // errors.Join drops the nils
 
+	if cfg.Shift == 0 || cfg.After == 0 {
+		cfg.Shift, cfg.After = 0, 0 // no shift
+	}
+	if cfg.RestartAt < 0 {
+		cfg.RestartAt = cfg.Learn + cfg.Measure/2
+	}
 	res := &Result{Config: cfg, Recovery: -1}
-	ids, total := segmentIDs(cfg.Segments)
-	shifted := make([]float64, len(cfg.Segments)) // the oracle's price after the shift
-	for i, s := range cfg.Segments {
+	ids := segmentIDs()
+	shifted := make([]float64, len(segments)) // the oracle's price after the shift
+	for i, s := range segments {
 		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)})
 		shifted[i] = OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma)
 	}
-	n := cfg.Learn + cfg.Measure
-	if cfg.Shift != 0 {
-		n += cfg.After
-	}
 	var win SegmentResult // the current window after the shift
 	var restarted time.Time
-	for a := range n {
+	for a := range cfg.Learn + cfg.Measure + cfg.After {
 		now = now.Add(step)
 		if now.Sub(lastRefresh) >= time.Second {
 			for _, sh := range shaders {
@@ -257,13 +257,13 @@ func Run(cfg Config) *Result {
 				restarted, lastSync[1] = now, now
 			}
 		}
-		after := cfg.Shift != 0 && a >= cfg.Learn+cfg.Measure
+		after := a >= cfg.Learn+cfg.Measure
 		scale := 1.0
 		if after {
 			scale = 1 + cfg.Shift
 		}
-		i, d := draw(cfg.Segments, total, scale, &rng)
-		s, oracle := cfg.Segments[i], res.Segments[i].OraclePrice
+		i, d := draw(scale, &rng)
+		s, oracle := segments[i], res.Segments[i].OraclePrice
 		if after {
 			oracle = shifted[i]
 		}
@@ -290,6 +290,9 @@ func Run(cfg Config) *Result {
 			win.add(tie, price, oracle, cfg.Value)
 			if win.Shaded.Auctions == window {
 				res.AfterRatio = append(res.AfterRatio, win.Ratio())
+				if res.Recovery < 0 && win.Ratio() >= res.Ratio()-0.05 {
+					res.Recovery = len(res.AfterRatio) * window
+				}
 				win = SegmentResult{}
 			}
 		case a >= cfg.Learn:
@@ -299,12 +302,6 @@ func Run(cfg Config) *Result {
 	}
 	res.Restart.MeanShade = ratio(res.Restart.MeanShade, float64(res.Restart.Bids))
 	res.Err = errors.Join(errs...)
-	for k, rr := range res.AfterRatio {
-		if rr >= res.Ratio()-0.05 {
-			res.Recovery = (k + 1) * window
-			break
-		}
-	}
 	return res
 }
 
@@ -347,7 +344,7 @@ func (r *Result) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; mean price %.3f of the value\n", rs.MeanShade)
 	}
-	if c.Bidders > 1 && c.Store != nil {
+	if c.Bidders > 1 {
 		fmt.Fprintf(w, "store writes: %d syncs flushed %d segment-slot entries, %d count increments, for %d notices (%.2f per notice)\n",
 			r.Syncs, r.Flushed, r.Fields, r.Notices, float64(r.Fields)/float64(max(r.Notices, 1)))
 	}

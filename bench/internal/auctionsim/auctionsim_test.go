@@ -68,7 +68,7 @@ func TestOracle(t *testing.T) {
 // of spend than throttled even pacing (both with shading on), which must
 // spend its budget too for the comparison to hold.
 func TestPacing(t *testing.T) {
-	r := RunPacing(PacingDefaults())
+	r := RunPacing(Defaults())
 	var b strings.Builder
 	r.Print(&b)
 	t.Log("\n" + b.String())

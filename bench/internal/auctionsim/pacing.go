@@ -11,31 +11,7 @@ import (
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
 
-// PacingConfig is a simulation of a campaign with a daily budget over
-// whole days on a fake clock: traffic that follows a diurnal curve (its
-// peak peakToTrough times its trough), the first-price landscape of
-// Defaults, the spend seen as of the last flush (every second), and bid
-// shading on. It plays two ways of pacing side by side on the same
-// auctions: adaptive (bid value / (1 + mu), spend.Pacer, the target
-// following the traffic curve learned from the previous days) and
-// throttled (bid the value with spend.ThrottleProbability against the
-// clock's fraction of the day).
-type PacingConfig struct {
-	Value float64 // CPM
-	// Days simulated; the last is measured. AuctionsPerDay on average.
-	Days, AuctionsPerDay int
-	// BudgetShare sets the daily budget to this share of what the
-	// campaign would spend bidding its shaded value in every auction.
-	BudgetShare float64
-	Seed        uint64
-}
-
-const peakToTrough = 5.0
-
-// PacingDefaults: the acceptance's compressed day.
-func PacingDefaults() PacingConfig {
-	return PacingConfig{Value: Defaults().Value, Days: 3, AuctionsPerDay: 200_000, BudgetShare: 0.4, Seed: 1}
-}
+const peakToTrough = 5.0 // the traffic's peak over its trough
 
 // PacingRun is one way of pacing on the measured day.
 type PacingRun struct {
@@ -54,20 +30,19 @@ type PacingRun struct {
 
 // PacingResult is a pacing simulation's outcome.
 type PacingResult struct {
-	Config         PacingConfig
+	Config         Config
 	Budget         float64
 	Target         [24]float64
 	Adaptive, Even PacingRun
 }
 
 type pacedBidder struct {
-	run        PacingRun
-	sh         *shading.Shader
-	pacer      *spend.Pacer // nil: throttled
-	rng        splitmix.Rand
-	daySpent   float64 // as charged
-	seenSpent  float64 // as of the last flush
-	flushStart float64
+	run       PacingRun
+	sh        *shading.Shader
+	pacer     *spend.Pacer // nil: throttled
+	rng       splitmix.Rand
+	daySpent  float64 // as charged
+	seenSpent float64 // as of the last flush
 }
 
 func newPacedBidder(name string, adaptive bool, seed uint64) *pacedBidder {
@@ -80,18 +55,21 @@ func newPacedBidder(name string, adaptive bool, seed uint64) *pacedBidder {
 	return pb
 }
 
-// RunPacing plays cfg.
-func RunPacing(cfg PacingConfig) *PacingResult {
+// RunPacing plays cfg's pacing days, the spend seen as of the last flush
+// (every second), two ways side by side on the same auctions: adaptive
+// (bid value / (1 + mu), spend.Pacer, its target following the traffic
+// curve of the previous days) and throttled (bid the value with
+// spend.ThrottleProbability against the clock's fraction of the day).
+func RunPacing(cfg Config) *PacingResult {
 	res := &PacingResult{Config: cfg}
-	segs := Defaults().Segments
-	ids, total := segmentIDs(segs)
+	ids := segmentIDs()
 	// The budget: a share of what shaded bids at the value spend in a day
 	// (the default landscape's learn and measure, no shift, loss notices).
 	probeCfg := Defaults()
 	probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Value, cfg.Seed, 0, true
 	probe := Run(probeCfg).Total.Shaded
 	perAuction := probe.Spend / float64(probe.Auctions) / 1000
-	res.Budget = cfg.BudgetShare * perAuction * float64(cfg.AuctionsPerDay)
+	res.Budget = cfg.PacingBudget * perAuction * float64(cfg.PacingAuctions)
 	budgetMicros := int64(res.Budget * 1e6)
 
 	var tc spend.TrafficCurve
@@ -99,22 +77,22 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 	rng := splitmix.Rand{S: cfg.Seed}
 	start := time.Unix(1_800_000_000-1_800_000_000%86400, 0) // a UTC midnight
 	// Auctions per second at rate 1: the day's mean traffic is (1 + peakToTrough) / 2.
-	perSec := float64(cfg.AuctionsPerDay) / 86400 / ((1 + peakToTrough) / 2)
+	perSec := float64(cfg.PacingAuctions) / 86400 / ((1 + peakToTrough) / 2)
 	var acc float64
-	for day := range cfg.Days {
-		measured := day == cfg.Days-1
+	var hourTraffic [24]float64 // of the measured day
+	for day := range cfg.PacingDays {
+		measured := day == cfg.PacingDays-1
 		dayStart := start.Add(time.Duration(day) * 24 * time.Hour)
 		for _, pb := range bidders {
-			pb.daySpent, pb.seenSpent, pb.flushStart = 0, 0, 0
+			pb.daySpent, pb.seenSpent = 0, 0
 		}
-		var hourTraffic [24]float64
 		for sec := range 86400 {
 			now := dayStart.Add(time.Duration(sec) * time.Second)
 			for _, pb := range bidders { // a flush every second
 				if measured {
-					pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.flushStart)
+					pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.seenSpent)
 				}
-				pb.seenSpent, pb.flushStart = pb.daySpent, pb.daySpent
+				pb.seenSpent = pb.daySpent
 				pb.sh.Refresh(now)
 				if pb.pacer != nil {
 					pb.pacer.Update(now, int32(day+1), dayStart, dayStart.Add(24*time.Hour), int64(pb.seenSpent*1e6), budgetMicros, &tc)
@@ -122,35 +100,34 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 			}
 			// The relative auction rate: 1 at midnight, peakToTrough at noon.
 			rate := (1 + (peakToTrough-1)/2*(1-math.Cos(2*math.Pi*float64(sec)/86400))) * perSec
-			hourTraffic[sec/3600] += rate
+			if measured {
+				hourTraffic[sec/3600] += rate
+			}
 			acc += rate
 			for acc >= 1 {
 				acc--
 				tc.Count(now)
-				i, d := draw(segs, total, 1, &rng)
+				i, d := draw(1, &rng)
 				for _, pb := range bidders {
-					pb.auction(now, ids[i], micros(cfg.Value), micros(segs[i].Floor), max(d, segs[i].Floor), budgetMicros, float64(sec)/86400, measured)
+					pb.auction(now, ids[i], micros(cfg.Value), micros(segments[i].Floor), max(d, segments[i].Floor), budgetMicros, float64(sec)/86400, measured)
 				}
 			}
 		}
-		if measured {
-			var tsum float64
-			for _, v := range hourTraffic {
-				tsum += v
-			}
-			for h := range res.Target {
-				res.Target[h] = res.Budget * hourTraffic[h] / tsum
-			}
-			for _, pb := range bidders {
-				pb.run.Spend = pb.daySpent
-				pb.run.Overshoot = max(pb.daySpent-res.Budget, 0)
-				if pb.pacer != nil {
-					pb.run.MuEnd = pb.pacer.Mu()
-				}
-				for h := range res.Target {
-					pb.run.MaxHourlyError = max(pb.run.MaxHourlyError, math.Abs(pb.run.Hourly[h]-res.Target[h])/res.Target[h])
-				}
-			}
+	}
+	var tsum float64
+	for _, v := range hourTraffic {
+		tsum += v
+	}
+	for h := range res.Target {
+		res.Target[h] = res.Budget * hourTraffic[h] / tsum
+		for _, pb := range bidders {
+			pb.run.MaxHourlyError = max(pb.run.MaxHourlyError, math.Abs(pb.run.Hourly[h]-res.Target[h])/res.Target[h])
+		}
+	}
+	for _, pb := range bidders {
+		pb.run.Spend, pb.run.Overshoot = pb.daySpent, max(pb.daySpent-res.Budget, 0)
+		if pb.pacer != nil {
+			pb.run.MuEnd = pb.pacer.Mu()
 		}
 	}
 	res.Adaptive, res.Even = bidders[0].run, bidders[1].run
@@ -191,7 +168,7 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 func (r *PacingResult) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "pacing: %d days of about %d auctions, traffic %.0fx peak to trough, daily budget %.2f (%.0f%% of bidding the shaded value everywhere), day %d measured\n",
-		c.Days, c.AuctionsPerDay, peakToTrough, r.Budget, 100*c.BudgetShare, c.Days)
+		c.PacingDays, c.PacingAuctions, peakToTrough, r.Budget, 100*c.PacingBudget, c.PacingDays)
 	fmt.Fprintf(w, "%-28s %10s %9s %12s %9s %10s %10s %8s\n", "pacing", "spend", "of budget", "impressions", "cpm paid", "max hr err", "overshoot", "mu")
 	for _, p := range []PacingRun{r.Adaptive, r.Even} {
 		fmt.Fprintf(w, "%-28s %10.3f %8.2f%% %12d %9.3f %9.1f%% %10.4f %8.3f\n", p.Name, p.Spend, 100*p.Spend/r.Budget, p.Impressions,
