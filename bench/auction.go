@@ -28,7 +28,7 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Measure, "measure", cfg.Measure, "measured auctions")
 	fs.IntVar(&cfg.After, "after", cfg.After, "auctions after the shift (0: no shift)")
 	fs.Float64Var(&cfg.Shift, "shift", cfg.Shift, "the shift of every segment's competition after the measured auctions (0.3: +30%)")
-	fs.DurationVar(&cfg.Shading.HalfLife, "half-life", cfg.Shading.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
+	fs.DurationVar(&cfg.HalfLife, "half-life", cfg.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
 	fs.IntVar(&cfg.PacingDays, "pacing-days", cfg.PacingDays, "pacing: days simulated, the last measured (0: no pacing simulation)")
 	fs.IntVar(&cfg.PacingAuctions, "pacing-auctions", cfg.PacingAuctions, "pacing: auctions per day")
 	fs.Float64Var(&cfg.PacingBudget, "pacing-budget", cfg.PacingBudget, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
@@ -39,7 +39,7 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.Shading.HalfLife <= 0 || cfg.PacingDays < 0 || cfg.PacingAuctions <= 0 || !(cfg.PacingBudget > 0 && cfg.PacingBudget <= 1) ||
+	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.HalfLife <= 0 || cfg.PacingDays < 0 || cfg.PacingAuctions <= 0 || !(cfg.PacingBudget > 0 && cfg.PacingBudget <= 1) ||
 		*bidders < 1 || *bidders > 64 || *syncEvery <= 0 || *restartAt < -1 {
 		return fmt.Errorf("%w: rtbd bench auction: -value, -measure, -half-life, -sync and -pacing-auctions must be > 0, -learn, -after and -pacing-days >= 0, -shift > -1, -pacing-budget in (0, 1], -bidders 1 to 64, -restart-at >= -1", ErrUsage)
 	}

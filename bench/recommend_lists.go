@@ -64,7 +64,7 @@ func recommendListsMain(ctx context.Context, args []string, stdout, stderr io.Wr
 		IDs   []int64 `json:"ids"`
 	}
 	var p user.Profile
-	var written, absent int
+	var absent int
 	for i := *first; i <= *last; i++ {
 		uid := *prefix + strconv.Itoa(i)
 		found, err := st.Get(ctx, uid, &p)
@@ -96,11 +96,10 @@ func recommendListsMain(ctx context.Context, args []string, stdout, stderr io.Wr
 		if err := enc.Encode(line); err != nil {
 			return fmt.Errorf("bench: recommend-lists: -out: %w", err)
 		}
-		written++
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("bench: recommend-lists: -out: %w", err)
 	}
-	fmt.Fprintf(stderr, "recommend-lists: %d users written, %d without a profile\n", written, absent)
+	fmt.Fprintf(stderr, "recommend-lists: %d users written, %d without a profile\n", *last-*first+1-absent, absent)
 	return nil
 }

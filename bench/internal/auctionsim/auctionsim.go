@@ -20,6 +20,11 @@ type Segment struct {
 	Floor         float64 // CPM
 }
 
+// id is s's shading segment.
+func (s Segment) id() shading.SegmentID {
+	return shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250)
+}
+
 // segments are the landscape of the acceptance, a quarter of the auctions
 // each: with the default value, one where the best bid is near the floor,
 // one near the value.
@@ -39,8 +44,7 @@ const (
 
 // Config is one simulation.
 type Config struct {
-	// Value is the bidder's value of an impression, CPM.
-	Value float64
+	Value float64 // the bidder's value of an impression, CPM
 	// Learn auctions first (not measured), then Measure measured ones;
 	// then, when Shift and After are not 0, every segment's competition
 	// is multiplied by 1 + Shift and After auctions follow (the recovery).
@@ -50,8 +54,7 @@ type Config struct {
 	// notices (else a bid without a win is a loss after the notice wait).
 	MinToWin, LossNotices bool
 	Seed                  uint64
-	// Shading tunes the Shader (Rand, Exchanges and Fleet are set by Run).
-	Shading shading.Options
+	HalfLife              time.Duration // the shader's shading.half_life (fake time)
 	// Bidders, when more than one, share Store: each auction's bid is made
 	// by a random bidder and its notice lands on a random one; each bidder
 	// Syncs every SyncEvery. RestartAt, when > 0, replaces bidder 1 at that
@@ -72,7 +75,7 @@ type Config struct {
 func Defaults() Config {
 	return Config{
 		Value: 4.0, Learn: 24_000, Measure: 16_000, After: 40_000, Shift: 0.3, MinToWin: true, Seed: 1,
-		Shading: shading.Options{HalfLife: 5 * time.Minute}, PacingDays: 3, PacingAuctions: 200_000, PacingBudget: 0.4,
+		HalfLife: 5 * time.Minute, PacingDays: 3, PacingAuctions: 200_000, PacingBudget: 0.4,
 	}
 }
 
@@ -133,8 +136,7 @@ type Result struct {
 	// measured ratio (-1: never).
 	AfterRatio []float64
 	Recovery   int
-	// Restart is what the restarted bidder did in its first second.
-	Restart Restart
+	Restart    Restart
 	// Err is the first error of the fleet's store (Sync, Load), if any.
 	Err error
 	// Notices are the notices told to the bidders (wins, and losses when
@@ -174,14 +176,6 @@ func lognormalCDF(x, median, sigma float64) float64 {
 	return 0.5 * math.Erfc(-math.Log(x/median)/(sigma*math.Sqrt2))
 }
 
-// segmentIDs are the shading segments of segments.
-func segmentIDs() (ids []shading.SegmentID) {
-	for _, s := range segments {
-		ids = append(ids, shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250))
-	}
-	return ids
-}
-
 // draw picks a segment and draws its highest competing bid, CPM, with the
 // segment's median times scale.
 func draw(scale float64, rng *splitmix.Rand) (int, float64) {
@@ -193,54 +187,47 @@ func draw(scale float64, rng *splitmix.Rand) (int, float64) {
 
 // Run plays cfg.
 func Run(cfg Config) *Result {
-	rng := splitmix.Rand{S: cfg.Seed}
-	shadeRand := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x5eed)}
-	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
-	opts := cfg.Shading
-	opts.Rand = shadeRand.Float64
-	opts.Exchanges = []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: noticeWait}}
-	fleet := cfg.Bidders > 1
-	if fleet {
-		opts.Fleet = &shading.FleetOptions{Slot: fleetSlot}
-	}
-	nb := max(cfg.Bidders, 1)
-	now := time.Unix(1_800_000_000, 0)
-	lastRefresh := now
-	shaders, lastSync := make([]*shading.Shader, nb), make([]time.Time, nb)
-	for k := range shaders {
-		shaders[k] = shading.New(opts)
-		lastSync[k] = now.Add(time.Duration(k) * cfg.SyncEvery / time.Duration(nb)) // staggered
-	}
-	ctx := context.Background()
-	var errs []error // errors.Join drops the nils
-
 	if cfg.Shift == 0 || cfg.After == 0 {
 		cfg.Shift, cfg.After = 0, 0 // no shift
 	}
 	if cfg.RestartAt < 0 {
 		cfg.RestartAt = cfg.Learn + cfg.Measure/2
 	}
+	rng := splitmix.Rand{S: cfg.Seed}
+	shadeRand := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x5eed)}
+	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
+	opts := shading.Options{HalfLife: cfg.HalfLife, Rand: shadeRand.Float64,
+		Exchanges: []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: noticeWait}}}
+	fleet := cfg.Bidders > 1
+	if fleet {
+		opts.Fleet = &shading.FleetOptions{Slot: fleetSlot}
+	}
+	nb := max(cfg.Bidders, 1)
+	now := time.Unix(1_800_000_000, 0)
+	shaders, lastSync := make([]*shading.Shader, nb), make([]time.Time, nb)
+	for k := range shaders {
+		shaders[k] = shading.New(opts)
+		lastSync[k] = now.Add(time.Duration(k) * cfg.SyncEvery / time.Duration(nb)) // staggered
+	}
+	var errs []error // errors.Join drops the nils
 	res := &Result{Config: cfg, Recovery: -1}
-	ids := segmentIDs()
 	shifted := make([]float64, len(segments)) // the oracle's price after the shift
 	for i, s := range segments {
 		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)})
 		shifted[i] = OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma)
 	}
 	var win SegmentResult // the current window after the shift
-	var restarted time.Time
 	for a := range cfg.Learn + cfg.Measure + cfg.After {
 		now = now.Add(step)
-		if now.Sub(lastRefresh) >= time.Second {
+		if now.Nanosecond() == 0 { // every second
 			for _, sh := range shaders {
 				sh.Refresh(now)
 			}
-			lastRefresh = now
 		}
 		if fleet {
 			for k, sh := range shaders {
 				if now.Sub(lastSync[k]) >= cfg.SyncEvery {
-					st, err := sh.Sync(ctx, cfg.Store, now)
+					st, err := sh.Sync(context.Background(), cfg.Store, now)
 					errs = append(errs, err)
 					res.Syncs++
 					res.Flushed += st.Flushed
@@ -251,10 +238,10 @@ func Run(cfg Config) *Result {
 			}
 			if cfg.RestartAt > 0 && a == cfg.RestartAt {
 				shaders[1] = shading.New(opts)
-				st, err := shaders[1].Load(ctx, cfg.Store, now)
+				st, err := shaders[1].Load(context.Background(), cfg.Store, now)
 				errs = append(errs, err)
 				res.Restart.Loaded = st.Segments
-				restarted, lastSync[1] = now, now
+				lastSync[1] = now
 			}
 		}
 		after := a >= cfg.Learn+cfg.Measure
@@ -271,11 +258,11 @@ func Run(cfg Config) *Result {
 			continue
 		}
 		tie := max(d, s.Floor) // the price to tie: the highest other bid or the floor
-		bi := lb.IntN(nb)
-		dec := shaders[bi].Price(ids[i], shading.FirstPrice, true, micros(cfg.Value), micros(s.Floor))
+		bi, id := lb.IntN(nb), s.id()
+		dec := shaders[bi].Price(id, shading.FirstPrice, true, micros(cfg.Value), micros(s.Floor))
 		price := float64(dec.Price) / 1e6
-		shaders[bi].Bid(ids[i], dec.Price, now)
-		if bi == 1 && !restarted.IsZero() && now.Sub(restarted) < time.Second {
+		shaders[bi].Bid(id, dec.Price, now)
+		if bi == 1 && cfg.RestartAt > 0 && a >= cfg.RestartAt && time.Duration(a-cfg.RestartAt)*step < time.Second {
 			res.Restart.Bids++
 			res.Restart.ByHow[dec.How]++
 			res.Restart.MeanShade += price / cfg.Value // a sum until the end
@@ -283,7 +270,7 @@ func Run(cfg Config) *Result {
 		won := price >= tie
 		if won || cfg.LossNotices {
 			res.Notices++
-			shaders[lb.IntN(nb)].Observe(ids[i], dec.Price, now, won, micros(tie), cfg.MinToWin, now)
+			shaders[lb.IntN(nb)].Observe(id, dec.Price, now, won, micros(tie), cfg.MinToWin, now)
 		}
 		switch {
 		case after:

@@ -45,14 +45,10 @@ type pacedBidder struct {
 	seenSpent float64 // as of the last flush
 }
 
-func newPacedBidder(name string, adaptive bool, seed uint64) *pacedBidder {
+func newPacedBidder(name string, pacer *spend.Pacer, seed uint64) *pacedBidder {
 	sr := splitmix.Rand{S: splitmix.Mix(seed)}
-	pb := &pacedBidder{run: PacingRun{Name: name}, rng: splitmix.Rand{S: seed}, sh: shading.New(shading.Options{HalfLife: 30 * time.Minute,
+	return &pacedBidder{run: PacingRun{Name: name}, pacer: pacer, rng: splitmix.Rand{S: seed}, sh: shading.New(shading.Options{HalfLife: 30 * time.Minute,
 		Rand: sr.Float64, Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: noticeWait}}})}
-	if adaptive {
-		pb.pacer = spend.NewPacer(spend.PacerOptions{})
-	}
-	return pb
 }
 
 // RunPacing plays cfg's pacing days, the spend seen as of the last flush
@@ -62,24 +58,23 @@ func newPacedBidder(name string, adaptive bool, seed uint64) *pacedBidder {
 // spend.ThrottleProbability against the clock's fraction of the day).
 func RunPacing(cfg Config) *PacingResult {
 	res := &PacingResult{Config: cfg}
-	ids := segmentIDs()
 	// The budget: a share of what shaded bids at the value spend in a day
 	// (the default landscape's learn and measure, no shift, loss notices).
 	probeCfg := Defaults()
 	probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Value, cfg.Seed, 0, true
 	probe := Run(probeCfg).Total.Shaded
-	perAuction := probe.Spend / float64(probe.Auctions) / 1000
-	res.Budget = cfg.PacingBudget * perAuction * float64(cfg.PacingAuctions)
+	res.Budget = cfg.PacingBudget * (probe.Spend / float64(probe.Auctions) / 1000) * float64(cfg.PacingAuctions)
 	budgetMicros := int64(res.Budget * 1e6)
 
 	var tc spend.TrafficCurve
-	bidders := []*pacedBidder{newPacedBidder("adaptive (value / (1 + mu))", true, cfg.Seed+1), newPacedBidder("throttled even", false, cfg.Seed+2)}
+	bidders := []*pacedBidder{newPacedBidder("adaptive (value / (1 + mu))", spend.NewPacer(spend.PacerOptions{}), cfg.Seed+1),
+		newPacedBidder("throttled even", nil, cfg.Seed+2)}
 	rng := splitmix.Rand{S: cfg.Seed}
 	start := time.Unix(1_800_000_000-1_800_000_000%86400, 0) // a UTC midnight
 	// Auctions per second at rate 1: the day's mean traffic is (1 + peakToTrough) / 2.
 	perSec := float64(cfg.PacingAuctions) / 86400 / ((1 + peakToTrough) / 2)
-	var acc float64
-	var hourTraffic [24]float64 // of the measured day
+	var acc, tsum float64
+	var hourTraffic [24]float64 // of the measured day, and tsum their total
 	for day := range cfg.PacingDays {
 		measured := day == cfg.PacingDays-1
 		dayStart := start.Add(time.Duration(day) * 24 * time.Hour)
@@ -102,6 +97,7 @@ func RunPacing(cfg Config) *PacingResult {
 			rate := (1 + (peakToTrough-1)/2*(1-math.Cos(2*math.Pi*float64(sec)/86400))) * perSec
 			if measured {
 				hourTraffic[sec/3600] += rate
+				tsum += rate
 			}
 			acc += rate
 			for acc >= 1 {
@@ -109,14 +105,10 @@ func RunPacing(cfg Config) *PacingResult {
 				tc.Count(now)
 				i, d := draw(1, &rng)
 				for _, pb := range bidders {
-					pb.auction(now, ids[i], micros(cfg.Value), micros(segments[i].Floor), max(d, segments[i].Floor), budgetMicros, float64(sec)/86400, measured)
+					pb.auction(now, segments[i], micros(cfg.Value), max(d, segments[i].Floor), budgetMicros, float64(sec)/86400, measured)
 				}
 			}
 		}
-	}
-	var tsum float64
-	for _, v := range hourTraffic {
-		tsum += v
 	}
 	for h := range res.Target {
 		res.Target[h] = res.Budget * hourTraffic[h] / tsum
@@ -136,7 +128,7 @@ func RunPacing(cfg Config) *PacingResult {
 
 // auction is one auction for pb: the budget check on the spend seen, the
 // pacing, shading, the outcome and its notices.
-func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor int64, tie float64, budget int64, frac float64, measured bool) {
+func (pb *pacedBidder) auction(now time.Time, s Segment, value int64, tie float64, budget int64, frac float64, measured bool) {
 	seen := int64(pb.seenSpent * 1e6)
 	if seen >= budget {
 		return
@@ -147,6 +139,7 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 	} else if p := spend.ThrottleProbability(budget, seen, frac, spend.DefaultPacingSlack, spend.DefaultPacingWidth); p < 1 && pb.rng.Float64() >= p {
 		return
 	}
+	id, floor := s.id(), micros(s.Floor)
 	if v < floor {
 		return
 	}
