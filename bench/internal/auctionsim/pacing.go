@@ -47,8 +47,9 @@ type pacedBidder struct {
 
 func newPacedBidder(name string, pacer *spend.Pacer, seed uint64) *pacedBidder {
 	sr := splitmix.Rand{S: splitmix.Mix(seed)}
-	return &pacedBidder{run: PacingRun{Name: name}, pacer: pacer, rng: splitmix.Rand{S: seed}, sh: shading.New(shading.Options{HalfLife: 30 * time.Minute,
-		Rand: sr.Float64, Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: noticeWait}}})}
+	sh := shading.New(shading.Options{HalfLife: 30 * time.Minute, Rand: sr.Float64,
+		Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: noticeWait}}})
+	return &pacedBidder{run: PacingRun{Name: name}, sh: sh, pacer: pacer, rng: splitmix.Rand{S: seed}}
 }
 
 // RunPacing plays cfg's pacing days, the spend seen as of the last flush
