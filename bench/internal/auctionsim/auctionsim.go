@@ -137,7 +137,7 @@ type Result struct {
 	AfterRatio []float64
 	Recovery   int
 	Restart    Restart
-	// Err is the first error of the fleet's store (Sync, Load), if any.
+	// Err joins the errors of the fleet's store (Sync, Load), if any.
 	Err error
 	// Notices are the notices told to the bidders (wins, and losses when
 	// the exchange sends them); Syncs, Flushed and Fields what the fleet's
