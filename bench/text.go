@@ -136,27 +136,24 @@ func writeResult(ew *errWriter, res *Result) {
 		ew.printf("\nTimeline (1 s windows, by completion time; * = drain or partial window):\n")
 		tw = ew.tab()
 		fmt.Fprintln(tw, "  t\trequests\tok\tno-bid\terrors\tmiss\tavg ms\tp50 ms\tp99 ms\tmax ms")
-		tl := res.Timeline
+		tl, half := res.Timeline, maxTimelineRows/2
 		for i, s := range tl {
-			if len(tl) > maxTimelineRows && i == maxTimelineRows/2 {
-				fmt.Fprintf(tw, "  ...\t%d rows omitted\n", len(tl)-maxTimelineRows)
-			}
-			if len(tl) > maxTimelineRows && i >= maxTimelineRows/2 && i < len(tl)-maxTimelineRows/2 {
+			if len(tl) > maxTimelineRows && i >= half && i < len(tl)-half {
+				if i == half {
+					fmt.Fprintf(tw, "  ...\t%d rows omitted\n", len(tl)-maxTimelineRows)
+				}
 				continue
 			}
 			mark := ""
 			if !s.Full {
 				mark = "*"
 			}
-			var evs []string
+			ev, sep := "", "\t<- " // the events of this second
 			for _, e := range res.Events {
 				if int(e.AtSec) == s.T {
-					evs = append(evs, fmt.Sprintf("%s at %.1f s", e.What, e.AtSec))
+					ev += sep + fmt.Sprintf("%s at %.1f s", e.What, e.AtSec)
+					sep = "; "
 				}
-			}
-			ev := ""
-			if len(evs) > 0 {
-				ev = "\t<- " + strings.Join(evs, "; ")
 			}
 			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
 				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)), ev)
