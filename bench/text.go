@@ -11,14 +11,14 @@ import (
 	"text/tabwriter"
 )
 
-// maxTimelineRows bounds the timeline printed per result in text reports;
-// longer timelines print their head and tail (the JSON and HTML have all).
+// maxTimelineRows bounds the timeline printed per result: a longer one
+// prints its head and tail (the JSON has all).
 const maxTimelineRows = 120
 
 // WriteText writes r as aligned plain-text tables for a terminal: metadata,
-// the comparison table and the scenario's tables, then per target a ghz-style summary, histogram,
-// latency distribution, moving throughput, watched processes and sockets,
-// and the per-second timeline; then max-rate searches.
+// the soak's findings and the scenario's tables, then per target a ghz-style
+// summary, histogram, latency distribution, watched processes and the
+// per-second timeline; then the max-rate searches.
 func WriteText(w io.Writer, r *Report) error {
 	ew := &errWriter{w: w}
 	title := "rtbd bench report"
