@@ -50,24 +50,21 @@ const (
 // and by order among equal names) on p50, p99, avg latency and throughput.
 // The rule, per metric:
 //
-//  1. Effect size: the whole-run change |B - A| must reach
-//     max(5% of A, 0.2 ms) for latency, 5% of A for throughput; otherwise
-//     "no change". This keeps identical builds at "no change" even when
-//     long runs make tiny shifts statistically significant.
-//  2. Noise: the per-second samples of the two runs (p50, p99 or average
-//     latency of each full 1 s window, or its request count) must differ
-//     by a two-sided Mann-Whitney U test at p < 0.01 (go-moremath's, as
-//     benchstat uses: the exact distribution, ties included, for small
+//  1. Effect size: the whole-run change |B - A| must reach max(5% of A,
+//     0.2 ms) for latency, 5% of A for throughput, else "no change" (long
+//     runs make tiny shifts significant; identical builds must not differ).
+//  2. Power: each run needs at least 4 per-second samples (full 1 s windows
+//     that saw requests), and enough that complete separation could reach
+//     p <= alpha/4 (the smallest two-sided p, 2/C(nA+nB, nA), is 0.0079 for
+//     5 and 5, 0.0022 for 6 and 6: runs of at least 7 s), else "inconclusive".
+//  3. Noise: the per-second samples (each window's p50, p99, average or
+//     request count) must differ by a two-sided Mann-Whitney U test at
+//     p < 0.01 (go-moremath's, as benchstat uses: exact with ties for small
 //     samples, the normal approximation with tie correction beyond), and
-//     the medians of the per-second samples must move the same way as the
-//     whole-run value; otherwise "no change".
-//     The test must also have power: with fewer than 4 samples per side,
-//     or when even complete separation could not reach p <= alpha/4 (the
-//     smallest two-sided p, 2/C(nA+nB, nA), is 0.0079 for 5 and 5, 0.0022
-//     for 6 and 6: runs of at least 7 s), the verdict is "inconclusive",
-//     not "no change".
-//  3. Direction: higher latency or lower throughput is a "regression",
-//     the opposite an "improvement".
+//     their medians must move the same way as the whole-run value, else
+//     "no change".
+//  4. Direction: higher latency or lower throughput is a "regression", the
+//     opposite an "improvement".
 func Compare(a, b *Report) []Delta {
 	var out []Delta
 	usedB := make([]bool, len(b.Results))

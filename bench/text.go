@@ -105,11 +105,8 @@ func writeResult(ew *errWriter, res *Result) {
 		}
 		tw = ew.tab()
 		for _, b := range res.Histogram {
-			bar := 0
-			if maxC > 0 {
-				bar = min(max(int(float64(b.Count)*40/float64(maxC)), 0), 40)
-			}
-			fmt.Fprintf(tw, "  %.3f\t[%d]\t|%s\n", b.MarkUs/1000, b.Count, strings.Repeat("∎", bar))
+			bar := min(max(b.Count*40/max(maxC, 1), 0), 40) // clamped: a report read from a file may hold anything
+			fmt.Fprintf(tw, "  %.3f\t[%d]\t|%s\n", b.MarkUs/1000, b.Count, strings.Repeat("∎", int(bar)))
 		}
 		ew.flush(tw)
 	}
