@@ -200,9 +200,9 @@ func mannWhitneyP(x, y []float64) float64 {
 // WriteCompare writes deltas as an aligned table headed by the two reports'
 // identities, followed by the verdict rule.
 func WriteCompare(w io.Writer, a, b *Report, deltas []Delta) error {
-	ew := &errWriter{w: w}
-	ew.printf("A: %s\nB: %s\n\n", reportIdent(a), reportIdent(b))
-	tw := ew.tab()
+	out := &textWriter{}
+	out.printf("A: %s\nB: %s\n\n", reportIdent(a), reportIdent(b))
+	tw := out.tab()
 	fmt.Fprintf(tw, "target\tmetric\tA\tB\tchange\tchange %%\tper-s median A\tB\tn A,B\tp\tverdict\treason\t\n")
 	for _, d := range deltas {
 		if d.Metric == "-" {
@@ -213,10 +213,10 @@ func WriteCompare(w io.Writer, a, b *Report, deltas []Delta) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.3f\t%+.1f%%\t%s\t%s\t%d,%d\t%.3g\t%s\t%s\t\n",
 			d.Target, d.Metric, f(d.A), f(d.B), d.Diff, d.DiffPc, f(d.MedianA), f(d.MedianB), d.NA, d.NB, d.PValue, d.Verdict, d.Reason)
 	}
-	ew.flush(tw)
-	ew.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
+	out.flush(tw)
+	out.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
 		"(Mann-Whitney U, two-sided, p < 0.01, >= 6 full seconds per run, else \"inconclusive\") in the same direction; else \"no change\".\n")
-	return ew.err
+	return out.copyTo(w)
 }
 
 func reportIdent(r *Report) string {

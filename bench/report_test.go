@@ -176,3 +176,21 @@ func FuzzReadReport(f *testing.F) {
 		_ = Compare(r, r)
 	})
 }
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWritersReportWriteErrors(t *testing.T) {
+	r := sampleReport()
+	for name, err := range map[string]error{
+		"text":    WriteText(failingWriter{}, r),
+		"html":    WriteHTML(failingWriter{}, r),
+		"json":    WriteJSON(failingWriter{}, r),
+		"compare": WriteCompare(failingWriter{}, r, r, Compare(r, r)),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("%s: %v, want the write error", name, err)
+		}
+	}
+}

@@ -293,7 +293,7 @@ func fmtOutcomes(m map[string]int64) string {
 }
 
 // writeSoak is the soak section of the text report.
-func writeSoak(ew *errWriter, s *SoakSummary) {
+func writeSoak(ew *textWriter, s *SoakSummary) {
 	ew.printf("\nFault-injection soak\n")
 	for _, c := range s.Checks {
 		v := "PASS"

@@ -106,12 +106,7 @@ func safeDiv(a, b float64) float64 {
 	return a / b
 }
 
-// tableHeader and tableCells are a Table's columns in the text report.
-var tableHeader = []string{"target", "group",
-	"avg ms", "p50 ms", "p99 ms", "req/s",
-	"avg ×", "p50 ×", "p99 ×", "req/s ×",
-	"offered", "p90 ms", "p99.9 ms", "max ms", "requests", "errors", "no-bid %", "misses", "harness CPU s", "server CPU s", "server RSS MB"}
-
+// tableCells are a row's cells in the text report, in writeTable's columns.
 func tableCells(r TableRow) []string {
 	ratio := func(v float64) string {
 		if r.Baseline == "" {
@@ -140,17 +135,18 @@ func tableCells(r TableRow) []string {
 		fmt.Sprintf("%.2f", r.HarnessCPUSec), na(r.ServerCPUSec, "%.2f"), na(r.ServerRSSMB, "%.1f")}
 }
 
-func writeTable(ew *errWriter, t Table) {
-	ew.printf("\n%s\n", t.Title)
-	tw := ew.tab()
-	fmt.Fprintln(tw, strings.Join(tableHeader, "\t")+"\t")
+func writeTable(out *textWriter, t Table) {
+	out.printf("\n%s\n", t.Title)
+	tw := out.tab()
+	fmt.Fprintln(tw, "target\tgroup\tavg ms\tp50 ms\tp99 ms\treq/s\tavg ×\tp50 ×\tp99 ×\treq/s ×\t"+
+		"offered\tp90 ms\tp99.9 ms\tmax ms\trequests\terrors\tno-bid %\tmisses\tharness CPU s\tserver CPU s\tserver RSS MB\t")
 	for _, r := range t.Rows {
 		fmt.Fprintln(tw, strings.Join(tableCells(r), "\t")+"\t")
 	}
-	ew.flush(tw)
-	ew.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
+	out.flush(tw)
+	out.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
 		" harness CPU s: the bench process, which also runs an in-process store; server columns: the child processes it watched)\n")
 	for _, n := range t.Notes {
-		ew.printf("note: %s\n", n)
+		out.printf("note: %s\n", n)
 	}
 }
