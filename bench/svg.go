@@ -64,16 +64,13 @@ func linearAxis(label string, hi float64, n int) axis {
 		}
 	}
 	a := axis{label: label, max: math.Ceil(hi/step) * step}
-	for i := 0; i <= 4*n; i++ { // bounded: float steps may not reach max exactly
+	for i := 0; i <= 4*n && float64(i)*step <= a.max+step/2; i++ { // bounded: a huge hi makes max +Inf
 		v := float64(i) * step
-		if v > a.max+step/2 {
-			break
-		}
-		label := strconv.FormatFloat(v, 'g', 4, 64)
+		text := strconv.FormatFloat(v, 'g', 4, 64)
 		if v == math.Trunc(v) && v < 1e15 {
-			label = strconv.FormatFloat(v, 'f', 0, 64)
+			text = strconv.FormatFloat(v, 'f', 0, 64)
 		}
-		a.ticks = append(a.ticks, tick{v, label})
+		a.ticks = append(a.ticks, tick{v, text})
 	}
 	return a
 }
