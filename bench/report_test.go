@@ -194,3 +194,12 @@ func TestWritersReportWriteErrors(t *testing.T) {
 		}
 	}
 }
+
+func TestFmtRate(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 999.94: "999.9", 3732.4: "3,732.4", 1234567: "1,234,567.0",
+		-123.4: "-123.4", -1234.5: "-1,234.5", -123456: "-123,456.0"} {
+		if got := fmtRate(v); got != want {
+			t.Errorf("fmtRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -197,14 +197,11 @@ func fmtMs(ms float64) string {
 
 // fmtRate formats a rate with thousands separators: 3732.4 -> "3,732.4".
 func fmtRate(v float64) string {
-	intPart, frac, _ := strings.Cut(strconv.FormatFloat(math.Abs(v), 'f', 1, 64), ".")
-	for i := len(intPart) - 3; i > 0; i -= 3 {
-		intPart = intPart[:i] + "," + intPart[i:]
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	for i := strings.IndexByte(s, '.') - 3; i > 0 && s[i-1] != '-'; i -= 3 { // every 3 digits left of the point
+		s = s[:i] + "," + s[i:]
 	}
-	if math.Signbit(v) {
-		intPart = "-" + intPart
-	}
-	return intPart + "." + frac
+	return s
 }
 
 // textWriter collects a text report: the writers print into it and
