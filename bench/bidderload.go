@@ -216,7 +216,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		near0 := t.nearStats()
 		logf("overload %s: searching the highest rate with p99 <= %v, < 0.1%% answers past tmax %v and < 1%% no-bids (a shedding bidder keeps its latency)",
 			name, o.Load.P99, o.Load.Tmax)
-		lo := OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch}
+		lo := Options{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch}
 		s, err := FindMaxRate(ctx, bidTarget(name, t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), FindMaxRateOptions{
 			Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 			StepDuration: min(o.Load.Duration, 5*time.Second), StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
@@ -243,7 +243,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		rate := 2 * s.MaxRate
 		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
 		lo.Rate, lo.Duration, lo.Warmup = rate, o.Load.Duration, min(o.Load.Warmup, time.Second)
-		r, err := RunOpenLoop(ctx, bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), lo)
+		r, err := Run(ctx, bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64)), lo)
 		if r == nil {
 			return err
 		}
