@@ -300,12 +300,9 @@ func compareMain(_ context.Context, args []string, stdout, stderr io.Writer) err
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: rtbd bench compare needs two report files A.json B.json, got %d arguments", ErrUsage, fs.NArg())
 	}
-	a, err := LoadReport(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	b, err := LoadReport(fs.Arg(1))
-	if err != nil {
+	a, errA := LoadReport(fs.Arg(0))
+	b, errB := LoadReport(fs.Arg(1))
+	if err := errors.Join(errA, errB); err != nil {
 		return err
 	}
 	deltas := Compare(a, b)

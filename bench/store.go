@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,9 @@ const (
 	StoreRedis     = "redis"
 	StoreAerospike = "aerospike"
 )
+
+// storeTargets are the store targets in their default order.
+var storeTargets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis, StoreAerospike}
 
 // StoreOptions configure RunStore: each field is the `rtbd bench store` flag named beside it
 // (bench/FLAGS.md), and a zero value takes that flag's default.
@@ -75,10 +79,7 @@ func (o StoreOptions) withDefaults() StoreOptions {
 	}
 	o.Requests = cmp.Or(o.Requests, storeDefaults.Requests)
 	if len(o.Targets) == 0 {
-		o.Targets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis}
-		if o.AerospikeHosts != "" {
-			o.Targets = append(o.Targets, StoreAerospike)
-		}
+		o.Targets = slices.DeleteFunc(slices.Clone(storeTargets), func(t string) bool { return t == StoreAerospike && o.AerospikeHosts == "" })
 	}
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
 	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, storeDefaults.AerospikeNamespace)
@@ -98,17 +99,10 @@ func (o StoreOptions) Validate() error {
 		}
 	}
 	p.check(o.Requests >= 1, "requests: must be >= 1, got %d", o.Requests)
-	seen := map[string]bool{}
-	for _, t := range o.Targets {
-		switch t {
-		case StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis:
-		case StoreAerospike:
-			p.check(o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
-		default:
-			p.addf("targets: unknown %q (want local, grpc, grpc-near, redis, aerospike)", t)
-		}
-		p.check(!seen[t], "targets: %q twice", t)
-		seen[t] = true
+	for i, t := range o.Targets {
+		p.check(slices.Contains(storeTargets, t), "targets: unknown %q (want %s)", t, strings.Join(storeTargets, ", "))
+		p.check(t != StoreAerospike || o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
+		p.check(!slices.Contains(o.Targets[:i], t), "targets: %q twice", t)
 	}
 	p.check(o.ConnsPerNode >= 0 && o.NearCacheBytes >= 0 && o.TestOnlyCatalogDelay >= 0, "conns-per-node, near-cache, test-only catalog delay: must be >= 0")
 	p.merge(o.Load.Validate())
@@ -322,10 +316,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		}
 		rs := newRedisStore(addr, 64)
 		cleanups.add(func() { rs.Close() })
-		if err := rs.rdb.Ping(ctx).Err(); err != nil {
-			return nil, fmt.Errorf("bench: redis at %s: %w", addr, err)
-		}
-		r.store = rs
+		r.store = rs // loading it below tells when addr does not answer
 
 	case StoreAerospike:
 		s, err := newAerospikeStore(o.AerospikeHosts, o.AerospikeNamespace)

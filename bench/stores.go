@@ -90,9 +90,6 @@ func storeError(op string, ctx context.Context, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// kvMaxIDs bounds the ids of a request to the key-value stores, as catalog.ValidateRequest checks them.
-const kvMaxIDs = 1000
-
 // productKey is a product's key in the key-value stores.
 func productKey(group, id int64) string {
 	return "p:" + strconv.FormatInt(group, 10) + ":" + strconv.FormatInt(id, 10)
@@ -103,7 +100,7 @@ func productKey(group, id int64) string {
 // key, nil when absent), decoded and filtered by the catalog's rules.
 func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
 	mget func(ctx context.Context, keys []string) ([][]byte, error)) (*catalogpb.ProductMastersResponse, error) {
-	if err := catalog.ValidateRequest(req, kvMaxIDs); err != nil {
+	if err := catalog.ValidateRequest(req, 1000); err != nil { // catalog.LocalOptions.MaxIDs' default
 		return nil, err
 	}
 	ids := slices.Concat(req.Product1Ids, req.Product2Ids)
@@ -162,7 +159,8 @@ func kvLoad(products iter.Seq[*catalogpb.Product], size int, put func(keys []str
 	var vals [][]byte
 	n := 0
 	for p := range products {
-		keys, vals = append(keys, productKey(p.ProductGroupId, p.ProductId)), append(vals, catalog.AppendValue(nil, p))
+		keys = append(keys, productKey(p.ProductGroupId, p.ProductId))
+		vals = append(vals, catalog.AppendValue(nil, p))
 		n++
 		if len(keys) == size {
 			if err := put(keys, vals); err != nil {
