@@ -415,10 +415,7 @@ func syntheticProducts(n, groups int) iter.Seq[*catalogpb.Product] {
 
 // BuildSyntheticIndex builds and publishes in dir the index of syntheticProducts(n, groups).
 func BuildSyntheticIndex(dir string, n, groups int) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	lock, err := catalog.LockDir(dir)
+	lock, err := catalog.LockDir(dir) // creates dir
 	if err != nil {
 		return err
 	}
