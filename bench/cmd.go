@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -76,8 +77,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Usage(stderr)
 		return fmt.Errorf("%w: rtbd bench needs a scenario: %s", ErrUsage, strings.Join(Scenarios, ", "))
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	if slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 		Usage(stdout)
 		return flag.ErrHelp
 	}
