@@ -61,8 +61,8 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 func (f *soakFleet) loads() []Load {
 	o := f.o
 	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
-	opts := func(rate float64, seed uint64) OpenLoopOptions {
-		return OpenLoopOptions{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}
+	opts := func(rate float64, seed uint64) Options {
+		return Options{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}
 	}
 	bids := &soakTarget{name: "soak bids", kind: "bid", f: f, method: "POST", tmax: o.Tmax,
 		uri: func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },
