@@ -27,56 +27,32 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 )
 
-// SoakOptions configure RunSoak. Zero values take the defaults noted.
+// SoakOptions configure RunSoak; zero values take the defaults of
+// withDefaults. The flags of `rtbd bench soak` (FLAGS.md) set them.
 type SoakOptions struct {
-	// Duration of the measured phase (faults happen in it). Default 10m.
-	Duration time.Duration
-	// Warmup before it (load, no faults, not counted). Default 30s.
-	Warmup time.Duration
-	// Rate of bid requests, req/s (split over the bidders). Default 100.
-	Rate float64
-	// EventRate and ClickRate: pixel events (/event) and clicks (/click of
-	// answered bids' product links), req/s. Defaults Rate/5 and Rate/20.
-	EventRate, ClickRate float64
-	// WinRatio is the share of bids answered with a bid whose nurl and
-	// then burl are sent, NoticeDelay to 2 x NoticeDelay later, each to a
-	// bidder chosen then. Default 0.5 (NoticeDelay 500ms).
-	WinRatio    float64
+	Duration    time.Duration // the measured phase; the faults run in it
+	Warmup      time.Duration // load before it: no faults, not counted
+	Rate        float64       // bid requests/s, over the bidders the balancer sends traffic to
+	EventRate   float64       // pixel events (/event), req/s
+	ClickRate   float64       // clicks on answered bids' product links, req/s
+	WinRatio    float64       // share of bids whose nurl, then burl, is sent NoticeDelay to 2 x NoticeDelay later
 	NoticeDelay time.Duration
-	// ReplayRatio is the share of accepted billing notices sent a second
-	// time, to the other bidder, a few seconds later (an exchange's
-	// retry): they must not be charged twice. Default 0.05.
+	// ReplayRatio is the share of accepted bills sent again to the other
+	// bidder a few seconds later (an exchange's retry): never charged twice.
 	ReplayRatio float64
-	// Tmax is the bids' deadline (answers past it are counted late);
-	// Timeout the hard per-request deadline. Defaults 100ms, 1s.
-	Tmax, Timeout time.Duration
-	// Rounds is how many times each fault runs, spread evenly over
-	// Duration. Default 2.
-	Rounds int
-	// Faults limits the faults to these kinds (SoakFaultKinds); empty: all.
-	Faults []string
-	// FaultGrace is how long after a fault's recovery an error or late
-	// answer is still attributed to it. Default 5s.
-	FaultGrace time.Duration
-	// Outage is how long a killed catalog node or redis-server stays
-	// down. Default 3s. (node-cut stops a node for soakCut.)
-	Outage time.Duration
-	// RSSWarmup is how long after a process starts its RSS is not judged.
-	// Default 60s (a third of Duration when that is shorter).
-	RSSWarmup time.Duration
-	// DemoSize is the demo written.
+	Tmax        time.Duration // bid deadline: answers past it are late
+	Timeout     time.Duration // hard per-request deadline
+	Rounds      int           // times each fault runs, spread evenly over Duration
+	Faults      []string      // the fault kinds run (SoakFaultKinds); empty: all
+	FaultGrace  time.Duration // errors and late answers this long after a fault's recovery are still its
+	Outage      time.Duration // how long a killed catalog node or redis-server stays down
+	RSSWarmup   time.Duration // a process's RSS is not judged this long after it starts
 	DemoSize
-	// Exe is the rtbd binary ("": this executable); RedisServer the
-	// redis-server binary (default DefaultRedisServer).
-	Exe, RedisServer string
-	// BidderArgs and NodeArgs are extra flags of the bidders and nodes.
-	BidderArgs, NodeArgs []string
-	// WorkDir keeps the children's logs and data. "": a temporary one.
-	WorkDir string
-	// Seed of the request streams.
-	Seed uint64
-	// Log receives progress lines. nil: none.
-	Log io.Writer
+	Exe, RedisServer     string    // the rtbd binary ("": this executable) and redis-server's
+	BidderArgs, NodeArgs []string  // extra flags of the bidders and catalog nodes
+	WorkDir              string    // the children's logs and data ("": a temporary directory)
+	Seed                 uint64    // of the request streams
+	Log                  io.Writer // progress lines (nil: none)
 }
 
 // Fault kinds of the soak, in schedule order.
@@ -130,17 +106,14 @@ func (o SoakOptions) Validate() error {
 	return p.err()
 }
 
-// soakProc is one process slot of the soak fleet (redis-server, a catalog
-// node, a bidder): its current process, restarted on the same ports and
-// data, and that process's pid, which the RSS sampler reads while a fault
-// restarts it.
+// soakProc is one process slot of the fleet (redis-server, a catalog node,
+// a bidder), restarted on the same ports and data by a fault. curPID is
+// its current process, read by the RSS sampler while a fault restarts it.
 type soakProc struct {
 	*server
 	curPID atomic.Int64
-	// Bidders: whether the harness's balancer sends it traffic (its
-	// /readyz, polled), and the client it sends it with.
-	up     atomic.Bool
-	client *fasthttp.HostClient
+	up     atomic.Bool          // a bidder's /readyz answers: the balancer sends it traffic
+	client *fasthttp.HostClient // a bidder's
 }
 
 // launch starts the slot's process (on its former ports when keepPorts).
@@ -152,7 +125,7 @@ func (p *soakProc) launch(ctx context.Context, keepPorts bool) error {
 	return nil
 }
 
-// soakFleet is what RunSoak started.
+// soakFleet is what RunSoak started, and what its load and faults saw.
 type soakFleet struct {
 	o        SoakOptions
 	redis    *soakProc
@@ -163,34 +136,30 @@ type soakFleet struct {
 	logf     func(string, ...any)
 	measured time.Time // start of the measured phase
 
-	anomMu    sync.Mutex
-	anomalies []SoakAnomaly // every error and late answer, with its time
-	notices   noticeBook
+	mu         sync.Mutex
+	anomalies  []SoakAnomaly   // every error and late answer
+	notices    SoakNotices     // the billing notices' outcomes
+	accepted   []string        // burl paths answered 204 accepted or replay
+	noticeLats []time.Duration // of the notice attempts a bidder answered
+
 	harvest   urlRing // recent click links of answered bids
 	pendingWG sync.WaitGroup
 	stopping  atomic.Bool
 }
 
-// procs are every process slot.
-func (f *soakFleet) procs() []*soakProc {
-	return slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders)
-}
-
-// RunSoak runs the fault-injection soak: a fleet of redis-server (AOF,
-// appendfsync always), two catalog nodes and two bidders sharing them,
-// under bids, notices, pixel events and clicks at fixed rates for
-// Duration, while faults run on a schedule (SoakFaultKinds, each Rounds
-// times). The report reconciles every accepted billing notice against the
-// store, attributes every error and late answer to a fault window and
-// checks every process's RSS (Report.Soak).
-// The processes it started are stopped before it returns.
+// RunSoak runs the fault-injection soak: redis-server (AOF, appendfsync
+// always), two catalog nodes and two bidders sharing them, under bids,
+// notices, pixel events and clicks for Duration while the faults run on a
+// schedule. Report.Soak reconciles every accepted billing notice with the
+// store, attributes every error and late answer to a fault and judges
+// every process's RSS. The processes are stopped before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
-	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: ")}
-	f.notices.n = SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}
+	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: "),
+		notices: SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}}
 	var cleanups cleanupStack
 	defer cleanups.run()
 	exe, err := executable(o.Exe)
@@ -215,8 +184,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"bid_rate":     fmtRate(o.Rate),
 		"event_rate":   fmtRate(o.EventRate),
 		"click_rate":   fmtRate(o.ClickRate),
-		"win_ratio":    strconv.FormatFloat(o.WinRatio, 'g', -1, 64),
-		"replay_ratio": strconv.FormatFloat(o.ReplayRatio, 'g', -1, 64),
+		"win_ratio":    fmt.Sprint(o.WinRatio),
+		"replay_ratio": fmt.Sprint(o.ReplayRatio),
 		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay),
 		"tmax":         o.Tmax.String(),
 		"timeout":      o.Timeout.String(),
@@ -230,8 +199,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	sum := &SoakSummary{}
 	rep.Soak = sum
 
-	// From the start of the warmup to the last notice: the RSS sampler
-	// and the balancer's health checks; in the measured phase, the faults.
+	// From the start of the warmup to the last notice: the RSS sampler and
+	// the balancer's health checks; in the measured phase, the faults.
 	f.measured = time.Now().Add(o.Warmup)
 	bgCtx, stopBg := context.WithCancel(ctx)
 	var bg, faults sync.WaitGroup
@@ -362,44 +331,30 @@ func (f *soakFleet) pick(rng *rand.Rand, not *soakProc) *soakProc {
 
 // pollReady is the balancer's health check: every 200 ms, a bidder whose
 // /readyz does not answer 200 within 300 ms gets no new traffic until it
-// does.
+// does. A restart keeps the admin port.
 func (f *soakFleet) pollReady(ctx context.Context, b *soakProc) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-		// A restart keeps the ports: admin never changes.
+	for sleepCtx(ctx, 200*time.Millisecond) {
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err := httpReady(pctx, b.server)
+		b.up.Store(httpReady(pctx, b.server) == nil)
 		cancel()
-		b.up.Store(err == nil)
 	}
 }
 
 // sampleRSS reads every process's RSS once a second until ctx ends, one
-// SoakRSS per process incarnation (a restart starts a new one), grouped
-// by slot.
+// SoakRSS per process incarnation, grouped by slot.
 func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 	var out []SoakRSS
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			slices.SortStableFunc(out, func(a, b SoakRSS) int { return strings.Compare(a.Name, b.Name) })
-			return out
-		case <-tick.C:
-		}
+	for sleepCtx(ctx, time.Second) {
 		at := time.Since(f.measured).Seconds()
-		for _, p := range f.procs() {
+		for _, p := range slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders) {
 			pid := int(p.curPID.Load())
 			if st, err := proc.ReadStatus(pid); err == nil {
 				out = addRSS(out, p.name, pid, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes})
 			}
 		}
 	}
+	slices.SortStableFunc(out, func(a, b SoakRSS) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // reconcile checks every accepted billing notice against the store: its
@@ -407,10 +362,10 @@ func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 // impressions must equal the distinct notices charged (more is a double
 // charge).
 func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
-	f.notices.mu.Lock()
-	sum.Notices = f.notices.n
-	accepted, lats := f.notices.accepted, f.notices.lats
-	f.notices.mu.Unlock()
+	f.mu.Lock()
+	sum.Notices = f.notices
+	accepted, lats := f.accepted, f.noticeLats
+	f.mu.Unlock()
 	n := &sum.Notices
 	if len(lats) > 0 {
 		slices.Sort(lats)

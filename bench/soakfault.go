@@ -44,10 +44,8 @@ func (f *soakFleet) schedule() []soakFault {
 // its slot delays the next), until ctx ends.
 func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault, sum *SoakSummary) {
 	for _, fl := range sched {
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, time.Until(f.measured.Add(fl.at))) {
 			return
-		case <-time.After(time.Until(f.measured.Add(fl.at))):
 		}
 		rec := SoakFault{Kind: fl.kind, StartSec: time.Since(f.measured).Seconds()}
 		err := f.inject(ctx, fl, &rec)
@@ -97,19 +95,22 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d; false when ctx ended first.
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
+		return false
 	case <-time.After(d):
+		return true
 	}
 }
 
 // attribute puts every error and late answer of the measured phase in the
 // fault window it fell in, else "unattributed".
 func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
-	f.anomMu.Lock()
+	f.mu.Lock()
 	all := slices.Clone(f.anomalies)
-	f.anomMu.Unlock()
+	f.mu.Unlock()
 	counts := map[SoakAnomalyCount]int64{} // Count 0: the key
 	for _, a := range all {
 		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {

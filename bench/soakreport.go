@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -149,20 +148,15 @@ type SoakRSSSample struct {
 	RSSBytes int64   `json:"rss_bytes"`
 }
 
-// addRSS adds a sample of process slot name, running as pid, to the
-// slot's last incarnation in rss, or to a new one when pid changed.
+// addRSS adds a sample of process slot name, running as pid, to that
+// incarnation in rss, or to a new one.
 func addRSS(rss []SoakRSS, name string, pid int, x SoakRSSSample) []SoakRSS {
-	for i := len(rss) - 1; i >= 0; i-- {
-		if rss[i].Name != name {
-			continue
-		}
-		if rss[i].PID == pid {
-			rss[i].Samples = append(rss[i].Samples, x)
-			return rss
-		}
-		break
+	i := slices.IndexFunc(rss, func(r SoakRSS) bool { return r.Name == name && r.PID == pid })
+	if i < 0 {
+		return append(rss, SoakRSS{Name: name, PID: pid, Samples: []SoakRSSSample{x}})
 	}
-	return append(rss, SoakRSS{Name: name, PID: pid, Samples: []SoakRSSSample{x}})
+	rss[i].Samples = append(rss[i].Samples, x)
+	return rss
 }
 
 // judgeRSS judges every incarnation from warmup after its first sample.
@@ -173,33 +167,25 @@ func (s *SoakSummary) judgeRSS(warmup time.Duration) {
 			continue
 		}
 		r.FromSec, r.ToSec = r.Samples[0].AtSec+warmup.Seconds(), r.Samples[len(r.Samples)-1].AtSec
-		xs := slices.DeleteFunc(slices.Clone(r.Samples), func(x SoakRSSSample) bool { return x.AtSec < r.FromSec })
-		if len(xs) < 60 {
-			r.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(xs))
+		var mib []float64 // after the warm-up
+		for _, x := range r.Samples {
+			if x.AtSec >= r.FromSec {
+				mib = append(mib, float64(x.RSSBytes)/(1<<20))
+			}
+		}
+		if len(mib) < 60 {
+			r.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(mib))
 			continue
 		}
-		fifth := max(len(xs)/5, 5)
-		r.FirstMiB, r.LastMiB = medianMiB(xs[:fifth]), medianMiB(xs[len(xs)-fifth:])
-		r.MinMiB, r.MaxMiB = math.Inf(1), 0
-		for _, x := range xs {
-			m := float64(x.RSSBytes) / (1 << 20)
-			r.MinMiB, r.MaxMiB = min(r.MinMiB, m), max(r.MaxMiB, m)
-		}
+		fifth := max(len(mib)/5, 5)
+		r.FirstMiB, r.LastMiB = median(mib[:fifth]), median(mib[len(mib)-fifth:])
+		r.MinMiB, r.MaxMiB = slices.Min(mib), slices.Max(mib)
 		r.GrowthPct = 100 * (r.LastMiB - r.FirstMiB) / r.FirstMiB
 		r.Judged, r.Flat = true, r.GrowthPct <= 10
 		if r.Name == "redis-server" {
 			r.Note = "holds the run's data (a charge-once key per billed impression, profiles): grows with it"
 		}
 	}
-}
-
-func medianMiB(xs []SoakRSSSample) float64 {
-	v := make([]int64, len(xs))
-	for i, x := range xs {
-		v[i] = x.RSSBytes
-	}
-	slices.Sort(v)
-	return float64(v[len(v)/2]) / (1 << 20)
 }
 
 // verdict fills Checks.
