@@ -30,23 +30,19 @@ import (
 // SoakOptions configure RunSoak; zero values take the defaults of
 // withDefaults. The flags of `rtbd bench soak` (FLAGS.md) set them.
 type SoakOptions struct {
-	Duration    time.Duration // the measured phase; the faults run in it
-	Warmup      time.Duration // load before it: no faults, not counted
-	Rate        float64       // bid requests/s, over the bidders the balancer sends traffic to
-	EventRate   float64       // pixel events (/event), req/s
-	ClickRate   float64       // clicks on answered bids' product links, req/s
-	WinRatio    float64       // share of bids whose nurl, then burl, is sent NoticeDelay to 2 x NoticeDelay later
-	NoticeDelay time.Duration
+	Duration, Warmup           time.Duration // the measured phase (the faults run in it); the load before it, not counted
+	Rate, EventRate, ClickRate float64       // req/s of bids, pixel events and clicks on answered bids' product links
+	WinRatio                   float64       // share of bids whose nurl, then burl, is sent NoticeDelay to 2 x NoticeDelay later
+	NoticeDelay                time.Duration
 	// ReplayRatio is the share of accepted bills sent again to the other
 	// bidder a few seconds later (an exchange's retry): never charged twice.
-	ReplayRatio float64
-	Tmax        time.Duration // bid deadline: answers past it are late
-	Timeout     time.Duration // hard per-request deadline
-	Rounds      int           // times each fault runs, spread evenly over Duration
-	Faults      []string      // the fault kinds run (SoakFaultKinds); empty: all
-	FaultGrace  time.Duration // errors and late answers this long after a fault's recovery are still its
-	Outage      time.Duration // how long a killed catalog node or redis-server stays down
-	RSSWarmup   time.Duration // a process's RSS is not judged this long after it starts
+	ReplayRatio   float64
+	Tmax, Timeout time.Duration // the bid deadline (answers past it are late); the hard per-request deadline
+	Rounds        int           // times each fault runs, spread evenly over Duration
+	Faults        []string      // the fault kinds run (SoakFaultKinds); empty: all
+	FaultGrace    time.Duration // errors and late answers this long after a fault's recovery are still its
+	Outage        time.Duration // how long a killed catalog node or redis-server stays down
+	RSSWarmup     time.Duration // a process's RSS is not judged this long after it starts
 	DemoSize
 	Exe, RedisServer     string    // the rtbd binary ("": this executable) and redis-server's
 	BidderArgs, NodeArgs []string  // extra flags of the bidders and catalog nodes
@@ -283,12 +279,8 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	}
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("bidder%d", i)
-		dataDir := filepath.Join(work, name)
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
 		extra := []string{"-catalog", target, "-redis", f.redis.Addr(),
-			"-set", "bidder.data_dir=" + dataDir,
+			"-set", "bidder.data_dir=" + filepath.Join(work, name),
 			"-set", "spend.instance_id=" + name,
 			"-set", "bidder.click_links=absolute",
 			"-set", "bidder.shutdown_delay=1s",
@@ -387,13 +379,10 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 			continue
 		}
 		nt := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge}
-		k := "rtbd:n:{" + tok.Campaign + "}:" + spend.NoticeKey(&nt)
-		if _, dup := keys[k]; dup {
-			n.SameImpression++
-		}
-		keys[k] = strings.Clone(tok.Campaign)
+		keys["rtbd:n:{"+tok.Campaign+"}:"+spend.NoticeKey(&nt)] = strings.Clone(tok.Campaign)
 	}
 	n.Distinct = int64(len(keys))
+	n.SameImpression = n.Accepted - n.Unparsed - n.Distinct
 
 	// The bidders flush within spend.flush_interval (journaled notices of
 	// a restarted one when it replays): wait up to 30 s for every key.

@@ -20,12 +20,7 @@ type soakFault struct {
 // schedule spreads Rounds x the runnable fault kinds evenly over the
 // measured phase; each round alternates the node and bidder it hits.
 func (f *soakFleet) schedule() []soakFault {
-	var kinds []string
-	for _, k := range SoakFaultKinds {
-		if slices.Contains(f.o.Faults, k) {
-			kinds = append(kinds, k)
-		}
-	}
+	kinds := slices.DeleteFunc(slices.Clone(SoakFaultKinds), func(k string) bool { return !slices.Contains(f.o.Faults, k) })
 	every := f.o.Duration / time.Duration(len(kinds)*f.o.Rounds+1)
 	var out []soakFault
 	for r := range f.o.Rounds {

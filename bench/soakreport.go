@@ -95,9 +95,6 @@ type SoakNotices struct {
 // from the counts, and raises Lost (the keys found missing) to the
 // distinct bills the store's totals lack.
 func (n *SoakNotices) account() {
-	// Charged more than once: impressions beyond the distinct notice keys
-	// (the store adds one only with a new key), or beyond the distinct
-	// bills the harness sent.
 	n.DoubleCharged = max(0, n.StoreImps-n.StoreKeys, n.StoreImps-(n.Distinct+n.GaveUp))
 	n.MicrosMismatch = n.StoreMicros - n.StoreImps*soakChargeMicros
 	n.ChargedNotAccepted = max(0, n.StoreKeys-n.Distinct)
@@ -163,9 +160,6 @@ func addRSS(rss []SoakRSS, name string, pid int, x SoakRSSSample) []SoakRSS {
 func (s *SoakSummary) judgeRSS(warmup time.Duration) {
 	for i := range s.RSS {
 		r := &s.RSS[i]
-		if len(r.Samples) == 0 {
-			continue
-		}
 		r.FromSec, r.ToSec = r.Samples[0].AtSec+warmup.Seconds(), r.Samples[len(r.Samples)-1].AtSec
 		var mib []float64 // after the warm-up
 		for _, x := range r.Samples {
@@ -190,35 +184,40 @@ func (s *SoakSummary) judgeRSS(warmup time.Duration) {
 
 // verdict fills Checks.
 func (s *SoakSummary) verdict(o SoakOptions) {
-	// Each fault at least Rounds times, without a harness error.
-	ran := map[string]int{}
-	failed := map[string][]string{}
-	for _, f := range s.Faults {
-		if f.Error == "" {
-			ran[f.Kind]++
-		} else {
-			failed[f.Kind] = append(failed[f.Kind], f.Label+": "+f.Error)
-		}
+	check := func(name string, pass bool, format string, args ...any) {
+		s.Checks = append(s.Checks, SoakCheck{Name: name, Pass: pass, Detail: fmt.Sprintf(format, args...)})
 	}
+	// Each fault at least Rounds times, without a harness error.
 	var parts []string
 	pass := true
 	for _, k := range o.Faults {
-		if ran[k] >= o.Rounds && len(failed[k]) == 0 {
-			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
-		} else {
-			pass = false
-			parts = append(parts, fmt.Sprintf("%s x%d of %d (failed: %s)", k, ran[k], o.Rounds, strings.Join(failed[k], "; ")))
+		ran, failed := 0, []string{}
+		for _, fl := range s.Faults {
+			if fl.Kind == k && fl.Error == "" {
+				ran++
+			} else if fl.Kind == k {
+				failed = append(failed, fl.Label+": "+fl.Error)
+			}
 		}
+		part := fmt.Sprintf("%s x%d", k, ran)
+		if ran < o.Rounds || len(failed) > 0 {
+			pass = false
+			part += fmt.Sprintf(" of %d (failed: %s)", o.Rounds, strings.Join(failed, "; "))
+		}
+		parts = append(parts, part)
 	}
-	s.Checks = append(s.Checks, SoakCheck{Name: "faults", Pass: pass, Detail: strings.Join(parts, ", ")})
+	check("faults", pass, "%s", strings.Join(parts, ", "))
 
 	n := s.Notices
-	s.Checks = append(s.Checks,
-		SoakCheck{Name: "no notice lost", Pass: n.Lost == 0 && n.Unparsed == 0 && n.StoreError == "" && n.Accepted > 0,
-			Detail: fmt.Sprintf("%d bills accepted (%d distinct impressions), %d without their charge in the store%s", n.Accepted, n.Distinct, n.Lost, errSuffix(n.StoreError))},
-		SoakCheck{Name: "no notice double-charged", Pass: n.DoubleCharged == 0 && n.MicrosMismatch == 0 && n.StoreError == "",
-			Detail: fmt.Sprintf("store: %d impressions, %d micros for %d charge-once keys (%d replays sent to the other bidder: %s); %d impressions and %d micros over one charge each",
-				n.StoreImps, n.StoreMicros, n.StoreKeys, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes), n.DoubleCharged, n.MicrosMismatch)})
+	storeErr := ""
+	if n.StoreError != "" {
+		storeErr = "; store error: " + n.StoreError
+	}
+	check("no notice lost", n.Lost == 0 && n.Unparsed == 0 && n.StoreError == "" && n.Accepted > 0,
+		"%d bills accepted (%d distinct impressions), %d without their charge in the store%s", n.Accepted, n.Distinct, n.Lost, storeErr)
+	check("no notice double-charged", n.DoubleCharged == 0 && n.MicrosMismatch == 0 && n.StoreError == "",
+		"store: %d impressions, %d micros for %d charge-once keys (%d replays sent to the other bidder: %s); %d impressions and %d micros over one charge each",
+		n.StoreImps, n.StoreMicros, n.StoreKeys, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes), n.DoubleCharged, n.MicrosMismatch)
 
 	var late, lateUnattr, errs, errsUnattr int64
 	for _, a := range s.Anomalies {
@@ -232,39 +231,26 @@ func (s *SoakSummary) verdict(o SoakOptions) {
 		}
 	}
 	ratio := safeDiv(float64(s.BidsLate), float64(s.BidRequests))
-	s.Checks = append(s.Checks,
-		SoakCheck{Name: "bids past tmax <= 0.01%", Pass: ratio <= 0.0001,
-			Detail: fmt.Sprintf("%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)},
-		SoakCheck{Name: "every late answer attributed", Pass: lateUnattr == 0,
-			Detail: fmt.Sprintf("%d late bid answers logged, %d in no fault window", late, lateUnattr)},
-		SoakCheck{Name: "every error attributed", Pass: errsUnattr == 0,
-			Detail: fmt.Sprintf("%d errors (every kind of request), %d in no fault window", errs, errsUnattr)})
+	check("bids past tmax <= 0.01%", ratio <= 0.0001, "%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)
+	check("every late answer attributed", lateUnattr == 0, "%d late bid answers logged, %d in no fault window", late, lateUnattr)
+	check("every error attributed", errsUnattr == 0, "%d errors (every kind of request), %d in no fault window", errs, errsUnattr)
 
-	var judged, flat int
+	var judged int
 	var bad []string
 	for _, c := range s.RSS {
-		if !c.Judged || c.Name == "redis-server" {
-			continue
-		}
-		judged++
-		if c.Flat {
-			flat++
-		} else {
-			bad = append(bad, fmt.Sprintf("%s pid %d %+.1f%% (%.1f -> %.1f MiB)", c.Name, c.PID, c.GrowthPct, c.FirstMiB, c.LastMiB))
+		if c.Judged && c.Name != "redis-server" {
+			judged++
+			if !c.Flat {
+				bad = append(bad, fmt.Sprintf("%s pid %d %+.1f%% (%.1f -> %.1f MiB)", c.Name, c.PID, c.GrowthPct, c.FirstMiB, c.LastMiB))
+			}
 		}
 	}
-	detail := fmt.Sprintf("%d of %d rtbd process incarnations judged flat (last fifth's median RSS within +10%% of the first fifth's after the warm-up)", flat, judged)
+	notFlat := ""
 	if len(bad) > 0 {
-		detail += "; not flat: " + strings.Join(bad, ", ")
+		notFlat = "; not flat: " + strings.Join(bad, ", ")
 	}
-	s.Checks = append(s.Checks, SoakCheck{Name: "RSS flat within 10%", Pass: judged > 0 && len(bad) == 0, Detail: detail})
-}
-
-func errSuffix(e string) string {
-	if e == "" {
-		return ""
-	}
-	return "; store error: " + e
+	check("RSS flat within 10%", judged > 0 && len(bad) == 0,
+		"%d of %d rtbd process incarnations judged flat (last fifth's median RSS within +10%% of the first fifth's after the warm-up)%s", judged-len(bad), judged, notFlat)
 }
 
 func fmtOutcomes(m map[string]int64) string {
@@ -282,11 +268,7 @@ func fmtOutcomes(m map[string]int64) string {
 func writeSoak(ew *errWriter, s *SoakSummary) {
 	ew.printf("\nFault-injection soak\n")
 	for _, c := range s.Checks {
-		v := "PASS"
-		if !c.Pass {
-			v = "FAIL"
-		}
-		ew.printf("  %s  %s: %s\n", v, c.Name, c.Detail)
+		ew.printf("  %s  %s: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[c.Pass], c.Name, c.Detail)
 	}
 	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
 	tw := ew.tab()
