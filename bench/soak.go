@@ -51,7 +51,6 @@ type SoakOptions struct {
 	Log                  io.Writer // progress lines (nil: none)
 }
 
-// Fault kinds of the soak, in schedule order.
 const (
 	FaultNodeKill   = "node-kill"   // kill -9 of a catalog node, restarted after Outage
 	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
@@ -174,23 +173,12 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 
 	rep = NewReport(Meta{Title: "fault-injection soak: 2 bidders, 2 catalog nodes, redis-server (AOF, appendfsync always)", Config: map[string]string{
-		"scenario":     "soak",
-		"duration":     o.Duration.String(),
-		"warmup":       o.Warmup.String(),
-		"bid_rate":     fmtRate(o.Rate),
-		"event_rate":   fmtRate(o.EventRate),
-		"click_rate":   fmtRate(o.ClickRate),
-		"win_ratio":    fmt.Sprint(o.WinRatio),
-		"replay_ratio": fmt.Sprint(o.ReplayRatio),
-		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay),
-		"tmax":         o.Tmax.String(),
-		"timeout":      o.Timeout.String(),
-		"rounds":       strconv.Itoa(o.Rounds),
-		"faults":       strings.Join(o.Faults, ","),
-		"fault_grace":  o.FaultGrace.String(),
-		"outage":       o.Outage.String(),
-		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
-		"demo":         o.DemoSize.String(),
+		"scenario": "soak", "duration": o.Duration.String(), "warmup": o.Warmup.String(),
+		"bid_rate": fmtRate(o.Rate), "event_rate": fmtRate(o.EventRate), "click_rate": fmtRate(o.ClickRate),
+		"win_ratio": fmt.Sprint(o.WinRatio), "replay_ratio": fmt.Sprint(o.ReplayRatio),
+		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay), "tmax": o.Tmax.String(), "timeout": o.Timeout.String(),
+		"rounds": strconv.Itoa(o.Rounds), "faults": strings.Join(o.Faults, ","), "fault_grace": o.FaultGrace.String(), "outage": o.Outage.String(),
+		"catalog": "remote: 2 catalog nodes (catalog.target static:///node1,node2)", "demo": o.DemoSize.String(),
 	}})
 	sum := &SoakSummary{}
 	rep.Soak = sum
@@ -279,13 +267,9 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	}
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("bidder%d", i)
-		extra := []string{"-catalog", target, "-redis", f.redis.Addr(),
-			"-set", "bidder.data_dir=" + filepath.Join(work, name),
-			"-set", "spend.instance_id=" + name,
-			"-set", "bidder.click_links=absolute",
-			"-set", "bidder.shutdown_delay=1s",
-			"-set", "bidder.shutdown_timeout=5s",
-		}
+		extra := []string{"-catalog", target, "-redis", f.redis.Addr(), "-set", "bidder.data_dir=" + filepath.Join(work, name),
+			"-set", "spend.instance_id=" + name, "-set", "bidder.click_links=absolute",
+			"-set", "bidder.shutdown_delay=1s", "-set", "bidder.shutdown_timeout=5s"}
 		b := &soakProc{server: newBidder(name, exe, filepath.Join(demo, "rtbd.yaml"), work, append(extra, o.BidderArgs...))}
 		b.env = []string{"RTBD_BIDDER_TOKEN_KEYS=" + keyText}
 		f.logf("starting %s with -catalog %s", name, target)
@@ -300,14 +284,12 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	return nil
 }
 
-// newRedisServerAOF describes redis-server on loopback with AOF and
-// appendfsync always (every acknowledged write on disk), RDB off.
+// newRedisServerAOF describes newRedisServer with AOF and appendfsync
+// always (every acknowledged write on disk): the last --appendonly wins.
 func newRedisServerAOF(exe, dir, logDir string) *server {
 	s := newRedisServer(exe, dir, logDir)
-	s.args = func(port, _ int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-			"--appendfsync", "always", "--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
-	}
+	args := s.args
+	s.args = func(port, admin int) []string { return append(args(port, admin), "--appendonly", "yes", "--appendfsync", "always") }
 	return s
 }
 

@@ -157,11 +157,7 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 	var req fasthttp.Request
 	var resp fasthttp.Response
 	req.SetRequestURI(path)
-	deadline := time.Now().Add(20 * time.Second)
-	for attempt := 0; time.Now().Before(deadline); attempt++ {
-		if attempt > 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
 		b := cmp.Or(f.pick(rng, avoid), f.pick(rng, nil))
 		if b == nil {
 			continue
