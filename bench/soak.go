@@ -289,7 +289,9 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 func newRedisServerAOF(exe, dir, logDir string) *server {
 	s := newRedisServer(exe, dir, logDir)
 	args := s.args
-	s.args = func(port, admin int) []string { return append(args(port, admin), "--appendonly", "yes", "--appendfsync", "always") }
+	s.args = func(port, admin int) []string {
+		return append(args(port, admin), "--appendonly", "yes", "--appendfsync", "always")
+	}
 	return s
 }
 
