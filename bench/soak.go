@@ -34,15 +34,13 @@ type SoakOptions struct {
 	Rate, EventRate, ClickRate float64       // req/s of bids, pixel events and clicks on answered bids' product links
 	WinRatio                   float64       // share of bids whose nurl, then burl, is sent NoticeDelay to 2 x NoticeDelay later
 	NoticeDelay                time.Duration
-	// ReplayRatio is the share of accepted bills sent again to the other
-	// bidder a few seconds later (an exchange's retry): never charged twice.
-	ReplayRatio   float64
-	Tmax, Timeout time.Duration // the bid deadline (answers past it are late); the hard per-request deadline
-	Rounds        int           // times each fault runs, spread evenly over Duration
-	Faults        []string      // the fault kinds run (SoakFaultKinds); empty: all
-	FaultGrace    time.Duration // errors and late answers this long after a fault's recovery are still its
-	Outage        time.Duration // how long a killed catalog node or redis-server stays down
-	RSSWarmup     time.Duration // a process's RSS is not judged this long after it starts
+	ReplayRatio                float64       // share of accepted bills sent again to the other bidder (an exchange's retry)
+	Tmax, Timeout              time.Duration // the bid deadline (answers past it are late); the hard per-request deadline
+	Rounds                     int           // times each fault runs, spread evenly over Duration
+	Faults                     []string      // the fault kinds run (SoakFaultKinds); empty: all
+	FaultGrace                 time.Duration // errors and late answers this long after a fault's recovery are still its
+	Outage                     time.Duration // how long a killed catalog node or redis-server stays down
+	RSSWarmup                  time.Duration // a process's RSS is not judged this long after it starts
 	DemoSize
 	Exe, RedisServer     string    // the rtbd binary ("": this executable) and redis-server's
 	BidderArgs, NodeArgs []string  // extra flags of the bidders and catalog nodes
@@ -142,12 +140,9 @@ type soakFleet struct {
 	stopping  atomic.Bool
 }
 
-// RunSoak runs the fault-injection soak: redis-server (AOF, appendfsync
-// always), two catalog nodes and two bidders sharing them, under bids,
-// notices, pixel events and clicks for Duration while the faults run on a
-// schedule. Report.Soak reconciles every accepted billing notice with the
-// store, attributes every error and late answer to a fault and judges
-// every process's RSS. The processes are stopped before it returns.
+// RunSoak runs the fault-injection soak (bench/README.md): the fleet under
+// load while the faults run; Report.Soak holds what it found. The
+// processes it started are stopped before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
