@@ -374,10 +374,10 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	n.LostKeys = lost[:min(len(lost), 20)]
 
 	// The store's impressions and micros over every campaign billed.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	if campaigns := slices.Compact(slices.Sorted(maps.Values(keys))); len(campaigns) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		tots, err := redisstore.New(f.rdb, redisstore.Options{}).Read(cctx, campaigns, time.Now().UTC().Format(time.DateOnly))
-		cancel()
+		tots, err := redisstore.New(f.rdb, redisstore.Options{}).Read(ctx, campaigns, time.Now().UTC().Format(time.DateOnly))
 		if err != nil {
 			n.StoreError = err.Error()
 		}
@@ -389,10 +389,8 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	// Every notice key in the store (the harness's accepted ones, and any
 	// charged whose answer was lost in transit and then retried: the same
 	// key) is one impression.
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	iter := f.rdb.Scan(cctx, 0, "rtbd:n:*", 1000).Iterator()
-	for iter.Next(cctx) {
+	iter := f.rdb.Scan(ctx, 0, "rtbd:n:*", 1000).Iterator()
+	for iter.Next(ctx) {
 		n.StoreKeys++
 	}
 	if err := iter.Err(); err != nil && n.StoreError == "" {

@@ -12,22 +12,17 @@ import (
 // the load's Results (their Events are the faults). Times are seconds
 // since the start of the measured phase.
 type SoakSummary struct {
-	// Checks are the soak's verdicts, each with what it measured.
-	Checks  []SoakCheck `json:"checks"`
-	Faults  []SoakFault `json:"faults"`
-	Notices SoakNotices `json:"notices"`
-	// BidRequests and BidsLate (answers past tmax) of the measured phase.
-	BidRequests int64 `json:"bid_requests"`
-	BidsLate    int64 `json:"bids_late"`
+	Checks      []SoakCheck `json:"checks"` // the soak's verdicts, each with what it measured
+	Faults      []SoakFault `json:"faults"`
+	Notices     SoakNotices `json:"notices"`
+	BidRequests int64       `json:"bid_requests"` // of the measured phase
+	BidsLate    int64       `json:"bids_late"`    // answered past tmax
 	// Anomalies count every error and late answer by request kind,
 	// outcome and cause: the fault window it fell in (the fault's start
 	// to its recovery plus the fault grace) or "unattributed".
-	Anomalies []SoakAnomalyCount `json:"anomalies"`
-	// Unattributed are the first 50 anomalies with no cause, in full.
-	Unattributed []SoakAnomaly `json:"unattributed,omitempty"`
-	// RSS is every process incarnation's resident set, once a second,
-	// and its verdict.
-	RSS []SoakRSS `json:"rss"`
+	Anomalies    []SoakAnomalyCount `json:"anomalies"`
+	Unattributed []SoakAnomaly      `json:"unattributed,omitempty"` // the first 50 anomalies with no cause, in full
+	RSS          []SoakRSS          `json:"rss"`                    // every process incarnation's RSS, once a second, and its verdict
 }
 
 // SoakCheck is one verdict of the soak.
@@ -50,12 +45,10 @@ type SoakFault struct {
 
 // SoakNotices reconciles the billing notices with the store.
 type SoakNotices struct {
-	// Accepted burls (204 accepted or replay) and the distinct impressions
-	// among them; Unparsed: tokens the harness could not read.
-	Accepted       int64 `json:"accepted"`
-	Distinct       int64 `json:"distinct"`
-	SameImpression int64 `json:"same_impression,omitempty"`
-	Unparsed       int64 `json:"unparsed,omitempty"`
+	Accepted       int64 `json:"accepted"`                  // burls answered 204 accepted or replay
+	Distinct       int64 `json:"distinct"`                  // impressions among them
+	SameImpression int64 `json:"same_impression,omitempty"` // accepted burls of an impression accepted before
+	Unparsed       int64 `json:"unparsed,omitempty"`        // tokens the harness could not read
 	// Lost: accepted, and no charge-once key in the store 30 s after the
 	// load ended (or fewer impressions in the store's totals than distinct
 	// bills accepted). LostKeys: the first 20 of the missing keys.
@@ -70,17 +63,14 @@ type SoakNotices struct {
 	// The store's totals over the campaigns billed, and its notice keys;
 	// ChargedNotAccepted: keys of notices whose answer the harness never
 	// got (lost in transit, then retried elsewhere: still one charge).
-	StoreImps          int64  `json:"store_imps"`
-	StoreMicros        int64  `json:"store_micros"`
-	StoreKeys          int64  `json:"store_keys"`
-	ChargedNotAccepted int64  `json:"charged_not_accepted"`
-	StoreError         string `json:"store_error,omitempty"`
-	// BillOutcomes by X-Rtbd-Notice (or "refused CODE outcome");
-	// Retries: attempts re-sent after a transport error or a 5xx; GaveUp:
-	// bills no bidder took within 20 s.
-	BillOutcomes map[string]int64 `json:"bill_outcomes"`
-	Retries      int64            `json:"retries"`
-	GaveUp       int64            `json:"gave_up"`
+	StoreImps          int64            `json:"store_imps"`
+	StoreMicros        int64            `json:"store_micros"`
+	StoreKeys          int64            `json:"store_keys"`
+	ChargedNotAccepted int64            `json:"charged_not_accepted"`
+	StoreError         string           `json:"store_error,omitempty"`
+	BillOutcomes       map[string]int64 `json:"bill_outcomes"` // by X-Rtbd-Notice, or "refused CODE outcome"
+	Retries            int64            `json:"retries"`       // attempts re-sent after a transport error or a 5xx
+	GaveUp             int64            `json:"gave_up"`       // bills no bidder took within 20 s
 	// Replays of accepted bills to the other bidder, and their outcomes.
 	ReplaysSent    int64            `json:"replays_sent"`
 	ReplaysGaveUp  int64            `json:"replays_gave_up,omitempty"`
@@ -132,11 +122,9 @@ type SoakRSS struct {
 	MinMiB    float64         `json:"min_mib"`
 	MaxMiB    float64         `json:"max_mib"`
 	GrowthPct float64         `json:"growth_pct"`
-	// Judged is false for an incarnation with less than 60 s after its
-	// warm-up (too short to tell); Flat: growth within 10%.
-	Judged bool   `json:"judged"`
-	Flat   bool   `json:"flat"`
-	Note   string `json:"note,omitempty"`
+	Judged    bool            `json:"judged"` // false with less than 60 s after its warm-up: too short to tell
+	Flat      bool            `json:"flat"`   // growth within 10%
+	Note      string          `json:"note,omitempty"`
 }
 
 // SoakRSSSample is one reading.
