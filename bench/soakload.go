@@ -114,7 +114,7 @@ const soakChargeMicros = 10
 // sendNotices sends a bid's nurl, then its burl, as an exchange does:
 // each to a bidder the balancer picks, retried (another bidder, after a
 // pause) while refused, answered 503 or lost in transit, for up to 20 s.
-// ReplayRatio of the accepted bills are sent again to the other bidder.
+// ReplayRatio of the accepted bills are sent again 2 s later, to the other bidder.
 func (f *soakFleet) sendNotices(nurl, burl string) {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	if _, _, ok := f.sendNotice(rng, "win", nurl, nil); !ok {
@@ -134,19 +134,16 @@ func (f *soakFleet) sendNotices(nurl, burl string) {
 	if out != "accepted" || rng.Float64() >= f.o.ReplayRatio || f.stopping.Load() {
 		return
 	}
-	f.pendingWG.Add(1)
-	time.AfterFunc(2*time.Second, func() {
-		defer f.pendingWG.Done()
-		out, _, ok := f.sendNotice(rng, "bill-replay", burl, by)
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		f.notices.ReplaysSent++
-		if ok {
-			f.notices.ReplayOutcomes[out]++
-		} else {
-			f.notices.ReplaysGaveUp++
-		}
-	})
+	time.Sleep(2 * time.Second)
+	out, _, ok = f.sendNotice(rng, "bill-replay", burl, by)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.notices.ReplaysSent++
+	if ok {
+		f.notices.ReplayOutcomes[out]++
+	} else {
+		f.notices.ReplaysGaveUp++
+	}
 }
 
 // sendNotice sends one notice, to a bidder other than avoid while one is
