@@ -90,14 +90,14 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 	return nil
 }
 
-// sleepCtx waits d; false when ctx ended first.
+// sleepCtx waits d, or until ctx ends; false when ctx has ended (even
+// when d was up too: select picks either ready case at random).
 func sleepCtx(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
-		return false
 	case <-time.After(d):
-		return true
 	}
+	return ctx.Err() == nil
 }
 
 // attribute puts every error and late answer of the measured phase in the
