@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -190,7 +191,10 @@ func (s *SoakSummary) verdict(o SoakOptions) {
 		part := fmt.Sprintf("%s x%d", k, ran)
 		if ran < o.Rounds || len(failed) > 0 {
 			pass = false
-			part += fmt.Sprintf(" of %d (failed: %s)", o.Rounds, strings.Join(failed, "; "))
+			part += fmt.Sprintf(" of %d", o.Rounds)
+		}
+		if len(failed) > 0 {
+			part += " (failed: " + strings.Join(failed, "; ") + ")"
 		}
 		parts = append(parts, part)
 	}
@@ -242,14 +246,11 @@ func (s *SoakSummary) verdict(o SoakOptions) {
 }
 
 func fmtOutcomes(m map[string]int64) string {
-	if len(m) == 0 {
-		return "none"
-	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	return strings.Join(parts, ", ")
+	return cmp.Or(strings.Join(parts, ", "), "none")
 }
 
 // writeSoak is the soak section of the text report.
