@@ -66,20 +66,19 @@ func (f *soakFleet) loads() []Load {
 	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
 	eventURI := o.DemoSize.eventURI(o.Seed)
 	load := func(t *soakTarget, rate float64, seed uint64) Load {
-		t.f = f
 		return Load{Target: t, Options: OpenLoopOptions{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}}
 	}
-	ls := []Load{load(&soakTarget{kind: "bid", method: "POST",
+	ls := []Load{load(&soakTarget{f: f, kind: "bid", method: "POST",
 		uri:  func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },
 		body: func(w *Worker, dst []byte) []byte { return wls[w.Rand.IntN(len(wls))].body(w, dst) },
 	}, o.Rate, 0)}
 	if o.EventRate > 0 {
 		uri := func(w *Worker, dst []byte) ([]byte, bool) { return eventURI(w, dst), true }
-		ls = append(ls, load(&soakTarget{kind: "event", method: "GET", uri: uri}, o.EventRate, 1))
+		ls = append(ls, load(&soakTarget{f: f, kind: "event", method: "GET", uri: uri}, o.EventRate, 1))
 	}
 	if o.ClickRate > 0 {
 		uri := func(w *Worker, dst []byte) ([]byte, bool) { return f.harvest.pick(w.Rand, dst) }
-		ls = append(ls, load(&soakTarget{kind: "click", method: "GET", uri: uri}, o.ClickRate, 2))
+		ls = append(ls, load(&soakTarget{f: f, kind: "click", method: "GET", uri: uri}, o.ClickRate, 2))
 	}
 	return ls
 }
