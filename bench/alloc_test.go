@@ -29,12 +29,12 @@ func TestEngineAllocs(t *testing.T) {
 		return float64(after.Mallocs-before.Mallocs) / float64(r.Requests)
 	}
 	closed := measure(func() (*bench.Result, error) {
-		return bench.RunClosedLoop(testCtx(t), noop, bench.ClosedLoopOptions{Concurrency: 4, Requests: 200_000})
+		return bench.Run(testCtx(t), noop, bench.Options{Concurrency: 4, Requests: 200_000})
 	})
 	open := measure(func() (*bench.Result, error) {
 		// MaxInFlight bounds worker spawning (a fixed cost per worker), which
 		// machine hiccups would otherwise inflate.
-		return bench.RunOpenLoop(testCtx(t), noop, bench.OpenLoopOptions{Rate: 20_000, Duration: 2 * time.Second, MaxInFlight: 16})
+		return bench.Run(testCtx(t), noop, bench.Options{Rate: 20_000, Duration: 2 * time.Second, MaxInFlight: 16})
 	})
 	t.Logf("allocs per request: closed loop %.4f, open loop %.4f", closed, open)
 	if closed > 0.05 || open > 0.05 {

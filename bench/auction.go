@@ -14,30 +14,24 @@ import (
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
 
-// auctionMain is `rtbd bench auction`: the harness's first-price exchange
-// (bench/internal/auctionsim) played in-process on a fake clock against
-// bid shading (with the minimum bid to win, and with win notices only,
-// each with a +30% shift of every landscape after the measured auctions),
-// then the pacing simulation (a compressed day, 5x peak to trough).
-// Deterministic for a -seed: no wall clock is measured. With -bidders N
-// (N > 1) each shading run is played again by N bidders sharing one
-// redis-server (started on a free loopback port; bid shading's fleet
-// counts, bidder/shading.Store), each bid made by a random bidder and its
-// notice landing on a random one, with bidder 1 restarted mid-run.
+// auctionMain is `rtbd bench auction`: bid shading against the oracle on
+// the simulated exchange (bench/internal/auctionsim), with the minimum bid
+// to win and with win notices only, each played again by -bidders sharing
+// a redis-server; then the pacing simulation. Deterministic for a -seed.
 func auctionMain(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench auction", flag.ContinueOnError)
 	fs.Usage = func() { Usage(stderr) }
-	cfg, p := auctionsim.Defaults(), auctionsim.PacingDefaults()
+	cfg := auctionsim.Defaults()
 	fs.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "seed of the draws (the same seed gives the same figures)")
 	fs.Float64Var(&cfg.Value, "value", cfg.Value, "the bidder's value, CPM")
 	fs.IntVar(&cfg.Learn, "learn", cfg.Learn, "auctions to learn from before measuring")
 	fs.IntVar(&cfg.Measure, "measure", cfg.Measure, "measured auctions")
 	fs.IntVar(&cfg.After, "after", cfg.After, "auctions after the shift (0: no shift)")
 	fs.Float64Var(&cfg.Shift, "shift", cfg.Shift, "the shift of every segment's competition after the measured auctions (0.3: +30%)")
-	fs.DurationVar(&cfg.Shading.HalfLife, "half-life", cfg.Shading.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
-	fs.IntVar(&p.Days, "pacing-days", p.Days, "pacing: days simulated, the last measured (0: no pacing simulation)")
-	fs.IntVar(&p.AuctionsPerDay, "pacing-auctions", p.AuctionsPerDay, "pacing: auctions per day")
-	fs.Float64Var(&p.BudgetShare, "pacing-budget", p.BudgetShare, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
+	fs.DurationVar(&cfg.HalfLife, "half-life", cfg.HalfLife, "shading.half_life of the simulated bidder (fake time: one auction every 50ms)")
+	fs.IntVar(&cfg.PacingDays, "pacing-days", cfg.PacingDays, "pacing: days simulated, the last measured (0: no pacing simulation)")
+	fs.IntVar(&cfg.PacingAuctions, "pacing-auctions", cfg.PacingAuctions, "pacing: auctions per day")
+	fs.Float64Var(&cfg.PacingBudget, "pacing-budget", cfg.PacingBudget, "pacing: the daily budget as a share of what bidding the shaded value everywhere spends")
 	bidders := fs.Int("bidders", 1, "bidders sharing one redis-server for the fleet runs (1: no fleet runs)")
 	syncEvery := fs.Duration("sync", 5*time.Second, "fleet runs: how often each bidder syncs with the store (shading.fleet_interval; fake time)")
 	restartAt := fs.Int("restart-at", -1, "fleet runs: the auction at which bidder 1 restarts (-1: in the middle of the measured auctions, 0: never)")
@@ -45,18 +39,13 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return err
 	}
-	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.Shading.HalfLife <= 0 || p.Days < 0 || p.AuctionsPerDay <= 0 || !(p.BudgetShare > 0 && p.BudgetShare <= 1) ||
+	if cfg.Value <= 0 || cfg.Learn < 0 || cfg.Measure <= 0 || cfg.After < 0 || cfg.Shift <= -1 || cfg.HalfLife <= 0 || cfg.PacingDays < 0 || cfg.PacingAuctions <= 0 || !(cfg.PacingBudget > 0 && cfg.PacingBudget <= 1) ||
 		*bidders < 1 || *bidders > 64 || *syncEvery <= 0 || *restartAt < -1 {
 		return fmt.Errorf("%w: rtbd bench auction: -value, -measure, -half-life, -sync and -pacing-auctions must be > 0, -learn, -after and -pacing-days >= 0, -shift > -1, -pacing-budget in (0, 1], -bidders 1 to 64, -restart-at >= -1", ErrUsage)
 	}
 	var rdb *redis.Client
 	if *bidders > 1 {
-		dir, err := os.MkdirTemp("", "rtbd-auction-redis")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		srv := newRedisServer(*redisExe, dir, "")
+		srv := newRedisServer(*redisExe, os.TempDir(), "") // persistence off: nothing is written to its -dir
 		if err := srv.start(context.Background(), false); err != nil {
 			return fmt.Errorf("rtbd bench auction: start %s: %w", *redisExe, err)
 		}
@@ -64,16 +53,14 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 		rdb = redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true})
 		defer rdb.Close()
 	}
-	if cfg.After == 0 {
-		cfg.Shift = 0
-	}
 	for _, m := range []bool{true, false} {
 		cfg.MinToWin, cfg.LossNotices = m, m
 		r := auctionsim.Run(cfg)
 		r.Print(stdout)
 		fmt.Fprintln(stdout)
 		if *bidders > 1 {
-			fc := auctionFleet(cfg, *bidders, *syncEvery, *restartAt)
+			fc := cfg
+			fc.Bidders, fc.SyncEvery, fc.RestartAt = *bidders, *syncEvery, *restartAt
 			fc.Store = redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("bench:auction:%v:", m)})
 			fr := auctionsim.Run(fc)
 			if fr.Err != nil {
@@ -83,21 +70,8 @@ func auctionMain(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stdout, "%d bidders' surplus ratio %.3f vs one bidder's %.3f: %+.3f\n\n", *bidders, fr.Ratio(), r.Ratio(), fr.Ratio()-r.Ratio())
 		}
 	}
-	if p.Days > 0 {
-		p.Seed, p.Value = cfg.Seed, cfg.Value
-		auctionsim.RunPacing(p).Print(stdout)
+	if cfg.PacingDays > 0 {
+		auctionsim.RunPacing(cfg).Print(stdout)
 	}
 	return nil
-}
-
-// auctionFleet is cfg played by n bidders sharing a store (set by the
-// caller), syncing every sync, bidder 1 restarting at auction restartAt
-// (-1: in the middle of the measured auctions).
-func auctionFleet(cfg auctionsim.Config, n int, sync time.Duration, restartAt int) auctionsim.Config {
-	cfg.Bidders, cfg.SyncEvery, cfg.FleetSlot = n, sync, 30*time.Second
-	cfg.RestartAt = restartAt
-	if restartAt < 0 {
-		cfg.RestartAt = cfg.Learn + cfg.Measure/2
-	}
-	return cfg
 }

@@ -67,7 +67,8 @@ func TestAuctionFleet(t *testing.T) {
 		cfg.Learn, cfg.Measure, cfg.After, cfg.Shift = 12_000, 12_000, 0, 0
 		cfg.MinToWin, cfg.LossNotices = m, m
 		one := auctionsim.Run(cfg)
-		fc := auctionFleet(cfg, 3, 5*time.Second, -1)
+		fc := cfg
+		fc.Bidders, fc.SyncEvery, fc.RestartAt = 3, 5*time.Second, -1
 		fc.Store = redisstore.New(rdb, redisstore.Options{Prefix: fmt.Sprintf("t:%v:", m)})
 		fleet := auctionsim.Run(fc)
 		var b strings.Builder

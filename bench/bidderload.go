@@ -235,7 +235,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 			Objective: Objective{P99: o.Load.P99, MaxMissRatio: 0.001, MaxNoBidRatio: 0.01}, StartRate: max(o.Load.Rate/4, 25), MaxRate: o.Load.MaxRate,
 			StepDuration: min(o.Load.Duration, 5*time.Second), StepWarmup: min(o.Load.Warmup, time.Second), Cooldown: time.Second, Precision: 0.1, Confirm: 1,
 			MaxSteps: 30,
-			Load:     OpenLoopOptions{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
+			Load:     Options{MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch},
 			Logf:     logf,
 		})
 		if err != nil && !errors.Is(err, ErrNoPassingRate) {
@@ -259,7 +259,7 @@ func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, r
 		rate := 2 * s.MaxRate
 		logf("overload %s: highest sustainable %s req/s; offering %s req/s for %v", name, fmtRate(s.MaxRate), fmtRate(rate), o.Load.Duration)
 		bids2 := bidTarget(name+" 2x", t.addr, wl, nil, max(o.Load.MaxInFlight, 64))
-		r, err := RunOpenLoop(ctx, bids2, OpenLoopOptions{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
+		r, err := Run(ctx, bids2, Options{Rate: rate, Duration: o.Load.Duration, Warmup: min(o.Load.Warmup, time.Second),
 			MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Tmax: o.Load.Tmax, Seed: o.Load.Seed, Watch: t.watch})
 		if r == nil {
 			return err

@@ -390,7 +390,7 @@ func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(strin
 			wl := newBidWorkload(o.Users, w, pop)
 			wl.each = new(atomic.Uint64)
 			name := fmt.Sprintf("%s/%d%s warming", t.name, w, popSuffix(pop))
-			r, err := RunClosedLoop(ctx, bidTarget(name, t.addr, wl, nil, 16), ClosedLoopOptions{
+			r, err := Run(ctx, bidTarget(name, t.addr, wl, nil, 16), Options{
 				Concurrency: 16, Requests: int64(o.Users), Duration: time.Hour, Timeout: o.Load.Timeout, Seed: o.Load.Seed})
 			if err != nil {
 				return fmt.Errorf("bench: %s: %w", name, err)
@@ -413,8 +413,8 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 	base := fmt.Sprintf("%s/%d%s", t.name, weight, popSuffix(pop))
 	maxConns := max(o.Load.MaxInFlight, 64)
 	ring := &nurlRing{}
-	opts := func(rate float64, seed uint64) OpenLoopOptions {
-		return OpenLoopOptions{Rate: rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + seed}
+	opts := func(rate float64, seed uint64) Options {
+		return Options{Rate: rate, MaxInFlight: o.Load.MaxInFlight, Timeout: o.Load.Timeout, Arrival: o.Load.Arrival, Seed: o.Load.Seed + seed}
 	}
 	bids := Load{Target: bidTarget(base, t.addr, newBidWorkload(o.Users, weight, pop), ring, maxConns), Options: opts(o.Load.Rate, 0)}
 	bids.Options.Tmax = o.Load.Tmax

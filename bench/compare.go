@@ -19,25 +19,17 @@ const (
 	Inconclusive Verdict = "inconclusive" // too few per-second samples, or the target is in one report only
 )
 
-// Metrics compared, in output order.
-const (
-	MetricP50        = "p50"        // ms
-	MetricP99        = "p99"        // ms
-	MetricAvg        = "avg"        // ms
-	MetricThroughput = "throughput" // req/s
-)
-
-// Delta is the change of one metric of one target from report A to B.
+// Delta is the change of one metric ("p50", "p99", "avg" in ms, or
+// "throughput" in req/s) of one target from report A to B.
 type Delta struct {
-	Target string  `json:"target"`
-	Metric string  `json:"metric"`
-	Unit   string  `json:"unit"` // "ms" or "req/s"
-	A      float64 `json:"a"`    // whole-run value in A
-	B      float64 `json:"b"`
-	Diff   float64 `json:"diff"`     // B - A
-	DiffPc float64 `json:"diff_pct"` // 100 (B - A) / A
-	// MedianA and MedianB are the medians of the per-second samples.
-	MedianA float64 `json:"median_a"`
+	Target  string  `json:"target"`
+	Metric  string  `json:"metric"`
+	Unit    string  `json:"unit"`
+	A       float64 `json:"a"` // whole-run values
+	B       float64 `json:"b"`
+	Diff    float64 `json:"diff"`     // B - A
+	DiffPc  float64 `json:"diff_pct"` // 100 (B - A) / A
+	MedianA float64 `json:"median_a"` // medians of the per-second samples
 	MedianB float64 `json:"median_b"`
 	NA      int     `json:"n_a"` // per-second samples used
 	NB      int     `json:"n_b"`
@@ -46,58 +38,50 @@ type Delta struct {
 	Reason  string  `json:"reason"`
 }
 
-// The verdict rule's thresholds.
+// The verdict rule's thresholds (see Compare).
 const (
-	// compareAlpha is the significance level of the Mann-Whitney U test.
-	compareAlpha = 0.01
-	// minRelative is the minimum effect relative to A.
-	minRelative = 0.05
-	// minAbsMs is the minimum absolute effect for latency metrics.
-	minAbsMs = 0.2
-	// minSamples is the minimum number of per-second samples per side for
-	// the test. Beyond it, the test must also have power: the smallest
-	// two-sided p the sample sizes allow, 2/C(nA+nB, nA) (complete
-	// separation), must be at most compareAlpha/4; with alpha 0.01 that
-	// takes 6 samples each (0.0022), where 5 and 5 (0.0079) could reach
-	// significance only with every sample of one run beyond every sample
-	// of the other. Fewer gives "inconclusive", not "no change".
-	minSamples = 4
+	compareAlpha = 0.01 // significance level of the Mann-Whitney U test
+	minRelative  = 0.05 // minimum effect relative to A
+	minAbsMs     = 0.2  // minimum absolute effect for latency metrics
+	minSamples   = 4    // per-second samples per side, before the power rule
 )
 
 // Compare compares every target present in both reports (matched by name,
 // and by order among equal names) on p50, p99, avg latency and throughput.
 // The rule, per metric:
 //
-//  1. Effect size: the whole-run change |B - A| must reach
-//     max(5% of A, 0.2 ms) for latency, 5% of A for throughput; otherwise
-//     "no change". This keeps identical builds at "no change" even when
-//     long runs make tiny shifts statistically significant.
-//  2. Noise: the per-second samples of the two runs (p50, p99 or average
-//     latency of each full 1 s window, or its request count) must differ
-//     by a two-sided Mann-Whitney U test at p < 0.01 (go-moremath's, as
-//     benchstat uses: the exact distribution, ties included, for small
+//  1. Effect size: the whole-run change |B - A| must reach max(5% of A,
+//     0.2 ms) for latency, 5% of A for throughput, else "no change" (long
+//     runs make tiny shifts significant; identical builds must not differ).
+//  2. Power: each run needs at least 4 per-second samples (full 1 s windows
+//     that saw requests), and enough that complete separation could reach
+//     p <= alpha/4 (the smallest two-sided p, 2/C(nA+nB, nA), is 0.0079 for
+//     5 and 5, 0.0022 for 6 and 6: runs of at least 7 s), else "inconclusive".
+//  3. Noise: the per-second samples (each window's p50, p99, average or
+//     request count) must differ by a two-sided Mann-Whitney U test at
+//     p < 0.01 (go-moremath's, as benchstat uses: exact with ties for small
 //     samples, the normal approximation with tie correction beyond), and
-//     the medians of the per-second samples must move the same way as the
-//     whole-run value; otherwise "no change". With fewer than 4 samples
-//     per side, or too few for the test to reach p < alpha/4 even at
-//     complete separation (see minSamples: 6 per side, i.e. runs of at
-//     least 7 s), the verdict is "inconclusive".
-//  3. Direction: higher latency or lower throughput is a "regression",
-//     the opposite an "improvement".
+//     their medians must move the same way as the whole-run value, else
+//     "no change".
+//  4. Direction: higher latency or lower throughput is a "regression", the
+//     opposite an "improvement".
 func Compare(a, b *Report) []Delta {
 	var out []Delta
-	seenA := map[string]int{}
-	usedB := map[int]bool{}
+	usedB := make([]bool, len(b.Results))
 	for _, ra := range a.Results {
-		k := seenA[ra.Target]
-		seenA[ra.Target]++
-		rb, ib := nthResult(b, ra.Target, k)
-		if rb == nil {
+		ib := -1
+		for i, rb := range b.Results { // the first result of that name not matched yet
+			if !usedB[i] && rb.Target == ra.Target {
+				ib = i
+				break
+			}
+		}
+		if ib < 0 {
 			out = append(out, Delta{Target: ra.Target, Metric: "-", PValue: 1, Verdict: Inconclusive, Reason: "only in A"})
 			continue
 		}
 		usedB[ib] = true
-		out = append(out, compareResults(ra, rb)...)
+		out = append(out, compareResults(ra, b.Results[ib])...)
 	}
 	for i, rb := range b.Results {
 		if !usedB[i] {
@@ -107,30 +91,17 @@ func Compare(a, b *Report) []Delta {
 	return out
 }
 
-func nthResult(r *Report, target string, k int) (*Result, int) {
-	for i, res := range r.Results {
-		if res.Target == target {
-			if k == 0 {
-				return res, i
-			}
-			k--
-		}
-	}
-	return nil, -1
-}
-
-type metricDef struct {
+// metricDefs are the metrics compared, in output order: the whole-run value
+// and the value of one timeline window.
+var metricDefs = [...]struct {
 	name, unit string
-	latency    bool
 	whole      func(*Result) float64
 	perSec     func(Second) float64
-}
-
-var metricDefs = [...]metricDef{
-	{MetricP50, "ms", true, func(r *Result) float64 { return usToMs(r.Latency.P50Us) }, func(s Second) float64 { return usToMs(s.P50Us) }},
-	{MetricP99, "ms", true, func(r *Result) float64 { return usToMs(r.Latency.P99Us) }, func(s Second) float64 { return usToMs(s.P99Us) }},
-	{MetricAvg, "ms", true, func(r *Result) float64 { return r.Latency.AvgUs / 1000 }, func(s Second) float64 { return s.AvgUs / 1000 }},
-	{MetricThroughput, "req/s", false, func(r *Result) float64 { return r.AchievedRate }, func(s Second) float64 { return float64(s.Requests) }},
+}{
+	{"p50", "ms", func(r *Result) float64 { return usToMs(r.Latency.P50Us) }, func(s Second) float64 { return usToMs(s.P50Us) }},
+	{"p99", "ms", func(r *Result) float64 { return usToMs(r.Latency.P99Us) }, func(s Second) float64 { return usToMs(s.P99Us) }},
+	{"avg", "ms", func(r *Result) float64 { return r.Latency.AvgUs / 1000 }, func(s Second) float64 { return s.AvgUs / 1000 }},
+	{"throughput", "req/s", func(r *Result) float64 { return r.AchievedRate }, func(s Second) float64 { return float64(s.Requests) }},
 }
 
 func compareResults(ra, rb *Result) []Delta {
@@ -141,18 +112,17 @@ func compareResults(ra, rb *Result) []Delta {
 		if d.A != 0 {
 			d.DiffPc = 100 * d.Diff / d.A
 		}
-		xa, xb := perSecond(ra, m), perSecond(rb, m)
+		xa, xb := perSecond(ra, m.perSec), perSecond(rb, m.perSec)
 		d.NA, d.NB = len(xa), len(xb)
 		d.MedianA, d.MedianB = median(xa), median(xb)
 		minEffect := minRelative * math.Abs(d.A)
-		if m.latency {
+		worse := d.Diff < 0 // lower throughput
+		if m.unit == "ms" {
 			minEffect = max(minEffect, minAbsMs)
+			worse = d.Diff > 0 // higher latency
 		}
-		worse := d.Diff > 0
-		if !m.latency {
-			worse = d.Diff < 0
-		}
-		enough := d.NA >= minSamples && d.NB >= minSamples && minMannWhitneyP(d.NA, d.NB) <= compareAlpha/4
+		minP := minMannWhitneyP(d.NA, d.NB)
+		enough := d.NA >= minSamples && d.NB >= minSamples && minP <= compareAlpha/4
 		if enough {
 			d.PValue = mannWhitneyP(xa, xb)
 		}
@@ -162,22 +132,17 @@ func compareResults(ra, rb *Result) []Delta {
 			d.Reason = fmt.Sprintf("|change| %s below minimum effect %s", fmtUnit(math.Abs(d.Diff), m.unit), fmtUnit(minEffect, m.unit))
 		case !enough:
 			d.Verdict = Inconclusive
-			d.Reason = fmt.Sprintf("too few per-second samples (%d, %d) for the test to tell (smallest possible p %.2g; runs of >= 7 s give 6 each)", d.NA, d.NB, minMannWhitneyP(d.NA, d.NB))
+			d.Reason = fmt.Sprintf("too few per-second samples (%d, %d) for the test to tell (smallest possible p %.2g; runs of >= 7 s give 6 each)", d.NA, d.NB, minP)
+		case d.PValue >= compareAlpha:
+			d.Verdict = NoChange
+			d.Reason = fmt.Sprintf("within per-second noise (p = %.3g >= %g)", d.PValue, compareAlpha)
+		case (d.MedianB-d.MedianA)*d.Diff <= 0:
+			d.Verdict = NoChange
+			d.Reason = "per-second medians move against the whole-run value"
 		default:
-			sameWay := (d.MedianB-d.MedianA)*d.Diff > 0
-			switch {
-			case d.PValue >= compareAlpha:
-				d.Verdict = NoChange
-				d.Reason = fmt.Sprintf("within per-second noise (p = %.3g >= %g)", d.PValue, compareAlpha)
-			case !sameWay:
-				d.Verdict = NoChange
-				d.Reason = "per-second medians move against the whole-run value"
-			case worse:
+			d.Verdict, d.Reason = Improvement, fmt.Sprintf("p = %.3g < %g", d.PValue, compareAlpha)
+			if worse {
 				d.Verdict = Regression
-				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, compareAlpha)
-			default:
-				d.Verdict = Improvement
-				d.Reason = fmt.Sprintf("p = %.3g < %g", d.PValue, compareAlpha)
 			}
 		}
 		out = append(out, d)
@@ -192,13 +157,13 @@ func fmtUnit(v float64, unit string) string {
 	return fmtRate(v) + " " + unit
 }
 
-// perSecond returns the metric of each full timeline window that saw
+// perSecond returns the value of each full timeline window that saw
 // requests.
-func perSecond(r *Result, m metricDef) []float64 {
+func perSecond(r *Result, val func(Second) float64) []float64 {
 	var xs []float64
 	for _, s := range r.Timeline {
 		if s.Full && s.Requests > 0 {
-			xs = append(xs, m.perSec(s))
+			xs = append(xs, val(s))
 		}
 	}
 	return xs
@@ -207,9 +172,6 @@ func perSecond(r *Result, m metricDef) []float64 {
 // minMannWhitneyP is the smallest two-sided p-value of the exact
 // Mann-Whitney U test with samples of n1 and n2: 2/C(n1+n2, n1).
 func minMannWhitneyP(n1, n2 int) float64 {
-	if n1 <= 0 || n2 <= 0 {
-		return 1
-	}
 	c := 1.0 // C(n1+n2, n1), computed incrementally
 	for i := 1; i <= n1; i++ {
 		c = c * float64(n2+i) / float64(i)
@@ -238,28 +200,23 @@ func mannWhitneyP(x, y []float64) float64 {
 // WriteCompare writes deltas as an aligned table headed by the two reports'
 // identities, followed by the verdict rule.
 func WriteCompare(w io.Writer, a, b *Report, deltas []Delta) error {
-	ew := &errWriter{w: w}
-	ew.printf("A: %s\nB: %s\n\n", reportIdent(a), reportIdent(b))
-	tw := ew.tab()
+	out := &textWriter{}
+	out.printf("A: %s\nB: %s\n\n", reportIdent(a), reportIdent(b))
+	tw := out.tab()
 	fmt.Fprintf(tw, "target\tmetric\tA\tB\tchange\tchange %%\tper-s median A\tB\tn A,B\tp\tverdict\treason\t\n")
 	for _, d := range deltas {
 		if d.Metric == "-" {
 			fmt.Fprintf(tw, "%s\t-\t\t\t\t\t\t\t\t\t%s\t%s\t\n", d.Target, d.Verdict, d.Reason)
 			continue
 		}
-		f := func(v float64) string {
-			if d.Unit == "ms" {
-				return fmtMs(v) + " ms"
-			}
-			return fmtRate(v)
-		}
+		f := func(v float64) string { return fmtUnit(v, d.Unit) }
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%+.3f\t%+.1f%%\t%s\t%s\t%d,%d\t%.3g\t%s\t%s\t\n",
 			d.Target, d.Metric, f(d.A), f(d.B), d.Diff, d.DiffPc, f(d.MedianA), f(d.MedianB), d.NA, d.NB, d.PValue, d.Verdict, d.Reason)
 	}
-	ew.flush(tw)
-	ew.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
+	out.flush(tw)
+	out.printf("\nrule: a change counts only if it is at least max(5%%, 0.2 ms) (throughput: 5%%) and the per-second samples differ\n" +
 		"(Mann-Whitney U, two-sided, p < 0.01, >= 6 full seconds per run, else \"inconclusive\") in the same direction; else \"no change\".\n")
-	return ew.err
+	return out.copyTo(w)
 }
 
 func reportIdent(r *Report) string {

@@ -66,18 +66,18 @@ func TestCompareSameDistributionNoChange(t *testing.T) {
 func TestCompareShiftIsRegression(t *testing.T) {
 	a := reportOf(synthResult("bid", 1, 30, 500, 2000, 0))
 	b := reportOf(synthResult("bid", 2, 30, 500, 2000, 1000))
-	want := map[string]Verdict{MetricP50: Regression, MetricP99: Regression, MetricAvg: Regression, MetricThroughput: NoChange}
+	want := map[string]Verdict{"p50": Regression, "p99": Regression, "avg": Regression, "throughput": NoChange}
 	for _, d := range Compare(a, b) {
 		if d.Verdict != want[d.Metric] {
 			t.Errorf("%s: %s (A %.3f B %.3f p %.3g): %s; want %s", d.Metric, d.Verdict, d.A, d.B, d.PValue, d.Reason, want[d.Metric])
 		}
-		if d.Metric == MetricP50 && math.Abs(d.Diff-1) > 0.1 {
+		if d.Metric == "p50" && math.Abs(d.Diff-1) > 0.1 {
 			t.Errorf("p50 diff %.3f ms, want ~1", d.Diff)
 		}
 	}
 	// And the reverse direction is an improvement.
 	for _, d := range Compare(b, a) {
-		if d.Metric != MetricThroughput && d.Verdict != Improvement {
+		if d.Metric != "throughput" && d.Verdict != Improvement {
 			t.Errorf("reverse %s: %s", d.Metric, d.Verdict)
 		}
 	}

@@ -10,7 +10,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/rtbd/rtbd/bench"
-	"github.com/rtbd/rtbd/bench/internal/proc"
 )
 
 // TestOpenLoopWatch offers 20,000 req/s for 3 s to a trivial fasthttp
@@ -30,10 +29,10 @@ func TestOpenLoopWatch(t *testing.T) {
 	const rate, dur = 20000, 3 * time.Second
 
 	// Warm the connection pool and the helper.
-	if _, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
+	if _, err := bench.Run(ctx, ht, bench.Options{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{
+	r, err := bench.Run(ctx, ht, bench.Options{
 		Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond,
 		Watch: bench.Watch{Processes: []bench.WatchProcess{{Name: "helper-server", PID: pid}}},
 	})
@@ -77,7 +76,7 @@ func baselineCores(t testing.TB, addr string, rate float64, dur time.Duration) (
 			}
 		}()
 	}
-	c0, err := proc.SelfCPU()
+	c0, err := bench.SelfCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +94,7 @@ func baselineCores(t testing.TB, addr string, rate float64, dur time.Duration) (
 	}
 	close(work)
 	wg.Wait()
-	c1, _ := proc.SelfCPU()
+	c1, _ := bench.SelfCPU()
 	wall := time.Since(t0).Seconds()
 	return (c1 - c0).Seconds() / wall, float64(sent) / wall
 }
@@ -116,7 +115,7 @@ func BenchmarkGeneratorCost(b *testing.B) {
 	ht := newHTTPTarget(b, addr, "/bid")
 	const rate, dur = 20000, 2 * time.Second
 	// Warm the connection pool and the helper.
-	if _, err := bench.RunOpenLoop(context.Background(), ht, bench.OpenLoopOptions{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
+	if _, err := bench.Run(context.Background(), ht, bench.Options{Rate: rate, Duration: 500 * time.Millisecond}); err != nil {
 		b.Fatal(err)
 	}
 	base, _ := baselineCores(b, addr, rate, dur)
@@ -125,7 +124,7 @@ func BenchmarkGeneratorCost(b *testing.B) {
 		var ru0, ru1 syscall.Rusage
 		syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 		t0 := time.Now()
-		r, err := bench.RunOpenLoop(context.Background(), ht, bench.OpenLoopOptions{Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond})
+		r, err := bench.Run(context.Background(), ht, bench.Options{Rate: rate, Duration: dur, Warmup: 200 * time.Millisecond})
 		if err != nil {
 			b.Fatal(err)
 		}

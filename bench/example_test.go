@@ -17,7 +17,7 @@ func Example() {
 	bids := bench.NewHTTPTarget("bids", "127.0.0.1:8080", "/openrtb2/bid", func(w *bench.Worker, dst []byte) []byte {
 		return fmt.Appendf(dst, `{"id":"%d-%d","imp":[{"id":"1"}],"tmax":100}`, w.ID, w.Seq)
 	})
-	res, err := bench.RunOpenLoop(ctx, bids, bench.OpenLoopOptions{
+	res, err := bench.Run(ctx, bids, bench.Options{
 		Rate: 3000, Duration: time.Minute, Warmup: 10 * time.Second, Tmax: 100 * time.Millisecond,
 		Watch: bench.Watch{Processes: []bench.WatchProcess{{Name: "rtbd", PID: 12345}}},
 	})

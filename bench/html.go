@@ -8,18 +8,13 @@ import (
 	"strings"
 )
 
-// WriteHTML writes r as one self-contained HTML page: inline SVG charts
-// generated here (percentile curves on one plot, throughput and p99 over
-// time with the run's events marked, the soak's RSS), then the text report.
-// A report with scenario Tables gets one set of charts per table group
-// (say, "3 products": local, grpc, redis), so that each plot compares a few
-// lines; results in no group are charted together. It references no
-// external script, style sheet, font or image.
+// WriteHTML writes r as one self-contained HTML page (no external script,
+// style sheet, font or image): inline SVG charts (percentile curves,
+// throughput and p99 over time with the run's events marked, the soak's
+// RSS), then the text report. Each table group (say, "3 products": local,
+// grpc, redis) gets its own set of charts, so that each plot compares a few
+// lines; results in no group are charted together.
 func WriteHTML(w io.Writer, r *Report) error {
-	type chartGroup struct {
-		Title                  string
-		Percentiles, Rate, P99 template.HTML
-	}
 	var text strings.Builder
 	if err := WriteText(&text, r); err != nil {
 		return err
@@ -29,19 +24,20 @@ func WriteHTML(w io.Writer, r *Report) error {
 		Groups  []chartGroup
 		SoakRSS template.HTML
 		Text    string
-	}{R: r, Text: text.String()}
+	}{R: r, Groups: chartGroups(r), Text: text.String()}
 	if r.Soak != nil {
 		v.SoakRSS = template.HTML(rssChart(r.Soak))
 	}
-	for _, g := range chartGroups(r) {
-		cg := chartGroup{Title: g.title, Percentiles: template.HTML(percentileChart(g.results))}
+	for i, g := range v.Groups {
+		charts := []string{percentileChart(g.results)}
 		if slices.ContainsFunc(g.results, func(res *Result) bool { return len(res.Timeline) > 0 }) {
-			cg.Rate = template.HTML(timelineChart("Throughput over time (completed requests per full 1 s window)", "req/s", g.results,
-				func(s Second) float64 { return float64(s.Requests) }, false))
-			cg.P99 = template.HTML(timelineChart("p99 latency over time (solid p99, dashed p50, per full 1 s window)", "latency ms", g.results,
-				func(s Second) float64 { return usToMs(s.P99Us) }, true))
+			charts = append(charts,
+				timelineChart("Throughput over time (completed requests per full 1 s window)", "req/s", g.results,
+					func(s Second) float64 { return float64(s.Requests) }, false),
+				timelineChart("p99 latency over time (solid p99, dashed p50, per full 1 s window)", "latency ms", g.results,
+					func(s Second) float64 { return usToMs(s.P99Us) }, true))
 		}
-		v.Groups = append(v.Groups, cg)
+		v.Groups[i].Charts = template.HTML(strings.Join(charts, "\n"))
 	}
 	if err := htmlPage.Execute(w, v); err != nil {
 		return fmt.Errorf("bench: write html: %w", err)
@@ -49,45 +45,46 @@ func WriteHTML(w io.Writer, r *Report) error {
 	return nil
 }
 
-type resultGroup struct {
-	title   string
+type chartGroup struct {
+	Title   string
 	results []*Result
+	Charts  template.HTML
 }
 
-// chartGroups splits r's results by the groups of its tables, in order
-// (results not in any table row are charted together at the end); a
-// report without tables is one untitled group.
-func chartGroups(r *Report) []resultGroup {
-	byName := map[string][]*Result{}
-	for _, res := range r.Results {
-		byName[res.Target] = append(byName[res.Target], res)
-	}
-	used := map[*Result]bool{}
-	var gs []resultGroup
-	index := map[[2]string]int{} // table title, row group -> gs index
+// chartGroups splits r's results by the groups of its tables, in order,
+// then the results in no table row; a report without tables is one
+// untitled group.
+func chartGroups(r *Report) []chartGroup {
+	used := make([]bool, len(r.Results))
+	var gs []chartGroup
 	for _, t := range r.Tables {
 		for _, row := range t.Rows {
-			i, ok := index[[2]string{t.Title, row.Group}]
-			if !ok {
-				i = len(gs)
-				index[[2]string{t.Title, row.Group}] = i
-				gs = append(gs, resultGroup{title: strings.TrimSuffix(t.Title+": "+row.Group, ": ")})
+			title := strings.TrimSuffix(t.Title+": "+row.Group, ": ")
+			g := slices.IndexFunc(gs, func(g chartGroup) bool { return g.Title == title })
+			if g < 0 {
+				g = len(gs)
+				gs = append(gs, chartGroup{Title: title})
 			}
-			same := byName[row.Target]
-			if k := slices.IndexFunc(same, func(res *Result) bool { return !used[res] }); k >= 0 {
-				used[same[k]] = true
-				gs[i].results = append(gs[i].results, same[k])
+			for i, res := range r.Results { // the first result of that name not charted yet
+				if !used[i] && res.Target == row.Target {
+					used[i] = true
+					gs[g].results = append(gs[g].results, res)
+					break
+				}
 			}
 		}
 	}
-	if rest := slices.DeleteFunc(slices.Clone(r.Results), func(res *Result) bool { return used[res] }); len(rest) > 0 {
-		title := ""
-		if len(gs) > 0 {
-			title = "Other results"
-		}
-		gs = append(gs, resultGroup{title: title, results: rest})
+	rest := chartGroup{}
+	if len(gs) > 0 {
+		rest.Title = "Other results"
 	}
-	return slices.DeleteFunc(gs, func(g resultGroup) bool { return len(g.results) == 0 })
+	for i, res := range r.Results {
+		if !used[i] {
+			rest.results = append(rest.results, res)
+		}
+	}
+	gs = append(gs, rest)
+	return slices.DeleteFunc(gs, func(g chartGroup) bool { return len(g.results) == 0 })
 }
 
 var htmlPage = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -110,7 +107,7 @@ pre{font-size:12px}
 <h1>rtbd bench report{{if .R.Title}}: {{.R.Title}}{{end}}</h1>
 {{.SoakRSS}}
 {{if .Groups}}<h2 id="charts">Latency percentiles and over time</h2>
-{{range .Groups}}{{if .Title}}<h3>{{.Title}}</h3>{{end}}{{.Percentiles}}{{.Rate}}{{.P99}}
+{{range .Groups}}{{if .Title}}<h3>{{.Title}}</h3>{{end}}{{.Charts}}
 {{end}}{{end}}
 <h2 id="report">Report</h2>
 <pre>{{.Text}}</pre>

@@ -15,18 +15,12 @@ import (
 // fasthttp.HostClient with keep-alive connections, the request URI and
 // body built per request. Safe for concurrent use.
 type httpTarget struct {
-	name   string
-	method string
-	// uri appends the path and query of the next request to dst.
-	uri func(w *Worker, dst []byte) []byte
-	// body, if set, appends the next request's body to dst (POST).
-	body func(w *Worker, dst []byte) []byte
-	// check classifies an answer; the body is valid only during the call.
-	check func(status int, body []byte) Outcome
-	// checkHeader, if set, makes check get this response header's value
-	// instead of the body.
-	checkHeader string
-	client      *fasthttp.HostClient
+	name, method string
+	uri          func(w *Worker, dst []byte) []byte    // appends the next request's path and query to dst
+	body         func(w *Worker, dst []byte) []byte    // if set, appends the next request's body to dst
+	check        func(status int, body []byte) Outcome // the body is valid only during the call
+	checkHeader  string                                // if set, check gets this response header instead of the body
+	client       *fasthttp.HostClient
 }
 
 // newHTTPClient is the harness's client of one server: no retries (a
@@ -122,12 +116,9 @@ func ClassifyHTTPStatus(status int, _ []byte) Outcome {
 	return ErrOther
 }
 
-// ClassifyError maps a transport error to an outcome:
-//   - ErrTimeout: a deadline passed (a net.Error whose Timeout() is true,
-//     context.DeadlineExceeded and fasthttp's timeouts);
-//   - ErrConn: refused, reset, broken or closed connections and other
-//     network errors;
-//   - ErrOther: anything else (e.g. a malformed response).
+// ClassifyError maps a transport error to an outcome: a passed deadline
+// is ErrTimeout, a refused, reset, broken or closed connection (or another
+// network error) ErrConn, anything else (a malformed response) ErrOther.
 func ClassifyError(err error) Outcome {
 	var ne net.Error
 	switch {
@@ -147,16 +138,4 @@ func ClassifyError(err error) Outcome {
 		return ErrConn
 	}
 	return ErrOther
-}
-
-// NewHTTPTarget is a Target sending one request to http://addr+path per
-// Do: POST with body's output as JSON when body is set, GET otherwise;
-// ClassifyHTTPStatus classifies the answers. Safe for concurrent use.
-func NewHTTPTarget(name, addr, path string, body func(w *Worker, dst []byte) []byte) Target {
-	method := "GET"
-	if body != nil {
-		method = "POST"
-	}
-	uri := func(_ *Worker, dst []byte) []byte { return append(dst, path...) }
-	return newHTTPTarget(name, addr, method, 1024, uri, body, nil)
 }

@@ -8,33 +8,29 @@ import (
 	"time"
 )
 
-// Objective is what a rate must hold in FindMaxRate.
+// Objective is what a rate must hold in FindMaxRate: errors below 0.1%
+// and the bounds set.
 type Objective struct {
 	// P99 is the highest acceptable whole-step p99 latency. Required, > 0.
 	P99 time.Duration
-	// MaxErrorRatio: errors / requests must stay below it. Zero means
-	// 0.001 (0.1%); 1 or more ignores errors.
-	MaxErrorRatio float64
-	// MaxMissRatio: deadline misses / requests must stay below it. Zero:
-	// not checked.
+	// MaxMissRatio bounds deadline misses / requests. Zero: not checked.
 	MaxMissRatio float64
-	// MaxNoBidRatio: no-bids / requests must stay below it. Zero: not
-	// checked. A bidder that sheds load (fast no-bids) holds any latency
-	// objective far past the rate it can serve, so its sustainable rate
-	// is one where it still bids.
+	// MaxNoBidRatio bounds no-bids / requests. Zero: not checked. A bidder
+	// that sheds load (fast no-bids) holds any latency objective far past
+	// the rate it can serve, so its sustainable rate is one where it still
+	// bids.
 	MaxNoBidRatio float64
 }
+
+// maxErrorRatio is the errors / requests every Objective holds below.
+const maxErrorRatio = 0.001
 
 // P99Ms is the P99 bound in ms, for reports.
 func (o Objective) P99Ms() float64 { return float64(o.P99) / 1e6 }
 
 // String renders the objective, e.g. "p99 <= 5 ms, errors < 0.1%".
 func (o Objective) String() string {
-	o = o.withDefaults()
-	s := fmt.Sprintf("p99 <= %g ms", o.P99Ms())
-	if o.MaxErrorRatio < 1 {
-		s += fmt.Sprintf(", errors < %g%%", 100*o.MaxErrorRatio)
-	}
+	s := fmt.Sprintf("p99 <= %g ms, errors < %g%%", o.P99Ms(), 100*maxErrorRatio)
 	if o.MaxMissRatio > 0 {
 		s += fmt.Sprintf(", deadline misses < %g%%", 100*o.MaxMissRatio)
 	}
@@ -44,17 +40,11 @@ func (o Objective) String() string {
 	return s
 }
 
-func (o Objective) withDefaults() Objective {
-	o.MaxErrorRatio = cmp.Or(o.MaxErrorRatio, 0.001)
-	return o
-}
-
 // Check returns "" if r holds the objective, else the reasons it does not.
 func (o Objective) Check(r *Result) string {
-	o = o.withDefaults()
 	var why problems
 	why.check(r.Latency.P99Us <= o.P99.Microseconds(), "p99 %.2f ms > %g ms", usToMs(r.Latency.P99Us), o.P99Ms())
-	why.check(o.MaxErrorRatio >= 1 || r.ErrorRatio() < o.MaxErrorRatio, "errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*o.MaxErrorRatio)
+	why.check(r.ErrorRatio() < maxErrorRatio, "errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*maxErrorRatio)
 	why.check(o.MaxMissRatio <= 0 || r.MissRatio() < o.MaxMissRatio, "deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio)
 	noBids := ratio(r.NoBids, r.Requests)
 	why.check(o.MaxNoBidRatio <= 0 || noBids < o.MaxNoBidRatio, "no-bids %.3f%% >= %g%%", 100*noBids, 100*o.MaxNoBidRatio)
@@ -64,34 +54,22 @@ func (o Objective) Check(r *Result) string {
 
 // FindMaxRateOptions configure FindMaxRate.
 type FindMaxRateOptions struct {
-	Objective Objective
-	// StartRate is the first rate tried, req/s. Zero means 100.
-	StartRate float64
-	// MaxRate caps the search, req/s. Required, >= StartRate.
-	MaxRate float64
-	// Precision ends the search when (fail - pass) / pass <= Precision.
-	// Zero means 0.05.
-	Precision float64
-	// StepDuration is the measured length of each step. Zero means 5 s.
-	StepDuration time.Duration
-	// StepWarmup is discarded at the start of each step. Zero: none.
-	StepWarmup time.Duration
-	// Cooldown is a pause between steps (lets queues drain). Zero: none.
-	Cooldown time.Duration
-	// MaxSteps bounds the number of runs. Zero means 20.
-	MaxSteps int
+	Objective    Objective
+	StartRate    float64       // the first rate tried, req/s; zero: 100
+	MaxRate      float64       // the search's cap, req/s; required, >= StartRate
+	Precision    float64       // the search ends when (fail - pass) / pass <= Precision; zero: 0.05
+	StepDuration time.Duration // measured length of each step; zero: 5 s
+	StepWarmup   time.Duration // discarded at the start of each step
+	Cooldown     time.Duration // pause between steps (lets queues drain)
+	MaxSteps     int           // bound on the number of runs; zero: 20
 	// Confirm re-runs a failing rate up to this many times before the
-	// search believes the failure: a rate fails only if every run of it
-	// fails, so that one stall does not end the search far below
-	// capacity. Zero: each step is trusted as measured.
+	// search believes the failure (a rate fails only if every run of it
+	// fails), so that one stall does not end the search far below capacity.
 	Confirm int
-	// Load is the template of each step's run: MaxInFlight, Timeout, Tmax,
-	// Arrival, Seed and Watch are used; Rate, Duration and Warmup
-	// must be zero (the search sets them).
-	Load OpenLoopOptions
-	// Logf, when set, is told of each step as it ends: the target, the
-	// rate, and pass or why not.
-	Logf func(format string, args ...any)
+	// Load is each step's open loop; the search sets its Rate, Duration and
+	// Warmup, which must be zero.
+	Load Options
+	Logf func(format string, args ...any) // if set, told of each step as it ends
 }
 
 // RateStep is one run of a FindMaxRate search.
@@ -129,7 +107,7 @@ type MaxRateResult struct {
 // objective: it doubles the rate from StartRate until a step fails (or
 // MaxRate passes), then bisects between the highest passing and lowest
 // failing rate until they are within Precision. Each step is a separate
-// RunOpenLoop of StepDuration; with Confirm, a failing rate is run again
+// Run of StepDuration; with Confirm, a failing rate is run again
 // before it counts as failed. Noise can make a step pass above one that
 // failed; the search trusts each step as measured and keeps the highest
 // pass below the lowest failure. If StartRate already fails, it returns the
@@ -142,11 +120,12 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 	var p problems
 	p.check(t != nil, "target: nil")
 	p.check(o.Objective.P99 > 0, "objective.p99: must be > 0, got %v", o.Objective.P99)
-	p.check(o.Objective.MaxErrorRatio >= 0 && o.Objective.MaxMissRatio >= 0, "objective: ratios must be >= 0")
+	p.check(o.Objective.MaxMissRatio >= 0 && o.Objective.MaxNoBidRatio >= 0, "objective: ratios must be >= 0")
 	p.check(o.StartRate >= 0 && o.MaxRate >= o.StartRate, "max_rate: must be >= start_rate (%v), got %v", o.StartRate, o.MaxRate)
 	p.check(o.Precision >= 0 && o.MaxSteps >= 0 && o.StepDuration >= 0 && o.StepWarmup >= 0 && o.Cooldown >= 0 && o.Confirm >= 0,
 		"precision, max_steps, step_duration, step_warmup, cooldown, confirm: must be >= 0")
-	p.check(o.Load.Rate == 0 && o.Load.Duration == 0 && o.Load.Warmup == 0, "load: rate, duration and warmup must be zero (set by the search)")
+	p.check(o.Load.Rate == 0 && o.Load.Duration == 0 && o.Load.Warmup == 0 && o.Load.Concurrency == 0,
+		"load: rate, duration, warmup and concurrency must be zero (an open loop, set by the search)")
 	if err := p.err(); err != nil {
 		return nil, err
 	}
@@ -163,7 +142,7 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 		}
 		lo2 := o.Load
 		lo2.Rate, lo2.Duration, lo2.Warmup = rate, o.StepDuration, o.StepWarmup
-		r, err := RunOpenLoop(ctx, t, lo2)
+		r, err := Run(ctx, t, lo2)
 		if err != nil {
 			return res, err
 		}

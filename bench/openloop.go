@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -8,10 +9,10 @@ import (
 	"time"
 )
 
-// Load is one open-loop load of a mixed run.
+// Load is one load of a mixed run.
 type Load struct {
 	Target  Target
-	Options OpenLoopOptions
+	Options Options
 }
 
 // MixedOptions are the shared settings of RunMixed. Each load's
@@ -23,34 +24,36 @@ type MixedOptions struct {
 	Watch    Watch
 }
 
-// RunOpenLoop offers o.Rate requests per second to t for o.Duration (after
-// o.Warmup) and returns what it saw. See OpenLoopOptions for the queueing
-// and timing rules. It returns an error wrapping ErrInvalid for bad options;
-// if ctx is cancelled it stops scheduling, waits for the requests in flight
-// and returns the partial Result (Aborted set) with an error wrapping
-// ErrAborted and ctx.Err().
-func RunOpenLoop(ctx context.Context, t Target, o OpenLoopOptions) (*Result, error) {
-	rs, err := RunMixed(ctx, []Load{{Target: t, Options: o}}, MixedOptions{Duration: o.Duration, Warmup: o.Warmup, Watch: o.Watch})
-	if len(rs) == 0 {
+// Run loads t as o says (open or closed loop) and returns what it saw. It
+// returns an error wrapping ErrInvalid for bad options; if ctx is cancelled
+// it stops sending, waits for the requests in flight and returns the
+// partial Result (Aborted set) with an error wrapping ErrAborted and
+// ctx.Err().
+func Run(ctx context.Context, t Target, o Options) (*Result, error) {
+	var p problems
+	p.check(t != nil, "target: nil")
+	o.validate(&p, "")
+	if err := p.err(); err != nil {
 		return nil, err
 	}
-	rs[0].GeneratorShared = 0
+	rs, err := runLoads(ctx, []Load{{Target: t, Options: o}}, o.Warmup, o.Watch)
 	return rs[0], err
 }
 
-// RunMixed runs several open-loop loads at once from a common start (for
-// example bid requests at R1, win notices at R2 and pixel events at R3) and
-// returns one Result per load, in order. Target names must be unique. Each
-// load has its own pacer, workers and histograms; generator CPU and Watch
-// figures are process-wide and repeated in every Result.
+// RunMixed runs several loads at once from a common start (for example bid
+// requests at R1, win notices at R2 and pixel events at R3) and returns one
+// Result per load, in order. Target names must be unique. Each load has its
+// own pacer, workers and histograms; generator CPU and Watch figures are
+// process-wide and repeated in every Result.
 func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, error) {
 	var p problems
 	p.check(len(loads) > 0, "loads: at least one load required")
 	p.check(o.Duration > 0, "duration: must be > 0, got %v", o.Duration)
 	p.check(o.Warmup >= 0, "warmup: must be >= 0, got %v", o.Warmup)
-	o.Watch.validate(&p, "")
 	seen := map[string]bool{}
-	for i, l := range loads {
+	loads = append([]Load(nil), loads...)
+	for i := range loads {
+		l := &loads[i]
 		prefix := fmt.Sprintf("loads[%d].", i)
 		if l.Target == nil {
 			p.addf("%starget: nil", prefix)
@@ -58,64 +61,51 @@ func RunMixed(ctx context.Context, loads []Load, o MixedOptions) ([]*Result, err
 		}
 		p.check(!seen[l.Target.Name()], "%starget: duplicate name %q", prefix, l.Target.Name())
 		seen[l.Target.Name()] = true
-		lo := l.Options
+		lo := &l.Options
 		p.check(lo.Duration == 0 || lo.Duration == o.Duration, "%sduration: %v differs from the mixed run's %v", prefix, lo.Duration, o.Duration)
 		p.check(lo.Warmup == 0 || lo.Warmup == o.Warmup, "%swarmup: %v differs from the mixed run's %v", prefix, lo.Warmup, o.Warmup)
-		p.check(len(lo.Watch.Processes) == 0 || len(loads) == 1, "%swatch: set MixedOptions.Watch instead", prefix)
-		lo.Duration, lo.Warmup, lo.Watch = o.Duration, o.Warmup, Watch{}
+		p.check(len(lo.Watch.Processes) == 0, "%swatch: set MixedOptions.Watch instead", prefix)
+		lo.Duration, lo.Warmup = o.Duration, o.Warmup
 		lo.validate(&p, prefix)
 	}
+	o.Watch.validate(&p, "")
 	if err := p.err(); err != nil {
 		return nil, err
 	}
+	rs, err := runLoads(ctx, loads, o.Warmup, o.Watch)
+	if len(rs) > 1 {
+		for _, r := range rs {
+			r.GeneratorShared = len(rs)
+		}
+	}
+	return rs, err
+}
 
+// runLoads runs valid loads from a common start, watching w from the end of
+// warmup.
+func runLoads(ctx context.Context, loads []Load, warmup time.Duration, w Watch) ([]*Result, error) {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t0 := time.Now()
-	warmNs := int64(o.Warmup)
-	w := startWatch(o.Watch, t0.Add(o.Warmup))
-	ls := make([]*openLoad, len(loads))
+	wa := startWatch(w, t0.Add(warmup))
+	ls := make([]*load, len(loads))
 	var wg sync.WaitGroup
 	for i, l := range loads {
-		opt := l.Options
-		opt.Duration, opt.Warmup = o.Duration, o.Warmup
-		ls[i] = newOpenLoad(runCtx, i, l.Target, opt.withDefaults(), t0)
+		ls[i] = newLoad(runCtx, i, l.Target, l.Options.withDefaults(), t0)
 		wg.Add(1)
-		go func(l *openLoad) {
+		go func() {
 			defer wg.Done()
-			l.run()
-		}(ls[i])
+			ls[i].run()
+		}()
 	}
 	wg.Wait()
-	w.stop()
+	wa.stop()
 
 	aborted := ctx.Err() != nil
 	results := make([]*Result, len(ls))
 	for i, l := range ls {
-		r := &Result{
-			Target:      l.target.Name(),
-			Mode:        ModeOpenLoop,
-			OfferedRate: l.o.Rate,
-			Arrival:     l.o.Arrival,
-			MaxInFlight: l.o.MaxInFlight,
-			Start:       t0.Add(o.Warmup),
-			WarmupSec:   o.Warmup.Seconds(),
-			DurationSec: o.Duration.Seconds(),
-			TimeoutMs:   float64(l.timeoutNs) / 1e6,
-			TmaxMs:      float64(l.o.Tmax) / 1e6,
-			Workers:     l.spawned,
-			Aborted:     aborted,
-		}
-		sendNs := int64(o.Duration)
-		if aborted {
-			sendNs = max(0, l.stoppedAt-warmNs)
-		}
-		l.agg.fill(r, sendNs)
-		w.apply(r)
-		if len(ls) > 1 {
-			r.GeneratorShared = len(ls)
-		}
-		results[i] = r
+		results[i] = l.result(aborted)
+		wa.apply(results[i])
 	}
 	if aborted {
 		return results, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())
@@ -129,24 +119,29 @@ type item struct {
 	start int64 // when its latency starts counting: max(sched, pacer waking)
 }
 
-type openLoad struct {
+// load is one load of a run: its pacer (open loop) and workers.
+type load struct {
 	ctx    context.Context
 	idx    int
 	target Target
-	o      OpenLoopOptions
+	o      Options
 	t0     time.Time
 	agg    *aggregator
 	work   chan item
 	wg     sync.WaitGroup
 
 	warmNs, endNs, timeoutNs int64
-	spawned                  int   // pacer goroutine only
-	stoppedAt                int64 // ns since t0 when the pacer stopped
+	workers                  int   // started (open loop: by the pacer goroutine only)
+	sendNs                   int64 // length of the measured sending phase, set when it ends
 }
 
-func newOpenLoad(ctx context.Context, idx int, t Target, o OpenLoopOptions, t0 time.Time) *openLoad {
+func newLoad(ctx context.Context, idx int, t Target, o Options, t0 time.Time) *load {
 	warm := int64(o.Warmup)
-	return &openLoad{
+	end := warm + int64(o.Duration)
+	if o.Duration == 0 { // a closed loop until Requests
+		end = 1<<63 - 1
+	}
+	return &load{
 		ctx:       ctx,
 		idx:       idx,
 		target:    t,
@@ -155,36 +150,92 @@ func newOpenLoad(ctx context.Context, idx int, t Target, o OpenLoopOptions, t0 t
 		agg:       newAggregator(warm, int64(o.Tmax)),
 		work:      make(chan item), // unbuffered: a send succeeds only to an idle worker
 		warmNs:    warm,
-		endNs:     warm + int64(o.Duration),
-		timeoutNs: timeoutNs(o.Timeout),
+		endNs:     end,
+		timeoutNs: max(int64(cmp.Or(o.Timeout, DefaultTimeout)), 0),
 	}
 }
 
-func (l *openLoad) now() int64 { return int64(time.Since(l.t0)) }
+func (l *load) now() int64 { return int64(time.Since(l.t0)) }
 
-func (l *openLoad) run() {
+func (l *load) run() {
 	go l.agg.run()
-	l.pace()
-	close(l.work)
-	l.wg.Wait()
+	if l.o.Concurrency > 0 {
+		l.closedLoop()
+	} else {
+		l.pace()
+		close(l.work)
+		l.wg.Wait()
+	}
 	close(l.agg.in)
 	<-l.agg.done
 }
 
-// pace schedules requests. It never sleeps per request: it wakes about once
-// per pacerSlice (or at the next scheduled time, if later) and dispatches every
-// request that has come due.
-func (l *openLoad) pace() {
+func (l *load) result(aborted bool) *Result {
+	r := &Result{
+		Target:      l.target.Name(),
+		Mode:        ModeOpenLoop,
+		OfferedRate: l.o.Rate,
+		Arrival:     l.o.Arrival,
+		Concurrency: l.o.Concurrency,
+		MaxInFlight: l.o.MaxInFlight,
+		Start:       l.t0.Add(l.o.Warmup),
+		WarmupSec:   l.o.Warmup.Seconds(),
+		DurationSec: l.o.Duration.Seconds(),
+		TimeoutMs:   float64(l.timeoutNs) / 1e6,
+		TmaxMs:      float64(l.o.Tmax) / 1e6,
+		Workers:     l.workers,
+		Aborted:     aborted,
+	}
+	if l.o.Concurrency > 0 {
+		r.Mode, r.DurationSec = ModeClosedLoop, float64(l.sendNs)/1e9
+	}
+	l.agg.fill(r, l.sendNs)
+	return r
+}
+
+func (l *load) newWorker(id int) *Worker {
+	return &Worker{ID: id, Rand: rand.New(rand.NewPCG(l.o.Seed, uint64(l.idx)<<32|uint64(id)))}
+}
+
+// expired reports whether it, not sent by now, is past its hard deadline.
+func (l *load) expired(it item, now int64) bool {
+	return l.timeoutNs > 0 && now >= it.start+l.timeoutNs
+}
+
+// send sends it now through w, unless it expired waiting for a worker, and
+// records the outcome.
+func (l *load) send(w *Worker, rec *recorder, it item, now int64) {
+	s := sample{start: it.start, end: now, lagUs: lagUs(now - it.sched), outcome: ErrTimeout,
+		warm: it.sched < l.warmNs, expired: l.expired(it, now)}
+	if !s.expired {
+		if l.timeoutNs > 0 {
+			w.Deadline = l.t0.Add(time.Duration(it.start + l.timeoutNs))
+		}
+		s.outcome = l.target.Do(l.ctx, w)
+		s.end = l.now()
+		w.Seq++
+	}
+	rec.record(s)
+}
+
+// pace schedules the requests of an open loop. It never sleeps per
+// request: it wakes about once per pacerSlice (or at the next scheduled
+// time, if later) and dispatches every request that has come due.
+func (l *load) pace() {
 	rec := l.agg.newRecorder() // for requests that expire before a worker is free
 	defer rec.close()
 	period := 1e9 / l.o.Rate
-	poisson := l.o.Arrival == Poisson
 	// Arrival gaps use their own stream (workers use (Seed, idx<<32|id)).
 	rng := rand.New(rand.NewPCG(l.o.Seed^0x9e3779b97f4a7c15, uint64(l.idx)))
 	var i, nextAt, wake int64
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
-	defer func() { l.stoppedAt = l.now() }()
+	l.sendNs = int64(l.o.Duration)
+	defer func() {
+		if l.ctx.Err() != nil {
+			l.sendNs = max(0, l.now()-l.warmNs)
+		}
+	}()
 	for {
 		now := l.now()
 		for nextAt <= now {
@@ -192,14 +243,13 @@ func (l *openLoad) pace() {
 				return
 			}
 			it := item{sched: nextAt, start: max(nextAt, wake)}
-			if l.timeoutNs > 0 && now >= it.start+l.timeoutNs {
-				rec.record(sample{start: it.start, end: now, lagUs: lagUs(now - it.sched),
-					outcome: ErrTimeout, warm: it.sched < l.warmNs, expired: true})
+			if l.expired(it, now) {
+				l.send(nil, &rec, it, now) // records it as expired; no worker needed
 			} else if !l.dispatch(it) {
 				return
 			}
 			i++
-			if poisson {
+			if l.o.Arrival == Poisson {
 				nextAt += int64(rng.ExpFloat64() * period)
 			} else {
 				nextAt = int64(float64(i) * period)
@@ -227,16 +277,16 @@ func lagUs(ns int64) uint32 { return uint32(clampUs(ns)) }
 // dispatch hands it to an idle worker, starts a new worker if none is idle
 // and fewer than MaxInFlight exist, or else waits for a worker. It returns
 // false if the run was cancelled while waiting.
-func (l *openLoad) dispatch(it item) bool {
+func (l *load) dispatch(it item) bool {
 	select {
 	case l.work <- it:
 		return true
 	default:
 	}
-	if l.spawned < l.o.MaxInFlight {
+	if l.workers < l.o.MaxInFlight {
 		l.wg.Add(1)
-		go l.worker(l.spawned, it)
-		l.spawned++
+		go l.worker(l.workers, it)
+		l.workers++
 		return true
 	}
 	select {
@@ -247,26 +297,14 @@ func (l *openLoad) dispatch(it item) bool {
 	}
 }
 
-func (l *openLoad) worker(id int, it item) {
+// worker sends it, then every item the pacer hands it.
+func (l *load) worker(id int, it item) {
 	defer l.wg.Done()
-	w := &Worker{ID: id, Rand: rand.New(rand.NewPCG(l.o.Seed, uint64(l.idx)<<32|uint64(id)))}
+	w := l.newWorker(id)
 	rec := l.agg.newRecorder()
 	defer rec.close()
 	for {
-		sent := l.now()
-		if l.timeoutNs > 0 && sent >= it.start+l.timeoutNs {
-			// Expired while the pacer waited for a free worker: not sent.
-			rec.record(sample{start: it.start, end: sent, lagUs: lagUs(sent - it.sched), outcome: ErrTimeout,
-				warm: it.sched < l.warmNs, expired: true})
-		} else {
-			if l.timeoutNs > 0 {
-				w.Deadline = l.t0.Add(time.Duration(it.start + l.timeoutNs))
-			}
-			out := l.target.Do(l.ctx, w)
-			end := l.now()
-			rec.record(sample{start: it.start, end: end, lagUs: lagUs(sent - it.sched), outcome: out, warm: it.sched < l.warmNs})
-			w.Seq++
-		}
+		l.send(w, &rec, it, l.now())
 		var ok bool
 		if it, ok = <-l.work; !ok {
 			return

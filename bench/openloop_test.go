@@ -39,7 +39,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 
 	// A generous hard timeout: the assertions below must not depend on the
 	// machine's own stalls.
-	open, err := bench.RunOpenLoop(ctx, ht, bench.OpenLoopOptions{Rate: 500, Duration: 3 * time.Second, Timeout: 10 * time.Second})
+	open, err := bench.Run(ctx, ht, bench.Options{Rate: 500, Duration: 3 * time.Second, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestOpenLoopShowsStall(t *testing.T) {
 		t.Errorf("open loop used %d workers; a 200 ms stall at 500/s needs ~100 in flight", open.Workers)
 	}
 
-	closed, err := bench.RunClosedLoop(ctx, ht, bench.ClosedLoopOptions{Concurrency: 1, Duration: 3 * time.Second, Timeout: 10 * time.Second})
+	closed, err := bench.Run(ctx, ht, bench.Options{Concurrency: 1, Duration: 3 * time.Second, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,8 @@ type Arrival string
 
 // Arrival processes.
 const (
-	// Uniform schedules request i at t0 + i/Rate.
-	Uniform Arrival = "uniform"
-	// Poisson draws exponential gaps with mean 1/Rate (seeded by Seed), the
-	// classic model of many independent senders.
-	Poisson Arrival = "poisson"
+	Uniform Arrival = "uniform" // request i at t0 + i/Rate
+	Poisson Arrival = "poisson" // exponential gaps of mean 1/Rate (seeded by Seed): many independent senders
 )
 
 // Defaults applied to zero option fields.
@@ -28,82 +25,40 @@ const (
 // pacerSlice is the open-loop pacer's minimum sleep.
 const pacerSlice = time.Millisecond
 
-// OpenLoopOptions configure an open-loop run: requests are scheduled at a
-// fixed rate whatever the target does, and latency counts from each
-// request's intended send time, so a stalled server's queueing shows in the
-// numbers (no coordinated omission).
+// Options configure one load: open loop at Rate, or closed loop of
+// Concurrency workers (Rate zero).
 //
-// Queueing rules. Requests are handed to worker goroutines, started on
-// demand up to MaxInFlight. When all of them are busy the pacer waits for
-// one; requests that came due meanwhile keep their scheduled time, so their
-// wait counts as latency. A request still waiting when its hard deadline
-// (scheduled time + Timeout) has passed is not sent: it is recorded as
-// ErrTimeout and counted in Result.Expired. Nothing is silently dropped.
+// Open loop: requests are scheduled at Rate whatever the target does and
+// latency counts from each one's intended send time, so a stalled server's
+// queueing shows (no coordinated omission). Workers are started on demand
+// up to MaxInFlight; while all are busy the pacer waits and the requests
+// that came due keep their scheduled time. One still waiting at its hard
+// deadline is not sent: an ErrTimeout, counted in Result.Expired. The pacer
+// wakes about every 1 ms (Go's timer granularity); a request that came due
+// while it slept counts from the waking, so the generator's own sleep is
+// not charged to the target. Result.SendLag is the lateness behind schedule.
 //
-// Timer granularity. The pacer wakes about every 1 ms (Go timers on Linux
-// fire with ~1 ms granularity) and hands out every request that came due
-// while it slept. Such a request counts from the pacer's waking, not from
-// its scheduled time, so the generator's own sleep granularity is not
-// charged to the target; any later delay (a busy pool, a slow pacer) is.
-// Result.SendLag shows the total lateness behind schedule.
-type OpenLoopOptions struct {
-	// Rate is the offered load in requests per second. Required, > 0.
-	Rate float64
-	// Duration of the measured phase. Required, > 0. Exactly
-	// floor(Rate*Duration) requests are scheduled in it (Uniform arrival).
-	Duration time.Duration
-	// Warmup runs the same load before the measured phase and discards it.
-	// Zero: no warmup.
-	Warmup time.Duration
-	// MaxInFlight bounds concurrent requests (worker goroutines). Zero
-	// means DefaultMaxInFlight (1024).
-	MaxInFlight int
-	// Timeout is the hard per-request deadline, from the intended send
-	// time; Worker.Deadline carries it to the target. Zero means
-	// DefaultTimeout (1 s); negative disables it.
-	Timeout time.Duration
-	// Tmax is the soft deadline: an OK or NoBid answer whose latency
-	// exceeds it is counted as DeadlineMiss (like an SSP's tmax). Zero: not
-	// checked.
-	Tmax time.Duration
-	// Arrival is the arrival process. Zero means Uniform.
-	Arrival Arrival
-	// Seed seeds Worker.Rand streams and Poisson gaps. Zero is a valid seed.
-	Seed uint64
-	// Watch lists processes to measure during the run.
-	Watch Watch
-}
-
-// ClosedLoopOptions configure a closed-loop run: Concurrency workers each
-// send a request, wait for its outcome, and repeat. Latency counts from the
-// actual send time. Note what this hides: while the target stalls, the
-// workers stop sending, so the stall is one sample per worker instead of
-// every request that would have arrived meanwhile.
-type ClosedLoopOptions struct {
-	// Concurrency is the number of workers. Required, > 0.
-	Concurrency int
-	// Duration of the measured phase. Required unless Requests > 0.
-	Duration time.Duration
-	// Requests, if > 0, stops the run after this many measured requests
-	// (ghz -n), or at Duration, whichever comes first.
-	Requests int64
-	// Warmup is discarded before the measured phase. Zero: none.
-	Warmup time.Duration
-	// Timeout is the hard per-request deadline from the send time. Zero
-	// means DefaultTimeout; negative disables it.
-	Timeout time.Duration
-	// Tmax is the soft deadline for DeadlineMiss. Zero: not checked.
-	Tmax time.Duration
-	// Seed seeds Worker.Rand.
-	Seed uint64
-	// Watch lists processes to measure during the run.
-	Watch Watch
+// Closed loop: each worker sends, waits for the outcome and repeats;
+// latency counts from the actual send, so a stall is one sample per worker
+// instead of every request that would have arrived meanwhile.
+type Options struct {
+	Rate        float64       // open loop: offered requests per second
+	Concurrency int           // closed loop: the number of workers
+	Requests    int64         // closed loop: stop after this many measured requests (or at Duration)
+	Duration    time.Duration // of the measured phase; optional for a closed loop with Requests
+	Warmup      time.Duration // the same load first, discarded
+	MaxInFlight int           // open loop: bound on concurrent requests; zero: DefaultMaxInFlight
+	Timeout     time.Duration // hard deadline from the intended send time (Worker.Deadline); zero: DefaultTimeout, < 0: none
+	Tmax        time.Duration // soft deadline: a later OK or NoBid counts as DeadlineMiss; zero: not checked
+	Arrival     Arrival       // open loop; zero: Uniform
+	Seed        uint64        // seeds Worker.Rand and Poisson gaps
+	Watch       Watch         // processes measured during the run
 }
 
 // Watch lists what to measure beside the generator during a run.
 type Watch struct {
-	// Processes are measured from /proc/PID/stat and status: CPU seconds
-	// over the measured phase and peak RSS at its end.
+	// Processes: CPU seconds over the measured phase and peak RSS at its
+	// end, from /proc.
 	Processes []WatchProcess
 }
 
@@ -140,61 +95,40 @@ func (p problems) err() error {
 	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(p, "; "))
 }
 
+// Validate reports every problem of o, naming the field.
+func (o Options) Validate() error {
+	var p problems
+	o.validate(&p, "")
+	return p.err()
+}
+
+func (o Options) validate(p *problems, prefix string) {
+	if o.Concurrency == 0 {
+		p.check(o.Rate > 0 && o.Rate <= 1e8, "%srate: must be > 0 and <= 1e8 req/s (or set concurrency), got %v", prefix, o.Rate)
+		p.check(o.Duration > 0, "%sduration: must be > 0, got %v", prefix, o.Duration)
+	} else {
+		p.check(o.Concurrency > 0, "%sconcurrency: must be >= 0, got %d", prefix, o.Concurrency)
+		p.check(o.Rate == 0, "%srate: a closed loop (concurrency) has none, got %v", prefix, o.Rate)
+		p.check(o.Duration > 0 || o.Requests > 0, "%sduration: must be > 0 when requests is 0, got %v", prefix, o.Duration)
+	}
+	p.check(o.Requests >= 0, "%srequests: must be >= 0, got %d", prefix, o.Requests)
+	p.check(o.Warmup >= 0, "%swarmup: must be >= 0, got %v", prefix, o.Warmup)
+	p.check(o.MaxInFlight >= 0, "%smax_in_flight: must be >= 0, got %d", prefix, o.MaxInFlight)
+	p.check(o.Tmax >= 0, "%stmax: must be >= 0, got %v", prefix, o.Tmax)
+	p.check(o.Arrival == "" || o.Arrival == Uniform || o.Arrival == Poisson, "%sarrival: must be %q or %q, got %q", prefix, Uniform, Poisson, o.Arrival)
+	o.Watch.validate(p, prefix)
+}
+
 func (w Watch) validate(p *problems, prefix string) {
 	for i, pr := range w.Processes {
 		p.check(pr.PID > 0, "%swatch.processes[%d].pid: must be > 0, got %d", prefix, i, pr.PID)
 	}
 }
 
-// Validate reports every problem of o, naming the field.
-func (o OpenLoopOptions) Validate() error {
-	var p problems
-	o.validate(&p, "")
-	return p.err()
-}
-
-func (o OpenLoopOptions) validate(p *problems, prefix string) {
-	p.check(o.Rate > 0 && o.Rate <= 1e8, "%srate: must be > 0 and <= 1e8 req/s, got %v", prefix, o.Rate)
-	p.check(o.Duration > 0, "%sduration: must be > 0, got %v", prefix, o.Duration)
-	p.check(o.Warmup >= 0, "%swarmup: must be >= 0, got %v", prefix, o.Warmup)
-	p.check(o.MaxInFlight >= 0, "%smax_in_flight: must be >= 0, got %d", prefix, o.MaxInFlight)
-	p.check(o.Tmax >= 0, "%stmax: must be >= 0, got %v", prefix, o.Tmax)
-	validateArrival(p, prefix, o.Arrival)
-	o.Watch.validate(p, prefix)
-}
-
-func validateArrival(p *problems, prefix string, a Arrival) {
-	p.check(a == "" || a == Uniform || a == Poisson, "%sarrival: must be %q or %q, got %q", prefix, Uniform, Poisson, a)
-}
-
-func (o OpenLoopOptions) withDefaults() OpenLoopOptions {
-	o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
-	o.Timeout = cmp.Or(o.Timeout, DefaultTimeout)
-	o.Arrival = cmp.Or(o.Arrival, Uniform)
-	return o
-}
-
-// Validate reports every problem of o, naming the field.
-func (o ClosedLoopOptions) Validate() error {
-	var p problems
-	p.check(o.Concurrency > 0, "concurrency: must be > 0, got %d", o.Concurrency)
-	p.check(o.Duration >= 0, "duration: must be >= 0, got %v", o.Duration)
-	p.check(o.Requests >= 0, "requests: must be >= 0, got %d", o.Requests)
-	p.check(o.Duration > 0 || o.Requests > 0, "duration: must be > 0 when requests is 0")
-	p.check(o.Warmup >= 0, "warmup: must be >= 0, got %v", o.Warmup)
-	p.check(o.Tmax >= 0, "tmax: must be >= 0, got %v", o.Tmax)
-	o.Watch.validate(&p, "")
-	return p.err()
-}
-
-// timeoutNs is a Timeout option in ns: DefaultTimeout for zero, none (0)
-// for a negative one.
-func timeoutNs(d time.Duration) int64 {
-	switch {
-	case d == 0:
-		return int64(DefaultTimeout)
-	case d < 0:
-		return 0
+func (o Options) withDefaults() Options {
+	if o.Concurrency == 0 {
+		o.MaxInFlight = cmp.Or(o.MaxInFlight, DefaultMaxInFlight)
+		o.Arrival = cmp.Or(o.Arrival, Uniform)
 	}
-	return int64(d)
+	return o
 }

@@ -26,8 +26,6 @@ type sample struct {
 	expired bool // never sent: waited in the generator past its deadline
 }
 
-type batch struct{ s []sample }
-
 // aggregator owns the histograms and counters of one load. Workers never
 // touch them: each appends samples to its own batch (no lock) and hands a
 // full batch over through a channel, one channel operation per batchSize
@@ -35,46 +33,69 @@ type batch struct{ s []sample }
 // per-worker HDR histograms would cost ~140 KB x up to MaxInFlight workers,
 // and per-second windows per worker would multiply that again.
 type aggregator struct {
-	in   chan *batch
-	free chan *batch
+	in   chan []sample
+	free chan []sample // emptied batches, for reuse
 	done chan struct{}
 
 	measureFrom int64 // ns since t0: start of the measured phase
 	tmaxNs      int64 // 0 = no DeadlineMiss reclassification
 
-	hist    *hdr.Histogram
-	lag     *hdr.Histogram
-	counts  [numOutcomes]int64
-	expired int64
-	n       int64
-	sumUs   float64
-	minUs   int64
-	maxUs   int64
-	lagSum  float64
-	lagMin  int64
-	lagMax  int64
-	lastEnd int64 // ns since measureFrom of the latest completion
-	secs    []*secAgg
+	latency, lag dist
+	counts       [numOutcomes]int64
+	expired      int64
+	lastEnd      int64 // ns since measureFrom of the latest completion
+	secs         []*secAgg
 }
 
+// secAgg is one 1 s window of the measured phase.
 type secAgg struct {
-	counts [numOutcomes]int64
-	sumUs  float64
-	maxUs  int64
-	h      *hdr.Histogram
+	counts  [numOutcomes]int64
+	latency dist
+}
+
+// dist is a distribution of microseconds: an HDR histogram beside the exact
+// count, sum, minimum and maximum (HDR rounds to its buckets).
+type dist struct {
+	h            *hdr.Histogram
+	n            int64
+	sumUs        float64
+	minUs, maxUs int64
+}
+
+func newDist(digits int) dist {
+	return dist{h: hdr.New(histLowUs, histHighUs, digits), minUs: math.MaxInt64}
+}
+
+// record adds us, which must be in [0, histHighUs].
+func (d *dist) record(us int64) {
+	d.n++
+	d.sumUs += float64(us)
+	d.minUs = min(d.minUs, us)
+	d.maxUs = max(d.maxUs, us)
+	_ = d.h.RecordValue(us) // in range: cannot fail
+}
+
+// at is the p-th percentile, kept at or below the exact maximum (HDR
+// reports the top of its bucket).
+func (d *dist) at(p float64) int64 { return min(d.h.ValueAtQuantile(p), d.maxUs) }
+
+func (d *dist) stats() LatencyStats {
+	if d.n == 0 {
+		return LatencyStats{}
+	}
+	return LatencyStats{Count: d.n, AvgUs: d.sumUs / float64(d.n), StdDevUs: d.h.StdDev(), MinUs: d.minUs,
+		P50Us: d.at(50), P90Us: d.at(90), P95Us: d.at(95), P99Us: d.at(99), P999Us: d.at(99.9), MaxUs: d.maxUs}
 }
 
 func newAggregator(measureFrom, tmaxNs int64) *aggregator {
 	return &aggregator{
-		in:          make(chan *batch, 64),
-		free:        make(chan *batch, 64),
+		in:          make(chan []sample, 64),
+		free:        make(chan []sample, 64),
 		done:        make(chan struct{}),
 		measureFrom: measureFrom,
 		tmaxNs:      tmaxNs,
-		hist:        hdr.New(histLowUs, histHighUs, histDigits),
-		lag:         hdr.New(histLowUs, histHighUs, histDigits),
-		minUs:       math.MaxInt64,
-		lagMin:      math.MaxInt64,
+		latency:     newDist(histDigits),
+		lag:         newDist(histDigits),
 	}
 }
 
@@ -82,23 +103,13 @@ func newAggregator(measureFrom, tmaxNs int64) *aggregator {
 func (a *aggregator) run() {
 	defer close(a.done)
 	for b := range a.in {
-		for i := range b.s {
-			a.add(&b.s[i])
+		for i := range b {
+			a.add(&b[i])
 		}
-		b.s = b.s[:0]
 		select {
-		case a.free <- b:
+		case a.free <- b[:0]:
 		default:
 		}
-	}
-}
-
-func (a *aggregator) getBatch() *batch {
-	select {
-	case b := <-a.free:
-		return b
-	default:
-		return &batch{s: make([]sample, 0, batchSize)}
 	}
 }
 
@@ -125,17 +136,8 @@ func (a *aggregator) add(s *sample) {
 	if s.expired {
 		a.expired++
 	}
-	a.n++
-	a.sumUs += float64(us)
-	a.minUs = min(a.minUs, us)
-	a.maxUs = max(a.maxUs, us)
-	_ = a.hist.RecordValue(us) // us is clamped into range: cannot fail
-
-	lag := int64(s.lagUs)
-	a.lagSum += float64(lag)
-	a.lagMin = min(a.lagMin, lag)
-	a.lagMax = max(a.lagMax, lag)
-	_ = a.lag.RecordValue(min(lag, histHighUs))
+	a.latency.record(us)
+	a.lag.record(int64(s.lagUs))
 
 	end := s.end - a.measureFrom
 	a.lastEnd = max(a.lastEnd, end)
@@ -143,28 +145,33 @@ func (a *aggregator) add(s *sample) {
 	for len(a.secs) <= sec {
 		a.secs = append(a.secs, nil)
 	}
-	sa := a.secs[sec]
-	if sa == nil {
-		sa = &secAgg{h: hdr.New(histLowUs, histHighUs, secHistDigits)}
-		a.secs[sec] = sa
+	if a.secs[sec] == nil {
+		a.secs[sec] = &secAgg{latency: newDist(secHistDigits)}
 	}
-	sa.counts[o]++
-	sa.sumUs += float64(us)
-	sa.maxUs = max(sa.maxUs, us)
-	_ = sa.h.RecordValue(us)
+	a.secs[sec].counts[o]++
+	a.secs[sec].latency.record(us)
 }
 
 // recorder is a worker's private buffer in front of an aggregator.
 type recorder struct {
 	a *aggregator
-	b *batch
+	b []sample
 }
 
 func (a *aggregator) newRecorder() recorder { return recorder{a: a, b: a.getBatch()} }
 
+func (a *aggregator) getBatch() []sample {
+	select {
+	case b := <-a.free:
+		return b
+	default:
+		return make([]sample, 0, batchSize)
+	}
+}
+
 func (r *recorder) record(s sample) {
-	r.b.s = append(r.b.s, s)
-	if len(r.b.s) >= batchSize {
+	r.b = append(r.b, s)
+	if len(r.b) >= batchSize {
 		r.a.in <- r.b
 		r.b = r.a.getBatch()
 	}
@@ -172,7 +179,7 @@ func (r *recorder) record(s sample) {
 
 // close hands over what is left; the recorder must not be used afterwards.
 func (r *recorder) close() {
-	if r.b != nil && len(r.b.s) > 0 {
+	if len(r.b) > 0 {
 		r.a.in <- r.b
 	}
 	r.b = nil
@@ -181,34 +188,12 @@ func (r *recorder) close() {
 // distributionPercentiles are ghz's latency distribution lines.
 var distributionPercentiles = [...]float64{10, 25, 50, 75, 90, 95, 99, 99.9}
 
-func statsOf(h *hdr.Histogram, n int64, sumUs float64, minUs, maxUs int64) LatencyStats {
-	if n == 0 {
-		return LatencyStats{}
-	}
-	return LatencyStats{
-		Count:    n,
-		AvgUs:    sumUs / float64(n),
-		StdDevUs: h.StdDev(),
-		MinUs:    minUs,
-		P50Us:    capUs(h.ValueAtQuantile(50), maxUs),
-		P90Us:    capUs(h.ValueAtQuantile(90), maxUs),
-		P95Us:    capUs(h.ValueAtQuantile(95), maxUs),
-		P99Us:    capUs(h.ValueAtQuantile(99), maxUs),
-		P999Us:   capUs(h.ValueAtQuantile(99.9), maxUs),
-		MaxUs:    maxUs,
-	}
-}
-
-// capUs keeps a percentile (HDR reports the top of its bucket) at or below
-// the exact maximum.
-func capUs(v, maxUs int64) int64 { return min(v, maxUs) }
-
 // fill writes the aggregated numbers into r. sendNs is the length of the
 // sending phase in ns (for Second.Full); the elapsed time runs to the last
 // answer after it.
 func (a *aggregator) fill(r *Result, sendNs int64) {
 	c := a.counts
-	r.Requests = a.n
+	r.Requests = a.latency.n
 	r.Successes = c[OK]
 	r.NoBids = c[NoBid]
 	r.DeadlineMisses = c[DeadlineMiss]
@@ -223,33 +208,30 @@ func (a *aggregator) fill(r *Result, sendNs int64) {
 	r.Expired = a.expired
 	r.ElapsedSec = float64(max(sendNs, a.lastEnd)) / 1e9
 	if r.ElapsedSec > 0 {
-		r.AchievedRate = float64(a.n) / r.ElapsedSec
+		r.AchievedRate = float64(r.Requests) / r.ElapsedSec
 	}
-	r.Latency = statsOf(a.hist, a.n, a.sumUs, a.minUs, a.maxUs)
-	r.SendLag = statsOf(a.lag, a.n, a.lagSum, a.lagMin, a.lagMax)
-	r.Histogram = ghzHistogram(a.hist, a.n, a.minUs, a.maxUs)
+	r.Latency = a.latency.stats()
+	r.SendLag = a.lag.stats()
+	r.Histogram = a.latency.ghzHistogram()
 	r.Distribution = make([]Percentile, 0, len(distributionPercentiles))
-	if a.n > 0 {
+	if r.Requests > 0 {
 		for _, p := range distributionPercentiles {
-			r.Distribution = append(r.Distribution, Percentile{P: p, Us: capUs(a.hist.ValueAtQuantile(p), a.maxUs)})
+			r.Distribution = append(r.Distribution, Percentile{P: p, Us: a.latency.at(p)})
 		}
 	}
-	r.Percentiles = percentileCurve(a.hist, a.n, a.minUs, a.maxUs)
+	r.Percentiles = a.latency.percentileCurve()
 	r.Timeline = make([]Second, 0, len(a.secs))
 	for i, sa := range a.secs {
 		s := Second{T: i, Full: int64(i+1)*1e9 <= sendNs}
 		if sa != nil {
+			d := &sa.latency
+			s.Requests = d.n
 			s.Successes = sa.counts[OK]
 			s.NoBids = sa.counts[NoBid]
 			s.DeadlineMisses = sa.counts[DeadlineMiss]
-			for o := ErrTimeout; o <= ErrOther; o++ {
-				s.Errors += sa.counts[o]
-			}
-			s.Requests = s.Successes + s.NoBids + s.DeadlineMisses + s.Errors
-			s.AvgUs = sa.sumUs / float64(s.Requests)
-			s.P50Us = capUs(sa.h.ValueAtQuantile(50), sa.maxUs)
-			s.P99Us = capUs(sa.h.ValueAtQuantile(99), sa.maxUs)
-			s.MaxUs = sa.maxUs
+			s.Errors = d.n - s.Successes - s.NoBids - s.DeadlineMisses
+			s.AvgUs = d.sumUs / float64(d.n)
+			s.P50Us, s.P99Us, s.MaxUs = d.at(50), d.at(99), d.maxUs
 		}
 		r.Timeline = append(r.Timeline, s)
 	}
@@ -258,33 +240,33 @@ func (a *aggregator) fill(r *Result, sendNs int64) {
 // ghzHistogram reproduces ghz's response time histogram: 10 equal steps from
 // the fastest to the slowest request (11 marks); each request is counted at
 // the first mark it does not exceed.
-func ghzHistogram(h *hdr.Histogram, n, minUs, maxUs int64) []HistogramBucket {
-	if n == 0 {
+func (d *dist) ghzHistogram() []HistogramBucket {
+	if d.n == 0 {
 		return nil
 	}
 	const bc = 10
 	out := make([]HistogramBucket, bc+1)
-	step := float64(maxUs-minUs) / bc
+	step := float64(d.maxUs-d.minUs) / bc
 	for i := 0; i < bc; i++ {
-		out[i].MarkUs = float64(minUs) + step*float64(i)
+		out[i].MarkUs = float64(d.minUs) + step*float64(i)
 	}
-	out[bc].MarkUs = float64(maxUs)
+	out[bc].MarkUs = float64(d.maxUs)
 	bi := 0
-	for _, bar := range h.Distribution() {
+	for _, bar := range d.h.Distribution() {
 		if bar.Count == 0 {
 			continue
 		}
 		// The bar holds values in [From, To]; place it by its lowest value,
 		// clamped to the exact min/max so the extremes land in the first
 		// and last buckets.
-		v := float64(min(max(bar.From, minUs), maxUs))
+		v := float64(min(max(bar.From, d.minUs), d.maxUs))
 		for bi < bc && v > out[bi].MarkUs {
 			bi++
 		}
 		out[bi].Count += bar.Count
 	}
 	for i := range out {
-		out[i].Frequency = float64(out[i].Count) / float64(n)
+		out[i].Frequency = float64(out[i].Count) / float64(d.n)
 	}
 	return out
 }
@@ -293,20 +275,16 @@ func ghzHistogram(h *hdr.Histogram, n, minUs, maxUs int64) []HistogramBucket {
 // steps of 0.1 (0, 20.6, 36.9, ... 90, ... 99, ... 99.9 ...) up to what the
 // sample count supports, then 100 (the maximum). Charts plot x, which is the
 // log scale of 1/(1-p).
-func percentileCurve(h *hdr.Histogram, n, minUs, maxUs int64) []Percentile {
-	if n == 0 {
+func (d *dist) percentileCurve() []Percentile {
+	if d.n == 0 {
 		return nil
 	}
-	xMax := math.Log10(float64(n))
-	out := []Percentile{{P: 0, Us: minUs}}
-	for i := 1; ; i++ {
-		x := float64(i) / 10
-		if x > xMax {
-			break
-		}
-		p := 100 * (1 - math.Pow(10, -x))
+	xMax := math.Log10(float64(d.n))
+	out := []Percentile{{P: 0, Us: d.minUs}}
+	for i := 1; float64(i)/10 <= xMax; i++ {
+		p := 100 * (1 - math.Pow(10, -float64(i)/10))
 		p = math.Round(p*1e4) / 1e4
-		out = append(out, Percentile{P: p, Us: capUs(h.ValueAtQuantile(p), maxUs)})
+		out = append(out, Percentile{P: p, Us: d.at(p)})
 	}
-	return append(out, Percentile{P: 100, Us: maxUs})
+	return append(out, Percentile{P: 100, Us: d.maxUs})
 }

@@ -10,57 +10,49 @@ import (
 	"time"
 )
 
-// Schema is the value of a report's "schema" field this package writes and
-// reads.
+// Schema is the value of a report's "schema" field this package writes and reads.
 const Schema = "rtbd-bench/v1"
 
-// maxReportBytes bounds what ReadReport accepts (a 15-minute, 10-target
-// report is a few MB).
+// maxReportBytes bounds what ReadReport accepts (a 15-minute, 10-target report is a few MB).
 const maxReportBytes = 256 << 20
 
 // Report is one benchmark run: metadata, the Results of every target, the
 // scenario's comparison tables, and optional max-rate searches. Write it
 // with WriteText, WriteJSON or WriteHTML; read JSON back with LoadReport.
 type Report struct {
-	Schema     string            `json:"schema"`
-	Title      string            `json:"title,omitempty"`
-	Created    time.Time         `json:"created"`
-	Host       string            `json:"host"`
-	GoVersion  string            `json:"go_version"`
-	OS         string            `json:"os"`
-	Arch       string            `json:"arch"`
-	NumCPU     int               `json:"num_cpu"`
-	GOMAXPROCS int               `json:"gomaxprocs"`
-	GitRev     string            `json:"git_rev,omitempty"`
-	Config     map[string]string `json:"config,omitempty"`
-	Notes      []string          `json:"notes,omitempty"`
-	Results    []*Result         `json:"results"`
-	Searches   []*MaxRateResult  `json:"searches,omitempty"`
-	// Tables are comparison tables built by a scenario (BuildTable):
-	// the talk's columns, ours, and ratios to a baseline row. Optional.
-	Tables []Table `json:"tables,omitempty"`
-	// Soak is the fault-injection soak's findings (rtbd bench soak).
-	Soak *SoakSummary `json:"soak,omitempty"`
+	Schema string `json:"schema"`
+	Meta
+	Created    time.Time        `json:"created"`
+	Host       string           `json:"host"`
+	GoVersion  string           `json:"go_version"`
+	OS         string           `json:"os"`
+	Arch       string           `json:"arch"`
+	NumCPU     int              `json:"num_cpu"`
+	GOMAXPROCS int              `json:"gomaxprocs"`
+	Results    []*Result        `json:"results"`
+	Searches   []*MaxRateResult `json:"searches,omitempty"`
+	Tables     []Table          `json:"tables,omitempty"` // built by the scenario (BuildTable)
+	Soak       *SoakSummary     `json:"soak,omitempty"`   // the fault-injection soak's findings
 }
 
 // Meta is what the caller knows about a run; NewReport adds the host, Go
 // version and time.
 type Meta struct {
-	Title  string
-	GitRev string
+	Title  string `json:"title,omitempty"`
+	GitRev string `json:"git_rev,omitempty"`
 	// Config holds the run's settings as flat key/value pairs (flags, YAML
 	// keys), rendered sorted by key.
-	Config map[string]string
-	Notes  []string
+	Config map[string]string `json:"config,omitempty"`
+	Notes  []string          `json:"notes,omitempty"`
 }
 
-// NewReport builds a report of results (in order).
-// Results are referenced, not copied.
+// NewReport builds a report of results (in order); they are referenced,
+// not copied.
 func NewReport(m Meta, results ...*Result) *Report {
 	host, _ := os.Hostname()
 	return &Report{
 		Schema:     Schema,
-		Title:      m.Title,
+		Meta:       m,
 		Created:    time.Now().UTC().Truncate(time.Millisecond),
 		Host:       host,
 		GoVersion:  runtime.Version(),
@@ -68,9 +60,6 @@ func NewReport(m Meta, results ...*Result) *Report {
 		Arch:       runtime.GOARCH,
 		NumCPU:     runtime.NumCPU(),
 		GOMAXPROCS: runtime.GOMAXPROCS(0),
-		GitRev:     m.GitRev,
-		Config:     m.Config,
-		Notes:      m.Notes,
 		Results:    results,
 	}
 }

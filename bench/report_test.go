@@ -176,3 +176,30 @@ func FuzzReadReport(f *testing.F) {
 		_ = Compare(r, r)
 	})
 }
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestWritersReportWriteErrors(t *testing.T) {
+	r := sampleReport()
+	for name, err := range map[string]error{
+		"text":    WriteText(failingWriter{}, r),
+		"html":    WriteHTML(failingWriter{}, r),
+		"json":    WriteJSON(failingWriter{}, r),
+		"compare": WriteCompare(failingWriter{}, r, r, Compare(r, r)),
+	} {
+		if err == nil || !strings.Contains(err.Error(), "disk full") {
+			t.Errorf("%s: %v, want the write error", name, err)
+		}
+	}
+}
+
+func TestFmtRate(t *testing.T) {
+	for v, want := range map[float64]string{0: "0.0", 999.94: "999.9", 3732.4: "3,732.4", 1234567: "1,234,567.0",
+		-123.4: "-123.4", -1234.5: "-1,234.5", -123456: "-123,456.0"} {
+		if got := fmtRate(v); got != want {
+			t.Errorf("fmtRate(%v) = %q, want %q", v, got, want)
+		}
+	}
+}

@@ -11,13 +11,11 @@ const (
 	ModeClosedLoop Mode = "closed_loop" // fixed concurrency, each worker waits for its answer
 )
 
-// Result holds what one target saw during one run. All latencies are in
-// microseconds ("_us" in JSON) and are measured from the request's intended
-// send time (open loop; see OpenLoopOptions for the pacer's sleep
-// granularity) or its actual send time (closed loop) to the moment
-// Target.Do returned; every outcome, errors included, is in the latency
-// statistics. A Result is immutable once returned; it is safe to read from
-// several goroutines.
+// Result holds what one target saw during one run. Latencies are in
+// microseconds, from the request's intended send time (open loop) or its
+// actual send time (closed loop) to the return of Target.Do; every outcome,
+// errors included, is in the latency statistics. A Result is immutable once
+// returned.
 type Result struct {
 	Target      string    `json:"target"`
 	Mode        Mode      `json:"mode"`
@@ -39,15 +37,12 @@ type Result struct {
 	NoBids         int64       `json:"no_bids"`
 	DeadlineMisses int64       `json:"deadline_misses"`
 	Errors         ErrorCounts `json:"errors"`
-	// Expired counts requests that waited in the generator (all
-	// MaxInFlight workers busy) past their hard deadline and were never
-	// sent; they are also counted in Errors.Timeout.
-	Expired int64 `json:"expired"`
-	// AchievedRate is Requests / ElapsedSec (completed requests per second).
-	AchievedRate float64 `json:"achieved_rate"`
-	// Workers is the peak number of worker goroutines (open loop: at most
-	// MaxInFlight; they are started on demand).
-	Workers int `json:"workers"`
+	// Expired requests waited in the generator (all MaxInFlight workers
+	// busy) past their hard deadline and were never sent; they are also
+	// counted in Errors.Timeout.
+	Expired      int64   `json:"expired"`
+	AchievedRate float64 `json:"achieved_rate"` // Requests / ElapsedSec
+	Workers      int     `json:"workers"`       // peak worker goroutines (open loop: started on demand)
 
 	Latency LatencyStats `json:"latency"`
 	// SendLag is how late requests left the generator behind their
@@ -69,9 +64,7 @@ type Result struct {
 	GeneratorShared int            `json:"generator_shared,omitempty"`
 	Processes       []ProcessStats `json:"processes,omitempty"`
 	Notes           []string       `json:"notes,omitempty"`
-	// Events are what the harness did during the run (a node killed, back
-	// up), marked on the timeline.
-	Events []Event `json:"events,omitempty"`
+	Events          []Event        `json:"events,omitempty"` // what the harness did (a node killed, back up)
 }
 
 // Event is a moment of a run, in seconds since the measured phase began.
@@ -148,14 +141,12 @@ type Second struct {
 	P50Us          int64   `json:"p50_us"` // per-window percentiles: 2 significant digits
 	P99Us          int64   `json:"p99_us"`
 	MaxUs          int64   `json:"max_us"`
-	// Full is true when the whole window lies inside the sending phase;
-	// the drain tail (and a partial last window) is false. Compare and the
-	// moving rates use full windows only.
+	// Full: the whole window lies inside the sending phase (not the drain
+	// tail or a partial last window). Compare and the charts use full windows.
 	Full bool `json:"full"`
 }
 
-// ProcessStats are /proc figures of a watched process over the measured
-// phase.
+// ProcessStats are /proc figures of a watched process over the measured phase.
 type ProcessStats struct {
 	Name         string  `json:"name"`
 	PID          int     `json:"pid"`

@@ -27,7 +27,7 @@ func testCtx(t *testing.T) context.Context {
 
 func TestClosedLoopRequestLimit(t *testing.T) {
 	var calls atomic.Int64
-	r, err := bench.RunClosedLoop(testCtx(t), okTarget("c", &calls), bench.ClosedLoopOptions{Concurrency: 4, Requests: 1000})
+	r, err := bench.Run(testCtx(t), okTarget("c", &calls), bench.Options{Concurrency: 4, Requests: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestClosedLoopRequestLimit(t *testing.T) {
 
 func TestOpenLoopWarmupExcluded(t *testing.T) {
 	var calls atomic.Int64
-	r, err := bench.RunOpenLoop(testCtx(t), okTarget("w", &calls), bench.OpenLoopOptions{Rate: 1000, Duration: time.Second, Warmup: 500 * time.Millisecond, Timeout: -1})
+	r, err := bench.Run(testCtx(t), okTarget("w", &calls), bench.Options{Rate: 1000, Duration: time.Second, Warmup: 500 * time.Millisecond, Timeout: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,8 +52,8 @@ func TestOpenLoopWarmupExcluded(t *testing.T) {
 
 func TestOpenLoopPoissonArrival(t *testing.T) {
 	var calls atomic.Int64
-	o := bench.OpenLoopOptions{Rate: 2000, Duration: time.Second, Arrival: bench.Poisson, Seed: 9, Timeout: -1}
-	r, err := bench.RunOpenLoop(testCtx(t), okTarget("p", &calls), o)
+	o := bench.Options{Rate: 2000, Duration: time.Second, Arrival: bench.Poisson, Seed: 9, Timeout: -1}
+	r, err := bench.Run(testCtx(t), okTarget("p", &calls), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestOpenLoopPoissonArrival(t *testing.T) {
 	if r.Requests < 1800 || r.Requests > 2200 || r.Arrival != bench.Poisson {
 		t.Fatalf("poisson requests %d", r.Requests)
 	}
-	r2, err := bench.RunOpenLoop(testCtx(t), okTarget("p", &calls), o)
+	r2, err := bench.Run(testCtx(t), okTarget("p", &calls), o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestOpenLoopPoolExhausted(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		return bench.OK
 	})
-	r, err := bench.RunOpenLoop(testCtx(t), slow, bench.OpenLoopOptions{Rate: 200, Duration: 2 * time.Second, MaxInFlight: 2, Timeout: 300 * time.Millisecond})
+	r, err := bench.Run(testCtx(t), slow, bench.Options{Rate: 200, Duration: 2 * time.Second, MaxInFlight: 2, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,9 +108,9 @@ func TestRunMixed(t *testing.T) {
 	var a, b, c atomic.Int64
 	nobid := bench.TargetFunc("win", func(context.Context, *bench.Worker) bench.Outcome { b.Add(1); return bench.NoBid })
 	loads := []bench.Load{
-		{Target: okTarget("bid", &a), Options: bench.OpenLoopOptions{Rate: 300, Timeout: -1}},
-		{Target: nobid, Options: bench.OpenLoopOptions{Rate: 100, Timeout: -1}},
-		{Target: okTarget("pixel", &c), Options: bench.OpenLoopOptions{Rate: 50, Arrival: bench.Poisson, Timeout: -1}},
+		{Target: okTarget("bid", &a), Options: bench.Options{Rate: 300, Timeout: -1}},
+		{Target: nobid, Options: bench.Options{Rate: 100, Timeout: -1}},
+		{Target: okTarget("pixel", &c), Options: bench.Options{Rate: 50, Arrival: bench.Poisson, Timeout: -1}},
 	}
 	rs, err := bench.RunMixed(testCtx(t), loads, bench.MixedOptions{Duration: time.Second})
 	if err != nil {
@@ -127,8 +127,8 @@ func TestRunMixed(t *testing.T) {
 	}
 
 	_, err = bench.RunMixed(testCtx(t), []bench.Load{
-		{Target: okTarget("dup", &a), Options: bench.OpenLoopOptions{Rate: 1}},
-		{Target: okTarget("dup", &a), Options: bench.OpenLoopOptions{Rate: 1, Duration: time.Minute}},
+		{Target: okTarget("dup", &a), Options: bench.Options{Rate: 1}},
+		{Target: okTarget("dup", &a), Options: bench.Options{Rate: 1, Duration: time.Minute}},
 	}, bench.MixedOptions{Duration: time.Second})
 	if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), "duplicate name") || !strings.Contains(err.Error(), "loads[1].duration") {
 		t.Fatalf("invalid mixed run: %v", err)
@@ -136,22 +136,22 @@ func TestRunMixed(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	err := bench.OpenLoopOptions{Rate: -1, Warmup: -1, MaxInFlight: -2, Arrival: "burst", Watch: bench.Watch{Processes: []bench.WatchProcess{{PID: 0}}}}.Validate()
+	err := bench.Options{Rate: -1, Warmup: -1, MaxInFlight: -2, Arrival: "burst", Watch: bench.Watch{Processes: []bench.WatchProcess{{PID: 0}}}}.Validate()
 	for _, s := range []string{"rate", "duration", "warmup", "max_in_flight", "arrival", "watch.processes[0].pid"} {
 		if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), s) {
 			t.Errorf("open loop: %v lacks %q", err, s)
 		}
 	}
-	if _, err := bench.RunOpenLoop(testCtx(t), okTarget("x", new(atomic.Int64)), bench.OpenLoopOptions{}); !errors.Is(err, bench.ErrInvalid) {
-		t.Errorf("RunOpenLoop with zero options: %v", err)
+	if _, err := bench.Run(testCtx(t), okTarget("x", new(atomic.Int64)), bench.Options{}); !errors.Is(err, bench.ErrInvalid) {
+		t.Errorf("Run with zero options: %v", err)
 	}
-	err = bench.ClosedLoopOptions{}.Validate()
-	for _, s := range []string{"concurrency", "duration"} {
+	err = bench.Options{Concurrency: -1, Rate: 5}.Validate()
+	for _, s := range []string{"concurrency", "rate", "duration"} {
 		if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), s) {
 			t.Errorf("closed loop: %v lacks %q", err, s)
 		}
 	}
-	if _, err := bench.RunClosedLoop(testCtx(t), nil, bench.ClosedLoopOptions{Concurrency: 1, Duration: time.Second}); !errors.Is(err, bench.ErrInvalid) {
+	if _, err := bench.Run(testCtx(t), nil, bench.Options{Concurrency: 1, Duration: time.Second}); !errors.Is(err, bench.ErrInvalid) {
 		t.Errorf("nil target: %v", err)
 	}
 	if _, err := bench.FindMaxRate(testCtx(t), okTarget("x", new(atomic.Int64)), bench.FindMaxRateOptions{MaxRate: 10}); !errors.Is(err, bench.ErrInvalid) {
@@ -164,7 +164,7 @@ func TestRunAbort(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	time.AfterFunc(300*time.Millisecond, cancel)
 	began := time.Now()
-	r, err := bench.RunOpenLoop(ctx, okTarget("o", &calls), bench.OpenLoopOptions{Rate: 100, Duration: time.Minute})
+	r, err := bench.Run(ctx, okTarget("o", &calls), bench.Options{Rate: 100, Duration: time.Minute})
 	if !errors.Is(err, bench.ErrAborted) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
@@ -173,7 +173,7 @@ func TestRunAbort(t *testing.T) {
 	}
 	ctx, cancel = context.WithCancel(testCtx(t))
 	time.AfterFunc(300*time.Millisecond, cancel)
-	r, err = bench.RunClosedLoop(ctx, okTarget("c", &calls), bench.ClosedLoopOptions{Concurrency: 2, Duration: time.Minute})
+	r, err = bench.Run(ctx, okTarget("c", &calls), bench.Options{Concurrency: 2, Duration: time.Minute})
 	if !errors.Is(err, bench.ErrAborted) || r == nil || !r.Aborted || r.Requests == 0 {
 		t.Fatalf("closed loop abort: %v %+v", err, r)
 	}
@@ -200,7 +200,7 @@ func TestWorkerState(t *testing.T) {
 			mu.Lock()
 			return bench.OK
 		})
-		if _, err := bench.RunClosedLoop(testCtx(t), tg, bench.ClosedLoopOptions{Concurrency: 3, Requests: 30, Seed: 42}); err != nil {
+		if _, err := bench.Run(testCtx(t), tg, bench.Options{Concurrency: 3, Requests: 30, Seed: 42}); err != nil {
 			t.Fatal(err)
 		}
 		return got
@@ -234,7 +234,7 @@ func TestFindMaxRate(t *testing.T) {
 		MaxRate:      10000,
 		Precision:    0.2,
 		StepDuration: time.Second,
-		Load:         bench.OpenLoopOptions{Timeout: 10 * time.Second},
+		Load:         bench.Options{Timeout: 10 * time.Second},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +285,7 @@ func TestFindMaxRateConfirm(t *testing.T) {
 		})
 	}
 	o := bench.FindMaxRateOptions{Objective: bench.Objective{P99: time.Second}, StartRate: 100, MaxRate: 800,
-		Precision: 0.2, StepDuration: 500 * time.Millisecond, Load: bench.OpenLoopOptions{Timeout: 10 * time.Second}}
+		Precision: 0.2, StepDuration: 500 * time.Millisecond, Load: bench.Options{Timeout: 10 * time.Second}}
 
 	trusted, err := bench.FindMaxRate(testCtx(t), stalling(), o)
 	if err != nil {

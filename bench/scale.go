@@ -20,7 +20,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
 	"github.com/rtbd/rtbd/catalog"
@@ -219,7 +218,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	if err != nil {
 		return si, fmt.Errorf("bench: %w", err)
 	}
-	cpu0, _ := proc.SelfCPU()
+	cpu0, _ := selfCPU()
 	t0 := time.Now()
 	c, err := childproc.Start(childproc.Spec{Name: "rtbd ingest", Path: exe, Stdin: pr, Log: logFile,
 		Args: []string{"ingest", "-data", dir, "-format", "csv", "-progress", "log", "-log-interval", "30s", "-"}})
@@ -233,7 +232,7 @@ func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile
 	_, werr := feedgen.Write(bw, feed.CSV, feedgen.Options{Products: n, Groups: groups, Seed: 1})
 	werr = cmp.Or(werr, bw.Flush())
 	_ = stdin.Close()
-	cpu1, _ := proc.SelfCPU()
+	cpu1, _ := selfCPU()
 	if err := c.Err(); err != nil {
 		return si, fmt.Errorf("%w: rtbd ingest of %d products: %w (feed: %v); its output ends: %s", ErrChild, n, err, werr, c.Tail())
 	}
@@ -396,7 +395,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	}
 	cleanups.add(func() { node.stop(15 * time.Second) })
 	logf("catalog node pid %d on %s, ready in %v", node.PID(), node.Addr(), time.Since(t0).Round(time.Millisecond))
-	st0, _ := proc.ReadStatus(node.PID())
+	st0, _ := readStatus(node.PID())
 	client, err := remote.New(remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second})
 	if err != nil {
 		return rep, err
@@ -423,13 +422,13 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		if err != nil {
 			return rep, err
 		}
-		wres, err := RunClosedLoop(ctx, t, ClosedLoopOptions{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
+		wres, err := Run(ctx, t, Options{Concurrency: 8, Requests: int64(w.n), Timeout: 5 * time.Second})
 		if err != nil {
 			return rep, fmt.Errorf("bench: warm-up: %w", err)
 		}
 		warmed = append(warmed, fmt.Sprintf("%d %s (%.0f/s)", wres.Requests, scalePopularity(w.uniform), wres.AchievedRate))
 	}
-	st1, _ := proc.ReadStatus(node.PID())
+	st1, _ := readStatus(node.PID())
 	rep.Notes = append(rep.Notes, fmt.Sprintf("catalog node at default caches: RSS %d MiB when ready, %d MiB after a warm-up of %s lookups of %d ids (closed loop, 8 workers); peak %d MiB",
 		st0.VmRSSBytes>>20, st1.VmRSSBytes>>20, strings.Join(warmed, " then "), o.IDs, st1.VmHWMBytes>>20))
 	logf("%s", rep.Notes[len(rep.Notes)-1])
@@ -460,7 +459,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		}
 		return nil
 	}
-	nodeLoad := LoadModel{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}
+	nodeLoad := LoadModel{Options: Options{Rate: o.StoreRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: 5 * time.Second, Seed: 1}}
 	nodeWatch := Watch{Processes: []WatchProcess{{Name: "catalog-node", PID: node.PID()}}}
 	for _, uniform := range []bool{true, false} {
 		t, err := lookups(fmt.Sprintf("node %s/%d", scalePopularity(uniform), o.IDs), uniform, 50_000, 1)
@@ -477,7 +476,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 			return rep, err
 		}
 		cleanups.add(func() { b.stop(15 * time.Second) })
-		bidLoad := LoadModel{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}
+		bidLoad := LoadModel{Options: Options{Rate: o.BidRate, Duration: o.Duration, Warmup: o.Warmup, Timeout: time.Second, Tmax: 100 * time.Millisecond, Seed: 1}}
 		watch := Watch{Processes: []WatchProcess{{Name: "bidder-remote", PID: b.PID()}, {Name: "catalog-node", PID: node.PID()}}}
 		for _, u := range scaleUsers {
 			wl := bidWorkload{users: o.Users, weight: 15, userPrefix: u.prefix}
@@ -487,7 +486,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 			}
 		}
 	}
-	stEnd, _ := proc.ReadStatus(node.PID())
+	stEnd, _ := readStatus(node.PID())
 	rep.Notes = append(rep.Notes, fmt.Sprintf("catalog node RSS at the end: %d MiB (peak %d MiB)", stEnd.VmRSSBytes>>20, stEnd.VmHWMBytes>>20))
 	rep.Tables = append(rep.Tables, BuildTable(fmt.Sprintf("The talk's scale: %d products, %d-id lookups", si.Products, o.IDs), entries))
 	return rep, nil

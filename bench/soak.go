@@ -21,7 +21,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
 
-	"github.com/rtbd/rtbd/bench/internal/proc"
 	"github.com/rtbd/rtbd/bidder/spend"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/token"
@@ -319,7 +318,7 @@ func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 		at := time.Since(f.measured).Seconds()
 		for _, p := range slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders) {
 			pid := int(p.curPID.Load())
-			if st, err := proc.ReadStatus(pid); err == nil {
+			if st, err := readStatus(pid); err == nil {
 				out = addRSS(out, p.name, pid, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes})
 			}
 		}

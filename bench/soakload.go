@@ -66,7 +66,7 @@ func (f *soakFleet) loads() []Load {
 	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
 	eventURI := o.DemoSize.eventURI(o.Seed)
 	load := func(t *soakTarget, rate float64, seed uint64) Load {
-		return Load{Target: t, Options: OpenLoopOptions{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}}
+		return Load{Target: t, Options: Options{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}}
 	}
 	ls := []Load{load(&soakTarget{f: f, kind: "bid", method: "POST",
 		uri:  func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },

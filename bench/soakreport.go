@@ -254,7 +254,7 @@ func fmtOutcomes(m map[string]int64) string {
 }
 
 // writeSoak is the soak section of the text report.
-func writeSoak(ew *errWriter, s *SoakSummary) {
+func writeSoak(ew *textWriter, s *SoakSummary) {
 	ew.printf("\nFault-injection soak\n")
 	for _, c := range s.Checks {
 		ew.printf("  %s  %s: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[c.Pass], c.Name, c.Detail)
@@ -324,9 +324,9 @@ func rssChart(s *SoakSummary) string {
 		}
 		ss = append(ss, se)
 	}
-	var marks []mark
+	var marks []Event
 	for _, f := range s.Faults {
-		marks = append(marks, mark{x: f.StartSec, label: f.Label})
+		marks = append(marks, Event{AtSec: f.StartSec, What: f.Label})
 	}
 	return lineChart("RSS of every process (MiB, once a second; a restart starts a new process)",
 		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, marks...)

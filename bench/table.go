@@ -6,11 +6,9 @@ import (
 	"strings"
 )
 
-// Table is a comparison table of targets in the talk's columns (average,
-// p50, p99 in ms and throughput) and the harness's own (p90, p99.9, max,
-// errors, connections, CPU seconds, peak RSS), with ratio columns against a
-// baseline row of the same group (remote/local). Built by BuildTable;
-// plain data.
+// Table is a comparison table of targets (BuildTable): the talk's columns
+// (average, p50, p99 in ms and throughput), ratio columns against a baseline
+// row of the same group (remote/local), and the harness's own columns.
 type Table struct {
 	Title string     `json:"title"`
 	Notes []string   `json:"notes,omitempty"`
@@ -18,19 +16,15 @@ type Table struct {
 }
 
 // TableRow is one target's line of a Table. Ratio fields are this row's
-// value divided by its baseline row's (0 when the row is a baseline or has
-// none). ServerCPUSec and ServerRSSMB are -1 when not applicable (an
-// in-process store has no server process).
+// value divided by its baseline row's (0 when the row has none).
 type TableRow struct {
-	Target   string `json:"target"`
-	Group    string `json:"group,omitempty"`    // rows with the same group are compared ("3 products")
-	Baseline string `json:"baseline,omitempty"` // target the ratios divide by; "" for a baseline row
-	// The talk's columns.
-	AvgMs float64 `json:"avg_ms"`
-	P50Ms float64 `json:"p50_ms"`
-	P99Ms float64 `json:"p99_ms"`
-	Rate  float64 `json:"rate"` // achieved req/s
-	// Ours.
+	Target        string  `json:"target"`
+	Group         string  `json:"group,omitempty"`    // rows with the same group are compared ("3 products")
+	Baseline      string  `json:"baseline,omitempty"` // target the ratios divide by; "" for a baseline row
+	AvgMs         float64 `json:"avg_ms"`
+	P50Ms         float64 `json:"p50_ms"`
+	P99Ms         float64 `json:"p99_ms"`
+	Rate          float64 `json:"rate"`                   // achieved req/s
 	OfferedRate   float64 `json:"offered_rate,omitempty"` // open loop
 	P90Ms         float64 `json:"p90_ms"`
 	P999Ms        float64 `json:"p999_ms"`
@@ -41,22 +35,18 @@ type TableRow struct {
 	NoBidPct      float64 `json:"no_bid_pct"`
 	Misses        int64   `json:"deadline_misses"`
 	HarnessCPUSec float64 `json:"harness_cpu_sec"` // the bench process (generator, and an in-process store)
-	ServerCPUSec  float64 `json:"server_cpu_sec"`  // watched child processes, summed; -1 n/a
-	ServerRSSMB   float64 `json:"server_rss_mb"`   // their peak RSS (VmHWM), summed, MiB; -1 n/a
-	// Ratios to the baseline row (remote/local).
-	RatioAvg  float64 `json:"ratio_avg,omitempty"`
-	RatioP50  float64 `json:"ratio_p50,omitempty"`
-	RatioP99  float64 `json:"ratio_p99,omitempty"`
-	RatioRate float64 `json:"ratio_rate,omitempty"`
+	ServerCPUSec  float64 `json:"server_cpu_sec"`  // watched child processes, summed; -1: none (in-process store)
+	ServerRSSMB   float64 `json:"server_rss_mb"`   // their peak RSS (VmHWM), summed, MiB; -1: none
+	RatioAvg      float64 `json:"ratio_avg,omitempty"`
+	RatioP50      float64 `json:"ratio_p50,omitempty"`
+	RatioP99      float64 `json:"ratio_p99,omitempty"`
+	RatioRate     float64 `json:"ratio_rate,omitempty"`
 }
 
 // TableEntry is one input line of BuildTable.
 type TableEntry struct {
-	Result *Result
-	// Group names the rows compared together; Baseline is the Target of
-	// the row whose values the ratio columns divide by ("" = this is a
-	// baseline, or no ratios).
-	Group, Baseline string
+	Result          *Result
+	Group, Baseline string // as in TableRow
 	// InProcess marks a target served inside the harness: the server
 	// columns are n/a (its CPU is in the harness column).
 	InProcess bool
@@ -116,13 +106,7 @@ func safeDiv(a, b float64) float64 {
 	return a / b
 }
 
-// tableHeader and tableCells are a Table's columns in the text report (which
-// the HTML page embeds).
-var tableHeader = []string{"target", "group",
-	"avg ms", "p50 ms", "p99 ms", "req/s",
-	"avg ×", "p50 ×", "p99 ×", "req/s ×",
-	"offered", "p90 ms", "p99.9 ms", "max ms", "requests", "errors", "no-bid %", "misses", "harness CPU s", "server CPU s", "server RSS MB"}
-
+// tableCells are a row's cells in the text report, in writeTable's columns.
 func tableCells(r TableRow) []string {
 	ratio := func(v float64) string {
 		if r.Baseline == "" {
@@ -151,17 +135,18 @@ func tableCells(r TableRow) []string {
 		fmt.Sprintf("%.2f", r.HarnessCPUSec), na(r.ServerCPUSec, "%.2f"), na(r.ServerRSSMB, "%.1f")}
 }
 
-func writeTable(ew *errWriter, t Table) {
-	ew.printf("\n%s\n", t.Title)
-	tw := ew.tab()
-	fmt.Fprintln(tw, strings.Join(tableHeader, "\t")+"\t")
+func writeTable(out *textWriter, t Table) {
+	out.printf("\n%s\n", t.Title)
+	tw := out.tab()
+	fmt.Fprintln(tw, "target\tgroup\tavg ms\tp50 ms\tp99 ms\treq/s\tavg ×\tp50 ×\tp99 ×\treq/s ×\t"+
+		"offered\tp90 ms\tp99.9 ms\tmax ms\trequests\terrors\tno-bid %\tmisses\tharness CPU s\tserver CPU s\tserver RSS MB\t")
 	for _, r := range t.Rows {
 		fmt.Fprintln(tw, strings.Join(tableCells(r), "\t")+"\t")
 	}
-	ew.flush(tw)
-	ew.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
+	out.flush(tw)
+	out.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
 		" harness CPU s: the bench process, which also runs an in-process store; server columns: the child processes it watched)\n")
 	for _, n := range t.Notes {
-		ew.printf("note: %s\n", n)
+		out.printf("note: %s\n", n)
 	}
 }

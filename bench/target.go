@@ -21,19 +21,6 @@ type Target interface {
 	Do(ctx context.Context, w *Worker) Outcome
 }
 
-// TargetFunc adapts a function to Target.
-func TargetFunc(name string, do func(ctx context.Context, w *Worker) Outcome) Target {
-	return funcTarget{name: name, do: do}
-}
-
-type funcTarget struct {
-	name string
-	do   func(ctx context.Context, w *Worker) Outcome
-}
-
-func (f funcTarget) Name() string                              { return f.name }
-func (f funcTarget) Do(ctx context.Context, w *Worker) Outcome { return f.do(ctx, w) }
-
 // Outcome classifies one request. The zero value is OK.
 type Outcome uint8
 
@@ -71,26 +58,10 @@ func (o Outcome) IsError() bool { return o >= ErrTimeout && o <= ErrOther }
 // sends, so a Target can keep scratch buffers and objects in it without
 // locking. A Worker must not be retained or shared across goroutines.
 type Worker struct {
-	// ID is the worker's index within its load, from 0.
-	ID int
-	// Seq counts the requests this worker has sent before the current one.
-	Seq uint64
-	// Rand is seeded from the run's Seed, the load index and ID, so a run
-	// with a fixed Seed draws the same per-worker streams.
-	Rand *rand.Rand
-	// Buf is scratch space the Target may use (and grow) freely, e.g. for
-	// the request body. The harness never touches it.
-	Buf []byte
-	// Deadline is the hard deadline of the current request: its intended
-	// send time plus the run's Timeout. Zero when the run has no timeout.
-	Deadline time.Time
-	// State is for the Target's own per-worker objects (a reusable request,
-	// a client stub); the harness never touches it.
-	State any
-}
-
-// NewWorker returns a Worker with the given ID and a Rand seeded from seed
-// and id, for tests and for calling a Target outside a run.
-func NewWorker(id int, seed uint64) *Worker {
-	return &Worker{ID: id, Rand: rand.New(rand.NewPCG(seed, uint64(id)))}
+	ID       int        // index within its load, from 0
+	Seq      uint64     // requests this worker sent before the current one
+	Rand     *rand.Rand // seeded from the run's Seed, the load index and ID: a fixed Seed draws the same streams
+	Buf      []byte     // scratch for the Target (the request body, ...); the harness never touches it
+	Deadline time.Time  // hard deadline of the current request: intended send time + Timeout; zero: none
+	State    any        // the Target's own per-worker objects (a reusable request, a client stub)
 }

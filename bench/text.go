@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -11,56 +12,56 @@ import (
 	"text/tabwriter"
 )
 
-// maxTimelineRows bounds the timeline printed per result in text reports;
-// longer timelines print their head and tail (the JSON and HTML have all).
+// maxTimelineRows bounds the timeline printed per result: a longer one
+// prints its head and tail (the JSON has all).
 const maxTimelineRows = 120
 
 // WriteText writes r as aligned plain-text tables for a terminal: metadata,
-// the comparison table and the scenario's tables, then per target a ghz-style summary, histogram,
-// latency distribution, moving throughput, watched processes and sockets,
-// and the per-second timeline; then max-rate searches.
+// the soak's findings and the scenario's tables, then per target a ghz-style
+// summary, histogram, latency distribution, watched processes and the
+// per-second timeline; then the max-rate searches.
 func WriteText(w io.Writer, r *Report) error {
-	ew := &errWriter{w: w}
+	out := &textWriter{}
 	title := "rtbd bench report"
 	if r.Title != "" {
 		title += ": " + r.Title
 	}
-	ew.printf("%s\n", title)
-	ew.printf("created %s  host %s  %s %s/%s  %d CPUs (GOMAXPROCS %d)",
+	out.printf("%s\n", title)
+	out.printf("created %s  host %s  %s %s/%s  %d CPUs (GOMAXPROCS %d)",
 		r.Created.Format("2006-01-02 15:04:05 MST"), r.Host, r.GoVersion, r.OS, r.Arch, r.NumCPU, r.GOMAXPROCS)
 	if r.GitRev != "" {
-		ew.printf("  git %s", r.GitRev)
+		out.printf("  git %s", r.GitRev)
 	}
-	ew.printf("\n")
+	out.printf("\n")
 	if len(r.Config) > 0 {
-		ew.printf("config:\n")
-		tw := ew.tab()
+		out.printf("config:\n")
+		tw := out.tab()
 		for _, k := range slices.Sorted(maps.Keys(r.Config)) {
 			fmt.Fprintf(tw, "  %s\t%s\n", k, r.Config[k])
 		}
-		ew.flush(tw)
+		out.flush(tw)
 	}
 	for _, n := range r.Notes {
-		ew.printf("note: %s\n", n)
+		out.printf("note: %s\n", n)
 	}
 	if r.Soak != nil {
-		writeSoak(ew, r.Soak)
+		writeSoak(out, r.Soak)
 	}
 	for _, t := range r.Tables {
-		writeTable(ew, t)
+		writeTable(out, t)
 	}
 	for _, res := range r.Results {
-		ew.printf("\n")
-		writeResult(ew, res)
+		out.printf("\n")
+		writeResult(out, res)
 	}
 	for _, s := range r.Searches {
-		ew.printf("\n")
-		writeSearch(ew, s)
+		out.printf("\n")
+		writeSearch(out, s)
 	}
-	return ew.err
+	return out.copyTo(w)
 }
 
-func writeResult(ew *errWriter, res *Result) {
+func writeResult(out *textWriter, res *Result) {
 	var how string
 	switch res.Mode {
 	case ModeOpenLoop:
@@ -70,15 +71,15 @@ func writeResult(ew *errWriter, res *Result) {
 	default:
 		how = string(res.Mode)
 	}
-	ew.printf("== %s (%s; %.1f s measured after %.1f s warmup; timeout %s ms, tmax %s ms) ==\n",
+	out.printf("== %s (%s; %.1f s measured after %.1f s warmup; timeout %s ms, tmax %s ms) ==\n",
 		res.Target, how, res.DurationSec, res.WarmupSec, fmtMs(res.TimeoutMs), fmtMs(res.TmaxMs))
 	if res.Aborted {
-		ew.printf("ABORTED: partial result\n")
+		out.printf("ABORTED: partial result\n")
 	}
 	l := res.Latency
 	e := res.Errors
-	ew.printf("Summary:\n")
-	tw := ew.tab()
+	out.printf("Summary:\n")
+	tw := out.tab()
 	fmt.Fprintf(tw, "  Count:\t%d\n", res.Requests)
 	fmt.Fprintf(tw, "  Total:\t%.2f s\n", res.ElapsedSec)
 	fmt.Fprintf(tw, "  Slowest:\t%s ms\n", fmtMs(usToMs(l.MaxUs)))
@@ -95,90 +96,84 @@ func writeResult(ew *errWriter, res *Result) {
 		gen += fmt.Sprintf("; send lag p50 %s ms, p99 %s ms, max %s ms", fmtMs(usToMs(res.SendLag.P50Us)), fmtMs(usToMs(res.SendLag.P99Us)), fmtMs(usToMs(res.SendLag.MaxUs)))
 	}
 	fmt.Fprintf(tw, "  Generator:\t%s; %d workers\n", gen, res.Workers)
-	ew.flush(tw)
+	out.flush(tw)
 
 	if len(res.Histogram) > 0 {
-		ew.printf("\nResponse time histogram (ms):\n")
+		out.printf("\nResponse time histogram (ms):\n")
 		var maxC int64
 		for _, b := range res.Histogram {
 			maxC = max(maxC, b.Count)
 		}
-		tw = ew.tab()
+		tw = out.tab()
 		for _, b := range res.Histogram {
-			bar := 0
-			if maxC > 0 {
-				bar = min(max(int(float64(b.Count)*40/float64(maxC)), 0), 40)
-			}
-			fmt.Fprintf(tw, "  %.3f\t[%d]\t|%s\n", b.MarkUs/1000, b.Count, strings.Repeat("∎", bar))
+			bar := min(max(b.Count*40/max(maxC, 1), 0), 40) // clamped: a report read from a file may hold anything
+			fmt.Fprintf(tw, "  %.3f\t[%d]\t|%s\n", b.MarkUs/1000, b.Count, strings.Repeat("∎", int(bar)))
 		}
-		ew.flush(tw)
+		out.flush(tw)
 	}
 	if len(res.Distribution) > 0 {
-		ew.printf("\nLatency distribution:\n")
+		out.printf("\nLatency distribution:\n")
 		for _, p := range res.Distribution {
-			ew.printf("  %s %% in %s ms\n", strconv.FormatFloat(p.P, 'f', -1, 64), fmtMs(usToMs(p.Us)))
+			out.printf("  %s %% in %s ms\n", strconv.FormatFloat(p.P, 'f', -1, 64), fmtMs(usToMs(p.Us)))
 		}
 	}
 	if len(res.Processes) > 0 {
-		ew.printf("\nProcesses:\n")
-		tw = ew.tab()
+		out.printf("\nProcesses:\n")
+		tw = out.tab()
 		fmt.Fprintf(tw, "  name\tpid\tCPU s\tcores\tpeak RSS MiB\tRSS MiB\terror\n")
 		for _, p := range res.Processes {
 			fmt.Fprintf(tw, "  %s\t%d\t%.2f\t%.3f\t%.1f\t%.1f\t%s\n", p.Name, p.PID, p.CPUSec, p.Cores,
 				float64(p.PeakRSSBytes)/(1<<20), float64(p.RSSBytes)/(1<<20), p.Error)
 		}
-		ew.flush(tw)
+		out.flush(tw)
 	}
 	for _, n := range res.Notes {
-		ew.printf("note: %s\n", n)
+		out.printf("note: %s\n", n)
 	}
 	if len(res.Timeline) > 0 {
-		ew.printf("\nTimeline (1 s windows, by completion time; * = drain or partial window):\n")
-		tw = ew.tab()
+		out.printf("\nTimeline (1 s windows, by completion time; * = drain or partial window):\n")
+		tw = out.tab()
 		fmt.Fprintln(tw, "  t\trequests\tok\tno-bid\terrors\tmiss\tavg ms\tp50 ms\tp99 ms\tmax ms")
-		tl := res.Timeline
+		tl, half := res.Timeline, maxTimelineRows/2
 		for i, s := range tl {
-			if len(tl) > maxTimelineRows && i == maxTimelineRows/2 {
-				fmt.Fprintf(tw, "  ...\t%d rows omitted\n", len(tl)-maxTimelineRows)
-			}
-			if len(tl) > maxTimelineRows && i >= maxTimelineRows/2 && i < len(tl)-maxTimelineRows/2 {
+			if len(tl) > maxTimelineRows && i >= half && i < len(tl)-half {
+				if i == half {
+					fmt.Fprintf(tw, "  ...\t%d rows omitted\n", len(tl)-maxTimelineRows)
+				}
 				continue
 			}
 			mark := ""
 			if !s.Full {
 				mark = "*"
 			}
-			var evs []string
+			ev, sep := "", "\t<- " // the events of this second
 			for _, e := range res.Events {
 				if int(e.AtSec) == s.T {
-					evs = append(evs, fmt.Sprintf("%s at %.1f s", e.What, e.AtSec))
+					ev += sep + fmt.Sprintf("%s at %.1f s", e.What, e.AtSec)
+					sep = "; "
 				}
-			}
-			ev := ""
-			if len(evs) > 0 {
-				ev = "\t<- " + strings.Join(evs, "; ")
 			}
 			fmt.Fprintf(tw, "  %d%s\t%d\t%d\t%d\t%d\t%d\t%s\t%s\t%s\t%s%s\n", s.T, mark, s.Requests, s.Successes, s.NoBids, s.Errors, s.DeadlineMisses,
 				fmtMs(s.AvgUs/1000), fmtMs(usToMs(s.P50Us)), fmtMs(usToMs(s.P99Us)), fmtMs(usToMs(s.MaxUs)), ev)
 		}
-		ew.flush(tw)
+		out.flush(tw)
 	}
 }
 
-func writeSearch(ew *errWriter, s *MaxRateResult) {
-	ew.printf("== max rate search: %s (objective: %s) ==\n", s.Target, s.Objective)
+func writeSearch(out *textWriter, s *MaxRateResult) {
+	out.printf("== max rate search: %s (objective: %s) ==\n", s.Target, s.Objective)
 	state := "converged between a passing and a failing rate"
 	if !s.Bracketed {
 		state = "no failing rate found up to the search cap"
 	}
-	ew.printf("max rate: %s req/s (%s)\n", fmtRate(s.MaxRate), state)
-	tw := ew.tab()
+	out.printf("max rate: %s req/s (%s)\n", fmtRate(s.MaxRate), state)
+	tw := out.tab()
 	fmt.Fprintf(tw, "  step\trate\tpass\trequests\tachieved\tp50 ms\tp99 ms\terrors %%\tmiss %%\treason\n")
 	for i, st := range s.Steps {
 		fmt.Fprintf(tw, "  %d\t%s\t%v\t%d\t%s\t%s\t%s\t%.3f\t%.3f\t%s\n", i+1, fmtRate(st.Rate), st.Pass, st.Requests, fmtRate(st.AchievedRate),
 			fmtMs(usToMs(st.P50Us)), fmtMs(usToMs(st.P99Us)), 100*st.ErrorRatio, 100*st.MissRatio, st.Reason)
 	}
-	ew.flush(tw)
+	out.flush(tw)
 }
 
 // summary is a result's latency and rate in one line, for progress logs.
@@ -202,35 +197,26 @@ func fmtMs(ms float64) string {
 
 // fmtRate formats a rate with thousands separators: 3732.4 -> "3,732.4".
 func fmtRate(v float64) string {
-	intPart, frac, _ := strings.Cut(strconv.FormatFloat(math.Abs(v), 'f', 1, 64), ".")
-	for i := len(intPart) - 3; i > 0; i -= 3 {
-		intPart = intPart[:i] + "," + intPart[i:]
+	s := strconv.FormatFloat(v, 'f', 1, 64)
+	for i := strings.IndexByte(s, '.') - 3; i > 0 && s[i-1] != '-'; i -= 3 { // every 3 digits left of the point
+		s = s[:i] + "," + s[i:]
 	}
-	if math.Signbit(v) {
-		intPart = "-" + intPart
-	}
-	return intPart + "." + frac
+	return s
 }
 
-// errWriter keeps the first write error so the writers can stay linear.
-type errWriter struct {
-	w   io.Writer
-	err error
-}
+// textWriter collects a text report: the writers print into it and
+// copyTo writes it out once, so that they need not check errors.
+type textWriter struct{ bytes.Buffer }
 
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
+func (t *textWriter) printf(format string, args ...any) { fmt.Fprintf(t, format, args...) }
+
+func (t *textWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(t, 0, 0, 2, ' ', 0) }
+
+func (t *textWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() } // into a buffer: cannot fail
+
+func (t *textWriter) copyTo(w io.Writer) error {
+	if _, err := t.WriteTo(w); err != nil {
+		return fmt.Errorf("bench: write: %w", err)
 	}
-	n, err := e.w.Write(p)
-	if err != nil {
-		e.err = fmt.Errorf("bench: write: %w", err)
-	}
-	return n, e.err
+	return nil
 }
-
-func (e *errWriter) printf(format string, args ...any) { fmt.Fprintf(e, format, args...) }
-
-func (e *errWriter) tab() *tabwriter.Writer { return tabwriter.NewWriter(e, 0, 0, 2, ' ', 0) }
-
-func (e *errWriter) flush(tw *tabwriter.Writer) { _ = tw.Flush() }

@@ -2,10 +2,12 @@ package bench
 
 import (
 	"cmp"
+	"fmt"
 	"sync"
+	"syscall"
 	"time"
 
-	"github.com/rtbd/rtbd/bench/internal/proc"
+	"github.com/prometheus/procfs"
 )
 
 // watcher measures the generator's CPU and the watched processes over the
@@ -32,9 +34,9 @@ func startWatch(w Watch, from time.Time) *watcher {
 
 func (wa *watcher) baseline() {
 	wa.wall0 = time.Now()
-	wa.self0, wa.selfErr = proc.SelfCPU()
+	wa.self0, wa.selfErr = selfCPU()
 	for i, p := range wa.w.Processes {
-		wa.procCPU0[i], wa.procErr[i] = proc.CPU(p.PID)
+		wa.procCPU0[i], wa.procErr[i] = procCPU(p.PID)
 	}
 }
 
@@ -43,11 +45,9 @@ func (wa *watcher) stop() {
 	wa.timer.Stop()
 	wa.baseOnce.Do(wa.baseline) // waits for the timer's, if it began
 	wa.wall1 = time.Now()
-	self1, err := proc.SelfCPU()
-	if err != nil && wa.selfErr == nil {
-		wa.selfErr = err
-	}
-	wa.self1 = self1
+	var err error
+	wa.self1, err = selfCPU()
+	wa.selfErr = cmp.Or(wa.selfErr, err)
 }
 
 // apply writes generator and process stats into r.
@@ -61,8 +61,8 @@ func (wa *watcher) apply(r *Result) {
 	}
 	for i, p := range wa.w.Processes {
 		ps := ProcessStats{Name: p.Name, PID: p.PID}
-		cpu1, err := proc.CPU(p.PID)
-		st, serr := proc.ReadStatus(p.PID)
+		cpu1, err := procCPU(p.PID)
+		st, serr := readStatus(p.PID)
 		if err = cmp.Or(wa.procErr[i], err, serr); err != nil {
 			ps.Error = err.Error()
 		} else {
@@ -72,4 +72,49 @@ func (wa *watcher) apply(r *Result) {
 		}
 		r.Processes = append(r.Processes, ps)
 	}
+}
+
+// selfCPU is the user+system CPU time of this process from getrusage: the
+// generator and anything else in-process, such as a test server.
+func selfCPU() (time.Duration, error) {
+	var ru syscall.Rusage
+	err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()), err
+}
+
+// procCPU is the user+system CPU time of process pid (all its threads),
+// from /proc/PID/stat at USER_HZ resolution (10 ms).
+func procCPU(pid int) (time.Duration, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return 0, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	return time.Duration(st.CPUTime() * float64(time.Second)), nil
+}
+
+// procStatus is a process's resident set size from /proc/PID/status.
+type procStatus struct {
+	VmHWMBytes int64 // peak
+	VmRSSBytes int64 // current
+}
+
+// readStatus reads /proc/PID/status; a process without memory figures (a
+// kernel thread, a zombie) is an error.
+func readStatus(pid int) (procStatus, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return procStatus{}, err
+	}
+	st, err := p.NewStatus()
+	if err != nil {
+		return procStatus{}, err
+	}
+	if st.VmHWM == 0 {
+		return procStatus{}, fmt.Errorf("bench: no VmHWM in /proc/%d/status", pid)
+	}
+	return procStatus{VmHWMBytes: int64(st.VmHWM), VmRSSBytes: int64(st.VmRSS)}, nil
 }

@@ -16,14 +16,9 @@ var TalkWeights = []int{3, 15, 30}
 // synthetic catalog of `rtbd gen -products Products -groups Groups -seed 1`
 // (product i has id i+1 and group 1 + i%Groups).
 type CatalogWorkload struct {
-	// Products and Groups of the catalog. Required, Products >= Groups >= 1.
-	Products, Groups int
-	// IDs per request: the request weight (3, 15, 30 in the talk).
-	// Required, >= 1.
-	IDs int
-	// Uniform draws groups and products uniformly; false (the default)
-	// draws them Zipf-distributed (s = 1.1), as real traffic is.
-	Uniform bool
+	Products, Groups int  // of the catalog; Products >= Groups >= 1
+	IDs              int  // product ids per request: the request weight, >= 1
+	Uniform          bool // draw groups and products uniformly instead of Zipf-distributed (s = 1.1), as real traffic is
 }
 
 // Validate reports every problem of w.

@@ -43,7 +43,7 @@ func TestCompareSeesCatalogDelay(t *testing.T) {
 		t.Helper()
 		rep, err := bench.RunStore(ctx, bench.StoreOptions{
 			Products: 2000, Groups: 4, Weights: []int{15}, Targets: []string{bench.StoreLocal}, DataDir: data,
-			WorkDir: filepath.Join(dir, name), Load: bench.LoadModel{Rate: 1000, Duration: 7 * time.Second, Warmup: time.Second},
+			WorkDir: filepath.Join(dir, name), Load: bench.LoadModel{Options: bench.Options{Rate: 1000, Duration: 7 * time.Second, Warmup: time.Second}},
 			TestOnlyCatalogDelay: delay,
 		})
 		if err != nil {

@@ -12,62 +12,70 @@ import (
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
 
-// Segment is one segment of the simulated exchange.
+// Segment is one segment of the simulated exchange (a publisher).
 type Segment struct {
 	Name string
 	// Median and Sigma: the highest competing bid is Median x exp(Sigma x N(0,1)), CPM.
 	Median, Sigma float64
-	// Floor is the segment's floor, CPM.
-	Floor float64
-	// Weight is its share of the auctions (relative).
-	Weight float64
+	Floor         float64 // CPM
 }
+
+// id is s's shading segment.
+func (s Segment) id() shading.SegmentID {
+	return shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250)
+}
+
+// segments are the landscape of the acceptance, a quarter of the auctions
+// each: with the default value, one where the best bid is near the floor,
+// one near the value.
+var segments = []Segment{
+	{Name: "near-floor", Median: 0.8, Sigma: 0.4, Floor: 1.5},
+	{Name: "near-value", Median: 3.3, Sigma: 0.12, Floor: 0.5},
+	{Name: "wide", Median: 2.0, Sigma: 0.5, Floor: 0.5},
+	{Name: "mid", Median: 1.5, Sigma: 0.25, Floor: 0.8},
+}
+
+const (
+	step       = 50 * time.Millisecond // fake time between auctions
+	noticeWait = 5 * time.Second       // the exchange's: a bid without a notice is a loss after it
+	window     = 2000                  // auctions: the recovery's measuring window
+	fleetSlot  = 30 * time.Second      // shading.FleetOptions.Slot of the fleet runs
+)
 
 // Config is one simulation.
 type Config struct {
-	Segments []Segment
-	// Value is the bidder's value of an impression, CPM.
-	Value float64
+	Value float64 // the bidder's value of an impression, CPM
 	// Learn auctions first (not measured), then Measure measured ones;
-	// then, when Shift is not 0, every segment's competition is multiplied
-	// by 1 + Shift and After auctions follow (the recovery).
+	// then, when Shift and After are not 0, every segment's competition
+	// is multiplied by 1 + Shift and After auctions follow (the recovery).
 	Learn, Measure, After int
 	Shift                 float64
 	// MinToWin: notices carry m. LossNotices: the exchange sends loss
 	// notices (else a bid without a win is a loss after the notice wait).
 	MinToWin, LossNotices bool
-	// Step is the fake time between auctions; NoticeWait the exchange's.
-	Step, NoticeWait time.Duration
-	// Window is the recovery's measuring window, in auctions.
-	Window int
-	Seed   uint64
-	// Shading tunes the Shader (Rand and Exchanges are set by Run).
-	Shading shading.Options
-	// Bidders, when more than one, share Store (shading.Options.Fleet:
-	// FleetSlot wide slots): each auction's bid is made by a random bidder
-	// and its notice lands on a random one; each bidder Syncs every
-	// SyncEvery. RestartAt, when > 0, replaces bidder 1 at that auction by
-	// a new one that Loads the fleet's counts before its first bid.
+	Seed                  uint64
+	HalfLife              time.Duration // the shader's shading.half_life (fake time)
+	// Bidders, when more than one, share Store: each auction's bid is made
+	// by a random bidder and its notice lands on a random one; each bidder
+	// Syncs every SyncEvery. RestartAt, when > 0, replaces bidder 1 at that
+	// auction by a new one that Loads the fleet's counts before its first
+	// bid (-1: in the middle of the measured auctions).
 	Bidders   int
 	Store     shading.Store
 	SyncEvery time.Duration
-	FleetSlot time.Duration
 	RestartAt int
+	// RunPacing: PacingDays days of about PacingAuctions auctions, the last
+	// measured, with a daily budget of PacingBudget times what bidding the
+	// shaded value in every auction spends.
+	PacingDays, PacingAuctions int
+	PacingBudget               float64
 }
 
-// Defaults: the landscape of the acceptance (value 4.00 CPM, four
-// segments, one where the best bid is near the floor, one near the value).
+// Defaults: the acceptance's simulation (value 4.00 CPM).
 func Defaults() Config {
 	return Config{
-		Segments: []Segment{
-			{Name: "near-floor", Median: 0.8, Sigma: 0.4, Floor: 1.5, Weight: 1},
-			{Name: "near-value", Median: 3.3, Sigma: 0.12, Floor: 0.5, Weight: 1},
-			{Name: "wide", Median: 2.0, Sigma: 0.5, Floor: 0.5, Weight: 1},
-			{Name: "mid", Median: 1.5, Sigma: 0.25, Floor: 0.8, Weight: 1},
-		},
-		Value: 4.0, Learn: 24_000, Measure: 16_000, After: 40_000, Shift: 0.3,
-		MinToWin: true, Step: 50 * time.Millisecond, NoticeWait: 5 * time.Second, Window: 2000, Seed: 1,
-		Shading: shading.Options{HalfLife: 5 * time.Minute},
+		Value: 4.0, Learn: 24_000, Measure: 16_000, After: 40_000, Shift: 0.3, MinToWin: true, Seed: 1,
+		HalfLife: 5 * time.Minute, PacingDays: 3, PacingAuctions: 200_000, PacingBudget: 0.4,
 	}
 }
 
@@ -78,23 +86,20 @@ type Stats struct {
 }
 
 // CostPerWin is Spend / Wins (0 without wins).
-func (s Stats) CostPerWin() float64 {
-	if s.Wins == 0 {
-		return 0
-	}
-	return s.Spend / float64(s.Wins)
-}
+func (s Stats) CostPerWin() float64 { return ratio(s.Spend, float64(s.Wins)) }
 
-func (s *Stats) add(won bool, price, value float64) {
+// add counts an auction bid at price, won when price reaches tie.
+func (s *Stats) add(price, tie, value float64) {
 	s.Auctions++
-	if won {
+	if price >= tie {
 		s.Wins++
 		s.Spend += price
 		s.Surplus += value - price
 	}
 }
 
-// SegmentResult is one segment's measured auctions.
+// SegmentResult is one segment's measured auctions: bid shading, the
+// oracle's bid (OraclePrice) and the value, on the same draws.
 type SegmentResult struct {
 	Segment
 	OraclePrice           float64
@@ -103,6 +108,14 @@ type SegmentResult struct {
 
 // Ratio is the shaded surplus over the oracle's.
 func (r SegmentResult) Ratio() float64 { return ratio(r.Shaded.Surplus, r.Oracle.Surplus) }
+
+// add counts an auction whose price to tie (the highest other bid or the
+// floor) is tie: the shaded bid at price, the oracle's at oracle.
+func (r *SegmentResult) add(tie, price, oracle, value float64) {
+	r.Shaded.add(price, tie, value)
+	r.Oracle.add(oracle, tie, value)
+	r.Value.add(value, tie, value)
+}
 
 func ratio(a, b float64) float64 {
 	if b <= 0 {
@@ -115,18 +128,16 @@ func ratio(a, b float64) float64 {
 type Result struct {
 	Config   Config
 	Segments []SegmentResult
-	// Shaded, Oracle and Value are the measured auctions' totals.
-	Shaded, Oracle, Value Stats
-	// AfterRatio is the surplus ratio of each Window of auctions after the
+	// Total is the measured auctions' totals (no segment, no oracle price).
+	Total SegmentResult
+	// AfterRatio is the surplus ratio of each window of auctions after the
 	// shift (against the shifted oracle); Recovery the auctions after the
 	// shift until the end of the first window back within 0.05 of the
 	// measured ratio (-1: never).
 	AfterRatio []float64
 	Recovery   int
-	// Restart is what the restarted bidder did in its first second
-	// (Config.RestartAt).
-	Restart Restart
-	// Err is the first error of the fleet's store (Sync, Load), if any.
+	Restart    Restart
+	// Err joins the errors of the fleet's store (Sync, Load), if any.
 	Err error
 	// Notices are the notices told to the bidders (wins, and losses when
 	// the exchange sends them); Syncs, Flushed and Fields what the fleet's
@@ -144,7 +155,7 @@ type Restart struct {
 }
 
 // Ratio is the measured surplus over the oracle's.
-func (r *Result) Ratio() float64 { return ratio(r.Shaded.Surplus, r.Oracle.Surplus) }
+func (r *Result) Ratio() float64 { return r.Total.Ratio() }
 
 // OraclePrice is the bid in [floor, value] maximising (value - p) x
 // P(D <= p) for a lognormal D of the given median and sigma.
@@ -160,97 +171,64 @@ func OraclePrice(value, floor, median, sigma float64) float64 {
 	return best
 }
 
+// lognormalCDF is P(D <= x), x >= 0.
 func lognormalCDF(x, median, sigma float64) float64 {
-	if x <= 0 {
-		return 0
-	}
 	return 0.5 * math.Erfc(-math.Log(x/median)/(sigma*math.Sqrt2))
 }
 
-// normal draws N(0,1) (Box-Muller).
-func normal(r *splitmix.Rand) float64 {
-	u1 := 1 - r.Float64()
-	u2 := r.Float64()
-	return math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2)
-}
-
-// segmentIDs are the shading segments of segs (a publisher each) and
-// their total weight.
-func segmentIDs(segs []Segment) (ids []shading.SegmentID, total float64) {
-	for _, s := range segs {
-		ids = append(ids, shading.Segment(0, "pub-"+s.Name, shading.FormatBanner, 300, 250))
-		total += s.Weight
-	}
-	return ids, total
-}
-
-// draw picks a segment by weight and draws its highest competing bid,
-// CPM, with the segment's median times scale.
-func draw(segs []Segment, total, scale float64, rng *splitmix.Rand) (int, float64) {
-	x := rng.Float64() * total
-	i := 0
-	for i < len(segs)-1 && x >= segs[i].Weight {
-		x -= segs[i].Weight
-		i++
-	}
-	return i, segs[i].Median * scale * math.Exp(segs[i].Sigma*normal(rng))
+// draw picks a segment and draws its highest competing bid, CPM, with the
+// segment's median times scale.
+func draw(scale float64, rng *splitmix.Rand) (int, float64) {
+	i := int(rng.Float64() * float64(len(segments)))
+	u1, u2 := 1-rng.Float64(), rng.Float64()
+	normal := math.Sqrt(-2*math.Log(u1)) * math.Cos(2*math.Pi*u2) // N(0,1), Box-Muller
+	return i, segments[i].Median * scale * math.Exp(segments[i].Sigma*normal)
 }
 
 // Run plays cfg.
 func Run(cfg Config) *Result {
+	if cfg.Shift == 0 || cfg.After == 0 {
+		cfg.Shift, cfg.After = 0, 0 // no shift
+	}
+	if cfg.RestartAt < 0 {
+		cfg.RestartAt = cfg.Learn + cfg.Measure/2
+	}
 	rng := splitmix.Rand{S: cfg.Seed}
 	shadeRand := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x5eed)}
-	opts := cfg.Shading
-	opts.Rand = shadeRand.Float64
-	opts.Exchanges = []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: cfg.NoticeWait}}
-	fleet := cfg.Bidders > 1 && cfg.Store != nil
+	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
+	opts := shading.Options{HalfLife: cfg.HalfLife, Rand: shadeRand.Float64,
+		Exchanges: []shading.Exchange{{LossNotices: cfg.LossNotices, NoticeWait: noticeWait}}}
+	fleet := cfg.Bidders > 1
 	if fleet {
-		opts.Fleet = &shading.FleetOptions{Slot: cfg.FleetSlot}
+		opts.Fleet = &shading.FleetOptions{Slot: fleetSlot}
 	}
 	nb := max(cfg.Bidders, 1)
-	shaders := make([]*shading.Shader, nb)
+	now := time.Unix(1_800_000_000, 0)
+	shaders, lastSync := make([]*shading.Shader, nb), make([]time.Time, nb)
 	for k := range shaders {
 		shaders[k] = shading.New(opts)
+		lastSync[k] = now.Add(time.Duration(k) * cfg.SyncEvery / time.Duration(nb)) // staggered
 	}
-	lb := splitmix.Rand{S: splitmix.Mix(cfg.Seed ^ 0x1b)} // the exchange's load balancing
-	ctx := context.Background()
-	var errs []error
-	lastSync := make([]time.Time, nb)
-
+	var errs []error // errors.Join drops the nils
 	res := &Result{Config: cfg, Recovery: -1}
-	ids, total := segmentIDs(cfg.Segments)
-	shifted := make([]float64, len(cfg.Segments)) // the oracle's price after the shift
-	for i, s := range cfg.Segments {
+	shifted := make([]float64, len(segments)) // the oracle's price after the shift
+	for i, s := range segments {
 		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)})
 		shifted[i] = OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma)
 	}
-	value := micros(cfg.Value)
-	now := time.Unix(1_800_000_000, 0)
-	lastRefresh := now
-	n := cfg.Learn + cfg.Measure
-	if cfg.Shift != 0 {
-		n += cfg.After
-	}
-	for k := range lastSync {
-		lastSync[k] = now.Add(time.Duration(k) * cfg.SyncEvery / time.Duration(nb)) // staggered
-	}
-	var win Stats
-	var winOracle float64
-	var restarted time.Time
-	var shadeSum float64
-	for a := range n {
-		now = now.Add(cfg.Step)
-		if now.Sub(lastRefresh) >= time.Second {
+	var win SegmentResult // the current window after the shift
+	for a := range cfg.Learn + cfg.Measure + cfg.After {
+		now = now.Add(step)
+		if now.Nanosecond() == 0 { // every second
 			for _, sh := range shaders {
 				sh.Refresh(now)
 			}
-			lastRefresh = now
 		}
 		if fleet {
 			for k, sh := range shaders {
 				if now.Sub(lastSync[k]) >= cfg.SyncEvery {
-					st, err := sh.Sync(ctx, cfg.Store, now)
-					errs = append(errs, err) // errors.Join drops the nils
+					st, err := sh.Sync(context.Background(), cfg.Store, now)
+					errs = append(errs, err)
 					res.Syncs++
 					res.Flushed += st.Flushed
 					res.Fields += st.Fields
@@ -260,79 +238,58 @@ func Run(cfg Config) *Result {
 			}
 			if cfg.RestartAt > 0 && a == cfg.RestartAt {
 				shaders[1] = shading.New(opts)
-				st, err := shaders[1].Load(ctx, cfg.Store, now)
+				st, err := shaders[1].Load(context.Background(), cfg.Store, now)
 				errs = append(errs, err)
 				res.Restart.Loaded = st.Segments
-				restarted, lastSync[1] = now, now
+				lastSync[1] = now
 			}
 		}
-		after := cfg.Shift != 0 && a >= cfg.Learn+cfg.Measure
+		after := a >= cfg.Learn+cfg.Measure
 		scale := 1.0
 		if after {
 			scale = 1 + cfg.Shift
 		}
-		i, d := draw(cfg.Segments, total, scale, &rng)
-		s, op := cfg.Segments[i], res.Segments[i].OraclePrice
+		i, d := draw(scale, &rng)
+		s, oracle := segments[i], res.Segments[i].OraclePrice
 		if after {
-			op = shifted[i]
+			oracle = shifted[i]
 		}
-		tie := max(d, s.Floor) // the price to tie: the highest other bid or the floor
 		if cfg.Value < s.Floor {
 			continue
 		}
-		bi := lb.IntN(nb)
-		sh := shaders[bi]
-		dec := sh.Price(ids[i], shading.FirstPrice, true, value, micros(s.Floor))
+		tie := max(d, s.Floor) // the price to tie: the highest other bid or the floor
+		bi, id := lb.IntN(nb), s.id()
+		dec := shaders[bi].Price(id, shading.FirstPrice, true, micros(cfg.Value), micros(s.Floor))
 		price := float64(dec.Price) / 1e6
-		sh.Bid(ids[i], dec.Price, now)
-		if bi == 1 && !restarted.IsZero() && now.Sub(restarted) < time.Second {
+		shaders[bi].Bid(id, dec.Price, now)
+		if bi == 1 && cfg.RestartAt > 0 && a >= cfg.RestartAt && time.Duration(a-cfg.RestartAt)*step < time.Second {
 			res.Restart.Bids++
 			res.Restart.ByHow[dec.How]++
-			shadeSum += price / cfg.Value
+			res.Restart.MeanShade += price / cfg.Value // a sum until the end
 		}
 		won := price >= tie
-		m := micros(tie)
 		if won || cfg.LossNotices {
 			res.Notices++
-			shaders[lb.IntN(nb)].Observe(ids[i], dec.Price, now, won, m, cfg.MinToWin, now)
+			shaders[lb.IntN(nb)].Observe(id, dec.Price, now, won, micros(tie), cfg.MinToWin, now)
 		}
 		switch {
-		case a >= cfg.Learn && !after:
-			r := &res.Segments[i]
-			r.Shaded.add(won, price, cfg.Value)
-			r.Oracle.add(op >= tie, op, cfg.Value)
-			r.Value.add(cfg.Value >= tie, cfg.Value, cfg.Value)
 		case after:
-			win.add(won, price, cfg.Value)
-			if op >= tie {
-				winOracle += cfg.Value - op
+			win.add(tie, price, oracle, cfg.Value)
+			if win.Shaded.Auctions == window {
+				res.AfterRatio = append(res.AfterRatio, win.Ratio())
+				if res.Recovery < 0 && win.Ratio() >= res.Ratio()-0.05 {
+					res.Recovery = len(res.AfterRatio) * window
+				}
+				win = SegmentResult{}
 			}
-			if win.Auctions == cfg.Window {
-				res.AfterRatio = append(res.AfterRatio, ratio(win.Surplus, winOracle))
-				win, winOracle = Stats{}, 0
-			}
+		case a >= cfg.Learn:
+			res.Segments[i].add(tie, price, oracle, cfg.Value)
+			res.Total.add(tie, price, oracle, cfg.Value)
 		}
 	}
-	for _, r := range res.Segments {
-		res.Shaded.merge(r.Shaded)
-		res.Oracle.merge(r.Oracle)
-		res.Value.merge(r.Value)
-	}
-	if res.Restart.Bids > 0 {
-		res.Restart.MeanShade = shadeSum / float64(res.Restart.Bids)
-	}
+	res.Restart.MeanShade = ratio(res.Restart.MeanShade, float64(res.Restart.Bids))
 	res.Err = errors.Join(errs...)
-	for k, rr := range res.AfterRatio {
-		if rr >= res.Ratio()-0.05 {
-			res.Recovery = (k + 1) * cfg.Window
-			break
-		}
-	}
 	return res
-}
-
-func (s *Stats) merge(b Stats) {
-	s.Auctions, s.Wins, s.Spend, s.Surplus = s.Auctions+b.Auctions, s.Wins+b.Wins, s.Spend+b.Spend, s.Surplus+b.Surplus
 }
 
 func micros(cpm float64) int64 { return int64(math.Round(cpm * 1e6)) }
@@ -345,20 +302,20 @@ func (r *Result) Print(w io.Writer) {
 	if c.Bidders > 1 {
 		fmt.Fprintf(w, ", %d bidders sharing one store (sync every %s)", c.Bidders, c.SyncEvery)
 	}
-	fmt.Fprintln(w)
-	fmt.Fprintf(w, "%-12s %8s %8s %8s %10s %10s %10s %8s %8s\n", "segment", "oracle", "cost/win", "value", "surplus/a", "oracle/a", "ratio", "wins", "wins@v")
-	line := func(name, op string, sh, or, v Stats) {
-		fmt.Fprintf(w, "%-12s %8s %8.3f %8.3f %10.4f %10.4f %10.3f %8d %8d\n", name, op, sh.CostPerWin(), c.Value,
-			sh.Surplus/float64(max(sh.Auctions, 1)), or.Surplus/float64(max(or.Auctions, 1)), ratio(sh.Surplus, or.Surplus), sh.Wins, v.Wins)
+	fmt.Fprintf(w, "\n%-12s %8s %8s %8s %10s %10s %10s %8s %8s\n", "segment", "oracle", "cost/win", "value", "surplus/a", "oracle/a", "ratio", "wins", "wins@v")
+	line := func(name, oracle string, s SegmentResult) {
+		fmt.Fprintf(w, "%-12s %8s %8.3f %8.3f %10.4f %10.4f %10.3f %8d %8d\n", name, oracle, s.Shaded.CostPerWin(), c.Value,
+			s.Shaded.Surplus/float64(max(s.Shaded.Auctions, 1)), s.Oracle.Surplus/float64(max(s.Oracle.Auctions, 1)), s.Ratio(), s.Shaded.Wins, s.Value.Wins)
 	}
 	for _, s := range r.Segments {
-		line(s.Name, fmt.Sprintf("%.3f", s.OraclePrice), s.Shaded, s.Oracle, s.Value)
+		line(s.Name, fmt.Sprintf("%.3f", s.OraclePrice), s)
 	}
-	line("all", "-", r.Shaded, r.Oracle, r.Value)
-	fmt.Fprintf(w, "cost per win %.3f vs %.3f bidding the value (%.1f%% lower); wins %d vs %d\n", r.Shaded.CostPerWin(), c.Value,
-		100*(1-r.Shaded.CostPerWin()/c.Value), r.Shaded.Wins, r.Value.Wins)
+	line("all", "-", r.Total)
+	t := r.Total
+	fmt.Fprintf(w, "cost per win %.3f vs %.3f bidding the value (%.1f%% lower); wins %d vs %d\n", t.Shaded.CostPerWin(), c.Value,
+		100*(1-t.Shaded.CostPerWin()/c.Value), t.Shaded.Wins, t.Value.Wins)
 	if c.Shift != 0 {
-		fmt.Fprintf(w, "after a %+.0f%% shift, surplus ratio per %d auctions:", 100*c.Shift, c.Window)
+		fmt.Fprintf(w, "after a %+.0f%% shift, surplus ratio per %d auctions:", 100*c.Shift, window)
 		for _, x := range r.AfterRatio {
 			fmt.Fprintf(w, " %.3f", x)
 		}
@@ -374,7 +331,7 @@ func (r *Result) Print(w io.Writer) {
 		}
 		fmt.Fprintf(w, "; mean price %.3f of the value\n", rs.MeanShade)
 	}
-	if c.Bidders > 1 && c.Store != nil {
+	if c.Bidders > 1 {
 		fmt.Fprintf(w, "store writes: %d syncs flushed %d segment-slot entries, %d count increments, for %d notices (%.2f per notice)\n",
 			r.Syncs, r.Flushed, r.Fields, r.Notices, float64(r.Fields)/float64(max(r.Notices, 1)))
 	}

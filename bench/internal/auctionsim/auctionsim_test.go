@@ -35,7 +35,7 @@ func TestAcceptance(t *testing.T) {
 					t.Errorf("segment %s: surplus ratio %.3f, want >= %.2f", s.Name, got, tc.perSeg)
 				}
 			}
-			if cpw := r.Shaded.CostPerWin(); cpw > 0.70*cfg.Value {
+			if cpw := r.Total.Shaded.CostPerWin(); cpw > 0.70*cfg.Value {
 				t.Errorf("cost per win %.3f, want <= 70%% of the value %.2f", cpw, cfg.Value)
 			}
 			if r.Recovery < 0 || r.Recovery > tc.recoveryAuctions {
@@ -68,7 +68,7 @@ func TestOracle(t *testing.T) {
 // of spend than throttled even pacing (both with shading on), which must
 // spend its budget too for the comparison to hold.
 func TestPacing(t *testing.T) {
-	r := RunPacing(PacingDefaults())
+	r := RunPacing(Defaults())
 	var b strings.Builder
 	r.Print(&b)
 	t.Log("\n" + b.String())

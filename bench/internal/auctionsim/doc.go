@@ -7,7 +7,6 @@
 // computed from the known distribution and played on the same draws), the
 // cost per win, and the wins and cost of bidding the value.
 //
-// RunPacing plays a campaign with a daily budget over compressed days
-// (a diurnal traffic curve, spend seen as of the last flush) with adaptive
-// pacing (spend.Pacer) against pacing by throttling, both shading.
+// RunPacing plays compressed days of a campaign with a daily budget:
+// adaptive pacing (spend.Pacer) against pacing by throttling, both shading.
 package auctionsim

@@ -11,35 +11,7 @@ import (
 	"github.com/rtbd/rtbd/internal/splitmix"
 )
 
-// PacingConfig is a simulation of a campaign with a daily budget over
-// whole days on a fake clock: traffic that follows a diurnal curve (its
-// peak PeakToTrough times its trough), the first-price landscape of
-// Segments, the spend seen as of the last flush (every Flush), and bid
-// shading on. It plays two ways of pacing side by side on the same
-// auctions: adaptive (bid value / (1 + mu), spend.Pacer, the target
-// following the traffic curve learned from the previous days) and
-// throttled (bid the value with spend.ThrottleProbability against the
-// clock's fraction of the day).
-type PacingConfig struct {
-	Segments []Segment
-	Value    float64 // CPM
-	// Days simulated; the last is measured. AuctionsPerDay on average.
-	Days, AuctionsPerDay int
-	PeakToTrough         float64
-	// BudgetShare sets the daily budget to this share of what the
-	// campaign would spend bidding its shaded value in every auction.
-	BudgetShare float64
-	Flush       time.Duration
-	Pacer       spend.PacerOptions
-	Seed        uint64
-}
-
-// PacingDefaults: the acceptance's compressed day (5x peak to trough).
-func PacingDefaults() PacingConfig {
-	d := Defaults()
-	return PacingConfig{Segments: d.Segments, Value: d.Value, Days: 3, AuctionsPerDay: 200_000, PeakToTrough: 5,
-		BudgetShare: 0.4, Flush: time.Second, Seed: 1}
-}
+const peakToTrough = 5.0 // the traffic's peak over its trough
 
 // PacingRun is one way of pacing on the measured day.
 type PacingRun struct {
@@ -58,110 +30,97 @@ type PacingRun struct {
 
 // PacingResult is a pacing simulation's outcome.
 type PacingResult struct {
-	Config         PacingConfig
+	Config         Config
 	Budget         float64
 	Target         [24]float64
 	Adaptive, Even PacingRun
 }
 
-// traffic is the relative auction rate at second s of the day: 1 at
-// midnight, PeakToTrough at noon.
-func (c PacingConfig) traffic(s float64) float64 {
-	a := (c.PeakToTrough - 1) / 2
-	return 1 + a*(1-math.Cos(2*math.Pi*s/86400))
-}
-
 type pacedBidder struct {
-	run        PacingRun
-	sh         *shading.Shader
-	pacer      *spend.Pacer
-	adaptive   bool
-	rng        splitmix.Rand
-	daySpent   float64 // as charged
-	seenSpent  float64 // as of the last flush
-	flushStart float64
+	run       PacingRun
+	sh        *shading.Shader
+	pacer     *spend.Pacer // nil: throttled
+	rng       splitmix.Rand
+	daySpent  float64 // as charged
+	seenSpent float64 // as of the last flush
 }
 
-// RunPacing plays cfg.
-func RunPacing(cfg PacingConfig) *PacingResult {
+func newPacedBidder(name string, pacer *spend.Pacer, seed uint64) *pacedBidder {
+	sr := splitmix.Rand{S: splitmix.Mix(seed)}
+	sh := shading.New(shading.Options{HalfLife: 30 * time.Minute, Rand: sr.Float64,
+		Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: noticeWait}}})
+	return &pacedBidder{run: PacingRun{Name: name}, sh: sh, pacer: pacer, rng: splitmix.Rand{S: seed}}
+}
+
+// RunPacing plays cfg's pacing days, the spend seen as of the last flush
+// (every second), two ways side by side on the same auctions: adaptive
+// (bid value / (1 + mu), spend.Pacer, its target following the traffic
+// curve of the previous days) and throttled (bid the value with
+// spend.ThrottleProbability against the clock's fraction of the day).
+func RunPacing(cfg Config) *PacingResult {
 	res := &PacingResult{Config: cfg}
-	ids, total := segmentIDs(cfg.Segments)
 	// The budget: a share of what shaded bids at the value spend in a day
 	// (the default landscape's learn and measure, no shift, loss notices).
 	probeCfg := Defaults()
-	probeCfg.Segments, probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Segments, cfg.Value, cfg.Seed, 0, true
-	probe := Run(probeCfg)
-	perAuction := probe.Shaded.Spend / float64(probe.Shaded.Auctions) / 1000
-	res.Budget = cfg.BudgetShare * perAuction * float64(cfg.AuctionsPerDay)
+	probeCfg.Value, probeCfg.Seed, probeCfg.Shift, probeCfg.LossNotices = cfg.Value, cfg.Seed, 0, true
+	probe := Run(probeCfg).Total.Shaded
+	res.Budget = cfg.PacingBudget * (probe.Spend / float64(probe.Auctions) / 1000) * float64(cfg.PacingAuctions)
 	budgetMicros := int64(res.Budget * 1e6)
 
 	var tc spend.TrafficCurve
-	mk := func(name string, adaptive bool, seed uint64) *pacedBidder {
-		r := splitmix.Rand{S: seed}
-		pb := &pacedBidder{run: PacingRun{Name: name}, adaptive: adaptive, rng: r, pacer: spend.NewPacer(cfg.Pacer)}
-		sr := splitmix.Rand{S: splitmix.Mix(seed)}
-		pb.sh = shading.New(shading.Options{HalfLife: 30 * time.Minute, Rand: sr.Float64,
-			Exchanges: []shading.Exchange{{LossNotices: true, NoticeWait: 5 * time.Second}}})
-		return pb
-	}
-	bidders := []*pacedBidder{mk("adaptive (value / (1 + mu))", true, cfg.Seed+1), mk("throttled even", false, cfg.Seed+2)}
+	bidders := []*pacedBidder{newPacedBidder("adaptive (value / (1 + mu))", spend.NewPacer(spend.PacerOptions{}), cfg.Seed+1),
+		newPacedBidder("throttled even", nil, cfg.Seed+2)}
 	rng := splitmix.Rand{S: cfg.Seed}
 	start := time.Unix(1_800_000_000-1_800_000_000%86400, 0) // a UTC midnight
-	// Auctions per second at rate 1: the day's mean traffic is (1 + PeakToTrough) / 2.
-	perSec := float64(cfg.AuctionsPerDay) / 86400 / ((1 + cfg.PeakToTrough) / 2)
-	value := micros(cfg.Value)
-	var acc float64
-	for day := range cfg.Days {
-		measured := day == cfg.Days-1
+	// Auctions per second at rate 1: the day's mean traffic is (1 + peakToTrough) / 2.
+	perSec := float64(cfg.PacingAuctions) / 86400 / ((1 + peakToTrough) / 2)
+	var acc, tsum float64
+	var hourTraffic [24]float64 // of the measured day, and tsum their total
+	for day := range cfg.PacingDays {
+		measured := day == cfg.PacingDays-1
 		dayStart := start.Add(time.Duration(day) * 24 * time.Hour)
-		dayEnd := dayStart.Add(24 * time.Hour)
 		for _, pb := range bidders {
-			pb.daySpent, pb.seenSpent, pb.flushStart = 0, 0, 0
+			pb.daySpent, pb.seenSpent = 0, 0
 		}
-		var hourTraffic [24]float64
 		for sec := range 86400 {
 			now := dayStart.Add(time.Duration(sec) * time.Second)
-			if sec%int(max(cfg.Flush/time.Second, 1)) == 0 {
-				for _, pb := range bidders {
-					if measured {
-						pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.flushStart)
-					}
-					pb.seenSpent, pb.flushStart = pb.daySpent, pb.daySpent
-					pb.sh.Refresh(now)
-					if pb.adaptive {
-						pb.pacer.Update(now, int32(day+1), dayStart, dayEnd, int64(pb.seenSpent*1e6), budgetMicros, &tc)
-					}
+			for _, pb := range bidders { // a flush every second
+				if measured {
+					pb.run.MaxFlushCharges = max(pb.run.MaxFlushCharges, pb.daySpent-pb.seenSpent)
+				}
+				pb.seenSpent = pb.daySpent
+				pb.sh.Refresh(now)
+				if pb.pacer != nil {
+					pb.pacer.Update(now, int32(day+1), dayStart, dayStart.Add(24*time.Hour), int64(pb.seenSpent*1e6), budgetMicros, &tc)
 				}
 			}
-			rate := cfg.traffic(float64(sec)) * perSec
-			hourTraffic[sec/3600] += rate
+			// The relative auction rate: 1 at midnight, peakToTrough at noon.
+			rate := (1 + (peakToTrough-1)/2*(1-math.Cos(2*math.Pi*float64(sec)/86400))) * perSec
+			if measured {
+				hourTraffic[sec/3600] += rate
+				tsum += rate
+			}
 			acc += rate
 			for acc >= 1 {
 				acc--
 				tc.Count(now)
-				i, d := draw(cfg.Segments, total, 1, &rng)
-				floor := cfg.Segments[i].Floor
+				i, d := draw(1, &rng)
 				for _, pb := range bidders {
-					pb.auction(now, ids[i], value, micros(floor), max(d, floor), budgetMicros, float64(sec)/86400, measured)
+					pb.auction(now, segments[i], micros(cfg.Value), max(d, segments[i].Floor), budgetMicros, float64(sec)/86400, measured)
 				}
 			}
 		}
-		if measured {
-			var tsum float64
-			for _, v := range hourTraffic {
-				tsum += v
-			}
-			for h := range res.Target {
-				res.Target[h] = res.Budget * hourTraffic[h] / tsum
-			}
-			for _, pb := range bidders {
-				pb.run.Spend = pb.daySpent
-				pb.run.Overshoot = max(pb.daySpent-res.Budget, 0)
-				pb.run.MuEnd = pb.pacer.Mu()
-				for h := range res.Target {
-					pb.run.MaxHourlyError = max(pb.run.MaxHourlyError, math.Abs(pb.run.Hourly[h]-res.Target[h])/res.Target[h])
-				}
-			}
+	}
+	for h := range res.Target {
+		res.Target[h] = res.Budget * hourTraffic[h] / tsum
+		for _, pb := range bidders {
+			pb.run.MaxHourlyError = max(pb.run.MaxHourlyError, math.Abs(pb.run.Hourly[h]-res.Target[h])/res.Target[h])
+		}
+	}
+	for _, pb := range bidders {
+		pb.run.Spend, pb.run.Overshoot = pb.daySpent, max(pb.daySpent-res.Budget, 0)
+		if pb.pacer != nil {
+			pb.run.MuEnd = pb.pacer.Mu()
 		}
 	}
 	res.Adaptive, res.Even = bidders[0].run, bidders[1].run
@@ -170,17 +129,18 @@ func RunPacing(cfg PacingConfig) *PacingResult {
 
 // auction is one auction for pb: the budget check on the spend seen, the
 // pacing, shading, the outcome and its notices.
-func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor int64, tie float64, budget int64, frac float64, measured bool) {
+func (pb *pacedBidder) auction(now time.Time, s Segment, value int64, tie float64, budget int64, frac float64, measured bool) {
 	seen := int64(pb.seenSpent * 1e6)
 	if seen >= budget {
 		return
 	}
 	v := value
-	if pb.adaptive {
+	if pb.pacer != nil {
 		v = int64(float64(value) * pb.pacer.Multiplier())
 	} else if p := spend.ThrottleProbability(budget, seen, frac, spend.DefaultPacingSlack, spend.DefaultPacingWidth); p < 1 && pb.rng.Float64() >= p {
 		return
 	}
+	id, floor := s.id(), micros(s.Floor)
 	if v < floor {
 		return
 	}
@@ -189,14 +149,12 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 	price := float64(d.Price) / 1e6
 	won := price >= tie
 	pb.sh.Observe(id, d.Price, now, won, micros(tie), true, now)
-	if !won {
-		return
-	}
-	charge := price / 1000
-	pb.daySpent += charge
-	if measured {
-		pb.run.Impressions++
-		pb.run.Hourly[now.Unix()%86400/3600] += charge
+	if won {
+		pb.daySpent += price / 1000
+		if measured {
+			pb.run.Impressions++
+			pb.run.Hourly[now.Unix()%86400/3600] += price / 1000
+		}
 	}
 }
 
@@ -204,7 +162,7 @@ func (pb *pacedBidder) auction(now time.Time, id shading.SegmentID, value, floor
 func (r *PacingResult) Print(w io.Writer) {
 	c := r.Config
 	fmt.Fprintf(w, "pacing: %d days of about %d auctions, traffic %.0fx peak to trough, daily budget %.2f (%.0f%% of bidding the shaded value everywhere), day %d measured\n",
-		c.Days, c.AuctionsPerDay, c.PeakToTrough, r.Budget, 100*c.BudgetShare, c.Days)
+		c.PacingDays, c.PacingAuctions, peakToTrough, r.Budget, 100*c.PacingBudget, c.PacingDays)
 	fmt.Fprintf(w, "%-28s %10s %9s %12s %9s %10s %10s %8s\n", "pacing", "spend", "of budget", "impressions", "cpm paid", "max hr err", "overshoot", "mu")
 	for _, p := range []PacingRun{r.Adaptive, r.Even} {
 		fmt.Fprintf(w, "%-28s %10.3f %8.2f%% %12d %9.3f %9.1f%% %10.4f %8.3f\n", p.Name, p.Spend, 100*p.Spend/r.Budget, p.Impressions,

@@ -1,4 +1,4 @@
-package proc
+package bench
 
 import (
 	"os"
@@ -6,20 +6,20 @@ import (
 	"time"
 )
 
-func TestReadSelf(t *testing.T) {
+func TestProcReaders(t *testing.T) {
 	pid := os.Getpid()
 	// Burn CPU until the tick counters moved (on a loaded machine 50 ms
 	// of wall time may be a few ms of CPU).
 	deadline := time.Now().Add(10 * time.Second)
-	for c, _ := SelfCPU(); c < 60*time.Millisecond && time.Now().Before(deadline); c, _ = SelfCPU() {
+	for c, _ := selfCPU(); c < 60*time.Millisecond && time.Now().Before(deadline); c, _ = selfCPU() {
 		for i := 0; i < 1e5; i++ {
 		}
 	}
-	cpu, err := CPU(pid)
+	cpu, err := procCPU(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	self, err := SelfCPU()
+	self, err := selfCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestReadSelf(t *testing.T) {
 	if d := self - cpu; d < -20*time.Millisecond || d > time.Second {
 		t.Fatalf("rusage %v vs /proc stat %v differ by %v", self, cpu, d)
 	}
-	status, err := ReadStatus(pid)
+	status, err := readStatus(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +45,7 @@ func TestReadSelf(t *testing.T) {
 			buf[i] = 1
 		}
 	}
-	status2, err := ReadStatus(pid)
+	status2, err := readStatus(pid)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,10 +53,10 @@ func TestReadSelf(t *testing.T) {
 		t.Fatalf("VmHWM after touching 64 MiB: %d, before %d", status2.VmHWMBytes, status.VmHWMBytes)
 	}
 	_ = buf[len(buf)-1]
-	if _, err := CPU(1 << 30); err == nil {
+	if _, err := procCPU(1 << 30); err == nil {
 		t.Fatal("CPU of a nonexistent pid: want error")
 	}
-	if _, err := ReadStatus(1 << 30); err == nil {
+	if _, err := readStatus(1 << 30); err == nil {
 		t.Fatal("ReadStatus of a nonexistent pid: want error")
 	}
 }
