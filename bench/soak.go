@@ -129,10 +129,10 @@ type soakFleet struct {
 	measured time.Time // start of the measured phase
 
 	mu         sync.Mutex
-	anomalies  []SoakAnomaly   // every error and late answer
-	notices    SoakNotices     // the billing notices' outcomes
-	accepted   []string        // burl paths answered 204 accepted or replay
-	noticeLats []time.Duration // of the notice attempts a bidder answered
+	anomalies  []SoakAnomaly // every error and late answer
+	notices    SoakNotices   // the billing notices' outcomes
+	accepted   []string      // burl paths answered 204 accepted or replay
+	noticeLats dist          // µs of the notice attempts a bidder answered
 
 	harvest   urlRing // recent click links of answered bids
 	pendingWG sync.WaitGroup
@@ -147,7 +147,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		return nil, err
 	}
 	o = o.withDefaults()
-	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: "),
+	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: "), noticeLats: newDist(histDigits),
 		notices: SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}}
 	var cleanups cleanupStack
 	defer cleanups.run()
@@ -337,11 +337,7 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	accepted, lats := f.accepted, f.noticeLats
 	f.mu.Unlock()
 	n := &sum.Notices
-	if len(lats) > 0 {
-		slices.Sort(lats)
-		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 }
-		n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = ms(lats[len(lats)/2]), ms(lats[len(lats)*99/100]), ms(lats[len(lats)-1])
-	}
+	n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = usToMs(lats.at(50)), usToMs(lats.at(99)), usToMs(lats.maxUs)
 	n.Accepted = int64(len(accepted))
 
 	keys := map[string]string{} // charge-once key -> campaign

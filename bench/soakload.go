@@ -164,7 +164,7 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 		status, o := resp.StatusCode(), string(resp.Header.Peek(noticeHeader))
 		f.mu.Lock()
 		if err == nil {
-			f.noticeLats = append(f.noticeLats, time.Since(t0))
+			f.noticeLats.record(time.Since(t0).Microseconds())
 		}
 		if err != nil || status >= 500 {
 			f.notices.Retries++
