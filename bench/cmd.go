@@ -10,35 +10,36 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rtbd/rtbd/internal/cliflag"
 )
 
-// ErrUsage is wrapped by Main's errors for bad arguments (the caller maps
-// it to exit code 2).
-var ErrUsage = errors.New("bench: usage")
+var (
+	// ErrUsage is wrapped by Main's errors for bad arguments (exit code 2).
+	ErrUsage = errors.New("bench: usage")
+	// ErrRegression is returned by `rtbd bench compare -fail` when a metric of a target regressed.
+	ErrRegression = errors.New("bench: regression")
+)
 
-// ErrRegression is returned by `rtbd bench compare -fail` when a metric of
-// a target regressed.
-var ErrRegression = errors.New("bench: regression")
-
-// scenario is one `rtbd bench` subcommand: its name, a line of help and
-// the function that parses its flags and runs it.
+// scenario is one `rtbd bench` subcommand: its name, a line of help and the function that parses
+// its flags and runs it.
 type scenario struct {
 	name, summary string
 	run           func(ctx context.Context, args []string, stdout, stderr io.Writer) error
 }
 
-// scenarios are every `rtbd bench` subcommand, in the order of the help
-// (set by init: a scenario's -h help refers to the list).
-var scenarios []scenario
-
-// Scenarios are the names of `rtbd bench`'s scenarios (Main's first
-// argument).
-var Scenarios []string
+// scenarios are the subcommands in the order of the help (set by init: a scenario's -h prints
+// Usage, which lists them); Scenarios are their names.
+var (
+	scenarios []scenario
+	Scenarios []string
+)
 
 func init() {
 	scenarios = []scenario{
@@ -53,9 +54,7 @@ func init() {
 		}},
 		{"recommend", "offline evaluation of the similar-product lists: hit rate and recall at k of each user's held-out last view, coverage", recommendMain},
 		{"recommend-lists", "the catalog's recommendations for the viewed products of users of an embedded user store, as the JSON Lines rtbd users recommend reads", recommendListsMain},
-		{"compare", "per target and metric the change from report A to B with a noise-aware verdict; -fail exits 1 on a regression", func(_ context.Context, args []string, stdout, stderr io.Writer) error {
-			return compareMain(args, stdout, stderr)
-		}},
+		{"compare", "per target and metric the change from report A to B with a noise-aware verdict; -fail exits 1 on a regression", compareMain},
 	}
 	for _, s := range scenarios {
 		Scenarios = append(Scenarios, s.name)
@@ -71,16 +70,14 @@ func Usage(w io.Writer) {
 	fmt.Fprintf(w, "\nrtbd bench SCENARIO -h lists its flags.\n")
 }
 
-// Main runs `rtbd bench` with args (after "bench"). Reports go to stdout,
-// progress to stderr. Bad arguments return an error wrapping ErrUsage;
-// -h prints Usage and returns flag.ErrHelp.
+// Main runs `rtbd bench` with args (after "bench"): reports to stdout, progress to stderr. Bad
+// arguments return an error wrapping ErrUsage; -h prints Usage and returns flag.ErrHelp.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
 		Usage(stderr)
 		return fmt.Errorf("%w: rtbd bench needs a scenario: %s", ErrUsage, strings.Join(Scenarios, ", "))
 	}
-	switch args[0] {
-	case "-h", "-help", "--help", "help":
+	if slices.Contains([]string{"-h", "-help", "--help", "help"}, args[0]) {
 		Usage(stdout)
 		return flag.ErrHelp
 	}
@@ -97,15 +94,47 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown scenario %q (want one of %s)", ErrUsage, args[0], strings.Join(Scenarios, ", "))
 }
 
+// flagsSeen, while FlagSets runs, is given each scenario's flag set just before it parses.
+var (
+	flagSetsMu sync.Mutex
+	flagsSeen  atomic.Pointer[func(*flag.FlagSet)]
+)
+
+// FlagSets returns the flag set of every scenario exactly as Main builds it (named by its command,
+// "rtbd bench store"), for the documentation test: it runs each scenario with -h.
+func FlagSets() []*flag.FlagSet {
+	flagSetsMu.Lock()
+	defer flagSetsMu.Unlock()
+	var out []*flag.FlagSet
+	see := func(fs *flag.FlagSet) { out = append(out, fs) }
+	flagsSeen.Store(&see)
+	defer flagsSeen.Store(nil)
+	for _, s := range Scenarios {
+		_ = Main(context.Background(), []string{s, "-h"}, io.Discard, io.Discard) // flag.ErrHelp
+	}
+	return out
+}
+
+// seeFlags hands fs to FlagSets when it asked for it.
+func seeFlags(fs *flag.FlagSet) {
+	if f := flagsSeen.Load(); f != nil {
+		(*f)(fs)
+	}
+}
+
+// parseFlags parses the flags of a scenario that takes no positional arguments.
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
+	seeFlags(fs)
+	return cliflag.ParseNoArgs(fs, args, stderr, ErrUsage)
+}
+
 // common holds the flags every scenario has.
 type common struct {
 	load       LoadModel
-	arrival    string
 	out, title string
 	work, exe  string
 	quiet      bool
 	weights    string
-	seed       uint64
 }
 
 func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuration, defWarmup time.Duration) {
@@ -119,14 +148,13 @@ func (c *common) register(fs *flag.FlagSet, defRate float64, defTmax, defDuratio
 	fs.DurationVar(&c.load.Timeout, "timeout", DefaultTimeout, "hard per-request deadline")
 	fs.DurationVar(&c.load.Tmax, "tmax", defTmax, "soft deadline (deadline misses)")
 	fs.IntVar(&c.load.MaxInFlight, "max-in-flight", DefaultMaxInFlight, "open-loop concurrency bound")
-	fs.StringVar(&c.arrival, "arrival", "uniform", "uniform or poisson")
-	fs.Uint64Var(&c.seed, "seed", 1, "request stream seed")
-	fs.StringVar(&c.weights, "weights", "3,15,30", "products per request")
+	fs.StringVar((*string)(&c.load.Arrival), "arrival", string(Uniform), "uniform or poisson")
+	fs.Uint64Var(&c.load.Seed, "seed", 1, "request stream seed")
+	fs.StringVar(&c.weights, "weights", joinInts(TalkWeights), "products per request")
 	c.registerRun(fs)
 }
 
-// registerRun registers the flags of where a run writes and what it
-// starts: the ones of every scenario that starts processes, soak's too.
+// registerRun registers where a run writes and what it starts (soak's too).
 func (c *common) registerRun(fs *flag.FlagSet) {
 	fs.StringVar(&c.out, "out", "", "output directory for latest.{txt,json,html}")
 	fs.StringVar(&c.title, "title", "", "report title")
@@ -135,17 +163,25 @@ func (c *common) registerRun(fs *flag.FlagSet) {
 	fs.StringVar(&c.exe, "rtbd", "", "rtbd binary (default: this executable)")
 }
 
-// parse parses fs (parseFlags), then checks the common flags and returns
-// the weights.
+// parse parses fs (parseFlags), then checks the common flags and returns the weights.
 func (c *common) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]int, error) {
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return nil, err
 	}
-	return c.finish()
+	if c.load.Warmup == 0 {
+		c.load.Warmup = -1 // LoadModel: negative = none
+	}
+	ws, err := parseInts(c.weights)
+	if err != nil {
+		return nil, fmt.Errorf("%w: -weights: %v", ErrUsage, err)
+	}
+	if err := c.load.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
+	}
+	return ws, nil
 }
 
-// runAndWrite runs one scenario, then titles its report, stamps the git revision and writes it (-out, stdout).
-// The scenario's error wins over a write error.
+// runAndWrite runs a scenario, then titles, stamps and writes its report; the scenario's error wins.
 func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (*Report, error)) error {
 	rep, err := run()
 	if rep != nil {
@@ -160,31 +196,13 @@ func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (
 	return err
 }
 
-// finish validates the common flags after parsing.
-func (c *common) finish() ([]int, error) {
-	c.load.Arrival = Arrival(c.arrival)
-	c.load.Seed = c.seed
-	if c.load.Warmup == 0 {
-		c.load.Warmup = -1 // LoadModel: negative = none
-	}
-	ws, err := parseInts(c.weights)
-	if err != nil {
-		return nil, fmt.Errorf("%w: -weights: %v", ErrUsage, err)
-	}
-	if err := c.load.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return ws, nil
-}
-
 // isSet reports whether the flag name was given on the command line.
 func isSet(fs *flag.FlagSet, name string) (set bool) {
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
 }
 
-// splitList splits a comma-separated list, trimming spaces and dropping
-// empty items.
+// splitList splits a comma-separated list, trimming spaces and dropping empty items.
 func splitList(s string) []string {
 	var out []string
 	for _, f := range strings.Split(s, ",") {
@@ -224,8 +242,8 @@ type multiFlag []string
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
 
-// setFlag is a repeatable KEY=VALUE flag (-bidder-set, -node-set): each
-// value appends "-set", KEY=VALUE to the started processes' arguments.
+// setFlag is a repeatable KEY=VALUE flag (-bidder-set, -node-set): each value appends "-set",
+// KEY=VALUE to the started processes' arguments.
 type setFlag struct{ args *[]string }
 
 func (f setFlag) String() string { return "" }
@@ -245,16 +263,16 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs.IntVar(&o.Groups, "groups", storeDefaults.Groups, "catalog product groups")
 	fs.BoolVar(&o.Uniform, "uniform", false, "uniform popularity")
 	fs.IntVar(&o.Requests, "requests", storeDefaults.Requests, "distinct requests per weight")
-	fs.StringVar(&targets, "targets", "", "local,grpc,redis,aerospike")
-	fs.StringVar(&o.DataDir, "data", "", "index directory")
-	fs.StringVar(&o.GRPCTarget, "grpc", "", "running catalog nodes")
-	fs.IntVar(&o.ConnsPerNode, "conns-per-node", 0, "remote client connections per node")
+	fs.StringVar(&targets, "targets", "", "local,grpc,grpc-near,redis,aerospike, measured in this order (default all; aerospike with -aerospike)")
+	fs.StringVar(&o.DataDir, "data", "", "index directory: used if it holds a published index of -products and -groups, else built there and kept")
+	fs.StringVar(&o.GRPCTarget, "grpc", "", "running catalog nodes serving -products and -groups (static:///HOST:PORT,...) instead of a started one")
+	fs.IntVar(&o.ConnsPerNode, "conns-per-node", 0, "remote client connections per node (default the client's)")
 	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
-	fs.StringVar(&o.RedisAddr, "redis", "", "running Redis host:port")
+	fs.StringVar(&o.RedisAddr, "redis", "", "running Redis host:port instead of a started redis-server (products written to keys p:*)")
 	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
-	fs.StringVar(&o.AerospikeHosts, "aerospike", "", "Aerospike hosts")
-	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", storeDefaults.AerospikeNamespace, "Aerospike namespace")
-	fs.IntVar(&o.Verify, "verify", storeDefaults.Verify, "requests checked for identical answers")
+	fs.StringVar(&o.AerospikeHosts, "aerospike", "", "Aerospike hosts host:port[,host:port]: the aerospike target")
+	fs.StringVar(&o.AerospikeNamespace, "aerospike-ns", storeDefaults.AerospikeNamespace, "Aerospike namespace (set products)")
+	fs.IntVar(&o.Verify, "verify", storeDefaults.Verify, "requests per weight checked for identical answers before measuring (0: none)")
 	near := nearFlag(fs, new([]string))
 	fs.Lookup("near-cache").Usage = "near cache size of the grpc-near target's remote client (a size: 64MiB, 1GiB; env " + EnvNearCacheBytes + "); default the bidder's catalog.near_cache_bytes default"
 	ws, err := c.parse(fs, args, stderr)
@@ -272,7 +290,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return c.runAndWrite("store", stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
 }
 
-func compareMain(args []string, stdout, stderr io.Writer) error {
+func compareMain(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("rtbd bench compare", flag.ContinueOnError)
 	fail := fs.Bool("fail", false, "return an error (exit 1) when any metric regressed")
 	seeFlags(fs)
@@ -282,12 +300,9 @@ func compareMain(args []string, stdout, stderr io.Writer) error {
 	if fs.NArg() != 2 {
 		return fmt.Errorf("%w: rtbd bench compare needs two report files A.json B.json, got %d arguments", ErrUsage, fs.NArg())
 	}
-	a, err := LoadReport(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	b, err := LoadReport(fs.Arg(1))
-	if err != nil {
+	a, errA := LoadReport(fs.Arg(0))
+	b, errB := LoadReport(fs.Arg(1))
+	if err := errors.Join(errA, errB); err != nil {
 		return err
 	}
 	deltas := Compare(a, b)
@@ -362,8 +377,7 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	})
 }
 
-// mergeReport appends b's results, searches, tables and notes to a, and
-// its config under prefix.
+// mergeReport appends b's results, searches, tables and notes to a, and its config under prefix.
 func mergeReport(a, b *Report, prefix string) {
 	a.Results = append(a.Results, b.Results...)
 	a.Searches = append(a.Searches, b.Searches...)
@@ -379,9 +393,8 @@ func mergeReport(a, b *Report, prefix string) {
 	}
 }
 
-// writeOutputs prints the text report to stdout (unless quiet) and, with
-// out, writes out/latest.{txt,json,html} and a dated copy of each
-// (out/2006-01-02T150405Z-scenario.*: the results kept beside the code).
+// writeOutputs prints the text report to stdout (unless quiet) and, with out, writes
+// out/latest.{txt,json,html} and a dated copy of each (out/2006-01-02T150405Z-scenario.*).
 func writeOutputs(rep *Report, scenario, out string, quiet bool, stdout, stderr io.Writer) error {
 	if !quiet {
 		if err := WriteText(stdout, rep); err != nil {
@@ -422,8 +435,8 @@ func writeFileAtomic(path string, b []byte) error {
 	return nil
 }
 
-// gitRev is the VCS revision stamped into the binary by go build ("" when
-// none), with "-dirty" for a modified tree.
+// gitRev is the VCS revision go build stamped into the binary ("" when none), "-dirty" for a
+// modified tree.
 func gitRev() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
@@ -446,23 +459,24 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var o SoakOptions
 	var faults string
 	fs := flag.NewFlagSet("rtbd bench soak", flag.ContinueOnError)
-	fs.DurationVar(&o.Duration, "duration", 10*time.Minute, "measured time; the faults are spread over it")
-	fs.DurationVar(&o.Warmup, "warmup", 30*time.Second, "load before the measured phase (no faults, not counted)")
-	fs.Float64Var(&o.Rate, "rate", 100, "bid requests/s")
+	d := SoakOptions{}.withDefaults() // the flags' defaults; the derived ones (event-rate, click-rate, rss-warmup) stay 0
+	fs.DurationVar(&o.Duration, "duration", d.Duration, "measured time; the faults are spread over it")
+	fs.DurationVar(&o.Warmup, "warmup", d.Warmup, "load before the measured phase (no faults, not counted)")
+	fs.Float64Var(&o.Rate, "rate", d.Rate, "bid requests/s")
 	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/5)")
 	fs.Float64Var(&o.ClickRate, "click-rate", 0, "clicks/s (default rate/20)")
-	fs.Float64Var(&o.WinRatio, "win-ratio", 0.5, "share of bids whose nurl and burl are sent")
-	fs.Float64Var(&o.ReplayRatio, "replay-ratio", 0.05, "share of accepted bills sent again to the other bidder")
-	fs.DurationVar(&o.NoticeDelay, "notice-delay", 500*time.Millisecond, "notices are sent this to twice this after the bid")
-	fs.DurationVar(&o.Tmax, "tmax", 100*time.Millisecond, "bid deadline: answers past it are late")
-	fs.DurationVar(&o.Timeout, "timeout", time.Second, "hard per-request deadline")
-	fs.IntVar(&o.Rounds, "rounds", 2, "times each fault runs")
+	fs.Float64Var(&o.WinRatio, "win-ratio", d.WinRatio, "share of bids whose nurl and burl are sent")
+	fs.Float64Var(&o.ReplayRatio, "replay-ratio", d.ReplayRatio, "share of accepted bills sent again to the other bidder")
+	fs.DurationVar(&o.NoticeDelay, "notice-delay", d.NoticeDelay, "notices are sent this to twice this after the bid")
+	fs.DurationVar(&o.Tmax, "tmax", d.Tmax, "bid deadline: answers past it are late")
+	fs.DurationVar(&o.Timeout, "timeout", d.Timeout, "hard per-request deadline")
+	fs.IntVar(&o.Rounds, "rounds", d.Rounds, "times each fault runs")
 	fs.StringVar(&faults, "faults", "", "fault kinds (default all): "+strings.Join(SoakFaultKinds, ","))
-	fs.DurationVar(&o.FaultGrace, "fault-grace", 5*time.Second, "errors this long after a fault's recovery are still its")
-	fs.DurationVar(&o.Outage, "outage", 3*time.Second, "how long a killed node or redis-server stays down")
+	fs.DurationVar(&o.FaultGrace, "fault-grace", d.FaultGrace, "errors this long after a fault's recovery are still its")
+	fs.DurationVar(&o.Outage, "outage", d.Outage, "how long a killed node or redis-server stays down")
 	fs.DurationVar(&o.RSSWarmup, "rss-warmup", 0, "RSS not judged this long after a process starts (default min(60s, duration/3))")
 	o.DemoSize.register(fs)
-	fs.StringVar(&o.RedisServer, "redis-server", DefaultRedisServer, "redis-server binary")
+	fs.StringVar(&o.RedisServer, "redis-server", d.RedisServer, "redis-server binary")
 	fs.Var(setFlag{&o.BidderArgs}, "bidder-set", "bidder setting KEY=VALUE")
 	fs.Var(setFlag{&o.NodeArgs}, "node-set", "catalog node setting KEY=VALUE")
 	fs.Uint64Var(&o.Seed, "seed", 1, "request stream seed")

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,76 +24,47 @@ import (
 	"github.com/rtbd/rtbd/ingest/feedgen"
 )
 
-// Store targets of the store scenario.
+// Store targets of the store scenario (bench/README.md).
 const (
-	StoreLocal     = "local"     // catalog.Local in the harness process
-	StoreGRPC      = "grpc"      // catalog nodes through catalog/remote
-	StoreGRPCNear  = "grpc-near" // the same with the client's near cache on
-	StoreRedis     = "redis"     // redis-server, one MGET per request
-	StoreAerospike = "aerospike" // Aerospike, one BatchGet per request
+	StoreLocal     = "local"
+	StoreGRPC      = "grpc"
+	StoreGRPCNear  = "grpc-near"
+	StoreRedis     = "redis"
+	StoreAerospike = "aerospike"
 )
 
-// StoreOptions configure RunStore. Zero values take the defaults noted.
+// storeTargets are the store targets in their default order.
+var storeTargets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis, StoreAerospike}
+
+// StoreOptions configure RunStore: each field is the `rtbd bench store` flag named beside it
+// (bench/FLAGS.md), and a zero value takes that flag's default.
 type StoreOptions struct {
-	// Products and Groups of the synthetic catalog (`rtbd gen -products N
-	// -groups G -seed 1`). Defaults 100,000 and 10.
-	Products, Groups int
-	// Weights are the products per request, one set of rows each.
-	// Default TalkWeights (3, 15, 30).
-	Weights []int
-	// Uniform popularity instead of Zipf.
-	Uniform bool
-	// Requests is the number of distinct requests per weight (cycled).
-	// Default 20,000.
-	Requests int
-	// Targets to measure, in order: StoreLocal, StoreGRPC, StoreGRPCNear,
-	// StoreRedis, StoreAerospike. Default: all of them, aerospike only when
-	// AerospikeHosts is set.
-	Targets []string
-	// Load is how each target is loaded; every target gets the same. Its
-	// Seed seeds the request stream.
-	Load LoadModel
-	// DataDir is the index directory: used if it holds a published index
-	// (which must be that of Products and Groups), else built there and
-	// kept. "": built in a temporary directory, removed at the end.
+	Products, Groups int       // -products, -groups: the catalog of `rtbd gen -products N -groups G -seed 1`
+	Weights          []int     // -weights
+	Uniform          bool      // -uniform
+	Requests         int       // -requests
+	Targets          []string  // -targets, measured in this order; default all, aerospike only with AerospikeHosts
+	Load             LoadModel // the load flags; its Seed seeds the request stream
+	// DataDir (-data) is used if it holds a published index (which must be that of Products and
+	// Groups), else built there and kept; "": built in WorkDir.
 	DataDir string
-	// Exe is the rtbd binary started as the catalog node. "": this
-	// process's executable (rtbd bench runs inside rtbd).
-	Exe string
-	// NodeArgs are extra flags for the catalog node (e.g. "-set",
-	// "catalog.hot_cache_entries=0").
+	Exe     string // -rtbd: the binary started as the catalog node
+	// NodeArgs are the catalog node's extra flags (-node-set: "-set", "KEY=VALUE").
 	NodeArgs []string
-	// GRPCTarget measures running catalog nodes (a catalog/remote target,
-	// e.g. static:///10.0.0.5:9090) instead of starting one. They must
-	// serve the catalog of Products and Groups.
-	GRPCTarget string
-	// ConnsPerNode of the remote client. Default: the client's (2).
-	ConnsPerNode int
-	// NearCacheBytes is the near cache of the grpc-near target's client
-	// (remote.Options' near cache size). Default the bidder's
-	// catalog.near_cache_bytes default.
-	NearCacheBytes int64
-	// RedisAddr uses a running Redis (host:port) instead of starting
-	// redis-server; the harness writes the products into it (keys p:*).
-	RedisAddr string
-	// RedisServer is the redis-server binary. Default DefaultRedisServer.
-	RedisServer string
-	// AerospikeHosts (host:port[,host:port]) enables the aerospike target;
-	// the products are written to AerospikeNamespace (default "test"), set
-	// "products".
-	AerospikeHosts, AerospikeNamespace string
-	// Verify is how many requests per weight are checked, before any
-	// measurement, to get identical answers from every target. Default
-	// 200; negative: none.
-	Verify int
-	// WorkDir holds the children's logs and the temporary index. "": a
-	// temporary directory, removed at the end.
-	WorkDir string
-	// Log receives progress lines. nil: none.
-	Log io.Writer
-	// TestOnlyCatalogDelay is slept before every lookup of every target:
-	// an artificial regression in the catalog path, for testing Compare.
-	// Never set it outside tests.
+	// GRPCTarget (-grpc) measures running catalog nodes, which must serve the catalog of Products
+	// and Groups, instead of starting one.
+	GRPCTarget         string
+	ConnsPerNode       int       // -conns-per-node; default the remote client's
+	NearCacheBytes     int64     // -near-cache; default the bidder's catalog.near_cache_bytes default
+	RedisAddr          string    // -redis: the harness writes the products into it (keys p:*)
+	RedisServer        string    // -redis-server
+	AerospikeHosts     string    // -aerospike: enables the aerospike target
+	AerospikeNamespace string    // -aerospike-ns; the products go to its set "products"
+	Verify             int       // -verify: requests per weight checked before measuring; negative: none
+	WorkDir            string    // -work; "": a temporary directory, removed at the end
+	Log                io.Writer // progress lines; nil: none
+	// TestOnlyCatalogDelay is slept before every lookup of every target: an artificial
+	// regression in the catalog path, for testing Compare. Never set it outside tests.
 	TestOnlyCatalogDelay time.Duration
 }
 
@@ -107,10 +79,7 @@ func (o StoreOptions) withDefaults() StoreOptions {
 	}
 	o.Requests = cmp.Or(o.Requests, storeDefaults.Requests)
 	if len(o.Targets) == 0 {
-		o.Targets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis}
-		if o.AerospikeHosts != "" {
-			o.Targets = append(o.Targets, StoreAerospike)
-		}
+		o.Targets = slices.DeleteFunc(slices.Clone(storeTargets), func(t string) bool { return t == StoreAerospike && o.AerospikeHosts == "" })
 	}
 	o.RedisServer = cmp.Or(o.RedisServer, DefaultRedisServer)
 	o.AerospikeNamespace = cmp.Or(o.AerospikeNamespace, storeDefaults.AerospikeNamespace)
@@ -130,17 +99,10 @@ func (o StoreOptions) Validate() error {
 		}
 	}
 	p.check(o.Requests >= 1, "requests: must be >= 1, got %d", o.Requests)
-	seen := map[string]bool{}
-	for _, t := range o.Targets {
-		switch t {
-		case StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis:
-		case StoreAerospike:
-			p.check(o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
-		default:
-			p.addf("targets: unknown %q (want local, grpc, grpc-near, redis, aerospike)", t)
-		}
-		p.check(!seen[t], "targets: %q twice", t)
-		seen[t] = true
+	for i, t := range o.Targets {
+		p.check(slices.Contains(storeTargets, t), "targets: unknown %q (want %s)", t, strings.Join(storeTargets, ", "))
+		p.check(t != StoreAerospike || o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
+		p.check(!slices.Contains(o.Targets[:i], t), "targets: %q twice", t)
 	}
 	p.check(o.ConnsPerNode >= 0 && o.NearCacheBytes >= 0 && o.TestOnlyCatalogDelay >= 0, "conns-per-node, near-cache, test-only catalog delay: must be >= 0")
 	p.merge(o.Load.Validate())
@@ -154,18 +116,13 @@ type storeRun struct {
 	watch     Watch
 	inProcess bool
 	note      string
-	// near gathers the client's near-cache metrics (grpc-near); nil else.
-	near prometheus.Gatherer
+	near      prometheus.Gatherer // the client's near-cache metrics (grpc-near); nil else
 }
 
-// RunStore runs the store-level scenario: the same ProductMastersRequest
-// stream, at the same load, sent straight to each store target in turn
-// (per weight: local, grpc, redis, aerospike), after checking that they
-// all answer the first Verify requests identically. It starts what it
-// needs (a catalog node from Exe, redis-server) on loopback and stops it
-// before returning. The report has one Result per (weight, target), named
-// "TARGET/WEIGHT", and a Table with ratios to the first target's row of
-// each weight.
+// RunStore runs the store scenario: per weight, the same request stream at the same load to each
+// target in turn, after checking that they answer the first Verify requests identically. It starts
+// what it needs on loopback and stops it before returning. The report has one Result per (weight,
+// target), named "TARGET/WEIGHT", and a Table with ratios to the first target's row of each weight.
 func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -257,19 +214,20 @@ func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	return rep, nil
 }
 
-// measureStore loads one store target with reqs. A near cache (grpc-near)
-// runs warm, as a bidder's does: one pass over the distinct requests
-// first, so the run measures the steady state (the misses left are
-// evictions, not first reads); its hit ratio goes into the notes.
+// measureStore loads one store target with reqs. A near cache (grpc-near) runs warm, as a
+// bidder's does: one pass over the distinct requests first, so the misses left are evictions,
+// not first reads; its hit ratio goes into the notes.
 func measureStore(ctx context.Context, o StoreOptions, r *storeRun, name string, reqs []*catalogpb.ProductMastersRequest, rep *Report, logf func(string, ...any)) (*Result, error) {
 	logf("run %s: %s", name, o.Load.describe()["load"])
 	var near0 NearStats
 	if r.near != nil {
-		took, err := warmStore(ctx, r.store, reqs)
-		if err != nil {
-			return nil, fmt.Errorf("warming the near cache: %w", err)
+		t0 := time.Now()
+		for _, req := range reqs {
+			if _, err := lookup(ctx, r.store, req, 5*time.Second); err != nil {
+				return nil, fmt.Errorf("warming the near cache: %w", err)
+			}
 		}
-		logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs), took.Round(time.Millisecond))
+		logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs), time.Since(t0).Round(time.Millisecond))
 		near0 = gatherNearStats(r.near)
 	}
 	t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs}, delay: o.TestOnlyCatalogDelay}
@@ -289,8 +247,7 @@ func measureStore(ctx context.Context, o StoreOptions, r *storeRun, name string,
 	return res, err
 }
 
-// openStore opens one store target, starting what it needs; cleanups
-// undoes it (also when it fails).
+// openStore opens one store target, starting what it needs; cleanups undoes it (also on failure).
 func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDir string, cfg *configs.Config,
 	cleanups *cleanupStack, logf func(string, ...any)) (*storeRun, error) {
 	r := &storeRun{name: name}
@@ -359,10 +316,7 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 		}
 		rs := newRedisStore(addr, 64)
 		cleanups.add(func() { rs.Close() })
-		if err := rs.rdb.Ping(ctx).Err(); err != nil {
-			return nil, fmt.Errorf("bench: redis at %s: %w", addr, err)
-		}
-		r.store = rs
+		r.store = rs // loading it below tells when addr does not answer
 
 	case StoreAerospike:
 		s, err := newAerospikeStore(o.AerospikeHosts, o.AerospikeNamespace)
@@ -386,16 +340,21 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 	return r, nil
 }
 
-// waitStore calls s until a lookup succeeds (a remote client connects in
-// the background), bounded by timeout.
+// lookup asks s for req within timeout.
+func lookup(ctx context.Context, s productStore, req *catalogpb.ProductMastersRequest, timeout time.Duration) (*catalogpb.ProductMastersResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return s.GetProductMasters(ctx, req)
+}
+
+// waitStore asks s until a lookup succeeds (a remote client connects in the background), bounded
+// by timeout.
 func waitStore(ctx context.Context, s productStore, timeout time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req := &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: []int64{1}}
 	for {
-		cctx, ccancel := context.WithTimeout(ctx, time.Second)
-		_, err := s.GetProductMasters(cctx, req)
-		ccancel()
+		_, err := lookup(ctx, s, req, time.Second)
 		if err == nil {
 			return nil
 		}
@@ -407,30 +366,12 @@ func waitStore(ctx context.Context, s productStore, timeout time.Duration) error
 	}
 }
 
-// warmStore asks st for every request once, one after another: the
-// steady state of a cache in front of a store (the near cache of a bidder
-// that has run for a while). It returns the time it took.
-func warmStore(ctx context.Context, st productStore, reqs []*catalogpb.ProductMastersRequest) (time.Duration, error) {
-	start := time.Now()
-	for _, req := range reqs {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_, err := st.GetProductMasters(cctx, req)
-		cancel()
-		if err != nil {
-			return 0, err
-		}
-	}
-	return time.Since(start), nil
-}
-
 // verifyStores checks that every store answers reqs like the first one.
 func verifyStores(ctx context.Context, runs []*storeRun, reqs []*catalogpb.ProductMastersRequest) error {
 	for i, req := range reqs {
 		var want string
 		for j, r := range runs {
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			resp, err := r.store.GetProductMasters(cctx, req)
-			cancel()
+			resp, err := lookup(ctx, r.store, req, 5*time.Second)
 			if err != nil {
 				return fmt.Errorf("bench: verify: %s: request %d: %w", r.name, i, err)
 			}
@@ -446,8 +387,7 @@ func verifyStores(ctx context.Context, runs []*storeRun, reqs []*catalogpb.Produ
 	return nil
 }
 
-// answerKey renders a response's product ids and a digest of their
-// content for comparison.
+// answerKey renders a response's products (id and main fields) for comparison.
 func answerKey(resp *catalogpb.ProductMastersResponse) string {
 	var b strings.Builder
 	for li, l := range [2][]*catalogpb.Product{resp.Product1S, resp.Product2S} {
@@ -460,9 +400,7 @@ func answerKey(resp *catalogpb.ProductMastersResponse) string {
 	return b.String()
 }
 
-// syntheticProducts are the products of `rtbd gen -products n -groups
-// groups -seed 1` (feedgen: product i has id i+1 and group 1 + i%groups),
-// those of BuildSyntheticIndex.
+// syntheticProducts are the products of `rtbd gen -products n -groups groups -seed 1`.
 func syntheticProducts(n, groups int) iter.Seq[*catalogpb.Product] {
 	return func(yield func(*catalogpb.Product) bool) {
 		opts := feedgen.Options{Products: n, Groups: groups, Seed: 1}
@@ -475,14 +413,9 @@ func syntheticProducts(n, groups int) iter.Seq[*catalogpb.Product] {
 	}
 }
 
-// BuildSyntheticIndex builds and publishes, in dir, the index of
-// syntheticProducts(n, groups) through catalog's Builder, which compacts
-// the version into its read-optimal shape.
+// BuildSyntheticIndex builds and publishes in dir the index of syntheticProducts(n, groups).
 func BuildSyntheticIndex(dir string, n, groups int) (err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	lock, err := catalog.LockDir(dir)
+	lock, err := catalog.LockDir(dir) // creates dir
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 )
 
-// productStore is what the store scenario needs from a product store:
-// catalog.Local, the catalog/remote client, and the Redis and Aerospike
-// stores below all answer it with the catalog's semantics and errors.
+// productStore is what the store scenario needs from a product store: catalog.Local, the
+// catalog/remote client, and the Redis and Aerospike stores below, all with the catalog's
+// semantics and errors.
 type productStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
@@ -31,8 +31,7 @@ type storeTarget struct {
 	name   string
 	store  productStore
 	stream *requestStream
-	// delay is TestOnlyCatalogDelay: slept before every lookup.
-	delay time.Duration
+	delay  time.Duration // TestOnlyCatalogDelay
 }
 
 func (t *storeTarget) Name() string { return t.name }
@@ -56,9 +55,8 @@ func (t *storeTarget) Do(ctx context.Context, w *Worker) Outcome {
 	return OK
 }
 
-// classifyStoreError maps a store's error to an outcome: deadline =
-// timeout, unavailable = conn, invalid argument = 4xx, an error reply from
-// Redis or Aerospike = 5xx.
+// classifyStoreError maps a store's error to an outcome; an error reply from Redis or Aerospike
+// is a 5xx.
 func classifyStoreError(err error) Outcome {
 	var rerr redis.Error
 	var aerr *as.AerospikeError
@@ -75,10 +73,9 @@ func classifyStoreError(err error) Outcome {
 	return ErrOther
 }
 
-// storeError wraps a Redis or Aerospike client error the way the catalog's
-// stores report theirs: the caller's deadline (or a client timeout) is
-// catalog.ErrDeadline, a network failure catalog.ErrUnavailable; an error
-// reply of the server is returned as it is.
+// storeError wraps a Redis or Aerospike client error as the catalog's stores report theirs: a
+// deadline or client timeout is catalog.ErrDeadline, a network failure catalog.ErrUnavailable, a
+// server's error reply stays as it is.
 func storeError(op string, ctx context.Context, err error) error {
 	var ne net.Error
 	var aerr *as.AerospikeError
@@ -93,17 +90,17 @@ func storeError(op string, ctx context.Context, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
-// kvMaxIDs bounds the ids of a request to the key-value stores, as
-// catalog.ValidateRequest checks them.
-const kvMaxIDs = 1000
+// productKey is a product's key in the key-value stores.
+func productKey(group, id int64) string {
+	return "p:" + strconv.FormatInt(group, 10) + ":" + strconv.FormatInt(id, 10)
+}
 
-// kvGet answers req from a key-value store holding every product as
-// catalog.AppendValue's encoding under a key of its group and id: one
-// multi-get (mget returns a value per id, nil when absent) of all the
-// request's ids, decoded and filtered by the catalog's rules.
+// kvGet answers req from a key-value store holding every product as catalog.AppendValue's
+// encoding under its productKey: one multi-get of all the request's ids (mget returns a value per
+// key, nil when absent), decoded and filtered by the catalog's rules.
 func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
-	mget func(ctx context.Context, group int64, ids []int64) ([][]byte, error)) (*catalogpb.ProductMastersResponse, error) {
-	if err := catalog.ValidateRequest(req, kvMaxIDs); err != nil {
+	mget func(ctx context.Context, keys []string) ([][]byte, error)) (*catalogpb.ProductMastersResponse, error) {
+	if err := catalog.ValidateRequest(req, 1000); err != nil { // catalog.LocalOptions.MaxIDs' default
 		return nil, err
 	}
 	ids := slices.Concat(req.Product1Ids, req.Product2Ids)
@@ -113,7 +110,11 @@ func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
 	}
-	vals, err := mget(ctx, req.ProductGroupId, ids)
+	keys := make([]string, len(ids))
+	for i, id := range ids {
+		keys[i] = productKey(req.ProductGroupId, id)
+	}
+	vals, err := mget(ctx, keys)
 	if err != nil {
 		return nil, err
 	}
@@ -129,10 +130,8 @@ func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
 	return &catalogpb.ProductMastersResponse{Product1S: p1, Product2S: p2}, nil
 }
 
-// resolveList applies the catalog's answer rules (package catalog: order
-// asked, skip absent and out-of-stock ids, each id once, at most atMost) to
-// values fetched by id: vals[i] is the encoded value of ids[i], nil when
-// absent.
+// resolveList applies the catalog's answer rules (order asked, skip absent and out-of-stock ids,
+// each id once, at most atMost) to vals, the encoded value of each of ids (nil when absent).
 func resolveList(group int64, ids []int64, vals [][]byte, atMost int32) ([]*catalogpb.Product, error) {
 	var out []*catalogpb.Product
 	for i, id := range ids {
@@ -153,36 +152,30 @@ func resolveList(group int64, ids []int64, vals [][]byte, atMost int32) ([]*cata
 	return out, nil
 }
 
-// productKey is a product's key in Redis ("p:" first) and Aerospike:
-// "{group}:{id}".
-func productKey(group, id int64) string {
-	return strconv.FormatInt(group, 10) + ":" + strconv.FormatInt(id, 10)
-}
-
-// loadBatched hands products to write in batches of size; it returns how
-// many it handed over.
-func loadBatched(products iter.Seq[*catalogpb.Product], size int, write func([]*catalogpb.Product) error) (int, error) {
-	var batch []*catalogpb.Product
+// kvLoad hands products to put in batches of size, as their keys and encoded values; it returns
+// how many it handed over.
+func kvLoad(products iter.Seq[*catalogpb.Product], size int, put func(keys []string, vals [][]byte) error) (int, error) {
+	var keys []string
+	var vals [][]byte
 	n := 0
 	for p := range products {
-		batch = append(batch, p)
+		keys = append(keys, productKey(p.ProductGroupId, p.ProductId))
+		vals = append(vals, catalog.AppendValue(nil, p))
 		n++
-		if len(batch) == size {
-			if err := write(batch); err != nil {
+		if len(keys) == size {
+			if err := put(keys, vals); err != nil {
 				return n, err
 			}
-			batch = batch[:0]
+			keys, vals = keys[:0], vals[:0]
 		}
 	}
-	if len(batch) > 0 {
-		return n, write(batch)
+	if len(keys) > 0 {
+		return n, put(keys, vals)
 	}
 	return n, nil
 }
 
-// redisStore serves product masters from Redis: every product is a string
-// key "p:{group}:{id}" holding catalog.AppendValue's encoding; a lookup is
-// one MGET. Safe for concurrent use (go-redis pools connections).
+// redisStore is a key-value product store in Redis: a string per product, a lookup one MGET.
 type redisStore struct{ rdb *redis.Client }
 
 func newRedisStore(addr string, poolSize int) *redisStore {
@@ -191,17 +184,13 @@ func newRedisStore(addr string, poolSize int) *redisStore {
 }
 
 func (s *redisStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	return kvGet(ctx, req, func(ctx context.Context, group int64, ids []int64) ([][]byte, error) {
-		keys := make([]string, len(ids))
-		for i, id := range ids {
-			keys[i] = "p:" + productKey(group, id)
-		}
+	return kvGet(ctx, req, func(ctx context.Context, keys []string) ([][]byte, error) {
 		res, err := s.rdb.MGet(ctx, keys...).Result()
 		if err != nil {
 			return nil, storeError("redis: mget", ctx, err)
 		}
-		vals := make([][]byte, len(ids))
-		for i, v := range res[:min(len(res), len(ids))] {
+		vals := make([][]byte, len(keys))
+		for i, v := range res[:min(len(res), len(keys))] {
 			if s, ok := v.(string); ok {
 				vals[i] = []byte(s)
 			}
@@ -212,10 +201,10 @@ func (s *redisStore) GetProductMasters(ctx context.Context, req *catalogpb.Produ
 
 // load writes products to Redis, pipelined 2,000 at a time.
 func (s *redisStore) load(ctx context.Context, products iter.Seq[*catalogpb.Product]) (int, error) {
-	return loadBatched(products, 2000, func(ps []*catalogpb.Product) error {
+	return kvLoad(products, 2000, func(keys []string, vals [][]byte) error {
 		pipe := s.rdb.Pipeline()
-		for _, p := range ps {
-			pipe.Set(ctx, "p:"+productKey(p.ProductGroupId, p.ProductId), catalog.AppendValue(nil, p), 0)
+		for i, k := range keys {
+			pipe.Set(ctx, k, vals[i], 0)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return fmt.Errorf("redis: load: %w", err)
@@ -226,11 +215,9 @@ func (s *redisStore) load(ctx context.Context, products iter.Seq[*catalogpb.Prod
 
 func (s *redisStore) Close() error { return s.rdb.Close() }
 
-// aerospikeStore serves product masters from Aerospike: every product is a
-// record of set "products" keyed "{group}:{id}" with one blob bin "v"
-// holding catalog.AppendValue's encoding; a lookup is one BatchGet (the
-// client splits it per node: the round trips the talk counted against
-// Aerospike). Safe for concurrent use.
+// aerospikeStore is a key-value product store in Aerospike: a record of set "products" with one
+// blob bin "v" per product, a lookup one BatchGet (which the client splits per node: the round
+// trips the talk counted against Aerospike).
 type aerospikeStore struct {
 	c  *as.Client
 	ns string
@@ -255,22 +242,23 @@ func newAerospikeStore(hosts, namespace string) (*aerospikeStore, error) {
 	return &aerospikeStore{c: c, ns: namespace}, nil
 }
 
-func (s *aerospikeStore) key(group, id int64) (*as.Key, error) {
-	k, aerr := as.NewKey(s.ns, aerospikeSet, productKey(group, id))
-	if aerr != nil {
-		return nil, fmt.Errorf("aerospike: key: %w", aerr)
+// recordKeys are the Aerospike keys of keys.
+func (s *aerospikeStore) recordKeys(keys []string) ([]*as.Key, error) {
+	out := make([]*as.Key, len(keys))
+	for i, k := range keys {
+		var aerr as.Error
+		if out[i], aerr = as.NewKey(s.ns, aerospikeSet, k); aerr != nil {
+			return nil, fmt.Errorf("aerospike: key: %w", aerr)
+		}
 	}
-	return k, nil
+	return out, nil
 }
 
 func (s *aerospikeStore) GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error) {
-	return kvGet(ctx, req, func(ctx context.Context, group int64, ids []int64) ([][]byte, error) {
-		keys := make([]*as.Key, len(ids))
-		for i, id := range ids {
-			var err error
-			if keys[i], err = s.key(group, id); err != nil {
-				return nil, err
-			}
+	return kvGet(ctx, req, func(ctx context.Context, keys []string) ([][]byte, error) {
+		rks, err := s.recordKeys(keys)
+		if err != nil {
+			return nil, err
 		}
 		bp := as.NewBatchPolicy()
 		if d, ok := ctx.Deadline(); ok {
@@ -280,12 +268,12 @@ func (s *aerospikeStore) GetProductMasters(ctx context.Context, req *catalogpb.P
 			}
 			bp.SocketTimeout = bp.TotalTimeout
 		}
-		recs, aerr := s.c.BatchGet(bp, keys, aerospikeBin)
+		recs, aerr := s.c.BatchGet(bp, rks, aerospikeBin)
 		if aerr != nil && !aerr.Matches(ast.KEY_NOT_FOUND_ERROR) {
 			return nil, storeError("aerospike: batch get", ctx, aerr)
 		}
-		vals := make([][]byte, len(ids))
-		for i, r := range recs[:min(len(recs), len(ids))] {
+		vals := make([][]byte, len(keys))
+		for i, r := range recs[:min(len(recs), len(keys))] {
 			if r != nil {
 				vals[i], _ = r.Bins[aerospikeBin].([]byte)
 			}
@@ -296,17 +284,17 @@ func (s *aerospikeStore) GetProductMasters(ctx context.Context, req *catalogpb.P
 
 // load writes products with BatchOperate, 500 at a time.
 func (s *aerospikeStore) load(ctx context.Context, products iter.Seq[*catalogpb.Product]) (int, error) {
-	return loadBatched(products, 500, func(ps []*catalogpb.Product) error {
+	return kvLoad(products, 500, func(keys []string, vals [][]byte) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		recs := make([]as.BatchRecordIfc, len(ps))
-		for i, p := range ps {
-			k, err := s.key(p.ProductGroupId, p.ProductId)
-			if err != nil {
-				return err
-			}
-			recs[i] = as.NewBatchWrite(nil, k, as.PutOp(as.NewBin(aerospikeBin, catalog.AppendValue(nil, p))))
+		rks, err := s.recordKeys(keys)
+		if err != nil {
+			return err
+		}
+		recs := make([]as.BatchRecordIfc, len(keys))
+		for i, k := range rks {
+			recs[i] = as.NewBatchWrite(nil, k, as.PutOp(as.NewBin(aerospikeBin, vals[i])))
 		}
 		bp := as.NewBatchPolicy()
 		bp.TotalTimeout = 30 * time.Second
