@@ -26,59 +26,28 @@ import (
 	"github.com/rtbd/rtbd/bidder/token"
 )
 
-// SoakOptions configure RunSoak. Zero values take the defaults noted.
+// SoakOptions configure RunSoak; zero values take the defaults of
+// withDefaults. The flags of `rtbd bench soak` (FLAGS.md) set them.
 type SoakOptions struct {
-	// Duration of the measured phase (faults happen in it). Default 10m.
-	Duration time.Duration
-	// Warmup before it (load, no faults, not counted). Default 30s.
-	Warmup time.Duration
-	// Rate of bid requests, req/s (split over the bidders). Default 100.
-	Rate float64
-	// EventRate and ClickRate: pixel events (/event) and clicks (/click of
-	// answered bids' product links), req/s. Defaults Rate/5 and Rate/20.
-	EventRate, ClickRate float64
-	// WinRatio is the share of bids answered with a bid whose nurl and
-	// then burl are sent, NoticeDelay to 2 x NoticeDelay later, each to a
-	// bidder chosen then. Default 0.5 (NoticeDelay 500ms).
-	WinRatio    float64
-	NoticeDelay time.Duration
-	// ReplayRatio is the share of accepted billing notices sent a second
-	// time, to the other bidder, a few seconds later (an exchange's
-	// retry): they must not be charged twice. Default 0.05.
-	ReplayRatio float64
-	// Tmax is the bids' deadline (answers past it are counted late);
-	// Timeout the hard per-request deadline. Defaults 100ms, 1s.
-	Tmax, Timeout time.Duration
-	// Rounds is how many times each fault runs, spread evenly over
-	// Duration. Default 2.
-	Rounds int
-	// Faults limits the faults to these kinds (SoakFaultKinds); empty: all.
-	Faults []string
-	// FaultGrace is how long after a fault's recovery an error or late
-	// answer is still attributed to it. Default 5s.
-	FaultGrace time.Duration
-	// Outage is how long a killed catalog node or redis-server stays
-	// down. Default 3s. (node-cut stops a node for soakCut.)
-	Outage time.Duration
-	// RSSWarmup is how long after a process starts its RSS is not judged.
-	// Default 60s (a third of Duration when that is shorter).
-	RSSWarmup time.Duration
-	// DemoSize is the demo written.
+	Duration, Warmup           time.Duration // the measured phase (the faults run in it); the load before it, not counted
+	Rate, EventRate, ClickRate float64       // req/s of bids, pixel events and clicks on answered bids' product links
+	WinRatio                   float64       // share of bids whose nurl, then burl, is sent NoticeDelay to 2 x NoticeDelay later
+	NoticeDelay                time.Duration
+	ReplayRatio                float64       // share of accepted bills sent again to the other bidder (an exchange's retry)
+	Tmax, Timeout              time.Duration // the bid deadline (answers past it are late); the hard per-request deadline
+	Rounds                     int           // times each fault runs, spread evenly over Duration
+	Faults                     []string      // the fault kinds run (SoakFaultKinds); empty: all
+	FaultGrace                 time.Duration // errors and late answers this long after a fault's recovery are still its
+	Outage                     time.Duration // how long a killed catalog node or redis-server stays down
+	RSSWarmup                  time.Duration // a process's RSS is not judged this long after it starts
 	DemoSize
-	// Exe is the rtbd binary ("": this executable); RedisServer the
-	// redis-server binary (default DefaultRedisServer).
-	Exe, RedisServer string
-	// BidderArgs and NodeArgs are extra flags of the bidders and nodes.
-	BidderArgs, NodeArgs []string
-	// WorkDir keeps the children's logs and data. "": a temporary one.
-	WorkDir string
-	// Seed of the request streams.
-	Seed uint64
-	// Log receives progress lines. nil: none.
-	Log io.Writer
+	Exe, RedisServer     string    // the rtbd binary ("": this executable) and redis-server's
+	BidderArgs, NodeArgs []string  // extra flags of the bidders and catalog nodes
+	WorkDir              string    // the children's logs and data ("": a temporary directory)
+	Seed                 uint64    // of the request streams
+	Log                  io.Writer // progress lines (nil: none)
 }
 
-// Fault kinds of the soak, in schedule order.
 const (
 	FaultNodeKill   = "node-kill"   // kill -9 of a catalog node, restarted after Outage
 	FaultRedisKill  = "redis-kill"  // kill -9 of redis-server (AOF, appendfsync always), restarted after Outage
@@ -129,17 +98,14 @@ func (o SoakOptions) Validate() error {
 	return p.err()
 }
 
-// soakProc is one process slot of the soak fleet (redis-server, a catalog
-// node, a bidder): its current process, restarted on the same ports and
-// data, and that process's pid, which the RSS sampler reads while a fault
-// restarts it.
+// soakProc is one process slot of the fleet (redis-server, a catalog node,
+// a bidder), restarted on the same ports and data by a fault. curPID is
+// its current process, read by the RSS sampler while a fault restarts it.
 type soakProc struct {
 	*server
 	curPID atomic.Int64
-	// Bidders: whether the harness's balancer sends it traffic (its
-	// /readyz, polled), and the client it sends it with.
-	up     atomic.Bool
-	client *fasthttp.HostClient
+	up     atomic.Bool          // a bidder's /readyz answers: the balancer sends it traffic
+	client *fasthttp.HostClient // a bidder's
 }
 
 // launch starts the slot's process (on its former ports when keepPorts).
@@ -151,7 +117,7 @@ func (p *soakProc) launch(ctx context.Context, keepPorts bool) error {
 	return nil
 }
 
-// soakFleet is what RunSoak started.
+// soakFleet is what RunSoak started, and what its load and faults saw.
 type soakFleet struct {
 	o        SoakOptions
 	redis    *soakProc
@@ -162,34 +128,27 @@ type soakFleet struct {
 	logf     func(string, ...any)
 	measured time.Time // start of the measured phase
 
-	anomMu    sync.Mutex
-	anomalies []SoakAnomaly // every error and late answer, with its time
-	notices   noticeBook
+	mu         sync.Mutex
+	anomalies  []SoakAnomaly // every error and late answer
+	notices    SoakNotices   // the billing notices' outcomes
+	accepted   []string      // burl paths answered 204 accepted or replay
+	noticeLats dist          // µs of the notice attempts a bidder answered
+
 	harvest   urlRing // recent click links of answered bids
 	pendingWG sync.WaitGroup
 	stopping  atomic.Bool
 }
 
-// procs are every process slot.
-func (f *soakFleet) procs() []*soakProc {
-	return slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders)
-}
-
-// RunSoak runs the fault-injection soak: a fleet of redis-server (AOF,
-// appendfsync always), two catalog nodes and two bidders sharing them,
-// under bids, notices, pixel events and clicks at fixed rates for
-// Duration, while faults run on a schedule (SoakFaultKinds, each Rounds
-// times). The report reconciles every accepted billing notice against the
-// store, attributes every error and late answer to a fault window and
-// checks every process's RSS (Report.Soak).
-// The processes it started are stopped before it returns.
+// RunSoak runs the fault-injection soak (bench/README.md): the fleet under
+// load while the faults run; Report.Soak holds what it found. The
+// processes it started are stopped before it returns.
 func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
-	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: ")}
-	f.notices.n = SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}
+	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: "), noticeLats: newDist(histDigits),
+		notices: SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}}
 	var cleanups cleanupStack
 	defer cleanups.run()
 	exe, err := executable(o.Exe)
@@ -208,29 +167,18 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 
 	rep = NewReport(Meta{Title: "fault-injection soak: 2 bidders, 2 catalog nodes, redis-server (AOF, appendfsync always)", Config: map[string]string{
-		"scenario":     "soak",
-		"duration":     o.Duration.String(),
-		"warmup":       o.Warmup.String(),
-		"bid_rate":     fmtRate(o.Rate),
-		"event_rate":   fmtRate(o.EventRate),
-		"click_rate":   fmtRate(o.ClickRate),
-		"win_ratio":    strconv.FormatFloat(o.WinRatio, 'g', -1, 64),
-		"replay_ratio": strconv.FormatFloat(o.ReplayRatio, 'g', -1, 64),
-		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay),
-		"tmax":         o.Tmax.String(),
-		"timeout":      o.Timeout.String(),
-		"rounds":       strconv.Itoa(o.Rounds),
-		"faults":       strings.Join(o.Faults, ","),
-		"fault_grace":  o.FaultGrace.String(),
-		"outage":       o.Outage.String(),
-		"catalog":      "remote: 2 catalog nodes (catalog.target static:///node1,node2)",
-		"demo":         o.DemoSize.String(),
+		"scenario": "soak", "duration": o.Duration.String(), "warmup": o.Warmup.String(),
+		"bid_rate": fmtRate(o.Rate), "event_rate": fmtRate(o.EventRate), "click_rate": fmtRate(o.ClickRate),
+		"win_ratio": fmt.Sprint(o.WinRatio), "replay_ratio": fmt.Sprint(o.ReplayRatio),
+		"notice_delay": fmt.Sprintf("%v-%v", o.NoticeDelay, 2*o.NoticeDelay), "tmax": o.Tmax.String(), "timeout": o.Timeout.String(),
+		"rounds": strconv.Itoa(o.Rounds), "faults": strings.Join(o.Faults, ","), "fault_grace": o.FaultGrace.String(), "outage": o.Outage.String(),
+		"catalog": "remote: 2 catalog nodes (catalog.target static:///node1,node2)", "demo": o.DemoSize.String(),
 	}})
 	sum := &SoakSummary{}
 	rep.Soak = sum
 
-	// From the start of the warmup to the last notice: the RSS sampler
-	// and the balancer's health checks; in the measured phase, the faults.
+	// From the start of the warmup to the last notice: the RSS sampler and
+	// the balancer's health checks; in the measured phase, the faults.
 	f.measured = time.Now().Add(o.Warmup)
 	bgCtx, stopBg := context.WithCancel(ctx)
 	var bg, faults sync.WaitGroup
@@ -313,17 +261,9 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	}
 	for i := 1; i <= 2; i++ {
 		name := fmt.Sprintf("bidder%d", i)
-		dataDir := filepath.Join(work, name)
-		if err := os.MkdirAll(dataDir, 0o755); err != nil {
-			return fmt.Errorf("bench: %w", err)
-		}
-		extra := []string{"-catalog", target, "-redis", f.redis.Addr(),
-			"-set", "bidder.data_dir=" + dataDir,
-			"-set", "spend.instance_id=" + name,
-			"-set", "bidder.click_links=absolute",
-			"-set", "bidder.shutdown_delay=1s",
-			"-set", "bidder.shutdown_timeout=5s",
-		}
+		extra := []string{"-catalog", target, "-redis", f.redis.Addr(), "-set", "bidder.data_dir=" + filepath.Join(work, name),
+			"-set", "spend.instance_id=" + name, "-set", "bidder.click_links=absolute",
+			"-set", "bidder.shutdown_delay=1s", "-set", "bidder.shutdown_timeout=5s"}
 		b := &soakProc{server: newBidder(name, exe, filepath.Join(demo, "rtbd.yaml"), work, append(extra, o.BidderArgs...))}
 		b.env = []string{"RTBD_BIDDER_TOKEN_KEYS=" + keyText}
 		f.logf("starting %s with -catalog %s", name, target)
@@ -338,13 +278,13 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	return nil
 }
 
-// newRedisServerAOF describes redis-server on loopback with AOF and
-// appendfsync always (every acknowledged write on disk), RDB off.
+// newRedisServerAOF describes newRedisServer with AOF and appendfsync
+// always (every acknowledged write on disk): the last --appendonly wins.
 func newRedisServerAOF(exe, dir, logDir string) *server {
 	s := newRedisServer(exe, dir, logDir)
-	s.args = func(port, _ int) []string {
-		return []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "yes",
-			"--appendfsync", "always", "--dir", dir, "--daemonize", "no", "--loglevel", "warning"}
+	args := s.args
+	s.args = func(port, admin int) []string {
+		return append(args(port, admin), "--appendonly", "yes", "--appendfsync", "always")
 	}
 	return s
 }
@@ -361,44 +301,30 @@ func (f *soakFleet) pick(rng *rand.Rand, not *soakProc) *soakProc {
 
 // pollReady is the balancer's health check: every 200 ms, a bidder whose
 // /readyz does not answer 200 within 300 ms gets no new traffic until it
-// does.
+// does. A restart keeps the admin port.
 func (f *soakFleet) pollReady(ctx context.Context, b *soakProc) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(200 * time.Millisecond):
-		}
-		// A restart keeps the ports: admin never changes.
+	for sleepCtx(ctx, 200*time.Millisecond) {
 		pctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
-		err := httpReady(pctx, b.server)
+		b.up.Store(httpReady(pctx, b.server) == nil)
 		cancel()
-		b.up.Store(err == nil)
 	}
 }
 
 // sampleRSS reads every process's RSS once a second until ctx ends, one
-// SoakRSS per process incarnation (a restart starts a new one), grouped
-// by slot.
+// SoakRSS per process incarnation, grouped by slot.
 func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 	var out []SoakRSS
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			slices.SortStableFunc(out, func(a, b SoakRSS) int { return strings.Compare(a.Name, b.Name) })
-			return out
-		case <-tick.C:
-		}
+	for sleepCtx(ctx, time.Second) {
 		at := time.Since(f.measured).Seconds()
-		for _, p := range f.procs() {
+		for _, p := range slices.Concat([]*soakProc{f.redis}, f.nodes, f.bidders) {
 			pid := int(p.curPID.Load())
 			if st, err := readStatus(pid); err == nil {
 				out = addRSS(out, p.name, pid, SoakRSSSample{AtSec: at, RSSBytes: st.VmRSSBytes})
 			}
 		}
 	}
+	slices.SortStableFunc(out, func(a, b SoakRSS) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // reconcile checks every accepted billing notice against the store: its
@@ -406,16 +332,12 @@ func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 // impressions must equal the distinct notices charged (more is a double
 // charge).
 func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
-	f.notices.mu.Lock()
-	sum.Notices = f.notices.n
-	accepted, lats := f.notices.accepted, f.notices.lats
-	f.notices.mu.Unlock()
+	f.mu.Lock()
+	sum.Notices = f.notices
+	accepted, lats := f.accepted, f.noticeLats
+	f.mu.Unlock()
 	n := &sum.Notices
-	if len(lats) > 0 {
-		slices.Sort(lats)
-		ms := func(d time.Duration) float64 { return d.Seconds() * 1000 }
-		n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = ms(lats[len(lats)/2]), ms(lats[len(lats)*99/100]), ms(lats[len(lats)-1])
-	}
+	n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = usToMs(lats.at(50)), usToMs(lats.at(99)), usToMs(lats.maxUs)
 	n.Accepted = int64(len(accepted))
 
 	keys := map[string]string{} // charge-once key -> campaign
@@ -431,13 +353,10 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 			continue
 		}
 		nt := spend.Notice{Nonce: tok.NoticeNonce(), Kind: spend.NoticeCharge}
-		k := "rtbd:n:{" + tok.Campaign + "}:" + spend.NoticeKey(&nt)
-		if _, dup := keys[k]; dup {
-			n.SameImpression++
-		}
-		keys[k] = strings.Clone(tok.Campaign)
+		keys["rtbd:n:{"+tok.Campaign+"}:"+spend.NoticeKey(&nt)] = strings.Clone(tok.Campaign)
 	}
 	n.Distinct = int64(len(keys))
+	n.SameImpression = n.Accepted - n.Unparsed - n.Distinct
 
 	// The bidders flush within spend.flush_interval (journaled notices of
 	// a restarted one when it replays): wait up to 30 s for every key.
@@ -450,10 +369,10 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	n.LostKeys = lost[:min(len(lost), 20)]
 
 	// The store's impressions and micros over every campaign billed.
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
 	if campaigns := slices.Compact(slices.Sorted(maps.Values(keys))); len(campaigns) > 0 {
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		tots, err := redisstore.New(f.rdb, redisstore.Options{}).Read(cctx, campaigns, time.Now().UTC().Format(time.DateOnly))
-		cancel()
+		tots, err := redisstore.New(f.rdb, redisstore.Options{}).Read(ctx, campaigns, time.Now().UTC().Format(time.DateOnly))
 		if err != nil {
 			n.StoreError = err.Error()
 		}
@@ -465,10 +384,8 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	// Every notice key in the store (the harness's accepted ones, and any
 	// charged whose answer was lost in transit and then retried: the same
 	// key) is one impression.
-	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	iter := f.rdb.Scan(cctx, 0, "rtbd:n:*", 1000).Iterator()
-	for iter.Next(cctx) {
+	iter := f.rdb.Scan(ctx, 0, "rtbd:n:*", 1000).Iterator()
+	for iter.Next(ctx) {
 		n.StoreKeys++
 	}
 	if err := iter.Err(); err != nil && n.StoreError == "" {

@@ -20,12 +20,7 @@ type soakFault struct {
 // schedule spreads Rounds x the runnable fault kinds evenly over the
 // measured phase; each round alternates the node and bidder it hits.
 func (f *soakFleet) schedule() []soakFault {
-	var kinds []string
-	for _, k := range SoakFaultKinds {
-		if slices.Contains(f.o.Faults, k) {
-			kinds = append(kinds, k)
-		}
-	}
+	kinds := slices.DeleteFunc(slices.Clone(SoakFaultKinds), func(k string) bool { return !slices.Contains(f.o.Faults, k) })
 	every := f.o.Duration / time.Duration(len(kinds)*f.o.Rounds+1)
 	var out []soakFault
 	for r := range f.o.Rounds {
@@ -44,10 +39,8 @@ func (f *soakFleet) schedule() []soakFault {
 // its slot delays the next), until ctx ends.
 func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault, sum *SoakSummary) {
 	for _, fl := range sched {
-		select {
-		case <-ctx.Done():
+		if !sleepCtx(ctx, time.Until(f.measured.Add(fl.at))) {
 			return
-		case <-time.After(time.Until(f.measured.Add(fl.at))):
 		}
 		rec := SoakFault{Kind: fl.kind, StartSec: time.Since(f.measured).Seconds()}
 		err := f.inject(ctx, fl, &rec)
@@ -97,19 +90,22 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 	return nil
 }
 
-func sleepCtx(ctx context.Context, d time.Duration) {
+// sleepCtx waits d, or until ctx ends; false when ctx has ended (even
+// when d was up too: select picks either ready case at random).
+func sleepCtx(ctx context.Context, d time.Duration) bool {
 	select {
 	case <-ctx.Done():
 	case <-time.After(d):
 	}
+	return ctx.Err() == nil
 }
 
 // attribute puts every error and late answer of the measured phase in the
 // fault window it fell in, else "unattributed".
 func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
-	f.anomMu.Lock()
+	f.mu.Lock()
 	all := slices.Clone(f.anomalies)
-	f.anomMu.Unlock()
+	f.mu.Unlock()
 	counts := map[SoakAnomalyCount]int64{} // Count 0: the key
 	for _, a := range all {
 		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {

@@ -1,9 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -13,22 +13,17 @@ import (
 // the load's Results (their Events are the faults). Times are seconds
 // since the start of the measured phase.
 type SoakSummary struct {
-	// Checks are the soak's verdicts, each with what it measured.
-	Checks  []SoakCheck `json:"checks"`
-	Faults  []SoakFault `json:"faults"`
-	Notices SoakNotices `json:"notices"`
-	// BidRequests and BidsLate (answers past tmax) of the measured phase.
-	BidRequests int64 `json:"bid_requests"`
-	BidsLate    int64 `json:"bids_late"`
+	Checks      []SoakCheck `json:"checks"` // the soak's verdicts, each with what it measured
+	Faults      []SoakFault `json:"faults"`
+	Notices     SoakNotices `json:"notices"`
+	BidRequests int64       `json:"bid_requests"` // of the measured phase
+	BidsLate    int64       `json:"bids_late"`    // answered past tmax
 	// Anomalies count every error and late answer by request kind,
 	// outcome and cause: the fault window it fell in (the fault's start
 	// to its recovery plus the fault grace) or "unattributed".
-	Anomalies []SoakAnomalyCount `json:"anomalies"`
-	// Unattributed are the first 50 anomalies with no cause, in full.
-	Unattributed []SoakAnomaly `json:"unattributed,omitempty"`
-	// RSS is every process incarnation's resident set, once a second,
-	// and its verdict.
-	RSS []SoakRSS `json:"rss"`
+	Anomalies    []SoakAnomalyCount `json:"anomalies"`
+	Unattributed []SoakAnomaly      `json:"unattributed,omitempty"` // the first 50 anomalies with no cause, in full
+	RSS          []SoakRSS          `json:"rss"`                    // every process incarnation's RSS, once a second, and its verdict
 }
 
 // SoakCheck is one verdict of the soak.
@@ -51,12 +46,10 @@ type SoakFault struct {
 
 // SoakNotices reconciles the billing notices with the store.
 type SoakNotices struct {
-	// Accepted burls (204 accepted or replay) and the distinct impressions
-	// among them; Unparsed: tokens the harness could not read.
-	Accepted       int64 `json:"accepted"`
-	Distinct       int64 `json:"distinct"`
-	SameImpression int64 `json:"same_impression,omitempty"`
-	Unparsed       int64 `json:"unparsed,omitempty"`
+	Accepted       int64 `json:"accepted"`                  // burls answered 204 accepted or replay
+	Distinct       int64 `json:"distinct"`                  // impressions among them
+	SameImpression int64 `json:"same_impression,omitempty"` // accepted burls of an impression accepted before
+	Unparsed       int64 `json:"unparsed,omitempty"`        // tokens the harness could not read
 	// Lost: accepted, and no charge-once key in the store 30 s after the
 	// load ended (or fewer impressions in the store's totals than distinct
 	// bills accepted). LostKeys: the first 20 of the missing keys.
@@ -71,17 +64,14 @@ type SoakNotices struct {
 	// The store's totals over the campaigns billed, and its notice keys;
 	// ChargedNotAccepted: keys of notices whose answer the harness never
 	// got (lost in transit, then retried elsewhere: still one charge).
-	StoreImps          int64  `json:"store_imps"`
-	StoreMicros        int64  `json:"store_micros"`
-	StoreKeys          int64  `json:"store_keys"`
-	ChargedNotAccepted int64  `json:"charged_not_accepted"`
-	StoreError         string `json:"store_error,omitempty"`
-	// BillOutcomes by X-Rtbd-Notice (or "refused CODE outcome");
-	// Retries: attempts re-sent after a transport error or a 5xx; GaveUp:
-	// bills no bidder took within 20 s.
-	BillOutcomes map[string]int64 `json:"bill_outcomes"`
-	Retries      int64            `json:"retries"`
-	GaveUp       int64            `json:"gave_up"`
+	StoreImps          int64            `json:"store_imps"`
+	StoreMicros        int64            `json:"store_micros"`
+	StoreKeys          int64            `json:"store_keys"`
+	ChargedNotAccepted int64            `json:"charged_not_accepted"`
+	StoreError         string           `json:"store_error,omitempty"`
+	BillOutcomes       map[string]int64 `json:"bill_outcomes"` // by X-Rtbd-Notice, or "refused CODE outcome"
+	Retries            int64            `json:"retries"`       // attempts re-sent after a transport error or a 5xx
+	GaveUp             int64            `json:"gave_up"`       // bills no bidder took within 20 s
 	// Replays of accepted bills to the other bidder, and their outcomes.
 	ReplaysSent    int64            `json:"replays_sent"`
 	ReplaysGaveUp  int64            `json:"replays_gave_up,omitempty"`
@@ -96,9 +86,6 @@ type SoakNotices struct {
 // from the counts, and raises Lost (the keys found missing) to the
 // distinct bills the store's totals lack.
 func (n *SoakNotices) account() {
-	// Charged more than once: impressions beyond the distinct notice keys
-	// (the store adds one only with a new key), or beyond the distinct
-	// bills the harness sent.
 	n.DoubleCharged = max(0, n.StoreImps-n.StoreKeys, n.StoreImps-(n.Distinct+n.GaveUp))
 	n.MicrosMismatch = n.StoreMicros - n.StoreImps*soakChargeMicros
 	n.ChargedNotAccepted = max(0, n.StoreKeys-n.Distinct)
@@ -136,11 +123,9 @@ type SoakRSS struct {
 	MinMiB    float64         `json:"min_mib"`
 	MaxMiB    float64         `json:"max_mib"`
 	GrowthPct float64         `json:"growth_pct"`
-	// Judged is false for an incarnation with less than 60 s after its
-	// warm-up (too short to tell); Flat: growth within 10%.
-	Judged bool   `json:"judged"`
-	Flat   bool   `json:"flat"`
-	Note   string `json:"note,omitempty"`
+	Judged    bool            `json:"judged"` // false with less than 60 s after its warm-up: too short to tell
+	Flat      bool            `json:"flat"`   // growth within 10%
+	Note      string          `json:"note,omitempty"`
 }
 
 // SoakRSSSample is one reading.
@@ -149,42 +134,35 @@ type SoakRSSSample struct {
 	RSSBytes int64   `json:"rss_bytes"`
 }
 
-// addRSS adds a sample of process slot name, running as pid, to the
-// slot's last incarnation in rss, or to a new one when pid changed.
+// addRSS adds a sample of process slot name, running as pid, to that
+// incarnation in rss, or to a new one.
 func addRSS(rss []SoakRSS, name string, pid int, x SoakRSSSample) []SoakRSS {
-	for i := len(rss) - 1; i >= 0; i-- {
-		if rss[i].Name != name {
-			continue
-		}
-		if rss[i].PID == pid {
-			rss[i].Samples = append(rss[i].Samples, x)
-			return rss
-		}
-		break
+	i := slices.IndexFunc(rss, func(r SoakRSS) bool { return r.Name == name && r.PID == pid })
+	if i < 0 {
+		return append(rss, SoakRSS{Name: name, PID: pid, Samples: []SoakRSSSample{x}})
 	}
-	return append(rss, SoakRSS{Name: name, PID: pid, Samples: []SoakRSSSample{x}})
+	rss[i].Samples = append(rss[i].Samples, x)
+	return rss
 }
 
 // judgeRSS judges every incarnation from warmup after its first sample.
 func (s *SoakSummary) judgeRSS(warmup time.Duration) {
 	for i := range s.RSS {
 		r := &s.RSS[i]
-		if len(r.Samples) == 0 {
-			continue
-		}
 		r.FromSec, r.ToSec = r.Samples[0].AtSec+warmup.Seconds(), r.Samples[len(r.Samples)-1].AtSec
-		xs := slices.DeleteFunc(slices.Clone(r.Samples), func(x SoakRSSSample) bool { return x.AtSec < r.FromSec })
-		if len(xs) < 60 {
-			r.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(xs))
+		var mib []float64 // after the warm-up
+		for _, x := range r.Samples {
+			if x.AtSec >= r.FromSec {
+				mib = append(mib, float64(x.RSSBytes)/(1<<20))
+			}
+		}
+		if len(mib) < 60 {
+			r.Note = fmt.Sprintf("%d s after its warm-up: too short to judge", len(mib))
 			continue
 		}
-		fifth := max(len(xs)/5, 5)
-		r.FirstMiB, r.LastMiB = medianMiB(xs[:fifth]), medianMiB(xs[len(xs)-fifth:])
-		r.MinMiB, r.MaxMiB = math.Inf(1), 0
-		for _, x := range xs {
-			m := float64(x.RSSBytes) / (1 << 20)
-			r.MinMiB, r.MaxMiB = min(r.MinMiB, m), max(r.MaxMiB, m)
-		}
+		fifth := max(len(mib)/5, 5)
+		r.FirstMiB, r.LastMiB = median(mib[:fifth]), median(mib[len(mib)-fifth:])
+		r.MinMiB, r.MaxMiB = slices.Min(mib), slices.Max(mib)
 		r.GrowthPct = 100 * (r.LastMiB - r.FirstMiB) / r.FirstMiB
 		r.Judged, r.Flat = true, r.GrowthPct <= 10
 		if r.Name == "redis-server" {
@@ -193,46 +171,45 @@ func (s *SoakSummary) judgeRSS(warmup time.Duration) {
 	}
 }
 
-func medianMiB(xs []SoakRSSSample) float64 {
-	v := make([]int64, len(xs))
-	for i, x := range xs {
-		v[i] = x.RSSBytes
-	}
-	slices.Sort(v)
-	return float64(v[len(v)/2]) / (1 << 20)
-}
-
 // verdict fills Checks.
 func (s *SoakSummary) verdict(o SoakOptions) {
-	// Each fault at least Rounds times, without a harness error.
-	ran := map[string]int{}
-	failed := map[string][]string{}
-	for _, f := range s.Faults {
-		if f.Error == "" {
-			ran[f.Kind]++
-		} else {
-			failed[f.Kind] = append(failed[f.Kind], f.Label+": "+f.Error)
-		}
+	check := func(name string, pass bool, format string, args ...any) {
+		s.Checks = append(s.Checks, SoakCheck{Name: name, Pass: pass, Detail: fmt.Sprintf(format, args...)})
 	}
+	// Each fault at least Rounds times, without a harness error.
 	var parts []string
 	pass := true
 	for _, k := range o.Faults {
-		if ran[k] >= o.Rounds && len(failed[k]) == 0 {
-			parts = append(parts, fmt.Sprintf("%s x%d", k, ran[k]))
-		} else {
-			pass = false
-			parts = append(parts, fmt.Sprintf("%s x%d of %d (failed: %s)", k, ran[k], o.Rounds, strings.Join(failed[k], "; ")))
+		ran, failed := 0, []string{}
+		for _, fl := range s.Faults {
+			if fl.Kind == k && fl.Error == "" {
+				ran++
+			} else if fl.Kind == k {
+				failed = append(failed, fl.Label+": "+fl.Error)
+			}
 		}
+		part := fmt.Sprintf("%s x%d", k, ran)
+		if ran < o.Rounds || len(failed) > 0 {
+			pass = false
+			part += fmt.Sprintf(" of %d", o.Rounds)
+		}
+		if len(failed) > 0 {
+			part += " (failed: " + strings.Join(failed, "; ") + ")"
+		}
+		parts = append(parts, part)
 	}
-	s.Checks = append(s.Checks, SoakCheck{Name: "faults", Pass: pass, Detail: strings.Join(parts, ", ")})
+	check("faults", pass, "%s", strings.Join(parts, ", "))
 
 	n := s.Notices
-	s.Checks = append(s.Checks,
-		SoakCheck{Name: "no notice lost", Pass: n.Lost == 0 && n.Unparsed == 0 && n.StoreError == "" && n.Accepted > 0,
-			Detail: fmt.Sprintf("%d bills accepted (%d distinct impressions), %d without their charge in the store%s", n.Accepted, n.Distinct, n.Lost, errSuffix(n.StoreError))},
-		SoakCheck{Name: "no notice double-charged", Pass: n.DoubleCharged == 0 && n.MicrosMismatch == 0 && n.StoreError == "",
-			Detail: fmt.Sprintf("store: %d impressions, %d micros for %d charge-once keys (%d replays sent to the other bidder: %s); %d impressions and %d micros over one charge each",
-				n.StoreImps, n.StoreMicros, n.StoreKeys, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes), n.DoubleCharged, n.MicrosMismatch)})
+	storeErr := ""
+	if n.StoreError != "" {
+		storeErr = "; store error: " + n.StoreError
+	}
+	check("no notice lost", n.Lost == 0 && n.Unparsed == 0 && n.StoreError == "" && n.Accepted > 0,
+		"%d bills accepted (%d distinct impressions), %d without their charge in the store%s", n.Accepted, n.Distinct, n.Lost, storeErr)
+	check("no notice double-charged", n.DoubleCharged == 0 && n.MicrosMismatch == 0 && n.StoreError == "",
+		"store: %d impressions, %d micros for %d charge-once keys (%d replays sent to the other bidder: %s); %d impressions and %d micros over one charge each",
+		n.StoreImps, n.StoreMicros, n.StoreKeys, n.ReplaysSent, fmtOutcomes(n.ReplayOutcomes), n.DoubleCharged, n.MicrosMismatch)
 
 	var late, lateUnattr, errs, errsUnattr int64
 	for _, a := range s.Anomalies {
@@ -246,61 +223,41 @@ func (s *SoakSummary) verdict(o SoakOptions) {
 		}
 	}
 	ratio := safeDiv(float64(s.BidsLate), float64(s.BidRequests))
-	s.Checks = append(s.Checks,
-		SoakCheck{Name: "bids past tmax <= 0.01%", Pass: ratio <= 0.0001,
-			Detail: fmt.Sprintf("%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)},
-		SoakCheck{Name: "every late answer attributed", Pass: lateUnattr == 0,
-			Detail: fmt.Sprintf("%d late bid answers logged, %d in no fault window", late, lateUnattr)},
-		SoakCheck{Name: "every error attributed", Pass: errsUnattr == 0,
-			Detail: fmt.Sprintf("%d errors (every kind of request), %d in no fault window", errs, errsUnattr)})
+	check("bids past tmax <= 0.01%", ratio <= 0.0001, "%d of %d bid requests answered past tmax %v (%.4f%%)", s.BidsLate, s.BidRequests, o.Tmax, 100*ratio)
+	check("every late answer attributed", lateUnattr == 0, "%d late bid answers logged, %d in no fault window", late, lateUnattr)
+	check("every error attributed", errsUnattr == 0, "%d errors (every kind of request), %d in no fault window", errs, errsUnattr)
 
-	var judged, flat int
+	var judged int
 	var bad []string
 	for _, c := range s.RSS {
-		if !c.Judged || c.Name == "redis-server" {
-			continue
-		}
-		judged++
-		if c.Flat {
-			flat++
-		} else {
-			bad = append(bad, fmt.Sprintf("%s pid %d %+.1f%% (%.1f -> %.1f MiB)", c.Name, c.PID, c.GrowthPct, c.FirstMiB, c.LastMiB))
+		if c.Judged && c.Name != "redis-server" {
+			judged++
+			if !c.Flat {
+				bad = append(bad, fmt.Sprintf("%s pid %d %+.1f%% (%.1f -> %.1f MiB)", c.Name, c.PID, c.GrowthPct, c.FirstMiB, c.LastMiB))
+			}
 		}
 	}
-	detail := fmt.Sprintf("%d of %d rtbd process incarnations judged flat (last fifth's median RSS within +10%% of the first fifth's after the warm-up)", flat, judged)
+	notFlat := ""
 	if len(bad) > 0 {
-		detail += "; not flat: " + strings.Join(bad, ", ")
+		notFlat = "; not flat: " + strings.Join(bad, ", ")
 	}
-	s.Checks = append(s.Checks, SoakCheck{Name: "RSS flat within 10%", Pass: judged > 0 && len(bad) == 0, Detail: detail})
-}
-
-func errSuffix(e string) string {
-	if e == "" {
-		return ""
-	}
-	return "; store error: " + e
+	check("RSS flat within 10%", judged > 0 && len(bad) == 0,
+		"%d of %d rtbd process incarnations judged flat (last fifth's median RSS within +10%% of the first fifth's after the warm-up)%s", judged-len(bad), judged, notFlat)
 }
 
 func fmtOutcomes(m map[string]int64) string {
-	if len(m) == 0 {
-		return "none"
-	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, m[k]))
 	}
-	return strings.Join(parts, ", ")
+	return cmp.Or(strings.Join(parts, ", "), "none")
 }
 
 // writeSoak is the soak section of the text report.
 func writeSoak(ew *textWriter, s *SoakSummary) {
 	ew.printf("\nFault-injection soak\n")
 	for _, c := range s.Checks {
-		v := "PASS"
-		if !c.Pass {
-			v = "FAIL"
-		}
-		ew.printf("  %s  %s: %s\n", v, c.Name, c.Detail)
+		ew.printf("  %s  %s: %s\n", map[bool]string{true: "PASS", false: "FAIL"}[c.Pass], c.Name, c.Detail)
 	}
 	ew.printf("\nFaults (seconds since the start of the measured phase)\n")
 	tw := ew.tab()
