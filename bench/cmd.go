@@ -122,10 +122,20 @@ func seeFlags(fs *flag.FlagSet) {
 	}
 }
 
-// parseFlags parses the flags of a scenario that takes no positional arguments.
+// parseFlags parses the flags of a scenario that takes no positional arguments; a bad
+// environment default of -near-cache is a usage error too.
 func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) error {
 	seeFlags(fs)
-	return cliflag.ParseNoArgs(fs, args, stderr, ErrUsage)
+	if err := cliflag.ParseNoArgs(fs, args, stderr, ErrUsage); err != nil {
+		return err
+	}
+	var err error
+	fs.VisitAll(func(f *flag.Flag) {
+		if near, ok := f.Value.(*nearCacheFlag); ok && near.envErr != nil {
+			err = fmt.Errorf("%w: %s: %w", ErrUsage, fs.Name(), near.envErr)
+		}
+	})
+	return err
 }
 
 // common holds the flags every scenario has.

@@ -25,11 +25,13 @@ import (
 const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
 
 // nearCacheFlag is -near-cache: a byte count, or "" for the bidder's own
-// setting.
+// setting. envErr is a bad $RTBD_BENCH_NEAR_CACHE_BYTES, which parseFlags
+// reports once the command line is parsed.
 type nearCacheFlag struct {
-	args *[]string
-	val  string
-	n    int64
+	args   *[]string
+	val    string
+	n      int64
+	envErr error
 }
 
 func (f *nearCacheFlag) String() string { return f.val }
@@ -49,7 +51,9 @@ func (f *nearCacheFlag) Set(v string) error {
 func nearFlag(fs *flag.FlagSet, args *[]string) *nearCacheFlag {
 	f := &nearCacheFlag{args: args}
 	if v := os.Getenv(EnvNearCacheBytes); v != "" {
-		_ = f.Set(v) // a bad value is reported by the flag's own parse below
+		if err := f.Set(v); err != nil {
+			f.envErr = fmt.Errorf("$%s: %w", EnvNearCacheBytes, err)
+		}
 	}
 	fs.Var(f, "near-cache", "near cache size of the started bidders on a remote catalog (catalog.near_cache_bytes; a size: 0, 64MiB, 1GiB; env "+EnvNearCacheBytes+"); default the bidder's config")
 	return f

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -106,6 +108,20 @@ func TestNearFlagFromEnv(t *testing.T) {
 	f := nearFlag(flag.NewFlagSet("x", flag.ContinueOnError), &args)
 	if f.val != "1MiB" || f.n != 1<<20 || len(args) != 2 {
 		t.Fatalf("flag %+v, args %q", f, args)
+	}
+}
+
+// A bad $RTBD_BENCH_NEAR_CACHE_BYTES is a usage error naming the variable
+// in every scenario with -near-cache, not a value silently ignored.
+func TestNearFlagBadEnv(t *testing.T) {
+	t.Setenv(EnvNearCacheBytes, "lots")
+	t.Setenv("RTBD_BENCH_SCALE_PRODUCTS", "")
+	for _, scenario := range []string{"store", "bidder", "all", "scale"} {
+		// -weights 0 stops the scenario before it starts anything, should the variable be ignored.
+		err := Main(context.Background(), []string{scenario, "-weights", "0"}, io.Discard, io.Discard)
+		if !errors.Is(err, ErrUsage) || !strings.Contains(err.Error(), "$"+EnvNearCacheBytes+": ") || !strings.Contains(err.Error(), `"lots"`) {
+			t.Errorf("%s: %v, want a usage error naming $%s and its value", scenario, err, EnvNearCacheBytes)
+		}
 	}
 }
 
