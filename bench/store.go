@@ -63,9 +63,6 @@ type StoreOptions struct {
 	Verify             int       // -verify: requests per weight checked before measuring; negative: none
 	WorkDir            string    // -work; "": a temporary directory, removed at the end
 	Log                io.Writer // progress lines; nil: none
-	// TestOnlyCatalogDelay is slept before every lookup of every target: an artificial
-	// regression in the catalog path, for testing Compare. Never set it outside tests.
-	TestOnlyCatalogDelay time.Duration
 }
 
 // storeDefaults are StoreOptions' defaults, which the flags share.
@@ -104,7 +101,7 @@ func (o StoreOptions) Validate() error {
 		p.check(t != StoreAerospike || o.AerospikeHosts != "", "targets: aerospike needs -aerospike HOSTS")
 		p.check(!slices.Contains(o.Targets[:i], t), "targets: %q twice", t)
 	}
-	p.check(o.ConnsPerNode >= 0 && o.NearCacheBytes >= 0 && o.TestOnlyCatalogDelay >= 0, "conns-per-node, near-cache, test-only catalog delay: must be >= 0")
+	p.check(o.ConnsPerNode >= 0 && o.NearCacheBytes >= 0, "conns-per-node, near-cache: must be >= 0")
 	p.merge(o.Load.Validate())
 	return p.err()
 }
@@ -181,10 +178,6 @@ func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	maps.Copy(meta.Config, map[string]string{"scenario": "store", "products": strconv.Itoa(o.Products), "groups": strconv.Itoa(o.Groups),
 		"weights": joinInts(o.Weights), "popularity": map[bool]string{false: "zipf s=1.1", true: "uniform"}[o.Uniform],
 		"distinct_requests": strconv.Itoa(o.Requests)})
-	if o.TestOnlyCatalogDelay > 0 {
-		meta.Config["test_only_catalog_delay"] = o.TestOnlyCatalogDelay.String()
-		meta.Notes = append(meta.Notes, "TEST ONLY: every lookup sleeps "+o.TestOnlyCatalogDelay.String()+" first (an artificial regression)")
-	}
 	for _, r := range runs {
 		meta.Notes = append(meta.Notes, r.name+": "+r.note)
 	}
@@ -230,7 +223,7 @@ func measureStore(ctx context.Context, o StoreOptions, r *storeRun, name string,
 		logf("  %s: near cache warmed with one pass over the %d distinct requests in %v", name, len(reqs), time.Since(t0).Round(time.Millisecond))
 		near0 = gatherNearStats(r.near)
 	}
-	t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs}, delay: o.TestOnlyCatalogDelay}
+	t := &storeTarget{name: name, store: r.store, stream: &requestStream{reqs: reqs}}
 	res, search, err := o.Load.run(ctx, t, r.watch)
 	if search != nil {
 		rep.Searches = append(rep.Searches, search)

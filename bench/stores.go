@@ -31,15 +31,11 @@ type storeTarget struct {
 	name   string
 	store  productStore
 	stream *requestStream
-	delay  time.Duration // TestOnlyCatalogDelay
 }
 
 func (t *storeTarget) Name() string { return t.name }
 
 func (t *storeTarget) Do(ctx context.Context, w *Worker) Outcome {
-	if t.delay > 0 {
-		time.Sleep(t.delay)
-	}
 	if !w.Deadline.IsZero() {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, w.Deadline)

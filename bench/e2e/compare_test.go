@@ -11,20 +11,24 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bench"
+	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/node"
+	"github.com/rtbd/rtbd/internal/netfaulttest"
 )
 
 // TestCompareSeesCatalogDelay: `rtbd bench compare` reports a regression
-// on a run whose catalog path has an artificial 1 ms delay
-// (StoreOptions.TestOnlyCatalogDelay) against one without, and compares
-// two runs of the same build without failing. The same-build verdicts are
+// on a run whose catalog node is reached through a proxy delaying every
+// chunk by 1 ms each way (internal/netfaulttest) against runs through the
+// same proxy without the delay, and compares two runs of the same build
+// without failing. The same-build verdicts are
 // logged, not asserted: with other test packages running beside this one,
 // a neighbour that starts during one run and not the other shifts every
 // second of it, and a verdict on that is the machine's, not the code's.
 // That the rule calls samples of one distribution "no change" is asserted
 // on fixed samples in bench/compare_test.go
 // (TestCompareSameDistributionNoChange, TestCompareShiftIsRegression). The
-// runs are the store scenario's local target (in-process Pebble), 7 s each
-// at 1000 req/s. Why 7 s: Compare's Mann-Whitney test over per-second
+// runs are the store scenario's grpc target on a catalog node this test
+// starts (StoreOptions.GRPCTarget, -grpc), 7 s each at 1000 req/s. Why 7 s: Compare's Mann-Whitney test over per-second
 // samples needs six full seconds per run to be able to reach p < 0.01
 // (with 5 per side even a complete separation gives p = 2/252, and the
 // verdict is "inconclusive").
@@ -39,12 +43,18 @@ func TestCompareSeesCatalogDelay(t *testing.T) {
 	if err := bench.BuildSyntheticIndex(data, 2000, 4); err != nil {
 		t.Fatal(err)
 	}
+	n, err := node.Start(catalogtest.NodeConfig(t, data), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown(context.Background()) })
+	proxy := netfaulttest.Start(t, n.Addr())
 	run := func(name string, delay time.Duration) string {
 		t.Helper()
+		proxy.SetDelay(delay)
 		rep, err := bench.RunStore(ctx, bench.StoreOptions{
-			Products: 2000, Groups: 4, Weights: []int{15}, Targets: []string{bench.StoreLocal}, DataDir: data,
+			Products: 2000, Groups: 4, Weights: []int{15}, Targets: []string{bench.StoreGRPC}, GRPCTarget: "static:///" + proxy.Addr(),
 			WorkDir: filepath.Join(dir, name), Load: bench.LoadModel{Options: bench.Options{Rate: 1000, Duration: 7 * time.Second, Warmup: time.Second}},
-			TestOnlyCatalogDelay: delay,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -65,13 +75,13 @@ func TestCompareSeesCatalogDelay(t *testing.T) {
 	b := run("b", time.Millisecond)
 
 	var same bytes.Buffer
-	err := bench.Main(ctx, []string{"compare", "-fail", a, a2}, &same, os.Stderr)
+	err = bench.Main(ctx, []string{"compare", "-fail", a, a2}, &same, os.Stderr)
 	t.Logf("same build (compare -fail: %v):\n%s", err, same.String())
 	if err != nil && !errors.Is(err, bench.ErrRegression) {
 		t.Errorf("same build: %v", err)
 	}
-	if !lineHas(same.String(), "local/15", " p50 ") {
-		t.Errorf("same build: no local/15 p50 row:\n%s", same.String())
+	if !lineHas(same.String(), "grpc/15", " p50 ") {
+		t.Errorf("same build: no grpc/15 p50 row:\n%s", same.String())
 	}
 
 	var slow bytes.Buffer
@@ -81,8 +91,8 @@ func TestCompareSeesCatalogDelay(t *testing.T) {
 		t.Errorf("compare -fail with a 1 ms delay: %v, want ErrRegression", err)
 	}
 	for _, m := range []string{"p50", "avg"} {
-		if !lineHas(slow.String(), "local/15", " "+m+" ", "regression") {
-			t.Errorf("local/15 %s not reported as a regression", m)
+		if !lineHas(slow.String(), "grpc/15", " "+m+" ", "regression") {
+			t.Errorf("grpc/15 %s not reported as a regression", m)
 		}
 	}
 }
