@@ -414,8 +414,5 @@ func bidderMain(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if o.WinRatio == 0 {
 		o.WinRatio = -1
 	}
-	if err := o.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return c.runAndWrite("bidder", stdout, stderr, func() (*Report, error) { return RunBidder(ctx, o) })
+	return c.runAndWrite("bidder", o.Validate(), stdout, stderr, func() (*Report, error) { return RunBidder(ctx, o) })
 }

@@ -191,8 +191,12 @@ func (c *common) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]int
 	return ws, nil
 }
 
-// runAndWrite runs a scenario, then titles, stamps and writes its report; the scenario's error wins.
-func (c *common) runAndWrite(kind string, stdout, stderr io.Writer, run func() (*Report, error)) error {
+// runAndWrite runs a scenario whose options' problems are invalid (a usage error when not nil), then
+// titles, stamps and writes its report; the scenario's error wins.
+func (c *common) runAndWrite(kind string, invalid error, stdout, stderr io.Writer, run func() (*Report, error)) error {
+	if invalid != nil {
+		return fmt.Errorf("%w: %w", ErrUsage, invalid)
+	}
 	rep, err := run()
 	if rep != nil {
 		if c.title != "" {
@@ -294,10 +298,7 @@ func storeMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if o.Verify == 0 {
 		o.Verify = -1
 	}
-	if err := o.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return c.runAndWrite("store", stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
+	return c.runAndWrite("store", o.Validate(), stdout, stderr, func() (*Report, error) { return RunStore(ctx, o) })
 }
 
 func compareMain(_ context.Context, args []string, stdout, stderr io.Writer) error {
@@ -362,10 +363,7 @@ func allMain(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if c.work != "" {
 		so.WorkDir, bo.WorkDir = filepath.Join(c.work, "store"), filepath.Join(c.work, "bidder")
 	}
-	if err := errors.Join(so.Validate(), bo.Validate()); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return c.runAndWrite("all", stdout, stderr, func() (*Report, error) {
+	return c.runAndWrite("all", errors.Join(so.Validate(), bo.Validate()), stdout, stderr, func() (*Report, error) {
 		rep, err := RunStore(ctx, so)
 		if err != nil {
 			if rep == nil {
@@ -495,8 +493,5 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	o.Faults, o.WorkDir, o.Exe, o.Log = splitList(faults), c.work, c.exe, stderr
-	if err := o.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return c.runAndWrite("soak", stdout, stderr, func() (*Report, error) { return RunSoak(ctx, o) })
+	return c.runAndWrite("soak", o.Validate(), stdout, stderr, func() (*Report, error) { return RunSoak(ctx, o) })
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -115,7 +116,7 @@ type benchUsers struct {
 // writeBenchUsers writes count users of each set into the user store of
 // the demo in demoDir (the bidder must not be running), each with the ids
 // of one request of w (scaleProfiles).
-func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, count int, sets []benchUsers, logf func(string, ...any)) error {
+func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, count int, sets []benchUsers, logf func(string, ...any)) (err error) {
 	if len(sets) == 0 {
 		return nil
 	}
@@ -124,16 +125,15 @@ func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, cou
 	if err != nil {
 		return fmt.Errorf("bench: users: %w", err)
 	}
+	defer func() { err = errors.Join(err, s.Close()) }()
 	var prefixes []string
 	for _, set := range sets {
 		ps, err := scaleProfiles(w.Products, w.Groups, w.IDs, count, set.uniform, set.seed)
 		if err != nil {
-			s.Close()
 			return err
 		}
 		for i := range ps {
 			if err := s.Put(ctx, set.prefix+strconv.Itoa(i+1), &ps[i]); err != nil {
-				s.Close()
 				return fmt.Errorf("bench: users: %w", err)
 			}
 		}
@@ -141,7 +141,7 @@ func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, cou
 	}
 	logf("wrote users %s into %s in %v, each with the %d ids of one request over %d products",
 		strings.Join(prefixes, ", "), dir, time.Since(t0).Round(time.Millisecond), w.IDs, w.Products)
-	return s.Close()
+	return nil
 }
 
 // scaleProfiles returns the profiles of users 1..count whose products are

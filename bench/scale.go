@@ -37,27 +37,24 @@ const (
 	ScaleDiskReserve    = 8 << 30
 )
 
-// ScaleOptions configure RunScale. Zero values take the defaults noted.
+// ScaleOptions configure RunScale: each field is the `rtbd bench scale` flag named beside it
+// (bench/FLAGS.md), and a zero value takes that flag's default.
 type ScaleOptions struct {
-	// Products in the catalog. 0: the count of the index in DataDir, else
-	// the largest that fits its free disk (ScaleProductsForDisk).
-	Products int
-	Groups   int // default 8: the demo's campaigns bid on groups 1..8
-	// DataDir holds the index: reused when this scenario built it
-	// (scale-ingest.json), else ingested there. Default /tmp/rtbd-scale.
-	DataDir string
-	Users   int // per popularity, in the bidder's user store; default 100,000
-	IDs     int // per lookup; default 15 (the medium template: 5 viewed + 10 recommended)
-	// StoreRate and BidRate are the open-loop rates of the store-level and
-	// bidder-level runs, req/s. Defaults 300 and 100.
-	StoreRate, BidRate   float64
-	Duration, Warmup     time.Duration // of each run; defaults 20 s and 2 s
-	SkipBidder           bool          // leaves out the bidder-level runs
-	IngestOnly           bool          // stops after the ingest
-	Exe                  string        // the rtbd binary; "": this executable
-	BidderArgs, NodeArgs []string      // extra flags of the started bidder and node
-	WorkDir              string        // keeps logs and the demo directory; "": a temporary one
-	Log                  io.Writer     // receives progress lines; nil: none
+	// Products (-products); 0: the count of the index in DataDir, else the largest that fits its
+	// free disk (ScaleProductsForDisk).
+	Products             int
+	Groups               int           // -groups: the demo's campaigns bid on groups 1..8
+	DataDir              string        // -data: the index, reused when this scenario built it (scale-ingest.json)
+	Users                int           // -users: per popularity, in the bidder's user store
+	IDs                  int           // -ids: per lookup; 15 is the medium template's 5 viewed + 10 recommended
+	StoreRate, BidRate   float64       // -rate, -bid-rate: the store-level and bidder-level runs' open-loop rates
+	Duration, Warmup     time.Duration // -duration, -warmup: of each run
+	SkipBidder           bool          // -skip-bidder
+	IngestOnly           bool          // -ingest-only
+	Exe                  string        // -rtbd
+	BidderArgs, NodeArgs []string      // -bidder-set, -node-set: extra flags of the started bidder and node
+	WorkDir              string        // -work: logs and the demo directory; "": a temporary one
+	Log                  io.Writer     // progress lines; nil: none
 }
 
 func (o ScaleOptions) withDefaults() ScaleOptions {
@@ -291,13 +288,9 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return rep, err
 	}
 	st0, _ := readStatus(node.PID())
-	client, err := remote.New(remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second})
+	client, err := dialCatalog(ctx, remote.Options{Target: "static:///" + node.Addr(), CallTimeout: 5 * time.Second}, &cleanups)
 	if err != nil {
 		return rep, err
-	}
-	cleanups.add(func() { client.Close() })
-	if err := waitStore(ctx, client, 30*time.Second); err != nil {
-		return rep, fmt.Errorf("bench: catalog node: %w", err)
 	}
 	lookups := func(name string, uniform bool, n int, seed uint64) (*storeTarget, error) {
 		reqs, err := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: uniform}.Requests(n, seed)
@@ -474,8 +467,5 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	o.StoreRate, o.Duration, o.Warmup, o.Exe, o.WorkDir, o.Log = c.load.Rate, c.load.Duration, c.load.Warmup, c.exe, c.work, stderr
-	if err := o.Validate(); err != nil {
-		return fmt.Errorf("%w: %w", ErrUsage, err)
-	}
-	return c.runAndWrite("scale", stdout, stderr, func() (*Report, error) { return RunScale(ctx, o) })
+	return c.runAndWrite("scale", o.Validate(), stdout, stderr, func() (*Report, error) { return RunScale(ctx, o) })
 }

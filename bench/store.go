@@ -278,13 +278,9 @@ func openStore(ctx context.Context, name string, o StoreOptions, dataDir, workDi
 			ro.Registerer, r.near, ro.NearCacheBytes = reg, reg, o.NearCacheBytes
 			r.note += fmt.Sprintf("; the client's near cache on (%d bytes)", o.NearCacheBytes)
 		}
-		c, err := remote.New(ro)
+		c, err := dialCatalog(ctx, ro, cleanups)
 		if err != nil {
 			return nil, err
-		}
-		cleanups.add(func() { c.Close() })
-		if err := waitStore(ctx, c, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("bench: catalog at %s: %w", target, err)
 		}
 		r.store = c
 
@@ -340,20 +336,25 @@ func lookup(ctx context.Context, s productStore, req *catalogpb.ProductMastersRe
 	return s.GetProductMasters(ctx, req)
 }
 
-// waitStore asks s until a lookup succeeds (a remote client connects in the background), bounded
-// by timeout.
-func waitStore(ctx context.Context, s productStore, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+// dialCatalog opens a catalog/remote client, closed by cleanups, and waits up to 30 s for its first
+// successful lookup (it connects in the background).
+func dialCatalog(ctx context.Context, ro remote.Options, cleanups *cleanupStack) (*remote.Client, error) {
+	c, err := remote.New(ro)
+	if err != nil {
+		return nil, err
+	}
+	cleanups.add(func() { c.Close() })
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	req := &catalogpb.ProductMastersRequest{ProductGroupId: 1, Product1QuantityAtMost: 1, Product1Ids: []int64{1}}
 	for {
-		_, err := lookup(ctx, s, req, time.Second)
+		_, err := lookup(ctx, c, req, time.Second)
 		if err == nil {
-			return nil
+			return c, nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no successful lookup within %v: %w", timeout, err)
+			return nil, fmt.Errorf("bench: catalog at %s: no successful lookup within 30s: %w", ro.Target, err)
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
