@@ -103,9 +103,6 @@ func kvGet(ctx context.Context, req *catalogpb.ProductMastersRequest,
 	if len(ids) == 0 {
 		return &catalogpb.ProductMastersResponse{}, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", catalog.ErrDeadline, err)
-	}
 	keys := make([]string, len(ids))
 	for i, id := range ids {
 		keys[i] = productKey(req.ProductGroupId, id)
