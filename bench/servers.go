@@ -42,7 +42,7 @@ func loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.It
 // keepPorts (a restart), retrying when a fresh port was taken meanwhile.
 func (s *server) start(ctx context.Context, keepPorts bool) error {
 	var err error
-	for attempt := 0; attempt < 3; attempt++ {
+	for range 3 {
 		if !keepPorts || s.port == 0 {
 			if s.port, err = freePort(); err != nil {
 				return err
