@@ -11,7 +11,6 @@ import (
 // row of the same group (remote/local), and the harness's own columns.
 type Table struct {
 	Title string     `json:"title"`
-	Notes []string   `json:"notes,omitempty"`
 	Rows  []TableRow `json:"rows"`
 }
 
@@ -146,7 +145,4 @@ func writeTable(out *textWriter, t Table) {
 	out.flush(tw)
 	out.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
 		" harness CPU s: the bench process, which also runs an in-process store; server columns: the child processes it watched)\n")
-	for _, n := range t.Notes {
-		out.printf("note: %s\n", n)
-	}
 }
