@@ -93,15 +93,11 @@ func (m LoadModel) run(ctx context.Context, t Target, w Watch) (*Result, *MaxRat
 	if err != nil && !errors.Is(err, ErrNoPassingRate) {
 		return nil, s, err
 	}
-	if s == nil {
-		return nil, nil, err
+	if s.Best == nil { // every step failed: s.Steps has at least one
+		first := s.Steps[0]
+		first.Result.Notes = append(first.Result.Notes, "no rate met the objective: this is the first step, "+first.Reason)
+		return first.Result, s, nil
 	}
-	best := s.Best
-	if best == nil && len(s.Steps) > 0 {
-		best = s.Steps[0].Result
-		best.Notes = append(best.Notes, "no rate met the objective: this is the first step, "+s.Steps[0].Reason)
-	} else if best != nil {
-		best.Notes = append(best.Notes, fmt.Sprintf("best step of a max-rate search (%s): %s req/s", s.Objective, fmtRate(s.MaxRate)))
-	}
-	return best, s, nil
+	s.Best.Notes = append(s.Best.Notes, fmt.Sprintf("best step of a max-rate search (%s): %s req/s", s.Objective, fmtRate(s.MaxRate)))
+	return s.Best, s, nil
 }
