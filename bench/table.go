@@ -66,7 +66,7 @@ func BuildTable(title string, entries []TableEntry) Table {
 			AvgMs: l.AvgUs / 1000, P50Ms: usToMs(l.P50Us), P99Ms: usToMs(l.P99Us), Rate: r.AchievedRate,
 			OfferedRate: r.OfferedRate, P90Ms: usToMs(l.P90Us), P999Ms: usToMs(l.P999Us), MaxMs: usToMs(l.MaxUs),
 			Requests: r.Requests, Errors: r.Errors.Total, ErrorPct: 100 * r.ErrorRatio(),
-			NoBidPct: 100 * ratio(r.NoBids, r.Requests), Misses: r.DeadlineMisses,
+			NoBidPct: 100 * r.NoBidRatio(), Misses: r.DeadlineMisses,
 			HarnessCPUSec: r.GeneratorCPUSec, ServerCPUSec: -1, ServerRSSMB: -1,
 		}
 		if r.GeneratorShared > 1 {
