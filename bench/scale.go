@@ -47,7 +47,7 @@ type ScaleOptions struct {
 	Users                int           // -users: per popularity, in the bidder's user store
 	IDs                  int           // -ids: per lookup; 15 is the medium template's 5 viewed + 10 recommended
 	StoreRate, BidRate   float64       // -rate, -bid-rate: the store-level and bidder-level runs' open-loop rates
-	Duration, Warmup     time.Duration // -duration, -warmup: of each run
+	Duration, Warmup     time.Duration // -duration, -warmup: of each run; a zero Warmup is none
 	SkipBidder           bool          // -skip-bidder
 	IngestOnly           bool          // -ingest-only
 	Exe                  string        // -rtbd
@@ -64,7 +64,6 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 	o.StoreRate = cmp.Or(o.StoreRate, 300)
 	o.BidRate = cmp.Or(o.BidRate, 100)
 	o.Duration = cmp.Or(o.Duration, 20*time.Second)
-	o.Warmup = cmp.Or(o.Warmup, 2*time.Second)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
@@ -437,7 +436,7 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var c common
 	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
+	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, 2*time.Second)
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {
