@@ -26,25 +26,21 @@ const (
 
 // BidderOptions configure RunBidder. Zero values take the defaults noted.
 type BidderOptions struct {
-	// DemoDir is the demo directory (`rtbd gen -demo -out DIR`): used if it
-	// holds rtbd.yaml, else written there and kept. "": a temporary one.
-	DemoDir    string
-	DemoSize             // the demo written, or the size of the one in DemoDir
-	Nodes      int       // catalog nodes of the remote topology; default 2
-	Weights    []int     // products per bid (bidShapes), one set of runs each; default TalkWeights
-	Topologies []string  // to measure, in order; default local, remote (external with HTTPURL)
-	Load       LoadModel // of the bid requests; Tmax defaults to 100 ms
-	WinRatio   float64   // win notices (replayed nurls) per bid; default 0.2, negative: none
-	EventRate  float64   // pixel events (/event), req/s; default Load.Rate / 10, negative: none
-	HTTPURL    string    // a running bidder's base URL (http://host:port), measured instead of started ones
-	GRPCTarget string    // the remote bidder's -catalog: running nodes instead of started ones
-	Exe        string    // the rtbd binary; "": this process's executable
-	BidderArgs []string  // extra flags of the started bidders ("-set", "bidder.max_in_flight=256")
-	NodeArgs   []string  // extra flags of the started catalog nodes
-	Overload   bool      // adds the overload runs (runOverload) after every topology's runs
-	// Popularities are the users of the bid requests, one set of runs each:
-	// demo (the demo's users; default), zipf or uniform (popularityUsers).
-	Popularities []string
+	DemoDir      string    // -demo: used if it holds rtbd.yaml, else written there (`rtbd gen -demo`) and kept; "": a temporary one
+	DemoSize               // the demo written, or the size of the one in DemoDir
+	Nodes        int       // catalog nodes of the remote topology; default 2
+	Weights      []int     // products per bid (bidShapes), one set of runs each; default TalkWeights
+	Topologies   []string  // to measure, in order; default local, remote (external with HTTPURL)
+	Load         LoadModel // of the bid requests; Tmax defaults to 100 ms
+	WinRatio     float64   // win notices (replayed nurls) per bid; default 0.2, negative: none
+	EventRate    float64   // pixel events (/event), req/s; default Load.Rate / 10, negative: none
+	HTTPURL      string    // a running bidder's base URL (http://host:port), measured instead of started ones
+	GRPCTarget   string    // the remote bidder's -catalog: running nodes instead of started ones
+	Exe          string    // the rtbd binary; "": this process's executable
+	BidderArgs   []string  // extra flags of the started bidders ("-set", "bidder.max_in_flight=256")
+	NodeArgs     []string  // extra flags of the started catalog nodes
+	Overload     bool      // adds the overload runs (runOverload) after every topology's runs
+	Popularities []string  // the users of the bid requests, one set of runs each: demo (default), zipf, uniform (popularityUsers)
 	WorkDir      string    // keeps the children's logs; "": a temporary directory
 	Log          io.Writer // receives progress lines; nil: none
 }

@@ -94,10 +94,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	return fmt.Errorf("%w: unknown scenario %q (want one of %s)", ErrUsage, args[0], strings.Join(Scenarios, ", "))
 }
 
-// flagsSeen, while FlagSets runs, is given each scenario's flag set just before it parses.
+// flagsSeen, while FlagSets runs, collects each scenario's flag set just before it parses.
 var (
 	flagSetsMu sync.Mutex
-	flagsSeen  atomic.Pointer[func(*flag.FlagSet)]
+	flagsSeen  atomic.Pointer[[]*flag.FlagSet]
 )
 
 // FlagSets returns the flag set of every scenario exactly as Main builds it (named by its command,
@@ -106,8 +106,7 @@ func FlagSets() []*flag.FlagSet {
 	flagSetsMu.Lock()
 	defer flagSetsMu.Unlock()
 	var out []*flag.FlagSet
-	see := func(fs *flag.FlagSet) { out = append(out, fs) }
-	flagsSeen.Store(&see)
+	flagsSeen.Store(&out)
 	defer flagsSeen.Store(nil)
 	for _, s := range Scenarios {
 		_ = Main(context.Background(), []string{s, "-h"}, io.Discard, io.Discard) // flag.ErrHelp
@@ -117,8 +116,8 @@ func FlagSets() []*flag.FlagSet {
 
 // seeFlags hands fs to FlagSets when it asked for it.
 func seeFlags(fs *flag.FlagSet) {
-	if f := flagsSeen.Load(); f != nil {
-		(*f)(fs)
+	if out := flagsSeen.Load(); out != nil {
+		*out = append(*out, fs)
 	}
 }
 
