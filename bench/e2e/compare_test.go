@@ -20,18 +20,18 @@ import (
 // on a run whose catalog node is reached through a proxy delaying every
 // chunk by 1 ms each way (internal/netfaulttest) against runs through the
 // same proxy without the delay, and compares two runs of the same build
-// without failing. The same-build verdicts are
-// logged, not asserted: with other test packages running beside this one,
-// a neighbour that starts during one run and not the other shifts every
-// second of it, and a verdict on that is the machine's, not the code's.
-// That the rule calls samples of one distribution "no change" is asserted
-// on fixed samples in bench/compare_test.go
-// (TestCompareSameDistributionNoChange, TestCompareShiftIsRegression). The
-// runs are the store scenario's grpc target on a catalog node this test
-// starts (StoreOptions.GRPCTarget, -grpc), 7 s each at 1000 req/s. Why 7 s: Compare's Mann-Whitney test over per-second
-// samples needs six full seconds per run to be able to reach p < 0.01
-// (with 5 per side even a complete separation gives p = 2/252, and the
-// verdict is "inconclusive").
+// without failing. The same-build verdicts are logged, not asserted: with
+// other test packages running beside this one, a neighbour that starts
+// during one run and not the other shifts every second of it, and a
+// verdict on that is the machine's, not the code's. That the rule calls
+// samples of one distribution "no change" is asserted on fixed samples in
+// bench/compare_test.go (TestCompareSameDistributionNoChange,
+// TestCompareShiftIsRegression). The runs are the store scenario's grpc
+// target on a catalog node this test starts (StoreOptions.GRPCTarget,
+// -grpc), 7 s each at 1000 req/s. Why 7 s: Compare's Mann-Whitney test
+// over per-second samples needs six full seconds per run to be able to
+// reach p < 0.01 (with 5 per side even a complete separation gives p =
+// 2/252, and the verdict is "inconclusive").
 func TestCompareSeesCatalogDelay(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("-short or -race: three 8 s runs whose latencies are the subject (the race detector's cost would be measured)")
