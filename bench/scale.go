@@ -39,9 +39,7 @@ const (
 // ScaleOptions configure RunScale: each field is the `rtbd bench scale` flag named beside it
 // (bench/FLAGS.md), and a zero value takes that flag's default.
 type ScaleOptions struct {
-	// Products (-products); 0: the count of the index in DataDir, else the largest that fits its
-	// free disk (ScaleProductsForDisk).
-	Products             int
+	Products             int           // -products; 0: the index's count in DataDir, else the most its free disk fits (ScaleProductsForDisk)
 	Groups               int           // -groups: the demo's campaigns bid on groups 1..8
 	DataDir              string        // -data: the index, reused when this scenario built it (scale-ingest.json)
 	Users                int           // -users: per popularity, in the bidder's user store

@@ -39,21 +39,16 @@ var storeTargets = []string{StoreLocal, StoreGRPC, StoreGRPCNear, StoreRedis, St
 // StoreOptions configure RunStore: each field is the `rtbd bench store` flag named beside it
 // (bench/FLAGS.md), and a zero value takes that flag's default.
 type StoreOptions struct {
-	Products, Groups int       // -products, -groups: the catalog of `rtbd gen -products N -groups G -seed 1`
-	Weights          []int     // -weights
-	Uniform          bool      // -uniform
-	Requests         int       // -requests
-	Targets          []string  // -targets, measured in this order; default all, aerospike only with AerospikeHosts
-	Load             LoadModel // the load flags; its Seed seeds the request stream
-	// DataDir (-data) is used if it holds a published index (which must be that of Products and
-	// Groups), else built there and kept; "": built in WorkDir.
-	DataDir string
-	Exe     string // -rtbd: the binary started as the catalog node
-	// NodeArgs are the catalog node's extra flags (-node-set: "-set", "KEY=VALUE").
-	NodeArgs []string
-	// GRPCTarget (-grpc) measures running catalog nodes, which must serve the catalog of Products
-	// and Groups, instead of starting one.
-	GRPCTarget         string
+	Products, Groups   int       // -products, -groups: the catalog of `rtbd gen -products N -groups G -seed 1`
+	Weights            []int     // -weights
+	Uniform            bool      // -uniform
+	Requests           int       // -requests
+	Targets            []string  // -targets, measured in this order; default all, aerospike only with AerospikeHosts
+	Load               LoadModel // the load flags; its Seed seeds the request stream
+	DataDir            string    // -data: used if it holds a published index (of Products and Groups), else built there; "": in WorkDir
+	Exe                string    // -rtbd: the binary started as the catalog node
+	NodeArgs           []string  // -node-set: the catalog node's extra flags ("-set", "KEY=VALUE")
+	GRPCTarget         string    // -grpc: running catalog nodes serving Products and Groups, measured instead of a started one
 	ConnsPerNode       int       // -conns-per-node; default the remote client's
 	NearCacheBytes     int64     // -near-cache; default the bidder's catalog.near_cache_bytes default
 	RedisAddr          string    // -redis: the harness writes the products into it (keys p:*)
