@@ -325,10 +325,15 @@ func rssChart(s *SoakSummary) string {
 		}
 		ss = append(ss, se)
 	}
-	var marks []Event
-	for _, f := range s.Faults {
-		marks = append(marks, Event{AtSec: f.StartSec, What: f.Label})
-	}
 	return lineChart("RSS of every process (MiB, once a second; a restart starts a new process)",
-		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, marks...)
+		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, s.events()...)
+}
+
+// events are the faults as the charts' marks.
+func (s *SoakSummary) events() []Event {
+	var out []Event
+	for _, f := range s.Faults {
+		out = append(out, Event{AtSec: f.StartSec, What: f.Label})
+	}
+	return out
 }
