@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/notice"
 )
 
 // soakTarget is one kind of request of the soak's load (bid, event,
@@ -161,7 +163,7 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 		t0 := time.Now()
 		req.SetHost(b.client.Addr)
 		err := b.client.DoDeadline(&req, &resp, t0.Add(f.o.Timeout))
-		status, o := resp.StatusCode(), string(resp.Header.Peek(noticeHeader))
+		status, o := resp.StatusCode(), string(resp.Header.Peek(notice.HeaderOutcome))
 		f.mu.Lock()
 		if err == nil {
 			f.noticeLats.record(time.Since(t0).Microseconds())
@@ -185,9 +187,6 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 	f.anomaly(kind, "gave_up", "", "no bidder took it within 20 s")
 	return "", nil, false
 }
-
-// noticeHeader is bidder.HeaderNoticeOutcome.
-const noticeHeader = "X-Rtbd-Notice"
 
 // anomaly logs an error or a late answer of a request of kind.
 func (f *soakFleet) anomaly(kind, outcome, bidder, detail string) {
