@@ -168,9 +168,6 @@ func (c *common) parse(fs *flag.FlagSet, args []string, stderr io.Writer) ([]int
 	if err := parseFlags(fs, args, stderr); err != nil {
 		return nil, err
 	}
-	if c.load.Warmup == 0 {
-		c.load.Warmup = -1 // LoadModel: negative = none
-	}
 	ws, err := parseInts(c.weights)
 	if err != nil {
 		return nil, fmt.Errorf("%w: -weights: %v", ErrUsage, err)

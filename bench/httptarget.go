@@ -130,11 +130,7 @@ func ClassifyError(err error) Outcome {
 	case errors.Is(err, fasthttp.ErrConnectionClosed), errors.Is(err, fasthttp.ErrNoFreeConns),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET),
-		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed):
-		return ErrConn
-	}
-	var oe *net.OpError
-	if errors.As(err, &oe) {
+		errors.Is(err, syscall.EPIPE), errors.Is(err, net.ErrClosed), errors.As(err, new(*net.OpError)):
 		return ErrConn
 	}
 	return ErrOther

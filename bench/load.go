@@ -13,7 +13,8 @@ import (
 // at Rate, or closed loop at Concurrency), or with FindMax a search for the
 // highest open-loop rate whose p99 is at most P99 (errors < 0.1%), from
 // Rate up to MaxRate, each step lasting Duration after Warmup. Zero fields
-// take loadDefaults; a negative Warmup is none. Watch is given to run.
+// but Warmup take loadDefaults; a zero Warmup is none (the flags default
+// it). Watch is given to run.
 type LoadModel struct {
 	Options
 	FindMax bool
@@ -22,15 +23,13 @@ type LoadModel struct {
 }
 
 // loadDefaults are LoadModel's defaults, which the flags share.
-var loadDefaults = LoadModel{Options: Options{Rate: 1000, Duration: 20 * time.Second, Warmup: 2 * time.Second},
-	P99: 5 * time.Millisecond, MaxRate: 100_000}
+var loadDefaults = LoadModel{Options: Options{Rate: 1000, Duration: 20 * time.Second}, P99: 5 * time.Millisecond, MaxRate: 100_000}
 
 func (m LoadModel) withDefaults() LoadModel {
 	m.Rate = cmp.Or(m.Rate, loadDefaults.Rate)
 	m.P99 = cmp.Or(m.P99, loadDefaults.P99)
 	m.MaxRate = cmp.Or(m.MaxRate, loadDefaults.MaxRate)
 	m.Duration = cmp.Or(m.Duration, loadDefaults.Duration)
-	m.Warmup = max(cmp.Or(m.Warmup, loadDefaults.Warmup), 0)
 	return m
 }
 
@@ -94,15 +93,11 @@ func (m LoadModel) run(ctx context.Context, t Target, w Watch) (*Result, *MaxRat
 	if err != nil && !errors.Is(err, ErrNoPassingRate) {
 		return nil, s, err
 	}
-	if s == nil {
-		return nil, nil, err
+	if s.Best == nil { // every step failed: s.Steps has at least one
+		first := s.Steps[0]
+		first.Result.Notes = append(first.Result.Notes, "no rate met the objective: this is the first step, "+first.Reason)
+		return first.Result, s, nil
 	}
-	best := s.Best
-	if best == nil && len(s.Steps) > 0 {
-		best = s.Steps[0].Result
-		best.Notes = append(best.Notes, "no rate met the objective: this is the first step, "+s.Steps[0].Reason)
-	} else if best != nil {
-		best.Notes = append(best.Notes, fmt.Sprintf("best step of a max-rate search (%s): %s req/s", s.Objective, fmtRate(s.MaxRate)))
-	}
-	return best, s, nil
+	s.Best.Notes = append(s.Best.Notes, fmt.Sprintf("best step of a max-rate search (%s): %s req/s", s.Objective, fmtRate(s.MaxRate)))
+	return s.Best, s, nil
 }

@@ -46,8 +46,7 @@ func (o Objective) Check(r *Result) string {
 	why.check(r.Latency.P99Us <= o.P99.Microseconds(), "p99 %.2f ms > %g ms", usToMs(r.Latency.P99Us), o.P99Ms())
 	why.check(r.ErrorRatio() < maxErrorRatio, "errors %.3f%% >= %g%%", 100*r.ErrorRatio(), 100*maxErrorRatio)
 	why.check(o.MaxMissRatio <= 0 || r.MissRatio() < o.MaxMissRatio, "deadline misses %.3f%% >= %g%%", 100*r.MissRatio(), 100*o.MaxMissRatio)
-	noBids := ratio(r.NoBids, r.Requests)
-	why.check(o.MaxNoBidRatio <= 0 || noBids < o.MaxNoBidRatio, "no-bids %.3f%% >= %g%%", 100*noBids, 100*o.MaxNoBidRatio)
+	why.check(o.MaxNoBidRatio <= 0 || r.NoBidRatio() < o.MaxNoBidRatio, "no-bids %.3f%% >= %g%%", 100*r.NoBidRatio(), 100*o.MaxNoBidRatio)
 	why.check(r.Requests > 0, "no requests")
 	return strings.Join(why, "; ")
 }

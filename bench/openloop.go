@@ -205,7 +205,7 @@ func (l *load) expired(it item, now int64) bool {
 // send sends it now through w, unless it expired waiting for a worker, and
 // records the outcome.
 func (l *load) send(w *Worker, rec *recorder, it item, now int64) {
-	s := sample{start: it.start, end: now, lagUs: lagUs(now - it.sched), outcome: ErrTimeout,
+	s := sample{start: it.start, end: now, lagUs: uint32(clampUs(now - it.sched)), outcome: ErrTimeout,
 		warm: it.sched < l.warmNs, expired: l.expired(it, now)}
 	if !s.expired {
 		if l.timeoutNs > 0 {
@@ -269,10 +269,6 @@ func (l *load) pace() {
 		wake = l.now()
 	}
 }
-
-// lagUs is a lag of ns nanoseconds in whole microseconds, clamped to the
-// histograms' range (histHighUs fits a uint32).
-func lagUs(ns int64) uint32 { return uint32(clampUs(ns)) }
 
 // dispatch hands it to an idle worker, starts a new worker if none is idle
 // and fewer than MaxInFlight exist, or else waits for a worker. It returns

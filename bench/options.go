@@ -95,13 +95,7 @@ func (p problems) err() error {
 	return fmt.Errorf("%w: %s", ErrInvalid, strings.Join(p, "; "))
 }
 
-// Validate reports every problem of o, naming the field.
-func (o Options) Validate() error {
-	var p problems
-	o.validate(&p, "")
-	return p.err()
-}
-
+// validate adds every problem of o to p, naming the field after prefix.
 func (o Options) validate(p *problems, prefix string) {
 	if o.Concurrency == 0 {
 		p.check(o.Rate > 0 && o.Rate <= 1e8, "%srate: must be > 0 and <= 1e8 req/s (or set concurrency), got %v", prefix, o.Rate)

@@ -18,9 +18,9 @@ const (
 // sample is one finished request, as a worker records it. Times are ns since
 // the run's t0.
 type sample struct {
-	start   int64 // when latency starts counting (intended send time)
-	end     int64 // when Target.Do returned
-	lagUs   uint32
+	start   int64  // when latency starts counting (intended send time)
+	end     int64  // when Target.Do returned
+	lagUs   uint32 // clampUs: histHighUs fits a uint32
 	outcome Outcome
 	warm    bool // scheduled during warmup: not part of the result
 	expired bool // never sent: waited in the generator past its deadline

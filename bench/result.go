@@ -74,17 +74,13 @@ type Event struct {
 }
 
 // ErrorRatio returns Errors.Total / Requests (0 when there were no requests).
-func (r *Result) ErrorRatio() float64 { return ratio(r.Errors.Total, r.Requests) }
+func (r *Result) ErrorRatio() float64 { return safeDiv(float64(r.Errors.Total), float64(r.Requests)) }
 
 // MissRatio returns DeadlineMisses / Requests.
-func (r *Result) MissRatio() float64 { return ratio(r.DeadlineMisses, r.Requests) }
+func (r *Result) MissRatio() float64 { return safeDiv(float64(r.DeadlineMisses), float64(r.Requests)) }
 
-func ratio(a, b int64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
-}
+// NoBidRatio returns NoBids / Requests.
+func (r *Result) NoBidRatio() float64 { return safeDiv(float64(r.NoBids), float64(r.Requests)) }
 
 // ErrorCounts counts failed requests by kind; Total is their sum.
 type ErrorCounts struct {

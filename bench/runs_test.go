@@ -136,7 +136,8 @@ func TestRunMixed(t *testing.T) {
 }
 
 func TestOptionsValidation(t *testing.T) {
-	err := bench.Options{Rate: -1, Warmup: -1, MaxInFlight: -2, Arrival: "burst", Watch: bench.Watch{Processes: []bench.WatchProcess{{PID: 0}}}}.Validate()
+	_, err := bench.Run(testCtx(t), okTarget("x", new(atomic.Int64)),
+		bench.Options{Rate: -1, Warmup: -1, MaxInFlight: -2, Arrival: "burst", Watch: bench.Watch{Processes: []bench.WatchProcess{{PID: 0}}}})
 	for _, s := range []string{"rate", "duration", "warmup", "max_in_flight", "arrival", "watch.processes[0].pid"} {
 		if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), s) {
 			t.Errorf("open loop: %v lacks %q", err, s)
@@ -145,7 +146,7 @@ func TestOptionsValidation(t *testing.T) {
 	if _, err := bench.Run(testCtx(t), okTarget("x", new(atomic.Int64)), bench.Options{}); !errors.Is(err, bench.ErrInvalid) {
 		t.Errorf("Run with zero options: %v", err)
 	}
-	err = bench.Options{Concurrency: -1, Rate: 5}.Validate()
+	_, err = bench.Run(testCtx(t), okTarget("x", new(atomic.Int64)), bench.Options{Concurrency: -1, Rate: 5})
 	for _, s := range []string{"concurrency", "rate", "duration"} {
 		if !errors.Is(err, bench.ErrInvalid) || !strings.Contains(err.Error(), s) {
 			t.Errorf("closed loop: %v lacks %q", err, s)

@@ -51,7 +51,7 @@ type ScaleOptions struct {
 	// StoreRate and BidRate are the open-loop rates of the store-level and
 	// bidder-level runs, req/s. Defaults 300 and 100.
 	StoreRate, BidRate   float64
-	Duration, Warmup     time.Duration // of each run; defaults 20 s and 2 s
+	Duration, Warmup     time.Duration // of each run; Duration defaults to 20 s, a zero Warmup is none
 	SkipBidder           bool          // leaves out the bidder-level runs
 	IngestOnly           bool          // stops after the ingest
 	Exe                  string        // the rtbd binary; "": this executable
@@ -68,7 +68,6 @@ func (o ScaleOptions) withDefaults() ScaleOptions {
 	o.StoreRate = cmp.Or(o.StoreRate, 300)
 	o.BidRate = cmp.Or(o.BidRate, 100)
 	o.Duration = cmp.Or(o.Duration, 20*time.Second)
-	o.Warmup = cmp.Or(o.Warmup, 2*time.Second)
 	o.Log = cmp.Or(o.Log, io.Discard)
 	return o
 }
@@ -451,7 +450,7 @@ func scaleMain(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	var c common
 	o := ScaleOptions{}.withDefaults()
 	fs := flag.NewFlagSet("rtbd bench scale", flag.ContinueOnError)
-	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, o.Warmup)
+	c.register(fs, o.StoreRate, 100*time.Millisecond, o.Duration, 2*time.Second)
 	if s := os.Getenv("RTBD_BENCH_SCALE_PRODUCTS"); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil {

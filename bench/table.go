@@ -11,7 +11,6 @@ import (
 // row of the same group (remote/local), and the harness's own columns.
 type Table struct {
 	Title string     `json:"title"`
-	Notes []string   `json:"notes,omitempty"`
 	Rows  []TableRow `json:"rows"`
 }
 
@@ -67,7 +66,7 @@ func BuildTable(title string, entries []TableEntry) Table {
 			AvgMs: l.AvgUs / 1000, P50Ms: usToMs(l.P50Us), P99Ms: usToMs(l.P99Us), Rate: r.AchievedRate,
 			OfferedRate: r.OfferedRate, P90Ms: usToMs(l.P90Us), P999Ms: usToMs(l.P999Us), MaxMs: usToMs(l.MaxUs),
 			Requests: r.Requests, Errors: r.Errors.Total, ErrorPct: 100 * r.ErrorRatio(),
-			NoBidPct: 100 * ratio(r.NoBids, r.Requests), Misses: r.DeadlineMisses,
+			NoBidPct: 100 * r.NoBidRatio(), Misses: r.DeadlineMisses,
 			HarnessCPUSec: r.GeneratorCPUSec, ServerCPUSec: -1, ServerRSSMB: -1,
 		}
 		if r.GeneratorShared > 1 {
@@ -146,7 +145,4 @@ func writeTable(out *textWriter, t Table) {
 	out.flush(tw)
 	out.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +
 		" harness CPU s: the bench process, which also runs an in-process store; server columns: the child processes it watched)\n")
-	for _, n := range t.Notes {
-		out.printf("note: %s\n", n)
-	}
 }

@@ -44,30 +44,22 @@ func (w CatalogWorkload) Requests(count int, seed uint64) ([]*catalogpb.ProductM
 	}
 	rng := rand.New(rand.NewPCG(seed, 7))
 	perGroup := w.Products / w.Groups
-	var zg, zp *rand.Zipf
+	group := func() int { return rng.IntN(w.Groups) }
+	product := func() int { return rng.IntN(perGroup) } // within the group
 	if !w.Uniform {
-		zg = rand.NewZipf(rng, 1.1, 1, uint64(max(w.Groups-1, 0)))
-		zp = rand.NewZipf(rng, 1.1, 1, uint64(max(perGroup-1, 0)))
+		zg := rand.NewZipf(rng, 1.1, 1, uint64(max(w.Groups-1, 0)))
+		zp := rand.NewZipf(rng, 1.1, 1, uint64(max(perGroup-1, 0)))
+		group = func() int { return int(zg.Uint64()) }
+		// A popularity rank maps to a scattered product, so the popular ones are not neighbours on disk.
+		product = func() int { return int((zp.Uint64()*2654435761 + 12345) % uint64(perGroup)) }
 	}
-	scatter := func(r int) int { return int((uint64(r)*2654435761 + 12345) % uint64(perGroup)) }
 	out := make([]*catalogpb.ProductMastersRequest, count)
 	for i := range out {
-		var g int
-		if w.Uniform {
-			g = rng.IntN(w.Groups)
-		} else {
-			g = int(zg.Uint64())
-		}
+		g := group()
 		ids := make([]int64, w.IDs)
 		for j := range ids {
-			var r int
-			if w.Uniform {
-				r = rng.IntN(perGroup)
-			} else {
-				r = scatter(int(zp.Uint64()))
-			}
 			// Group g+1 holds product indexes g, g+Groups, ...; id = index+1.
-			ids[j] = int64(g + r*w.Groups + 1)
+			ids[j] = int64(g + product()*w.Groups + 1)
 		}
 		out[i] = &catalogpb.ProductMastersRequest{ProductGroupId: int64(g + 1),
 			Product1QuantityAtMost: int32(w.IDs), Product1Ids: ids}
