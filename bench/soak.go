@@ -200,12 +200,8 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	stopBg()
 	bg.Wait()
 
-	var events []Event
-	for _, fl := range sum.Faults {
-		events = append(events, Event{AtSec: fl.StartSec, What: fl.Label})
-	}
 	for _, r := range rs {
-		r.Events = events
+		r.Events = sum.events()
 	}
 	rep.Results = rs
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
@@ -225,7 +221,12 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 	if err := os.MkdirAll(redisDir, 0o755); err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
-	f.redis = &soakProc{server: newRedisServerAOF(o.RedisServer, redisDir, work)}
+	srv := newRedisServer(o.RedisServer, redisDir, work)
+	plain := srv.args
+	srv.args = func(port, admin int) []string { // every acknowledged write on disk: the last --appendonly wins
+		return append(plain(port, admin), "--appendonly", "yes", "--appendfsync", "always")
+	}
+	f.redis = &soakProc{server: srv}
 	f.logf("starting redis-server (appendonly yes, appendfsync always) in %s", redisDir)
 	if err := f.redis.launch(ctx, false); err != nil {
 		return err
@@ -276,17 +277,6 @@ func (f *soakFleet) start(ctx context.Context, exe, work string, stops *cleanupS
 		f.bidders = append(f.bidders, b)
 	}
 	return nil
-}
-
-// newRedisServerAOF describes newRedisServer with AOF and appendfsync
-// always (every acknowledged write on disk): the last --appendonly wins.
-func newRedisServerAOF(exe, dir, logDir string) *server {
-	s := newRedisServer(exe, dir, logDir)
-	args := s.args
-	s.args = func(port, admin int) []string {
-		return append(args(port, admin), "--appendonly", "yes", "--appendfsync", "always")
-	}
-	return s
 }
 
 // pick returns a bidder the balancer sends traffic to, other than not

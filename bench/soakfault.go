@@ -74,20 +74,31 @@ func (f *soakFleet) inject(ctx context.Context, fl soakFault, rec *SoakFault) er
 		if err := p.Signal(syscall.SIGSTOP); err != nil {
 			return err
 		}
-		sleepCtx(ctx, soakCut)
-		rec.Detail = fmt.Sprintf("stopped (SIGSTOP) for %v, then SIGCONT: connections open, nothing answered", soakCut)
+		stopped := pause(ctx, soakCut)
+		rec.Detail = fmt.Sprintf("stopped (SIGSTOP) for %s, then SIGCONT: connections open, nothing answered", stopped)
 		return p.Signal(syscall.SIGCONT)
 	}
 	rec.Label = p.name + " kill -9"
 	old, t0 := p.curPID.Load(), time.Now()
 	p.Kill()
-	sleepCtx(ctx, outage)
+	down := pause(ctx, outage)
 	if err := p.launch(context.WithoutCancel(ctx), true); err != nil {
-		return fmt.Errorf("pid %d killed (SIGKILL); restart: %w", old, err)
+		return fmt.Errorf("pid %d killed (SIGKILL), down %s; restart: %w", old, down, err)
 	}
-	rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %v, restarted on its ports and data (pid %d), ready %v after the fault",
-		old, outage, p.curPID.Load(), time.Since(t0).Round(time.Millisecond))
+	rec.Detail = fmt.Sprintf("pid %d killed (SIGKILL), down %s, restarted on its ports and data (pid %d), ready %v after the fault",
+		old, down, p.curPID.Load(), time.Since(t0).Round(time.Millisecond))
 	return nil
+}
+
+// pause waits d, or until ctx ends (the load is over), and says how long
+// it waited: d, or the shorter time when ctx cut it short.
+func pause(ctx context.Context, d time.Duration) string {
+	t0 := time.Now()
+	sleepCtx(ctx, d)
+	if waited := time.Since(t0); waited < d {
+		return fmt.Sprintf("%v (cut short by the end of the load; %v planned)", waited.Round(time.Millisecond), d)
+	}
+	return d.String()
 }
 
 // sleepCtx waits d, or until ctx ends; false when ctx has ended (even
@@ -100,8 +111,25 @@ func sleepCtx(ctx context.Context, d time.Duration) bool {
 	return ctx.Err() == nil
 }
 
-// attribute puts every error and late answer of the measured phase in the
-// fault window it fell in, else "unattributed".
+// faultAt returns the index of the fault an anomaly at sec is due to: the
+// one whose outage (its start, less 0.2 s, to its recovery) holds sec, else
+// the most recent one whose grace after its recovery holds it; -1: none.
+// (On a short schedule a fault's grace runs into the next fault.)
+func faultAt(faults []SoakFault, sec, grace float64) int {
+	i := -1
+	for j, fl := range faults {
+		if sec >= fl.StartSec-0.2 && sec <= fl.EndSec {
+			return j
+		}
+		if sec > fl.EndSec && sec <= fl.EndSec+grace {
+			i = j
+		}
+	}
+	return i
+}
+
+// attribute puts every error and late answer of the measured phase under
+// the fault it is due to (faultAt), else "unattributed".
 func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 	f.mu.Lock()
 	all := slices.Clone(f.anomalies)
@@ -111,9 +139,7 @@ func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {
 			continue // warmup, or notices after the load ended
 		}
-		i := slices.IndexFunc(sum.Faults, func(fl SoakFault) bool {
-			return a.AtSec >= fl.StartSec-0.2 && a.AtSec <= fl.EndSec+f.o.FaultGrace.Seconds()
-		})
+		i := faultAt(sum.Faults, a.AtSec, f.o.FaultGrace.Seconds())
 		cause := "unattributed"
 		if i >= 0 {
 			cause = sum.Faults[i].Label

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/rtbd/rtbd/bidder/notice"
 )
 
 // soakTarget is one kind of request of the soak's load (bid, event,
@@ -18,8 +20,8 @@ type soakTarget struct {
 	f      *soakFleet
 	kind   string
 	method string
-	uri    func(w *Worker, dst []byte) ([]byte, bool) // false: nothing to send yet
-	body   func(w *Worker, dst []byte) []byte         // nil: none
+	uri    func(w *Worker, dst []byte) []byte // appends the path and query to dst; nothing: nothing to send yet
+	body   func(w *Worker, dst []byte) []byte // nil: none
 }
 
 func (t *soakTarget) Name() string { return "soak " + t.kind + "s" }
@@ -27,8 +29,7 @@ func (t *soakTarget) Name() string { return "soak " + t.kind + "s" }
 func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 	s := scratch(w, t.method)
 	intended := w.Deadline.Add(-t.f.o.Timeout)
-	var ok bool
-	if s.uri, ok = t.uri(w, s.uri[:0]); !ok {
+	if s.uri = t.uri(w, s.uri[:0]); len(s.uri) == 0 {
 		t.f.anomaly(t.kind, "nothing_to_send", "", "no harvested URL yet")
 		return ErrOther
 	}
@@ -64,20 +65,21 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 func (f *soakFleet) loads() []Load {
 	o := f.o
 	wls := []bidWorkload{{users: o.Users, weight: 3}, {users: o.Users, weight: 15}, {users: o.Users, weight: 30}}
-	eventURI := o.DemoSize.eventURI(o.Seed)
 	load := func(t *soakTarget, rate float64, seed uint64) Load {
 		return Load{Target: t, Options: Options{Rate: rate, MaxInFlight: 1024, Timeout: o.Timeout, Tmax: o.Tmax, Seed: o.Seed + seed}}
 	}
 	ls := []Load{load(&soakTarget{f: f, kind: "bid", method: "POST",
-		uri:  func(_ *Worker, dst []byte) ([]byte, bool) { return append(dst, "/openrtb2/bid"...), true },
+		uri:  func(_ *Worker, dst []byte) []byte { return append(dst, "/openrtb2/bid"...) },
 		body: func(w *Worker, dst []byte) []byte { return wls[w.Rand.IntN(len(wls))].body(w, dst) },
 	}, o.Rate, 0)}
 	if o.EventRate > 0 {
-		uri := func(w *Worker, dst []byte) ([]byte, bool) { return eventURI(w, dst), true }
-		ls = append(ls, load(&soakTarget{f: f, kind: "event", method: "GET", uri: uri}, o.EventRate, 1))
+		ls = append(ls, load(&soakTarget{f: f, kind: "event", method: "GET", uri: o.DemoSize.eventURI(o.Seed)}, o.EventRate, 1))
 	}
 	if o.ClickRate > 0 {
-		uri := func(w *Worker, dst []byte) ([]byte, bool) { return f.harvest.pick(w.Rand, dst) }
+		uri := func(w *Worker, dst []byte) []byte {
+			u, _ := f.harvest.pick(w.Rand, dst) // none before the first bid answered with a click link
+			return u
+		}
 		ls = append(ls, load(&soakTarget{f: f, kind: "click", method: "GET", uri: uri}, o.ClickRate, 2))
 	}
 	return ls
@@ -161,7 +163,7 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 		t0 := time.Now()
 		req.SetHost(b.client.Addr)
 		err := b.client.DoDeadline(&req, &resp, t0.Add(f.o.Timeout))
-		status, o := resp.StatusCode(), string(resp.Header.Peek(noticeHeader))
+		status, o := resp.StatusCode(), string(resp.Header.Peek(notice.HeaderOutcome))
 		f.mu.Lock()
 		if err == nil {
 			f.noticeLats.record(time.Since(t0).Microseconds())
@@ -185,9 +187,6 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 	f.anomaly(kind, "gave_up", "", "no bidder took it within 20 s")
 	return "", nil, false
 }
-
-// noticeHeader is bidder.HeaderNoticeOutcome.
-const noticeHeader = "X-Rtbd-Notice"
 
 // anomaly logs an error or a late answer of a request of kind.
 func (f *soakFleet) anomaly(kind, outcome, bidder, detail string) {

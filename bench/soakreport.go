@@ -19,8 +19,9 @@ type SoakSummary struct {
 	BidRequests int64       `json:"bid_requests"` // of the measured phase
 	BidsLate    int64       `json:"bids_late"`    // answered past tmax
 	// Anomalies count every error and late answer by request kind,
-	// outcome and cause: the fault window it fell in (the fault's start
-	// to its recovery plus the fault grace) or "unattributed".
+	// outcome and cause: the fault whose outage (its start to its
+	// recovery) holds it, else the latest whose fault grace after its
+	// recovery does, else "unattributed".
 	Anomalies    []SoakAnomalyCount `json:"anomalies"`
 	Unattributed []SoakAnomaly      `json:"unattributed,omitempty"` // the first 50 anomalies with no cause, in full
 	RSS          []SoakRSS          `json:"rss"`                    // every process incarnation's RSS, once a second, and its verdict
@@ -324,10 +325,15 @@ func rssChart(s *SoakSummary) string {
 		}
 		ss = append(ss, se)
 	}
-	var marks []Event
-	for _, f := range s.Faults {
-		marks = append(marks, Event{AtSec: f.StartSec, What: f.Label})
-	}
 	return lineChart("RSS of every process (MiB, once a second; a restart starts a new process)",
-		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, marks...)
+		linearAxis("seconds since start of measured phase", maxT, 8), linearAxis("RSS MiB", maxY, 6), ss, s.events()...)
+}
+
+// events are the faults as the charts' marks.
+func (s *SoakSummary) events() []Event {
+	var out []Event
+	for _, f := range s.Faults {
+		out = append(out, Event{AtSec: f.StartSec, What: f.Label})
+	}
+	return out
 }

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -179,5 +181,53 @@ func TestSoakNoticePath(t *testing.T) {
 	}
 	if _, ok := noticePath([]byte(`{"id":"x"}`), burlKey, "/bill?"); ok {
 		t.Error("a no-bid body gave a burl")
+	}
+}
+
+// TestSoakAttribute puts errors under the fault whose outage holds them,
+// else the latest whose grace does, on a schedule whose graces overlap the
+// next fault.
+func TestSoakAttribute(t *testing.T) {
+	f := &soakFleet{o: SoakOptions{Duration: 60 * time.Second, FaultGrace: 5 * time.Second}.withDefaults()}
+	at := func(sec float64, kind string) SoakAnomaly {
+		return SoakAnomaly{AtSec: sec, Kind: kind, Outcome: "status_5xx"}
+	}
+	f.anomalies = []SoakAnomaly{
+		at(11, "bid"),     // node1's outage
+		at(16, "event"),   // redis's outage, in node1's grace
+		at(16.5, "event"), // redis's outage, in node1's grace
+		at(18.4, "click"), // both graces: redis's is the latest
+		at(14, "click"),   // node1's grace only
+		at(30, "bid"),     // no fault
+		at(-1, "bid"),     // warm-up: not counted
+	}
+	sum := &SoakSummary{Faults: []SoakFault{
+		{Kind: FaultNodeKill, Label: "node1 kill -9", StartSec: 10, EndSec: 13.5},
+		{Kind: FaultRedisKill, Label: "redis-server kill -9", StartSec: 15, EndSec: 18.3},
+	}}
+	f.attribute(sum, nil)
+	want := []SoakAnomalyCount{
+		{Kind: "bid", Outcome: "status_5xx", Cause: "node1 kill -9", Count: 1},
+		{Kind: "bid", Outcome: "status_5xx", Cause: "unattributed", Count: 1},
+		{Kind: "click", Outcome: "status_5xx", Cause: "node1 kill -9", Count: 1},
+		{Kind: "click", Outcome: "status_5xx", Cause: "redis-server kill -9", Count: 1},
+		{Kind: "event", Outcome: "status_5xx", Cause: "redis-server kill -9", Count: 2},
+	}
+	if !slices.Equal(sum.Anomalies, want) {
+		t.Errorf("anomalies\n%+v\nwant\n%+v", sum.Anomalies, want)
+	}
+	if len(sum.Unattributed) != 1 || sum.Unattributed[0].AtSec != 30 {
+		t.Errorf("unattributed %+v, want the one at 30 s", sum.Unattributed)
+	}
+}
+
+func TestSoakPauseCutShort(t *testing.T) {
+	if got := pause(context.Background(), time.Millisecond); got != "1ms" {
+		t.Errorf("a full pause says %q, want 1ms", got)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if got := pause(ctx, 3*time.Second); !strings.Contains(got, "cut short by the end of the load; 3s planned") {
+		t.Errorf("a pause cut short says %q", got)
 	}
 }

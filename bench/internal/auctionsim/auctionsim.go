@@ -211,10 +211,11 @@ func Run(cfg Config) *Result {
 	}
 	var errs []error // errors.Join drops the nils
 	res := &Result{Config: cfg, Recovery: -1}
-	shifted := make([]float64, len(segments)) // the oracle's price after the shift
-	for i, s := range segments {
-		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma)})
-		shifted[i] = OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma)
+	var oracles, shifted []float64 // the oracle's price before and after the shift
+	for _, s := range segments {
+		oracles = append(oracles, OraclePrice(cfg.Value, s.Floor, s.Median, s.Sigma))
+		shifted = append(shifted, OraclePrice(cfg.Value, s.Floor, s.Median*(1+cfg.Shift), s.Sigma))
+		res.Segments = append(res.Segments, SegmentResult{Segment: s, OraclePrice: oracles[len(oracles)-1]})
 	}
 	var win SegmentResult // the current window after the shift
 	for a := range cfg.Learn + cfg.Measure + cfg.After {
@@ -245,15 +246,12 @@ func Run(cfg Config) *Result {
 			}
 		}
 		after := a >= cfg.Learn+cfg.Measure
-		scale := 1.0
+		scale, oraclePrices := 1.0, oracles
 		if after {
-			scale = 1 + cfg.Shift
+			scale, oraclePrices = 1+cfg.Shift, shifted
 		}
 		i, d := draw(scale, &rng)
-		s, oracle := segments[i], res.Segments[i].OraclePrice
-		if after {
-			oracle = shifted[i]
-		}
+		s, oracle := segments[i], oraclePrices[i]
 		if cfg.Value < s.Floor {
 			continue
 		}
