@@ -163,8 +163,9 @@ func (r *nurlRing) harvest(body []byte) {
 	}
 }
 
-// noticePath is the path and query of the notice URL after key (nurlKey, burlKey) in a bid
-// response, starting at path, unescaped, with the price macro filled (noticePrice).
+// noticePath is the path and query of the notice URL after key (nurlKey,
+// burlKey) in a bid response, starting at path, unescaped, with the price
+// macro filled (noticePrice).
 func noticePath(body, key []byte, path string) ([]byte, bool) {
 	_, rest, ok := bytes.Cut(body, key)
 	u, _, ok2 := bytes.Cut(rest, []byte(`"`))
@@ -203,9 +204,10 @@ func classifyWin(status int, outcome []byte) Outcome {
 	return ClassifyHTTPStatus(status, nil)
 }
 
-// runOverload finds each topology's highest bid rate holding the objective at the middle weight
-// with the users of popularity pop, then offers it twice that rate. The near cache's lookups over
-// the search go into near under the search's best row.
+// runOverload finds each topology's highest bid rate holding the
+// objective at the middle weight with the users of popularity pop, then
+// offers it twice that rate. The near cache's lookups over the search go
+// into near under the search's best row.
 func runOverload(ctx context.Context, o BidderOptions, ts []*topo, pop string, rep *Report, entries *[]TableEntry, near map[string]NearStats, logf func(string, ...any)) error {
 	w := o.Weights[len(o.Weights)/2]
 	wl := newBidWorkload(o.Users, w, pop)

@@ -121,11 +121,13 @@ func (t *topo) nearStats() NearStats {
 	return readNearStats("http://" + loopback(t.bidder.admin) + "/metrics")
 }
 
-// RunBidder runs the bidder scenario: for each topology, one at a time, each popularity and each
-// weight, a mixed open-loop run of bid requests at Load.Rate, win notices at WinRatio of it and
-// pixel events at EventRate. Everything it starts runs from one demo directory on 127.0.0.1 and is
-// stopped before it returns. The report's table compares each row with the first topology's of its
-// weight. With Overload, every topology stays up for the overload runs, which come last.
+// RunBidder runs the bidder scenario: for each topology, one at a time,
+// each popularity and each weight, a mixed open-loop run of bid requests
+// at Load.Rate, win notices at WinRatio of it and pixel events at
+// EventRate. Everything it starts runs from one demo directory on
+// 127.0.0.1 and is stopped before it returns. The report's table compares
+// each row with the first topology's of its weight. With Overload, every
+// topology stays up after its runs for the overload runs, which come last.
 func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -269,8 +271,9 @@ func startTopology(ctx context.Context, name string, o BidderOptions, exe, demoD
 	return t, nil
 }
 
-// ownBidderData copies the demo's bidder data (users, spend) for the bidder name and returns the
-// flags pointing it there: every topology starts from the same state, and two can be up at once.
+// ownBidderData copies the demo's bidder data (users, spend) for the
+// bidder name and returns the flags pointing it there: every topology
+// starts from the same state, and two can be up at once.
 func ownBidderData(demoDir, workDir, name string) ([]string, error) {
 	dst := filepath.Join(workDir, name+"-data")
 	if err := os.RemoveAll(dst); err != nil {
@@ -294,8 +297,9 @@ func bidTarget(name, addr string, wl bidWorkload, ring *nurlRing, maxConns int) 
 		})
 }
 
-// warmTopology sends one bid request per user, weight and popularity, closed loop: every topology
-// starts its runs with what a bidder serving these users for a while holds in its caches.
+// warmTopology sends one bid request per user, weight and popularity,
+// closed loop: every topology starts its runs with what a bidder serving
+// these users for a while holds in its caches.
 func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(string, ...any)) error {
 	start := time.Now()
 	var n int64
@@ -319,8 +323,9 @@ func warmTopology(ctx context.Context, o BidderOptions, t *topo, logf func(strin
 	return nil
 }
 
-// runBidderMixed runs bids, win notices and pixel events together against one topology at one
-// weight; the near cache's lookups over the run go into near under the bids' target.
+// runBidderMixed runs bids, win notices and pixel events together against
+// one topology at one weight; the near cache's lookups over the run go
+// into near under the bids' target.
 func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, pop string, eventURI func(*Worker, []byte) []byte,
 	near map[string]NearStats, logf func(string, ...any)) ([]*Result, error) {
 	base := fmt.Sprintf("%s/%d%s", t.name, weight, popSuffix(pop))

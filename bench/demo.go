@@ -59,7 +59,8 @@ func (d DemoSize) genArgs(dir string) []string {
 		"-users", strconv.Itoa(d.Users), "-image-base", feedgen.DefaultImageBase}
 }
 
-// genDemo runs `rtbd gen -demo` (exe with args) for at most limit, its output in work/gen-demo.log.
+// genDemo runs `rtbd gen -demo` (exe with args) for at most limit, its
+// output in work/gen-demo.log.
 func genDemo(ctx context.Context, exe string, args []string, work string, limit time.Duration) error {
 	c, err := childproc.Start(childproc.Spec{Name: "rtbd gen -demo", Path: exe, Args: args, Log: logPath(work, "gen-demo")})
 	if err != nil {
@@ -112,8 +113,9 @@ type benchUsers struct {
 	seed    uint64
 }
 
-// writeBenchUsers writes count users of each set into the user store of the demo in demoDir (the
-// bidder must not be running), each with the ids of one request of w (scaleProfiles).
+// writeBenchUsers writes count users of each set into the user store of
+// the demo in demoDir (the bidder must not be running), each with the ids
+// of one request of w (scaleProfiles).
 func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, count int, sets []benchUsers, logf func(string, ...any)) (err error) {
 	if len(sets) == 0 {
 		return nil
@@ -142,10 +144,11 @@ func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, cou
 	return nil
 }
 
-// scaleProfiles returns the profiles of users 1..count whose products are the ids of
-// CatalogWorkload requests: request i's group, its first third of ids as viewed and the rest as
-// recommended, as the templates ask (light 1+2, medium 5+10, heavy 10+20), so a bid of the template
-// of ids products looks them all up in one call.
+// scaleProfiles returns the profiles of users 1..count whose products are
+// the ids of CatalogWorkload requests: request i's group, its first third
+// of ids as viewed and the rest as recommended, as the templates ask
+// (light 1+2, medium 5+10, heavy 10+20), so a bid of the template of ids
+// products looks them all up in one call.
 func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) ([]user.Profile, error) {
 	reqs, err := CatalogWorkload{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
 	if err != nil {
@@ -162,7 +165,8 @@ func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) 
 	return out, nil
 }
 
-// dedupIDs drops repeated ids (a Zipf draw repeats popular ones), keeping the first of each.
+// dedupIDs drops repeated ids (a Zipf draw repeats popular ones), keeping
+// the first of each.
 func dedupIDs(ids []int64) []int64 {
 	out := make([]int64, 0, len(ids))
 	for _, id := range ids {

@@ -24,8 +24,9 @@ import (
 // EnvNearCacheBytes sets the default of the -near-cache flag.
 const EnvNearCacheBytes = "RTBD_BENCH_NEAR_CACHE_BYTES"
 
-// nearCacheFlag is -near-cache: a byte count, or "" for the bidder's own setting. envErr is a bad
-// $RTBD_BENCH_NEAR_CACHE_BYTES, which parseFlags reports once the command line is parsed.
+// nearCacheFlag is -near-cache: a byte count, or "" for the bidder's own
+// setting. envErr is a bad $RTBD_BENCH_NEAR_CACHE_BYTES, which parseFlags
+// reports once the command line is parsed.
 type nearCacheFlag struct {
 	args   *[]string
 	val    string
@@ -135,7 +136,8 @@ func nearStatsOf(fams []*dto.MetricFamily) NearStats {
 	return s
 }
 
-// readNearStats reads a /metrics URL; Found is false when it cannot be read or parsed within 2 s.
+// readNearStats reads a /metrics URL; Found is false when it cannot be
+// read or parsed within 2 s.
 func readNearStats(url string) NearStats {
 	status, body, err := fasthttp.GetTimeout(nil, url, 2*time.Second)
 	if err != nil || status != fasthttp.StatusOK {
@@ -172,10 +174,11 @@ func cpuPerRequestUs(r *Result, prefix string) float64 {
 	return cpu / float64(r.Requests) * 1e6
 }
 
-// remoteLocalLines compares each bid result of the second topology with the first's of the same
-// weight and popularity: successful bids/s, the CPU per bid request of the bidder and of the
-// catalog nodes (from /proc), and the remote bidder's near-cache hit ratio. Nothing when fewer than
-// two topologies ran.
+// remoteLocalLines compares each bid result of the second topology with
+// the first's of the same weight and popularity: successful bids/s, the
+// CPU per bid request of the bidder and of the catalog nodes (from
+// /proc), and the remote bidder's near-cache hit ratio. Nothing when
+// fewer than two topologies ran.
 func remoteLocalLines(topologies []string, rs []*Result, near map[string]NearStats) []string {
 	if len(topologies) < 2 {
 		return nil

@@ -26,9 +26,10 @@ import (
 	"github.com/rtbd/rtbd/internal/childproc"
 )
 
-// The scale scenario's catalog bounds and disk estimate: a product needs ScaleDiskPerProduct bytes
-// while it is ingested (about 300 in the index plus the external sort's run files, removed once the
-// tables are written, with a margin), and ScaleDiskReserve stays free.
+// The scale scenario's catalog bounds and disk estimate: a product needs
+// ScaleDiskPerProduct bytes while it is ingested (about 300 in the index
+// plus the external sort's run files, removed once the tables are
+// written, with a margin), and ScaleDiskReserve stays free.
 const (
 	ScaleMaxProducts    = 100_000_000 // the talk's catalog on one node
 	ScaleMinProducts    = 20_000_000  // the smallest the disk check accepts
@@ -79,8 +80,9 @@ func (o ScaleOptions) Validate() error {
 	return p.err()
 }
 
-// ScaleProductsForDisk is the largest multiple of a million products, at most ScaleMaxProducts,
-// whose ingest fits free bytes; an error below ScaleMinProducts.
+// ScaleProductsForDisk is the largest multiple of a million products, at
+// most ScaleMaxProducts, whose ingest fits free bytes; an error below
+// ScaleMinProducts.
 func ScaleProductsForDisk(free uint64) (int, error) {
 	var n uint64
 	if free > ScaleDiskReserve {
@@ -142,7 +144,8 @@ func readScaleIngest(dir string) (ScaleIngest, bool) {
 	return si, true
 }
 
-// dirBytes is the disk used by the files under dir (allocated blocks, each inode once), like du.
+// dirBytes is the disk used by the files under dir (allocated blocks,
+// each inode once), like du.
 func dirBytes(dir string) (int64, error) {
 	seen := map[uint64]bool{}
 	var total int64
@@ -163,8 +166,9 @@ func dirBytes(dir string) (int64, error) {
 	return total, err
 }
 
-// runScaleIngest streams the synthetic feed of n products (feedgen, seed 1, CSV) through a pipe
-// into `rtbd ingest -data dir -format csv -` (the bulk path) and measures the ingest process.
+// runScaleIngest streams the synthetic feed of n products (feedgen, seed
+// 1, CSV) through a pipe into `rtbd ingest -data dir -format csv -` (the
+// bulk path) and measures the ingest process.
 func runScaleIngest(ctx context.Context, exe, dir string, n, groups int, logFile string, free uint64, logf func(string, ...any)) (ScaleIngest, error) {
 	si := ScaleIngest{Products: n, Groups: groups, FreeBytesBefore: free}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -240,9 +244,10 @@ func evictFromPageCache(dir string) error {
 // scale-u-N and scale-z-N (Zipf-popular ids), N = 1..Users.
 var scaleUsers = []benchUsers{{prefix: "scale-u-", uniform: true, seed: 21}, {prefix: "scale-z-", seed: 22}}
 
-// RunScale runs the talk's scale: a catalog of Products ingested through the bulk path from a feed
-// generated into `rtbd ingest`, then one catalog node at default caches measured at IDs-product
-// lookups with uniform ids (mostly cold) and Zipf ids, through catalog/remote and through a bidder
+// RunScale runs the talk's scale: a catalog of Products ingested through
+// the bulk path from a feed generated into `rtbd ingest`, then one catalog
+// node at default caches measured at IDs-product lookups with uniform ids
+// (mostly cold) and Zipf ids, through catalog/remote and through a bidder
 // on the remote catalog whose users viewed products of the big catalog.
 func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 	if err := o.Validate(); err != nil {
@@ -289,9 +294,10 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return &storeTarget{name: name, store: client, stream: &requestStream{reqs: reqs}}, err
 	}
 
-	// Warm-up (other seeds than the measured runs): 20,000 Zipf lookups, then 5,000 uniform ones,
-	// so that the node's own cache holds what a node serving for a while holds (index and filter
-	// blocks, popular products) before the page cache is dropped for the cold runs.
+	// Warm-up (other seeds than the measured runs): 20,000 Zipf lookups,
+	// then 5,000 uniform ones, so that the node's own cache holds what a
+	// node serving for a while holds (index and filter blocks, popular
+	// products) before the page cache is dropped for the cold runs.
 	var warmed []string
 	for _, uniform := range []bool{false, true} {
 		n := 20_000
@@ -376,7 +382,8 @@ func scalePopularity(uniform bool) string {
 	return "zipf"
 }
 
-// scaleIndex returns the record of the index in DataDir, ingesting it first into an empty DataDir.
+// scaleIndex returns the record of the index in DataDir, ingesting it
+// first into an empty DataDir.
 func scaleIndex(ctx context.Context, o ScaleOptions, exe, workDir string, logf func(string, ...any)) (ScaleIngest, error) {
 	si, have := readScaleIngest(o.DataDir)
 	if have && (o.Products == 0 || o.Products == si.Products) && si.Groups == o.Groups {

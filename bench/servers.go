@@ -19,8 +19,9 @@ import (
 // DefaultRedisServer is the redis-server binary the scenarios start.
 const DefaultRedisServer = "/usr/bin/redis-server"
 
-// server is a child process (internal/childproc's: it dies with the harness and keeps its output in
-// a log file and a bounded tail) serving on loopback ports the harness chose.
+// server is a child process (internal/childproc's: it dies with the
+// harness and keeps its output in a log file and a bounded tail) serving
+// on loopback ports the harness chose.
 type server struct {
 	*childproc.Proc
 	name  string
@@ -71,7 +72,8 @@ func (s *server) start(ctx context.Context, keepPorts bool) error {
 // stop sends SIGTERM, waits up to grace, then SIGKILL.
 func (s *server) stop(grace time.Duration) { _ = s.Stop(grace) }
 
-// launch starts the server on fresh ports, says so in logf, and adds its stop to cleanups.
+// launch starts the server on fresh ports, says so in logf, and adds its
+// stop to cleanups.
 func (s *server) launch(ctx context.Context, cleanups *cleanupStack, logf func(string, ...any)) error {
 	if err := s.start(ctx, false); err != nil {
 		return err
@@ -132,8 +134,9 @@ func newBidder(name, exe, config, logDir string, extra []string) *server {
 	return rtbdServer(name, exe, logDir, func(port int) []string {
 		return append([]string{"-config", config, "-http-listen", loopback(port),
 			"-set", "bidder.public_url=http://" + loopback(port),
-			// The workload's imps are secure, as Prebid Server's are: an https base for their URLs
-			// (win notices replay only the path and query, so nothing dials it).
+			// The workload's imps are secure, as Prebid Server's are: an
+			// https base for their URLs (win notices replay only the
+			// path and query, so nothing dials it).
 			"-set", "bidder.secure_public_url=https://" + loopback(port),
 			// The harness is one source speaking for every demo user:
 			// no per-source limit on its pixel events.
