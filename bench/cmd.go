@@ -465,7 +465,7 @@ func soakMain(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := flag.NewFlagSet("rtbd bench soak", flag.ContinueOnError)
 	d := SoakOptions{}.withDefaults() // the flags' defaults; the derived ones (event-rate, click-rate, rss-warmup) stay 0
 	fs.DurationVar(&o.Duration, "duration", d.Duration, "measured time; the faults are spread over it")
-	fs.DurationVar(&o.Warmup, "warmup", d.Warmup, "load before the measured phase (no faults, not counted)")
+	fs.DurationVar(&o.Warmup, "warmup", 30*time.Second, "load before the measured phase (no faults, not counted)")
 	fs.Float64Var(&o.Rate, "rate", d.Rate, "bid requests/s")
 	fs.Float64Var(&o.EventRate, "event-rate", 0, "pixel events/s (default rate/5)")
 	fs.Float64Var(&o.ClickRate, "click-rate", 0, "clicks/s (default rate/20)")

@@ -43,3 +43,20 @@ func TestLoadModelDefaultsIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// TestSoakWarmupFlag: the soak's -warmup defaults to 30s, and -warmup 0
+// (a zero Warmup) stays no warmup through the soak's defaults.
+func TestSoakWarmupFlag(t *testing.T) {
+	var def string
+	for _, fs := range FlagSets() {
+		if fs.Name() == "rtbd bench soak" {
+			def = fs.Lookup("warmup").DefValue
+		}
+	}
+	if def != "30s" {
+		t.Errorf("rtbd bench soak -warmup defaults to %q, want 30s", def)
+	}
+	if got := (SoakOptions{}).withDefaults().Warmup; got != 0 {
+		t.Errorf("a zero soak Warmup becomes %v after the defaults, want none", got)
+	}
+}

@@ -27,7 +27,8 @@ import (
 )
 
 // SoakOptions configure RunSoak; zero values take the defaults of
-// withDefaults. The flags of `rtbd bench soak` (FLAGS.md) set them.
+// withDefaults, but a zero Warmup is none. The flags of `rtbd bench soak`
+// (FLAGS.md) set them.
 type SoakOptions struct {
 	Duration, Warmup           time.Duration // the measured phase (the faults run in it); the load before it, not counted
 	Rate, EventRate, ClickRate float64       // req/s of bids, pixel events and clicks on answered bids' product links
@@ -60,7 +61,6 @@ var SoakFaultKinds = []string{FaultNodeKill, FaultRedisKill, FaultBidderKill, Fa
 
 func (o SoakOptions) withDefaults() SoakOptions {
 	o.Duration = cmp.Or(o.Duration, 10*time.Minute)
-	o.Warmup = cmp.Or(o.Warmup, 30*time.Second)
 	o.Rate = cmp.Or(o.Rate, 100)
 	o.EventRate = cmp.Or(o.EventRate, o.Rate/5)
 	o.ClickRate = cmp.Or(o.ClickRate, o.Rate/20)
