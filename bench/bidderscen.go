@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/rtbd/rtbd/catalog/workload"
 )
 
 // Bidder topologies.
@@ -154,7 +156,7 @@ func RunBidder(ctx context.Context, o BidderOptions) (*Report, error) {
 				sets = append(sets, u)
 			}
 		}
-		w := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: slices.Max(o.Weights)}
+		w := workload.Catalog{Products: o.Products, Groups: o.Groups, IDs: slices.Max(o.Weights)}
 		if err := writeBenchUsers(ctx, demoDir, w, o.Users, sets, logf); err != nil {
 			return nil, err
 		}

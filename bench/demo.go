@@ -16,6 +16,7 @@ import (
 
 	"github.com/rtbd/rtbd/bidder/user"
 	"github.com/rtbd/rtbd/bidder/user/pebblestore"
+	"github.com/rtbd/rtbd/catalog/workload"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 	"github.com/rtbd/rtbd/internal/childproc"
 )
@@ -106,7 +107,7 @@ func (d DemoSize) prepare(ctx context.Context, dir, exe, workDir string, logf fu
 }
 
 // benchUsers is one set of generated users: prefix + 1..count, whose ids
-// are drawn uniformly or Zipf-popular (CatalogWorkload) from a catalog.
+// are drawn uniformly or Zipf-popular (workload.Catalog) from a catalog.
 type benchUsers struct {
 	prefix  string
 	uniform bool
@@ -116,7 +117,7 @@ type benchUsers struct {
 // writeBenchUsers writes count users of each set into the user store of
 // the demo in demoDir (the bidder must not be running), each with the ids
 // of one request of w (scaleProfiles).
-func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, count int, sets []benchUsers, logf func(string, ...any)) (err error) {
+func writeBenchUsers(ctx context.Context, demoDir string, w workload.Catalog, count int, sets []benchUsers, logf func(string, ...any)) (err error) {
 	if len(sets) == 0 {
 		return nil
 	}
@@ -145,12 +146,12 @@ func writeBenchUsers(ctx context.Context, demoDir string, w CatalogWorkload, cou
 }
 
 // scaleProfiles returns the profiles of users 1..count whose products are
-// the ids of CatalogWorkload requests: request i's group, its first third
+// the ids of workload.Catalog requests: request i's group, its first third
 // of ids as viewed and the rest as recommended, as the templates ask
 // (light 1+2, medium 5+10, heavy 10+20), so a bid of the template of ids
 // products looks them all up in one call.
 func scaleProfiles(products, groups, ids, count int, uniform bool, seed uint64) ([]user.Profile, error) {
-	reqs, err := CatalogWorkload{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
+	reqs, err := workload.Catalog{Products: products, Groups: groups, IDs: ids, Uniform: uniform}.Requests(count, seed)
 	if err != nil {
 		return nil, err
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/remote"
+	"github.com/rtbd/rtbd/catalog/workload"
 	"github.com/rtbd/rtbd/ingest/feed"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 	"github.com/rtbd/rtbd/internal/childproc"
@@ -290,7 +291,7 @@ func RunScale(ctx context.Context, o ScaleOptions) (*Report, error) {
 		return rep, err
 	}
 	lookups := func(name string, uniform bool, n int, seed uint64) (*storeTarget, error) {
-		reqs, err := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: uniform}.Requests(n, seed)
+		reqs, err := workload.Catalog{Products: si.Products, Groups: si.Groups, IDs: o.IDs, Uniform: uniform}.Requests(n, seed)
 		return &storeTarget{name: name, store: client, stream: &requestStream{reqs: reqs}}, err
 	}
 
@@ -420,7 +421,7 @@ func startScaleBidder(ctx context.Context, o ScaleOptions, si ScaleIngest, exe, 
 	if err != nil {
 		return nil, err
 	}
-	w := CatalogWorkload{Products: si.Products, Groups: si.Groups, IDs: o.IDs}
+	w := workload.Catalog{Products: si.Products, Groups: si.Groups, IDs: o.IDs}
 	if err := writeBenchUsers(ctx, demoDir, w, o.Users, scaleUsers, logf); err != nil {
 		return nil, err
 	}

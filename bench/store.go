@@ -20,6 +20,7 @@ import (
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/remote"
+	"github.com/rtbd/rtbd/catalog/workload"
 	"github.com/rtbd/rtbd/configs"
 	"github.com/rtbd/rtbd/ingest/feedgen"
 )
@@ -85,7 +86,7 @@ func (o StoreOptions) Validate() error {
 	o = o.withDefaults()
 	var p problems
 	for _, w := range o.Weights {
-		if err := (CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w}).Validate(); err != nil {
+		if err := (workload.Catalog{Products: o.Products, Groups: o.Groups, IDs: w}).Validate(); err != nil {
 			p.merge(err)
 			break
 		}
@@ -155,7 +156,7 @@ func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 
 	reqs := map[int][]*catalogpb.ProductMastersRequest{}
 	for _, w := range o.Weights {
-		wl := CatalogWorkload{Products: o.Products, Groups: o.Groups, IDs: w, Uniform: o.Uniform}
+		wl := workload.Catalog{Products: o.Products, Groups: o.Groups, IDs: w, Uniform: o.Uniform}
 		if reqs[w], err = wl.Requests(o.Requests, o.Load.Seed); err != nil {
 			return nil, err
 		}

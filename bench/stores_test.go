@@ -14,39 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
 	"github.com/rtbd/rtbd/catalog/catalogtest"
+	"github.com/rtbd/rtbd/catalog/workload"
 	"github.com/rtbd/rtbd/internal/aerospiketest"
 )
-
-func TestCatalogWorkloadMatchesCatalogtest(t *testing.T) {
-	for _, w := range []CatalogWorkload{{Products: 100_000, Groups: 10, IDs: 15}, {Products: 2000, Groups: 4, IDs: 3, Uniform: true}, {Products: 500, Groups: 1, IDs: 30}} {
-		got, err := w.Requests(500, 9)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := catalogtest.Workload{N: w.Products, Groups: w.Groups, Zipf: !w.Uniform, IDs: w.IDs}.Requests(500, 9)
-		for i := range want {
-			if !proto.Equal(got[i], want[i]) {
-				t.Fatalf("%+v: request %d = %v, want %v", w, i, got[i], want[i])
-			}
-		}
-		for _, r := range got {
-			for _, id := range r.Product1Ids {
-				if g := 1 + (id-1)%int64(w.Groups); id < 1 || id > int64(w.Products) || g != r.ProductGroupId {
-					t.Fatalf("%+v: id %d of group %d is not in the synthetic catalog's group %d", w, id, g, r.ProductGroupId)
-				}
-			}
-		}
-	}
-	if _, err := (CatalogWorkload{Products: 10, Groups: 20, IDs: 0}).Requests(1, 1); !errors.Is(err, ErrInvalid) ||
-		!strings.Contains(err.Error(), "products") || !strings.Contains(err.Error(), "ids") {
-		t.Errorf("bad workload: %v", err)
-	}
-}
 
 // TestStoresConformance runs the catalog's conformance suite (every rule of
 // GetProductMasters) against the Redis and Aerospike stores of the store
@@ -125,7 +98,7 @@ func TestVerifyStoresFindsADifference(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	reqs, err := CatalogWorkload{Products: 400, Groups: 4, IDs: 15}.Requests(100, 1)
+	reqs, err := workload.Catalog{Products: 400, Groups: 4, IDs: 15}.Requests(100, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,12 @@
 package catalogtest
 
 import (
-	"math/rand/v2"
 	"strconv"
 	"testing"
 
 	"github.com/rtbd/rtbd/catalog"
 	"github.com/rtbd/rtbd/catalog/catalogpb"
+	"github.com/rtbd/rtbd/catalog/workload"
 )
 
 // SyntheticProduct returns product i (0-based) of a synthetic catalog with
@@ -103,50 +103,23 @@ func buildSynthetic(tb testing.TB, b *catalog.Builder, n, groups int) {
 	}
 }
 
-// Workload makes product-master requests over a synthetic catalog.
+// Workload makes product-master requests over a synthetic catalog: the
+// stream of workload.Catalog, which rtbd bench sends too.
 type Workload struct {
 	N, Groups int
-	// Zipf: product popularity (and group popularity) Zipf-distributed
-	// (s=1.1), as real traffic is; false: uniformly random.
+	// Zipf: product and group popularity Zipf-distributed (s=1.1), as real
+	// traffic is; false: uniformly random.
 	Zipf bool
 	// IDs per request (the talk: 3 light, 15 medium, 30 heavy).
 	IDs int
 }
 
-// Requests returns count requests, deterministic for a seed. Each asks for
-// IDs product ids of one group in product1 (quantity IDs).
+// Requests returns count requests, deterministic for a seed. It panics on
+// a workload workload.Catalog rejects (a mistake in the calling test).
 func (w Workload) Requests(count int, seed uint64) []*catalogpb.ProductMastersRequest {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	perGroup := w.N / w.Groups
-	var zg, zp *rand.Zipf
-	if w.Zipf {
-		zg = rand.NewZipf(rng, 1.1, 1, uint64(w.Groups-1))
-		zp = rand.NewZipf(rng, 1.1, 1, uint64(perGroup-1))
+	reqs, err := workload.Catalog{Products: w.N, Groups: w.Groups, IDs: w.IDs, Uniform: !w.Zipf}.Requests(count, seed)
+	if err != nil {
+		panic(err)
 	}
-	// Popularity rank r within a group maps to a scattered product, so the
-	// hot products are not neighbours on disk.
-	scatter := func(r int) int { return int((uint64(r)*2654435761 + 12345) % uint64(perGroup)) }
-	out := make([]*catalogpb.ProductMastersRequest, count)
-	for i := range out {
-		var g int
-		if w.Zipf {
-			g = int(zg.Uint64())
-		} else {
-			g = rng.IntN(w.Groups)
-		}
-		ids := make([]int64, w.IDs)
-		for j := range ids {
-			var r int
-			if w.Zipf {
-				r = scatter(int(zp.Uint64()))
-			} else {
-				r = rng.IntN(perGroup)
-			}
-			// SyntheticProduct: group g+1 holds product indexes g, g+Groups, ...; ids = index+1.
-			ids[j] = int64(g + r*w.Groups + 1)
-		}
-		out[i] = &catalogpb.ProductMastersRequest{ProductGroupId: int64(g + 1),
-			Product1QuantityAtMost: int32(w.IDs), Product1Ids: ids}
-	}
-	return out
+	return reqs
 }
