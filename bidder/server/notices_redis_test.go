@@ -13,6 +13,7 @@ import (
 	"github.com/rtbd/rtbd/bidder/internal/biddertest"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 	"github.com/rtbd/rtbd/bidder/spend/spendtest"
+	"github.com/rtbd/rtbd/rtb/money"
 )
 
 // TestServerRedis: Start with redis.addr set (as -redis does) picks the
@@ -43,13 +44,20 @@ func TestServerRedis(t *testing.T) {
 	st, resp := httpDo(t, "POST", "http://"+s.Addr()+bidder.PathBid, body)
 	var br struct {
 		SeatBid []struct {
-			Bid []struct{ BURL, CID string }
+			Bid []struct {
+				BURL, CID string
+				Price     float64
+			}
 		}
 	}
 	if err := json.Unmarshal(resp, &br); st != 200 || err != nil || len(br.SeatBid) == 0 {
 		t.Fatalf("bid: %d %v %.300s", st, err, resp)
 	}
-	bill := strings.Replace(strings.Replace(br.SeatBid[0].Bid[0].BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", "0.5", 1)
+	// Cleared at a third of the bid's price: a segment without data may
+	// explore below the campaign's price, so a fixed price may exceed it.
+	bid := br.SeatBid[0].Bid[0]
+	price := money.FromFloat(bid.Price) / 3
+	bill := strings.Replace(strings.Replace(bid.BURL, "http://127.0.0.1:8080", "http://"+s.Addr(), 1), "${AUCTION_PRICE}", money.Format(price), 1)
 	if st, b := httpDo(t, "GET", bill, nil); st != 204 {
 		t.Fatalf("bill: %d %s", st, b)
 	}
@@ -58,7 +66,7 @@ func TestServerRedis(t *testing.T) {
 	}
 	cid := br.SeatBid[0].Bid[0].CID
 	tot, err := redisstore.New(rdb, redisstore.Options{Prefix: "rtbd:"}).Read(ctx, []string{cid}, time.Now().UTC().Format("2006-01-02"))
-	if err != nil || len(tot) != 1 || tot[0].TotalMicros != 500 || tot[0].TotalImps != 1 {
-		t.Errorf("redis after Shutdown: %+v %v, want 500 micros, 1 impression", tot, err)
+	if want := money.PerImpression(price); err != nil || len(tot) != 1 || tot[0].TotalMicros != want || tot[0].TotalImps != 1 {
+		t.Errorf("redis after Shutdown: %+v %v, want %d micros, 1 impression", tot, err, want)
 	}
 }

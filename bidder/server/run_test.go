@@ -51,8 +51,9 @@ func testConfig(t *testing.T) *configs.Config {
 	cfg.Bidder.TokenKeys = []string{string(biddertest.Key)}
 	cfg.Bidder.AccessLogSample = 1
 	cfg.Bidder.ShutdownDelay = 0 // tests that measure the delay set it
-	// No shading exploration: a bid is its campaign's price, so a bill at
-	// a fixed price below it clears (an explored bid may be lower).
+	// No exploration of segments with data. A segment without data still
+	// explores below the campaign's price (shading.Options.ExploreCold), so
+	// tests clear bills at a price taken from the bid, not a fixed one.
 	cfg.Shading.Explore = 0
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

@@ -86,16 +86,21 @@ func TestGateNewCampaign(t *testing.T) {
 	if _, err := mem.Flush(context.Background(), []spend.Delta{{ID: "other:1", Campaign: "spent", Day: day, Micros: 1000, Imps: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	w := newWriter(t, mem, spend.Options{FlushInterval: time.Hour})
+	cs := newCounting(mem)
+	w := newWriter(t, cs, spend.Options{FlushInterval: time.Hour})
 	b := spend.NewBudgets(w, spend.BudgetOptions{WaitForTotals: true})
 	if n, err := b.ReadTotals(context.Background()); n != 0 || err != nil {
 		t.Fatalf("nothing registered: %d, %v", n, err)
 	}
 	fresh := spend.CampaignBudget{ID: "fresh", TotalMicros: 1000, Pacing: spend.PacingASAP}
 	spent := spend.CampaignBudget{ID: "spent", DailyMicros: 1000, Pacing: spend.PacingASAP}
+	// The store refuses reads until the first check has answered: the read
+	// Check starts at once could otherwise finish before Check reads the state.
+	cs.setFailing(true)
 	if ok, r := b.Check(spent, time.Now()); ok || r != spend.ReasonUnread {
 		t.Fatalf("first check of a new budgeted campaign: %v %v, want totals_unread", ok, r)
 	}
+	cs.setFailing(false)
 	// The gate loop reads it without waiting for the hour-long refresh.
 	waitFor(t, 10*time.Second, "the new campaign's totals read", func() bool {
 		_, r := b.Check(spent, time.Now())
