@@ -10,12 +10,12 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bench/internal/auctionsim"
+	"github.com/rtbd/rtbd/bidder/auctionsim"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )
 
 // auctionMain is `rtbd bench auction`: bid shading against the oracle on
-// the simulated exchange (bench/internal/auctionsim), with the minimum bid
+// the simulated exchange (bidder/auctionsim), with the minimum bid
 // to win and with win notices only, each played again by -bidders sharing
 // a redis-server; then the pacing simulation. Deterministic for a -seed.
 func auctionMain(args []string, stdout, stderr io.Writer) error {

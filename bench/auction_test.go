@@ -12,7 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/rtbd/rtbd/bench/internal/auctionsim"
+	"github.com/rtbd/rtbd/bidder/auctionsim"
 	"github.com/rtbd/rtbd/bidder/shading"
 	"github.com/rtbd/rtbd/bidder/spend/redisstore"
 )

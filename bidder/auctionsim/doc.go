@@ -1,4 +1,5 @@
-// Package auctionsim is the harness's first-price exchange: segments whose
+// Package auctionsim is the simulated first-price exchange that bid shading
+// and pacing are judged on (`rtbd bench auction` prints it): segments whose
 // highest competing bid is lognormal with known parameters, floors, a shift
 // of every landscape mid-run, notices with or without the minimum bid to
 // win (m) and with or without loss notices, played in-process on a fake
