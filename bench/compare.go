@@ -107,11 +107,8 @@ var metricDefs = [...]struct {
 func compareResults(ra, rb *Result) []Delta {
 	out := make([]Delta, 0, len(metricDefs))
 	for _, m := range metricDefs {
-		d := Delta{Target: ra.Target, Metric: m.name, Unit: m.unit, A: m.whole(ra), B: m.whole(rb), PValue: 1}
-		d.Diff = d.B - d.A
-		if d.A != 0 {
-			d.DiffPc = 100 * d.Diff / d.A
-		}
+		a, b := m.whole(ra), m.whole(rb)
+		d := Delta{Target: ra.Target, Metric: m.name, Unit: m.unit, A: a, B: b, Diff: b - a, DiffPc: 100 * safeDiv(b-a, a), PValue: 1}
 		xa, xb := perSecond(ra, m.perSec), perSecond(rb, m.perSec)
 		d.NA, d.NB = len(xa), len(xb)
 		d.MedianA, d.MedianB = median(xa), median(xb)

@@ -17,8 +17,7 @@ const Schema = "rtbd-bench/v1"
 const maxReportBytes = 256 << 20
 
 // Report is one benchmark run: metadata, the Results of every target, the
-// scenario's comparison tables, and optional max-rate searches. Write it
-// with WriteText, WriteJSON or WriteHTML; read JSON back with LoadReport.
+// scenario's comparison tables, and optional max-rate searches.
 type Report struct {
 	Schema string `json:"schema"`
 	Meta
@@ -64,8 +63,7 @@ func NewReport(m Meta, results ...*Result) *Report {
 	}
 }
 
-// WriteJSON writes r as indented JSON (schema rtbd-bench/v1, see the package
-// documentation).
+// WriteJSON writes r as indented JSON.
 func WriteJSON(w io.Writer, r *Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

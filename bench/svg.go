@@ -21,20 +21,13 @@ var palette = [...]string{"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
 
 func colorOf(i int) string { return palette[i%len(palette)] }
 
-// series is one line of a chart. more continues the series before it (same
+// series is one line of a chart. dash is the stroke attribute of a dashed
+// line ("" for a solid one); more continues the series before it (same
 // name and colour, one legend entry): a line with a gap.
 type series struct {
-	name, color  string
-	dashed, more bool
-	pts          [][2]float64
-}
-
-// dash is the stroke attribute of a dashed series ("" for a solid one).
-func (s series) dash() string {
-	if s.dashed {
-		return ` stroke-dasharray="5 3"`
-	}
-	return ""
+	name, color, dash string
+	more              bool
+	pts               [][2]float64
 }
 
 type tick struct {
@@ -111,7 +104,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...Event) string {
 			pts[i] = fmt.Sprintf("%.1f,%.1f", sx(p[0]), sy(p[1]))
 		}
 		fmt.Fprintf(&b, `<polyline points="%s" fill="none" stroke="%s" stroke-width="1.8"%s><title>%s</title></polyline>`,
-			strings.Join(pts, " "), s.color, s.dash(), esc(s.name))
+			strings.Join(pts, " "), s.color, s.dash, esc(s.name))
 	}
 	// The legend, on a white box so that it stays readable over the lines.
 	legend := slices.DeleteFunc(slices.Clone(ss), func(s series) bool { return s.more })
@@ -124,7 +117,7 @@ func lineChart(title string, xa, ya axis, ss []series, marks ...Event) string {
 	}
 	for i, s := range legend {
 		x, y := padLeft+10, padTop+14+16*i
-		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, x, y-4, x+18, y-4, s.color, s.dash())
+		fmt.Fprintf(&b, `<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="2.5"%s/>`, x, y-4, x+18, y-4, s.color, s.dash)
 		fmt.Fprintf(&b, `<text x="%d" y="%d" class="legend">%s</text>`, x+24, y, esc(s.name))
 	}
 	b.WriteString(`</svg>`)
@@ -190,7 +183,7 @@ func timelineChart(title, ylabel string, rs []*Result, val func(Second) float64,
 	var marks []Event
 	for i, r := range rs {
 		s := series{name: r.Target, color: colorOf(i)}
-		p50 := series{name: r.Target + " p50", color: colorOf(i), dashed: true}
+		p50 := series{name: r.Target + " p50", color: colorOf(i), dash: ` stroke-dasharray="5 3"`}
 		anyFull := slices.ContainsFunc(r.Timeline, func(s Second) bool { return s.Full })
 		for _, sec := range r.Timeline {
 			if anyFull && !sec.Full {

@@ -66,11 +66,8 @@ func BuildTable(title string, entries []TableEntry) Table {
 			AvgMs: l.AvgUs / 1000, P50Ms: usToMs(l.P50Us), P99Ms: usToMs(l.P99Us), Rate: r.AchievedRate,
 			OfferedRate: r.OfferedRate, P90Ms: usToMs(l.P90Us), P999Ms: usToMs(l.P999Us), MaxMs: usToMs(l.MaxUs),
 			Requests: r.Requests, Errors: r.Errors.Total, ErrorPct: 100 * r.ErrorRatio(),
-			NoBidPct: 100 * r.NoBidRatio(), Misses: r.DeadlineMisses,
-			HarnessCPUSec: r.GeneratorCPUSec, ServerCPUSec: -1, ServerRSSMB: -1,
-		}
-		if r.GeneratorShared > 1 {
-			row.HarnessCPUSec /= float64(r.GeneratorShared) // shared by a mixed run's loads: split evenly
+			NoBidPct: 100 * r.NoBidRatio(), Misses: r.DeadlineMisses, ServerCPUSec: -1, ServerRSSMB: -1,
+			HarnessCPUSec: r.GeneratorCPUSec / float64(max(r.GeneratorShared, 1)), // shared by a mixed run's loads: split evenly
 		}
 		if !e.InProcess && len(r.Processes) > 0 {
 			row.ServerCPUSec, row.ServerRSSMB = 0, 0
@@ -105,42 +102,37 @@ func safeDiv(a, b float64) float64 {
 	return a / b
 }
 
-// tableCells are a row's cells in the text report, in writeTable's columns.
-func tableCells(r TableRow) []string {
-	ratio := func(v float64) string {
-		if r.Baseline == "" {
-			return "base"
-		}
-		if v == 0 {
-			return "-"
-		}
-		return fmt.Sprintf("%.2f", v)
-	}
-	na := func(v float64, f string) string {
-		if v < 0 {
-			return "-"
-		}
-		return fmt.Sprintf(f, v)
-	}
-	offered := "-"
-	if r.OfferedRate > 0 {
-		offered = fmtRate(r.OfferedRate)
-	}
-	return []string{r.Target, r.Group,
-		fmtMs(r.AvgMs), fmtMs(r.P50Ms), fmtMs(r.P99Ms), fmtRate(r.Rate),
-		ratio(r.RatioAvg), ratio(r.RatioP50), ratio(r.RatioP99), ratio(r.RatioRate),
-		offered, fmtMs(r.P90Ms), fmtMs(r.P999Ms), fmtMs(r.MaxMs), fmt.Sprint(r.Requests),
-		fmt.Sprint(r.Errors), fmt.Sprintf("%.1f", r.NoBidPct), fmt.Sprint(r.Misses),
-		fmt.Sprintf("%.2f", r.HarnessCPUSec), na(r.ServerCPUSec, "%.2f"), na(r.ServerRSSMB, "%.1f")}
-}
-
 func writeTable(out *textWriter, t Table) {
 	out.printf("\n%s\n", t.Title)
 	tw := out.tab()
 	fmt.Fprintln(tw, "target\tgroup\tavg ms\tp50 ms\tp99 ms\treq/s\tavg ×\tp50 ×\tp99 ×\treq/s ×\t"+
 		"offered\tp90 ms\tp99.9 ms\tmax ms\trequests\terrors\tno-bid %\tmisses\tharness CPU s\tserver CPU s\tserver RSS MB\t")
+	na := func(v float64, f string) string { // -1: not applicable
+		if v < 0 {
+			return "-"
+		}
+		return fmt.Sprintf(f, v)
+	}
 	for _, r := range t.Rows {
-		fmt.Fprintln(tw, strings.Join(tableCells(r), "\t")+"\t")
+		ratio := func(v float64) string {
+			if r.Baseline == "" {
+				return "base"
+			}
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%.2f", v)
+		}
+		offered := "-"
+		if r.OfferedRate > 0 {
+			offered = fmtRate(r.OfferedRate)
+		}
+		fmt.Fprintln(tw, strings.Join([]string{r.Target, r.Group,
+			fmtMs(r.AvgMs), fmtMs(r.P50Ms), fmtMs(r.P99Ms), fmtRate(r.Rate),
+			ratio(r.RatioAvg), ratio(r.RatioP50), ratio(r.RatioP99), ratio(r.RatioRate),
+			offered, fmtMs(r.P90Ms), fmtMs(r.P999Ms), fmtMs(r.MaxMs), fmt.Sprint(r.Requests),
+			fmt.Sprint(r.Errors), fmt.Sprintf("%.1f", r.NoBidPct), fmt.Sprint(r.Misses),
+			fmt.Sprintf("%.2f", r.HarnessCPUSec), na(r.ServerCPUSec, "%.2f"), na(r.ServerRSSMB, "%.1f")}, "\t")+"\t")
 	}
 	out.flush(tw)
 	out.printf("(talk's columns: avg, p50, p99 ms and achieved req/s; × = ratio to the group's baseline row; then ours.\n" +

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -62,22 +63,19 @@ func WriteText(w io.Writer, r *Report) error {
 }
 
 func writeResult(out *textWriter, res *Result) {
-	var how string
+	how := string(res.Mode)
 	switch res.Mode {
 	case ModeOpenLoop:
 		how = fmt.Sprintf("open loop: %s req/s offered, %s arrival, max in flight %d", fmtRate(res.OfferedRate), res.Arrival, res.MaxInFlight)
 	case ModeClosedLoop:
 		how = fmt.Sprintf("closed loop: concurrency %d", res.Concurrency)
-	default:
-		how = string(res.Mode)
 	}
 	out.printf("== %s (%s; %.1f s measured after %.1f s warmup; timeout %s ms, tmax %s ms) ==\n",
 		res.Target, how, res.DurationSec, res.WarmupSec, fmtMs(res.TimeoutMs), fmtMs(res.TmaxMs))
 	if res.Aborted {
 		out.printf("ABORTED: partial result\n")
 	}
-	l := res.Latency
-	e := res.Errors
+	l, e := res.Latency, res.Errors
 	out.printf("Summary:\n")
 	tw := out.tab()
 	fmt.Fprintf(tw, "  Count:\t%d\n", res.Requests)
@@ -100,10 +98,7 @@ func writeResult(out *textWriter, res *Result) {
 
 	if len(res.Histogram) > 0 {
 		out.printf("\nResponse time histogram (ms):\n")
-		var maxC int64
-		for _, b := range res.Histogram {
-			maxC = max(maxC, b.Count)
-		}
+		maxC := slices.MaxFunc(res.Histogram, func(a, b HistogramBucket) int { return cmp.Compare(a.Count, b.Count) }).Count
 		tw = out.tab()
 		for _, b := range res.Histogram {
 			bar := min(max(b.Count*40/max(maxC, 1), 0), 40) // clamped: a report read from a file may hold anything
