@@ -69,19 +69,11 @@ func Compare(a, b *Report) []Delta {
 	var out []Delta
 	usedB := make([]bool, len(b.Results))
 	for _, ra := range a.Results {
-		ib := -1
-		for i, rb := range b.Results { // the first result of that name not matched yet
-			if !usedB[i] && rb.Target == ra.Target {
-				ib = i
-				break
-			}
-		}
-		if ib < 0 {
+		if ib := claim(b.Results, usedB, ra.Target); ib >= 0 {
+			out = append(out, compareResults(ra, b.Results[ib])...)
+		} else {
 			out = append(out, Delta{Target: ra.Target, Metric: "-", PValue: 1, Verdict: Inconclusive, Reason: "only in A"})
-			continue
 		}
-		usedB[ib] = true
-		out = append(out, compareResults(ra, b.Results[ib])...)
 	}
 	for i, rb := range b.Results {
 		if !usedB[i] {
@@ -89,6 +81,18 @@ func Compare(a, b *Report) []Delta {
 		}
 	}
 	return out
+}
+
+// claim marks used and returns the index of the first result named target
+// not used yet; -1 when there is none.
+func claim(rs []*Result, used []bool, target string) int {
+	for i, r := range rs {
+		if !used[i] && r.Target == target {
+			used[i] = true
+			return i
+		}
+	}
+	return -1
 }
 
 // metricDefs are the metrics compared, in output order: the whole-run value

@@ -9,11 +9,10 @@ import (
 )
 
 // WriteHTML writes r as one self-contained HTML page (no external script,
-// style sheet, font or image): inline SVG charts (percentile curves,
-// throughput and p99 over time with the run's events marked, the soak's
-// RSS), then the text report. Each table group (say, "3 products": local,
-// grpc, redis) gets its own set of charts, so that each plot compares a few
-// lines; results in no group are charted together.
+// style sheet, font or image): inline SVG charts, then the text report.
+// Each table group (say, "3 products": local, grpc, redis) gets its own
+// charts, so that each plot compares a few lines; results in no group are
+// charted together.
 func WriteHTML(w io.Writer, r *Report) error {
 	var text strings.Builder
 	if err := WriteText(&text, r); err != nil {
@@ -65,12 +64,8 @@ func chartGroups(r *Report) []chartGroup {
 				g = len(gs)
 				gs = append(gs, chartGroup{Title: title})
 			}
-			for i, res := range r.Results { // the first result of that name not charted yet
-				if !used[i] && res.Target == row.Target {
-					used[i] = true
-					gs[g].results = append(gs[g].results, res)
-					break
-				}
+			if i := claim(r.Results, used, row.Target); i >= 0 {
+				gs[g].results = append(gs[g].results, r.Results[i])
 			}
 		}
 	}

@@ -73,13 +73,10 @@ type Event struct {
 	What  string  `json:"what"`
 }
 
-// ErrorRatio returns Errors.Total / Requests (0 when there were no requests).
+// ErrorRatio, MissRatio and NoBidRatio are the shares of Requests that
+// failed, missed the soft deadline and got no bid (0 with no requests).
 func (r *Result) ErrorRatio() float64 { return safeDiv(float64(r.Errors.Total), float64(r.Requests)) }
-
-// MissRatio returns DeadlineMisses / Requests.
-func (r *Result) MissRatio() float64 { return safeDiv(float64(r.DeadlineMisses), float64(r.Requests)) }
-
-// NoBidRatio returns NoBids / Requests.
+func (r *Result) MissRatio() float64  { return safeDiv(float64(r.DeadlineMisses), float64(r.Requests)) }
 func (r *Result) NoBidRatio() float64 { return safeDiv(float64(r.NoBids), float64(r.Requests)) }
 
 // ErrorCounts counts failed requests by kind; Total is their sum.
