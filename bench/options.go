@@ -22,9 +22,6 @@ const (
 	DefaultTimeout     = time.Second
 )
 
-// pacerSlice is the open-loop pacer's minimum sleep.
-const pacerSlice = time.Millisecond
-
 // Options configure one load: open loop at Rate, or closed loop of
 // Concurrency workers (Rate zero).
 //
