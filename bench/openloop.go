@@ -219,8 +219,10 @@ func (l *load) send(w *Worker, rec *recorder, it item, now int64) {
 }
 
 // pace schedules the requests of an open loop. It never sleeps per
-// request: it wakes about once per millisecond (or at the next scheduled
-// time, if later) and dispatches every request that has come due.
+// request: it wakes about once per millisecond, Go's timer granularity (or
+// at the next scheduled time, if later), and dispatches every request that
+// has come due. One that came due while it slept counts from the waking, so
+// the generator's own sleep is not charged to the target.
 func (l *load) pace() {
 	rec := l.agg.newRecorder() // for requests that expire before a worker is free
 	defer rec.close()
@@ -264,8 +266,8 @@ func (l *load) pace() {
 }
 
 // dispatch hands it to an idle worker, starts a new worker if none is idle
-// and fewer than MaxInFlight exist, or else waits for a worker. It returns
-// false if the run was cancelled while waiting.
+// and fewer than MaxInFlight exist, or else waits for a worker (it keeps its
+// scheduled time). It returns false if the run was cancelled while waiting.
 func (l *load) dispatch(it item) bool {
 	select {
 	case l.work <- it:
