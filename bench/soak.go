@@ -134,9 +134,9 @@ type soakFleet struct {
 	accepted   []string      // burl paths answered 204 accepted or replay
 	noticeLats dist          // µs of the notice attempts a bidder answered
 
-	harvest   urlRing // recent click links of answered bids
-	pendingWG sync.WaitGroup
-	stopping  atomic.Bool
+	harvest   urlRing        // recent click links of answered bids
+	pendingWG sync.WaitGroup // notices scheduled (harvestBid runs only during the load: no Add after the Wait)
+	stopping  atomic.Bool    // the load has ended: no more replays
 }
 
 // RunSoak runs the fault-injection soak (bench/README.md): the fleet under

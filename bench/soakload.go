@@ -93,7 +93,7 @@ func (f *soakFleet) harvestBid(body []byte) {
 	if m := clickLink.Find(body); m != nil {
 		f.harvest.add(m)
 	}
-	if f.stopping.Load() || rand.Float64() >= f.o.WinRatio {
+	if rand.Float64() >= f.o.WinRatio {
 		return
 	}
 	nurl, ok1 := noticePath(body, nurlKey, "/win?")
