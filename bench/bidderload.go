@@ -119,8 +119,7 @@ func (r *urlRing) add(u []byte) {
 	i := int(r.seen % nurlRingSize)
 	r.seen++
 	if i == len(r.buf) {
-		r.buf = append(r.buf, bytes.Clone(u))
-		return
+		r.buf = append(r.buf, nil)
 	}
 	r.buf[i] = append(r.buf[i][:0], u...)
 }
@@ -133,12 +132,6 @@ func (r *urlRing) pick(rng *rand.Rand, dst []byte) ([]byte, bool) {
 		return dst, false
 	}
 	return append(dst, r.buf[rng.IntN(len(r.buf))]...), true
-}
-
-func (r *urlRing) empty() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.buf) == 0
 }
 
 // nurlRing keeps the path and query of recent bids' win notice URLs
@@ -175,20 +168,6 @@ func noticePath(body, key []byte, path string) ([]byte, bool) {
 	}
 	u = bytes.ReplaceAll(u[k:], []byte(`\u0026`), []byte("&"))
 	return bytes.ReplaceAll(u, priceMacro, []byte(noticePrice)), true
-}
-
-// winTarget sends harvested win notices; with none harvested yet it
-// returns ErrOther without sending.
-type winTarget struct {
-	*httpTarget
-	ring *nurlRing
-}
-
-func (t winTarget) Do(ctx context.Context, w *Worker) Outcome {
-	if t.ring.empty() {
-		return ErrOther
-	}
-	return t.httpTarget.Do(ctx, w)
 }
 
 // classifyWin: a 204 is OK, unless its X-Rtbd-Notice says "unhandled" (a

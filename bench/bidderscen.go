@@ -345,7 +345,7 @@ func runBidderMixed(ctx context.Context, o BidderOptions, t *topo, weight int, p
 			return dst
 		}, nil, classifyWin)
 		win.checkHeader = "X-Rtbd-Notice" // bidder.HeaderNoticeOutcome
-		loads = append(loads, Load{Target: winTarget{win, ring}, Options: opts(o.Load.Rate*o.WinRatio, 1)})
+		loads = append(loads, Load{Target: win, Options: opts(o.Load.Rate*o.WinRatio, 1)})
 	}
 	if o.EventRate > 0 {
 		loads = append(loads, Load{Target: newHTTPTarget(base+" event", t.addr, "GET", maxConns, eventURI, nil, nil), Options: opts(o.EventRate, 2)})

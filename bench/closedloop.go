@@ -15,9 +15,7 @@ func (l *load) closedLoop() {
 	lastStart := make([]int64, l.o.Concurrency) // of each worker's measured requests
 	var wg sync.WaitGroup
 	for id := range l.o.Concurrency {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w := l.newWorker(id)
 			rec := l.agg.newRecorder()
 			defer rec.close()
@@ -32,7 +30,7 @@ func (l *load) closedLoop() {
 					lastStart[id] = start
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	l.sendNs = int64(l.o.Duration)

@@ -16,7 +16,7 @@ import (
 // body built per request. Safe for concurrent use.
 type httpTarget struct {
 	name, method string
-	uri          func(w *Worker, dst []byte) []byte    // appends the next request's path and query to dst
+	uri          func(w *Worker, dst []byte) []byte    // appends the next request's path and query to dst; none: ErrOther, not sent
 	body         func(w *Worker, dst []byte) []byte    // if set, appends the next request's body to dst
 	check        func(status int, body []byte) Outcome // the body is valid only during the call
 	checkHeader  string                                // if set, check gets this response header instead of the body
@@ -57,21 +57,18 @@ func scratch(w *Worker, method string) *httpScratch {
 	return s
 }
 
-// prepare sets the request's URI to s.uri and its JSON body to body's
-// output (in w.Buf); a nil body sends none.
-func (s *httpScratch) prepare(w *Worker, addr string, body func(w *Worker, dst []byte) []byte) {
+// do sends the request to c by w.Deadline (DefaultTimeout from now when
+// none): URI s.uri, and the JSON body from body (in w.Buf) unless body is nil.
+func (s *httpScratch) do(w *Worker, c *fasthttp.HostClient, body func(w *Worker, dst []byte) []byte) error {
 	s.req.SetRequestURIBytes(s.uri)
-	s.req.SetHost(addr)
+	s.req.SetHost(c.Addr)
 	s.req.ResetBody()
 	if body != nil {
 		w.Buf = body(w, w.Buf[:0])
 		s.req.SetBodyRaw(w.Buf)
 		s.req.Header.SetContentType("application/json")
 	}
-}
-
-// do sends s.req through c by deadline (DefaultTimeout from now when zero).
-func (s *httpScratch) do(c *fasthttp.HostClient, deadline time.Time) error {
+	deadline := w.Deadline
 	if deadline.IsZero() {
 		deadline = time.Now().Add(DefaultTimeout)
 	}
@@ -89,9 +86,10 @@ func (h *httpTarget) Name() string { return h.name }
 
 func (h *httpTarget) Do(_ context.Context, w *Worker) Outcome {
 	s := scratch(w, h.method)
-	s.uri = h.uri(w, s.uri[:0])
-	s.prepare(w, h.client.Addr, h.body)
-	if err := s.do(h.client, w.Deadline); err != nil {
+	if s.uri = h.uri(w, s.uri[:0]); len(s.uri) == 0 {
+		return ErrOther // nothing to send yet (no win notice harvested)
+	}
+	if err := s.do(w, h.client, h.body); err != nil {
 		return ClassifyError(err)
 	}
 	if h.checkHeader != "" {

@@ -92,11 +92,7 @@ func runLoads(ctx context.Context, loads []Load, warmup time.Duration, w Watch) 
 	var wg sync.WaitGroup
 	for i, l := range loads {
 		ls[i] = newLoad(runCtx, i, l.Target, l.Options.withDefaults(), t0)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ls[i].run()
-		}()
+		wg.Go(ls[i].run)
 	}
 	wg.Wait()
 	wa.stop()
@@ -163,6 +159,10 @@ func (l *load) run() {
 		l.closedLoop()
 	} else {
 		l.pace()
+		l.sendNs = int64(l.o.Duration)
+		if l.ctx.Err() != nil {
+			l.sendNs = max(0, l.now()-l.warmNs)
+		}
 		close(l.work)
 		l.wg.Wait()
 	}
@@ -219,8 +219,10 @@ func (l *load) send(w *Worker, rec *recorder, it item, now int64) {
 }
 
 // pace schedules the requests of an open loop. It never sleeps per
-// request: it wakes about once per pacerSlice (or at the next scheduled
-// time, if later) and dispatches every request that has come due.
+// request: it wakes about once per millisecond, Go's timer granularity (or
+// at the next scheduled time, if later), and dispatches every request that
+// has come due. One that came due while it slept counts from the waking, so
+// the generator's own sleep is not charged to the target.
 func (l *load) pace() {
 	rec := l.agg.newRecorder() // for requests that expire before a worker is free
 	defer rec.close()
@@ -229,13 +231,7 @@ func (l *load) pace() {
 	rng := rand.New(rand.NewPCG(l.o.Seed^0x9e3779b97f4a7c15, uint64(l.idx)))
 	var i, nextAt, wake int64
 	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	l.sendNs = int64(l.o.Duration)
-	defer func() {
-		if l.ctx.Err() != nil {
-			l.sendNs = max(0, l.now()-l.warmNs)
-		}
-	}()
+	defer timer.Stop()
 	for {
 		now := l.now()
 		for nextAt <= now {
@@ -259,11 +255,10 @@ func (l *load) pace() {
 		if nextAt >= l.endNs {
 			return
 		}
-		timer.Reset(time.Duration(max(nextAt-now, int64(pacerSlice))))
+		timer.Reset(time.Duration(max(nextAt-now, int64(time.Millisecond))))
 		select {
 		case <-timer.C:
 		case <-l.ctx.Done():
-			timer.Stop()
 			return
 		}
 		wake = l.now()
@@ -271,8 +266,8 @@ func (l *load) pace() {
 }
 
 // dispatch hands it to an idle worker, starts a new worker if none is idle
-// and fewer than MaxInFlight exist, or else waits for a worker. It returns
-// false if the run was cancelled while waiting.
+// and fewer than MaxInFlight exist, or else waits for a worker (it keeps its
+// scheduled time). It returns false if the run was cancelled while waiting.
 func (l *load) dispatch(it item) bool {
 	select {
 	case l.work <- it:
@@ -280,8 +275,8 @@ func (l *load) dispatch(it item) bool {
 	default:
 	}
 	if l.workers < l.o.MaxInFlight {
-		l.wg.Add(1)
-		go l.worker(l.workers, it)
+		id := l.workers
+		l.wg.Go(func() { l.worker(id, it) })
 		l.workers++
 		return true
 	}
@@ -295,7 +290,6 @@ func (l *load) dispatch(it item) bool {
 
 // worker sends it, then every item the pacer hands it.
 func (l *load) worker(id int, it item) {
-	defer l.wg.Done()
 	w := l.newWorker(id)
 	rec := l.agg.newRecorder()
 	defer rec.close()

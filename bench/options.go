@@ -22,21 +22,15 @@ const (
 	DefaultTimeout     = time.Second
 )
 
-// pacerSlice is the open-loop pacer's minimum sleep.
-const pacerSlice = time.Millisecond
-
 // Options configure one load: open loop at Rate, or closed loop of
 // Concurrency workers (Rate zero).
 //
 // Open loop: requests are scheduled at Rate whatever the target does and
 // latency counts from each one's intended send time, so a stalled server's
-// queueing shows (no coordinated omission). Workers are started on demand
-// up to MaxInFlight; while all are busy the pacer waits and the requests
-// that came due keep their scheduled time. One still waiting at its hard
-// deadline is not sent: an ErrTimeout, counted in Result.Expired. The pacer
-// wakes about every 1 ms (Go's timer granularity); a request that came due
-// while it slept counts from the waking, so the generator's own sleep is
-// not charged to the target. Result.SendLag is the lateness behind schedule.
+// queueing shows (no coordinated omission). Up to MaxInFlight workers send
+// them; one still waiting for a worker at its hard deadline is not sent: an
+// ErrTimeout, counted in Result.Expired. Result.SendLag is the lateness
+// behind schedule.
 //
 // Closed loop: each worker sends, waits for the outcome and repeats;
 // latency counts from the actual send, so a stall is one sample per worker

@@ -38,8 +38,7 @@ func (t *soakTarget) Do(_ context.Context, w *Worker) Outcome {
 		t.f.anomaly(t.kind, "no_bidder_up", "", "")
 		return ErrConn
 	}
-	s.prepare(w, b.client.Addr, t.body)
-	if err := s.do(b.client, w.Deadline); err != nil {
+	if err := s.do(w, b.client, t.body); err != nil {
 		out := ClassifyError(err)
 		t.f.anomaly(t.kind, out.String(), b.name, err.Error())
 		return out

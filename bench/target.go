@@ -41,8 +41,7 @@ const (
 
 var outcomeNames = [numOutcomes]string{"ok", "no_bid", "timeout", "conn", "status_4xx", "status_5xx", "other", "deadline_miss"}
 
-// String returns the outcome's name as used in JSON and text reports:
-// ok, no_bid, timeout, conn, status_4xx, status_5xx, other, deadline_miss.
+// String returns the outcome's name as used in JSON and text reports.
 func (o Outcome) String() string {
 	if o < numOutcomes {
 		return outcomeNames[o]
