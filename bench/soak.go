@@ -126,17 +126,17 @@ type soakFleet struct {
 	keys     *token.Keys // the fleet's token key: the harness reads every accepted bill's nonce
 	rdb      *redis.Client
 	logf     func(string, ...any)
-	measured time.Time // start of the measured phase
+	measured time.Time    // start of the measured phase
+	sum      *SoakSummary // the report's soak section
 
-	mu         sync.Mutex
+	mu         sync.Mutex    // guards sum.Notices and the fields below while the load and its notices run
 	anomalies  []SoakAnomaly // every error and late answer
-	notices    SoakNotices   // the billing notices' outcomes
 	accepted   []string      // burl paths answered 204 accepted or replay
 	noticeLats dist          // µs of the notice attempts a bidder answered
 
-	harvest   urlRing // recent click links of answered bids
-	pendingWG sync.WaitGroup
-	stopping  atomic.Bool
+	harvest   urlRing        // recent click links of answered bids
+	pendingWG sync.WaitGroup // notices scheduled (harvestBid runs only during the load: no Add after the Wait)
+	stopping  atomic.Bool    // the load has ended: no more replays
 }
 
 // RunSoak runs the fault-injection soak (bench/README.md): the fleet under
@@ -148,7 +148,7 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	}
 	o = o.withDefaults()
 	f := &soakFleet{o: o, logf: logTo(o.Log, "bench: soak: "), noticeLats: newDist(histDigits),
-		notices: SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}}
+		sum: &SoakSummary{Notices: SoakNotices{BillOutcomes: map[string]int64{}, ReplayOutcomes: map[string]int64{}}}}
 	var cleanups cleanupStack
 	defer cleanups.run()
 	exe, err := executable(o.Exe)
@@ -174,21 +174,20 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 		"rounds": strconv.Itoa(o.Rounds), "faults": strings.Join(o.Faults, ","), "fault_grace": o.FaultGrace.String(), "outage": o.Outage.String(),
 		"catalog": "remote: 2 catalog nodes (catalog.target static:///node1,node2)", "demo": o.DemoSize.String(),
 	}})
-	sum := &SoakSummary{}
-	rep.Soak = sum
+	rep.Soak = f.sum
 
 	// From the start of the warmup to the last notice: the RSS sampler and
 	// the balancer's health checks; in the measured phase, the faults.
 	f.measured = time.Now().Add(o.Warmup)
 	bgCtx, stopBg := context.WithCancel(ctx)
 	var bg, faults sync.WaitGroup
-	bg.Go(func() { sum.RSS = f.sampleRSS(bgCtx) })
+	bg.Go(func() { f.sum.RSS = f.sampleRSS(bgCtx) })
 	for _, b := range f.bidders {
 		bg.Go(func() { f.pollReady(bgCtx, b) })
 	}
 	sched := f.schedule()
 	faultCtx, stopFaults := context.WithCancel(ctx)
-	faults.Go(func() { f.runFaults(faultCtx, sched, sum) })
+	faults.Go(func() { f.runFaults(faultCtx, sched) })
 
 	f.logf("load: bids %s req/s, pixel events %s req/s, clicks %s req/s, nurl+burl for %.0f%% of bids %v-%v later (%.0f%% of accepted bills replayed to the other bidder); %v after %v warmup; %d faults scheduled",
 		fmtRate(o.Rate), fmtRate(o.EventRate), fmtRate(o.ClickRate), 100*o.WinRatio, o.NoticeDelay, 2*o.NoticeDelay, 100*o.ReplayRatio, o.Duration, o.Warmup, len(sched))
@@ -201,14 +200,17 @@ func RunSoak(ctx context.Context, o SoakOptions) (rep *Report, err error) {
 	bg.Wait()
 
 	for _, r := range rs {
-		r.Events = sum.events()
+		r.Events = f.sum.events()
+	}
+	if len(rs) > 0 { // the bid load's
+		f.sum.BidRequests, f.sum.BidsLate = rs[0].Requests, rs[0].DeadlineMisses
 	}
 	rep.Results = rs
 	// An interrupted run still reconciles what it sent (bounded: 30 s).
-	f.reconcile(context.WithoutCancel(ctx), sum)
-	f.attribute(sum, rs)
-	sum.judgeRSS(o.RSSWarmup)
-	sum.verdict(o)
+	f.reconcile(context.WithoutCancel(ctx))
+	f.attribute()
+	f.sum.judgeRSS(o.RSSWarmup)
+	f.sum.verdict(o)
 	return rep, runErr
 }
 
@@ -321,19 +323,15 @@ func (f *soakFleet) sampleRSS(ctx context.Context) []SoakRSS {
 // charge-once key must be there (else it is lost), and the store's
 // impressions must equal the distinct notices charged (more is a double
 // charge).
-func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
-	f.mu.Lock()
-	sum.Notices = f.notices
-	accepted, lats := f.accepted, f.noticeLats
-	f.mu.Unlock()
-	n := &sum.Notices
-	n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = usToMs(lats.at(50)), usToMs(lats.at(99)), usToMs(lats.maxUs)
-	n.Accepted = int64(len(accepted))
+func (f *soakFleet) reconcile(ctx context.Context) {
+	n := &f.sum.Notices
+	n.LatencyP50Ms, n.LatencyP99Ms, n.LatencyMaxMs = usToMs(f.noticeLats.at(50)), usToMs(f.noticeLats.at(99)), usToMs(f.noticeLats.maxUs)
+	n.Accepted = int64(len(f.accepted))
 
 	keys := map[string]string{} // charge-once key -> campaign
 	var tok token.Token
 	var buf []byte
-	for _, p := range accepted {
+	for _, p := range f.accepted {
 		u, err := url.Parse(p)
 		if err == nil {
 			buf, err = f.keys.Parse(&tok, []byte(u.Query().Get("t")), token.KindBill, time.Now(), buf)
@@ -358,7 +356,6 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 	n.Lost = int64(len(lost))
 	n.LostKeys = lost[:min(len(lost), 20)]
 
-	// The store's impressions and micros over every campaign billed.
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	if campaigns := slices.Compact(slices.Sorted(maps.Values(keys))); len(campaigns) > 0 {
@@ -391,15 +388,13 @@ func (f *soakFleet) reconcile(ctx context.Context, sum *SoakSummary) {
 func (f *soakFleet) missing(ctx context.Context, keys []string) []string {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	pipe := f.rdb.Pipeline()
-	cmds := make([]*redis.IntCmd, len(keys))
-	for i, k := range keys {
-		cmds[i] = pipe.Exists(ctx, k)
+	vals, err := f.rdb.MGet(ctx, keys...).Result()
+	if err != nil {
+		return keys
 	}
-	_, err := pipe.Exec(ctx)
 	var out []string
-	for i, c := range cmds {
-		if err != nil || c.Val() == 0 {
+	for i, v := range vals {
+		if v == nil {
 			out = append(out, keys[i])
 		}
 	}

@@ -37,7 +37,7 @@ func (f *soakFleet) schedule() []soakFault {
 
 // runFaults runs the schedule, one fault at a time (a fault that overruns
 // its slot delays the next), until ctx ends.
-func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault, sum *SoakSummary) {
+func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault) {
 	for _, fl := range sched {
 		if !sleepCtx(ctx, time.Until(f.measured.Add(fl.at))) {
 			return
@@ -51,7 +51,7 @@ func (f *soakFleet) runFaults(ctx context.Context, sched []soakFault, sum *SoakS
 		} else {
 			f.logf("  fault %s: t=%.1f-%.1f s: %s", rec.Label, rec.StartSec, rec.EndSec, rec.Detail)
 		}
-		sum.Faults = append(sum.Faults, rec)
+		f.sum.Faults = append(f.sum.Faults, rec)
 	}
 }
 
@@ -128,14 +128,12 @@ func faultAt(faults []SoakFault, sec, grace float64) int {
 	return i
 }
 
-// attribute puts every error and late answer of the measured phase under
-// the fault it is due to (faultAt), else "unattributed".
-func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
-	f.mu.Lock()
-	all := slices.Clone(f.anomalies)
-	f.mu.Unlock()
+// attribute counts every error and late answer of the measured phase
+// under the fault it is due to (faultAt), else "unattributed".
+func (f *soakFleet) attribute() {
+	sum := f.sum
 	counts := map[SoakAnomalyCount]int64{} // Count 0: the key
-	for _, a := range all {
+	for _, a := range f.anomalies {
 		if a.AtSec < 0 || a.AtSec > f.o.Duration.Seconds()+f.o.Timeout.Seconds() {
 			continue // warmup, or notices after the load ended
 		}
@@ -155,8 +153,4 @@ func (f *soakFleet) attribute(sum *SoakSummary, rs []*Result) {
 	slices.SortFunc(sum.Anomalies, func(a, b SoakAnomalyCount) int {
 		return cmp.Or(strings.Compare(a.Kind, b.Kind), strings.Compare(a.Outcome, b.Outcome), strings.Compare(a.Cause, b.Cause))
 	})
-	if len(rs) > 0 {
-		sum.BidRequests = rs[0].Requests
-		sum.BidsLate = rs[0].DeadlineMisses
-	}
 }

@@ -92,7 +92,7 @@ func (f *soakFleet) harvestBid(body []byte) {
 	if m := clickLink.Find(body); m != nil {
 		f.harvest.add(m)
 	}
-	if f.stopping.Load() || rand.Float64() >= f.o.WinRatio {
+	if rand.Float64() >= f.o.WinRatio {
 		return
 	}
 	nurl, ok1 := noticePath(body, nurlKey, "/win?")
@@ -123,9 +123,9 @@ func (f *soakFleet) sendNotices(nurl, burl string) {
 	out, by, ok := f.sendNotice(rng, "bill", burl, nil)
 	f.mu.Lock()
 	if ok {
-		f.notices.BillOutcomes[out]++
+		f.sum.Notices.BillOutcomes[out]++
 	} else {
-		f.notices.GaveUp++
+		f.sum.Notices.GaveUp++
 	}
 	if out == "accepted" || out == "replay" {
 		f.accepted = append(f.accepted, burl)
@@ -138,11 +138,11 @@ func (f *soakFleet) sendNotices(nurl, burl string) {
 	out, _, ok = f.sendNotice(rng, "bill-replay", burl, by)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.notices.ReplaysSent++
+	f.sum.Notices.ReplaysSent++
 	if ok {
-		f.notices.ReplayOutcomes[out]++
+		f.sum.Notices.ReplayOutcomes[out]++
 	} else {
-		f.notices.ReplaysGaveUp++
+		f.sum.Notices.ReplaysGaveUp++
 	}
 }
 
@@ -168,7 +168,7 @@ func (f *soakFleet) sendNotice(rng *rand.Rand, kind, path string, avoid *soakPro
 			f.noticeLats.record(time.Since(t0).Microseconds())
 		}
 		if err != nil || status >= 500 {
-			f.notices.Retries++
+			f.sum.Notices.Retries++
 		}
 		f.mu.Unlock()
 		switch {

@@ -19,9 +19,7 @@ type SoakSummary struct {
 	BidRequests int64       `json:"bid_requests"` // of the measured phase
 	BidsLate    int64       `json:"bids_late"`    // answered past tmax
 	// Anomalies count every error and late answer by request kind,
-	// outcome and cause: the fault whose outage (its start to its
-	// recovery) holds it, else the latest whose fault grace after its
-	// recovery does, else "unattributed".
+	// outcome and cause: the fault it is due to (faultAt), else "unattributed".
 	Anomalies    []SoakAnomalyCount `json:"anomalies"`
 	Unattributed []SoakAnomaly      `json:"unattributed,omitempty"` // the first 50 anomalies with no cause, in full
 	RSS          []SoakRSS          `json:"rss"`                    // every process incarnation's RSS, once a second, and its verdict

@@ -205,7 +205,8 @@ func TestSoakAttribute(t *testing.T) {
 		{Kind: FaultNodeKill, Label: "node1 kill -9", StartSec: 10, EndSec: 13.5},
 		{Kind: FaultRedisKill, Label: "redis-server kill -9", StartSec: 15, EndSec: 18.3},
 	}}
-	f.attribute(sum, nil)
+	f.sum = sum
+	f.attribute()
 	want := []SoakAnomalyCount{
 		{Kind: "bid", Outcome: "status_5xx", Cause: "node1 kill -9", Count: 1},
 		{Kind: "bid", Outcome: "status_5xx", Cause: "unattributed", Count: 1},
