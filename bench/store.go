@@ -180,18 +180,16 @@ func RunStore(ctx context.Context, o StoreOptions) (*Report, error) {
 	rep := NewReport(meta)
 	var entries []TableEntry
 	for _, w := range o.Weights {
-		for i, r := range runs {
+		for _, r := range runs {
 			name := fmt.Sprintf("%s/%d", r.name, w)
 			res, err := measureStore(ctx, o, r, name, reqs[w], rep, logf)
 			if err != nil && (res == nil || !errors.Is(err, ErrAborted)) {
 				return nil, fmt.Errorf("bench: %s: %w", name, err)
 			}
 			rep.Results = append(rep.Results, res)
-			e := TableEntry{Result: res, Group: fmt.Sprintf("%d products", w), InProcess: r.inProcess}
-			if i > 0 {
-				e.Baseline = fmt.Sprintf("%s/%d", runs[0].name, w)
-			}
-			entries = append(entries, e)
+			// The first target's row names itself: BuildTable makes it the baseline.
+			entries = append(entries, TableEntry{Result: res, Group: fmt.Sprintf("%d products", w),
+				Baseline: fmt.Sprintf("%s/%d", runs[0].name, w), InProcess: r.inProcess})
 			if err != nil {
 				rep.Tables = append(rep.Tables, BuildTable("Store level (aborted)", entries))
 				return rep, err

@@ -20,8 +20,7 @@ import (
 )
 
 // productStore is what the store scenario needs from a product store: catalog.Local, the
-// catalog/remote client, and the Redis and Aerospike stores below, all with the catalog's
-// semantics and errors.
+// catalog/remote client, and the Redis and Aerospike stores below, with the catalog's semantics and errors.
 type productStore interface {
 	GetProductMasters(ctx context.Context, req *catalogpb.ProductMastersRequest) (*catalogpb.ProductMastersResponse, error)
 }
