@@ -139,9 +139,8 @@ func FindMaxRate(ctx context.Context, t Target, o FindMaxRateOptions) (*MaxRateR
 				return res, fmt.Errorf("%w: %w", ErrAborted, ctx.Err())
 			}
 		}
-		lo2 := o.Load
-		lo2.Rate, lo2.Duration, lo2.Warmup = rate, o.StepDuration, o.StepWarmup
-		r, err := Run(ctx, t, lo2)
+		o.Load.Rate, o.Load.Duration, o.Load.Warmup = rate, o.StepDuration, o.StepWarmup
+		r, err := Run(ctx, t, o.Load)
 		if err != nil {
 			return res, err
 		}
