@@ -192,6 +192,10 @@ type Shading struct {
 	// Explore is the fraction of shaded bids whose price is moved at random
 	// (never above the value nor below the floor).
 	Explore float64 `yaml:"explore"`
+	// ExploreCold is the fraction of first-price bids of a segment without
+	// data (at every level) priced at random between 30% of the value and
+	// the value; the others bid the value.
+	ExploreCold float64 `yaml:"explore_cold"`
 	// RefreshInterval is how often the estimates are rebuilt from the
 	// observations.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
@@ -215,6 +219,9 @@ func (s Shading) Validate(p *Problems) {
 	}
 	if !(s.Explore >= 0 && s.Explore <= 0.5) {
 		p.Addf("explore", "must be between 0 and 0.5, got %v", s.Explore)
+	}
+	if !(s.ExploreCold >= 0 && s.ExploreCold <= 1) {
+		p.Addf("explore_cold", "must be between 0 and 1, got %v", s.ExploreCold)
 	}
 	p.Positive("refresh_interval", s.RefreshInterval)
 	if s.FleetInterval < 0 {

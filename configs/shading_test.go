@@ -8,7 +8,7 @@ import (
 
 func TestShadingDefaults(t *testing.T) {
 	c := mustDefault(t)
-	want := Shading{HalfLife: 30 * time.Minute, MaxSegments: 4096, MinObservations: 100, Explore: 0.05, RefreshInterval: time.Second,
+	want := Shading{HalfLife: 30 * time.Minute, MaxSegments: 4096, MinObservations: 100, Explore: 0.05, ExploreCold: 0.25, RefreshInterval: time.Second,
 		FleetInterval: 5 * time.Second, FleetSlot: 5 * time.Minute, FleetHorizon: 2 * time.Hour}
 	if c.Shading != want {
 		t.Errorf("shading defaults %+v, want %+v", c.Shading, want)
@@ -24,6 +24,10 @@ func TestShadingValidate(t *testing.T) {
 		{"shading.min_observations", "0", "shading.min_observations: must be between 1 and 1000000"},
 		{"shading.explore", "0.6", "shading.explore: must be between 0 and 0.5"},
 		{"shading.explore", "0", ""},
+		{"shading.explore_cold", "1.5", "shading.explore_cold: must be between 0 and 1"},
+		{"shading.explore_cold", "-0.1", "shading.explore_cold: must be between 0 and 1"},
+		{"shading.explore_cold", "0", ""},
+		{"shading.explore_cold", "1", ""},
 		{"shading.refresh_interval", "0s", "shading.refresh_interval: must be > 0"},
 		{"shading.fleet_interval", "-1s", "shading.fleet_interval: must be >= 0"},
 		{"shading.fleet_interval", "0s", ""},

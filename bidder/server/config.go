@@ -11,11 +11,14 @@ import (
 
 // shadingFromConfig maps the shading section to Options.Shading.
 func shadingFromConfig(c configs.Shading) *shading.Options {
-	explore := c.Explore
-	if explore == 0 {
-		explore = -1 // off (the zero value of shading.Options is its default)
+	off := func(share float64) float64 {
+		if share == 0 {
+			return -1 // off (the zero value of shading.Options is its default)
+		}
+		return share
 	}
-	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations, Explore: explore}
+	o := &shading.Options{MaxSegments: c.MaxSegments, HalfLife: c.HalfLife, MinObservations: c.MinObservations,
+		Explore: off(c.Explore), ExploreCold: off(c.ExploreCold)}
 	if c.FleetInterval > 0 {
 		o.Fleet = &shading.FleetOptions{Slot: c.FleetSlot, Horizon: c.FleetHorizon, Interval: c.FleetInterval}
 	}

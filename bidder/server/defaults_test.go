@@ -146,6 +146,7 @@ func defaultRows() []defaultRow {
 		{"shading.max_segments", func(h *handed) any { return h.shading.MaxSegments }, func() any { return shading.DefaultMaxSegments }},
 		{"shading.min_observations", func(h *handed) any { return h.shading.MinObservations }, func() any { return shading.DefaultMinObservations }},
 		{"shading.explore", func(h *handed) any { return max(h.shading.Explore, 0) }, func() any { return shading.DefaultExplore }},
+		{"shading.explore_cold", func(h *handed) any { return max(h.shading.ExploreCold, 0) }, func() any { return shading.DefaultExploreCold }},
 		{"shading.fleet_slot", func(h *handed) any { return fleetOf(h).Slot }, func() any { return shading.DefaultFleetSlot }},
 		{"shading.fleet_horizon", func(h *handed) any { return fleetOf(h).Horizon }, func() any { return shading.DefaultFleetHalfLives * shading.DefaultHalfLife }},
 		// spend

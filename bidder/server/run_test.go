@@ -52,8 +52,8 @@ func testConfig(t *testing.T) *configs.Config {
 	cfg.Bidder.AccessLogSample = 1
 	cfg.Bidder.ShutdownDelay = 0 // tests that measure the delay set it
 	// No exploration of segments with data. A segment without data still
-	// explores below the campaign's price (shading.Options.ExploreCold), so
-	// tests clear bills at a price taken from the bid, not a fixed one.
+	// explores below the campaign's price (shading.explore_cold), so tests
+	// clear bills at a price taken from the bid, not a fixed one.
 	cfg.Shading.Explore = 0
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)

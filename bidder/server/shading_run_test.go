@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rtbd/rtbd/bidder/shading"
+	"github.com/rtbd/rtbd/configs"
 )
 
 // TestShadingRestart: a bidder's shading counts outlive it in its spend
@@ -47,4 +48,35 @@ func train(sh *shading.Shader, now time.Time) {
 		sh.Observe(id, price, at, true, int64(10_000+i%40*1000), true, at)
 	}
 	sh.Refresh(now)
+}
+
+// TestShadingExploreCold: shading.explore_cold is the share of a segment
+// without data whose first-price bids are priced between 30% of the value
+// and the value; 0 leaves every such bid at the value.
+func TestShadingExploreCold(t *testing.T) {
+	const value, floor = 4_000_000, 200_000
+	cold := func(cfg *configs.Config) (explored int) {
+		s, shutdown := startStoppable(t, cfg)
+		defer shutdown()
+		id := shading.Segment(0, "a publisher never bid on", shading.FormatBanner, 300, 250)
+		for range 400 {
+			d := s.Bidder.Shader().Price(id, shading.FirstPrice, true, value, floor)
+			switch {
+			case d.How == shading.HowExploredCold && d.Price >= value*3/10 && d.Price <= value:
+				explored++
+			case d.How != shading.HowNoData || d.Price != value:
+				t.Fatalf("bid of a segment without data: %+v, want the value %d or a cold exploration within [30%%, 100%%] of it", d, value)
+			}
+		}
+		return explored
+	}
+	cfg := testConfig(t)
+	if n := cold(cfg); n == 0 || n == 400 {
+		t.Errorf("shading.explore_cold %v: %d of 400 cold bids explored, want some and not all", cfg.Shading.ExploreCold, n)
+	}
+	cfg = testConfig(t)
+	cfg.Shading.ExploreCold = 0
+	if n := cold(cfg); n != 0 {
+		t.Errorf("shading.explore_cold 0: %d of 400 cold bids explored, want none", n)
+	}
 }
